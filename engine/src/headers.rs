@@ -1,0 +1,1 @@
+//! Header handling shared by the proxy: hop-by-hop stripping, x-forwarded-for.

@@ -1,0 +1,1 @@
+//! Load-balancing policies over a cluster's routable hosts.

@@ -1,0 +1,18 @@
+//! Pure data-plane logic of the gateway: the validated config model, route
+//! matching, load balancing and immutable snapshots.
+//!
+//! Nothing here performs I/O or knows about glommio: every algorithm that
+//! needs time or randomness takes a [`clock::Clock`] or an RNG as a parameter,
+//! so the whole crate is testable deterministically.
+
+pub mod clock;
+pub mod config;
+pub mod headers;
+pub mod host;
+pub mod lb;
+pub mod route;
+pub mod snapshot;
+
+pub use config::*;
+pub use host::{HostId, HostRegistry};
+pub use snapshot::{ClusterSnapshot, Snapshot};

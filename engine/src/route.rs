@@ -1,0 +1,1 @@
+//! Route matching: virtual host by `:authority`, then first matching route.

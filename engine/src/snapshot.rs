@@ -1,0 +1,196 @@
+//! Immutable config snapshots, built on the control shard and shared with
+//! every data shard as an `Arc`.
+//!
+//! A data shard swaps one pointer to adopt a new snapshot; each stream keeps
+//! a borrow of the snapshot it started with, so an update never changes a
+//! request mid-flight. Unchanged clusters are shared between versions
+//! (`Arc<ClusterSnapshot>`), which keeps a rebuild proportional to what
+//! changed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ahash::AHashMap;
+
+use crate::config::{Bootstrap, Cluster, HealthStatus, Listener};
+use crate::host::{HostId, HostRegistry};
+
+/// One host of a cluster as the data path sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    pub id: HostId,
+    pub address: SocketAddr,
+    pub weight: u32,
+    pub health: HealthStatus,
+}
+
+/// A cluster with its hosts and the address → host map.
+#[derive(Debug)]
+pub struct ClusterSnapshot {
+    pub config: Arc<Cluster>,
+    pub hosts: Vec<Host>,
+    /// Indexes into `hosts` of the hosts a policy may pick.
+    pub routable: Vec<u32>,
+    /// Address → index into `hosts`; read lock-free by every shard
+    /// (override-host lookups are O(1)).
+    pub host_map: AHashMap<SocketAddr, u32>,
+}
+
+impl ClusterSnapshot {
+    pub fn build(config: Arc<Cluster>, registry: &mut HostRegistry) -> Self {
+        let mut hosts = Vec::with_capacity(config.endpoints.len());
+        let mut host_map = AHashMap::with_capacity(config.endpoints.len());
+        for ep in &config.endpoints {
+            if host_map.contains_key(&ep.address) {
+                // Duplicate endpoints are rejected by validation; keep the first.
+                continue;
+            }
+            let id = registry.assign(&config.name, ep.address);
+            host_map.insert(ep.address, hosts.len() as u32);
+            hosts.push(Host {
+                id,
+                address: ep.address,
+                weight: ep.weight.max(1),
+                health: ep.health,
+            });
+        }
+        let routable = hosts
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.health.is_routable())
+            .map(|(i, _)| i as u32)
+            .collect();
+        Self {
+            config,
+            hosts,
+            routable,
+            host_map,
+        }
+    }
+
+    pub fn host_by_addr(&self, addr: &SocketAddr) -> Option<&Host> {
+        self.host_map.get(addr).map(|i| &self.hosts[*i as usize])
+    }
+}
+
+/// Everything a data shard needs to serve, at one config version.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub version: u64,
+    pub listeners: Vec<Arc<Listener>>,
+    pub clusters: AHashMap<String, Arc<ClusterSnapshot>>,
+    /// Length shard-local per-host vectors must have for this snapshot.
+    pub host_capacity: usize,
+}
+
+impl Snapshot {
+    /// Builds version `version` from a bootstrap, reusing the cluster
+    /// snapshots of `previous` whose config did not change.
+    pub fn build(
+        version: u64,
+        bootstrap: &Bootstrap,
+        previous: Option<&Snapshot>,
+        registry: &mut HostRegistry,
+    ) -> Self {
+        registry.begin();
+        let mut clusters = AHashMap::with_capacity(bootstrap.clusters.len());
+        for c in &bootstrap.clusters {
+            let reused = previous
+                .and_then(|p| p.clusters.get(&c.name))
+                .filter(|old| cluster_eq(&old.config, c));
+            let snap = match reused {
+                Some(old) => {
+                    // Re-register the hosts so their ids stay live.
+                    for h in &old.hosts {
+                        registry.assign(&c.name, h.address);
+                    }
+                    Arc::clone(old)
+                }
+                None => Arc::new(ClusterSnapshot::build(Arc::clone(c), registry)),
+            };
+            clusters.insert(c.name.clone(), snap);
+        }
+        registry.finish();
+        Self {
+            version,
+            listeners: bootstrap.listeners.clone(),
+            clusters,
+            host_capacity: registry.capacity(),
+        }
+    }
+
+    pub fn cluster(&self, name: &str) -> Option<&ClusterSnapshot> {
+        self.clusters.get(name).map(|c| &**c)
+    }
+
+    pub fn listener(&self, name: &str) -> Option<&Arc<Listener>> {
+        self.listeners.iter().find(|l| l.name == name)
+    }
+}
+
+fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
+    a.name == b.name
+        && a.connect_timeout == b.connect_timeout
+        && a.lb_policy == b.lb_policy
+        && a.endpoints == b.endpoints
+        && a.http2 == b.http2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::*;
+    use std::time::Duration;
+
+    fn cluster(name: &str, ports: &[u16]) -> Arc<Cluster> {
+        Arc::new(Cluster {
+            name: name.into(),
+            connect_timeout: Duration::from_secs(1),
+            lb_policy: LbPolicy::RoundRobin,
+            endpoints: ports
+                .iter()
+                .map(|p| Endpoint {
+                    address: SocketAddr::from(([127, 0, 0, 1], *p)),
+                    weight: 1,
+                    health: HealthStatus::Unknown,
+                })
+                .collect(),
+            http2: UpstreamHttp2::default(),
+        })
+    }
+
+    fn boot(clusters: Vec<Arc<Cluster>>) -> Bootstrap {
+        Bootstrap {
+            node: Node::default(),
+            admin: None,
+            listeners: vec![],
+            clusters,
+        }
+    }
+
+    #[test]
+    fn unchanged_clusters_are_shared_and_hosts_keep_ids() {
+        let mut reg = HostRegistry::new();
+        let s1 = Snapshot::build(1, &boot(vec![cluster("a", &[1, 2]), cluster("b", &[3])]), None, &mut reg);
+        let s2 = Snapshot::build(2, &boot(vec![cluster("a", &[1, 2]), cluster("b", &[3, 4])]), Some(&s1), &mut reg);
+        assert!(Arc::ptr_eq(&s1.clusters["a"], &s2.clusters["a"]));
+        assert!(!Arc::ptr_eq(&s1.clusters["b"], &s2.clusters["b"]));
+        let id3 = |s: &Snapshot| s.cluster("b").unwrap().hosts[0].id;
+        assert_eq!(id3(&s1), id3(&s2));
+        assert_eq!(s2.host_capacity, 4);
+        let a = s2.cluster("a").unwrap();
+        let addr = SocketAddr::from(([127, 0, 0, 1], 2));
+        assert_eq!(a.host_by_addr(&addr).unwrap().address, addr);
+    }
+
+    #[test]
+    fn draining_hosts_stay_in_map_but_are_not_routable() {
+        let mut reg = HostRegistry::new();
+        let mut c = (*cluster("a", &[1, 2])).clone();
+        c.endpoints[0].health = HealthStatus::Draining;
+        let s = Snapshot::build(1, &boot(vec![Arc::new(c)]), None, &mut reg);
+        let a = s.cluster("a").unwrap();
+        assert_eq!(a.hosts.len(), 2);
+        assert_eq!(a.routable, vec![1]);
+    }
+}

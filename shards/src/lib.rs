@@ -1,0 +1,1 @@
+//! glommio runtime: data and control shards.

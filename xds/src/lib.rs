@@ -1,0 +1,1 @@
+//! Envoy v3 protos, decoding and validation into engine types.
