@@ -1,0 +1,1 @@
+//! Demo h2c backend.
