@@ -1,1 +1,110 @@
-//! Header handling shared by the proxy: hop-by-hop stripping, x-forwarded-for.
+//! Header rules shared by the proxy: hop-by-hop stripping, `x-forwarded-for`,
+//! and the HTTP → gRPC status mapping Envoy uses for local replies.
+
+use std::fmt::Write;
+use std::net::IpAddr;
+
+/// Connection-specific headers that must not be forwarded (RFC 9110 §7.6.1;
+/// RFC 9113 §8.2.2 forbids them in HTTP/2 altogether). `te` is handled by
+/// [`keep_te`].
+pub fn is_hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "upgrade"
+            | "http2-settings"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+    )
+}
+
+/// `te` may only carry `trailers` over HTTP/2 (gRPC sends `te: trailers`).
+pub fn keep_te(value: &[u8]) -> bool {
+    value.eq_ignore_ascii_case(b"trailers")
+}
+
+/// Value of `x-forwarded-for` after appending the downstream peer, as Envoy
+/// does with `use_remote_address: true`.
+pub fn append_forwarded_for(existing: Option<&str>, peer: IpAddr) -> String {
+    let mut out = String::with_capacity(existing.map_or(0, |e| e.len() + 2) + 39);
+    if let Some(e) = existing.filter(|e| !e.is_empty()) {
+        out.push_str(e);
+        out.push_str(", ");
+    }
+    let _ = write!(out, "{peer}");
+    out
+}
+
+/// gRPC status codes used by local replies.
+pub mod grpc_status {
+    pub const OK: u32 = 0;
+    pub const UNKNOWN: u32 = 2;
+    pub const DEADLINE_EXCEEDED: u32 = 4;
+    pub const PERMISSION_DENIED: u32 = 7;
+    pub const UNIMPLEMENTED: u32 = 12;
+    pub const INTERNAL: u32 = 13;
+    pub const UNAVAILABLE: u32 = 14;
+    pub const UNAUTHENTICATED: u32 = 16;
+}
+
+/// Envoy's `Grpc::Utility::httpToGrpcStatus`, used when a local reply (or an
+/// upstream HTTP error without `grpc-status`) answers a gRPC request.
+pub fn http_to_grpc_status(http_status: u16) -> u32 {
+    use grpc_status::*;
+    match http_status {
+        400 => INTERNAL,
+        401 => UNAUTHENTICATED,
+        403 => PERMISSION_DENIED,
+        404 => UNIMPLEMENTED,
+        429 | 502 | 503 | 504 => UNAVAILABLE,
+        _ => UNKNOWN,
+    }
+}
+
+/// Whether a `content-type` value denotes gRPC (`application/grpc`,
+/// `application/grpc+proto`, `application/grpc-web` is not gRPC here).
+pub fn is_grpc_content_type(value: &[u8]) -> bool {
+    const G: &[u8] = b"application/grpc";
+    value.len() >= G.len()
+        && value[..G.len()].eq_ignore_ascii_case(G)
+        && matches!(value.get(G.len()), None | Some(b'+') | Some(b';'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_and_te() {
+        assert!(is_hop_by_hop("connection"));
+        assert!(is_hop_by_hop("transfer-encoding"));
+        assert!(!is_hop_by_hop("content-type"));
+        assert!(keep_te(b"Trailers"));
+        assert!(!keep_te(b"gzip"));
+    }
+
+    #[test]
+    fn forwarded_for_appends() {
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!(append_forwarded_for(None, ip), "10.0.0.1");
+        assert_eq!(append_forwarded_for(Some(""), ip), "10.0.0.1");
+        assert_eq!(append_forwarded_for(Some("1.2.3.4"), ip), "1.2.3.4, 10.0.0.1");
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert_eq!(append_forwarded_for(None, v6), "::1");
+    }
+
+    #[test]
+    fn grpc_mapping_and_content_type() {
+        assert_eq!(http_to_grpc_status(503), grpc_status::UNAVAILABLE);
+        assert_eq!(http_to_grpc_status(504), grpc_status::UNAVAILABLE);
+        assert_eq!(http_to_grpc_status(404), grpc_status::UNIMPLEMENTED);
+        assert_eq!(http_to_grpc_status(500), grpc_status::UNKNOWN);
+        assert!(is_grpc_content_type(b"application/grpc"));
+        assert!(is_grpc_content_type(b"application/grpc+proto"));
+        assert!(!is_grpc_content_type(b"application/grpc-web"));
+        assert!(!is_grpc_content_type(b"application/json"));
+    }
+}

@@ -1,1 +1,322 @@
-//! Route matching: virtual host by `:authority`, then first matching route.
+//! Route matching: virtual host by `:authority`, then the first matching route.
+//!
+//! Virtual-host selection follows Envoy's precedence: exact domain, then the
+//! longest `*suffix`, then the longest `prefix*`, then `*`. Within a virtual
+//! host, routes are tried in order and the first match wins.
+
+use crate::config::{
+    DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, Route, RouteConfig, RouteMatch,
+    VirtualHost,
+};
+
+/// What a route matcher may look at. Implemented by the shard over the h2
+/// request; `header` returns the first value of a (lowercase) name.
+pub trait RequestView {
+    fn authority(&self) -> &str;
+    /// `:path` including the query string.
+    fn path(&self) -> &str;
+    fn method(&self) -> &str;
+    fn header(&self, name: &str) -> Option<&str>;
+}
+
+/// Selects the virtual host for `authority` (matched case-insensitively).
+pub fn select_virtual_host<'a>(rc: &'a RouteConfig, authority: &str) -> Option<&'a VirtualHost> {
+    // Lowercase without allocating for the common already-lowercase case.
+    let lowered;
+    let host = if authority.bytes().any(|b| b.is_ascii_uppercase()) {
+        lowered = authority.to_ascii_lowercase();
+        lowered.as_str()
+    } else {
+        authority
+    };
+
+    let mut best_suffix: Option<(&VirtualHost, usize)> = None;
+    let mut best_prefix: Option<(&VirtualHost, usize)> = None;
+    let mut any: Option<&VirtualHost> = None;
+    for vh in &rc.virtual_hosts {
+        for d in &vh.domains {
+            match d {
+                DomainMatcher::Exact(e) if e == host => return Some(vh),
+                DomainMatcher::Exact(_) => {}
+                // Envoy requires the wildcard to match at least one character.
+                DomainMatcher::Suffix(s) if host.len() > s.len() && host.ends_with(s.as_str()) => {
+                    if best_suffix.is_none_or(|(_, l)| s.len() > l) {
+                        best_suffix = Some((vh, s.len()));
+                    }
+                }
+                DomainMatcher::Prefix(p) if host.len() > p.len() && host.starts_with(p.as_str()) => {
+                    if best_prefix.is_none_or(|(_, l)| p.len() > l) {
+                        best_prefix = Some((vh, p.len()));
+                    }
+                }
+                DomainMatcher::Any if any.is_none() => any = Some(vh),
+                _ => {}
+            }
+        }
+    }
+    best_suffix
+        .or(best_prefix)
+        .map(|(vh, _)| vh)
+        .or(any)
+}
+
+/// Returns the first route of `vh` that matches the request.
+pub fn select_route<'a, R: RequestView + ?Sized>(vh: &'a VirtualHost, req: &R) -> Option<&'a Route> {
+    vh.routes.iter().find(|r| route_matches(&r.matcher, req))
+}
+
+/// Virtual host then route, in one call.
+pub fn route_request<'a, R: RequestView + ?Sized>(rc: &'a RouteConfig, req: &R) -> Option<&'a Route> {
+    select_route(select_virtual_host(rc, req.authority())?, req)
+}
+
+fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R) -> bool {
+    let full = req.path();
+    // Path matchers ignore the query string, as Envoy does.
+    let path = full.split_once('?').map_or(full, |(p, _)| p);
+    let path_ok = match &m.path {
+        PathMatch::Prefix(p) if m.case_sensitive => path.starts_with(p.as_str()),
+        PathMatch::Prefix(p) => path
+            .get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p)),
+        PathMatch::Path(p) if m.case_sensitive => path == p,
+        PathMatch::Path(p) => path.eq_ignore_ascii_case(p),
+        PathMatch::Regex(re) => re.is_match(path),
+    };
+    path_ok && m.headers.iter().all(|h| header_matches(h, req))
+}
+
+fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
+    let value = match h.name.as_str() {
+        ":authority" | "host" => Some(req.authority()),
+        ":path" => Some(req.path()),
+        ":method" => Some(req.method()),
+        name => req.header(name),
+    };
+    let matched = match (&h.kind, value) {
+        (HeaderMatchKind::Present(want), v) => v.is_some() == *want,
+        (_, None) => false,
+        (HeaderMatchKind::Exact(e), Some(v)) => v == e,
+        (HeaderMatchKind::Prefix(p), Some(v)) => v.starts_with(p.as_str()),
+        (HeaderMatchKind::Suffix(s), Some(v)) => v.ends_with(s.as_str()),
+        (HeaderMatchKind::Contains(c), Some(v)) => v.contains(c.as_str()),
+        (HeaderMatchKind::Regex(re), Some(v)) => re.is_match(v),
+        (HeaderMatchKind::Range { start, end }, Some(v)) => v
+            .parse::<i64>()
+            .is_ok_and(|n| *start <= n && n < *end),
+    };
+    // Envoy: an absent header never matches, even when inverted (except
+    // present_match, whose inversion is handled like any other result).
+    if value.is_none() && !matches!(h.kind, HeaderMatchKind::Present(_)) {
+        return false;
+    }
+    matched != h.invert
+}
+
+/// Applies `prefix_rewrite` to `path` when the route matched by prefix.
+/// Returns `None` when no rewrite applies.
+pub fn rewrite_path(route: &Route, path: &str) -> Option<String> {
+    let new_prefix = route.action.prefix_rewrite.as_deref()?;
+    match &route.matcher.path {
+        PathMatch::Prefix(p) => {
+            let rest = path.get(p.len()..).unwrap_or("");
+            let mut out = String::with_capacity(new_prefix.len() + rest.len());
+            out.push_str(new_prefix);
+            out.push_str(rest);
+            Some(out)
+        }
+        // Envoy applies prefix_rewrite to a path match as a whole-path
+        // replacement (the matched "prefix" is the whole path).
+        PathMatch::Path(_) => {
+            let query = path.find('?').map_or("", |i| &path[i..]);
+            Some(format!("{new_prefix}{query}"))
+        }
+        PathMatch::Regex(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ClusterTarget, RouteAction};
+    use regex::Regex;
+
+    struct Req<'a> {
+        authority: &'a str,
+        path: &'a str,
+        method: &'a str,
+        headers: Vec<(&'a str, &'a str)>,
+    }
+
+    impl RequestView for Req<'_> {
+        fn authority(&self) -> &str {
+            self.authority
+        }
+        fn path(&self) -> &str {
+            self.path
+        }
+        fn method(&self) -> &str {
+            self.method
+        }
+        fn header(&self, name: &str) -> Option<&str> {
+            self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+        }
+    }
+
+    fn req<'a>(authority: &'a str, path: &'a str) -> Req<'a> {
+        Req {
+            authority,
+            path,
+            method: "GET",
+            headers: vec![],
+        }
+    }
+
+    fn route(name: &str, path: PathMatch, headers: Vec<HeaderMatcher>) -> Route {
+        Route {
+            name: name.into(),
+            matcher: RouteMatch {
+                path,
+                case_sensitive: true,
+                headers,
+            },
+            action: RouteAction {
+                target: ClusterTarget::Cluster(name.into()),
+                timeout: None,
+                prefix_rewrite: None,
+                host_rewrite_literal: None,
+            },
+        }
+    }
+
+    fn vh(name: &str, domains: Vec<DomainMatcher>) -> VirtualHost {
+        VirtualHost {
+            name: name.into(),
+            domains,
+            routes: vec![route(name, PathMatch::Prefix("/".into()), vec![])],
+        }
+    }
+
+    fn rc() -> RouteConfig {
+        use DomainMatcher::*;
+        RouteConfig {
+            name: "rc".into(),
+            virtual_hosts: vec![
+                vh("any", vec![Any]),
+                vh("prefix", vec![Prefix("api.".into())]),
+                vh("suffix", vec![Suffix(".example.com".into())]),
+                vh("longsuffix", vec![Suffix(".b.example.com".into())]),
+                vh("exact", vec![Exact("a.example.com".into())]),
+            ],
+        }
+    }
+
+    #[test]
+    fn virtual_host_precedence_is_exact_suffix_prefix_any() {
+        let rc = rc();
+        let pick = |a: &str| select_virtual_host(&rc, a).map(|v| v.name.as_str());
+        assert_eq!(pick("a.example.com"), Some("exact"));
+        assert_eq!(pick("A.Example.COM"), Some("exact"));
+        assert_eq!(pick("x.example.com"), Some("suffix"));
+        assert_eq!(pick("x.b.example.com"), Some("longsuffix"));
+        assert_eq!(pick("api.example.com"), Some("suffix"), "suffix beats prefix");
+        assert_eq!(pick("api.foo"), Some("prefix"));
+        assert_eq!(pick("other"), Some("any"));
+        assert_eq!(pick(".example.com"), Some("any"), "wildcard needs one char");
+    }
+
+    #[test]
+    fn no_virtual_host_without_catch_all() {
+        let rc = RouteConfig {
+            name: "rc".into(),
+            virtual_hosts: vec![vh("exact", vec![DomainMatcher::Exact("a".into())])],
+        };
+        assert!(route_request(&rc, &req("b", "/")).is_none());
+    }
+
+    #[test]
+    fn path_matchers_ignore_query_and_respect_case() {
+        let mut r = route("p", PathMatch::Path("/exact".into()), vec![]);
+        assert!(route_matches(&r.matcher, &req("h", "/exact?x=1")));
+        assert!(!route_matches(&r.matcher, &req("h", "/EXACT")));
+        r.matcher.case_sensitive = false;
+        assert!(route_matches(&r.matcher, &req("h", "/EXACT")));
+
+        let p = route("p", PathMatch::Prefix("/api".into()), vec![]);
+        assert!(route_matches(&p.matcher, &req("h", "/api/v1")));
+        assert!(!route_matches(&p.matcher, &req("h", "/ap")));
+
+        let re = route("r", PathMatch::Regex(Regex::new("^(?:/v[0-9]+/.*)$").unwrap()), vec![]);
+        assert!(route_matches(&re.matcher, &req("h", "/v2/x?q")));
+        assert!(!route_matches(&re.matcher, &req("h", "/x/v2/x")));
+    }
+
+    #[test]
+    fn header_matchers() {
+        let hm = |kind, invert| HeaderMatcher {
+            name: "x-env".into(),
+            kind,
+            invert,
+        };
+        let mut r = req("h", "/");
+        r.headers.push(("x-env", "canary-7"));
+        let check = |kind, invert| {
+            let rt = route("x", PathMatch::Prefix("/".into()), vec![hm(kind, invert)]);
+            route_matches(&rt.matcher, &r)
+        };
+        assert!(check(HeaderMatchKind::Exact("canary-7".into()), false));
+        assert!(!check(HeaderMatchKind::Exact("canary".into()), false));
+        assert!(check(HeaderMatchKind::Exact("canary".into()), true));
+        assert!(check(HeaderMatchKind::Prefix("can".into()), false));
+        assert!(check(HeaderMatchKind::Suffix("-7".into()), false));
+        assert!(check(HeaderMatchKind::Contains("ary".into()), false));
+        assert!(check(HeaderMatchKind::Regex(Regex::new("^canary-[0-9]$").unwrap()), false));
+        assert!(check(HeaderMatchKind::Present(true), false));
+        assert!(!check(HeaderMatchKind::Range { start: 0, end: 10 }, false));
+
+        let absent = req("h", "/");
+        let rt = route("x", PathMatch::Prefix("/".into()), vec![hm(HeaderMatchKind::Exact("a".into()), true)]);
+        assert!(!route_matches(&rt.matcher, &absent), "absent header never matches");
+        let rt = route("x", PathMatch::Prefix("/".into()), vec![hm(HeaderMatchKind::Present(false), false)]);
+        assert!(route_matches(&rt.matcher, &absent));
+
+        let m = HeaderMatcher {
+            name: ":method".into(),
+            kind: HeaderMatchKind::Exact("POST".into()),
+            invert: false,
+        };
+        let rt = route("x", PathMatch::Prefix("/".into()), vec![m]);
+        assert!(!route_matches(&rt.matcher, &absent));
+    }
+
+    #[test]
+    fn range_match_is_half_open() {
+        let mut r = req("h", "/");
+        r.headers.push(("x-n", "10"));
+        let rt = |start, end| {
+            route(
+                "x",
+                PathMatch::Prefix("/".into()),
+                vec![HeaderMatcher {
+                    name: "x-n".into(),
+                    kind: HeaderMatchKind::Range { start, end },
+                    invert: false,
+                }],
+            )
+        };
+        assert!(route_matches(&rt(10, 11).matcher, &r));
+        assert!(!route_matches(&rt(0, 10).matcher, &r));
+    }
+
+    #[test]
+    fn prefix_rewrite_keeps_the_rest() {
+        let mut r = route("x", PathMatch::Prefix("/old/".into()), vec![]);
+        r.action.prefix_rewrite = Some("/new/".into());
+        assert_eq!(rewrite_path(&r, "/old/a?b=c").as_deref(), Some("/new/a?b=c"));
+        r.action.prefix_rewrite = Some("/".into());
+        assert_eq!(rewrite_path(&r, "/old/").as_deref(), Some("/"));
+        let mut p = route("x", PathMatch::Path("/a".into()), vec![]);
+        p.action.prefix_rewrite = Some("/b".into());
+        assert_eq!(rewrite_path(&p, "/a?q").as_deref(), Some("/b?q"));
+    }
+}

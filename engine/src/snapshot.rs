@@ -31,6 +31,8 @@ pub struct ClusterSnapshot {
     pub hosts: Vec<Host>,
     /// Indexes into `hosts` of the hosts a policy may pick.
     pub routable: Vec<u32>,
+    /// Whether routable hosts have unequal weights (weighted round robin).
+    pub weighted: bool,
     /// Address → index into `hosts`; read lock-free by every shard
     /// (override-host lookups are O(1)).
     pub host_map: AHashMap<SocketAddr, u32>,
@@ -59,11 +61,15 @@ impl ClusterSnapshot {
             .enumerate()
             .filter(|(_, h)| h.health.is_routable())
             .map(|(i, _)| i as u32)
-            .collect();
+            .collect::<Vec<u32>>();
+        let weighted = routable
+            .windows(2)
+            .any(|w| hosts[w[0] as usize].weight != hosts[w[1] as usize].weight);
         Self {
             config,
             hosts,
             routable,
+            weighted,
             host_map,
         }
     }
