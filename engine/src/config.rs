@@ -80,7 +80,7 @@ pub struct VirtualHost {
 }
 
 /// One entry of `VirtualHost.domains`, classified as Envoy does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum DomainMatcher {
     /// `example.com` (stored lowercase).
     Exact(String),
@@ -133,7 +133,10 @@ pub enum HeaderMatchKind {
     /// `present_match: true|false`.
     Present(bool),
     /// `range_match`: `start <= value < end` for an integer value.
-    Range { start: i64, end: i64 },
+    Range {
+        start: i64,
+        end: i64,
+    },
 }
 
 #[derive(Debug, Clone)]

@@ -91,7 +91,10 @@ mod tests {
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         assert_eq!(append_forwarded_for(None, ip), "10.0.0.1");
         assert_eq!(append_forwarded_for(Some(""), ip), "10.0.0.1");
-        assert_eq!(append_forwarded_for(Some("1.2.3.4"), ip), "1.2.3.4, 10.0.0.1");
+        assert_eq!(
+            append_forwarded_for(Some("1.2.3.4"), ip),
+            "1.2.3.4, 10.0.0.1"
+        );
         let v6: IpAddr = "::1".parse().unwrap();
         assert_eq!(append_forwarded_for(None, v6), "::1");
     }

@@ -87,7 +87,12 @@ mod tests {
     #[test]
     fn equal_weights_rotate_and_skip_unroutable() {
         use HealthStatus::*;
-        let c = cluster(&[(1, 1, Healthy), (2, 1, Draining), (3, 1, Unknown), (4, 1, Unhealthy)]);
+        let c = cluster(&[
+            (1, 1, Healthy),
+            (2, 1, Draining),
+            (3, 1, Unknown),
+            (4, 1, Unhealthy),
+        ]);
         assert_eq!(ports(&c, 4), vec![1, 3, 1, 3]);
     }
 

@@ -44,7 +44,9 @@ pub fn select_virtual_host<'a>(rc: &'a RouteConfig, authority: &str) -> Option<&
                         best_suffix = Some((vh, s.len()));
                     }
                 }
-                DomainMatcher::Prefix(p) if host.len() > p.len() && host.starts_with(p.as_str()) => {
+                DomainMatcher::Prefix(p)
+                    if host.len() > p.len() && host.starts_with(p.as_str()) =>
+                {
                     if best_prefix.is_none_or(|(_, l)| p.len() > l) {
                         best_prefix = Some((vh, p.len()));
                     }
@@ -54,19 +56,22 @@ pub fn select_virtual_host<'a>(rc: &'a RouteConfig, authority: &str) -> Option<&
             }
         }
     }
-    best_suffix
-        .or(best_prefix)
-        .map(|(vh, _)| vh)
-        .or(any)
+    best_suffix.or(best_prefix).map(|(vh, _)| vh).or(any)
 }
 
 /// Returns the first route of `vh` that matches the request.
-pub fn select_route<'a, R: RequestView + ?Sized>(vh: &'a VirtualHost, req: &R) -> Option<&'a Route> {
+pub fn select_route<'a, R: RequestView + ?Sized>(
+    vh: &'a VirtualHost,
+    req: &R,
+) -> Option<&'a Route> {
     vh.routes.iter().find(|r| route_matches(&r.matcher, req))
 }
 
 /// Virtual host then route, in one call.
-pub fn route_request<'a, R: RequestView + ?Sized>(rc: &'a RouteConfig, req: &R) -> Option<&'a Route> {
+pub fn route_request<'a, R: RequestView + ?Sized>(
+    rc: &'a RouteConfig,
+    req: &R,
+) -> Option<&'a Route> {
     select_route(select_virtual_host(rc, req.authority())?, req)
 }
 
@@ -101,9 +106,9 @@ fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
         (HeaderMatchKind::Suffix(s), Some(v)) => v.ends_with(s.as_str()),
         (HeaderMatchKind::Contains(c), Some(v)) => v.contains(c.as_str()),
         (HeaderMatchKind::Regex(re), Some(v)) => re.is_match(v),
-        (HeaderMatchKind::Range { start, end }, Some(v)) => v
-            .parse::<i64>()
-            .is_ok_and(|n| *start <= n && n < *end),
+        (HeaderMatchKind::Range { start, end }, Some(v)) => {
+            v.parse::<i64>().is_ok_and(|n| *start <= n && n < *end)
+        }
     };
     // Envoy: an absent header never matches, even when inverted (except
     // present_match, whose inversion is handled like any other result).
@@ -159,7 +164,10 @@ mod tests {
             self.method
         }
         fn header(&self, name: &str) -> Option<&str> {
-            self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+            self.headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
         }
     }
 
@@ -219,7 +227,11 @@ mod tests {
         assert_eq!(pick("A.Example.COM"), Some("exact"));
         assert_eq!(pick("x.example.com"), Some("suffix"));
         assert_eq!(pick("x.b.example.com"), Some("longsuffix"));
-        assert_eq!(pick("api.example.com"), Some("suffix"), "suffix beats prefix");
+        assert_eq!(
+            pick("api.example.com"),
+            Some("suffix"),
+            "suffix beats prefix"
+        );
         assert_eq!(pick("api.foo"), Some("prefix"));
         assert_eq!(pick("other"), Some("any"));
         assert_eq!(pick(".example.com"), Some("any"), "wildcard needs one char");
@@ -246,7 +258,11 @@ mod tests {
         assert!(route_matches(&p.matcher, &req("h", "/api/v1")));
         assert!(!route_matches(&p.matcher, &req("h", "/ap")));
 
-        let re = route("r", PathMatch::Regex(Regex::new("^(?:/v[0-9]+/.*)$").unwrap()), vec![]);
+        let re = route(
+            "r",
+            PathMatch::Regex(Regex::new("^(?:/v[0-9]+/.*)$").unwrap()),
+            vec![],
+        );
         assert!(route_matches(&re.matcher, &req("h", "/v2/x?q")));
         assert!(!route_matches(&re.matcher, &req("h", "/x/v2/x")));
     }
@@ -270,14 +286,28 @@ mod tests {
         assert!(check(HeaderMatchKind::Prefix("can".into()), false));
         assert!(check(HeaderMatchKind::Suffix("-7".into()), false));
         assert!(check(HeaderMatchKind::Contains("ary".into()), false));
-        assert!(check(HeaderMatchKind::Regex(Regex::new("^canary-[0-9]$").unwrap()), false));
+        assert!(check(
+            HeaderMatchKind::Regex(Regex::new("^canary-[0-9]$").unwrap()),
+            false
+        ));
         assert!(check(HeaderMatchKind::Present(true), false));
         assert!(!check(HeaderMatchKind::Range { start: 0, end: 10 }, false));
 
         let absent = req("h", "/");
-        let rt = route("x", PathMatch::Prefix("/".into()), vec![hm(HeaderMatchKind::Exact("a".into()), true)]);
-        assert!(!route_matches(&rt.matcher, &absent), "absent header never matches");
-        let rt = route("x", PathMatch::Prefix("/".into()), vec![hm(HeaderMatchKind::Present(false), false)]);
+        let rt = route(
+            "x",
+            PathMatch::Prefix("/".into()),
+            vec![hm(HeaderMatchKind::Exact("a".into()), true)],
+        );
+        assert!(
+            !route_matches(&rt.matcher, &absent),
+            "absent header never matches"
+        );
+        let rt = route(
+            "x",
+            PathMatch::Prefix("/".into()),
+            vec![hm(HeaderMatchKind::Present(false), false)],
+        );
         assert!(route_matches(&rt.matcher, &absent));
 
         let m = HeaderMatcher {
@@ -312,7 +342,10 @@ mod tests {
     fn prefix_rewrite_keeps_the_rest() {
         let mut r = route("x", PathMatch::Prefix("/old/".into()), vec![]);
         r.action.prefix_rewrite = Some("/new/".into());
-        assert_eq!(rewrite_path(&r, "/old/a?b=c").as_deref(), Some("/new/a?b=c"));
+        assert_eq!(
+            rewrite_path(&r, "/old/a?b=c").as_deref(),
+            Some("/new/a?b=c")
+        );
         r.action.prefix_rewrite = Some("/".into());
         assert_eq!(rewrite_path(&r, "/old/").as_deref(), Some("/"));
         let mut p = route("x", PathMatch::Path("/a".into()), vec![]);

@@ -177,8 +177,18 @@ mod tests {
     #[test]
     fn unchanged_clusters_are_shared_and_hosts_keep_ids() {
         let mut reg = HostRegistry::new();
-        let s1 = Snapshot::build(1, &boot(vec![cluster("a", &[1, 2]), cluster("b", &[3])]), None, &mut reg);
-        let s2 = Snapshot::build(2, &boot(vec![cluster("a", &[1, 2]), cluster("b", &[3, 4])]), Some(&s1), &mut reg);
+        let s1 = Snapshot::build(
+            1,
+            &boot(vec![cluster("a", &[1, 2]), cluster("b", &[3])]),
+            None,
+            &mut reg,
+        );
+        let s2 = Snapshot::build(
+            2,
+            &boot(vec![cluster("a", &[1, 2]), cluster("b", &[3, 4])]),
+            Some(&s1),
+            &mut reg,
+        );
         assert!(Arc::ptr_eq(&s1.clusters["a"], &s2.clusters["a"]));
         assert!(!Arc::ptr_eq(&s1.clusters["b"], &s2.clusters["b"]));
         let id3 = |s: &Snapshot| s.cluster("b").unwrap().hosts[0].id;

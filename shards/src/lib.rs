@@ -1,4 +1,18 @@
-//! glommio runtime of the gateway: data and control shards, h2 proxying,
-//! admin, and the demo backend used by the README and the tests.
+//! glommio runtime of the gateway: the control shard (snapshots, admin) and
+//! the data shards (listeners, h2 proxying, upstream pools), plus the demo
+//! backend used by the README, the tests and the benchmarks.
 
+pub mod admin;
+pub mod data_shard;
 pub mod demo_backend;
+pub mod downstream;
+pub mod gateway;
+pub mod io;
+pub mod local_reply;
+pub mod pool;
+pub mod proxy;
+pub mod shard;
+pub mod signal;
+pub mod stats;
+
+pub use gateway::{start, GatewayHandle, Options, StartError};

@@ -1,1 +1,13 @@
-//! Envoy v3 protos, decoding and validation into engine types.
+//! Envoy v3 protos (our subset), decoding and validation into engine types.
+//!
+//! Text (YAML/JSON) goes through [`decode::from_json`] into the prost structs
+//! of [`pb`]; protobuf bytes (xDS) decode into the same structs; either way
+//! [`validate`] turns them into `engine` config or a path-named [`Error`].
+
+pub mod bootstrap;
+pub mod decode;
+pub mod error;
+pub mod pb;
+pub mod validate;
+
+pub use error::{Error, Path, Result};

@@ -1,0 +1,55 @@
+//! The main task of a data shard's executor: apply snapshots as they arrive,
+//! acknowledge them, and drain on shutdown.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engine::Snapshot;
+use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
+
+use crate::gateway::ShardMsg;
+use crate::shard::Shard;
+use crate::stats::ShardStats;
+
+pub async fn run(
+    id: usize,
+    stats: Arc<ShardStats>,
+    first: Arc<Snapshot>,
+    inbox: SharedReceiver<ShardMsg>,
+    acks: SharedSender<Result<u64, String>>,
+) {
+    let inbox = inbox.connect().await;
+    let acks = acks.connect().await;
+    let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first));
+    let version = first.version;
+    let result = shard
+        .apply(first)
+        .map(|_| version)
+        .map_err(|e| e.to_string());
+    if result.is_ok() {
+        stats.serving.set(1);
+    }
+    let _ = acks.send(result).await;
+
+    while let Some(msg) = inbox.recv().await {
+        match msg {
+            ShardMsg::Apply(snap) => {
+                let v = snap.version;
+                let r = shard.apply(snap).map(|_| v).map_err(|e| e.to_string());
+                if r.is_ok() {
+                    stats.serving.set(1);
+                }
+                let _ = acks.send(r).await;
+            }
+            ShardMsg::Shutdown { drain } => {
+                stats.serving.set(0);
+                shard.begin_shutdown();
+                let until = Instant::now() + drain + Duration::from_millis(100);
+                while stats.downstream.cx_active.get() > 0 && Instant::now() < until {
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+                return;
+            }
+        }
+    }
+}

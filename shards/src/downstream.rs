@@ -1,0 +1,275 @@
+//! Downstream connections: accept, h2 server settings and limits, per-stream
+//! tasks, idle timeout, drain (GOAWAY) and the reset-flood cut-off.
+
+use std::cell::Cell;
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use glommio::net::{TcpListener, TcpStream};
+use glommio::timer::Timer;
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream};
+use http::Request;
+
+use crate::io;
+use crate::proxy;
+use crate::shard::Shard;
+use crate::signal::Signal;
+
+/// A client must finish the h2 preface and SETTINGS within this time.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Reset-flood window and thresholds: a connection is cut off when, within
+/// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
+/// least half of the streams it opened. Ordinary cancellation (deadlines) is
+/// far below that ratio; a rapid-reset attack is at 100 %.
+const FLOOD_WINDOW: Duration = Duration::from_secs(10);
+const FLOOD_MIN_RESETS: u32 = 100;
+/// Envoy's default limit of buffered outbound data per stream (bytes).
+const MAX_SEND_BUFFER: usize = 64 * 1024;
+
+/// Shared by a connection's task and its stream tasks.
+pub struct ConnState {
+    window_start: Cell<Instant>,
+    streams_in_window: Cell<u32>,
+    resets_in_window: Cell<u32>,
+    flood: Cell<bool>,
+    active_streams: Cell<u32>,
+    last_active: Cell<Instant>,
+    waker: Cell<Option<Waker>>,
+}
+
+impl ConnState {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            window_start: Cell::new(now),
+            streams_in_window: Cell::new(0),
+            resets_in_window: Cell::new(0),
+            flood: Cell::new(false),
+            active_streams: Cell::new(0),
+            last_active: Cell::new(now),
+            waker: Cell::new(None),
+        }
+    }
+
+    fn roll_window(&self, now: Instant) {
+        if now.duration_since(self.window_start.get()) >= FLOOD_WINDOW {
+            self.window_start.set(now);
+            self.streams_in_window.set(0);
+            self.resets_in_window.set(0);
+        }
+    }
+
+    fn stream_started(&self) {
+        let now = Instant::now();
+        self.roll_window(now);
+        self.streams_in_window.set(self.streams_in_window.get() + 1);
+        self.active_streams.set(self.active_streams.get() + 1);
+        self.last_active.set(now);
+    }
+
+    fn stream_ended(&self) {
+        self.active_streams
+            .set(self.active_streams.get().saturating_sub(1));
+        self.last_active.set(Instant::now());
+    }
+
+    /// Called when the client reset a stream before it completed.
+    pub fn client_reset(&self) {
+        self.roll_window(Instant::now());
+        let resets = self.resets_in_window.get() + 1;
+        self.resets_in_window.set(resets);
+        if resets >= FLOOD_MIN_RESETS
+            && resets * 2 >= self.streams_in_window.get()
+            && !self.flood.get()
+        {
+            self.flood.set(true);
+            if let Some(w) = self.waker.take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// Accepts connections on one listener socket until cancelled (by dropping
+/// the task, which also closes the socket).
+pub async fn accept_loop(shard: Rc<Shard>, sock: TcpListener, listener: Rc<str>, drain: Signal) {
+    loop {
+        match sock.accept().await {
+            Ok(stream) => {
+                glommio::spawn_local(serve_connection(
+                    Rc::clone(&shard),
+                    stream,
+                    Rc::clone(&listener),
+                    drain.clone(),
+                ))
+                .detach();
+            }
+            Err(e) => {
+                // Out of descriptors or similar: don't spin, don't die.
+                tracing::warn!(shard = shard.id, listener = %listener, "accept failed: {e}");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+enum Event {
+    Stream(Request<RecvStream>, SendResponse<Bytes>),
+    Drain,
+    DrainTimeout,
+    IdleCheck,
+    Flood,
+    Closed,
+}
+
+async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, drain: Signal) {
+    let stats = &shard.stats.downstream;
+    stats.cx_total.inc();
+    stats.cx_active.inc();
+    let _active = scopeguard(|| shard.stats.downstream.cx_active.dec());
+    let peer = tcp
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+
+    let snap = shard.snapshot();
+    let Some(cfg) = snap.listener(&listener) else {
+        return;
+    };
+    let hcm = &cfg.http;
+    let idle_timeout = hcm.idle_timeout;
+    let drain_timeout = hcm.drain_timeout;
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(hcm.max_concurrent_streams)
+        .max_header_list_size(hcm.max_header_list_size)
+        .initial_window_size(hcm.initial_stream_window_size)
+        .initial_connection_window_size(hcm.initial_connection_window_size)
+        .max_send_buffer_size(MAX_SEND_BUFFER)
+        .max_concurrent_reset_streams(hcm.max_concurrent_streams as usize);
+    drop(snap);
+
+    let handshake = builder.handshake::<_, Bytes>(io::h2_io(tcp));
+    let mut conn =
+        match glommio::timer::timeout(HANDSHAKE_TIMEOUT, async { Ok(handshake.await) }).await {
+            Ok(Ok(c)) => c,
+            _ => {
+                stats.cx_protocol_error.inc();
+                return;
+            }
+        };
+
+    let state = Rc::new(ConnState::new());
+    let drain_sub = drain.subscribe();
+    let shutdown_sub = shard.shutdown.subscribe();
+    let mut idle: Option<Pin<Box<Timer>>> = idle_timeout.map(|d| Box::pin(Timer::new(d)));
+    let mut drain_deadline: Option<Pin<Box<Timer>>> = None;
+    let mut draining = false;
+    let mut closing = false;
+
+    loop {
+        let event = poll_fn(|cx| {
+            if state.flood.get() && !closing {
+                return Poll::Ready(Event::Flood);
+            }
+            if !draining
+                && (drain_sub.poll_fired(cx).is_ready() || shutdown_sub.poll_fired(cx).is_ready())
+            {
+                return Poll::Ready(Event::Drain);
+            }
+            if let Some(t) = drain_deadline.as_mut() {
+                if t.as_mut().poll(cx).is_ready() {
+                    drain_deadline = None;
+                    return Poll::Ready(Event::DrainTimeout);
+                }
+            }
+            if let Some(t) = idle.as_mut() {
+                if t.as_mut().poll(cx).is_ready() {
+                    idle = None;
+                    return Poll::Ready(Event::IdleCheck);
+                }
+            }
+            match conn.poll_accept(cx) {
+                Poll::Ready(Some(Ok((req, respond)))) => Poll::Ready(Event::Stream(req, respond)),
+                Poll::Ready(Some(Err(e))) => {
+                    if !e.is_io() && !e.is_go_away() {
+                        shard.stats.downstream.cx_protocol_error.inc();
+                    }
+                    Poll::Ready(Event::Closed)
+                }
+                Poll::Ready(None) => Poll::Ready(Event::Closed),
+                Poll::Pending => {
+                    state.waker.set(Some(cx.waker().clone()));
+                    Poll::Pending
+                }
+            }
+        })
+        .await;
+
+        match event {
+            Event::Stream(req, respond) => {
+                state.stream_started();
+                let st = Rc::clone(&state);
+                let task = proxy::serve_stream(
+                    Rc::clone(&shard),
+                    Rc::clone(&state),
+                    Rc::clone(&listener),
+                    peer,
+                    req,
+                    respond,
+                );
+                glommio::spawn_local(async move {
+                    task.await;
+                    st.stream_ended();
+                })
+                .detach();
+            }
+            Event::Drain => {
+                draining = true;
+                conn.graceful_shutdown();
+                drain_deadline = Some(Box::pin(Timer::new(drain_timeout)));
+            }
+            Event::DrainTimeout => {
+                closing = true;
+                conn.abrupt_shutdown(Reason::NO_ERROR);
+            }
+            Event::IdleCheck => {
+                let Some(limit) = idle_timeout else { continue };
+                let quiet = state.last_active.get().elapsed();
+                if state.active_streams.get() == 0 && quiet >= limit {
+                    shard.stats.downstream.cx_idle_timeout.inc();
+                    draining = true;
+                    conn.graceful_shutdown();
+                    drain_deadline = Some(Box::pin(Timer::new(drain_timeout)));
+                } else {
+                    let left = limit.saturating_sub(quiet).max(Duration::from_millis(100));
+                    idle = Some(Box::pin(Timer::new(left)));
+                }
+            }
+            Event::Flood => {
+                closing = true;
+                shard.stats.downstream.cx_reset_flood.inc();
+                conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+            }
+            Event::Closed => break,
+        }
+    }
+}
+
+/// Runs `f` on drop.
+fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}

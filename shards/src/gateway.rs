@@ -1,0 +1,360 @@
+//! Starting and steering a gateway: the control shard (snapshot builder,
+//! admin server) and one data shard per core.
+//!
+//! ```text
+//!   GatewayHandle ──commands──▶ control shard ──Arc<Snapshot>──▶ data shard 0..N
+//!   (main thread: CLI,           (own thread:                    (own pinned thread:
+//!    SIGHUP, tests)               HostRegistry, admin)             listeners, pools)
+//! ```
+//! Commands cross from ordinary threads with a std channel the control shard
+//! polls; snapshots cross between executors on glommio shared channels.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use engine::{Bootstrap, HostRegistry, Listener, Snapshot};
+use glommio::channels::shared_channel::{self, ConnectedReceiver, ConnectedSender};
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::admin::{self, AdminState};
+use crate::stats::ShardStats;
+
+/// How to lay out shards on cores.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Number of data shards; `None` = one per CPU in `cpus` (or per core).
+    pub shards: Option<usize>,
+    /// CPUs to pin data shards to, in order; `None` = unpinned.
+    pub cpus: Option<Vec<usize>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Bind(String),
+    #[error("starting shard {0}: {1}")]
+    Shard(usize, String),
+    #[error("control shard: {0}")]
+    Control(String),
+}
+
+/// Messages from the control shard to a data shard.
+pub enum ShardMsg {
+    Apply(Arc<Snapshot>),
+    Shutdown { drain: Duration },
+}
+
+enum Command {
+    Reload(Box<Bootstrap>, mpsc::Sender<Result<u64, String>>),
+    Shutdown,
+}
+
+/// A running gateway. Dropping it does not stop it; call [`shutdown`].
+///
+/// [`shutdown`]: GatewayHandle::shutdown
+pub struct GatewayHandle {
+    pub admin_addr: Option<SocketAddr>,
+    /// Listener name → bound address (port 0 resolved).
+    pub listeners: BTreeMap<String, SocketAddr>,
+    pub shard_stats: Vec<Arc<ShardStats>>,
+    commands: mpsc::Sender<Command>,
+    control: Option<JoinHandle<()>>,
+}
+
+impl GatewayHandle {
+    pub fn listener(&self, name: &str) -> Option<SocketAddr> {
+        self.listeners.get(name).copied()
+    }
+
+    /// Pushes a new config through the same path as the first one; returns
+    /// the new snapshot version once every shard has applied it.
+    pub fn reload(&self, bootstrap: Bootstrap) -> Result<u64, String> {
+        let (tx, rx) = mpsc::channel();
+        self.commands
+            .send(Command::Reload(Box::new(bootstrap), tx))
+            .map_err(|_| "gateway stopped".to_string())?;
+        rx.recv().map_err(|_| "gateway stopped".to_string())?
+    }
+
+    /// Drains connections (GOAWAY, then up to each listener's drain timeout)
+    /// and stops every shard.
+    pub fn shutdown(mut self) {
+        let _ = self.commands.send(Command::Shutdown);
+        if let Some(t) = self.control.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Blocks until the gateway stops.
+    pub fn wait(mut self) {
+        if let Some(t) = self.control.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Keeps port-0 listeners on the port first chosen for them, across reloads,
+/// by holding a bound (not listening) SO_REUSEPORT socket on that port: the
+/// data shards then all join the same port.
+#[derive(Default)]
+struct PortReservations {
+    by_name: BTreeMap<String, (SocketAddr, SocketAddr, socket2::Socket)>,
+}
+
+impl PortReservations {
+    fn resolve(&mut self, boot: &Bootstrap) -> Result<Bootstrap, String> {
+        let mut out = boot.clone();
+        let mut keep = BTreeMap::new();
+        for l in &mut out.listeners {
+            if l.address.port() != 0 {
+                continue;
+            }
+            let entry = match self.by_name.remove(&l.name) {
+                Some(e) if e.0 == l.address => e,
+                _ => {
+                    let (sock, bound) = reserve(l.address)
+                        .map_err(|e| format!("listener {}: bind {}: {e}", l.name, l.address))?;
+                    (l.address, bound, sock)
+                }
+            };
+            let mut resolved: Listener = (**l).clone();
+            resolved.address = entry.1;
+            *l = Arc::new(resolved);
+            keep.insert(l.name.clone(), entry);
+        }
+        self.by_name = keep;
+        Ok(out)
+    }
+}
+
+fn reserve(addr: SocketAddr) -> std::io::Result<(socket2::Socket, SocketAddr)> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_port(true)?;
+    sock.bind(&addr.into())?;
+    let bound = sock
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| std::io::Error::other("not an inet socket"))?;
+    Ok((sock, bound))
+}
+
+/// Starts the control shard and the data shards, returns once every shard
+/// serves the bootstrap (or with the first error).
+pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, StartError> {
+    let cpus = opts.cpus.clone();
+    let n = opts
+        .shards
+        .or_else(|| cpus.as_ref().map(Vec::len))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let shard_stats: Vec<Arc<ShardStats>> =
+        (0..n).map(|_| Arc::new(ShardStats::default())).collect();
+    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let (started_tx, started_rx) = mpsc::channel();
+    let stats2 = shard_stats.clone();
+    let control = std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || {
+            let ex = match LocalExecutorBuilder::new(Placement::Unbound)
+                .io_memory(1 << 20)
+                .name("control")
+                .make()
+            {
+                Ok(ex) => ex,
+                Err(e) => {
+                    let _ = started_tx.send(Err(StartError::Control(e.to_string())));
+                    return;
+                }
+            };
+            ex.run(control_main(bootstrap, n, cpus, stats2, cmd_rx, started_tx));
+        })
+        .map_err(|e| StartError::Control(e.to_string()))?;
+    match started_rx.recv() {
+        Ok(Ok((admin_addr, listeners))) => Ok(GatewayHandle {
+            admin_addr,
+            listeners,
+            shard_stats,
+            commands: cmd_tx,
+            control: Some(control),
+        }),
+        Ok(Err(e)) => {
+            let _ = control.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = control.join();
+            Err(StartError::Control(
+                "control shard exited during start".into(),
+            ))
+        }
+    }
+}
+
+type Started = Result<(Option<SocketAddr>, BTreeMap<String, SocketAddr>), StartError>;
+
+struct ShardLink {
+    tx: ConnectedSender<ShardMsg>,
+    acks: ConnectedReceiver<Result<u64, String>>,
+    thread: Option<glommio::ExecutorJoinHandle<()>>,
+}
+
+async fn control_main(
+    bootstrap: Bootstrap,
+    n: usize,
+    cpus: Option<Vec<usize>>,
+    shard_stats: Vec<Arc<ShardStats>>,
+    commands: mpsc::Receiver<Command>,
+    started: mpsc::Sender<Started>,
+) {
+    let mut ports = PortReservations::default();
+    let mut registry = HostRegistry::new();
+    let boot = match ports.resolve(&bootstrap) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = started.send(Err(StartError::Bind(e)));
+            return;
+        }
+    };
+    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
+
+    // Data shards.
+    let mut links = Vec::with_capacity(n);
+    for (i, stats) in shard_stats.iter().enumerate() {
+        let (tx, rx) = shared_channel::new_bounded::<ShardMsg>(4);
+        let (ack_tx, ack_rx) = shared_channel::new_bounded::<Result<u64, String>>(4);
+        let placement = match &cpus {
+            Some(c) => Placement::Fixed(c[i % c.len()]),
+            None => Placement::Unbound,
+        };
+        let stats = Arc::clone(stats);
+        let first = Arc::clone(&snap);
+        let spawned = LocalExecutorBuilder::new(placement)
+            .io_memory(1 << 20)
+            .name(&format!("shard-{i}"))
+            .spawn(move || crate::data_shard::run(i, stats, first, rx, ack_tx));
+        match spawned {
+            Ok(thread) => links.push(ShardLink {
+                tx: tx.connect().await,
+                acks: ack_rx.connect().await,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                let _ = started.send(Err(StartError::Shard(i, e.to_string())));
+                stop_shards(&mut links, Duration::ZERO).await;
+                return;
+            }
+        }
+    }
+    // The first snapshot travels inside `run`; wait for every shard's ack.
+    if let Err(e) = collect_acks(&links).await {
+        let _ = started.send(Err(StartError::Bind(e)));
+        stop_shards(&mut links, Duration::ZERO).await;
+        return;
+    }
+
+    let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
+    let admin_addr = match boot.admin {
+        Some(addr) => match admin::start(addr, admin_state.clone()) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                let _ = started.send(Err(StartError::Bind(format!("admin.address {addr}: {e}"))));
+                stop_shards(&mut links, Duration::ZERO).await;
+                return;
+            }
+        },
+        None => None,
+    };
+    let listeners = snap
+        .listeners
+        .iter()
+        .map(|l| (l.name.clone(), l.address))
+        .collect();
+    let _ = started.send(Ok((admin_addr, listeners)));
+
+    let mut current = snap;
+    let mut version = 1;
+    loop {
+        let cmd = match commands.try_recv() {
+            Ok(c) => c,
+            Err(mpsc::TryRecvError::Empty) => {
+                glommio::timer::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+            Err(mpsc::TryRecvError::Disconnected) => Command::Shutdown,
+        };
+        match cmd {
+            Command::Reload(new_boot, reply) => {
+                let boot = match ports.resolve(&new_boot) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                        continue;
+                    }
+                };
+                version += 1;
+                let snap = Arc::new(Snapshot::build(
+                    version,
+                    &boot,
+                    Some(&current),
+                    &mut registry,
+                ));
+                let mut result = Ok(version);
+                for l in &links {
+                    if l.tx.send(ShardMsg::Apply(Arc::clone(&snap))).await.is_err() {
+                        result = Err("a data shard has stopped".to_string());
+                    }
+                }
+                if let Err(e) = collect_acks(&links).await {
+                    result = Err(e);
+                }
+                admin_state.set_config(Arc::clone(&snap), boot);
+                current = snap;
+                let _ = reply.send(result);
+            }
+            Command::Shutdown => {
+                let drain = current
+                    .listeners
+                    .iter()
+                    .map(|l| l.http.drain_timeout)
+                    .max()
+                    .unwrap_or(Duration::ZERO);
+                stop_shards(&mut links, drain).await;
+                admin_state.stop();
+                return;
+            }
+        }
+    }
+}
+
+async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
+    let mut first_err = None;
+    for (i, l) in links.iter().enumerate() {
+        match l.acks.recv().await {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            None => {
+                first_err.get_or_insert(format!("shard {i} stopped"));
+            }
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+async fn stop_shards(links: &mut [ShardLink], drain: Duration) {
+    for l in links.iter() {
+        let _ = l.tx.send(ShardMsg::Shutdown { drain }).await;
+    }
+    for l in links.iter_mut() {
+        if let Some(t) = l.thread.take() {
+            // Joining blocks this thread, which only runs control work.
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,490 @@
+//! The request path of one downstream stream, in phases:
+//!
+//! 1. **route**: virtual host by `:authority`, first matching route;
+//! 2. **cluster**: the route's cluster (or a weighted pick), then a host;
+//! 3. **upstream**: a stream slot from the host's pool, request headers
+//!    rewritten (hop-by-hop stripped, `x-forwarded-for` appended);
+//! 4. **forward**: bodies stream both ways under h2 flow control (a chunk is
+//!    read only once the other side has window for it, so nothing is
+//!    buffered whole), trailers pass through;
+//! 5. **finish**: stats, and on failure a local reply as Envoy makes it.
+//!
+//! The route timeout bounds phases 3–4; the downstream client resetting its
+//! stream aborts the upstream stream at any phase.
+
+use std::cell::Cell;
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use engine::headers::{append_forwarded_for, is_grpc_content_type, is_hop_by_hop, keep_te};
+use engine::route::{rewrite_path, route_request, RequestView};
+use engine::{ClusterTarget, Route};
+use futures_lite::future;
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream, SendStream};
+use http::header::{HeaderName, HeaderValue};
+use http::request::Parts;
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderMap, Method, Request, Response, Uri};
+
+use crate::downstream::ConnState;
+use crate::local_reply::LocalReply;
+use crate::pool::{Lease, PoolError};
+use crate::shard::Shard;
+use crate::stats::{DownstreamStats, HostStats};
+
+/// Attempts per request when upstreams refuse streams before processing them.
+const MAX_ATTEMPTS: u32 = 3;
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// Lets the engine's matcher read an h2 request without copying it.
+struct PartsView<'a>(&'a Parts);
+
+impl RequestView for PartsView<'_> {
+    fn authority(&self) -> &str {
+        self.0
+            .uri
+            .authority()
+            .map(Authority::as_str)
+            .or_else(|| self.0.headers.get("host").and_then(|v| v.to_str().ok()))
+            .unwrap_or("")
+    }
+    fn path(&self) -> &str {
+        self.0
+            .uri
+            .path_and_query()
+            .map_or("/", PathAndQuery::as_str)
+    }
+    fn method(&self) -> &str {
+        self.0.method.as_str()
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Decrements a gauge when the stream ends, however it ends.
+struct Gauge<'a>(&'a crate::stats::Counter);
+
+impl<'a> Gauge<'a> {
+    fn enter(c: &'a crate::stats::Counter) -> Self {
+        c.inc();
+        Self(c)
+    }
+}
+
+impl Drop for Gauge<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Serves one downstream stream to completion.
+pub async fn serve_stream(
+    shard: Rc<Shard>,
+    conn: Rc<ConnState>,
+    listener: Rc<str>,
+    peer: SocketAddr,
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+) {
+    let stats = &shard.stats.downstream;
+    stats.rq_total.inc();
+    let _active = Gauge::enter(&stats.rq_active);
+    let snap = shard.snapshot();
+    let (parts, body) = req.into_parts();
+    let grpc = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| is_grpc_content_type(v.as_bytes()));
+
+    // Phase 1: route.
+    let route = snap
+        .listener(&listener)
+        .and_then(|l| route_request(&l.http.route_config, &PartsView(&parts)));
+    let Some(route) = route else {
+        stats.rq_no_route.inc();
+        let status = LocalReply::NoRoute.send(&mut respond, grpc);
+        stats.responses.record(status);
+        return;
+    };
+
+    // Phase 2: cluster and host.
+    let cluster_name = match &route.action.target {
+        ClusterTarget::Cluster(name) => name.as_str(),
+        ClusterTarget::Weighted(w) => w.pick(shard.random()),
+    };
+    let Some(cluster) = snap.cluster(cluster_name) else {
+        shard.stats.rq_unknown_cluster.inc();
+        stats
+            .responses
+            .record(LocalReply::UnknownCluster.send(&mut respond, grpc));
+        return;
+    };
+    let Some(host) = shard.pick_host(cluster) else {
+        shard.stats.rq_no_healthy_upstream.inc();
+        stats
+            .responses
+            .record(LocalReply::NoHealthyUpstream.send(&mut respond, grpc));
+        return;
+    };
+    let host_stats = shard.stats.hosts.host(host.id);
+    host_stats.rq_total.inc();
+    let _host_active = Gauge::enter(&host_stats.rq_active);
+    let pool = shard.pool(host, cluster);
+
+    // Phase 3 and 4 under the route timeout.
+    let upstream_req = UpstreamRequest::new(parts, route, peer);
+    let headers_sent = Cell::new(false);
+    let work = forward(
+        &pool,
+        upstream_req,
+        body,
+        &mut respond,
+        &headers_sent,
+        host_stats,
+        stats,
+    );
+    let outcome = match route.action.timeout {
+        Some(t) => deadline(t, work).await,
+        None => work.await,
+    };
+
+    // Phase 5: finish.
+    let failure = match outcome {
+        Ok(()) => return,
+        Err(f) => f,
+    };
+    match failure {
+        Failure::ClientGone => {
+            stats.rq_reset_by_client.inc();
+            conn.client_reset();
+        }
+        Failure::Local(reply) if !headers_sent.get() => {
+            match reply {
+                LocalReply::UpstreamTimeout => {
+                    stats.rq_timeout.inc();
+                    host_stats.rq_timeout.inc();
+                }
+                LocalReply::UpstreamReset => host_stats.rq_reset.inc(),
+                _ => {}
+            }
+            let status = reply.send(&mut respond, grpc);
+            stats.responses.record(status);
+            host_stats.responses.record(reply.status().as_u16());
+        }
+        Failure::Local(reply) => {
+            // Headers already went out: the only honest signal left is a reset.
+            if reply == LocalReply::UpstreamTimeout {
+                stats.rq_timeout.inc();
+                host_stats.rq_timeout.inc();
+            } else {
+                host_stats.rq_reset.inc();
+            }
+            respond.send_reset(Reason::INTERNAL_ERROR);
+        }
+    }
+}
+
+/// Runs `work` until it finishes or `limit` passes (then a 504).
+async fn deadline<F: std::future::Future<Output = Result<(), Failure>>>(
+    limit: Duration,
+    work: F,
+) -> Result<(), Failure> {
+    future::or(work, async {
+        glommio::timer::sleep(limit).await;
+        Err(Failure::Local(LocalReply::UpstreamTimeout))
+    })
+    .await
+}
+
+#[derive(Debug)]
+enum Failure {
+    /// The downstream client reset the stream or went away.
+    ClientGone,
+    /// Answer (or reset, if headers went out) as this local reply says.
+    Local(LocalReply),
+}
+
+/// The request as it will be sent upstream; rebuilt for retries.
+struct UpstreamRequest {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+}
+
+impl UpstreamRequest {
+    fn new(parts: Parts, route: &Route, peer: SocketAddr) -> Self {
+        let Parts {
+            method,
+            uri,
+            mut headers,
+            ..
+        } = parts;
+        strip_hop_by_hop(&mut headers);
+        let xff = append_forwarded_for(
+            headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()),
+            peer.ip(),
+        );
+        if let Ok(v) = HeaderValue::try_from(xff) {
+            headers.insert(X_FORWARDED_FOR.clone(), v);
+        }
+        let mut uri_parts = uri.into_parts();
+        if let Some(host) = &route.action.host_rewrite_literal {
+            if let Ok(a) = Authority::try_from(host.as_str()) {
+                uri_parts.authority = Some(a);
+            }
+        }
+        if route.action.prefix_rewrite.is_some() {
+            let old = uri_parts
+                .path_and_query
+                .as_ref()
+                .map_or("/", PathAndQuery::as_str);
+            if let Some(p) = rewrite_path(route, old).and_then(|p| PathAndQuery::try_from(p).ok()) {
+                uri_parts.path_and_query = Some(p);
+            }
+        }
+        uri_parts.scheme = Some(Scheme::HTTP);
+        if uri_parts.path_and_query.is_none() {
+            uri_parts.path_and_query = Some(PathAndQuery::from_static("/"));
+        }
+        if uri_parts.authority.is_none() {
+            uri_parts.authority = Some(Authority::from_static("upstream"));
+        }
+        let uri =
+            Uri::from_parts(uri_parts).unwrap_or_else(|_| Uri::from_static("http://upstream/"));
+        Self {
+            method,
+            uri,
+            headers,
+        }
+    }
+
+    fn build(&self) -> Request<()> {
+        let mut req = Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+
+    /// GET/HEAD/OPTIONS without a body may be retried whatever the refusal.
+    fn idempotent(&self) -> bool {
+        matches!(self.method, Method::GET | Method::HEAD | Method::OPTIONS)
+    }
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    for name in [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "http2-settings",
+    ] {
+        if headers.contains_key(name) {
+            headers.remove(name);
+        }
+    }
+    debug_assert!(is_hop_by_hop("connection"));
+    if let Some(te) = headers.get(http::header::TE) {
+        if !keep_te(te.as_bytes()) {
+            headers.remove(http::header::TE);
+        }
+    }
+}
+
+/// Whether an upstream error means the stream never reached the backend's
+/// application, so resending it is safe.
+fn refused(e: &h2::Error, idempotent: bool) -> bool {
+    if e.reason() == Some(Reason::REFUSED_STREAM) {
+        return true;
+    }
+    // Streams above a GOAWAY's last-stream-id were not processed. A graceful
+    // GOAWAY says NO_ERROR; for other reasons only idempotent requests are
+    // resent, since we cannot tell processed streams apart.
+    e.is_go_away() && (e.reason() == Some(Reason::NO_ERROR) || idempotent)
+}
+
+async fn forward(
+    pool: &Rc<crate::pool::HostPool>,
+    request: UpstreamRequest,
+    body: RecvStream,
+    respond: &mut SendResponse<Bytes>,
+    headers_sent: &Cell<bool>,
+    host_stats: &HostStats,
+    down_stats: &DownstreamStats,
+) -> Result<(), Failure> {
+    let req_eos = body.is_end_stream();
+    let mut body = Some(body);
+    let retryable = req_eos;
+    let mut attempt = 0;
+    let (response, _lease, _pump) = loop {
+        attempt += 1;
+        let lease: Lease = pool
+            .acquire()
+            .await
+            .map_err(|PoolError::ConnectFailure(_)| Failure::Local(LocalReply::ConnectFailure))?;
+        let ready = {
+            let sender = lease.conn.sender();
+            let ready = sender.ready();
+            wait_or_client_reset(ready, respond).await?
+        };
+        let mut sender = match ready {
+            Ok(s) => s,
+            Err(_) => {
+                lease.conn.retire();
+                if attempt < MAX_ATTEMPTS {
+                    host_stats.rq_retry_refused.inc();
+                    continue;
+                }
+                return Err(Failure::Local(LocalReply::UpstreamReset));
+            }
+        };
+        let (resp_fut, up_send) = match sender.send_request(request.build(), req_eos) {
+            Ok(pair) => pair,
+            Err(_) => {
+                lease.conn.retire();
+                if attempt < MAX_ATTEMPTS {
+                    host_stats.rq_retry_refused.inc();
+                    continue;
+                }
+                return Err(Failure::Local(LocalReply::UpstreamReset));
+            }
+        };
+        // The request body streams in its own task so it can flow while we
+        // wait for (and forward) the response.
+        // (Only bodyless requests are retried, so the body is taken once.)
+        let pump = if req_eos {
+            None
+        } else {
+            body.take()
+                .map(|b| glommio::spawn_local(pump_request(b, up_send)))
+        };
+        match wait_or_client_reset(resp_fut, respond).await? {
+            Ok(resp) => break (resp, lease, pump),
+            Err(e) => {
+                if e.is_go_away() || e.reason() == Some(Reason::REFUSED_STREAM) {
+                    lease.conn.retire();
+                }
+                if retryable && attempt < MAX_ATTEMPTS && refused(&e, request.idempotent()) {
+                    host_stats.rq_retry_refused.inc();
+                    continue;
+                }
+                return Err(Failure::Local(LocalReply::UpstreamReset));
+            }
+        }
+    };
+
+    let (mut parts, up_body) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    let status = parts.status.as_u16();
+    let eos = up_body.is_end_stream();
+    let down_send = respond
+        .send_response(Response::from_parts(parts, ()), eos)
+        .map_err(|_| Failure::ClientGone)?;
+    headers_sent.set(true);
+    host_stats.responses.record(status);
+    down_stats.responses.record(status);
+    if eos {
+        return Ok(());
+    }
+    match pump(up_body, down_send).await {
+        Ok(()) => Ok(()),
+        Err(PumpError::To) => Err(Failure::ClientGone),
+        Err(PumpError::From) => Err(Failure::Local(LocalReply::UpstreamReset)),
+    }
+}
+
+/// Awaits `fut` unless the downstream client resets its stream first.
+async fn wait_or_client_reset<F: std::future::Future>(
+    fut: F,
+    respond: &mut SendResponse<Bytes>,
+) -> Result<F::Output, Failure> {
+    future::or(async { Ok(fut.await) }, async {
+        let _ = poll_fn(|cx| respond.poll_reset(cx)).await;
+        Err(Failure::ClientGone)
+    })
+    .await
+}
+
+#[derive(Debug)]
+enum PumpError {
+    /// Reading the source failed (for responses: the upstream reset).
+    From,
+    /// Writing the destination failed (for responses: the client went away).
+    To,
+}
+
+async fn pump_request(from: RecvStream, to: SendStream<Bytes>) {
+    // Errors end the pump; the response side sees the stream fail.
+    let _ = pump(from, to).await;
+}
+
+/// Copies a body (and its trailers) from one h2 stream to another. A chunk is
+/// read only after the previous one was handed to the destination, and its
+/// window is released only then, so at most one stream window per direction
+/// is ever buffered.
+async fn pump(mut from: RecvStream, mut to: SendStream<Bytes>) -> Result<(), PumpError> {
+    loop {
+        match from.data().await {
+            Some(Ok(chunk)) => {
+                let n = chunk.len();
+                let eos = from.is_end_stream();
+                send_with_capacity(&mut to, chunk, eos)
+                    .await
+                    .map_err(|_| PumpError::To)?;
+                let _ = from.flow_control().release_capacity(n);
+                if eos {
+                    return Ok(());
+                }
+            }
+            Some(Err(_)) => {
+                to.send_reset(Reason::CANCEL);
+                return Err(PumpError::From);
+            }
+            None => break,
+        }
+    }
+    match from.trailers().await {
+        Ok(Some(trailers)) => to.send_trailers(trailers).map_err(|_| PumpError::To),
+        Ok(None) => to.send_data(Bytes::new(), true).map_err(|_| PumpError::To),
+        Err(_) => {
+            to.send_reset(Reason::CANCEL);
+            Err(PumpError::From)
+        }
+    }
+}
+
+async fn send_with_capacity(
+    to: &mut SendStream<Bytes>,
+    mut chunk: Bytes,
+    eos: bool,
+) -> Result<(), h2::Error> {
+    if chunk.is_empty() {
+        return if eos {
+            to.send_data(chunk, true)
+        } else {
+            Ok(())
+        };
+    }
+    while !chunk.is_empty() {
+        to.reserve_capacity(chunk.len());
+        let cap = match poll_fn(|cx| to.poll_capacity(cx)).await {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => return Err(e),
+            None => return Err(h2::Error::from(Reason::CANCEL)),
+        };
+        if cap == 0 {
+            continue;
+        }
+        let part = chunk.split_to(cap.min(chunk.len()));
+        to.send_data(part, eos && chunk.is_empty())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! Per-shard counters, written by one shard and read by the admin server.
+//!
+//! Every counter has exactly one writer (its shard), so increments are a
+//! relaxed load + store, not a locked read-modify-write, and no cache line is
+//! written by two cores. The admin server sums the shards when asked.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+
+use engine::HostId;
+
+/// A single-writer counter or gauge.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Only the owning shard may call the mutators.
+    #[inline]
+    pub fn inc(&self) {
+        self.add(1);
+    }
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+    #[inline]
+    pub fn dec(&self) {
+        self.0.store(self.0.load(Relaxed).wrapping_sub(1), Relaxed);
+    }
+    #[inline]
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Relaxed);
+    }
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// Response classes counted per listener and per host.
+#[derive(Debug, Default)]
+pub struct StatusClasses {
+    pub c1xx: Counter,
+    pub c2xx: Counter,
+    pub c3xx: Counter,
+    pub c4xx: Counter,
+    pub c5xx: Counter,
+}
+
+impl StatusClasses {
+    pub const NAMES: [&'static str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+    #[inline]
+    pub fn record(&self, status: u16) {
+        match status / 100 {
+            1 => self.c1xx.inc(),
+            2 => self.c2xx.inc(),
+            3 => self.c3xx.inc(),
+            4 => self.c4xx.inc(),
+            _ => self.c5xx.inc(),
+        }
+    }
+
+    pub fn classes(&self) -> [(&'static str, u64); 5] {
+        [
+            ("1xx", self.c1xx.get()),
+            ("2xx", self.c2xx.get()),
+            ("3xx", self.c3xx.get()),
+            ("4xx", self.c4xx.get()),
+            ("5xx", self.c5xx.get()),
+        ]
+    }
+}
+
+/// Shard-wide downstream counters.
+#[derive(Debug, Default)]
+pub struct DownstreamStats {
+    pub cx_total: Counter,
+    pub cx_active: Counter,
+    pub cx_protocol_error: Counter,
+    pub cx_reset_flood: Counter,
+    pub cx_idle_timeout: Counter,
+    pub rq_total: Counter,
+    pub rq_active: Counter,
+    pub rq_reset_by_client: Counter,
+    pub rq_no_route: Counter,
+    pub rq_timeout: Counter,
+    pub responses: StatusClasses,
+}
+
+/// Counters of one upstream host on one shard.
+#[derive(Debug, Default)]
+pub struct HostStats {
+    pub rq_total: Counter,
+    pub rq_active: Counter,
+    pub rq_timeout: Counter,
+    pub rq_reset: Counter,
+    pub rq_retry_refused: Counter,
+    pub cx_total: Counter,
+    pub cx_active: Counter,
+    pub cx_connect_fail: Counter,
+    pub responses: StatusClasses,
+}
+
+const CHUNK: usize = 256;
+const CHUNKS: usize = 4096;
+
+/// Per-host counters indexed by [`HostId`], allocated a chunk at a time on
+/// first use so readers never take a lock and the table never moves.
+/// Capacity: `CHUNK * CHUNKS` (about a million) hosts.
+pub struct HostStatsTable {
+    chunks: Box<[OnceLock<Box<[HostStats]>>]>,
+}
+
+impl Default for HostStatsTable {
+    fn default() -> Self {
+        Self {
+            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+}
+
+impl std::fmt::Debug for HostStatsTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostStatsTable")
+    }
+}
+
+impl HostStatsTable {
+    /// The writer's accessor: allocates the chunk on first use.
+    pub fn host(&self, id: HostId) -> &HostStats {
+        let (c, i) = (id.index() / CHUNK, id.index() % CHUNK);
+        let chunk = self.chunks[c.min(CHUNKS - 1)]
+            .get_or_init(|| (0..CHUNK).map(|_| HostStats::default()).collect());
+        &chunk[i]
+    }
+
+    /// The reader's accessor: `None` when this shard never touched the host.
+    pub fn get(&self, id: HostId) -> Option<&HostStats> {
+        let (c, i) = (id.index() / CHUNK, id.index() % CHUNK);
+        self.chunks.get(c)?.get().map(|chunk| &chunk[i])
+    }
+}
+
+/// Everything one shard counts.
+#[derive(Debug, Default)]
+pub struct ShardStats {
+    pub downstream: DownstreamStats,
+    pub hosts: HostStatsTable,
+    /// Requests for a cluster the snapshot does not have (503).
+    pub rq_unknown_cluster: Counter,
+    /// Requests whose cluster had no routable host (503).
+    pub rq_no_healthy_upstream: Counter,
+    pub snapshots_applied: Counter,
+    pub snapshot_version: Counter,
+    /// Set once the shard has applied its first snapshot and bound listeners.
+    pub serving: Counter,
+}

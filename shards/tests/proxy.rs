@@ -1,0 +1,236 @@
+//! The data path end to end: real gateway shards on port 0 in front of real
+//! h2 demo backends, driven by an h2 client.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use support::*;
+
+#[test]
+fn get_round_robins_across_backends() {
+    let (b1, b2) = (backend("b1"), backend("b2"));
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![cluster("c", &[b1.addr(), b2.addr()])],
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let names = client(move || async move {
+        let c = connect(addr).await;
+        let mut names = Vec::new();
+        for _ in 0..4 {
+            let r = get(&c, "/hello", &[]).await.unwrap();
+            assert_eq!(r.status, StatusCode::OK);
+            names.push(r.header("x-backend").unwrap().to_string());
+        }
+        names
+    });
+    assert_eq!(names, ["b1", "b2", "b1", "b2"]);
+    gw.shutdown();
+}
+
+#[test]
+fn large_bodies_stream_both_ways_with_trailers() {
+    let b = backend("b");
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![cluster("c", &[b.addr()])],
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    client(move || async move {
+        let c = connect(addr).await;
+        // 12 MiB up, echoed back, with trailers both ways.
+        let body: Bytes = (0..12 * 1024 * 1024)
+            .map(|i| (i % 251) as u8)
+            .collect::<Vec<u8>>()
+            .into();
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-checksum", HeaderValue::from_static("abc"));
+        let r = request(&c, "POST", "/echo", &[], Some(body.clone()), Some(trailers))
+            .await
+            .unwrap();
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body.len(), body.len());
+        assert!(r.body == body, "echoed body differs");
+        let t = r.trailers.expect("trailers forwarded");
+        assert_eq!(t.get("x-checksum").unwrap(), "abc");
+
+        // 16 MiB down.
+        let r = get(&c, "/big", &[("x-response-size", "16777216")])
+            .await
+            .unwrap();
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body.len(), 16 * 1024 * 1024);
+    });
+    gw.shutdown();
+}
+
+#[test]
+fn thousand_concurrent_streams_over_ten_connections() {
+    let b = backend("b");
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![cluster("c", &[b.addr()])],
+        ),
+        2,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let ok = client(move || async move {
+        let mut tasks = Vec::new();
+        for _ in 0..10 {
+            let c = connect(addr).await;
+            for _ in 0..100 {
+                let c = c.clone();
+                tasks.push(glommio::spawn_local(async move {
+                    // The delay keeps all 1,000 streams open at once.
+                    get(&c, "/", &[("x-delay-ms", "300")])
+                        .await
+                        .map(|r| r.status)
+                }));
+            }
+        }
+        let mut ok = 0;
+        for t in tasks {
+            if let Ok(StatusCode::OK) = t.await {
+                ok += 1;
+            }
+        }
+        ok
+    });
+    assert_eq!(ok, 1000);
+    gw.shutdown();
+}
+
+#[test]
+fn error_mapping_http_and_grpc() {
+    let b = backend("b");
+    let dead = {
+        // A port with nothing listening.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let routes = vec![
+        prefix_route("/dead", "dead", None),
+        prefix_route("/slow", "c", Some(Duration::from_millis(300))),
+        prefix_route("/missing", "no-such-cluster", None),
+        prefix_route("/", "c", None),
+    ];
+    let mut routes = routes;
+    // Only "/x..." paths are routed by the catch-all; "/nothing" is not.
+    routes.last_mut().unwrap().matcher.path = engine::PathMatch::Prefix("/x".into());
+    let gw = start(
+        bootstrap(
+            listener(routes),
+            vec![cluster("c", &[b.addr()]), cluster("dead", &[dead])],
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    client(move || async move {
+        let c = connect(addr).await;
+        let grpc = [("content-type", "application/grpc"), ("te", "trailers")];
+
+        let r = get(&c, "/dead", &[]).await.unwrap();
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+        let r = get(&c, "/dead", &grpc).await.unwrap();
+        assert_eq!((r.status, r.grpc_status()), (StatusCode::OK, Some("14")));
+        assert!(r.body.is_empty() && r.trailers.is_none(), "trailers-only");
+
+        let t0 = Instant::now();
+        let r = get(&c, "/slow", &[("x-delay-ms", "3000")]).await.unwrap();
+        assert_eq!(r.status, StatusCode::GATEWAY_TIMEOUT);
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        let r = get(&c, "/slow", &[("x-delay-ms", "3000"), grpc[0], grpc[1]])
+            .await
+            .unwrap();
+        assert_eq!((r.status, r.grpc_status()), (StatusCode::OK, Some("14")));
+
+        let r = get(&c, "/xreset", &[("x-reset", "1")]).await.unwrap();
+        assert_eq!(r.status, StatusCode::BAD_GATEWAY);
+
+        let r = get(&c, "/nothing", &[]).await.unwrap();
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        let r = get(&c, "/missing", &[]).await.unwrap();
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+
+        // gRPC statuses from the backend pass through untouched.
+        let r = request(
+            &c,
+            "POST",
+            "/xgrpc",
+            &[grpc[0], grpc[1], ("x-grpc-status", "7")],
+            Some(Bytes::from_static(b"\0\0\0\0\x02hi")),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.grpc_status(), Some("7"));
+        assert_eq!(&r.body[..], b"\0\0\0\0\x02hi");
+    });
+    let (status, stats) = admin_get(gw.admin_addr.unwrap(), "/stats");
+    assert_eq!(status, 200);
+    assert!(stats.contains("gateway_downstream_rq_timeout 2"), "{stats}");
+    assert!(
+        stats.contains("gateway_upstream_rq_unknown_cluster 1"),
+        "{stats}"
+    );
+    gw.shutdown();
+}
+
+#[test]
+fn admin_endpoints() {
+    let b = backend("b");
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![cluster("c", &[b.addr()])],
+        ),
+        2,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    client(move || async move {
+        let c = connect(addr).await;
+        for _ in 0..5 {
+            assert_eq!(get(&c, "/", &[]).await.unwrap().status, StatusCode::OK);
+        }
+    });
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(admin_get(admin, "/ready"), (200, "LIVE\n".to_string()));
+    let (_, stats) = admin_get(admin, "/stats");
+    assert!(stats.contains("gateway_downstream_rq_total 5"), "{stats}");
+    assert!(stats.contains("gateway_downstream_cx_total 1"), "{stats}");
+    let host = format!("cluster=\"c\",host=\"{}\"", b.addr());
+    assert!(
+        stats.contains(&format!("gateway_upstream_rq_total{{{host}}} 5")),
+        "{stats}"
+    );
+    assert!(
+        stats.contains(&format!(
+            "gateway_upstream_rq_xx{{{host},response_code_class=\"2xx\"}} 5"
+        )),
+        "{stats}"
+    );
+    let (_, clusters) = admin_get(admin, "/clusters");
+    assert!(
+        clusters.contains(&format!("c::{}::health_flags::UNKNOWN", b.addr())),
+        "{clusters}"
+    );
+    assert!(
+        clusters.contains(&format!("c::{}::rq_total::5", b.addr())),
+        "{clusters}"
+    );
+    let (_, dump) = admin_get(admin, "/config_dump");
+    let v: serde_json::Value = serde_json::from_str(&dump).unwrap();
+    assert_eq!(v["static_resources"]["clusters"][0]["name"], "c");
+    assert_eq!(admin_get(admin, "/nope").0, 404);
+    gw.shutdown();
+}

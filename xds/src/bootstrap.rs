@@ -1,0 +1,148 @@
+//! Loading an Envoy v3 `Bootstrap` (YAML or JSON) into `engine::Bootstrap`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::decode;
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::bootstrap::v3 as pb;
+use crate::validate;
+
+/// Text format of a bootstrap file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+/// Parses and validates a bootstrap document.
+pub fn from_str(text: &str, format: Format) -> Result<engine::Bootstrap> {
+    let value: serde_json::Value =
+        match format {
+            Format::Json => serde_json::from_str(text)
+                .map_err(|e| Error::Syntax(format!("invalid JSON: {e}")))?,
+            Format::Yaml => serde_yaml::from_str(text)
+                .map_err(|e| Error::Syntax(format!("invalid YAML: {e}")))?,
+        };
+    let pb: pb::Bootstrap = decode::from_json(value, &Path::root())?;
+    bootstrap(&pb)
+}
+
+/// Reads a bootstrap file: `.json` is JSON, anything else YAML (a superset
+/// of JSON, so `.yaml`, `.yml` and unknown extensions all work).
+pub fn load_file(path: impl AsRef<std::path::Path>) -> Result<engine::Bootstrap> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        file: path.to_owned(),
+        source,
+    })?;
+    let format = match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("json") => Format::Json,
+        _ => Format::Yaml,
+    };
+    from_str(&text, format)
+}
+
+/// Validates a decoded `Bootstrap`.
+pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
+    let root = Path::root();
+    validate::reject_set!(
+        root,
+        b,
+        cluster_manager,
+        flags_path,
+        stats_sinks,
+        stats_flush_interval,
+        watchdog,
+        tracing,
+        stats_config,
+        hds_config,
+        overload_manager,
+        enable_dispatcher_stats,
+        header_prefix,
+        use_tcp_for_dns_lookups,
+        bootstrap_extensions,
+        node_context_params,
+        watchdogs,
+        default_regex_engine,
+        application_log_config,
+    );
+    if b.dynamic_resources.is_some() {
+        return Err(Error::unsupported_msg(
+            root.field("dynamic_resources"),
+            "not supported yet",
+        ));
+    }
+    let node = match &b.node {
+        Some(n) => validate::node(n, &root.field("node"))?,
+        None => engine::Node::default(),
+    };
+    let admin = match &b.admin {
+        Some(a) => Some(admin(a, &root.field("admin"))?),
+        None => None,
+    };
+    let sr = b.static_resources.clone().unwrap_or_default();
+    let srpath = root.field("static_resources");
+    validate::reject_set!(srpath, sr, secrets);
+
+    // Clusters first: inline route configs are checked against their names.
+    let mut clusters = Vec::with_capacity(sr.clusters.len());
+    let mut names = HashSet::new();
+    for (i, c) in sr.clusters.iter().enumerate() {
+        let cpath = srpath.field("clusters").index(i);
+        let cluster = validate::cluster(c, &cpath)?;
+        if !names.insert(cluster.name.clone()) {
+            return Err(Error::invalid(
+                cpath.field("name"),
+                format!("duplicate cluster name {:?}", cluster.name),
+            ));
+        }
+        clusters.push(Arc::new(cluster));
+    }
+
+    let mut listeners: Vec<Arc<engine::Listener>> = Vec::with_capacity(sr.listeners.len());
+    for (i, l) in sr.listeners.iter().enumerate() {
+        let lpath = srpath.field("listeners").index(i);
+        let listener = validate::listener(l, &lpath, &names)?;
+        if listeners.iter().any(|o| o.name == listener.name) {
+            return Err(Error::invalid(
+                lpath.field("name"),
+                format!("duplicate listener name {:?}", listener.name),
+            ));
+        }
+        if listener.address.port() != 0 && listeners.iter().any(|o| o.address == listener.address) {
+            return Err(Error::invalid(
+                lpath.field("address"),
+                format!("duplicate listener address {}", listener.address),
+            ));
+        }
+        listeners.push(Arc::new(listener));
+    }
+    Ok(engine::Bootstrap {
+        node,
+        admin,
+        listeners,
+        clusters,
+    })
+}
+
+fn admin(a: &pb::Admin, path: &Path) -> Result<std::net::SocketAddr> {
+    validate::reject_set!(
+        path,
+        a,
+        profile_path,
+        socket_options,
+        access_log,
+        ignore_global_conn_limit,
+        allow_paths
+    );
+    // Many Envoy examples say `access_log_path: /dev/null`, which is what we
+    // do anyway; a real log path is not.
+    if !a.access_log_path.is_empty() && a.access_log_path != "/dev/null" {
+        return Err(Error::unsupported_msg(
+            path.field("access_log_path"),
+            "not supported (only /dev/null)",
+        ));
+    }
+    validate::socket_address(a.address.as_ref(), &path.field("address"), true)
+}

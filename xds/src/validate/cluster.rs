@@ -1,0 +1,297 @@
+//! `Cluster` / `ClusterLoadAssignment` → `engine::Cluster`: STATIC clusters
+//! of IP endpoints, round robin, HTTP/2 upstreams.
+
+use std::collections::HashSet;
+
+use engine::{Cluster, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
+use prost::Name;
+
+use super::listener::reject_unused_h2;
+use super::{duration, reject_set, socket_address, u32_in};
+use crate::decode::unpack;
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::cluster::v3 as pb;
+use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::config::endpoint::v3 as ep;
+use crate::pb::envoy::extensions::upstreams::http::v3 as upstream;
+
+const NO_H2: &str =
+    "HTTP/1.1 upstreams are not supported; configure explicit_http_config.http2_protocol_options";
+
+/// Validates a cluster (its name is not checked for uniqueness here).
+pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
+    use pb::cluster::{ClusterDiscoveryType, DiscoveryType, LbPolicy as PbLb};
+    reject_set!(
+        path,
+        c,
+        eds_cluster_config,
+        per_connection_buffer_limit_bytes,
+        health_checks,
+        max_requests_per_connection,
+        circuit_breakers,
+        http_protocol_options,
+        dns_refresh_rate,
+        dns_lookup_family,
+        dns_resolvers,
+        outlier_detection,
+        cleanup_interval,
+        upstream_bind_config,
+        lb_subset_config,
+        lb_config,
+        transport_socket,
+        metadata,
+        protocol_selection,
+        common_lb_config,
+        alt_stat_name,
+        common_http_protocol_options,
+        upstream_connection_options,
+        close_connections_on_host_health_failure,
+        ignore_health_on_host_removal,
+        respect_dns_ttl,
+        filters,
+        load_balancing_policy,
+        lrs_server,
+        transport_socket_matches,
+        use_tcp_for_dns_lookups,
+        upstream_http_protocol_options,
+        upstream_config,
+        preconnect_policy,
+        connection_pool_per_downstream_connection,
+        wait_for_warm_on_init,
+    );
+    if c.name.is_empty() {
+        return Err(Error::invalid(path.field("name"), "required"));
+    }
+    match &c.cluster_discovery_type {
+        None => {} // STATIC is the default
+        Some(ClusterDiscoveryType::Type(t)) => match DiscoveryType::try_from(*t) {
+            Ok(DiscoveryType::Static) => {}
+            Ok(other) => {
+                return Err(Error::unsupported_value(
+                    path.field("type"),
+                    other.as_str_name(),
+                ))
+            }
+            Err(_) => {
+                return Err(Error::invalid(
+                    path.field("type"),
+                    format!("unknown value {t}"),
+                ))
+            }
+        },
+        Some(ClusterDiscoveryType::ClusterType(_)) => {
+            return Err(Error::unsupported(path.field("cluster_type")))
+        }
+    }
+    let connect_timeout = match &c.connect_timeout {
+        None => engine::DEFAULT_CONNECT_TIMEOUT,
+        Some(d) => {
+            let d = duration(d, &path.field("connect_timeout"))?;
+            if d.is_zero() {
+                return Err(Error::invalid(
+                    path.field("connect_timeout"),
+                    "must be greater than 0",
+                ));
+            }
+            d
+        }
+    };
+    let lb_policy = match PbLb::try_from(c.lb_policy) {
+        Ok(PbLb::RoundRobin) => LbPolicy::RoundRobin,
+        Ok(other) => {
+            return Err(Error::unsupported_value(
+                path.field("lb_policy"),
+                other.as_str_name(),
+            ))
+        }
+        Err(_) => {
+            return Err(Error::invalid(
+                path.field("lb_policy"),
+                format!("unknown value {}", c.lb_policy),
+            ))
+        }
+    };
+    let endpoints = match &c.load_assignment {
+        Some(la) => cluster_load_assignment(la, &path.field("load_assignment"))?,
+        None => Vec::new(),
+    };
+    Ok(Cluster {
+        name: c.name.clone(),
+        connect_timeout,
+        lb_policy,
+        endpoints,
+        http2: upstream_http2(c, path)?,
+    })
+}
+
+/// Validates endpoints (inline `load_assignment` now, EDS later). Only
+/// priority 0 is supported; locality weights are ignored, as Envoy does
+/// unless locality-weighted balancing is configured.
+pub fn cluster_load_assignment(
+    la: &ep::ClusterLoadAssignment,
+    path: &Path,
+) -> Result<Vec<Endpoint>> {
+    reject_set!(path, la, policy, named_endpoints);
+    let mut out: Vec<Endpoint> = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, lle) in la.endpoints.iter().enumerate() {
+        let lpath = path.field("endpoints").index(i);
+        reject_set!(lpath, lle, priority, proximity, lb_config, metadata);
+        for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
+            let epath = lpath.field("lb_endpoints").index(j);
+            let e = lb_endpoint(lbe, &epath)?;
+            if !seen.insert(e.address) {
+                return Err(Error::invalid(
+                    epath.field("endpoint").field("address"),
+                    format!("duplicate endpoint {}", e.address),
+                ));
+            }
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+fn lb_endpoint(lbe: &ep::LbEndpoint, path: &Path) -> Result<Endpoint> {
+    use ep::lb_endpoint::HostIdentifier;
+    reject_set!(path, lbe, metadata);
+    let endpoint = match &lbe.host_identifier {
+        Some(HostIdentifier::Endpoint(e)) => e,
+        Some(HostIdentifier::EndpointName(_)) => {
+            return Err(Error::unsupported(path.field("endpoint_name")))
+        }
+        None => return Err(Error::invalid(path.field("endpoint"), "required")),
+    };
+    let epath = path.field("endpoint");
+    reject_set!(
+        epath,
+        endpoint,
+        health_check_config,
+        hostname,
+        additional_addresses
+    );
+    let address = socket_address(endpoint.address.as_ref(), &epath.field("address"), false)?;
+    let health = HealthStatus::from_i32(lbe.health_status).ok_or_else(|| {
+        Error::invalid(
+            path.field("health_status"),
+            format!("unknown value {}", lbe.health_status),
+        )
+    })?;
+    let weight = u32_in(
+        lbe.load_balancing_weight,
+        1..=u32::MAX,
+        1,
+        &path.field("load_balancing_weight"),
+    )?;
+    Ok(Endpoint {
+        address,
+        weight,
+        health,
+    })
+}
+
+/// The cluster's HTTP/2 upstream settings. HTTP/2 must be chosen explicitly,
+/// as in Envoy (whose default is HTTP/1.1), either through
+/// `typed_extension_protocol_options` or the deprecated
+/// `http2_protocol_options` field.
+pub fn upstream_http2(c: &pb::Cluster, path: &Path) -> Result<UpstreamHttp2> {
+    let opts_path = path.field("typed_extension_protocol_options");
+    let key = upstream::HttpProtocolOptions::full_name();
+    for k in c.typed_extension_protocol_options.keys() {
+        if *k != key {
+            return Err(Error::unsupported_msg(
+                opts_path.key(k),
+                format!("protocol options {k:?} are not supported; only {key:?} are"),
+            ));
+        }
+    }
+    let explicit = match c.typed_extension_protocol_options.get(&key) {
+        Some(any) => {
+            let p = opts_path.key(&key);
+            if c.http2_protocol_options.is_some() {
+                return Err(Error::invalid(
+                    path.field("http2_protocol_options"),
+                    format!("cannot be combined with typed_extension_protocol_options[{key:?}]"),
+                ));
+            }
+            let (opts, p) = unpack::<upstream::HttpProtocolOptions>(any, &p)?;
+            Some(protocol_options(&opts, &p)?)
+        }
+        None => None,
+    };
+    let (h2, h2path) = match (explicit, &c.http2_protocol_options) {
+        (Some(found), _) => found,
+        (None, Some(h2)) => (h2.clone(), path.field("http2_protocol_options")),
+        (None, None) => return Err(Error::unsupported_msg(opts_path, NO_H2)),
+    };
+    reject_unused_h2(&h2, &h2path)?;
+    let d = UpstreamHttp2::default();
+    Ok(UpstreamHttp2 {
+        max_concurrent_streams: u32_in(
+            h2.max_concurrent_streams,
+            1..=2_147_483_647,
+            d.max_concurrent_streams,
+            &h2path.field("max_concurrent_streams"),
+        )?,
+        initial_stream_window_size: u32_in(
+            h2.initial_stream_window_size,
+            65_535..=2_147_483_647,
+            d.initial_stream_window_size,
+            &h2path.field("initial_stream_window_size"),
+        )?,
+        initial_connection_window_size: u32_in(
+            h2.initial_connection_window_size,
+            65_535..=2_147_483_647,
+            d.initial_connection_window_size,
+            &h2path.field("initial_connection_window_size"),
+        )?,
+    })
+}
+
+/// `envoy.extensions.upstreams.http.v3.HttpProtocolOptions` → its
+/// `http2_protocol_options` and their path.
+fn protocol_options(
+    o: &upstream::HttpProtocolOptions,
+    path: &Path,
+) -> Result<(core::Http2ProtocolOptions, Path)> {
+    use upstream::http_protocol_options::explicit_http_config::ProtocolConfig as P;
+    use upstream::http_protocol_options::UpstreamProtocolOptions as U;
+    reject_set!(
+        path,
+        o,
+        common_http_protocol_options,
+        upstream_http_protocol_options,
+        http_filters,
+        header_validation_config,
+    );
+    match &o.upstream_protocol_options {
+        Some(U::ExplicitHttpConfig(e)) => {
+            let epath = path.field("explicit_http_config");
+            match &e.protocol_config {
+                Some(P::Http2ProtocolOptions(h2)) => {
+                    Ok((h2.clone(), epath.field("http2_protocol_options")))
+                }
+                Some(P::HttpProtocolOptions(_)) => Err(Error::unsupported_msg(
+                    epath.field("http_protocol_options"),
+                    NO_H2,
+                )),
+                Some(P::Http3ProtocolOptions(_)) => {
+                    Err(Error::unsupported(epath.field("http3_protocol_options")))
+                }
+                None => Err(Error::invalid(
+                    epath.field("http2_protocol_options"),
+                    "required",
+                )),
+            }
+        }
+        Some(U::UseDownstreamProtocolConfig(_)) => Err(Error::unsupported_msg(
+            path.field("use_downstream_protocol_config"),
+            "not supported; use explicit_http_config.http2_protocol_options",
+        )),
+        Some(U::AutoConfig(_)) => Err(Error::unsupported_msg(
+            path.field("auto_config"),
+            "not supported; use explicit_http_config.http2_protocol_options",
+        )),
+        None => Err(Error::unsupported_msg(path.clone(), NO_H2)),
+    }
+}

@@ -1,0 +1,377 @@
+//! `Listener` → `engine::Listener`: one filter chain whose only network
+//! filter is the HTTP connection manager serving h2c.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::{HttpConnectionManager, Listener};
+use prost::Name;
+
+use super::{reject_set, route_config, socket_address, timeout_or, u32_in};
+use crate::decode::{any_type_name, any_type_url, unpack};
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::config::listener::v3 as pb;
+use crate::pb::envoy::extensions::filters::http::router::v3::Router;
+use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+
+/// Envoy's name for the router filter; with no `typed_config` the filter is
+/// identified by it (older configs do this).
+const ROUTER_NAME: &str = "envoy.filters.http.router";
+
+const WINDOW_RANGE: std::ops::RangeInclusive<u32> = 65_535..=2_147_483_647;
+/// Our defaults when unset (Envoy's are 256 MiB for both): enough for a
+/// fast stream without letting one connection pin much memory per core.
+const DEFAULT_STREAM_WINDOW: u32 = 1024 * 1024;
+const DEFAULT_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Validates a listener. Its inline route config is checked against
+/// `known_clusters` (see [`route_config`](super::route_config)).
+pub fn listener(
+    l: &pb::Listener,
+    path: &Path,
+    known_clusters: &HashSet<String>,
+) -> Result<Listener> {
+    reject_set!(
+        path,
+        l,
+        use_original_dst,
+        per_connection_buffer_limit_bytes,
+        metadata,
+        drain_type,
+        listener_filters,
+        transparent,
+        freebind,
+        tcp_fast_open_queue_length,
+        socket_options,
+        listener_filters_timeout,
+        traffic_direction,
+        continue_on_listener_filters_timeout,
+        udp_listener_config,
+        api_listener,
+        connection_balance_config,
+        reuse_port,
+        access_log,
+        tcp_backlog_size,
+        default_filter_chain,
+        listener_specifier,
+        enable_mptcp,
+        ignore_global_conn_limit,
+        filter_chain_matcher,
+        additional_addresses,
+    );
+    // Defaults that match what we do are accepted when spelled out.
+    if l.bind_to_port == Some(false) {
+        return Err(Error::unsupported_value(
+            path.field("bind_to_port"),
+            "false",
+        ));
+    }
+    if l.enable_reuse_port == Some(false) {
+        return Err(Error::unsupported_value(
+            path.field("enable_reuse_port"),
+            "false",
+        ));
+    }
+    if l.name.is_empty() {
+        return Err(Error::invalid(path.field("name"), "required"));
+    }
+    let address = socket_address(l.address.as_ref(), &path.field("address"), true)?;
+    if l.filter_chains.len() != 1 {
+        return Err(Error::invalid(
+            path.field("filter_chains"),
+            format!(
+                "exactly one filter chain is supported, got {}",
+                l.filter_chains.len()
+            ),
+        ));
+    }
+    let fc = &l.filter_chains[0];
+    let fcpath = path.field("filter_chains").index(0);
+    reject_set!(
+        fcpath,
+        fc,
+        filter_chain_match,
+        use_proxy_proto,
+        metadata,
+        transport_socket,
+        transport_socket_connect_timeout,
+    );
+    if fc.filters.len() != 1 {
+        return Err(Error::invalid(
+            fcpath.field("filters"),
+            format!(
+                "exactly one filter ({}) is supported, got {}",
+                hcm::HttpConnectionManager::NAME,
+                fc.filters.len()
+            ),
+        ));
+    }
+    let filter = &fc.filters[0];
+    let fpath = fcpath.field("filters").index(0);
+    let any = match &filter.config_type {
+        Some(pb::filter::ConfigType::TypedConfig(any)) => any,
+        Some(pb::filter::ConfigType::ConfigDiscovery(_)) => {
+            return Err(Error::unsupported(fpath.field("config_discovery")))
+        }
+        None => return Err(Error::invalid(fpath.field("typed_config"), "required")),
+    };
+    let tpath = fpath.field("typed_config");
+    if any_type_name(any, &tpath)? != hcm::HttpConnectionManager::full_name() {
+        return Err(Error::unsupported_msg(
+            tpath.clone(),
+            format!(
+                "network filter {:?} ({}) is not supported; only {} is",
+                filter.name,
+                any_type_url(any, &tpath)?,
+                hcm::HttpConnectionManager::type_url()
+            ),
+        ));
+    }
+    let (config, cpath) = unpack::<hcm::HttpConnectionManager>(any, &tpath)?;
+    let http = http_connection_manager(&config, &cpath, known_clusters)?;
+    Ok(Listener {
+        name: l.name.clone(),
+        address,
+        http,
+    })
+}
+
+/// Validates an `HttpConnectionManager` (h2c, inline routes).
+pub fn http_connection_manager(
+    m: &hcm::HttpConnectionManager,
+    path: &Path,
+    known_clusters: &HashSet<String>,
+) -> Result<HttpConnectionManager> {
+    use hcm::http_connection_manager::{CodecType, RouteSpecifier};
+    reject_set!(
+        path,
+        m,
+        add_user_agent,
+        tracing,
+        http_protocol_options,
+        server_name,
+        access_log,
+        use_remote_address,
+        generate_request_id,
+        forward_client_cert_details,
+        proxy_100_continue,
+        xff_num_trusted_hops,
+        skip_xff_append,
+        via,
+        upgrade_configs,
+        delayed_close_timeout,
+        request_timeout,
+        normalize_path,
+        preserve_external_request_id,
+        merge_slashes,
+        server_header_transformation,
+        local_reply_config,
+        strip_matching_host_port,
+        stream_error_on_invalid_http_message,
+        request_headers_timeout,
+        strip_port_mode,
+        http3_protocol_options,
+    );
+    match CodecType::try_from(m.codec_type) {
+        Ok(CodecType::Auto | CodecType::Http2) => {}
+        Ok(CodecType::Http1) => {
+            return Err(Error::unsupported_msg(
+                path.field("codec_type"),
+                "HTTP1 is not supported: this gateway serves HTTP/2 (h2c) only",
+            ))
+        }
+        Ok(other) => {
+            return Err(Error::unsupported_value(
+                path.field("codec_type"),
+                other.as_str_name(),
+            ))
+        }
+        Err(_) => {
+            return Err(Error::invalid(
+                path.field("codec_type"),
+                format!("unknown value {}", m.codec_type),
+            ))
+        }
+    }
+    if m.stat_prefix.is_empty() {
+        return Err(Error::invalid(path.field("stat_prefix"), "required"));
+    }
+    let route_config = match &m.route_specifier {
+        Some(RouteSpecifier::RouteConfig(rc)) => {
+            route_config(rc, &path.field("route_config"), known_clusters, true)?
+        }
+        Some(RouteSpecifier::Rds(_)) => {
+            return Err(Error::unsupported_msg(
+                path.field("rds"),
+                "not supported yet",
+            ))
+        }
+        Some(RouteSpecifier::ScopedRoutes(_)) => {
+            return Err(Error::unsupported(path.field("scoped_routes")))
+        }
+        None => return Err(Error::invalid(path.field("route_config"), "required")),
+    };
+    http_filters(&m.http_filters, &path.field("http_filters"))?;
+
+    let h2 = m.http2_protocol_options.clone().unwrap_or_default();
+    let h2path = path.field("http2_protocol_options");
+    reject_unused_h2(&h2, &h2path)?;
+    let common = m.common_http_protocol_options.unwrap_or_default();
+    let cpath = path.field("common_http_protocol_options");
+    reject_set!(
+        cpath,
+        common,
+        max_headers_count,
+        max_connection_duration,
+        max_stream_duration,
+        headers_with_underscores_action,
+        max_requests_per_connection,
+        max_response_headers_kb,
+    );
+    let headers_kb = u32_in(
+        m.max_request_headers_kb,
+        1..=8192,
+        60,
+        &path.field("max_request_headers_kb"),
+    )?;
+    let drain_timeout = match &m.drain_timeout {
+        Some(d) => super::duration(d, &path.field("drain_timeout"))?,
+        None => DEFAULT_DRAIN_TIMEOUT,
+    };
+    Ok(HttpConnectionManager {
+        stat_prefix: m.stat_prefix.clone(),
+        route_config: Arc::new(route_config),
+        max_concurrent_streams: u32_in(
+            h2.max_concurrent_streams,
+            1..=2_147_483_647,
+            engine::DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS,
+            &h2path.field("max_concurrent_streams"),
+        )?,
+        max_header_list_size: headers_kb * 1024,
+        initial_stream_window_size: u32_in(
+            h2.initial_stream_window_size,
+            WINDOW_RANGE,
+            DEFAULT_STREAM_WINDOW,
+            &h2path.field("initial_stream_window_size"),
+        )?,
+        initial_connection_window_size: u32_in(
+            h2.initial_connection_window_size,
+            WINDOW_RANGE,
+            DEFAULT_CONNECTION_WINDOW,
+            &h2path.field("initial_connection_window_size"),
+        )?,
+        idle_timeout: timeout_or(
+            common.idle_timeout.as_ref(),
+            DEFAULT_IDLE_TIMEOUT,
+            &cpath.field("idle_timeout"),
+        )?,
+        stream_idle_timeout: timeout_or(
+            m.stream_idle_timeout.as_ref(),
+            DEFAULT_STREAM_IDLE_TIMEOUT,
+            &path.field("stream_idle_timeout"),
+        )?,
+        drain_timeout,
+    })
+}
+
+/// `Http2ProtocolOptions` fields other than the stream limit and windows.
+pub(crate) fn reject_unused_h2(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<()> {
+    reject_set!(
+        path,
+        h2,
+        hpack_table_size,
+        allow_connect,
+        allow_metadata,
+        max_outbound_frames,
+        max_outbound_control_frames,
+        max_consecutive_inbound_frames_with_empty_payload,
+        max_inbound_priority_frames_per_stream,
+        max_inbound_window_update_frames_per_data_frame_sent,
+        stream_error_on_invalid_http_messaging,
+        custom_settings_parameters,
+        override_stream_error_on_invalid_http_message,
+        connection_keepalive,
+    );
+    Ok(())
+}
+
+/// The filter list must end in the router; any other filter is an error
+/// unless `is_optional` (then it is skipped, as gRFC A39 specifies).
+fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<()> {
+    use hcm::http_filter::ConfigType;
+    if filters.is_empty() {
+        return Err(Error::invalid(
+            path.clone(),
+            format!("must end with the router filter ({ROUTER_NAME})"),
+        ));
+    }
+    let last = filters.len() - 1;
+    for (i, f) in filters.iter().enumerate() {
+        let fpath = path.index(i);
+        reject_set!(fpath, f, disabled);
+        // Reaching the end of this match means `f` is the router.
+        match &f.config_type {
+            Some(ConfigType::TypedConfig(any)) => {
+                let tpath = fpath.field("typed_config");
+                if any_type_name(any, &tpath)? == Router::full_name() {
+                    let (router, rpath) = unpack::<Router>(any, &tpath)?;
+                    reject_set!(
+                        rpath,
+                        router,
+                        dynamic_stats,
+                        start_child_span,
+                        upstream_log,
+                        suppress_envoy_headers,
+                        strict_check_headers,
+                        respect_expected_rq_timeout,
+                        suppress_grpc_request_failure_code_stats,
+                        upstream_http_filters,
+                    );
+                } else if f.is_optional {
+                    continue;
+                } else {
+                    return Err(Error::unsupported_msg(
+                        tpath.clone(),
+                        format!(
+                            "HTTP filter {:?} ({}) is not supported (set is_optional: true to skip it)",
+                            f.name,
+                            any_type_url(any, &tpath)?
+                        ),
+                    ));
+                }
+            }
+            Some(ConfigType::ConfigDiscovery(_)) if f.is_optional => continue,
+            Some(ConfigType::ConfigDiscovery(_)) => {
+                return Err(Error::unsupported(fpath.field("config_discovery")))
+            }
+            None if f.name == ROUTER_NAME => {}
+            None if f.is_optional => continue,
+            None => {
+                return Err(Error::unsupported_msg(
+                    fpath.field("name"),
+                    format!(
+                        "HTTP filter {:?} is not supported (set is_optional: true to skip it)",
+                        f.name
+                    ),
+                ))
+            }
+        };
+        if i != last {
+            return Err(Error::invalid(
+                fpath,
+                "the router filter must be the last filter",
+            ));
+        }
+        return Ok(());
+    }
+    // The last filter was an optional one we skipped.
+    Err(Error::invalid(
+        path.clone(),
+        format!("must end with the router filter ({ROUTER_NAME})"),
+    ))
+}

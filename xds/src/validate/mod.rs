@@ -1,0 +1,174 @@
+//! Envoy protos → validated `engine` config, one entry point per resource
+//! type so bootstrap and (later) xDS responses share the same rules.
+
+mod cluster;
+mod listener;
+mod route;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+pub use cluster::{cluster, cluster_load_assignment, upstream_http2};
+pub use listener::{http_connection_manager, listener};
+pub use route::{route_config, virtual_host};
+
+use crate::error::{Error, Path, Result};
+use crate::pb;
+
+/// Whether a proto field holds a non-default value (so an unimplemented
+/// field can be rejected only when actually used).
+pub(crate) trait IsSet {
+    fn is_set(&self) -> bool;
+}
+
+impl<T> IsSet for Option<T> {
+    fn is_set(&self) -> bool {
+        self.is_some()
+    }
+}
+impl<T> IsSet for Vec<T> {
+    fn is_set(&self) -> bool {
+        !self.is_empty()
+    }
+}
+impl<K, V> IsSet for HashMap<K, V> {
+    fn is_set(&self) -> bool {
+        !self.is_empty()
+    }
+}
+impl IsSet for String {
+    fn is_set(&self) -> bool {
+        !self.is_empty()
+    }
+}
+impl IsSet for bool {
+    fn is_set(&self) -> bool {
+        *self
+    }
+}
+impl IsSet for i32 {
+    fn is_set(&self) -> bool {
+        *self != 0
+    }
+}
+impl IsSet for u32 {
+    fn is_set(&self) -> bool {
+        *self != 0
+    }
+}
+
+/// `reject_set!(path, msg, field, ...)`: `PATH.field: not supported` for the
+/// first listed field of `msg` that is set.
+macro_rules! reject_set {
+    ($path:expr, $msg:expr, $($field:ident),+ $(,)?) => {
+        $(
+            if $crate::validate::IsSet::is_set(&$msg.$field) {
+                return Err($crate::error::Error::unsupported($path.field(stringify!($field))));
+            }
+        )+
+    };
+}
+pub(crate) use reject_set;
+
+/// A `google.protobuf.Duration` as a std `Duration` (negative is invalid).
+pub(crate) fn duration(d: &prost_types::Duration, path: &Path) -> Result<Duration> {
+    Duration::try_from(*d).map_err(|_| Error::invalid(path.clone(), "must not be negative"))
+}
+
+/// An optional timeout where 0 means "disabled", defaulting to `default`.
+pub(crate) fn timeout_or(
+    d: Option<&prost_types::Duration>,
+    default: Duration,
+    path: &Path,
+) -> Result<Option<Duration>> {
+    match d {
+        None => Ok(Some(default)),
+        Some(d) => {
+            let d = duration(d, path)?;
+            Ok((!d.is_zero()).then_some(d))
+        }
+    }
+}
+
+/// A `UInt32Value` in `range`, or `default` when unset.
+pub(crate) fn u32_in(
+    v: Option<u32>,
+    range: std::ops::RangeInclusive<u32>,
+    default: u32,
+    path: &Path,
+) -> Result<u32> {
+    match v {
+        None => Ok(default),
+        Some(v) if range.contains(&v) => Ok(v),
+        Some(v) => Err(Error::invalid(
+            path.clone(),
+            format!("{v} is out of range {}..={}", range.start(), range.end()),
+        )),
+    }
+}
+
+/// `Address` → `SocketAddr`: only `socket_address` with an IP literal and a
+/// numeric `port_value` (we do no DNS resolution). Port 0 (pick any) only
+/// makes sense for a listener.
+pub(crate) fn socket_address(
+    addr: Option<&pb::envoy::config::core::v3::Address>,
+    path: &Path,
+    allow_port_zero: bool,
+) -> Result<SocketAddr> {
+    use pb::envoy::config::core::v3::{address, socket_address};
+    let Some(addr) = addr else {
+        return Err(Error::invalid(path.clone(), "required"));
+    };
+    let sa = match &addr.address {
+        Some(address::Address::SocketAddress(sa)) => sa,
+        Some(address::Address::Pipe(_)) => return Err(Error::unsupported(path.field("pipe"))),
+        Some(address::Address::EnvoyInternalAddress(_)) => {
+            return Err(Error::unsupported(path.field("envoy_internal_address")))
+        }
+        None => return Err(Error::invalid(path.field("socket_address"), "required")),
+    };
+    let path = path.field("socket_address");
+    if sa.protocol != socket_address::Protocol::Tcp as i32 {
+        return Err(Error::unsupported_msg(
+            path.field("protocol"),
+            "only TCP is supported",
+        ));
+    }
+    reject_set!(path, sa, resolver_name, ipv4_compat);
+    let ip: IpAddr = sa.address.parse().map_err(|_| {
+        Error::invalid(
+            path.field("address"),
+            format!(
+                "{:?} is not an IP address (DNS names are not supported)",
+                sa.address
+            ),
+        )
+    })?;
+    let port = match &sa.port_specifier {
+        Some(socket_address::PortSpecifier::PortValue(p)) => *p,
+        Some(socket_address::PortSpecifier::NamedPort(_)) => {
+            return Err(Error::unsupported(path.field("named_port")))
+        }
+        None => return Err(Error::invalid(path.field("port_value"), "required")),
+    };
+    let port = u16::try_from(port)
+        .ok()
+        .filter(|p| allow_port_zero || *p != 0)
+        .ok_or_else(|| {
+            Error::invalid(
+                path.field("port_value"),
+                format!("{port} is not a valid port"),
+            )
+        })?;
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// `node` → `engine::Node`. Metadata, locality and user agent are accepted
+/// (they describe us to a control plane) but not otherwise used.
+pub fn node(pb: &pb::envoy::config::core::v3::Node, _path: &Path) -> Result<engine::Node> {
+    Ok(engine::Node {
+        id: pb.id.clone(),
+        cluster: pb.cluster.clone(),
+    })
+}

@@ -1,0 +1,533 @@
+//! `RouteConfiguration` → `engine::RouteConfig`: virtual hosts, domain
+//! classification, path/header matching and the route action.
+
+use std::collections::{HashMap, HashSet};
+
+use engine::{
+    ClusterTarget, DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, Route, RouteAction,
+    RouteConfig, RouteMatch, VirtualHost, WeightedClusters,
+};
+use regex::Regex;
+
+use super::{reject_set, timeout_or};
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::route::v3 as pb;
+use crate::pb::envoy::r#type::matcher::v3 as matcher;
+
+/// Validates a route table.
+///
+/// `inline` says the table came inline in an HTTP connection manager rather
+/// than over RDS: as in Envoy, `validate_clusters` then defaults to true, so
+/// a route naming a cluster not in `known_clusters` rejects the config.
+/// Otherwise (or with `validate_clusters: false`) unknown clusters are
+/// accepted and answered with 503 at request time.
+pub fn route_config(
+    rc: &pb::RouteConfiguration,
+    path: &Path,
+    known_clusters: &HashSet<String>,
+    inline: bool,
+) -> Result<RouteConfig> {
+    reject_set!(
+        path,
+        rc,
+        internal_only_headers,
+        response_headers_to_add,
+        response_headers_to_remove,
+        request_headers_to_add,
+        request_headers_to_remove,
+        vhds,
+        most_specific_header_mutations_wins,
+        max_direct_response_body_size_bytes,
+        cluster_specifier_plugins,
+        request_mirror_policies,
+        ignore_port_in_host_matching,
+        ignore_path_parameters_in_path_matching,
+        typed_per_filter_config,
+        metadata,
+    );
+    let check = rc
+        .validate_clusters
+        .unwrap_or(inline)
+        .then_some(known_clusters);
+    // Envoy rejects a domain listed by two virtual hosts of one table.
+    let mut seen: HashMap<(u8, String), usize> = HashMap::new();
+    let mut virtual_hosts = Vec::with_capacity(rc.virtual_hosts.len());
+    for (i, vh) in rc.virtual_hosts.iter().enumerate() {
+        let vpath = path.field("virtual_hosts").index(i);
+        let vh = virtual_host(vh, &vpath, check)?;
+        for (j, d) in vh.domains.iter().enumerate() {
+            if let Some(prev) = seen.insert(domain_key(d), i) {
+                return Err(Error::invalid(
+                    vpath.field("domains").index(j),
+                    format!(
+                        "duplicate domain {:?} (also in virtual_hosts[{prev}])",
+                        rc.virtual_hosts[i].domains[j]
+                    ),
+                ));
+            }
+        }
+        virtual_hosts.push(vh);
+    }
+    Ok(RouteConfig {
+        name: rc.name.clone(),
+        virtual_hosts,
+    })
+}
+
+/// Validates one virtual host. `known_clusters`: when `Some`, every cluster
+/// a route names must be in it.
+pub fn virtual_host(
+    vh: &pb::VirtualHost,
+    path: &Path,
+    known_clusters: Option<&HashSet<String>>,
+) -> Result<VirtualHost> {
+    reject_set!(
+        path,
+        vh,
+        require_tls,
+        virtual_clusters,
+        rate_limits,
+        request_headers_to_add,
+        cors,
+        response_headers_to_add,
+        response_headers_to_remove,
+        request_headers_to_remove,
+        include_request_attempt_count,
+        typed_per_filter_config,
+        retry_policy,
+        hedge_policy,
+        per_request_buffer_limit_bytes,
+        include_attempt_count_in_response,
+        matcher,
+        metadata,
+    );
+    if vh.name.is_empty() {
+        return Err(Error::invalid(path.field("name"), "required"));
+    }
+    if vh.domains.is_empty() {
+        return Err(Error::invalid(
+            path.field("domains"),
+            "at least one domain is required",
+        ));
+    }
+    let mut domains = Vec::with_capacity(vh.domains.len());
+    for (i, d) in vh.domains.iter().enumerate() {
+        let dpath = path.field("domains").index(i);
+        let m = domain(d, &dpath)?;
+        if domains.contains(&m) {
+            return Err(Error::invalid(dpath, format!("duplicate domain {d:?}")));
+        }
+        domains.push(m);
+    }
+    let routes = vh
+        .routes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| route(r, &path.field("routes").index(i), known_clusters))
+        .collect::<Result<_>>()?;
+    Ok(VirtualHost {
+        name: vh.name.clone(),
+        domains,
+        routes,
+    })
+}
+
+/// A hash key for a `DomainMatcher` (kept local so this does not depend on
+/// which traits the engine type derives).
+fn domain_key(d: &DomainMatcher) -> (u8, String) {
+    match d {
+        DomainMatcher::Exact(s) => (0, s.clone()),
+        DomainMatcher::Suffix(s) => (1, s.clone()),
+        DomainMatcher::Prefix(s) => (2, s.clone()),
+        DomainMatcher::Any => (3, String::new()),
+    }
+}
+
+/// Classifies a `domains` entry the way Envoy matches it.
+fn domain(d: &str, path: &Path) -> Result<DomainMatcher> {
+    let d = d.to_ascii_lowercase();
+    let misplaced = || {
+        Error::invalid(
+            path.clone(),
+            format!("{d:?}: '*' is only allowed as the first or last character"),
+        )
+    };
+    if d.is_empty() {
+        return Err(Error::invalid(path.clone(), "must not be empty"));
+    }
+    if d == "*" {
+        return Ok(DomainMatcher::Any);
+    }
+    if let Some(rest) = d.strip_prefix('*') {
+        return if rest.contains('*') {
+            Err(misplaced())
+        } else {
+            Ok(DomainMatcher::Suffix(rest.to_owned()))
+        };
+    }
+    if let Some(rest) = d.strip_suffix('*') {
+        return if rest.contains('*') {
+            Err(misplaced())
+        } else {
+            Ok(DomainMatcher::Prefix(rest.to_owned()))
+        };
+    }
+    if d.contains('*') {
+        return Err(misplaced());
+    }
+    Ok(DomainMatcher::Exact(d))
+}
+
+fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -> Result<Route> {
+    use pb::route::Action;
+    reject_set!(
+        path,
+        r,
+        metadata,
+        decorator,
+        request_headers_to_add,
+        response_headers_to_add,
+        response_headers_to_remove,
+        request_headers_to_remove,
+        typed_per_filter_config,
+        tracing,
+        per_request_buffer_limit_bytes,
+        stat_prefix,
+    );
+    let Some(m) = &r.r#match else {
+        return Err(Error::invalid(path.field("match"), "required"));
+    };
+    let matcher = route_match(m, &path.field("match"))?;
+    let action = match &r.action {
+        Some(Action::Route(a)) => route_action(a, &path.field("route"), known_clusters, &matcher)?,
+        Some(Action::Redirect(_)) => return Err(Error::unsupported(path.field("redirect"))),
+        Some(Action::DirectResponse(_)) => {
+            return Err(Error::unsupported(path.field("direct_response")))
+        }
+        Some(Action::FilterAction(_)) => {
+            return Err(Error::unsupported(path.field("filter_action")))
+        }
+        Some(Action::NonForwardingAction(_)) => {
+            return Err(Error::unsupported(path.field("non_forwarding_action")))
+        }
+        None => return Err(Error::invalid(path.field("route"), "required")),
+    };
+    Ok(Route {
+        name: r.name.clone(),
+        matcher,
+        action,
+    })
+}
+
+fn route_match(m: &pb::RouteMatch, path: &Path) -> Result<RouteMatch> {
+    use pb::route_match::PathSpecifier as P;
+    reject_set!(
+        path,
+        m,
+        query_parameters,
+        grpc,
+        runtime_fraction,
+        tls_context,
+        dynamic_metadata
+    );
+    let path_match = match &m.path_specifier {
+        Some(P::Prefix(p)) => PathMatch::Prefix(p.clone()),
+        Some(P::Path(p)) => PathMatch::Path(p.clone()),
+        Some(P::SafeRegex(r)) => {
+            PathMatch::Regex(regex(r, &path.field("safe_regex"), "^(?:", ")$")?)
+        }
+        Some(P::ConnectMatcher(_)) => {
+            return Err(Error::unsupported(path.field("connect_matcher")))
+        }
+        Some(P::PathSeparatedPrefix(_)) => {
+            return Err(Error::unsupported(path.field("path_separated_prefix")))
+        }
+        Some(P::PathMatchPolicy(_)) => {
+            return Err(Error::unsupported(path.field("path_match_policy")))
+        }
+        None => {
+            return Err(Error::invalid(
+                path.clone(),
+                "one of prefix, path or safe_regex is required",
+            ))
+        }
+    };
+    let headers = m
+        .headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| header_matcher(h, &path.field("headers").index(i)))
+        .collect::<Result<_>>()?;
+    Ok(RouteMatch {
+        path: path_match,
+        case_sensitive: m.case_sensitive.unwrap_or(true),
+        headers,
+    })
+}
+
+/// Compiles `RegexMatcher.regex` wrapped in `open`/`close` (anchors, flags).
+fn regex(r: &matcher::RegexMatcher, path: &Path, open: &str, close: &str) -> Result<Regex> {
+    // `google_re2` (and its deprecated max_program_size) only picks Envoy's
+    // engine; the regex crate accepts the same RE2 syntax.
+    let rpath = path.field("regex");
+    if r.regex.is_empty() {
+        return Err(Error::invalid(rpath, "required"));
+    }
+    compile(&format!("{open}{}{close}", r.regex), &r.regex, &rpath)
+}
+
+fn compile(pattern: &str, shown: &str, path: &Path) -> Result<Regex> {
+    Regex::new(pattern).map_err(|e| {
+        // regex's Display is a multi-line diagram; the last line says why.
+        let e = e.to_string();
+        let why = e
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .trim_start_matches("error: ");
+        Error::invalid(path.clone(), format!("invalid regex {shown:?}: {why}"))
+    })
+}
+
+/// Header names that are HTTP/2 pseudo-headers we can match on.
+const PSEUDO_HEADERS: [&str; 4] = [":authority", ":path", ":method", ":scheme"];
+
+fn header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
+    use pb::header_matcher::HeaderMatchSpecifier as S;
+    reject_set!(path, h, treat_missing_header_as_empty);
+    let name = h.name.to_ascii_lowercase();
+    if name.is_empty() {
+        return Err(Error::invalid(path.field("name"), "required"));
+    }
+    if name.starts_with(':') && !PSEUDO_HEADERS.contains(&name.as_str()) {
+        return Err(Error::unsupported_value(
+            path.field("name"),
+            format!("matching on {name:?}"),
+        ));
+    }
+    let kind = match &h.header_match_specifier {
+        Some(S::ExactMatch(s)) => HeaderMatchKind::Exact(s.clone()),
+        Some(S::PrefixMatch(s)) => HeaderMatchKind::Prefix(s.clone()),
+        Some(S::SuffixMatch(s)) => HeaderMatchKind::Suffix(s.clone()),
+        Some(S::ContainsMatch(s)) => HeaderMatchKind::Contains(s.clone()),
+        Some(S::SafeRegexMatch(r)) => {
+            HeaderMatchKind::Regex(regex(r, &path.field("safe_regex_match"), "^(?:", ")$")?)
+        }
+        Some(S::RangeMatch(r)) => HeaderMatchKind::Range {
+            start: r.start,
+            end: r.end,
+        },
+        Some(S::PresentMatch(p)) => HeaderMatchKind::Present(*p),
+        Some(S::StringMatch(sm)) => string_matcher(sm, &path.field("string_match"))?,
+        // Envoy: a matcher with only a name matches on presence.
+        None => HeaderMatchKind::Present(true),
+    };
+    Ok(HeaderMatcher {
+        name,
+        kind,
+        invert: h.invert_match,
+    })
+}
+
+/// `StringMatcher` → header match; `ignore_case` becomes a `(?i)` regex
+/// since the engine's literal matchers are case-sensitive.
+fn string_matcher(sm: &matcher::StringMatcher, path: &Path) -> Result<HeaderMatchKind> {
+    use matcher::string_matcher::MatchPattern as M;
+    let nonempty = |s: &str, field: &str| {
+        if s.is_empty() {
+            Err(Error::invalid(path.field(field), "must not be empty"))
+        } else {
+            Ok(s.to_owned())
+        }
+    };
+    let (literal, field, open, close) = match &sm.match_pattern {
+        // Envoy: ignore_case has no effect on safe_regex.
+        Some(M::SafeRegex(r)) => {
+            return Ok(HeaderMatchKind::Regex(regex(
+                r,
+                &path.field("safe_regex"),
+                "^(?:",
+                ")$",
+            )?))
+        }
+        Some(M::Custom(_)) => return Err(Error::unsupported(path.field("custom"))),
+        None => {
+            return Err(Error::invalid(
+                path.clone(),
+                "one of exact, prefix, suffix, safe_regex or contains is required",
+            ))
+        }
+        Some(M::Exact(s)) => (s.clone(), "exact", "^(?:", ")$"),
+        Some(M::Prefix(s)) => (nonempty(s, "prefix")?, "prefix", "^(?:", ")"),
+        Some(M::Suffix(s)) => (nonempty(s, "suffix")?, "suffix", "(?:", ")$"),
+        Some(M::Contains(s)) => (nonempty(s, "contains")?, "contains", "(?:", ")"),
+    };
+    if sm.ignore_case {
+        let pattern = format!("(?i){open}{}{close}", regex::escape(&literal));
+        return Ok(HeaderMatchKind::Regex(compile(
+            &pattern,
+            &literal,
+            &path.field(field),
+        )?));
+    }
+    Ok(match field {
+        "exact" => HeaderMatchKind::Exact(literal),
+        "prefix" => HeaderMatchKind::Prefix(literal),
+        "suffix" => HeaderMatchKind::Suffix(literal),
+        _ => HeaderMatchKind::Contains(literal),
+    })
+}
+
+fn route_action(
+    a: &pb::RouteAction,
+    path: &Path,
+    known_clusters: Option<&HashSet<String>>,
+    matcher: &RouteMatch,
+) -> Result<RouteAction> {
+    use pb::route_action::{ClusterSpecifier as C, HostRewriteSpecifier as H};
+    reject_set!(
+        path,
+        a,
+        metadata_match,
+        retry_policy,
+        priority,
+        rate_limits,
+        include_vh_rate_limits,
+        hash_policy,
+        cors,
+        cluster_not_found_response_code,
+        max_grpc_timeout,
+        idle_timeout,
+        upgrade_configs,
+        hedge_policy,
+        grpc_timeout_offset,
+        request_mirror_policies,
+        regex_rewrite,
+        internal_redirect_policy,
+        max_stream_duration,
+        append_x_forwarded_host,
+    );
+    let check = |name: &str, p: Path| -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::invalid(p, "required"));
+        }
+        match known_clusters {
+            Some(known) if !known.contains(name) => {
+                Err(Error::invalid(p, format!("unknown cluster {name:?}")))
+            }
+            _ => Ok(()),
+        }
+    };
+    let target = match &a.cluster_specifier {
+        Some(C::Cluster(name)) => {
+            check(name, path.field("cluster"))?;
+            ClusterTarget::Cluster(name.clone())
+        }
+        Some(C::WeightedClusters(w)) => {
+            ClusterTarget::Weighted(weighted(w, &path.field("weighted_clusters"), &check)?)
+        }
+        Some(C::ClusterHeader(_)) => return Err(Error::unsupported(path.field("cluster_header"))),
+        Some(C::ClusterSpecifierPlugin(_)) => {
+            return Err(Error::unsupported(path.field("cluster_specifier_plugin")))
+        }
+        Some(C::InlineClusterSpecifierPlugin(_)) => {
+            return Err(Error::unsupported(
+                path.field("inline_cluster_specifier_plugin"),
+            ))
+        }
+        None => {
+            return Err(Error::invalid(
+                path.field("cluster"),
+                "one of cluster or weighted_clusters is required",
+            ))
+        }
+    };
+    let host_rewrite_literal = match &a.host_rewrite_specifier {
+        None => None,
+        Some(H::HostRewriteLiteral(h)) => Some(h.clone()),
+        Some(H::AutoHostRewrite(_)) => {
+            return Err(Error::unsupported(path.field("auto_host_rewrite")))
+        }
+        Some(H::HostRewriteHeader(_)) => {
+            return Err(Error::unsupported(path.field("host_rewrite_header")))
+        }
+        Some(H::HostRewritePathRegex(_)) => {
+            return Err(Error::unsupported(path.field("host_rewrite_path_regex")))
+        }
+    };
+    let prefix_rewrite = (!a.prefix_rewrite.is_empty()).then(|| a.prefix_rewrite.clone());
+    if prefix_rewrite.is_some() && matches!(matcher.path, PathMatch::Regex(_)) {
+        // Envoy: prefix_rewrite needs a literal prefix/path to replace.
+        return Err(Error::invalid(
+            path.field("prefix_rewrite"),
+            "cannot be used with a safe_regex match",
+        ));
+    }
+    Ok(RouteAction {
+        target,
+        timeout: timeout_or(
+            a.timeout.as_ref(),
+            engine::DEFAULT_ROUTE_TIMEOUT,
+            &path.field("timeout"),
+        )?,
+        prefix_rewrite,
+        host_rewrite_literal,
+    })
+}
+
+fn weighted(
+    w: &pb::WeightedCluster,
+    path: &Path,
+    check: &dyn Fn(&str, Path) -> Result<()>,
+) -> Result<WeightedClusters> {
+    use pb::weighted_cluster::RandomValueSpecifier as R;
+    reject_set!(path, w, runtime_key_prefix);
+    match &w.random_value_specifier {
+        Some(R::HeaderName(_)) => return Err(Error::unsupported(path.field("header_name"))),
+        Some(R::UseHashPolicy(_)) => return Err(Error::unsupported(path.field("use_hash_policy"))),
+        None => {}
+    }
+    if w.clusters.is_empty() {
+        return Err(Error::invalid(
+            path.field("clusters"),
+            "at least one cluster is required",
+        ));
+    }
+    let mut entries = Vec::with_capacity(w.clusters.len());
+    let mut sum: u64 = 0;
+    for (i, c) in w.clusters.iter().enumerate() {
+        let cpath = path.field("clusters").index(i);
+        reject_set!(
+            cpath,
+            c,
+            metadata_match,
+            request_headers_to_add,
+            response_headers_to_add,
+            response_headers_to_remove,
+            request_headers_to_remove,
+            typed_per_filter_config,
+            host_rewrite_specifier,
+            cluster_header,
+        );
+        check(&c.name, cpath.field("name"))?;
+        let weight = c.weight.unwrap_or(0);
+        sum += u64::from(weight);
+        entries.push((c.name.clone(), weight));
+    }
+    // Deprecated in Envoy; older configs still set it to the sum.
+    if let Some(total) = w.total_weight {
+        if u64::from(total) != sum {
+            return Err(Error::invalid(
+                path.field("total_weight"),
+                format!("{total} does not equal the sum of weights ({sum})"),
+            ));
+        }
+    }
+    WeightedClusters::new(entries).ok_or_else(|| {
+        Error::invalid(
+            path.field("clusters"),
+            "total weight must be between 1 and 4294967295",
+        )
+    })
+}
