@@ -6,19 +6,19 @@ use std::net::IpAddr;
 
 /// Connection-specific headers that must not be forwarded (RFC 9110 §7.6.1;
 /// RFC 9113 §8.2.2 forbids them in HTTP/2 altogether). `te` is handled by
-/// [`keep_te`].
+/// [`keep_te`]. (`proxy-authorization` is end-to-end for a reverse proxy's
+/// upstream and is forwarded, as Envoy does.)
+pub const HOP_BY_HOP: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "http2-settings",
+];
+
 pub fn is_hop_by_hop(name: &str) -> bool {
-    matches!(
-        name,
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "transfer-encoding"
-            | "upgrade"
-            | "http2-settings"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-    )
+    HOP_BY_HOP.contains(&name)
 }
 
 /// `te` may only carry `trailers` over HTTP/2 (gRPC sends `te: trailers`).

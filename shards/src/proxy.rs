@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use engine::headers::{append_forwarded_for, is_grpc_content_type, is_hop_by_hop, keep_te};
+use engine::headers::{append_forwarded_for, is_grpc_content_type, keep_te, HOP_BY_HOP};
 use engine::route::{rewrite_path, route_request, RequestView};
 use engine::{ClusterTarget, Route};
 use futures_lite::future;
@@ -279,19 +279,11 @@ impl UpstreamRequest {
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    for name in [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "http2-settings",
-    ] {
+    for name in HOP_BY_HOP {
         if headers.contains_key(name) {
             headers.remove(name);
         }
     }
-    debug_assert!(is_hop_by_hop("connection"));
     if let Some(te) = headers.get(http::header::TE) {
         if !keep_te(te.as_bytes()) {
             headers.remove(http::header::TE);
@@ -487,4 +479,86 @@ async fn send_with_capacity(
         to.send_data(part, eos && chunk.is_empty())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::{PathMatch, RouteAction, RouteMatch};
+
+    fn route(prefix: &str, rewrite: Option<&str>, host: Option<&str>) -> Route {
+        Route {
+            name: "r".into(),
+            matcher: RouteMatch {
+                path: PathMatch::Prefix(prefix.into()),
+                case_sensitive: true,
+                headers: vec![],
+            },
+            action: RouteAction {
+                target: ClusterTarget::Cluster("c".into()),
+                timeout: None,
+                prefix_rewrite: rewrite.map(Into::into),
+                host_rewrite_literal: host.map(Into::into),
+            },
+        }
+    }
+
+    fn parts(uri: &str, headers: &[(&str, &str)]) -> Parts {
+        let mut b = Request::builder().uri(uri);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn upstream_request_strips_hop_by_hop_and_appends_xff() {
+        let p = parts(
+            "http://front.example/api/x?q=1",
+            &[
+                ("connection", "close"),
+                ("keep-alive", "5"),
+                ("transfer-encoding", "chunked"),
+                ("upgrade", "h2c"),
+                ("te", "gzip"),
+                ("x-forwarded-for", "192.0.2.1"),
+                ("x-keep", "yes"),
+            ],
+        );
+        let peer: SocketAddr = "10.1.2.3:5555".parse().unwrap();
+        let up = UpstreamRequest::new(
+            p,
+            &route("/api/", Some("/v2/"), Some("back.internal")),
+            peer,
+        );
+        for h in [
+            "connection",
+            "keep-alive",
+            "transfer-encoding",
+            "upgrade",
+            "te",
+        ] {
+            assert!(!up.headers.contains_key(h), "{h} must be stripped");
+        }
+        assert_eq!(up.headers["x-forwarded-for"], "192.0.2.1, 10.1.2.3");
+        assert_eq!(up.headers["x-keep"], "yes");
+        assert_eq!(up.uri.to_string(), "http://back.internal/v2/x?q=1");
+    }
+
+    #[test]
+    fn te_trailers_is_kept_for_grpc() {
+        let p = parts("http://a/", &[("te", "trailers")]);
+        let up = UpstreamRequest::new(p, &route("/", None, None), "127.0.0.1:1".parse().unwrap());
+        assert_eq!(up.headers["te"], "trailers");
+        assert_eq!(up.headers["x-forwarded-for"], "127.0.0.1");
+        assert_eq!(up.uri.to_string(), "http://a/");
+    }
+
+    #[test]
+    fn refusals_that_are_safe_to_resend() {
+        let refused_stream = h2::Error::from(Reason::REFUSED_STREAM);
+        assert!(refused(&refused_stream, false));
+        let cancel = h2::Error::from(Reason::CANCEL);
+        assert!(!refused(&cancel, true));
+    }
 }

@@ -1,0 +1,492 @@
+#!/usr/bin/env bash
+# End-to-end comparison: our gateway vs HAProxy vs direct-to-backend, each
+# driven by our loadgen and by h2load at the same settings.
+#
+# Measures, per target and load tool: req/s, p50, p99, CPU-µs per request of
+# the proxy process (utime+stime from /proc/PID/stat over the measured
+# window ÷ requests completed in it) and of the backend; and, per proxy,
+# bytes of RSS per idle h2c connection. Proxies run alternately, several
+# rounds; the summary reports medians and ratios.
+#
+# Default layout (2-core machine): proxy alone on CPU 1; backend and load
+# generator share CPU 0. The shared core saturates first, so req/s mostly
+# measures CPU 0; CPU-µs/request is the figure that compares proxies.
+#
+# Usage: benches/e2e/compare.sh [options]      (run from anywhere)
+#   -c N               connections                       [CONNS=16]
+#   -m N               streams per connection            [STREAMS=32]
+#   --warmup S         warm-up seconds                   [WARMUP=1]
+#   --duration S       measured seconds                  [DURATION=5]
+#   --rounds N         rounds (targets alternate)        [ROUNDS=3]
+#   --idle-conns N     idle h2c connections per proxy    [IDLE_CONNS=2000]
+#   --shards N         gateway shards / HAProxy threads  [SHARDS=1]
+#   --proxy-cpus LIST  CPUs of the proxy (taskset list)  [PROXY_CPUS=1]
+#   --backend-cpu C    CPU of the demo backend           [BACKEND_CPU=0]
+#   --load-cpus LIST   CPUs of the load generator        [LOAD_CPUS=0]
+#   --load-threads N   load generator threads            [LOAD_THREADS=#LOAD_CPUS]
+#   --targets LIST     subset of "gateway haproxy direct" [TARGETS]
+#   --tools LIST       subset of "loadgen h2load"         [TOOLS]
+#   --perf             also record `perf` of the gateway (one extra loadgen run)
+#   --no-install       do not apt-get install missing tools
+#   --no-build         use existing target/release binaries
+#   --out DIR          keep raw results and logs in DIR  [OUT_DIR, default: temp, deleted]
+#
+# Everything it starts is killed on exit; every run is bounded in time.
+set -euo pipefail
+
+CONNS=${CONNS:-16}
+STREAMS=${STREAMS:-32}
+WARMUP=${WARMUP:-1}
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+IDLE_CONNS=${IDLE_CONNS:-2000}
+SHARDS=${SHARDS:-1}
+PROXY_CPUS=${PROXY_CPUS:-1}
+BACKEND_CPU=${BACKEND_CPU:-0}
+LOAD_CPUS=${LOAD_CPUS:-0}
+LOAD_THREADS=${LOAD_THREADS:-}
+TARGETS=${TARGETS:-gateway haproxy direct}
+TOOLS=${TOOLS:-loadgen h2load}
+PERF=${PERF:-0}
+INSTALL=${INSTALL:-1}
+BUILD=${BUILD:-1}
+OUT_DIR=${OUT_DIR:-}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -c) CONNS=$2; shift ;;
+        -m) STREAMS=$2; shift ;;
+        --warmup) WARMUP=$2; shift ;;
+        --duration) DURATION=$2; shift ;;
+        --rounds) ROUNDS=$2; shift ;;
+        --idle-conns) IDLE_CONNS=$2; shift ;;
+        --shards) SHARDS=$2; shift ;;
+        --proxy-cpus|--cpu-list) PROXY_CPUS=$2; shift ;;
+        --backend-cpu) BACKEND_CPU=$2; shift ;;
+        --load-cpus) LOAD_CPUS=$2; shift ;;
+        --load-threads) LOAD_THREADS=$2; shift ;;
+        --targets) TARGETS=$2; shift ;;
+        --tools) TOOLS=$2; shift ;;
+        --perf) PERF=1 ;;
+        --no-install) INSTALL=0 ;;
+        --no-build) BUILD=0 ;;
+        --out) OUT_DIR=$2; shift ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET_DIR/release
+
+# Number of CPUs in a list such as 0,2-3.
+cpu_count() {
+    python3 -c 'import sys
+n=0
+for p in sys.argv[1].split(","):
+    a,_,b=p.partition("-"); n+= (int(b)-int(a)+1) if b else 1
+print(n)' "$1"
+}
+[ -n "$LOAD_THREADS" ] || LOAD_THREADS=$(cpu_count "$LOAD_CPUS")
+NPROXY_CPUS=$(cpu_count "$PROXY_CPUS")
+
+log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
+
+# ---------------------------------------------------------------- tools
+if [ "$INSTALL" = 1 ]; then
+    need=()
+    command -v haproxy >/dev/null || need+=(haproxy)
+    command -v h2load >/dev/null || need+=(nghttp2-client)
+    if [ ${#need[@]} -gt 0 ]; then
+        log "installing ${need[*]}"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    fi
+fi
+case " $TARGETS " in *" haproxy "*) command -v haproxy >/dev/null || { echo "haproxy not found" >&2; exit 1; } ;; esac
+case " $TOOLS " in *" h2load "*) command -v h2load >/dev/null || { echo "h2load not found" >&2; exit 1; } ;; esac
+
+if [ "$BUILD" = 1 ]; then
+    log "building release binaries"
+    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns
+fi
+for b in gateway demo-backend loadgen idle_conns; do
+    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first)" >&2; exit 1; }
+done
+
+# ---------------------------------------------------------------- setup
+WORK=$(mktemp -d /tmp/compare.XXXXXX)
+[ -n "$OUT_DIR" ] && mkdir -p "$OUT_DIR"
+PIDS=()
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    sleep 0.3
+    for pid in "${PIDS[@]}"; do
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [ -n "$OUT_DIR" ]; then
+        cp -r "$WORK"/. "$OUT_DIR"/ 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+forget_pid() { # remove $1 from PIDS after it was stopped
+    local keep=() p
+    for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    forget_pid "$1"
+}
+
+free_port() {
+    python3 -c 'import socket
+s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+wait_listen() { # port, pid
+    for _ in $(seq 100); do
+        if ss -Hltn "sport = :$1" | grep -q .; then return 0; fi
+        kill -0 "$2" 2>/dev/null || { echo "process $2 died before listening on $1" >&2; return 1; }
+        sleep 0.05
+    done
+    echo "nothing listens on port $1" >&2
+    return 1
+}
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() { # utime+stime of the whole process, in clock ticks
+    sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+}
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# ---------------------------------------------------------------- backend
+BACKEND_PORT=$(free_port)
+taskset -c "$BACKEND_CPU" "$BIN/demo-backend" --listen "127.0.0.1:$BACKEND_PORT" \
+    --name bench --cpu "$BACKEND_CPU" >"$WORK/backend.log" 2>&1 &
+BACKEND_PID=$!
+PIDS+=("$BACKEND_PID")
+wait_listen "$BACKEND_PORT" "$BACKEND_PID"
+log "backend pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (cpu $BACKEND_CPU)"
+
+# ---------------------------------------------------------------- proxies
+PROXY_PID=
+PROXY_PORT=
+start_gateway() {
+    PROXY_PORT=$(free_port)
+    cat >"$WORK/gateway.yaml" <<EOF
+node: { id: bench-gateway, cluster: bench }
+admin:
+  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: $PROXY_PORT } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          codec_type: AUTO
+          http2_protocol_options: { max_concurrent_streams: 100 }
+          route_config:
+            name: bench
+            virtual_hosts:
+            - name: bench
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: backend }
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    lb_policy: ROUND_ROBIN
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {}
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
+EOF
+    taskset -c "$PROXY_CPUS" "$BIN/gateway" --config "$WORK/gateway.yaml" \
+        --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn >>"$WORK/gateway.log" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    wait_listen "$PROXY_PORT" "$PROXY_PID"
+}
+
+start_haproxy() {
+    PROXY_PORT=$(free_port)
+    local maxconn=$((IDLE_CONNS + 1000))
+    cat >"$WORK/haproxy.cfg" <<EOF
+global
+    nbthread $SHARDS
+    cpu-map auto:1/1-$SHARDS $PROXY_CPUS
+    maxconn $maxconn
+    log stdout format raw local0 emerg
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+    timeout http-request 10s
+    timeout http-keep-alive 300s
+    http-reuse always
+
+frontend fe
+    bind 127.0.0.1:$PROXY_PORT proto h2
+    maxconn $maxconn
+    default_backend be
+
+backend be
+    server s1 127.0.0.1:$BACKEND_PORT proto h2
+EOF
+    taskset -c "$PROXY_CPUS" haproxy -db -f "$WORK/haproxy.cfg" >>"$WORK/haproxy.log" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    wait_listen "$PROXY_PORT" "$PROXY_PID"
+}
+
+stop_proxy() {
+    if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
+    PROXY_PID=
+}
+
+# ---------------------------------------------------------------- measurements
+RESULTS=$WORK/results.tsv
+IDLE=$WORK/idle.tsv
+printf 'round\ttarget\ttool\trps\tp50_us\tp99_us\tproxy_cpu_us_per_req\tbackend_cpu_us_per_req\trequests\terrors\n' >"$RESULTS"
+printf 'round\ttarget\tconns\trss_before_kb\trss_after_kb\tbytes_per_conn\testablished\n' >"$IDLE"
+
+# Samples CPU of the proxy and the backend over the measured window of a
+# load run that started at $1 (epoch seconds, fractional). Prints
+# "proxy_ticks backend_ticks seconds".
+sample_window() {
+    local t0=$1 now wait_s p0 b0 p1 b1 s0 s1
+    now=$(date +%s.%N)
+    wait_s=$(awk -v a="$t0" -v w="$WARMUP" -v n="$now" 'BEGIN { d = a + w - n; print (d > 0 ? d : 0) }')
+    sleep "$wait_s"
+    s0=$(date +%s.%N)
+    p0=$(cpu_ticks "$PROXY_CPU_PID"); b0=$(cpu_ticks "$BACKEND_PID")
+    sleep "$DURATION"
+    p1=$(cpu_ticks "$PROXY_CPU_PID"); b1=$(cpu_ticks "$BACKEND_PID")
+    s1=$(date +%s.%N)
+    echo "$((p1 - p0)) $((b1 - b0)) $(awk -v a="$s0" -v b="$s1" 'BEGIN{print b-a}')"
+}
+
+run_loadgen() { # url, raw-output-file
+    "$BIN/loadgen" "$1" -c "$CONNS" -m "$STREAMS" -t "$LOAD_THREADS" --cpu-list "$LOAD_CPUS" \
+        -d "${DURATION}s" --warmup "${WARMUP}s" --json -q >"$2" 2>"$2.err" &
+    local pid=$!
+    PIDS+=("$pid")
+    LOAD_PID=$pid
+}
+run_h2load() { # url, raw-output-file
+    taskset -c "$LOAD_CPUS" h2load -c "$CONNS" -m "$STREAMS" -t "$LOAD_THREADS" \
+        -D "$DURATION" --warm-up-time="$WARMUP" --log-file="$2.log" "$1" >"$2" 2>"$2.err" &
+    local pid=$!
+    PIDS+=("$pid")
+    LOAD_PID=$pid
+}
+
+# Parses a finished run into "rps p50 p99 requests errors".
+parse_run() { # tool, raw-output-file
+    python3 - "$1" "$2" <<'PY'
+import json, re, sys
+tool, path = sys.argv[1], sys.argv[2]
+if tool == "loadgen":
+    r = json.load(open(path))
+    print(r["rps"], r["latency_us"]["p50"], r["latency_us"]["p99"], r["requests"],
+          r["requests"] - r["succeeded"] + r["errors_total"])
+else:
+    out = open(path).read()
+    m = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
+    req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", out)
+    rps, done, ok = float(m.group(2)), int(req.group(3)), int(req.group(4))
+    lat = []
+    with open(path + ".log") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3:
+                lat.append(int(parts[2]))
+    lat.sort()
+    def pct(p):
+        return lat[min(len(lat) - 1, int(len(lat) * p))] if lat else float("nan")
+    print(rps, pct(0.50), pct(0.99), done, done - ok)
+PY
+}
+
+# One load run against target $1 with tool $2 in round $3.
+load_run() {
+    local target=$1 tool=$2 round=$3 url raw t0 win res
+    url="http://127.0.0.1:$TARGET_PORT/"
+    raw="$WORK/run-$round-$target-$tool.out"
+    t0=$(date +%s.%N)
+    "run_$tool" "$url" "$raw"
+    win=$(sample_window "$t0")
+    wait "$LOAD_PID" || { echo "$tool failed on $target:" >&2; cat "$raw.err" >&2; return 1; }
+    forget_pid "$LOAD_PID"
+    res=$(parse_run "$tool" "$raw")
+    rm -f "$raw.log"
+    read -r rps p50 p99 reqs errs <<<"$res"
+    read -r pt bt secs <<<"$win"
+    # Requests in the CPU window, from the tool's rate (windows match to a few ms).
+    local proxy_us backend_us
+    proxy_us=$(awk -v t="$pt" -v hz="$CLK_TCK" -v r="$rps" -v s="$secs" 'BEGIN{printf "%.2f", t*1e6/hz/(r*s)}')
+    backend_us=$(awk -v t="$bt" -v hz="$CLK_TCK" -v r="$rps" -v s="$secs" 'BEGIN{printf "%.2f", t*1e6/hz/(r*s)}')
+    [ "$target" = direct ] && proxy_us=NA
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$target" "$tool" "$rps" "$p50" "$p99" \
+        "$proxy_us" "$backend_us" "$reqs" "$errs" >>"$RESULTS"
+    log "round $round $target/$tool: $(printf '%.0f' "$rps") req/s p50 ${p50}µs p99 ${p99}µs proxy ${proxy_us} CPU-µs/req backend ${backend_us} errors $errs"
+}
+
+idle_run() { # target, round
+    local target=$1 round=$2 before after est ic_pid
+    sleep 0.5
+    before=$(rss_kb "$PROXY_PID")
+    "$BIN/idle_conns" "127.0.0.1:$PROXY_PORT" "$IDLE_CONNS" 120 >"$WORK/idle-$round-$target.out" 2>&1 &
+    ic_pid=$!
+    PIDS+=("$ic_pid")
+    for _ in $(seq 600); do
+        grep -q '^ready' "$WORK/idle-$round-$target.out" && break
+        kill -0 "$ic_pid" 2>/dev/null || { cat "$WORK/idle-$round-$target.out" >&2; return 1; }
+        sleep 0.1
+    done
+    sleep 1
+    after=$(rss_kb "$PROXY_PID")
+    est=$(ss -Htn state established "dport = :$PROXY_PORT" | wc -l)
+    stop_pid "$ic_pid"
+    local per=$(( (after - before) * 1024 / IDLE_CONNS ))
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$target" "$IDLE_CONNS" "$before" "$after" "$per" "$est" >>"$IDLE"
+    log "round $round $target: idle RSS $before -> $after KiB with $est/$IDLE_CONNS established: $per bytes/connection"
+    sleep 1 # let the proxy notice the closes
+}
+
+log "settings: -c$CONNS -m$STREAMS warm-up ${WARMUP}s measured ${DURATION}s, $ROUNDS round(s); proxy cpus $PROXY_CPUS (shards $SHARDS), backend cpu $BACKEND_CPU, load cpus $LOAD_CPUS ($LOAD_THREADS thread(s))"
+read -ra TARGET_LIST <<<"$TARGETS"
+read -ra TOOL_LIST <<<"$TOOLS"
+for round in $(seq "$ROUNDS"); do
+    # Rotate the order every round so no target always runs first.
+    n=${#TARGET_LIST[@]}
+    for i in $(seq 0 $((n - 1))); do
+        target=${TARGET_LIST[$(( (i + round - 1) % n ))]}
+        case $target in
+            gateway) start_gateway ;;
+            haproxy) start_haproxy ;;
+            direct) PROXY_PID= ;;
+            *) echo "unknown target $target" >&2; exit 2 ;;
+        esac
+        if [ "$target" = direct ]; then
+            TARGET_PORT=$BACKEND_PORT
+            PROXY_CPU_PID=$BACKEND_PID
+        else
+            TARGET_PORT=$PROXY_PORT
+            PROXY_CPU_PID=$PROXY_PID
+            if [ "$IDLE_CONNS" -gt 0 ]; then idle_run "$target" "$round"; fi
+        fi
+        # Alternate the tool order too.
+        tools=("${TOOL_LIST[@]}")
+        if [ $((round % 2)) = 0 ]; then tools=($(printf '%s\n' "${TOOL_LIST[@]}" | tac)); fi
+        for tool in "${tools[@]}"; do
+            load_run "$target" "$tool" "$round"
+        done
+        if [ "$PERF" = 1 ] && [ "$target" = gateway ] && [ "$round" = 1 ] && command -v perf >/dev/null; then
+            log "perf: recording the gateway during one more loadgen run"
+            t0=$(date +%s.%N)
+            run_loadgen "http://127.0.0.1:$TARGET_PORT/" "$WORK/perf-load.out"
+            sleep "$WARMUP"
+            perf record -F 999 -g -p "$PROXY_PID" -o "$WORK/perf.data" -- sleep "$DURATION" >/dev/null 2>&1 || log "perf record failed"
+            wait "$LOAD_PID" || true
+            forget_pid "$LOAD_PID"
+            perf report -i "$WORK/perf.data" --no-children --percent-limit 1 --stdio 2>/dev/null \
+                | grep -v '^$' | head -150 >"$WORK/perf-report.txt" || true
+            perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio -g none 2>/dev/null \
+                | grep '%' | head -60 >"$WORK/perf-flat.txt" || true
+            rm -f "$WORK/perf.data"
+        fi
+        stop_proxy
+    done
+done
+
+# ---------------------------------------------------------------- summary
+python3 - "$RESULTS" "$IDLE" "$CONNS" "$STREAMS" "$DURATION" "$ROUNDS" <<'PY'
+import csv, statistics, sys
+res, idle, c, m, d, rounds = sys.argv[1:7]
+rows = list(csv.DictReader(open(res), delimiter="\t"))
+irows = list(csv.DictReader(open(idle), delimiter="\t"))
+def med(vals):
+    vals = [float(v) for v in vals if v not in ("NA", "", "nan")]
+    return statistics.median(vals) if vals else float("nan")
+targets = [t for t in ("gateway", "haproxy", "direct") if any(r["target"] == t for r in rows)]
+tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
+S = {}
+print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
+print("| target | tool | req/s | p50 µs | p99 µs | proxy CPU-µs/req | backend CPU-µs/req | errors |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+for t in targets:
+    for tool in tools:
+        rs = [r for r in rows if r["target"] == t and r["tool"] == tool]
+        if not rs:
+            continue
+        s = {k: med(r[k] for r in rs) for k in ("rps", "p50_us", "p99_us", "proxy_cpu_us_per_req", "backend_cpu_us_per_req")}
+        s["errors"] = sum(int(r["errors"]) for r in rs)
+        S[(t, tool)] = s
+        pc = "—" if t == "direct" else f"{s['proxy_cpu_us_per_req']:.2f}"
+        print(f"| {t} | {tool} | {s['rps']:.0f} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | {pc} | {s['backend_cpu_us_per_req']:.2f} | {s['errors']} |")
+I = {}
+if irows:
+    print("\n| proxy | idle h2c conns | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
+    print("|---|---:|---:|---:|---:|")
+    for t in ("gateway", "haproxy"):
+        rs = [r for r in irows if r["target"] == t]
+        if rs:
+            I[t] = med(r["bytes_per_conn"] for r in rs)
+            print(f"| {t} | {rs[0]['conns']} | {med(r['rss_before_kb'] for r in rs):.0f} | {med(r['rss_after_kb'] for r in rs):.0f} | {I[t]:.0f} |")
+print("\n## Ratios\n")
+print("| ratio | loadgen | h2load | target |")
+print("|---|---:|---:|---|")
+def ratio(a, b, key):
+    try:
+        return S[a][key] / S[b][key]
+    except (KeyError, ZeroDivisionError):
+        return float("nan")
+def row(name, a, b, key, goal):
+    vals = [ratio((a, tool), (b, tool), key) for tool in ("loadgen", "h2load")]
+    print(f"| {name} | {vals[0]:.2f} | {vals[1]:.2f} | {goal} |")
+row("gateway ÷ HAProxy CPU-µs/req", "gateway", "haproxy", "proxy_cpu_us_per_req", "≤ 0.67")
+row("gateway ÷ HAProxy p99", "gateway", "haproxy", "p99_us", "≤ 1.00")
+row("gateway ÷ HAProxy req/s", "gateway", "haproxy", "rps", "(info)")
+row("gateway ÷ direct req/s", "gateway", "direct", "rps", "≥ 0.90")
+row("HAProxy ÷ direct req/s", "haproxy", "direct", "rps", "(info)")
+if "gateway" in I and "haproxy" in I and I["haproxy"]:
+    print(f"| gateway ÷ HAProxy bytes/idle conn | {I['gateway']/I['haproxy']:.2f} | | ≤ 1.00 |")
+print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load (goal ≥ 1.00) |")
+print("|---|---:|---:|---:|")
+for t in targets:
+    if (t, "loadgen") in S and (t, "h2load") in S:
+        a, b = S[(t, "loadgen")]["rps"], S[(t, "h2load")]["rps"]
+        print(f"| {t} | {a:.0f} | {b:.0f} | {a/b:.2f} |")
+PY
