@@ -185,7 +185,7 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
 fn prometheus(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
-    let simple: [(&str, &str, &str, fn(&ShardStats) -> &Counter); 11] = [
+    let simple: [(&str, &str, &str, fn(&ShardStats) -> &Counter); 12] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -251,6 +251,12 @@ fn prometheus(inner: &Inner) -> String {
             "counter",
             "Requests answered 503: no routable host.",
             |s| &s.rq_no_healthy_upstream,
+        ),
+        (
+            "gateway_downstream_rq_idle_timeout",
+            "counter",
+            "Streams ended by stream_idle_timeout.",
+            |s| &s.downstream.rq_idle_timeout,
         ),
     ];
     for (name, kind, help, f) in simple {

@@ -197,7 +197,11 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
             match conn.poll_accept(cx) {
                 Poll::Ready(Some(Ok((req, respond)))) => Poll::Ready(Event::Stream(req, respond)),
                 Poll::Ready(Some(Err(e))) => {
-                    if !e.is_io() && !e.is_go_away() {
+                    if e.is_library() && e.reason() == Some(Reason::ENHANCE_YOUR_CALM) {
+                        // h2's own rapid-reset guard (streams reset before
+                        // we accepted them) cut the client off.
+                        shard.stats.downstream.cx_reset_flood.inc();
+                    } else if !e.is_io() && !e.is_go_away() {
                         shard.stats.downstream.cx_protocol_error.inc();
                     }
                     Poll::Ready(Event::Closed)

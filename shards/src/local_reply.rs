@@ -15,6 +15,8 @@ pub enum LocalReply {
     ConnectFailure,
     UpstreamReset,
     UpstreamTimeout,
+    /// `stream_idle_timeout`: nothing moved either way for too long.
+    StreamIdleTimeout,
     BadRequest,
 }
 
@@ -27,6 +29,7 @@ impl LocalReply {
             }
             Self::UpstreamReset => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Self::StreamIdleTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BadRequest => StatusCode::BAD_REQUEST,
         }
     }
@@ -44,6 +47,7 @@ impl LocalReply {
                 "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
             }
             Self::UpstreamTimeout => "upstream request timeout",
+            Self::StreamIdleTimeout => "stream timeout",
             Self::BadRequest => "bad request",
         }
     }

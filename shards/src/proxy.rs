@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use engine::headers::{append_forwarded_for, is_grpc_content_type, keep_te, HOP_BY_HOP};
@@ -140,6 +140,7 @@ pub async fn serve_stream(
     // Phase 3 and 4 under the route timeout.
     let upstream_req = UpstreamRequest::new(parts, route, peer);
     let headers_sent = Cell::new(false);
+    let clock = Rc::new(StreamClock::new(body.is_end_stream()));
     let work = forward(
         &pool,
         upstream_req,
@@ -148,11 +149,15 @@ pub async fn serve_stream(
         &headers_sent,
         host_stats,
         stats,
+        &clock,
     );
-    let outcome = match route.action.timeout {
-        Some(t) => deadline(t, work).await,
-        None => work.await,
-    };
+    let idle = snap
+        .listener(&listener)
+        .and_then(|l| l.http.stream_idle_timeout);
+    let outcome = future::or(work, async {
+        Err(watchdog(route.action.timeout, idle, &clock).await)
+    })
+    .await;
 
     // Phase 5: finish.
     let failure = match outcome {
@@ -170,6 +175,7 @@ pub async fn serve_stream(
                     stats.rq_timeout.inc();
                     host_stats.rq_timeout.inc();
                 }
+                LocalReply::StreamIdleTimeout => stats.rq_idle_timeout.inc(),
                 LocalReply::UpstreamReset => host_stats.rq_reset.inc(),
                 _ => {}
             }
@@ -182,6 +188,8 @@ pub async fn serve_stream(
             if reply == LocalReply::UpstreamTimeout {
                 stats.rq_timeout.inc();
                 host_stats.rq_timeout.inc();
+            } else if reply == LocalReply::StreamIdleTimeout {
+                stats.rq_idle_timeout.inc();
             } else {
                 host_stats.rq_reset.inc();
             }
@@ -190,16 +198,58 @@ pub async fn serve_stream(
     }
 }
 
-/// Runs `work` until it finishes or `limit` passes (then a 504).
-async fn deadline<F: std::future::Future<Output = Result<(), Failure>>>(
-    limit: Duration,
-    work: F,
-) -> Result<(), Failure> {
-    future::or(work, async {
-        glommio::timer::sleep(limit).await;
-        Err(Failure::Local(LocalReply::UpstreamTimeout))
-    })
-    .await
+/// When a stream last moved, and when its request finished: the inputs of
+/// the route timeout and the stream idle timeout.
+struct StreamClock {
+    activity: Cell<Instant>,
+    request_done: Cell<Option<Instant>>,
+}
+
+impl StreamClock {
+    fn new(request_done: bool) -> Self {
+        let now = Instant::now();
+        Self {
+            activity: Cell::new(now),
+            request_done: Cell::new(request_done.then_some(now)),
+        }
+    }
+
+    fn touch(&self) {
+        self.activity.set(Instant::now());
+    }
+
+    fn finish_request(&self) {
+        let now = Instant::now();
+        self.activity.set(now);
+        self.request_done.set(Some(now));
+    }
+}
+
+/// Resolves when the stream must end: the route timeout (counted, as in
+/// Envoy, from the end of the downstream request) or the stream idle
+/// timeout (no byte moved either way). Never resolves if neither is set.
+async fn watchdog(route: Option<Duration>, idle: Option<Duration>, clock: &StreamClock) -> Failure {
+    loop {
+        let now = Instant::now();
+        let route_at = route
+            .zip(clock.request_done.get())
+            .map(|(t, done)| done + t);
+        let idle_at = idle.map(|d| clock.activity.get() + d);
+        if route_at.is_some_and(|at| now >= at) {
+            return Failure::Local(LocalReply::UpstreamTimeout);
+        }
+        if idle_at.is_some_and(|at| now >= at) {
+            return Failure::Local(LocalReply::StreamIdleTimeout);
+        }
+        // Re-check at least every second: the request may finish (starting
+        // the route timer) while we sleep.
+        let next = [route_at, idle_at, Some(now + Duration::from_secs(1))]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now);
+        glommio::timer::sleep(next.saturating_duration_since(now)).await;
+    }
 }
 
 #[derive(Debug)]
@@ -291,16 +341,21 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Whether an upstream error means the stream never reached the backend's
-/// application, so resending it is safe.
+/// Whether a stream that failed before any response header may be resent on
+/// another connection.
 fn refused(e: &h2::Error, idempotent: bool) -> bool {
-    if e.reason() == Some(Reason::REFUSED_STREAM) {
+    // RST_STREAM(REFUSED_STREAM), and streams above a graceful GOAWAY's
+    // last-stream-id, never reached the backend's application.
+    if e.reason() == Some(Reason::REFUSED_STREAM)
+        || (e.is_go_away() && e.reason() == Some(Reason::NO_ERROR))
+    {
         return true;
     }
-    // Streams above a GOAWAY's last-stream-id were not processed. A graceful
-    // GOAWAY says NO_ERROR; for other reasons only idempotent requests are
-    // resent, since we cannot tell processed streams apart.
-    e.is_go_away() && (e.reason() == Some(Reason::NO_ERROR) || idempotent)
+    // The connection died under the stream (an abrupt GOAWAY, a broken pipe:
+    // e.g. the backend cut the connection for someone else's reset flood).
+    // We cannot tell whether the backend processed it, so only requests that
+    // are safe to repeat are resent.
+    idempotent && (e.is_go_away() || e.is_io())
 }
 
 async fn forward(
@@ -311,6 +366,7 @@ async fn forward(
     headers_sent: &Cell<bool>,
     host_stats: &HostStats,
     down_stats: &DownstreamStats,
+    clock: &Rc<StreamClock>,
 ) -> Result<(), Failure> {
     let req_eos = body.is_end_stream();
     let mut body = Some(body);
@@ -356,12 +412,12 @@ async fn forward(
             None
         } else {
             body.take()
-                .map(|b| glommio::spawn_local(pump_request(b, up_send)))
+                .map(|b| glommio::spawn_local(pump_request(b, up_send, Rc::clone(clock))))
         };
         match wait_or_client_reset(resp_fut, respond).await? {
             Ok(resp) => break (resp, lease, pump),
             Err(e) => {
-                if e.is_go_away() || e.reason() == Some(Reason::REFUSED_STREAM) {
+                if e.is_go_away() || e.is_io() {
                     lease.conn.retire();
                 }
                 if retryable && attempt < MAX_ATTEMPTS && refused(&e, request.idempotent()) {
@@ -386,7 +442,8 @@ async fn forward(
     if eos {
         return Ok(());
     }
-    match pump(up_body, down_send).await {
+    clock.touch();
+    match pump(up_body, down_send, clock).await {
         Ok(()) => Ok(()),
         Err(PumpError::To) => Err(Failure::ClientGone),
         Err(PumpError::From) => Err(Failure::Local(LocalReply::UpstreamReset)),
@@ -413,16 +470,22 @@ enum PumpError {
     To,
 }
 
-async fn pump_request(from: RecvStream, to: SendStream<Bytes>) {
+async fn pump_request(from: RecvStream, to: SendStream<Bytes>, clock: Rc<StreamClock>) {
     // Errors end the pump; the response side sees the stream fail.
-    let _ = pump(from, to).await;
+    if pump(from, to, &clock).await.is_ok() {
+        clock.finish_request();
+    }
 }
 
 /// Copies a body (and its trailers) from one h2 stream to another. A chunk is
 /// read only after the previous one was handed to the destination, and its
 /// window is released only then, so at most one stream window per direction
 /// is ever buffered.
-async fn pump(mut from: RecvStream, mut to: SendStream<Bytes>) -> Result<(), PumpError> {
+async fn pump(
+    mut from: RecvStream,
+    mut to: SendStream<Bytes>,
+    clock: &StreamClock,
+) -> Result<(), PumpError> {
     loop {
         match from.data().await {
             Some(Ok(chunk)) => {
@@ -432,6 +495,7 @@ async fn pump(mut from: RecvStream, mut to: SendStream<Bytes>) -> Result<(), Pum
                     .await
                     .map_err(|_| PumpError::To)?;
                 let _ = from.flow_control().release_capacity(n);
+                clock.touch();
                 if eos {
                     return Ok(());
                 }
@@ -560,5 +624,8 @@ mod tests {
         assert!(refused(&refused_stream, false));
         let cancel = h2::Error::from(Reason::CANCEL);
         assert!(!refused(&cancel, true));
+        let broken = h2::Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(refused(&broken, true));
+        assert!(!refused(&broken, false), "a POST may have been processed");
     }
 }

@@ -85,6 +85,7 @@ pub struct DownstreamStats {
     pub rq_reset_by_client: Counter,
     pub rq_no_route: Counter,
     pub rq_timeout: Counter,
+    pub rq_idle_timeout: Counter,
     pub responses: StatusClasses,
 }
 

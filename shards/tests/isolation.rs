@@ -37,10 +37,10 @@ async fn victim(
     let mut slowest = Duration::ZERO;
     for _ in 0..n {
         let t0 = Instant::now();
-        if let Ok(r) = get(&c, "/victim", headers).await {
-            if r.status == StatusCode::OK {
-                ok += 1;
-            }
+        match get(&c, "/victim", headers).await {
+            Ok(r) if r.status == StatusCode::OK => ok += 1,
+            Ok(r) => eprintln!("victim got {} {:?}", r.status, r.body),
+            Err(e) => eprintln!("victim error: {e}"),
         }
         slowest = slowest.max(t0.elapsed());
         glommio::timer::sleep(Duration::from_millis(5)).await;

@@ -234,3 +234,35 @@ fn admin_endpoints() {
     assert_eq!(admin_get(admin, "/nope").0, 404);
     gw.shutdown();
 }
+
+#[test]
+fn stream_idle_timeout_answers_408_before_headers() {
+    let b = backend("b");
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.http.stream_idle_timeout = Some(Duration::from_millis(300));
+    let gw = start(
+        bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    client(move || async move {
+        let c = connect(addr).await;
+        let t0 = Instant::now();
+        let r = get(&c, "/", &[("x-delay-ms", "3000")]).await.unwrap();
+        assert_eq!(r.status, StatusCode::REQUEST_TIMEOUT);
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        // Activity keeps a stream alive past the idle timeout: a 16 MiB
+        // download takes several windows' worth of round trips.
+        let r = get(&c, "/", &[("x-response-size", "16777216")])
+            .await
+            .unwrap();
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.body.len(), 16 << 20);
+    });
+    let (_, stats) = admin_get(gw.admin_addr.unwrap(), "/stats");
+    assert!(
+        stats.contains("gateway_downstream_rq_idle_timeout 1"),
+        "{stats}"
+    );
+    gw.shutdown();
+}
