@@ -36,6 +36,8 @@ pub struct Shard {
     current: RefCell<Rc<Arc<Snapshot>>>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<Rc<HostPool>>>>,
+    /// Address each `HostId` had in the last snapshot, to notice recycling.
+    host_addrs: RefCell<Vec<Option<SocketAddr>>>,
     round_robin: RefCell<AHashMap<String, RoundRobinState>>,
     rng: Cell<u64>,
     listeners: RefCell<AHashMap<String, RunningListener>>,
@@ -50,6 +52,7 @@ impl Shard {
             stats,
             current: RefCell::new(Rc::new(first)),
             pools: RefCell::new(Vec::new()),
+            host_addrs: RefCell::new(Vec::new()),
             round_robin: RefCell::new(AHashMap::new()),
             rng: Cell::new(
                 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
@@ -138,6 +141,20 @@ impl Shard {
             for h in &c.hosts {
                 keep[h.id.index()] = Some(c);
                 addr[h.id.index()] = Some(h.address);
+            }
+        }
+        let mut known = self.host_addrs.borrow_mut();
+        let len = snap.host_capacity.max(known.len());
+        known.resize(len, None);
+        for (i, a) in addr.iter().enumerate() {
+            if let Some(a) = a {
+                if known[i].is_some_and(|old| old != *a) {
+                    // A recycled id now names another host: start it afresh.
+                    if let Some(st) = self.stats.hosts.get(engine::HostId(i as u32)) {
+                        st.reset_counters();
+                    }
+                }
+                known[i] = Some(*a);
             }
         }
         let mut pools = self.pools.borrow_mut();

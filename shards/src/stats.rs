@@ -103,6 +103,29 @@ pub struct HostStats {
     pub responses: StatusClasses,
 }
 
+impl HostStats {
+    /// Zeroes the counters when a recycled `HostId` gets a new host. Gauges
+    /// (`rq_active`, `cx_active`) are left alone: streams and connections of
+    /// the old host still end and decrement them.
+    pub fn reset_counters(&self) {
+        for c in [
+            &self.rq_total,
+            &self.rq_timeout,
+            &self.rq_reset,
+            &self.rq_retry_refused,
+            &self.cx_total,
+            &self.cx_connect_fail,
+            &self.responses.c1xx,
+            &self.responses.c2xx,
+            &self.responses.c3xx,
+            &self.responses.c4xx,
+            &self.responses.c5xx,
+        ] {
+            c.set(0);
+        }
+    }
+}
+
 const CHUNK: usize = 256;
 const CHUNKS: usize = 4096;
 
