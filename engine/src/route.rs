@@ -38,18 +38,21 @@ pub fn select_virtual_host<'a>(rc: &'a RouteConfig, authority: &str) -> Option<&
             match d {
                 DomainMatcher::Exact(e) if e == host => return Some(vh),
                 DomainMatcher::Exact(_) => {}
-                // Envoy requires the wildcard to match at least one character.
-                DomainMatcher::Suffix(s) if host.len() > s.len() && host.ends_with(s.as_str()) => {
-                    if best_suffix.is_none_or(|(_, l)| s.len() > l) {
-                        best_suffix = Some((vh, s.len()));
-                    }
+                // Envoy requires the wildcard to match at least one character;
+                // the longest suffix (then prefix) wins.
+                DomainMatcher::Suffix(s)
+                    if host.len() > s.len()
+                        && host.ends_with(s.as_str())
+                        && best_suffix.is_none_or(|(_, l)| s.len() > l) =>
+                {
+                    best_suffix = Some((vh, s.len()));
                 }
                 DomainMatcher::Prefix(p)
-                    if host.len() > p.len() && host.starts_with(p.as_str()) =>
+                    if host.len() > p.len()
+                        && host.starts_with(p.as_str())
+                        && best_prefix.is_none_or(|(_, l)| p.len() > l) =>
                 {
-                    if best_prefix.is_none_or(|(_, l)| p.len() > l) {
-                        best_prefix = Some((vh, p.len()));
-                    }
+                    best_prefix = Some((vh, p.len()));
                 }
                 DomainMatcher::Any if any.is_none() => any = Some(vh),
                 _ => {}

@@ -185,7 +185,8 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
 fn prometheus(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
-    let simple: [(&str, &str, &str, fn(&ShardStats) -> &Counter); 12] = [
+    type ShardCounter = fn(&ShardStats) -> &Counter;
+    let simple: [(&str, &str, &str, ShardCounter); 12] = [
         (
             "gateway_downstream_cx_total",
             "counter",

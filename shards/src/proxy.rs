@@ -141,16 +141,14 @@ pub async fn serve_stream(
     let upstream_req = UpstreamRequest::new(parts, route, peer);
     let headers_sent = Cell::new(false);
     let clock = Rc::new(StreamClock::new(body.is_end_stream()));
-    let work = forward(
-        &pool,
-        upstream_req,
-        body,
-        &mut respond,
-        &headers_sent,
+    let ctx = ForwardCtx {
+        pool: &pool,
+        headers_sent: &headers_sent,
         host_stats,
-        stats,
-        &clock,
-    );
+        down_stats: stats,
+        clock: &clock,
+    };
+    let work = forward(&ctx, upstream_req, body, &mut respond);
     let idle = snap
         .listener(&listener)
         .and_then(|l| l.http.stream_idle_timeout);
@@ -344,30 +342,46 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// Whether a stream that failed before any response header may be resent on
 /// another connection.
 fn refused(e: &h2::Error, idempotent: bool) -> bool {
+    resendable(e.reason(), e.is_go_away(), e.is_io(), idempotent)
+}
+
+fn resendable(reason: Option<Reason>, go_away: bool, io: bool, idempotent: bool) -> bool {
     // RST_STREAM(REFUSED_STREAM), and streams above a graceful GOAWAY's
     // last-stream-id, never reached the backend's application.
-    if e.reason() == Some(Reason::REFUSED_STREAM)
-        || (e.is_go_away() && e.reason() == Some(Reason::NO_ERROR))
-    {
+    if reason == Some(Reason::REFUSED_STREAM) || (go_away && reason == Some(Reason::NO_ERROR)) {
         return true;
     }
     // The connection died under the stream (an abrupt GOAWAY, a broken pipe:
     // e.g. the backend cut the connection for someone else's reset flood).
     // We cannot tell whether the backend processed it, so only requests that
     // are safe to repeat are resent.
-    idempotent && (e.is_go_away() || e.is_io())
+    idempotent && (go_away || io)
+}
+
+/// What phases 3–4 of one stream share with the caller.
+struct ForwardCtx<'a> {
+    pool: &'a Rc<crate::pool::HostPool>,
+    /// Set once response headers went downstream: failures after that can
+    /// only reset the stream.
+    headers_sent: &'a Cell<bool>,
+    host_stats: &'a HostStats,
+    down_stats: &'a DownstreamStats,
+    clock: &'a Rc<StreamClock>,
 }
 
 async fn forward(
-    pool: &Rc<crate::pool::HostPool>,
+    ctx: &ForwardCtx<'_>,
     request: UpstreamRequest,
     body: RecvStream,
     respond: &mut SendResponse<Bytes>,
-    headers_sent: &Cell<bool>,
-    host_stats: &HostStats,
-    down_stats: &DownstreamStats,
-    clock: &Rc<StreamClock>,
 ) -> Result<(), Failure> {
+    let ForwardCtx {
+        pool,
+        headers_sent,
+        host_stats,
+        down_stats,
+        clock,
+    } = *ctx;
     let req_eos = body.is_end_stream();
     let mut body = Some(body);
     let retryable = req_eos;
@@ -624,8 +638,22 @@ mod tests {
         assert!(refused(&refused_stream, false));
         let cancel = h2::Error::from(Reason::CANCEL);
         assert!(!refused(&cancel, true));
-        let broken = h2::Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-        assert!(refused(&broken, true));
-        assert!(!refused(&broken, false), "a POST may have been processed");
+        // A broken connection: GETs are resent, POSTs may have been processed.
+        assert!(resendable(None, false, true, true));
+        assert!(!resendable(None, false, true, false));
+        // Abrupt GOAWAY (e.g. ENHANCE_YOUR_CALM) vs graceful.
+        assert!(!resendable(
+            Some(Reason::ENHANCE_YOUR_CALM),
+            true,
+            false,
+            false
+        ));
+        assert!(resendable(
+            Some(Reason::ENHANCE_YOUR_CALM),
+            true,
+            false,
+            true
+        ));
+        assert!(resendable(Some(Reason::NO_ERROR), true, false, false));
     }
 }

@@ -33,6 +33,7 @@ pub struct Shard {
     /// The snapshot new streams start with. `Rc` around the `Arc` so that
     /// taking it per stream is a shard-local increment, not an atomic one on
     /// a cache line every shard shares.
+    #[allow(clippy::redundant_allocation)]
     current: RefCell<Rc<Arc<Snapshot>>>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<Rc<HostPool>>>>,
@@ -64,6 +65,7 @@ impl Shard {
 
     /// The snapshot a new stream should use.
     #[inline]
+    #[allow(clippy::redundant_allocation)] // deliberate: see `current`
     pub fn snapshot(&self) -> Rc<Arc<Snapshot>> {
         Rc::clone(&self.current.borrow())
     }

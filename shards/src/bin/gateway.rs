@@ -106,6 +106,20 @@ fn main() -> ExitCode {
         }
     };
 
+    // Handlers go in before anything serves: a SIGHUP or SIGTERM that
+    // arrives the moment we print our addresses must not kill the process.
+    let hup = Arc::new(AtomicBool::new(false));
+    let term = Arc::new(AtomicBool::new(false));
+    for (sig, flag) in [
+        (signal_hook::consts::SIGHUP, &hup),
+        (signal_hook::consts::SIGTERM, &term),
+        (signal_hook::consts::SIGINT, &term),
+    ] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(flag)) {
+            eprintln!("error: installing signal handler: {e}");
+            return ExitCode::from(1);
+        }
+    }
     let mut backends = Vec::new();
     if args.demo {
         for (name, port) in DEMO_BACKENDS {
@@ -153,18 +167,6 @@ fn main() -> ExitCode {
         }
     }
 
-    let hup = Arc::new(AtomicBool::new(false));
-    let term = Arc::new(AtomicBool::new(false));
-    for (sig, flag) in [
-        (signal_hook::consts::SIGHUP, &hup),
-        (signal_hook::consts::SIGTERM, &term),
-        (signal_hook::consts::SIGINT, &term),
-    ] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(flag)) {
-            eprintln!("error: installing signal handler: {e}");
-            return ExitCode::from(1);
-        }
-    }
     loop {
         std::thread::sleep(Duration::from_millis(50));
         if term.load(Ordering::Relaxed) {
