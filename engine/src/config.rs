@@ -63,6 +63,10 @@ pub struct HttpConnectionManager {
     pub stream_idle_timeout: Option<Duration>,
     /// `drain_timeout` for GOAWAY on reload/shutdown (Envoy default 5 s).
     pub drain_timeout: Duration,
+    /// Append the downstream peer to `x-forwarded-for`: Envoy's
+    /// `use_remote_address: true` without `skip_xff_append` (Envoy's default
+    /// is false; edge deployments set it).
+    pub append_x_forwarded_for: bool,
 }
 
 /// `route_config` (inline `RouteConfiguration`).

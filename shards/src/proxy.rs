@@ -102,11 +102,11 @@ pub async fn serve_stream(
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| is_grpc_content_type(v.as_bytes()));
 
-    // Phase 1: route.
-    let route = snap
-        .listener(&listener)
-        .and_then(|l| route_request(&l.http.route_config, &PartsView(&parts)));
-    let Some(route) = route else {
+    // Phase 1: route. (A listener missing from this snapshot was removed
+    // while the connection drains: nothing routes.)
+    let hcm = snap.listener(&listener).map(|l| &l.http);
+    let route = hcm.and_then(|h| route_request(&h.route_config, &PartsView(&parts)));
+    let (Some(hcm), Some(route)) = (hcm, route) else {
         stats.rq_no_route.inc();
         let status = LocalReply::NoRoute.send(&mut respond, grpc);
         stats.responses.record(status);
@@ -138,7 +138,8 @@ pub async fn serve_stream(
     let pool = shard.pool(host, cluster);
 
     // Phase 3 and 4 under the route timeout.
-    let upstream_req = UpstreamRequest::new(parts, route, peer);
+    let upstream_req =
+        UpstreamRequest::new(parts, route, hcm.append_x_forwarded_for.then_some(peer));
     let headers_sent = Cell::new(false);
     let clock = Rc::new(StreamClock::new(body.is_end_stream()));
     let ctx = ForwardCtx {
@@ -266,7 +267,9 @@ struct UpstreamRequest {
 }
 
 impl UpstreamRequest {
-    fn new(parts: Parts, route: &Route, peer: SocketAddr) -> Self {
+    /// `peer` is appended to `x-forwarded-for` when given
+    /// (`use_remote_address: true`).
+    fn new(parts: Parts, route: &Route, peer: Option<SocketAddr>) -> Self {
         let Parts {
             method,
             uri,
@@ -274,12 +277,14 @@ impl UpstreamRequest {
             ..
         } = parts;
         strip_hop_by_hop(&mut headers);
-        let xff = append_forwarded_for(
-            headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()),
-            peer.ip(),
-        );
-        if let Ok(v) = HeaderValue::try_from(xff) {
-            headers.insert(X_FORWARDED_FOR.clone(), v);
+        if let Some(peer) = peer {
+            let xff = append_forwarded_for(
+                headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()),
+                peer.ip(),
+            );
+            if let Ok(v) = HeaderValue::try_from(xff) {
+                headers.insert(X_FORWARDED_FOR.clone(), v);
+            }
         }
         let mut uri_parts = uri.into_parts();
         if let Some(host) = &route.action.host_rewrite_literal {
@@ -603,7 +608,7 @@ mod tests {
                 ("x-keep", "yes"),
             ],
         );
-        let peer: SocketAddr = "10.1.2.3:5555".parse().unwrap();
+        let peer: Option<SocketAddr> = Some("10.1.2.3:5555".parse().unwrap());
         let up = UpstreamRequest::new(
             p,
             &route("/api/", Some("/v2/"), Some("back.internal")),
@@ -626,9 +631,17 @@ mod tests {
     #[test]
     fn te_trailers_is_kept_for_grpc() {
         let p = parts("http://a/", &[("te", "trailers")]);
-        let up = UpstreamRequest::new(p, &route("/", None, None), "127.0.0.1:1".parse().unwrap());
+        let up = UpstreamRequest::new(
+            p,
+            &route("/", None, None),
+            Some("127.0.0.1:1".parse().unwrap()),
+        );
         assert_eq!(up.headers["te"], "trailers");
         assert_eq!(up.headers["x-forwarded-for"], "127.0.0.1");
+        // use_remote_address: false (Envoy's default) leaves XFF alone.
+        let p = parts("http://a/", &[("x-forwarded-for", "1.1.1.1")]);
+        let up = UpstreamRequest::new(p, &route("/", None, None), None);
+        assert_eq!(up.headers["x-forwarded-for"], "1.1.1.1");
         assert_eq!(up.uri.to_string(), "http://a/");
     }
 

@@ -332,9 +332,9 @@ fn known_but_unimplemented_fields_are_rejected_when_set() {
     assert_eq!(
         bad(
             "          codec_type: HTTP2\n",
-            "          codec_type: HTTP2\n          use_remote_address: true\n"
+            "          codec_type: HTTP2\n          via: gw\n"
         ),
-        format!("{HCM}.use_remote_address: not supported")
+        format!("{HCM}.via: not supported")
     );
     // Contents of unmodelled message fields are not inspected.
     assert_eq!(
@@ -509,4 +509,40 @@ fn load_file_reports_io_and_syntax_errors() {
     assert!(matches!(e, xds::Error::Syntax(_)), "{e}");
     let e = bootstrap::from_str("a: [", Format::Yaml).unwrap_err();
     assert!(matches!(e, xds::Error::Syntax(_)), "{e}");
+}
+
+#[test]
+fn forwarded_for_follows_use_remote_address() {
+    let hcm = |yaml: &str| load(yaml).unwrap().listeners[0].http.clone();
+    let base = edit("codec_type: HTTP2\n", "codec_type: HTTP2\n");
+    assert!(
+        !hcm(&base).append_x_forwarded_for,
+        "Envoy's default: XFF untouched"
+    );
+    let on = edit(
+        "          codec_type: HTTP2\n",
+        "          codec_type: HTTP2\n          use_remote_address: true\n          generate_request_id: false\n",
+    );
+    assert!(hcm(&on).append_x_forwarded_for);
+    let skip = edit(
+        "          codec_type: HTTP2\n",
+        "          codec_type: HTTP2\n          use_remote_address: true\n          skip_xff_append: true\n",
+    );
+    assert!(!hcm(&skip).append_x_forwarded_for);
+    assert_eq!(
+        bad(
+            "          codec_type: HTTP2\n",
+            "          codec_type: HTTP2\n          xff_num_trusted_hops: 1\n"
+        ),
+        format!("{HCM}.xff_num_trusted_hops: only 0 is supported")
+    );
+    assert_eq!(
+        bad(
+            "          codec_type: HTTP2\n",
+            "          codec_type: HTTP2\n          generate_request_id: true\n"
+        ),
+        format!(
+            "{HCM}.generate_request_id: request id generation is not supported; set it to false"
+        )
+    );
 }

@@ -79,6 +79,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             idle_timeout: Some(Duration::from_secs(3600)),
             stream_idle_timeout: Some(Duration::from_secs(300)),
             drain_timeout: Duration::from_secs(1),
+            append_x_forwarded_for: true,
         },
     })
 }

@@ -156,12 +156,8 @@ pub fn http_connection_manager(
         http_protocol_options,
         server_name,
         access_log,
-        use_remote_address,
-        generate_request_id,
         forward_client_cert_details,
         proxy_100_continue,
-        xff_num_trusted_hops,
-        skip_xff_append,
         via,
         upgrade_configs,
         delayed_close_timeout,
@@ -201,6 +197,21 @@ pub fn http_connection_manager(
     if m.stat_prefix.is_empty() {
         return Err(Error::invalid(path.field("stat_prefix"), "required"));
     }
+    // We trust only the connection's peer address (no XFF hops), and never
+    // generate `x-request-id`: accept the settings that say exactly that.
+    if m.xff_num_trusted_hops != 0 {
+        return Err(Error::unsupported_msg(
+            path.field("xff_num_trusted_hops"),
+            "only 0 is supported",
+        ));
+    }
+    if m.generate_request_id.is_some_and(|v| v) {
+        return Err(Error::unsupported_msg(
+            path.field("generate_request_id"),
+            "request id generation is not supported; set it to false",
+        ));
+    }
+    let append_x_forwarded_for = m.use_remote_address.unwrap_or(false) && !m.skip_xff_append;
     let route_config = match &m.route_specifier {
         Some(RouteSpecifier::RouteConfig(rc)) => {
             route_config(rc, &path.field("route_config"), known_clusters, true)?
@@ -276,6 +287,7 @@ pub fn http_connection_manager(
             &path.field("stream_idle_timeout"),
         )?,
         drain_timeout,
+        append_x_forwarded_for,
     })
 }
 
