@@ -1,0 +1,81 @@
+//! Streams an upstream refuses before processing them (RST_STREAM
+//! REFUSED_STREAM) are resent, so the client never sees the refusal.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use glommio::net::TcpListener;
+use glommio::{LocalExecutorBuilder, Placement};
+use h2::Reason;
+use http::{Response, StatusCode};
+use support::*;
+use tokio_util::compat::FuturesAsyncReadCompatExt;
+
+/// An h2c server that refuses every other stream it sees.
+fn refusing_backend() -> (SocketAddr, Arc<AtomicU64>) {
+    let refused = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let count = Arc::clone(&refused);
+    LocalExecutorBuilder::new(Placement::Unbound)
+        .io_memory(1 << 20)
+        .spawn(move || async move {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            let mut n = 0u64;
+            loop {
+                let Ok(s) = l.accept().await else { return };
+                let mut conn = h2::server::handshake(s.compat()).await.unwrap();
+                let count = Arc::clone(&count);
+                glommio::spawn_local(async move {
+                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                        n += 1;
+                        if n % 2 == 1 {
+                            count.fetch_add(1, Ordering::Relaxed);
+                            respond.send_reset(Reason::REFUSED_STREAM);
+                        } else {
+                            let _ = respond.send_response(Response::new(()), true);
+                        }
+                    }
+                })
+                .detach();
+            }
+        })
+        .unwrap();
+    (rx.recv().unwrap(), refused)
+}
+
+#[test]
+fn refused_streams_are_resent() {
+    let (backend, refused) = refusing_backend();
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![cluster("c", &[backend])],
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let statuses = client(move || async move {
+        let c = connect(addr).await;
+        let mut out = Vec::new();
+        for _ in 0..20 {
+            out.push(get(&c, "/", &[]).await.map(|r| r.status).ok());
+        }
+        out
+    });
+    assert!(
+        statuses.iter().all(|s| *s == Some(StatusCode::OK)),
+        "{statuses:?}"
+    );
+    assert!(
+        refused.load(Ordering::Relaxed) >= 20,
+        "the backend did refuse"
+    );
+    let (_, stats) = admin_get(gw.admin_addr.unwrap(), "/stats");
+    let line = format!("gateway_upstream_rq_retry_refused{{cluster=\"c\",host=\"{backend}\"}} 20");
+    assert!(stats.contains(&line), "{stats}");
+    gw.shutdown();
+}
