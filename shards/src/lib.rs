@@ -3,6 +3,7 @@
 //! backend used by the README, the tests and the benchmarks.
 
 pub mod admin;
+pub mod body;
 pub mod data_shard;
 pub mod demo_backend;
 pub mod downstream;

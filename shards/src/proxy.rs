@@ -30,6 +30,7 @@ use http::request::Parts;
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, Method, Request, Response, Uri};
 
+use crate::body::{pump, Activity, PumpError};
 use crate::downstream::ConnState;
 use crate::local_reply::LocalReply;
 use crate::pool::{Lease, PoolError};
@@ -204,6 +205,12 @@ struct StreamClock {
     request_done: Cell<Option<Instant>>,
 }
 
+impl Activity for StreamClock {
+    fn touch(&self) {
+        self.activity.set(Instant::now());
+    }
+}
+
 impl StreamClock {
     fn new(request_done: bool) -> Self {
         let now = Instant::now();
@@ -211,10 +218,6 @@ impl StreamClock {
             activity: Cell::new(now),
             request_done: Cell::new(request_done.then_some(now)),
         }
-    }
-
-    fn touch(&self) {
-        self.activity.set(Instant::now());
     }
 
     fn finish_request(&self) {
@@ -462,7 +465,7 @@ async fn forward(
         return Ok(());
     }
     clock.touch();
-    match pump(up_body, down_send, clock).await {
+    match pump(up_body, down_send, &**clock).await {
         Ok(()) => Ok(()),
         Err(PumpError::To) => Err(Failure::ClientGone),
         Err(PumpError::From) => Err(Failure::Local(LocalReply::UpstreamReset)),
@@ -481,87 +484,11 @@ async fn wait_or_client_reset<F: std::future::Future>(
     .await
 }
 
-#[derive(Debug)]
-enum PumpError {
-    /// Reading the source failed (for responses: the upstream reset).
-    From,
-    /// Writing the destination failed (for responses: the client went away).
-    To,
-}
-
 async fn pump_request(from: RecvStream, to: SendStream<Bytes>, clock: Rc<StreamClock>) {
     // Errors end the pump; the response side sees the stream fail.
-    if pump(from, to, &clock).await.is_ok() {
+    if pump(from, to, &*clock).await.is_ok() {
         clock.finish_request();
     }
-}
-
-/// Copies a body (and its trailers) from one h2 stream to another. A chunk is
-/// read only after the previous one was handed to the destination, and its
-/// window is released only then, so at most one stream window per direction
-/// is ever buffered.
-async fn pump(
-    mut from: RecvStream,
-    mut to: SendStream<Bytes>,
-    clock: &StreamClock,
-) -> Result<(), PumpError> {
-    loop {
-        match from.data().await {
-            Some(Ok(chunk)) => {
-                let n = chunk.len();
-                let eos = from.is_end_stream();
-                send_with_capacity(&mut to, chunk, eos)
-                    .await
-                    .map_err(|_| PumpError::To)?;
-                let _ = from.flow_control().release_capacity(n);
-                clock.touch();
-                if eos {
-                    return Ok(());
-                }
-            }
-            Some(Err(_)) => {
-                to.send_reset(Reason::CANCEL);
-                return Err(PumpError::From);
-            }
-            None => break,
-        }
-    }
-    match from.trailers().await {
-        Ok(Some(trailers)) => to.send_trailers(trailers).map_err(|_| PumpError::To),
-        Ok(None) => to.send_data(Bytes::new(), true).map_err(|_| PumpError::To),
-        Err(_) => {
-            to.send_reset(Reason::CANCEL);
-            Err(PumpError::From)
-        }
-    }
-}
-
-async fn send_with_capacity(
-    to: &mut SendStream<Bytes>,
-    mut chunk: Bytes,
-    eos: bool,
-) -> Result<(), h2::Error> {
-    if chunk.is_empty() {
-        return if eos {
-            to.send_data(chunk, true)
-        } else {
-            Ok(())
-        };
-    }
-    while !chunk.is_empty() {
-        to.reserve_capacity(chunk.len());
-        let cap = match poll_fn(|cx| to.poll_capacity(cx)).await {
-            Some(Ok(c)) => c,
-            Some(Err(e)) => return Err(e),
-            None => return Err(h2::Error::from(Reason::CANCEL)),
-        };
-        if cap == 0 {
-            continue;
-        }
-        let part = chunk.split_to(cap.min(chunk.len()));
-        to.send_data(part, eos && chunk.is_empty())?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

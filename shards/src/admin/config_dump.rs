@@ -1,0 +1,141 @@
+//! `/config_dump`: the loaded configuration as JSON, in Envoy's field names.
+
+use engine::{ClusterTarget, DomainMatcher, HeaderMatchKind, LbPolicy, PathMatch};
+use serde_json::{json, Value};
+
+use super::Inner;
+
+pub(super) fn render(inner: &Inner) -> Value {
+    let b = &inner.bootstrap;
+    let listeners: Vec<Value> = b
+        .listeners
+        .iter()
+        .map(|l| {
+            let h = &l.http;
+            let vhosts: Vec<Value> = h
+                .route_config
+                .virtual_hosts
+                .iter()
+                .map(|vh| {
+                    let domains: Vec<String> = vh
+                        .domains
+                        .iter()
+                        .map(|d| match d {
+                            DomainMatcher::Exact(e) => e.clone(),
+                            DomainMatcher::Suffix(s) => format!("*{s}"),
+                            DomainMatcher::Prefix(p) => format!("{p}*"),
+                            DomainMatcher::Any => "*".into(),
+                        })
+                        .collect();
+                    let routes: Vec<Value> = vh
+                        .routes
+                        .iter()
+                        .map(|r| {
+                            let m = match &r.matcher.path {
+                                PathMatch::Prefix(p) => json!({ "prefix": p }),
+                                PathMatch::Path(p) => json!({ "path": p }),
+                                PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
+                            };
+                            let headers: Vec<Value> = r
+                                .matcher
+                                .headers
+                                .iter()
+                                .map(|hm| {
+                                    let kind = match &hm.kind {
+                                        HeaderMatchKind::Exact(v) => json!({ "exact": v }),
+                                        HeaderMatchKind::Prefix(v) => json!({ "prefix": v }),
+                                        HeaderMatchKind::Suffix(v) => json!({ "suffix": v }),
+                                        HeaderMatchKind::Contains(v) => json!({ "contains": v }),
+                                        HeaderMatchKind::Regex(re) => json!({ "safe_regex": re.as_str() }),
+                                        HeaderMatchKind::Present(p) => json!({ "present_match": p }),
+                                        HeaderMatchKind::Range { start, end } => {
+                                            json!({ "range_match": { "start": start, "end": end } })
+                                        }
+                                    };
+                                    json!({ "name": hm.name, "match": kind, "invert_match": hm.invert })
+                                })
+                                .collect();
+                            let target = match &r.action.target {
+                                ClusterTarget::Cluster(c) => json!({ "cluster": c }),
+                                ClusterTarget::Weighted(w) => {
+                                    let mut prev = 0;
+                                    let cs: Vec<Value> = w
+                                        .clusters
+                                        .iter()
+                                        .map(|(n, bound)| {
+                                            let weight = bound - prev;
+                                            prev = *bound;
+                                            json!({ "name": n, "weight": weight })
+                                        })
+                                        .collect();
+                                    json!({ "weighted_clusters": { "clusters": cs } })
+                                }
+                            };
+                            json!({
+                                "name": r.name,
+                                "match": m,
+                                "case_sensitive": r.matcher.case_sensitive,
+                                "headers": headers,
+                                "route": target,
+                                "timeout": r.action.timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                                "prefix_rewrite": r.action.prefix_rewrite,
+                                "host_rewrite_literal": r.action.host_rewrite_literal,
+                            })
+                        })
+                        .collect();
+                    json!({ "name": vh.name, "domains": domains, "routes": routes })
+                })
+                .collect();
+            json!({
+                "name": l.name,
+                "address": l.address.to_string(),
+                "http_connection_manager": {
+                    "stat_prefix": h.stat_prefix,
+                    "max_concurrent_streams": h.max_concurrent_streams,
+                    "max_header_list_size": h.max_header_list_size,
+                    "initial_stream_window_size": h.initial_stream_window_size,
+                    "initial_connection_window_size": h.initial_connection_window_size,
+                    "idle_timeout": h.idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                    "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                    "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
+                    "route_config": { "name": h.route_config.name, "virtual_hosts": vhosts },
+                },
+            })
+        })
+        .collect();
+    let clusters: Vec<Value> = b
+        .clusters
+        .iter()
+        .map(|c| {
+            let endpoints: Vec<Value> = c
+                .endpoints
+                .iter()
+                .map(|e| {
+                    json!({
+                        "address": e.address.to_string(),
+                        "load_balancing_weight": e.weight,
+                        "health_status": e.health.as_str(),
+                    })
+                })
+                .collect();
+            json!({
+                "name": c.name,
+                "type": "STATIC",
+                "lb_policy": match c.lb_policy { LbPolicy::RoundRobin => "ROUND_ROBIN" },
+                "connect_timeout": format!("{}s", c.connect_timeout.as_secs_f64()),
+                "http2": {
+                    "max_concurrent_streams": c.http2.max_concurrent_streams,
+                    "initial_stream_window_size": c.http2.initial_stream_window_size,
+                    "initial_connection_window_size": c.http2.initial_connection_window_size,
+                },
+                "endpoints": endpoints,
+            })
+        })
+        .collect();
+    json!({
+        "version": inner.snapshot.version,
+        "node": { "id": b.node.id, "cluster": b.node.cluster },
+        "admin": b.admin.map(|a| a.to_string()),
+        "static_resources": { "listeners": listeners, "clusters": clusters },
+    })
+}

@@ -1,0 +1,191 @@
+//! The admin server (HTTP/1.1 on `admin.address`), run by the control shard:
+//! `/ready`, `/stats` (Prometheus text, summed over shards), `/config_dump`,
+//! `/clusters`, `/listeners`.
+
+mod clusters;
+mod config_dump;
+mod prometheus;
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::{Bootstrap, Snapshot};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::{TcpListener, TcpStream};
+use glommio::Task;
+use serde_json::{json, Value};
+
+use crate::stats::{Counter, HostStats, ShardStats};
+
+const MAX_REQUEST: usize = 16 * 1024;
+
+struct Inner {
+    shards: Vec<Arc<ShardStats>>,
+    snapshot: Arc<Snapshot>,
+    bootstrap: Bootstrap,
+    accept: Option<Task<()>>,
+}
+
+impl Inner {
+    /// A host's counter summed over the shards that have touched it.
+    fn host_sum(&self, id: engine::HostId, f: fn(&HostStats) -> &Counter) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|s| s.hosts.get(id))
+            .map(|h| f(h).get())
+            .sum()
+    }
+}
+
+/// What the admin server reports from; owned by the control shard.
+#[derive(Clone)]
+pub struct AdminState(Rc<RefCell<Inner>>);
+
+impl AdminState {
+    pub fn new(
+        shards: Vec<Arc<ShardStats>>,
+        snapshot: Arc<Snapshot>,
+        bootstrap: Bootstrap,
+    ) -> Self {
+        Self(Rc::new(RefCell::new(Inner {
+            shards,
+            snapshot,
+            bootstrap,
+            accept: None,
+        })))
+    }
+
+    pub fn set_config(&self, snapshot: Arc<Snapshot>, bootstrap: Bootstrap) {
+        let mut i = self.0.borrow_mut();
+        i.snapshot = snapshot;
+        i.bootstrap = bootstrap;
+    }
+
+    /// Closes the admin listener.
+    pub fn stop(&self) {
+        self.0.borrow_mut().accept = None;
+    }
+}
+
+/// Binds the admin listener and serves it on the current executor.
+pub fn start(addr: SocketAddr, state: AdminState) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).map_err(std::io::Error::from)?;
+    let bound = listener.local_addr().map_err(std::io::Error::from)?;
+    let st = state.clone();
+    let task = glommio::spawn_local(async move {
+        loop {
+            match listener.accept().await {
+                Ok(stream) => {
+                    glommio::spawn_local(serve(stream, st.clone())).detach();
+                }
+                Err(_) => glommio::timer::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    });
+    state.0.borrow_mut().accept = Some(task);
+    Ok(bound)
+}
+
+async fn serve(mut stream: TcpStream, state: AdminState) {
+    let mut buf = vec![0u8; MAX_REQUEST];
+    let mut len = 0;
+    let (method, path) = loop {
+        let n = match stream.read(&mut buf[len..]).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        len += n;
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf[..len]) {
+            Ok(httparse::Status::Complete(_)) => {
+                break (
+                    req.method.unwrap_or("GET").to_string(),
+                    req.path.unwrap_or("/").to_string(),
+                );
+            }
+            Ok(httparse::Status::Partial) if len < MAX_REQUEST => continue,
+            _ => {
+                let _ = respond(&mut stream, 400, "text/plain", "bad request\n").await;
+                return;
+            }
+        }
+    };
+    let (status, ctype, body) = route(&method, &path, &state);
+    let _ = respond(&mut stream, status, ctype, &body).await;
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    ctype: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Service Unavailable",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await?;
+    stream.close().await
+}
+
+fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, String) {
+    if method != "GET" && method != "HEAD" {
+        return (405, "text/plain", "only GET\n".into());
+    }
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let inner = state.0.borrow();
+    match path {
+        "/ready" => {
+            let serving = inner.shards.iter().all(|s| s.serving.get() == 1);
+            if serving {
+                (200, "text/plain", "LIVE\n".into())
+            } else {
+                (503, "text/plain", "NOT READY\n".into())
+            }
+        }
+        "/stats" | "/stats/prometheus" => (
+            200,
+            "text/plain; version=0.0.4",
+            prometheus::render(&inner),
+        ),
+        "/config_dump" => (200, "application/json", pretty(config_dump::render(&inner))),
+        "/clusters" if query.contains("format=json") => {
+            (200, "application/json", pretty(clusters::json(&inner)))
+        }
+        "/clusters" => (200, "text/plain", clusters::text(&inner)),
+        "/listeners" => {
+            let l: Vec<Value> = inner
+                .snapshot
+                .listeners
+                .iter()
+                .map(|l| json!({"name": l.name, "address": l.address.to_string()}))
+                .collect();
+            (200, "application/json", pretty(json!({ "listeners": l })))
+        }
+        "/" => (
+            200,
+            "text/plain",
+            "admin endpoints: /ready /stats /config_dump /clusters /clusters?format=json /listeners\n".into(),
+        ),
+        _ => (404, "text/plain", "not found; see /\n".into()),
+    }
+}
+
+fn pretty(v: Value) -> String {
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,239 @@
+//! `/stats`: Prometheus text exposition, every counter summed over shards.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::Inner;
+use crate::stats::{Counter, ShardStats, StatusClasses};
+
+fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
+    shards.iter().map(|s| f(s).get()).sum()
+}
+
+fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+pub(super) fn render(inner: &Inner) -> String {
+    let sh = &inner.shards;
+    let mut out = String::with_capacity(4096);
+    type ShardCounter = fn(&ShardStats) -> &Counter;
+    let simple: [(&str, &str, &str, ShardCounter); 12] = [
+        (
+            "gateway_downstream_cx_total",
+            "counter",
+            "Downstream connections accepted.",
+            |s| &s.downstream.cx_total,
+        ),
+        (
+            "gateway_downstream_cx_active",
+            "gauge",
+            "Open downstream connections.",
+            |s| &s.downstream.cx_active,
+        ),
+        (
+            "gateway_downstream_cx_protocol_error",
+            "counter",
+            "Downstream connections closed on a protocol error or failed handshake.",
+            |s| &s.downstream.cx_protocol_error,
+        ),
+        (
+            "gateway_downstream_cx_reset_flood",
+            "counter",
+            "Downstream connections cut off (GOAWAY) for flooding stream resets.",
+            |s| &s.downstream.cx_reset_flood,
+        ),
+        (
+            "gateway_downstream_cx_idle_timeout",
+            "counter",
+            "Downstream connections closed by the idle timeout.",
+            |s| &s.downstream.cx_idle_timeout,
+        ),
+        (
+            "gateway_downstream_rq_total",
+            "counter",
+            "Downstream requests (streams).",
+            |s| &s.downstream.rq_total,
+        ),
+        (
+            "gateway_downstream_rq_active",
+            "gauge",
+            "Downstream requests in flight.",
+            |s| &s.downstream.rq_active,
+        ),
+        (
+            "gateway_downstream_rq_reset_by_client",
+            "counter",
+            "Streams the client reset before completion.",
+            |s| &s.downstream.rq_reset_by_client,
+        ),
+        (
+            "gateway_downstream_rq_no_route",
+            "counter",
+            "Requests answered 404 for want of a route.",
+            |s| &s.downstream.rq_no_route,
+        ),
+        (
+            "gateway_downstream_rq_timeout",
+            "counter",
+            "Requests that hit the route timeout.",
+            |s| &s.downstream.rq_timeout,
+        ),
+        (
+            "gateway_upstream_rq_no_healthy_upstream",
+            "counter",
+            "Requests answered 503: no routable host.",
+            |s| &s.rq_no_healthy_upstream,
+        ),
+        (
+            "gateway_downstream_rq_idle_timeout",
+            "counter",
+            "Streams ended by stream_idle_timeout.",
+            |s| &s.downstream.rq_idle_timeout,
+        ),
+    ];
+    for (name, kind, help, f) in simple {
+        metric(&mut out, name, kind, help);
+        let _ = writeln!(out, "{name} {}", sum(sh, f));
+    }
+    metric(
+        &mut out,
+        "gateway_upstream_rq_unknown_cluster",
+        "counter",
+        "Requests answered 503: cluster not found.",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_upstream_rq_unknown_cluster {}",
+        sum(sh, |s| &s.rq_unknown_cluster)
+    );
+    metric(
+        &mut out,
+        "gateway_downstream_rq_xx",
+        "counter",
+        "Downstream responses by status class.",
+    );
+    for (i, class) in StatusClasses::NAMES.iter().enumerate() {
+        let v: u64 = sh
+            .iter()
+            .map(|s| s.downstream.responses.classes()[i].1)
+            .sum();
+        let _ = writeln!(
+            out,
+            "gateway_downstream_rq_xx{{response_code_class=\"{class}\"}} {v}"
+        );
+    }
+    metric(
+        &mut out,
+        "gateway_config_version",
+        "gauge",
+        "Snapshot version served by the shards (minimum).",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_config_version {}",
+        sh.iter()
+            .map(|s| s.snapshot_version.get())
+            .min()
+            .unwrap_or(0)
+    );
+    metric(
+        &mut out,
+        "gateway_shards_serving",
+        "gauge",
+        "Data shards serving.",
+    );
+    let _ = writeln!(out, "gateway_shards_serving {}", sum(sh, |s| &s.serving));
+
+    type HostCounter = fn(&crate::stats::HostStats) -> &Counter;
+    let per_host: [(&str, &str, &str, HostCounter); 9] = [
+        (
+            "gateway_upstream_rq_total",
+            "counter",
+            "Upstream requests per host.",
+            |h| &h.rq_total,
+        ),
+        (
+            "gateway_upstream_rq_active",
+            "gauge",
+            "Upstream requests in flight per host.",
+            |h| &h.rq_active,
+        ),
+        (
+            "gateway_upstream_rq_timeout",
+            "counter",
+            "Upstream requests that timed out.",
+            |h| &h.rq_timeout,
+        ),
+        (
+            "gateway_upstream_rq_reset",
+            "counter",
+            "Upstream streams reset or failed after connect.",
+            |h| &h.rq_reset,
+        ),
+        (
+            "gateway_upstream_rq_retry_refused",
+            "counter",
+            "Requests resent after an upstream refused the stream (GOAWAY/REFUSED_STREAM).",
+            |h| &h.rq_retry_refused,
+        ),
+        (
+            "gateway_upstream_cx_total",
+            "counter",
+            "Upstream connections opened.",
+            |h| &h.cx_total,
+        ),
+        (
+            "gateway_upstream_cx_active",
+            "gauge",
+            "Open upstream connections.",
+            |h| &h.cx_active,
+        ),
+        (
+            "gateway_upstream_cx_connect_fail",
+            "counter",
+            "Upstream connect or handshake failures.",
+            |h| &h.cx_connect_fail,
+        ),
+        (
+            "gateway_upstream_rq_xx",
+            "counter",
+            "Upstream responses by status class.",
+            |h| &h.rq_total,
+        ),
+    ];
+    let mut hosts: Vec<(&str, &engine::snapshot::Host)> = inner
+        .snapshot
+        .clusters
+        .iter()
+        .flat_map(|(name, c)| c.hosts.iter().map(move |h| (name.as_str(), h)))
+        .collect();
+    hosts.sort_by(|a, b| (a.0, a.1.address).cmp(&(b.0, b.1.address)));
+    for (name, kind, help, f) in per_host {
+        metric(&mut out, name, kind, help);
+        for (cluster, h) in &hosts {
+            let labels = format!("cluster=\"{cluster}\",host=\"{}\"", h.address);
+            if name == "gateway_upstream_rq_xx" {
+                for (i, class) in StatusClasses::NAMES.iter().enumerate() {
+                    let v: u64 = sh
+                        .iter()
+                        .filter_map(|s| s.hosts.get(h.id))
+                        .map(|hs| hs.responses.classes()[i].1)
+                        .sum();
+                    let _ = writeln!(
+                        out,
+                        "{name}{{{labels},response_code_class=\"{class}\"}} {v}"
+                    );
+                }
+                continue;
+            }
+            let v: u64 = sh
+                .iter()
+                .filter_map(|s| s.hosts.get(h.id))
+                .map(|hs| f(hs).get())
+                .sum();
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        }
+    }
+    out
+}
