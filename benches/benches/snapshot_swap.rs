@@ -7,6 +7,10 @@
 //! (`current: RefCell<Rc<Arc<Snapshot>>>`, `snapshot()`, `apply()`,
 //! `reconcile_pools()`) without depending on glommio.
 
+// `Rc<Arc<Snapshot>>` is the point: a shard-local count around the shared
+// snapshot, as in shards/src/shard.rs.
+#![allow(clippy::redundant_allocation)]
+
 use std::cell::RefCell;
 use std::hint::black_box;
 use std::net::SocketAddr;

@@ -15,8 +15,8 @@
 # Usage: benches/e2e/compare.sh [options]      (run from anywhere)
 #   -c N               connections                       [CONNS=16]
 #   -m N               streams per connection            [STREAMS=32]
-#   --warmup S         warm-up seconds                   [WARMUP=1]
-#   --duration S       measured seconds                  [DURATION=5]
+#   --warmup S         warm-up seconds (integer)         [WARMUP=1]
+#   --duration S       measured seconds (integer)        [DURATION=5]
 #   --rounds N         rounds (targets alternate)        [ROUNDS=3]
 #   --idle-conns N     idle h2c connections per proxy    [IDLE_CONNS=2000]
 #   --shards N         gateway shards / HAProxy threads  [SHARDS=1]
@@ -118,6 +118,10 @@ done
 
 # ---------------------------------------------------------------- setup
 WORK=$(mktemp -d /tmp/compare.XXXXXX)
+# Private copies: a concurrent `cargo build` must not swap binaries between rounds.
+mkdir -p "$WORK/bin"
+for b in gateway demo-backend loadgen idle_conns; do cp "$BIN/$b" "$WORK/bin/"; done
+BIN=$WORK/bin
 [ -n "$OUT_DIR" ] && mkdir -p "$OUT_DIR"
 PIDS=()
 cleanup() {
@@ -167,8 +171,15 @@ wait_listen() { # port, pid
     return 1
 }
 CLK_TCK=$(getconf CLK_TCK)
-cpu_ticks() { # utime+stime of the whole process, in clock ticks
-    sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+# utime+stime of the whole process in clock ticks, in pure bash (no fork:
+# on a saturated machine a fork can take tens of ms). Empty if it is gone.
+cpu_ticks() {
+    local line
+    read -r line <"/proc/$1/stat" 2>/dev/null || { echo ""; return; }
+    line=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $line
+    echo $(( ${12} + ${13} ))
 }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
@@ -278,23 +289,27 @@ stop_proxy() {
 # ---------------------------------------------------------------- measurements
 RESULTS=$WORK/results.tsv
 IDLE=$WORK/idle.tsv
-printf 'round\ttarget\ttool\trps\tp50_us\tp99_us\tproxy_cpu_us_per_req\tbackend_cpu_us_per_req\trequests\terrors\n' >"$RESULTS"
+printf 'round\ttarget\ttool\trps\tp50_us\tp99_us\tproxy_cpu_us_per_req\tbackend_cpu_us_per_req\tload_cpu_us_per_req\trequests\terrors\n' >"$RESULTS"
 printf 'round\ttarget\tconns\trss_before_kb\trss_after_kb\tbytes_per_conn\testablished\n' >"$IDLE"
 
 # Samples CPU of the proxy and the backend over the measured window of a
 # load run that started at $1 (epoch seconds, fractional). Prints
-# "proxy_ticks backend_ticks seconds".
+# "proxy_ticks backend_ticks load_ticks seconds".
 sample_window() {
-    local t0=$1 now wait_s p0 b0 p1 b1 s0 s1
-    now=$(date +%s.%N)
-    wait_s=$(awk -v a="$t0" -v w="$WARMUP" -v n="$now" 'BEGIN { d = a + w - n; print (d > 0 ? d : 0) }')
-    sleep "$wait_s"
-    s0=$(date +%s.%N)
-    p0=$(cpu_ticks "$PROXY_CPU_PID"); b0=$(cpu_ticks "$BACKEND_PID")
-    sleep "$DURATION"
-    p1=$(cpu_ticks "$PROXY_CPU_PID"); b1=$(cpu_ticks "$BACKEND_PID")
-    s1=$(date +%s.%N)
-    echo "$((p1 - p0)) $((b1 - b0)) $(awk -v a="$s0" -v b="$s1" 'BEGIN{print b-a}')"
+    local t0=$1 wait_us p0 b0 l0 p1 b1 l1 s0 s1 end_us
+    # Start 50 ms after the tool's warm-up ends; end 150 ms before its
+    # measured window does (the load generator exits right at its end).
+    wait_us=$(( ${t0/./} + (WARMUP * 1000000) + 50000 - ${EPOCHREALTIME/./} ))
+    [ "$wait_us" -gt 0 ] && sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
+    s0=${EPOCHREALTIME/./}
+    l0=$(cpu_ticks "$LOAD_PID"); p0=$(cpu_ticks "$PROXY_CPU_PID"); b0=$(cpu_ticks "$BACKEND_PID")
+    end_us=$(( s0 + DURATION * 1000000 - 200000 ))
+    wait_us=$(( end_us - ${EPOCHREALTIME/./} ))
+    [ "$wait_us" -gt 0 ] && sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
+    l1=$(cpu_ticks "$LOAD_PID"); p1=$(cpu_ticks "$PROXY_CPU_PID"); b1=$(cpu_ticks "$BACKEND_PID")
+    s1=${EPOCHREALTIME/./}
+    if [ -z "$l1" ]; then l1=$l0; echo "warning: load generator exited inside the CPU window" >&2; fi
+    echo "$((p1 - p0)) $((b1 - b0)) $((l1 - l0)) $(( (s1 - s0) / 1000 ))e-3"
 }
 
 run_loadgen() { # url, raw-output-file
@@ -344,7 +359,7 @@ load_run() {
     local target=$1 tool=$2 round=$3 url raw t0 win res
     url="http://127.0.0.1:$TARGET_PORT/"
     raw="$WORK/run-$round-$target-$tool.out"
-    t0=$(date +%s.%N)
+    t0=$EPOCHREALTIME
     "run_$tool" "$url" "$raw"
     win=$(sample_window "$t0")
     wait "$LOAD_PID" || { echo "$tool failed on $target:" >&2; cat "$raw.err" >&2; return 1; }
@@ -352,15 +367,16 @@ load_run() {
     res=$(parse_run "$tool" "$raw")
     rm -f "$raw.log"
     read -r rps p50 p99 reqs errs <<<"$res"
-    read -r pt bt secs <<<"$win"
+    read -r pt bt lt secs <<<"$win"
     # Requests in the CPU window, from the tool's rate (windows match to a few ms).
-    local proxy_us backend_us
+    local proxy_us backend_us load_us
+    load_us=$(awk -v t="$lt" -v hz="$CLK_TCK" -v r="$rps" -v s="$secs" 'BEGIN{printf "%.2f", t*1e6/hz/(r*s)}')
     proxy_us=$(awk -v t="$pt" -v hz="$CLK_TCK" -v r="$rps" -v s="$secs" 'BEGIN{printf "%.2f", t*1e6/hz/(r*s)}')
     backend_us=$(awk -v t="$bt" -v hz="$CLK_TCK" -v r="$rps" -v s="$secs" 'BEGIN{printf "%.2f", t*1e6/hz/(r*s)}')
     [ "$target" = direct ] && proxy_us=NA
-    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$target" "$tool" "$rps" "$p50" "$p99" \
-        "$proxy_us" "$backend_us" "$reqs" "$errs" >>"$RESULTS"
-    log "round $round $target/$tool: $(printf '%.0f' "$rps") req/s p50 ${p50}µs p99 ${p99}µs proxy ${proxy_us} CPU-µs/req backend ${backend_us} errors $errs"
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$target" "$tool" "$rps" "$p50" "$p99" \
+        "$proxy_us" "$backend_us" "$load_us" "$reqs" "$errs" >>"$RESULTS"
+    log "round $round $target/$tool: $(printf '%.0f' "$rps") req/s p50 ${p50}µs p99 ${p99}µs proxy ${proxy_us} CPU-µs/req backend ${backend_us} $tool ${load_us} errors $errs"
 }
 
 idle_run() { # target, round
@@ -444,18 +460,18 @@ targets = [t for t in ("gateway", "haproxy", "direct") if any(r["target"] == t f
 tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
 S = {}
 print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
-print("| target | tool | req/s | p50 µs | p99 µs | proxy CPU-µs/req | backend CPU-µs/req | errors |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| target | tool | req/s | p50 µs | p99 µs | proxy CPU-µs/req | backend CPU-µs/req | load-gen CPU-µs/req | errors |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for t in targets:
     for tool in tools:
         rs = [r for r in rows if r["target"] == t and r["tool"] == tool]
         if not rs:
             continue
-        s = {k: med(r[k] for r in rs) for k in ("rps", "p50_us", "p99_us", "proxy_cpu_us_per_req", "backend_cpu_us_per_req")}
+        s = {k: med(r[k] for r in rs) for k in ("rps", "p50_us", "p99_us", "proxy_cpu_us_per_req", "backend_cpu_us_per_req", "load_cpu_us_per_req")}
         s["errors"] = sum(int(r["errors"]) for r in rs)
         S[(t, tool)] = s
         pc = "—" if t == "direct" else f"{s['proxy_cpu_us_per_req']:.2f}"
-        print(f"| {t} | {tool} | {s['rps']:.0f} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | {pc} | {s['backend_cpu_us_per_req']:.2f} | {s['errors']} |")
+        print(f"| {t} | {tool} | {s['rps']:.0f} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | {pc} | {s['backend_cpu_us_per_req']:.2f} | {s['load_cpu_us_per_req']:.2f} | {s['errors']} |")
 I = {}
 if irows:
     print("\n| proxy | idle h2c conns | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
@@ -483,10 +499,11 @@ row("gateway ÷ direct req/s", "gateway", "direct", "rps", "≥ 0.90")
 row("HAProxy ÷ direct req/s", "haproxy", "direct", "rps", "(info)")
 if "gateway" in I and "haproxy" in I and I["haproxy"]:
     print(f"| gateway ÷ HAProxy bytes/idle conn | {I['gateway']/I['haproxy']:.2f} | | ≤ 1.00 |")
-print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load (goal ≥ 1.00) |")
-print("|---|---:|---:|---:|")
+print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")
+print("|---|---:|---:|---:|---:|")
 for t in targets:
     if (t, "loadgen") in S and (t, "h2load") in S:
         a, b = S[(t, "loadgen")]["rps"], S[(t, "h2load")]["rps"]
-        print(f"| {t} | {a:.0f} | {b:.0f} | {a/b:.2f} |")
+        cl, ch = S[(t, "loadgen")]["load_cpu_us_per_req"], S[(t, "h2load")]["load_cpu_us_per_req"]
+        print(f"| {t} | {a:.0f} | {b:.0f} | {a/b:.2f} | {cl/ch:.2f} |")
 PY
