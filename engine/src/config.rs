@@ -224,7 +224,11 @@ impl Default for UpstreamHttp2 {
         Self {
             max_concurrent_streams: 1024,
             initial_stream_window_size: 256 * 1024,
-            initial_connection_window_size: 16 * 1024 * 1024,
+            // Envoy's default. A connection carries at most
+            // `connection window / stream window` streams (1024 here), so
+            // streams whose readers stall never starve the others; the
+            // window costs memory only for data actually in flight.
+            initial_connection_window_size: 256 * 1024 * 1024,
         }
     }
 }

@@ -21,6 +21,7 @@ pub async fn run(
     let inbox = inbox.connect().await;
     let acks = acks.connect().await;
     let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first));
+    let _ticker = glommio::spawn_local(shard.ticker.clone().run());
     let version = first.version;
     let result = shard
         .apply(first)

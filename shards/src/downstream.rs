@@ -221,18 +221,14 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
         match event {
             Event::Stream(req, respond) => {
                 state.stream_started();
-                let st = Rc::clone(&state);
-                let task = proxy::serve_stream(
-                    Rc::clone(&shard),
-                    Rc::clone(&state),
-                    Rc::clone(&listener),
-                    peer,
-                    req,
-                    respond,
-                );
+                let (shard, state, listener) =
+                    (Rc::clone(&shard), Rc::clone(&state), Rc::clone(&listener));
+                // The stream future is built inside the task, so its (large)
+                // state is never moved after construction.
                 glommio::spawn_local(async move {
-                    task.await;
-                    st.stream_ended();
+                    proxy::serve_stream(shard, Rc::clone(&state), listener, peer, req, respond)
+                        .await;
+                    state.stream_ended();
                 })
                 .detach();
             }

@@ -15,5 +15,6 @@ pub mod proxy;
 pub mod shard;
 pub mod signal;
 pub mod stats;
+pub mod tick;
 
 pub use gateway::{start, GatewayHandle, Options, StartError};

@@ -19,7 +19,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use engine::headers::{append_forwarded_for, is_grpc_content_type, keep_te, HOP_BY_HOP};
+use engine::headers::{
+    append_forwarded_for, is_grpc_content_type, is_hop_by_hop, keep_te, HOP_BY_HOP,
+};
 use engine::route::{rewrite_path, route_request, RequestView};
 use engine::{ClusterTarget, Route};
 use futures_lite::future;
@@ -36,6 +38,7 @@ use crate::local_reply::LocalReply;
 use crate::pool::{Lease, PoolError};
 use crate::shard::Shard;
 use crate::stats::{DownstreamStats, HostStats};
+use crate::tick::{Ticker, TICK};
 
 /// Attempts per request when upstreams refuse streams before processing them.
 const MAX_ATTEMPTS: u32 = 3;
@@ -151,11 +154,9 @@ pub async fn serve_stream(
         clock: &clock,
     };
     let work = forward(&ctx, upstream_req, body, &mut respond);
-    let idle = snap
-        .listener(&listener)
-        .and_then(|l| l.http.stream_idle_timeout);
     let outcome = future::or(work, async {
-        Err(watchdog(route.action.timeout, idle, &clock).await)
+        let limits = (route.action.timeout, hcm.stream_idle_timeout);
+        Err(watchdog(limits, &clock, &shard.ticker).await)
     })
     .await;
 
@@ -230,7 +231,20 @@ impl StreamClock {
 /// Resolves when the stream must end: the route timeout (counted, as in
 /// Envoy, from the end of the downstream request) or the stream idle
 /// timeout (no byte moved either way). Never resolves if neither is set.
-async fn watchdog(route: Option<Duration>, idle: Option<Duration>, clock: &StreamClock) -> Failure {
+async fn watchdog(
+    (route, idle): (Option<Duration>, Option<Duration>),
+    clock: &StreamClock,
+    ticker: &Ticker,
+) -> Failure {
+    let Some(shortest) = [route, idle].into_iter().flatten().min() else {
+        return std::future::pending().await;
+    };
+    // Almost every stream ends within a couple of ticks: wait those out on
+    // the shard's shared ticker and arm a precise timer only after that.
+    if shortest > 3 * TICK {
+        ticker.next().await;
+        ticker.next().await;
+    }
     loop {
         let now = Instant::now();
         let route_at = route
@@ -335,6 +349,14 @@ impl UpstreamRequest {
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // One pass over the (few) headers is cheaper than a hash lookup per
+    // hop-by-hop name, and almost no request carries any.
+    let any = headers
+        .keys()
+        .any(|k| k == http::header::TE || is_hop_by_hop(k.as_str()));
+    if !any {
+        return;
+    }
     for name in HOP_BY_HOP {
         if headers.contains_key(name) {
             headers.remove(name);

@@ -17,6 +17,7 @@ use crate::downstream;
 use crate::pool::HostPool;
 use crate::signal::Signal;
 use crate::stats::ShardStats;
+use crate::tick::Ticker;
 
 /// A listener socket this shard accepts on.
 struct RunningListener {
@@ -44,6 +45,8 @@ pub struct Shard {
     listeners: RefCell<AHashMap<String, RunningListener>>,
     /// Fired on shutdown: every connection drains.
     pub shutdown: Signal,
+    /// Coarse shard-wide tick for stream watchdogs (see `tick`).
+    pub ticker: Ticker,
 }
 
 impl Shard {
@@ -60,6 +63,7 @@ impl Shard {
             ),
             listeners: RefCell::new(AHashMap::new()),
             shutdown: Signal::new(),
+            ticker: Ticker::new(),
         })
     }
 
