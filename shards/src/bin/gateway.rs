@@ -8,12 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-
-/// mimalloc: thread-local heaps suit one executor per core, and per-request
-/// allocations (h2 frames, stream tasks) were 12 % of a shard's time on
-/// glibc malloc. See docs/benchmarks.md.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use shards::demo_backend::{self, BackendOptions};
 
 /// The demo bootstrap, embedded so `gateway --demo` needs no files.
