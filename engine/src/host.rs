@@ -23,18 +23,33 @@ impl HostId {
 
 /// Owned by the control shard; assigns ids when snapshots are built.
 ///
+/// Work is proportional to what changed: a cluster reused unchanged is kept
+/// in O(1) ([`keep_cluster`]), only rebuilt clusters walk their hosts
+/// ([`assign_cluster`]).
+///
 /// Ids of removed hosts are recycled only after one further build, so a data
-/// shard always sees an id's old owner leave before a new owner arrives, and
-/// can tell the two apart by address (it resets state whose address changed).
+/// shard always sees an id's old owner leave before a new owner arrives.
+///
+/// [`keep_cluster`]: HostRegistry::keep_cluster
+/// [`assign_cluster`]: HostRegistry::assign_cluster
 #[derive(Debug, Default)]
 pub struct HostRegistry {
-    ids: AHashMap<(String, SocketAddr), HostId>,
+    clusters: AHashMap<String, ClusterIds>,
+    /// Build in progress (incremented by `begin`).
+    build: u64,
+    /// Ids removed by the build in progress.
+    removed: Vec<HostId>,
     /// Ids freed by the previous build; reusable from the next one.
     cooling: Vec<HostId>,
     free: Vec<HostId>,
     next: u32,
-    /// Ids seen during the build in progress.
-    live: AHashMap<(String, SocketAddr), HostId>,
+}
+
+#[derive(Debug, Default)]
+struct ClusterIds {
+    by_addr: AHashMap<SocketAddr, HostId>,
+    /// The last build that kept or rebuilt this cluster.
+    live_in: u64,
 }
 
 impl HostRegistry {
@@ -42,45 +57,78 @@ impl HostRegistry {
         Self::default()
     }
 
-    /// Starts a build: every host of the new config must be `assign`ed, then
-    /// `finish` releases the ids of hosts that were not.
+    /// Starts a build: every cluster of the new config must be kept or
+    /// assigned, then `finish` releases the ids of the clusters that were not.
     pub fn begin(&mut self) {
-        self.live.clear();
+        self.build += 1;
     }
 
-    pub fn assign(&mut self, cluster: &str, addr: SocketAddr) -> HostId {
-        let key = (cluster.to_owned(), addr);
-        if let Some(id) = self.live.get(&key) {
-            return *id;
+    /// Keeps every host id of a cluster whose endpoints did not change.
+    pub fn keep_cluster(&mut self, cluster: &str) {
+        if let Some(c) = self.clusters.get_mut(cluster) {
+            c.live_in = self.build;
         }
-        let id = match self.ids.get(&key) {
-            Some(id) => *id,
-            None => {
-                let id = self.free.pop().unwrap_or_else(|| {
-                    let id = HostId(self.next);
-                    self.next += 1;
-                    id
-                });
-                self.ids.insert(key.clone(), id);
-                id
-            }
-        };
-        self.live.insert(key, id);
-        id
     }
 
+    /// Ids for the hosts of a new or changed cluster, in `addrs` order
+    /// (a repeated address gets the same id). Hosts that were already in the
+    /// cluster keep their ids; the ids of hosts no longer listed are released.
+    pub fn assign_cluster(
+        &mut self,
+        cluster: &str,
+        addrs: impl IntoIterator<Item = SocketAddr>,
+    ) -> Vec<HostId> {
+        let mut old = self
+            .clusters
+            .remove(cluster)
+            .map(|c| c.by_addr)
+            .unwrap_or_default();
+        let addrs = addrs.into_iter();
+        let mut by_addr = AHashMap::with_capacity(addrs.size_hint().0);
+        let mut ids = Vec::with_capacity(addrs.size_hint().0);
+        for addr in addrs {
+            let id = match by_addr.get(&addr) {
+                Some(id) => *id,
+                None => {
+                    let id = old.remove(&addr).unwrap_or_else(|| self.fresh());
+                    by_addr.insert(addr, id);
+                    id
+                }
+            };
+            ids.push(id);
+        }
+        self.removed.extend(old.into_values());
+        self.clusters.insert(
+            cluster.to_owned(),
+            ClusterIds {
+                by_addr,
+                live_in: self.build,
+            },
+        );
+        ids
+    }
+
+    fn fresh(&mut self) -> HostId {
+        self.free.pop().unwrap_or_else(|| {
+            let id = HostId(self.next);
+            self.next += 1;
+            id
+        })
+    }
+
+    /// Ends a build: clusters neither kept nor assigned are removed.
     pub fn finish(&mut self) {
-        self.free.append(&mut self.cooling);
-        let live = &self.live;
-        let mut removed = Vec::new();
-        self.ids.retain(|k, id| {
-            let keep = live.contains_key(k);
-            if !keep {
-                removed.push(*id);
+        let build = self.build;
+        let removed = &mut self.removed;
+        self.clusters.retain(|_, c| {
+            let live = c.live_in == build;
+            if !live {
+                removed.extend(c.by_addr.values().copied());
             }
-            keep
+            live
         });
-        self.cooling = removed;
+        self.free.append(&mut self.cooling);
+        self.cooling = std::mem::take(&mut self.removed);
     }
 
     /// One past the largest id ever handed out: the length shard-local
@@ -102,26 +150,28 @@ mod tests {
     fn survivors_keep_ids_and_removed_ids_cool_down_one_build() {
         let mut r = HostRegistry::new();
         r.begin();
-        let x = r.assign("c", a(1));
-        let y = r.assign("c", a(2));
+        let [x, y] = r.assign_cluster("c", [a(1), a(2)])[..] else {
+            panic!()
+        };
         r.finish();
         assert_ne!(x, y);
 
         r.begin();
-        assert_eq!(r.assign("c", a(1)), x);
+        assert_eq!(r.assign_cluster("c", [a(1)]), [x]);
         r.finish(); // a(2) removed: its id cools down
 
         r.begin();
-        assert_eq!(r.assign("c", a(1)), x);
-        let z = r.assign("c", a(3));
-        assert_ne!(z, y, "freed id must not be reused in the very next build");
+        let ids = r.assign_cluster("c", [a(1), a(3)]);
+        assert_eq!(ids[0], x);
+        assert_ne!(
+            ids[1], y,
+            "freed id must not be reused in the very next build"
+        );
         r.finish();
 
         r.begin();
-        r.assign("c", a(1));
-        r.assign("c", a(3));
-        let w = r.assign("c", a(4));
-        assert_eq!(w, y, "id reused after cooling down");
+        let ids = r.assign_cluster("c", [a(1), a(3), a(4)]);
+        assert_eq!(ids[2], y, "id reused after cooling down");
         r.finish();
         assert_eq!(r.capacity(), 3);
     }
@@ -130,6 +180,38 @@ mod tests {
     fn same_address_in_two_clusters_are_two_hosts() {
         let mut r = HostRegistry::new();
         r.begin();
-        assert_ne!(r.assign("a", a(1)), r.assign("b", a(1)));
+        assert_ne!(r.assign_cluster("a", [a(1)]), r.assign_cluster("b", [a(1)]));
+        assert_eq!(
+            r.assign_cluster("d", [a(1), a(1)]).len(),
+            2,
+            "one id per entry"
+        );
+    }
+
+    #[test]
+    fn kept_clusters_keep_ids_and_dropped_clusters_release_them() {
+        let mut r = HostRegistry::new();
+        r.begin();
+        let kept = r.assign_cluster("kept", [a(1), a(2)]);
+        let gone = r.assign_cluster("gone", [a(3)]);
+        r.finish();
+
+        r.begin();
+        r.keep_cluster("kept");
+        r.finish(); // "gone" removed: its id cools down
+        r.begin();
+        r.keep_cluster("kept");
+        assert_eq!(r.assign_cluster("kept2", [a(9)]), [HostId(3)]);
+        r.finish();
+        r.begin();
+        r.keep_cluster("kept");
+        r.keep_cluster("kept2");
+        assert_eq!(
+            r.assign_cluster("new", [a(5)]),
+            gone,
+            "recycled after cooling"
+        );
+        assert_eq!(r.assign_cluster("kept", [a(2), a(1)]), [kept[1], kept[0]]);
+        r.finish();
     }
 }

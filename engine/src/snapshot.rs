@@ -40,14 +40,14 @@ pub struct ClusterSnapshot {
 
 impl ClusterSnapshot {
     pub fn build(config: Arc<Cluster>, registry: &mut HostRegistry) -> Self {
+        let ids = registry.assign_cluster(&config.name, config.endpoints.iter().map(|e| e.address));
         let mut hosts = Vec::with_capacity(config.endpoints.len());
         let mut host_map = AHashMap::with_capacity(config.endpoints.len());
-        for ep in &config.endpoints {
+        for (ep, id) in config.endpoints.iter().zip(ids) {
             if host_map.contains_key(&ep.address) {
                 // Duplicate endpoints are rejected by validation; keep the first.
                 continue;
             }
-            let id = registry.assign(&config.name, ep.address);
             host_map.insert(ep.address, hosts.len() as u32);
             hosts.push(Host {
                 id,
@@ -103,13 +103,10 @@ impl Snapshot {
         for c in &bootstrap.clusters {
             let reused = previous
                 .and_then(|p| p.clusters.get(&c.name))
-                .filter(|old| cluster_eq(&old.config, c));
+                .filter(|old| Arc::ptr_eq(&old.config, c) || cluster_eq(&old.config, c));
             let snap = match reused {
                 Some(old) => {
-                    // Re-register the hosts so their ids stay live.
-                    for h in &old.hosts {
-                        registry.assign(&c.name, h.address);
-                    }
+                    registry.keep_cluster(&c.name);
                     Arc::clone(old)
                 }
                 None => Arc::new(ClusterSnapshot::build(Arc::clone(c), registry)),

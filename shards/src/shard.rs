@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ahash::AHashMap;
 use engine::lb::{pick_round_robin, RoundRobinState};
 use engine::snapshot::Host;
-use engine::{ClusterSnapshot, Snapshot};
+use engine::{ClusterSnapshot, HostId, Snapshot};
 use glommio::net::TcpListener;
 use glommio::Task;
 
@@ -38,8 +38,6 @@ pub struct Shard {
     current: RefCell<Rc<Arc<Snapshot>>>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<Rc<HostPool>>>>,
-    /// Address each `HostId` had in the last snapshot, to notice recycling.
-    host_addrs: RefCell<Vec<Option<SocketAddr>>>,
     round_robin: RefCell<AHashMap<String, RoundRobinState>>,
     rng: Cell<u64>,
     listeners: RefCell<AHashMap<String, RunningListener>>,
@@ -56,7 +54,6 @@ impl Shard {
             stats,
             current: RefCell::new(Rc::new(first)),
             pools: RefCell::new(Vec::new()),
-            host_addrs: RefCell::new(Vec::new()),
             round_robin: RefCell::new(AHashMap::new()),
             rng: Cell::new(
                 0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
@@ -140,41 +137,49 @@ impl Shard {
         result
     }
 
+    /// Work proportional to what changed: clusters shared (same `Arc`) with
+    /// the current snapshot are skipped.
     fn reconcile_pools(&self, snap: &Snapshot) {
-        let mut keep: Vec<Option<&ClusterSnapshot>> = vec![None; snap.host_capacity];
-        let mut addr: Vec<Option<SocketAddr>> = vec![None; snap.host_capacity];
-        for c in snap.clusters.values() {
-            for h in &c.hosts {
-                keep[h.id.index()] = Some(c);
-                addr[h.id.index()] = Some(h.address);
+        let old = Rc::clone(&self.current.borrow());
+        let mut pools = self.pools.borrow_mut();
+        let mut drop_pool = |id: HostId| {
+            if let Some(slot) = pools.get_mut(id.index()) {
+                *slot = None;
+            }
+        };
+        for (name, old_c) in &old.clusters {
+            match snap.clusters.get(name) {
+                Some(new_c) if Arc::ptr_eq(old_c, new_c) => {}
+                Some(new_c) => {
+                    let same_settings = old_c.config.connect_timeout
+                        == new_c.config.connect_timeout
+                        && old_c.config.http2 == new_c.config.http2;
+                    for h in &old_c.hosts {
+                        let survives = new_c.host_by_addr(&h.address).is_some_and(|n| n.id == h.id);
+                        if !survives || !same_settings {
+                            drop_pool(h.id);
+                        }
+                    }
+                }
+                None => old_c.hosts.iter().for_each(|h| drop_pool(h.id)),
             }
         }
-        let mut known = self.host_addrs.borrow_mut();
-        let len = snap.host_capacity.max(known.len());
-        known.resize(len, None);
-        for (i, a) in addr.iter().enumerate() {
-            if let Some(a) = a {
-                if known[i].is_some_and(|old| old != *a) {
-                    // A recycled id now names another host: start it afresh.
-                    if let Some(st) = self.stats.hosts.get(engine::HostId(i as u32)) {
+        // Hosts new to their cluster may hold a recycled id: start afresh.
+        for (name, new_c) in &snap.clusters {
+            let old_c = old.clusters.get(name);
+            if old_c.is_some_and(|o| Arc::ptr_eq(o, new_c)) {
+                continue;
+            }
+            for h in &new_c.hosts {
+                let known = old_c
+                    .and_then(|o| o.host_by_addr(&h.address))
+                    .is_some_and(|o| o.id == h.id);
+                if !known {
+                    drop_pool(h.id);
+                    if let Some(st) = self.stats.hosts.get(h.id) {
                         st.reset_counters();
                     }
                 }
-                known[i] = Some(*a);
-            }
-        }
-        let mut pools = self.pools.borrow_mut();
-        for (i, slot) in pools.iter_mut().enumerate() {
-            let Some(p) = slot else { continue };
-            let still = match (
-                keep.get(i).copied().flatten(),
-                addr.get(i).copied().flatten(),
-            ) {
-                (Some(c), Some(a)) => a == p.addr && p.same_settings(&c.config),
-                _ => false,
-            };
-            if !still {
-                *slot = None;
             }
         }
     }
