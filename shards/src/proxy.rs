@@ -422,32 +422,19 @@ async fn forward(
             .acquire()
             .await
             .map_err(|PoolError::ConnectFailure(_)| Failure::Local(LocalReply::ConnectFailure))?;
-        let ready = {
-            let sender = lease.conn.sender();
-            let ready = sender.ready();
-            wait_or_client_reset(ready, respond).await?
+        // A connection that fails before the request went out (closed,
+        // GOAWAY) sent nothing: resending elsewhere is always safe.
+        let sent = match wait_or_client_reset(lease.conn.sender().ready(), respond).await? {
+            Ok(mut sender) => sender.send_request(request.build(), req_eos).ok(),
+            Err(_) => None,
         };
-        let mut sender = match ready {
-            Ok(s) => s,
-            Err(_) => {
-                lease.conn.retire();
-                if attempt < MAX_ATTEMPTS {
-                    host_stats.rq_retry_refused.inc();
-                    continue;
-                }
-                return Err(Failure::Local(LocalReply::UpstreamReset));
+        let Some((resp_fut, up_send)) = sent else {
+            lease.conn.retire();
+            if attempt < MAX_ATTEMPTS {
+                host_stats.rq_retry_refused.inc();
+                continue;
             }
-        };
-        let (resp_fut, up_send) = match sender.send_request(request.build(), req_eos) {
-            Ok(pair) => pair,
-            Err(_) => {
-                lease.conn.retire();
-                if attempt < MAX_ATTEMPTS {
-                    host_stats.rq_retry_refused.inc();
-                    continue;
-                }
-                return Err(Failure::Local(LocalReply::UpstreamReset));
-            }
+            return Err(Failure::Local(LocalReply::UpstreamReset));
         };
         // The request body streams in its own task so it can flow while we
         // wait for (and forward) the response.
