@@ -2,6 +2,7 @@
 //! another, for both directions of the proxy.
 
 use std::future::poll_fn;
+use std::task::Poll;
 
 use bytes::Bytes;
 use h2::{Reason, RecvStream, SendStream};
@@ -22,18 +23,28 @@ pub enum PumpError {
 /// Copies a body (and its trailers) from one h2 stream to another. A chunk is
 /// read only after the previous one was handed to the destination, and its
 /// window is released only then, so at most one stream window per direction
-/// is ever buffered.
+/// is ever buffered. The destination going away (RST_STREAM, connection
+/// loss) ends the copy at once, not at the next chunk, so an abandoned stream
+/// holds nothing upstream. Resetting either side is left to the caller, who
+/// knows which reason to give.
 pub async fn pump(
-    mut from: RecvStream,
-    mut to: SendStream<Bytes>,
+    from: &mut RecvStream,
+    to: &mut SendStream<Bytes>,
     activity: &impl Activity,
 ) -> Result<(), PumpError> {
     loop {
-        match from.data().await {
+        let next = poll_fn(|cx| {
+            if to.poll_reset(cx).is_ready() {
+                return Poll::Ready(Err(PumpError::To));
+            }
+            from.poll_data(cx).map(Ok)
+        })
+        .await?;
+        match next {
             Some(Ok(chunk)) => {
                 let n = chunk.len();
                 let eos = from.is_end_stream();
-                send_with_capacity(&mut to, chunk, eos)
+                send_with_capacity(to, chunk, eos)
                     .await
                     .map_err(|_| PumpError::To)?;
                 let _ = from.flow_control().release_capacity(n);
@@ -42,20 +53,21 @@ pub async fn pump(
                     return Ok(());
                 }
             }
-            Some(Err(_)) => {
-                to.send_reset(Reason::CANCEL);
-                return Err(PumpError::From);
-            }
+            Some(Err(_)) => return Err(PumpError::From),
             None => break,
         }
     }
-    match from.trailers().await {
-        Ok(Some(trailers)) => to.send_trailers(trailers).map_err(|_| PumpError::To),
-        Ok(None) => to.send_data(Bytes::new(), true).map_err(|_| PumpError::To),
-        Err(_) => {
-            to.send_reset(Reason::CANCEL);
-            Err(PumpError::From)
+    let trailers = poll_fn(|cx| {
+        if to.poll_reset(cx).is_ready() {
+            return Poll::Ready(Err(PumpError::To));
         }
+        from.poll_trailers(cx)
+            .map(|r| r.map_err(|_| PumpError::From))
+    })
+    .await?;
+    match trailers {
+        Some(trailers) => to.send_trailers(trailers).map_err(|_| PumpError::To),
+        None => to.send_data(Bytes::new(), true).map_err(|_| PumpError::To),
     }
 }
 

@@ -418,9 +418,8 @@ async fn forward(
     let mut attempt = 0;
     let (response, _lease, _pump) = loop {
         attempt += 1;
-        let lease: Lease = pool
-            .acquire()
-            .await
+        let lease: Lease = wait_or_client_reset(pool.acquire(), respond)
+            .await?
             .map_err(|PoolError::ConnectFailure(_)| Failure::Local(LocalReply::ConnectFailure))?;
         // A connection that fails before the request went out (closed,
         // GOAWAY) sent nothing: resending elsewhere is always safe.
@@ -464,7 +463,7 @@ async fn forward(
     strip_hop_by_hop(&mut parts.headers);
     let status = parts.status.as_u16();
     let eos = up_body.is_end_stream();
-    let down_send = respond
+    let mut down_send = respond
         .send_response(Response::from_parts(parts, ()), eos)
         .map_err(|_| Failure::ClientGone)?;
     headers_sent.set(true);
@@ -474,7 +473,8 @@ async fn forward(
         return Ok(());
     }
     clock.touch();
-    match pump(up_body, down_send, &**clock).await {
+    let mut up_body = up_body;
+    match pump(&mut up_body, &mut down_send, &**clock).await {
         Ok(()) => Ok(()),
         Err(PumpError::To) => Err(Failure::ClientGone),
         Err(PumpError::From) => Err(Failure::Local(LocalReply::UpstreamReset)),
@@ -493,10 +493,14 @@ async fn wait_or_client_reset<F: std::future::Future>(
     .await
 }
 
-async fn pump_request(from: RecvStream, to: SendStream<Bytes>, clock: Rc<StreamClock>) {
-    // Errors end the pump; the response side sees the stream fail.
-    if pump(from, to, &*clock).await.is_ok() {
-        clock.finish_request();
+async fn pump_request(mut from: RecvStream, mut to: SendStream<Bytes>, clock: Rc<StreamClock>) {
+    match pump(&mut from, &mut to, &*clock).await {
+        Ok(()) => clock.finish_request(),
+        // The client's body broke off: the upstream must not take a
+        // truncated body for a whole one.
+        Err(PumpError::From) => to.send_reset(Reason::CANCEL),
+        // The upstream went away; the response side reports it.
+        Err(PumpError::To) => {}
     }
 }
 
