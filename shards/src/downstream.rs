@@ -21,8 +21,10 @@ use crate::proxy;
 use crate::shard::Shard;
 use crate::signal::Signal;
 
-/// A client must finish the h2 preface and SETTINGS within this time.
+/// A client must send the HTTP/2 connection preface within this time.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an abruptly shut down connection may take to flush its GOAWAY.
+const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
 /// Reset-flood window and thresholds: a connection is cut off when, within
 /// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
 /// least half of the streams it opened. Ordinary cancellation (deadlines) is
@@ -126,6 +128,7 @@ enum Event {
     Stream(Request<RecvStream>, SendResponse<Bytes>),
     Drain,
     DrainTimeout,
+    HardClose,
     IdleCheck,
     Flood,
     Closed,
@@ -172,6 +175,9 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
     let shutdown_sub = shard.shutdown.subscribe();
     let mut idle: Option<Pin<Box<Timer>>> = idle_timeout.map(|d| Box::pin(Timer::new(d)));
     let mut drain_deadline: Option<Pin<Box<Timer>>> = None;
+    // After an abrupt shutdown the GOAWAY may never flush (a client that
+    // stopped reading has a zero window): close regardless after this.
+    let mut hard_close: Option<Pin<Box<Timer>>> = None;
     let mut draining = false;
     let mut closing = false;
 
@@ -189,6 +195,11 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
                 if t.as_mut().poll(cx).is_ready() {
                     drain_deadline = None;
                     return Poll::Ready(Event::DrainTimeout);
+                }
+            }
+            if let Some(t) = hard_close.as_mut() {
+                if t.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Event::HardClose);
                 }
             }
             if let Some(t) = idle.as_mut() {
@@ -240,11 +251,20 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
             Event::DrainTimeout => {
                 closing = true;
                 conn.abrupt_shutdown(Reason::NO_ERROR);
+                hard_close = Some(Box::pin(Timer::new(HARD_CLOSE_AFTER)));
             }
+            Event::HardClose => break,
             Event::IdleCheck => {
                 let Some(limit) = idle_timeout else { continue };
+                if draining {
+                    continue; // the drain deadline governs from here
+                }
                 let quiet = state.last_active.get().elapsed();
-                if state.active_streams.get() == 0 && quiet >= limit {
+                if state.active_streams.get() > 0 {
+                    // Busy: look again a whole idle period from now rather
+                    // than spinning while long streams run.
+                    idle = Some(Box::pin(Timer::new(limit)));
+                } else if quiet >= limit {
                     shard.stats.downstream.cx_idle_timeout.inc();
                     draining = true;
                     conn.graceful_shutdown();
@@ -258,6 +278,7 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
                 closing = true;
                 shard.stats.downstream.cx_reset_flood.inc();
                 conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+                hard_close = Some(Box::pin(Timer::new(HARD_CLOSE_AFTER)));
             }
             Event::Closed => break,
         }

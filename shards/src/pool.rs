@@ -13,7 +13,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -84,12 +84,25 @@ impl Drop for Lease {
 
 type PendingConnect = Shared<LocalBoxFuture<'static, Result<(), PoolError>>>;
 
-/// All connections of one shard to one host.
-pub struct HostPool {
-    pub addr: SocketAddr,
+/// What a connection attempt needs, owned apart from the pool so that an
+/// attempt in flight never keeps a removed pool (and its connections) alive.
+struct Target {
+    addr: SocketAddr,
     cluster: Arc<Cluster>,
     shard_stats: Arc<ShardStats>,
     host: HostId,
+}
+
+impl Target {
+    fn stats(&self) -> &HostStats {
+        self.shard_stats.hosts.host(self.host)
+    }
+}
+
+/// All connections of one shard to one host.
+pub struct HostPool {
+    pub addr: SocketAddr,
+    target: Rc<Target>,
     conns: RefCell<Vec<Rc<UpstreamConn>>>,
     pending: RefCell<Option<PendingConnect>>,
     /// After a failed connect: no new attempt before this instant.
@@ -106,9 +119,12 @@ impl HostPool {
     ) -> Rc<Self> {
         Rc::new(Self {
             addr,
-            cluster,
-            shard_stats,
-            host,
+            target: Rc::new(Target {
+                addr,
+                cluster,
+                shard_stats,
+                host,
+            }),
             conns: RefCell::new(Vec::new()),
             pending: RefCell::new(None),
             retry_at: Cell::new(None),
@@ -116,14 +132,10 @@ impl HostPool {
         })
     }
 
-    fn stats(&self) -> &HostStats {
-        self.shard_stats.hosts.host(self.host)
-    }
-
     /// Whether this pool was built for `cluster`'s current connection settings.
     pub fn same_settings(&self, cluster: &Cluster) -> bool {
-        self.cluster.connect_timeout == cluster.connect_timeout
-            && self.cluster.http2 == cluster.http2
+        let own = &self.target.cluster;
+        own.connect_timeout == cluster.connect_timeout && own.http2 == cluster.http2
     }
 
     /// Number of open connections (for admin).
@@ -162,7 +174,9 @@ impl HostPool {
                                 ));
                             }
                         }
-                        let fut = Self::connect(Rc::clone(self)).boxed_local().shared();
+                        let fut = Self::connect(Rc::downgrade(self), Rc::clone(&self.target))
+                            .boxed_local()
+                            .shared();
                         *self.pending.borrow_mut() = Some(fut.clone());
                         fut
                     }
@@ -177,62 +191,67 @@ impl HostPool {
         Lease { conn }
     }
 
-    async fn connect(self: Rc<Self>) -> Result<(), PoolError> {
-        let result = self.open().await;
-        *self.pending.borrow_mut() = None;
+    async fn connect(pool: Weak<Self>, target: Rc<Target>) -> Result<(), PoolError> {
+        let result = open(&target).await;
+        // The pool may have been dropped (host removed) while we connected:
+        // then a new connection is simply dropped, which closes it.
+        let Some(pool) = pool.upgrade() else {
+            return Err(PoolError::ConnectFailure("host removed".into()));
+        };
+        *pool.pending.borrow_mut() = None;
         match result {
             Ok(conn) => {
-                self.retry_at.set(None);
-                self.backoff.set(BACKOFF_BASE);
-                self.conns.borrow_mut().push(conn);
+                pool.retry_at.set(None);
+                pool.backoff.set(BACKOFF_BASE);
+                pool.conns.borrow_mut().push(conn);
                 Ok(())
             }
             Err(msg) => {
-                self.stats().cx_connect_fail.inc();
-                let b = self.backoff.get();
-                self.retry_at.set(Some(Instant::now() + b));
-                self.backoff.set((b * 2).min(BACKOFF_MAX));
+                target.stats().cx_connect_fail.inc();
+                let b = pool.backoff.get();
+                pool.retry_at.set(Some(Instant::now() + b));
+                pool.backoff.set((b * 2).min(BACKOFF_MAX));
                 Err(PoolError::ConnectFailure(msg.into()))
             }
         }
     }
+}
 
-    async fn open(&self) -> Result<Rc<UpstreamConn>, String> {
-        let c = &self.cluster;
-        let tcp = io::connect(self.addr, c.connect_timeout)
-            .await
-            .map_err(|e| format!("connect {}: {e}", self.addr))?;
-        let h = &c.http2;
-        // Cap streams so that stalled streams can never fill the connection
-        // window (module docs); never below 1.
-        let window_cap =
-            (h.initial_connection_window_size / h.initial_stream_window_size.max(1)).max(1);
-        let cap = h.max_concurrent_streams.min(window_cap).max(1);
-        let (send, conn) = h2::client::Builder::new()
-            .initial_max_send_streams(cap as usize)
-            .initial_window_size(h.initial_stream_window_size)
-            .initial_connection_window_size(h.initial_connection_window_size)
-            .max_concurrent_reset_streams(cap as usize * 2)
-            .handshake::<_, Bytes>(io::h2_io(tcp))
-            .await
-            .map_err(|e| format!("h2 handshake with {}: {e}", self.addr))?;
-        let closed = Rc::new(Cell::new(false));
-        self.stats().cx_total.inc();
-        self.stats().cx_active.inc();
-        let closed2 = Rc::clone(&closed);
-        let shard_stats = Arc::clone(&self.shard_stats);
-        let host = self.host;
-        glommio::spawn_local(async move {
-            let _ = conn.await;
-            closed2.set(true);
-            shard_stats.hosts.host(host).cx_active.dec();
-        })
-        .detach();
-        Ok(Rc::new(UpstreamConn {
-            send,
-            active: Cell::new(0),
-            closed,
-            cap,
-        }))
-    }
+async fn open(target: &Target) -> Result<Rc<UpstreamConn>, String> {
+    let c = &target.cluster;
+    let tcp = io::connect(target.addr, c.connect_timeout)
+        .await
+        .map_err(|e| format!("connect {}: {e}", target.addr))?;
+    let h = &c.http2;
+    // Cap streams so that stalled streams can never fill the connection
+    // window (module docs); never below 1.
+    let window_cap =
+        (h.initial_connection_window_size / h.initial_stream_window_size.max(1)).max(1);
+    let cap = h.max_concurrent_streams.min(window_cap).max(1);
+    let (send, conn) = h2::client::Builder::new()
+        .initial_max_send_streams(cap as usize)
+        .initial_window_size(h.initial_stream_window_size)
+        .initial_connection_window_size(h.initial_connection_window_size)
+        .max_concurrent_reset_streams(cap as usize * 2)
+        .handshake::<_, Bytes>(io::h2_io(tcp))
+        .await
+        .map_err(|e| format!("h2 handshake with {}: {e}", target.addr))?;
+    let closed = Rc::new(Cell::new(false));
+    target.stats().cx_total.inc();
+    target.stats().cx_active.inc();
+    let closed2 = Rc::clone(&closed);
+    let shard_stats = Arc::clone(&target.shard_stats);
+    let host = target.host;
+    glommio::spawn_local(async move {
+        let _ = conn.await;
+        closed2.set(true);
+        shard_stats.hosts.host(host).cx_active.dec();
+    })
+    .detach();
+    Ok(Rc::new(UpstreamConn {
+        send,
+        active: Cell::new(0),
+        closed,
+        cap,
+    }))
 }

@@ -16,6 +16,7 @@ use std::cell::Cell;
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -35,7 +36,7 @@ use http::{HeaderMap, Method, Request, Response, Uri};
 use crate::body::{pump, Activity, PumpError};
 use crate::downstream::ConnState;
 use crate::local_reply::LocalReply;
-use crate::pool::{Lease, PoolError};
+use crate::pool::{Lease, PoolError, MAX_CONNS_PER_HOST};
 use crate::shard::Shard;
 use crate::stats::{DownstreamStats, HostStats};
 use crate::tick::{Ticker, TICK};
@@ -204,6 +205,9 @@ pub async fn serve_stream(
 struct StreamClock {
     activity: Cell<Instant>,
     request_done: Cell<Option<Instant>>,
+    /// The watchdog, waiting for the request to finish (which starts the
+    /// route timeout).
+    watchdog: Cell<Option<std::task::Waker>>,
 }
 
 impl Activity for StreamClock {
@@ -218,6 +222,7 @@ impl StreamClock {
         Self {
             activity: Cell::new(now),
             request_done: Cell::new(request_done.then_some(now)),
+            watchdog: Cell::new(None),
         }
     }
 
@@ -225,6 +230,9 @@ impl StreamClock {
         let now = Instant::now();
         self.activity.set(now);
         self.request_done.set(Some(now));
+        if let Some(w) = self.watchdog.take() {
+            w.wake();
+        }
     }
 }
 
@@ -257,15 +265,32 @@ async fn watchdog(
         if idle_at.is_some_and(|at| now >= at) {
             return Failure::Local(LocalReply::StreamIdleTimeout);
         }
-        // Re-check at least every second: the request may finish (starting
-        // the route timer) while we sleep.
-        let next = [route_at, idle_at, Some(now + Duration::from_secs(1))]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(now);
-        glommio::timer::sleep(next.saturating_duration_since(now)).await;
+        let Some(next) = [route_at, idle_at].into_iter().flatten().min() else {
+            // Only a route timeout, and the request is still arriving.
+            request_finished(clock).await;
+            continue;
+        };
+        let sleep = glommio::timer::sleep(next.saturating_duration_since(now));
+        if route.is_some() && route_at.is_none() {
+            // The request finishing starts the route timer: look again then.
+            future::or(sleep, request_finished(clock)).await;
+        } else {
+            sleep.await;
+        }
     }
+}
+
+/// Resolves once the request body has been sent upstream in full.
+async fn request_finished(clock: &StreamClock) {
+    poll_fn(|cx| {
+        if clock.request_done.get().is_some() {
+            Poll::Ready(())
+        } else {
+            clock.watchdog.set(Some(cx.waker().clone()));
+            Poll::Pending
+        }
+    })
+    .await
 }
 
 #[derive(Debug)]
@@ -415,7 +440,10 @@ async fn forward(
     let req_eos = body.is_end_stream();
     let mut body = Some(body);
     let retryable = req_eos;
+    // `attempt` counts requests that went out; connections found dead
+    // before anything was sent are skipped (each is retired, so this ends).
     let mut attempt = 0;
+    let mut dead_conns = 0;
     let (response, _lease, _pump) = loop {
         attempt += 1;
         let lease: Lease = wait_or_client_reset(pool.acquire(), respond)
@@ -429,7 +457,9 @@ async fn forward(
         };
         let Some((resp_fut, up_send)) = sent else {
             lease.conn.retire();
-            if attempt < MAX_ATTEMPTS {
+            attempt -= 1;
+            dead_conns += 1;
+            if dead_conns <= MAX_CONNS_PER_HOST {
                 host_stats.rq_retry_refused.inc();
                 continue;
             }

@@ -149,6 +149,25 @@ fn error_mapping_http_and_grpc() {
         let r = get(&c, "/slow", &[("x-delay-ms", "3000")]).await.unwrap();
         assert_eq!(r.status, StatusCode::GATEWAY_TIMEOUT);
         assert!(t0.elapsed() < Duration::from_secs(2));
+        // With a body, the route timeout starts once the body is sent.
+        let t0 = Instant::now();
+        let body = Bytes::from(vec![b'x'; 1024]);
+        let r = request(
+            &c,
+            "POST",
+            "/slow",
+            &[("x-delay-ms", "3000")],
+            Some(body),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, StatusCode::GATEWAY_TIMEOUT);
+        assert!(
+            t0.elapsed() < Duration::from_millis(900),
+            "late: {:?}",
+            t0.elapsed()
+        );
         let r = get(&c, "/slow", &[("x-delay-ms", "3000"), grpc[0], grpc[1]])
             .await
             .unwrap();
@@ -178,7 +197,7 @@ fn error_mapping_http_and_grpc() {
     });
     let (status, stats) = admin_get(gw.admin_addr.unwrap(), "/stats");
     assert_eq!(status, 200);
-    assert!(stats.contains("gateway_downstream_rq_timeout 2"), "{stats}");
+    assert!(stats.contains("gateway_downstream_rq_timeout 3"), "{stats}");
     assert!(
         stats.contains("gateway_upstream_rq_unknown_cluster 1"),
         "{stats}"
