@@ -6,8 +6,11 @@ use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
+
+use engine::Listener;
 
 use bytes::Bytes;
 use glommio::net::{TcpListener, TcpStream};
@@ -147,6 +150,9 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
     let Some(cfg) = snap.listener(&listener) else {
         return;
     };
+    // The config this connection was accepted under: streams fall back to
+    // it when a reload removed the listener while the connection drains.
+    let accepted_under: Rc<Arc<Listener>> = Rc::new(Arc::clone(cfg));
     let hcm = &cfg.http;
     let idle_timeout = hcm.idle_timeout;
     let drain_timeout = hcm.drain_timeout;
@@ -232,8 +238,11 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
         match event {
             Event::Stream(req, respond) => {
                 state.stream_started();
-                let (shard, state, listener) =
-                    (Rc::clone(&shard), Rc::clone(&state), Rc::clone(&listener));
+                let (shard, state, listener) = (
+                    Rc::clone(&shard),
+                    Rc::clone(&state),
+                    Rc::clone(&accepted_under),
+                );
                 // The stream future is built inside the task, so its (large)
                 // state is never moved after construction.
                 glommio::spawn_local(async move {

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -102,33 +103,64 @@ impl GatewayHandle {
 /// data shards then all join the same port.
 #[derive(Default)]
 struct PortReservations {
-    by_name: BTreeMap<String, (SocketAddr, SocketAddr, socket2::Socket)>,
+    /// Listener name → (configured address, bound address, reservation).
+    by_name: BTreeMap<String, (SocketAddr, SocketAddr, Rc<socket2::Socket>)>,
 }
 
 impl PortReservations {
-    fn resolve(&mut self, boot: &Bootstrap) -> Result<Bootstrap, String> {
+    /// Resolves port-0 listeners and checks that every listener the shards
+    /// do not serve yet can be bound, so a reload that would fail to bind is
+    /// rejected before any shard changes. Nothing changes on error.
+    fn resolve(
+        &mut self,
+        boot: &Bootstrap,
+        serving: &[Arc<Listener>],
+    ) -> Result<Bootstrap, String> {
         let mut out = boot.clone();
-        let mut keep = BTreeMap::new();
+        let mut next = BTreeMap::new();
         for l in &mut out.listeners {
+            let bind_err =
+                |e: std::io::Error| format!("listener {}: bind {}: {e}", l.name, l.address);
             if l.address.port() != 0 {
+                let served = serving
+                    .iter()
+                    .any(|s| s.name == l.name && s.address == l.address);
+                if !served {
+                    probe_exclusive(l.address).map_err(bind_err)?;
+                }
                 continue;
             }
-            let entry = match self.by_name.remove(&l.name) {
-                Some(e) if e.0 == l.address => e,
+            let entry = match self.by_name.get(&l.name) {
+                Some(e) if e.0 == l.address => e.clone(),
                 _ => {
-                    let (sock, bound) = reserve(l.address)
-                        .map_err(|e| format!("listener {}: bind {}: {e}", l.name, l.address))?;
-                    (l.address, bound, sock)
+                    let (sock, bound) = reserve(l.address).map_err(bind_err)?;
+                    (l.address, bound, Rc::new(sock))
                 }
             };
             let mut resolved: Listener = (**l).clone();
             resolved.address = entry.1;
             *l = Arc::new(resolved);
-            keep.insert(l.name.clone(), entry);
+            next.insert(l.name.clone(), entry);
         }
-        self.by_name = keep;
+        self.by_name = next;
         Ok(out)
     }
+}
+
+/// Binds `addr` without SO_REUSEPORT and lets go: fails if anyone listens
+/// there — in particular a stale gateway, which SO_REUSEPORT would otherwise
+/// let us share traffic with silently.
+fn probe_exclusive(addr: SocketAddr) -> std::io::Result<()> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?; // TIME_WAIT leftovers are no conflict
+    sock.bind(&addr.into()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            std::io::Error::new(e.kind(), format!("{e} (is another gateway still running?)"))
+        } else {
+            e
+        }
+    })
 }
 
 fn reserve(addr: SocketAddr) -> std::io::Result<(socket2::Socket, SocketAddr)> {
@@ -213,7 +245,7 @@ async fn control_main(
 ) {
     let mut ports = PortReservations::default();
     let mut registry = HostRegistry::new();
-    let boot = match ports.resolve(&bootstrap) {
+    let boot = match ports.resolve(&bootstrap, &[]) {
         Ok(b) => b,
         Err(e) => {
             let _ = started.send(Err(StartError::Bind(e)));
@@ -289,7 +321,7 @@ async fn control_main(
         };
         match cmd {
             Command::Reload(new_boot, reply) => {
-                let boot = match ports.resolve(&new_boot) {
+                let boot = match ports.resolve(&new_boot, &current.listeners) {
                     Ok(b) => b,
                     Err(e) => {
                         let _ = reply.send(Err(e));

@@ -16,6 +16,7 @@ use std::cell::Cell;
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ use engine::headers::{
     append_forwarded_for, is_grpc_content_type, is_hop_by_hop, keep_te, HOP_BY_HOP,
 };
 use engine::route::{rewrite_path, route_request, RequestView};
-use engine::{ClusterTarget, Route};
+use engine::{ClusterTarget, Listener, Route};
 use futures_lite::future;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
@@ -92,7 +93,7 @@ impl Drop for Gauge<'_> {
 pub async fn serve_stream(
     shard: Rc<Shard>,
     conn: Rc<ConnState>,
-    listener: Rc<str>,
+    listener: Rc<Arc<Listener>>,
     peer: SocketAddr,
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
@@ -107,11 +108,14 @@ pub async fn serve_stream(
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| is_grpc_content_type(v.as_bytes()));
 
-    // Phase 1: route. (A listener missing from this snapshot was removed
-    // while the connection drains: nothing routes.)
-    let hcm = snap.listener(&listener).map(|l| &l.http);
-    let route = hcm.and_then(|h| route_request(&h.route_config, &PartsView(&parts)));
-    let (Some(hcm), Some(route)) = (hcm, route) else {
+    // Phase 1: route, by the listener's current config (route changes apply
+    // to open connections at once), or by the config the connection was
+    // accepted under if a reload removed the listener while it drains.
+    let hcm = match snap.listener(&listener.name) {
+        Some(l) => &l.http,
+        None => &listener.http,
+    };
+    let Some(route) = route_request(&hcm.route_config, &PartsView(&parts)) else {
         stats.rq_no_route.inc();
         let status = LocalReply::NoRoute.send(&mut respond, grpc);
         stats.responses.record(status);

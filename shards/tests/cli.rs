@@ -701,3 +701,25 @@ fn signals_right_after_startup_are_handled() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_port_already_listened_on_is_refused_at_start() {
+    // Someone (say, a stale gateway) listens on the port: glommio's
+    // SO_REUSEPORT would silently share it; we refuse to start instead.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = temp_dir("port-taken");
+    let text = edit(
+        &config(1, 0),
+        "      socket_address: { address: 127.0.0.1, port_value: 0 }\n    filter_chains:",
+        &format!("      socket_address: {{ address: 127.0.0.1, port_value: {port} }}\n    filter_chains:"),
+    );
+    let path = dir.join("taken.yaml");
+    write_config(&path, &text);
+    let mut child = Child::spawn(&["--config", path.to_str().unwrap(), "--shards", "1"]);
+    let status = child.wait(PATIENCE);
+    let stderr = child.stderr();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Address already in use"), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+}

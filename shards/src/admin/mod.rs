@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::stats::{Counter, HostStats, ShardStats};
 
 const MAX_REQUEST: usize = 16 * 1024;
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 struct Inner {
     shards: Vec<Arc<ShardStats>>,
@@ -90,6 +91,9 @@ pub fn start(addr: SocketAddr, state: AdminState) -> std::io::Result<SocketAddr>
 }
 
 async fn serve(mut stream: TcpStream, state: AdminState) {
+    // A client that connects and never sends a request must not hold a task
+    // and a buffer for ever.
+    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut len = 0;
     let (method, path) = loop {
