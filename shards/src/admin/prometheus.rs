@@ -146,7 +146,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let _ = writeln!(out, "gateway_shards_serving {}", sum(sh, |s| &s.serving));
 
     type HostCounter = fn(&crate::stats::HostStats) -> &Counter;
-    let per_host: [(&str, &str, &str, HostCounter); 9] = [
+    let per_host: [(&str, &str, &str, HostCounter); 8] = [
         (
             "gateway_upstream_rq_total",
             "counter",
@@ -195,12 +195,6 @@ pub(super) fn render(inner: &Inner) -> String {
             "Upstream connect or handshake failures.",
             |h| &h.cx_connect_fail,
         ),
-        (
-            "gateway_upstream_rq_xx",
-            "counter",
-            "Upstream responses by status class.",
-            |h| &h.rq_total,
-        ),
     ];
     let mut hosts: Vec<(&str, &engine::snapshot::Host)> = inner
         .snapshot
@@ -209,30 +203,39 @@ pub(super) fn render(inner: &Inner) -> String {
         .flat_map(|(name, c)| c.hosts.iter().map(move |h| (name.as_str(), h)))
         .collect();
     hosts.sort_by(|a, b| (a.0, a.1.address).cmp(&(b.0, b.1.address)));
+    let labels = |cluster: &str, h: &engine::snapshot::Host| {
+        format!("cluster=\"{cluster}\",host=\"{}\"", h.address)
+    };
     for (name, kind, help, f) in per_host {
         metric(&mut out, name, kind, help);
         for (cluster, h) in &hosts {
-            let labels = format!("cluster=\"{cluster}\",host=\"{}\"", h.address);
-            if name == "gateway_upstream_rq_xx" {
-                for (i, class) in StatusClasses::NAMES.iter().enumerate() {
-                    let v: u64 = sh
-                        .iter()
-                        .filter_map(|s| s.hosts.get(h.id))
-                        .map(|hs| hs.responses.classes()[i].1)
-                        .sum();
-                    let _ = writeln!(
-                        out,
-                        "{name}{{{labels},response_code_class=\"{class}\"}} {v}"
-                    );
-                }
-                continue;
-            }
+            let _ = writeln!(
+                out,
+                "{name}{{{}}} {}",
+                labels(cluster, h),
+                inner.host_sum(h.id, f)
+            );
+        }
+    }
+    let name = "gateway_upstream_rq_xx";
+    metric(
+        &mut out,
+        name,
+        "counter",
+        "Upstream responses by status class.",
+    );
+    for (cluster, h) in &hosts {
+        for (i, class) in StatusClasses::NAMES.iter().enumerate() {
             let v: u64 = sh
                 .iter()
                 .filter_map(|s| s.hosts.get(h.id))
-                .map(|hs| f(hs).get())
+                .map(|hs| hs.responses.classes()[i].1)
                 .sum();
-            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+            let _ = writeln!(
+                out,
+                "{name}{{{},response_code_class=\"{class}\"}} {v}",
+                labels(cluster, h)
+            );
         }
     }
     out
