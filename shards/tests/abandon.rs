@@ -53,14 +53,7 @@ fn gauge(stats: &str, name: &str) -> u64 {
 #[test]
 fn reset_after_response_headers_frees_the_stream_now() {
     let backend = quiet_streaming_backend();
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[backend])],
-        ),
-        1,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = gateway_for(&[backend], 1);
     let admin = gw.admin_addr.unwrap();
     client(move || async move {
         let c = connect(addr).await;

@@ -16,13 +16,7 @@ fn one_backend_gateway(
     opts: BackendOptions,
 ) -> (shards::GatewayHandle, shards::demo_backend::BackendHandle) {
     let b = backend_with(opts);
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[b.addr()])],
-        ),
-        1,
-    );
+    let (gw, _) = gateway_for(&[b.addr()], 1);
     (gw, b)
 }
 

@@ -12,14 +12,7 @@ use support::*;
 #[test]
 fn get_round_robins_across_backends() {
     let (b1, b2) = (backend("b1"), backend("b2"));
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[b1.addr(), b2.addr()])],
-        ),
-        1,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = gateway_for(&[b1.addr(), b2.addr()], 1);
     let names = client(move || async move {
         let c = connect(addr).await;
         let mut names = Vec::new();
@@ -37,14 +30,7 @@ fn get_round_robins_across_backends() {
 #[test]
 fn large_bodies_stream_both_ways_with_trailers() {
     let b = backend("b");
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[b.addr()])],
-        ),
-        1,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = gateway_for(&[b.addr()], 1);
     client(move || async move {
         let c = connect(addr).await;
         // 12 MiB up, echoed back, with trailers both ways.
@@ -76,14 +62,7 @@ fn large_bodies_stream_both_ways_with_trailers() {
 #[test]
 fn thousand_concurrent_streams_over_ten_connections() {
     let b = backend("b");
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[b.addr()])],
-        ),
-        2,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = gateway_for(&[b.addr()], 2);
     let ok = client(move || async move {
         let mut tasks = Vec::new();
         for _ in 0..10 {
@@ -208,14 +187,7 @@ fn error_mapping_http_and_grpc() {
 #[test]
 fn admin_endpoints() {
     let b = backend("b");
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[b.addr()])],
-        ),
-        2,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = gateway_for(&[b.addr()], 2);
     client(move || async move {
         let c = connect(addr).await;
         for _ in 0..5 {

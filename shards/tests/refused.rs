@@ -50,14 +50,7 @@ fn refusing_backend() -> (SocketAddr, Arc<AtomicU64>) {
 #[test]
 fn refused_streams_are_resent() {
     let (backend, refused) = refusing_backend();
-    let gw = start(
-        bootstrap(
-            listener(vec![prefix_route("/", "c", None)]),
-            vec![cluster("c", &[backend])],
-        ),
-        1,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = gateway_for(&[backend], 1);
     let statuses = client(move || async move {
         let c = connect(addr).await;
         let mut out = Vec::new();

@@ -104,6 +104,20 @@ pub fn start(b: Bootstrap, shards: usize) -> shards::GatewayHandle {
     .expect("gateway starts")
 }
 
+/// A gateway with one listener that sends everything to cluster `c` made of
+/// `backends`; returns it with the listener's address.
+pub fn gateway_for(backends: &[SocketAddr], shards: usize) -> (shards::GatewayHandle, SocketAddr) {
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![cluster("c", backends)],
+        ),
+        shards,
+    );
+    let addr = gw.listener("ingress").expect("listener bound");
+    (gw, addr)
+}
+
 /// Runs an async client body on a fresh glommio executor thread.
 pub fn client<F, Fut, T>(f: F) -> T
 where
