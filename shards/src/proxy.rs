@@ -175,7 +175,7 @@ pub async fn serve_stream(
             stats.rq_reset_by_client.inc();
             conn.client_reset();
         }
-        Failure::Local(reply) if !headers_sent.get() => {
+        Failure::Local(reply) => {
             match reply {
                 LocalReply::UpstreamTimeout => {
                     stats.rq_timeout.inc();
@@ -185,21 +185,15 @@ pub async fn serve_stream(
                 LocalReply::UpstreamReset => host_stats.rq_reset.inc(),
                 _ => {}
             }
-            let status = reply.send(&mut respond, grpc);
-            stats.responses.record(status);
-            host_stats.responses.record(reply.status().as_u16());
-        }
-        Failure::Local(reply) => {
-            // Headers already went out: the only honest signal left is a reset.
-            if reply == LocalReply::UpstreamTimeout {
-                stats.rq_timeout.inc();
-                host_stats.rq_timeout.inc();
-            } else if reply == LocalReply::StreamIdleTimeout {
-                stats.rq_idle_timeout.inc();
+            if headers_sent.get() {
+                // Headers already went out: the only honest signal left is a
+                // reset.
+                respond.send_reset(Reason::INTERNAL_ERROR);
             } else {
-                host_stats.rq_reset.inc();
+                let status = reply.send(&mut respond, grpc);
+                stats.responses.record(status);
+                host_stats.responses.record(reply.status().as_u16());
             }
-            respond.send_reset(Reason::INTERNAL_ERROR);
         }
     }
 }
