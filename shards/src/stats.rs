@@ -103,6 +103,9 @@ pub struct HostStats {
     pub responses: StatusClasses,
 }
 
+/// Picks one counter of a host's stats (admin tables iterate these).
+pub type HostCounter = fn(&HostStats) -> &Counter;
+
 impl HostStats {
     /// Zeroes the counters when a recycled `HostId` gets a new host. Gauges
     /// (`rq_active`, `cx_active`) are left alone: streams and connections of

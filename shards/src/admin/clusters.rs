@@ -3,66 +3,63 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{json, Value};
+use engine::ClusterSnapshot;
+use serde_json::{json, Map, Value};
 
 use super::Inner;
+use crate::stats::HostCounter;
+
+/// The per-host counters both forms report, summed over shards.
+const HOST_COUNTERS: [(&str, HostCounter); 4] = [
+    ("rq_active", |s| &s.rq_active),
+    ("rq_total", |s| &s.rq_total),
+    ("cx_active", |s| &s.cx_active),
+    ("cx_connect_fail", |s| &s.cx_connect_fail),
+];
+
+fn sorted_clusters(inner: &Inner) -> Vec<(&String, &ClusterSnapshot)> {
+    let mut clusters: Vec<_> = inner
+        .snapshot
+        .clusters
+        .iter()
+        .map(|(name, c)| (name, &**c))
+        .collect();
+    clusters.sort_by_key(|(name, _)| *name);
+    clusters
+}
 
 pub(super) fn text(inner: &Inner) -> String {
     // Envoy's `cluster::host::stat::value` lines, so existing scripts parse it.
     let mut out = String::new();
-    let mut names: Vec<&String> = inner.snapshot.clusters.keys().collect();
-    names.sort();
-    for name in names {
-        let c = &inner.snapshot.clusters[name];
+    for (name, c) in sorted_clusters(inner) {
         for h in &c.hosts {
             let a = h.address;
             let _ = writeln!(out, "{name}::{a}::health_flags::{}", h.health.as_str());
             let _ = writeln!(out, "{name}::{a}::weight::{}", h.weight);
-            let _ = writeln!(
-                out,
-                "{name}::{a}::rq_active::{}",
-                inner.host_sum(h.id, |s| &s.rq_active)
-            );
-            let _ = writeln!(
-                out,
-                "{name}::{a}::rq_total::{}",
-                inner.host_sum(h.id, |s| &s.rq_total)
-            );
-            let _ = writeln!(
-                out,
-                "{name}::{a}::cx_active::{}",
-                inner.host_sum(h.id, |s| &s.cx_active)
-            );
-            let _ = writeln!(
-                out,
-                "{name}::{a}::cx_connect_fail::{}",
-                inner.host_sum(h.id, |s| &s.cx_connect_fail)
-            );
+            for (stat, f) in HOST_COUNTERS {
+                let _ = writeln!(out, "{name}::{a}::{stat}::{}", inner.host_sum(h.id, f));
+            }
         }
     }
     out
 }
 
 pub(super) fn json(inner: &Inner) -> Value {
-    let mut names: Vec<&String> = inner.snapshot.clusters.keys().collect();
-    names.sort();
-    let clusters: Vec<Value> = names
+    let clusters: Vec<Value> = sorted_clusters(inner)
         .into_iter()
-        .map(|name| {
-            let c = &inner.snapshot.clusters[name];
+        .map(|(name, c)| {
             let hosts: Vec<Value> = c
                 .hosts
                 .iter()
                 .map(|h| {
-                    json!({
-                        "address": h.address.to_string(),
-                        "health_status": h.health.as_str(),
-                        "weight": h.weight,
-                        "rq_active": inner.host_sum(h.id, |s| &s.rq_active),
-                        "rq_total": inner.host_sum(h.id, |s| &s.rq_total),
-                        "cx_active": inner.host_sum(h.id, |s| &s.cx_active),
-                        "cx_connect_fail": inner.host_sum(h.id, |s| &s.cx_connect_fail),
-                    })
+                    let mut host = Map::new();
+                    host.insert("address".into(), json!(h.address.to_string()));
+                    host.insert("health_status".into(), json!(h.health.as_str()));
+                    host.insert("weight".into(), json!(h.weight));
+                    for (stat, f) in HOST_COUNTERS {
+                        host.insert(stat.into(), json!(inner.host_sum(h.id, f)));
+                    }
+                    Value::Object(host)
                 })
                 .collect();
             json!({ "name": name, "hosts": hosts })

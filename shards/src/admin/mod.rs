@@ -18,7 +18,7 @@ use glommio::net::{TcpListener, TcpStream};
 use glommio::Task;
 use serde_json::{json, Value};
 
-use crate::stats::{Counter, HostStats, ShardStats};
+use crate::stats::{HostCounter, ShardStats};
 
 const MAX_REQUEST: usize = 16 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,7 +32,7 @@ struct Inner {
 
 impl Inner {
     /// A host's counter summed over the shards that have touched it.
-    fn host_sum(&self, id: engine::HostId, f: fn(&HostStats) -> &Counter) -> u64 {
+    fn host_sum(&self, id: engine::HostId, f: HostCounter) -> u64 {
         self.shards
             .iter()
             .filter_map(|s| s.hosts.get(id))

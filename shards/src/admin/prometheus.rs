@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::Inner;
-use crate::stats::{Counter, ShardStats, StatusClasses};
+use crate::stats::{Counter, HostCounter, ShardStats, StatusClasses};
 
 fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
     shards.iter().map(|s| f(s).get()).sum()
@@ -145,7 +145,6 @@ pub(super) fn render(inner: &Inner) -> String {
     );
     let _ = writeln!(out, "gateway_shards_serving {}", sum(sh, |s| &s.serving));
 
-    type HostCounter = fn(&crate::stats::HostStats) -> &Counter;
     let per_host: [(&str, &str, &str, HostCounter); 8] = [
         (
             "gateway_upstream_rq_total",
