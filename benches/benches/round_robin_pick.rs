@@ -26,6 +26,7 @@ fn cluster(n: usize, weighted: bool) -> ClusterSnapshot {
         connect_timeout: Duration::from_secs(1),
         lb_policy: LbPolicy::RoundRobin,
         endpoints,
+        eds: None,
         http2: UpstreamHttp2::default(),
     };
     let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());

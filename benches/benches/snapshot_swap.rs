@@ -52,6 +52,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
                 },
             })
             .collect(),
+        eds: None,
         http2: UpstreamHttp2::default(),
     })
 }
@@ -74,6 +75,7 @@ fn bootstraps(unchanged: usize, changed: usize) -> [Bootstrap; 2] {
             admin: None,
             listeners: vec![],
             clusters,
+            dynamic: None,
         }
     })
 }

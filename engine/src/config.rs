@@ -27,13 +27,57 @@ pub struct Bootstrap {
     pub admin: Option<SocketAddr>,
     pub listeners: Vec<Arc<Listener>>,
     pub clusters: Vec<Arc<Cluster>>,
+    /// `dynamic_resources`: listeners and clusters from xDS or files, on
+    /// top of the static ones above.
+    pub dynamic: Option<DynamicResources>,
 }
+
+/// `dynamic_resources`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DynamicResources {
+    /// `ads_config`: the ADS server, needed by any `ads: {}` source.
+    pub ads: Option<AdsConfig>,
+    /// `lds_config`; `None`: no dynamic listeners.
+    pub lds: Option<ConfigSource>,
+    /// `cds_config`; `None`: no dynamic clusters.
+    pub cds: Option<ConfigSource>,
+}
+
+/// `ads_config` (`api_type: GRPC`, V3, one `envoy_grpc` service).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdsConfig {
+    /// `grpc_services[0].envoy_grpc.cluster_name`: a static cluster.
+    pub cluster: String,
+    /// `grpc_services[0].envoy_grpc.authority` (default: the cluster name).
+    pub authority: String,
+    pub set_node_on_first_message_only: bool,
+}
+
+/// Where one resource type comes from (`ConfigSource`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `ads: {}` with its `initial_fetch_timeout` (Envoy's default 15 s;
+    /// `None` when set to 0: wait forever).
+    Ads {
+        initial_fetch_timeout: Option<Duration>,
+    },
+    /// `path_config_source.path` (or the older `path`): a file holding a
+    /// `DiscoveryResponse`, re-read when it changes.
+    Path(std::path::PathBuf),
+}
+
+/// Envoy's default `initial_fetch_timeout`.
+pub const DEFAULT_INITIAL_FETCH_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// `node`: who we are to a control plane.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Node {
     pub id: String,
     pub cluster: String,
+    /// The bootstrap's `node` as protobuf bytes (`envoy.config.core.v3.Node`
+    /// with our user agent filled in), sent as-is to control planes; the
+    /// engine does not interpret it.
+    pub proto: Vec<u8>,
 }
 
 /// A listener with exactly one HTTP connection manager filter chain.
@@ -48,7 +92,11 @@ pub struct Listener {
 #[derive(Debug, Clone)]
 pub struct HttpConnectionManager {
     pub stat_prefix: String,
+    /// The route table: inline, or the last one RDS delivered for `rds`.
     pub route_config: Arc<RouteConfig>,
+    /// `rds`: the route table comes from RDS under this name (until it
+    /// arrives `route_config` is an empty table of that name).
+    pub rds: Option<Rds>,
     /// `http2_protocol_options.max_concurrent_streams` (per downstream connection).
     pub max_concurrent_streams: u32,
     /// `max_request_headers_kb` in bytes.
@@ -193,19 +241,39 @@ impl WeightedClusters {
     }
 }
 
+/// `rds` of an HTTP connection manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rds {
+    pub route_config_name: String,
+    /// `config_source.initial_fetch_timeout`.
+    pub initial_fetch_timeout: Option<Duration>,
+}
+
+/// `type: EDS` with `eds_cluster_config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Eds {
+    /// `service_name`, or the cluster name when empty (as Envoy).
+    pub service_name: String,
+    /// `eds_config.initial_fetch_timeout`.
+    pub initial_fetch_timeout: Option<Duration>,
+}
+
 /// `Cluster.lb_policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LbPolicy {
     RoundRobin,
 }
 
-/// A `STATIC` cluster with an HTTP/2 upstream.
+/// A `STATIC` or `EDS` cluster with an HTTP/2 upstream.
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub name: String,
     pub connect_timeout: Duration,
     pub lb_policy: LbPolicy,
+    /// `load_assignment` endpoints, or for EDS the last assignment received.
     pub endpoints: Vec<Endpoint>,
+    /// `Some` for `type: EDS`.
+    pub eds: Option<Eds>,
     pub http2: UpstreamHttp2,
 }
 

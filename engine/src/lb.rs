@@ -72,6 +72,7 @@ mod tests {
                     health: *h,
                 })
                 .collect(),
+            eds: None,
             http2: UpstreamHttp2::default(),
         };
         ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())

@@ -136,6 +136,7 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.connect_timeout == b.connect_timeout
         && a.lb_policy == b.lb_policy
         && a.endpoints == b.endpoints
+        && a.eds == b.eds
         && a.http2 == b.http2
 }
 
@@ -158,6 +159,7 @@ mod tests {
                     health: HealthStatus::Unknown,
                 })
                 .collect(),
+            eds: None,
             http2: UpstreamHttp2::default(),
         })
     }
@@ -168,6 +170,7 @@ mod tests {
             admin: None,
             listeners: vec![],
             clusters,
+            dynamic: None,
         }
     }
 

@@ -67,12 +67,6 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
         default_regex_engine,
         application_log_config,
     );
-    if b.dynamic_resources.is_some() {
-        return Err(Error::unsupported_msg(
-            root.field("dynamic_resources"),
-            "not supported yet",
-        ));
-    }
     let node = match &b.node {
         Some(n) => validate::node(n, &root.field("node"))?,
         None => engine::Node::default(),
@@ -118,11 +112,61 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
         }
         listeners.push(Arc::new(listener));
     }
+    let dpath = root.field("dynamic_resources");
+    let dynamic = b
+        .dynamic_resources
+        .as_ref()
+        .map(|d| validate::dynamic_resources(d, &dpath))
+        .transpose()?;
+    let ads = dynamic.as_ref().and_then(|d| d.ads.as_ref());
+    if let Some(ads) = ads {
+        let cpath = dpath
+            .field("ads_config")
+            .field("grpc_services")
+            .index(0)
+            .field("envoy_grpc")
+            .field("cluster_name");
+        match clusters.iter().find(|c| c.name == ads.cluster) {
+            None => {
+                return Err(Error::invalid(
+                    cpath,
+                    format!("{:?} is not a static cluster", ads.cluster),
+                ))
+            }
+            Some(c) if c.eds.is_some() => {
+                return Err(Error::invalid(
+                    cpath,
+                    format!("{:?} must be a STATIC cluster, not EDS", ads.cluster),
+                ))
+            }
+            Some(_) => {}
+        }
+    } else {
+        // `ads: {}` sources inside static resources need the ADS server too.
+        if let Some(i) = clusters.iter().position(|c| c.eds.is_some()) {
+            return Err(Error::invalid(
+                srpath
+                    .field("clusters")
+                    .index(i)
+                    .field("eds_cluster_config")
+                    .field("eds_config")
+                    .field("ads"),
+                "needs dynamic_resources.ads_config",
+            ));
+        }
+        if let Some(i) = listeners.iter().position(|l| l.http.rds.is_some()) {
+            return Err(Error::invalid(
+                srpath.field("listeners").index(i),
+                "its rds config_source `ads` needs dynamic_resources.ads_config",
+            ));
+        }
+    }
     Ok(engine::Bootstrap {
         node,
         admin,
         listeners,
         clusters,
+        dynamic,
     })
 }
 

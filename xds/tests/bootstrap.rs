@@ -212,10 +212,10 @@ fn maglev_is_not_supported() {
 }
 
 #[test]
-fn eds_cluster_is_not_supported() {
+fn eds_cluster_needs_eds_cluster_config() {
     assert_eq!(
         bad("type: STATIC", "type: EDS"),
-        "static_resources.clusters[0].type: EDS is not supported"
+        "static_resources.clusters[0].eds_cluster_config: required with type EDS"
     );
 }
 
@@ -345,8 +345,11 @@ fn known_but_unimplemented_fields_are_rejected_when_set() {
         "static_resources.clusters[0].circuit_breakers: not supported"
     );
     assert_eq!(
-        bad("node:\n", "dynamic_resources: {}\nnode:\n"),
-        "dynamic_resources: not supported yet"
+        bad(
+            "node:\n",
+            "dynamic_resources: {lds_resources_locator: x}\nnode:\n"
+        ),
+        "dynamic_resources.lds_resources_locator: not supported"
     );
     assert_eq!(
         bad("          route_config:\n            name: local_route\n", "          rds: {route_config_name: x}\n          route_config_x:\n            name: local_route\n")
@@ -357,7 +360,7 @@ fn known_but_unimplemented_fields_are_rejected_when_set() {
 }
 
 #[test]
-fn rds_is_not_supported_yet() {
+fn rds_needs_a_config_source_and_ads() {
     let yaml = r#"
 static_resources:
   listeners:
@@ -374,7 +377,15 @@ static_resources:
 "#;
     assert_eq!(
         load(yaml).unwrap_err(),
-        format!("{HCM}.rds: not supported yet")
+        format!("{HCM}.rds.config_source: required")
+    );
+    let yaml = yaml.replace(
+        "{ route_config_name: routes }",
+        "{ route_config_name: routes, config_source: { ads: {} } }",
+    );
+    assert_eq!(
+        load(&yaml).unwrap_err(),
+        "static_resources.listeners[0]: its rds config_source `ads` needs dynamic_resources.ads_config"
     );
 }
 

@@ -37,6 +37,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
                 health: HealthStatus::Unknown,
             })
             .collect(),
+        eds: None,
         http2: UpstreamHttp2::default(),
     })
 }
@@ -72,6 +73,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
                     routes,
                 }],
             }),
+            rds: None,
             max_concurrent_streams: DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS,
             max_header_list_size: DEFAULT_MAX_HEADER_LIST_SIZE,
             initial_stream_window_size: 1 << 20,
@@ -90,6 +92,7 @@ pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootst
         admin: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         listeners: vec![listener],
         clusters,
+        dynamic: None,
     }
 }
 

@@ -3,11 +3,11 @@
 
 use std::collections::HashSet;
 
-use engine::{Cluster, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
+use engine::{Cluster, Eds, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
 use prost::Name;
 
 use super::listener::reject_unused_h2;
-use super::{duration, reject_set, socket_address, u32_in};
+use super::{duration, reject_set, socket_address, u32_in, Allowed};
 use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
@@ -24,7 +24,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     reject_set!(
         path,
         c,
-        eds_cluster_config,
         per_connection_buffer_limit_bytes,
         health_checks,
         max_requests_per_connection,
@@ -62,10 +61,12 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     if c.name.is_empty() {
         return Err(Error::invalid(path.field("name"), "required"));
     }
+    let mut is_eds = false;
     match &c.cluster_discovery_type {
         None => {} // STATIC is the default
         Some(ClusterDiscoveryType::Type(t)) => match DiscoveryType::try_from(*t) {
             Ok(DiscoveryType::Static) => {}
+            Ok(DiscoveryType::Eds) => is_eds = true,
             Ok(other) => {
                 return Err(Error::unsupported_value(
                     path.field("type"),
@@ -111,7 +112,43 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             ))
         }
     };
+    let eds = match (&c.eds_cluster_config, is_eds) {
+        (Some(e), true) => {
+            let epath = path.field("eds_cluster_config");
+            let source = match &e.eds_config {
+                Some(s) => super::config_source(s, &epath.field("eds_config"), Allowed::AdsOnly)?,
+                None => return Err(Error::invalid(epath.field("eds_config"), "required")),
+            };
+            Some(Eds {
+                service_name: if e.service_name.is_empty() {
+                    c.name.clone()
+                } else {
+                    e.service_name.clone()
+                },
+                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+            })
+        }
+        (None, true) => {
+            return Err(Error::invalid(
+                path.field("eds_cluster_config"),
+                "required with type EDS",
+            ))
+        }
+        (Some(_), false) => {
+            return Err(Error::invalid(
+                path.field("eds_cluster_config"),
+                "only allowed with type EDS",
+            ))
+        }
+        (None, false) => None,
+    };
     let endpoints = match &c.load_assignment {
+        Some(_) if is_eds => {
+            return Err(Error::invalid(
+                path.field("load_assignment"),
+                "not allowed with type EDS (endpoints come from EDS)",
+            ))
+        }
         Some(la) => cluster_load_assignment(la, &path.field("load_assignment"))?,
         None => Vec::new(),
     };
@@ -120,6 +157,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         connect_timeout,
         lb_policy,
         endpoints,
+        eds,
         http2: upstream_http2(c, path)?,
     })
 }

@@ -5,10 +5,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::{HttpConnectionManager, Listener};
+use engine::{HttpConnectionManager, Listener, Rds, RouteConfig};
 use prost::Name;
 
-use super::{reject_set, route_config, socket_address, timeout_or, u32_in};
+use super::{reject_set, route_config, socket_address, timeout_or, u32_in, Allowed};
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
@@ -212,15 +212,30 @@ pub fn http_connection_manager(
         ));
     }
     let append_x_forwarded_for = m.use_remote_address.unwrap_or(false) && !m.skip_xff_append;
+    let mut rds = None;
     let route_config = match &m.route_specifier {
         Some(RouteSpecifier::RouteConfig(rc)) => {
             route_config(rc, &path.field("route_config"), known_clusters, true)?
         }
-        Some(RouteSpecifier::Rds(_)) => {
-            return Err(Error::unsupported_msg(
-                path.field("rds"),
-                "not supported yet",
-            ))
+        Some(RouteSpecifier::Rds(r)) => {
+            let rpath = path.field("rds");
+            if r.route_config_name.is_empty() {
+                return Err(Error::invalid(rpath.field("route_config_name"), "required"));
+            }
+            let source = match &r.config_source {
+                Some(s) => {
+                    super::config_source(s, &rpath.field("config_source"), Allowed::AdsOnly)?
+                }
+                None => return Err(Error::invalid(rpath.field("config_source"), "required")),
+            };
+            rds = Some(Rds {
+                route_config_name: r.route_config_name.clone(),
+                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+            });
+            RouteConfig {
+                name: r.route_config_name.clone(),
+                virtual_hosts: Vec::new(),
+            }
         }
         Some(RouteSpecifier::ScopedRoutes(_)) => {
             return Err(Error::unsupported(path.field("scoped_routes")))
@@ -257,6 +272,7 @@ pub fn http_connection_manager(
     Ok(HttpConnectionManager {
         stat_prefix: m.stat_prefix.clone(),
         route_config: Arc::new(route_config),
+        rds,
         max_concurrent_streams: u32_in(
             h2.max_concurrent_streams,
             1..=2_147_483_647,

@@ -4,6 +4,7 @@
 mod cluster;
 mod listener;
 mod route;
+mod source;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -12,6 +13,7 @@ use std::time::Duration;
 pub use cluster::{cluster, cluster_load_assignment, upstream_http2};
 pub use listener::{http_connection_manager, listener};
 pub use route::{route_config, virtual_host};
+pub use source::{ads_config, config_source, dynamic_resources, initial_fetch_timeout, Allowed};
 
 use crate::error::{Error, Path, Result};
 use crate::pb;
@@ -164,11 +166,27 @@ pub(crate) fn socket_address(
     Ok(SocketAddr::new(ip, port))
 }
 
+/// What we send as `node.user_agent_name` when the bootstrap leaves it empty.
+pub const USER_AGENT_NAME: &str = "edge-gateway";
+
 /// `node` → `engine::Node`. Metadata, locality and user agent are accepted
 /// (they describe us to a control plane) but not otherwise used.
 pub fn node(pb: &pb::envoy::config::core::v3::Node, _path: &Path) -> Result<engine::Node> {
+    use pb::envoy::config::core::v3::node::UserAgentVersionType;
+    use prost::Message;
+    // As Envoy, we name ourselves unless the bootstrap already did.
+    let mut sent = pb.clone();
+    if sent.user_agent_name.is_empty() {
+        sent.user_agent_name = USER_AGENT_NAME.into();
+    }
+    if sent.user_agent_version_type.is_none() {
+        sent.user_agent_version_type = Some(UserAgentVersionType::UserAgentVersion(
+            env!("CARGO_PKG_VERSION").into(),
+        ));
+    }
     Ok(engine::Node {
         id: pb.id.clone(),
         cluster: pb.cluster.clone(),
+        proto: sent.encode_to_vec(),
     })
 }
