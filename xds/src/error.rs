@@ -33,6 +33,12 @@ impl Path {
         Self(format!("{}[{key:?}]", self.0))
     }
 
+    /// `self[name]`: an xDS resource by name, as in
+    /// `clusters[echo].connect_timeout`.
+    pub fn named(&self, name: &str) -> Self {
+        Self(format!("{}[{name}]", self.0))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -5,6 +5,7 @@
 //! [`validate`] turns them into `engine` config or a path-named [`Error`].
 
 pub mod bootstrap;
+pub mod client;
 pub mod decode;
 pub mod error;
 pub mod pb;

@@ -1,0 +1,213 @@
+//! Warming and composition: which version of each listener and cluster the
+//! data shards get.
+//!
+//! A cluster is *warm* once its endpoints arrived (EDS) or its initial
+//! fetch timed out; a listener once its route table arrived (RDS) or timed
+//! out, and every CDS cluster its routes name is warm. Until then the
+//! previous version keeps serving, or the resource is left out if new.
+//! Outputs are cached by the `Arc`s they were built from, so an unchanged
+//! resource keeps its `Arc` and the snapshot build reuses it in O(1).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use engine::{Bootstrap, Cluster, ClusterTarget, Endpoint, Listener, RouteConfig};
+
+use super::{ResourceType, XdsClient};
+
+#[derive(Debug, Default)]
+pub(super) struct Warm {
+    clusters: BTreeMap<String, ActiveCluster>,
+    listeners: BTreeMap<String, ActiveListener>,
+}
+
+#[derive(Debug)]
+struct ActiveCluster {
+    config: Arc<Cluster>,
+    endpoints: Option<Arc<Vec<Endpoint>>>,
+    merged: Arc<Cluster>,
+}
+
+#[derive(Debug)]
+struct ActiveListener {
+    config: Arc<Listener>,
+    routes: Option<Arc<RouteConfig>>,
+    merged: Arc<Listener>,
+}
+
+impl XdsClient {
+    /// The config the data shards should serve now: static resources plus
+    /// every warm dynamic one (or its previous version while it warms).
+    pub fn compose(&mut self) -> Bootstrap {
+        let mut warm = std::mem::take(&mut self.warm);
+        let mut next = Warm::default();
+
+        let all_clusters: Vec<Arc<Cluster>> = self
+            .statics
+            .clusters
+            .iter()
+            .chain(self.clusters.values())
+            .cloned()
+            .collect();
+        let mut clusters = Vec::with_capacity(all_clusters.len());
+        for c in all_clusters {
+            let endpoints = match &c.eds {
+                None => None,
+                Some(eds) => match self.endpoints.get(&eds.service_name) {
+                    Some(e) => Some(Arc::clone(e)),
+                    None if self.is_timed_out(ResourceType::Endpoint, &eds.service_name) => {
+                        Some(Arc::new(Vec::new()))
+                    }
+                    None => {
+                        // Not warm: keep serving the previous version.
+                        if let Some(prev) = warm.clusters.remove(&c.name) {
+                            clusters.push(Arc::clone(&prev.merged));
+                            next.clusters.insert(c.name.clone(), prev);
+                        }
+                        continue;
+                    }
+                },
+            };
+            let active = match warm.clusters.remove(&c.name) {
+                Some(prev)
+                    if Arc::ptr_eq(&prev.config, &c) && opt_ptr_eq(&prev.endpoints, &endpoints) =>
+                {
+                    prev
+                }
+                _ => {
+                    let merged = match &endpoints {
+                        None => Arc::clone(&c),
+                        Some(e) => {
+                            let mut m = (*c).clone();
+                            m.endpoints = (**e).clone();
+                            Arc::new(m)
+                        }
+                    };
+                    ActiveCluster {
+                        config: c,
+                        endpoints,
+                        merged,
+                    }
+                }
+            };
+            clusters.push(Arc::clone(&active.merged));
+            next.clusters.insert(active.config.name.clone(), active);
+        }
+
+        let warm_clusters: HashSet<&str> = next.clusters.keys().map(String::as_str).collect();
+        let cds: HashSet<&str> = self
+            .statics
+            .clusters
+            .iter()
+            .chain(self.clusters.values())
+            .map(|c| c.name.as_str())
+            .collect();
+        let mut listeners = Vec::new();
+        for l in self.statics.listeners.iter().chain(self.listeners.values()) {
+            let routes = match &l.http.rds {
+                None => None,
+                Some(rds) => match self.routes.get(&rds.route_config_name) {
+                    Some(r) => Some(Arc::clone(r)),
+                    None if self.is_timed_out(ResourceType::Route, &rds.route_config_name) => {
+                        Some(Arc::new(RouteConfig {
+                            name: rds.route_config_name.clone(),
+                            virtual_hosts: Vec::new(),
+                        }))
+                    }
+                    None => None,
+                },
+            };
+            let table = routes.as_deref().unwrap_or(&l.http.route_config);
+            let ready = (l.http.rds.is_none() || routes.is_some())
+                && referenced_clusters(table)
+                    .all(|c| !cds.contains(c) || warm_clusters.contains(c));
+            let prev = warm.listeners.remove(&l.name);
+            let active = match prev {
+                Some(prev) if !ready => prev,
+                None if !ready => continue,
+                Some(prev) if Arc::ptr_eq(&prev.config, l) && opt_ptr_eq(&prev.routes, &routes) => {
+                    prev
+                }
+                _ => {
+                    let merged = match &routes {
+                        None => Arc::clone(l),
+                        Some(r) => {
+                            let mut m = (**l).clone();
+                            m.http.route_config = Arc::clone(r);
+                            Arc::new(m)
+                        }
+                    };
+                    ActiveListener {
+                        config: Arc::clone(l),
+                        routes,
+                        merged,
+                    }
+                }
+            };
+            listeners.push(Arc::clone(&active.merged));
+            next.listeners.insert(l.name.clone(), active);
+        }
+        self.warm = next;
+        Bootstrap {
+            node: self.statics.node.clone(),
+            admin: self.statics.admin,
+            listeners,
+            clusters,
+            dynamic: self.statics.dynamic.clone(),
+        }
+    }
+
+    fn is_timed_out(&self, kind: ResourceType, name: &str) -> bool {
+        self.timed_out.contains(&(kind, name.to_owned()))
+    }
+
+    /// Names of listeners and clusters that are held but not serving yet.
+    pub fn warming(&self) -> (Vec<&str>, Vec<&str>) {
+        let l = self
+            .statics
+            .listeners
+            .iter()
+            .chain(self.listeners.values())
+            .filter(|l| {
+                self.warm
+                    .listeners
+                    .get(&l.name)
+                    .is_none_or(|a| !Arc::ptr_eq(&a.config, l))
+            })
+            .map(|l| l.name.as_str())
+            .collect();
+        let c = self
+            .statics
+            .clusters
+            .iter()
+            .chain(self.clusters.values())
+            .filter(|c| {
+                self.warm
+                    .clusters
+                    .get(&c.name)
+                    .is_none_or(|a| !Arc::ptr_eq(&a.config, c))
+            })
+            .map(|c| c.name.as_str())
+            .collect();
+        (l, c)
+    }
+}
+
+fn opt_ptr_eq<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
+/// Every cluster a route table can send to.
+pub(crate) fn referenced_clusters(rc: &RouteConfig) -> impl Iterator<Item = &str> {
+    rc.virtual_hosts
+        .iter()
+        .flat_map(|v| v.routes.iter())
+        .flat_map(|r| match &r.action.target {
+            ClusterTarget::Cluster(c) => vec![c.as_str()],
+            ClusterTarget::Weighted(w) => w.clusters.iter().map(|(c, _)| c.as_str()).collect(),
+        })
+}
