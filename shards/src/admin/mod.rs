@@ -5,6 +5,9 @@
 mod clusters;
 mod config_dump;
 mod prometheus;
+mod xds;
+
+pub use xds::{XdsError, XdsTypeView, XdsView};
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -27,6 +30,8 @@ struct Inner {
     shards: Vec<Arc<ShardStats>>,
     snapshot: Arc<Snapshot>,
     bootstrap: Bootstrap,
+    /// `None` without `dynamic_resources`.
+    xds: Option<XdsView>,
     accept: Option<Task<()>>,
 }
 
@@ -55,6 +60,7 @@ impl AdminState {
             shards,
             snapshot,
             bootstrap,
+            xds: None,
             accept: None,
         })))
     }
@@ -63,6 +69,10 @@ impl AdminState {
         let mut i = self.0.borrow_mut();
         i.snapshot = snapshot;
         i.bootstrap = bootstrap;
+    }
+
+    pub fn set_xds(&self, view: XdsView) {
+        self.0.borrow_mut().xds = Some(view);
     }
 
     /// Closes the admin listener.
