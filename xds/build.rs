@@ -24,6 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .include_file("_includes.rs")
         // `prost::Name` lets decoding find each struct's descriptor and type URL.
         .enable_type_names()
+        // `Name::type_url()` then gives what goes into an `Any`.
+        .type_name_domain(["."], "type.googleapis.com")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! needs time or randomness takes a [`clock::Clock`] or an RNG as a parameter,
 //! so the whole crate is testable deterministically.
 
+pub mod backoff;
 pub mod clock;
 pub mod config;
 pub mod headers;

@@ -17,11 +17,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use engine::{Bootstrap, HostRegistry, Listener, Snapshot};
-use glommio::channels::shared_channel::{self, ConnectedReceiver, ConnectedSender};
+use engine::{Bootstrap, Listener, Snapshot};
+
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::admin::{self, AdminState};
 use crate::stats::ShardStats;
 
 /// How to lay out shards on cores.
@@ -49,7 +48,7 @@ pub enum ShardMsg {
     Shutdown { drain: Duration },
 }
 
-enum Command {
+pub(crate) enum Command {
     Reload(Box<Bootstrap>, mpsc::Sender<Result<u64, String>>),
     Shutdown,
 }
@@ -102,7 +101,7 @@ impl GatewayHandle {
 /// by holding a bound (not listening) SO_REUSEPORT socket on that port: the
 /// data shards then all join the same port.
 #[derive(Default)]
-struct PortReservations {
+pub(crate) struct PortReservations {
     /// Listener name → (configured address, bound address, reservation).
     by_name: BTreeMap<String, (SocketAddr, SocketAddr, Rc<socket2::Socket>)>,
 }
@@ -111,14 +110,20 @@ impl PortReservations {
     /// Resolves port-0 listeners and checks that every listener the shards
     /// do not serve yet can be bound, so a reload that would fail to bind is
     /// rejected before any shard changes. Nothing changes on error.
-    fn resolve(
+    ///
+    /// `lenient` (xDS updates): a listener that cannot be bound is left out
+    /// and reported, and the rest of the update goes ahead, as Envoy does.
+    pub(crate) fn resolve(
         &mut self,
         boot: &Bootstrap,
         serving: &[Arc<Listener>],
-    ) -> Result<Bootstrap, String> {
+        lenient: bool,
+    ) -> Result<(Bootstrap, Vec<String>), String> {
         let mut out = boot.clone();
         let mut next = BTreeMap::new();
-        for l in &mut out.listeners {
+        let mut failed = Vec::new();
+        let mut resolved_listeners = Vec::with_capacity(out.listeners.len());
+        for l in std::mem::take(&mut out.listeners) {
             let bind_err =
                 |e: std::io::Error| format!("listener {}: bind {}: {e}", l.name, l.address);
             if l.address.port() != 0 {
@@ -126,24 +131,36 @@ impl PortReservations {
                     .iter()
                     .any(|s| s.name == l.name && s.address == l.address);
                 if !served {
-                    probe_exclusive(l.address).map_err(bind_err)?;
+                    if let Err(e) = probe_exclusive(l.address) {
+                        if !lenient {
+                            return Err(bind_err(e));
+                        }
+                        failed.push(bind_err(e));
+                        continue;
+                    }
                 }
+                resolved_listeners.push(l);
                 continue;
             }
             let entry = match self.by_name.get(&l.name) {
                 Some(e) if e.0 == l.address => e.clone(),
-                _ => {
-                    let (sock, bound) = reserve(l.address).map_err(bind_err)?;
-                    (l.address, bound, Rc::new(sock))
-                }
+                _ => match reserve(l.address) {
+                    Ok((sock, bound)) => (l.address, bound, Rc::new(sock)),
+                    Err(e) if lenient => {
+                        failed.push(bind_err(e));
+                        continue;
+                    }
+                    Err(e) => return Err(bind_err(e)),
+                },
             };
-            let mut resolved: Listener = (**l).clone();
+            let mut resolved: Listener = (*l).clone();
             resolved.address = entry.1;
-            *l = Arc::new(resolved);
             next.insert(l.name.clone(), entry);
+            resolved_listeners.push(Arc::new(resolved));
         }
+        out.listeners = resolved_listeners;
         self.by_name = next;
-        Ok(out)
+        Ok((out, failed))
     }
 }
 
@@ -203,7 +220,9 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                     return;
                 }
             };
-            ex.run(control_main(bootstrap, n, cpus, stats2, cmd_rx, started_tx));
+            ex.run(crate::control::run(
+                bootstrap, n, cpus, stats2, cmd_rx, started_tx,
+            ));
         })
         .map_err(|e| StartError::Control(e.to_string()))?;
     match started_rx.recv() {
@@ -227,166 +246,4 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
     }
 }
 
-type Started = Result<(Option<SocketAddr>, BTreeMap<String, SocketAddr>), StartError>;
-
-struct ShardLink {
-    tx: ConnectedSender<ShardMsg>,
-    acks: ConnectedReceiver<Result<u64, String>>,
-    thread: Option<glommio::ExecutorJoinHandle<()>>,
-}
-
-async fn control_main(
-    bootstrap: Bootstrap,
-    n: usize,
-    cpus: Option<Vec<usize>>,
-    shard_stats: Vec<Arc<ShardStats>>,
-    commands: mpsc::Receiver<Command>,
-    started: mpsc::Sender<Started>,
-) {
-    let mut ports = PortReservations::default();
-    let mut registry = HostRegistry::new();
-    let boot = match ports.resolve(&bootstrap, &[]) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = started.send(Err(StartError::Bind(e)));
-            return;
-        }
-    };
-    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
-
-    // Data shards.
-    let mut links = Vec::with_capacity(n);
-    for (i, stats) in shard_stats.iter().enumerate() {
-        let (tx, rx) = shared_channel::new_bounded::<ShardMsg>(4);
-        let (ack_tx, ack_rx) = shared_channel::new_bounded::<Result<u64, String>>(4);
-        let placement = match &cpus {
-            Some(c) => Placement::Fixed(c[i % c.len()]),
-            None => Placement::Unbound,
-        };
-        let stats = Arc::clone(stats);
-        let first = Arc::clone(&snap);
-        let spawned = LocalExecutorBuilder::new(placement)
-            .io_memory(1 << 20)
-            .name(&format!("shard-{i}"))
-            .spawn(move || crate::data_shard::run(i, stats, first, rx, ack_tx));
-        match spawned {
-            Ok(thread) => links.push(ShardLink {
-                tx: tx.connect().await,
-                acks: ack_rx.connect().await,
-                thread: Some(thread),
-            }),
-            Err(e) => {
-                let _ = started.send(Err(StartError::Shard(i, e.to_string())));
-                stop_shards(&mut links, Duration::ZERO).await;
-                return;
-            }
-        }
-    }
-    // The first snapshot travels inside `run`; wait for every shard's ack.
-    if let Err(e) = collect_acks(&links).await {
-        let _ = started.send(Err(StartError::Bind(e)));
-        stop_shards(&mut links, Duration::ZERO).await;
-        return;
-    }
-
-    let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
-    let admin_addr = match boot.admin {
-        Some(addr) => match admin::start(addr, admin_state.clone()) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                let _ = started.send(Err(StartError::Bind(format!("admin.address {addr}: {e}"))));
-                stop_shards(&mut links, Duration::ZERO).await;
-                return;
-            }
-        },
-        None => None,
-    };
-    let listeners = snap
-        .listeners
-        .iter()
-        .map(|l| (l.name.clone(), l.address))
-        .collect();
-    let _ = started.send(Ok((admin_addr, listeners)));
-
-    let mut current = snap;
-    let mut version = 1;
-    loop {
-        let cmd = match commands.try_recv() {
-            Ok(c) => c,
-            Err(mpsc::TryRecvError::Empty) => {
-                glommio::timer::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-            Err(mpsc::TryRecvError::Disconnected) => Command::Shutdown,
-        };
-        match cmd {
-            Command::Reload(new_boot, reply) => {
-                let boot = match ports.resolve(&new_boot, &current.listeners) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                        continue;
-                    }
-                };
-                version += 1;
-                let snap = Arc::new(Snapshot::build(
-                    version,
-                    &boot,
-                    Some(&current),
-                    &mut registry,
-                ));
-                let mut result = Ok(version);
-                for l in &links {
-                    if l.tx.send(ShardMsg::Apply(Arc::clone(&snap))).await.is_err() {
-                        result = Err("a data shard has stopped".to_string());
-                    }
-                }
-                if let Err(e) = collect_acks(&links).await {
-                    result = Err(e);
-                }
-                admin_state.set_config(Arc::clone(&snap), boot);
-                current = snap;
-                let _ = reply.send(result);
-            }
-            Command::Shutdown => {
-                let drain = current
-                    .listeners
-                    .iter()
-                    .map(|l| l.http.drain_timeout)
-                    .max()
-                    .unwrap_or(Duration::ZERO);
-                stop_shards(&mut links, drain).await;
-                admin_state.stop();
-                return;
-            }
-        }
-    }
-}
-
-async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
-    let mut first_err = None;
-    for (i, l) in links.iter().enumerate() {
-        match l.acks.recv().await {
-            Some(Ok(_)) => {}
-            Some(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            None => {
-                first_err.get_or_insert(format!("shard {i} stopped"));
-            }
-        }
-    }
-    first_err.map_or(Ok(()), Err)
-}
-
-async fn stop_shards(links: &mut [ShardLink], drain: Duration) {
-    for l in links.iter() {
-        let _ = l.tx.send(ShardMsg::Shutdown { drain }).await;
-    }
-    for l in links.iter_mut() {
-        if let Some(t) = l.thread.take() {
-            // Joining blocks this thread, which only runs control work.
-            let _ = t.join();
-        }
-    }
-}
+pub(crate) type Started = Result<(Option<SocketAddr>, BTreeMap<String, SocketAddr>), StartError>;

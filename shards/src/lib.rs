@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod body;
+pub(crate) mod control;
 pub mod data_shard;
 pub mod demo_backend;
 pub mod downstream;
@@ -16,5 +17,6 @@ pub mod shard;
 pub mod signal;
 pub mod stats;
 pub mod tick;
+pub(crate) mod xds;
 
 pub use gateway::{start, GatewayHandle, Options, StartError};

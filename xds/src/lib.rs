@@ -8,6 +8,7 @@ pub mod bootstrap;
 pub mod client;
 pub mod decode;
 pub mod error;
+pub mod file;
 pub mod pb;
 pub mod validate;
 

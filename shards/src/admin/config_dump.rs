@@ -1,6 +1,6 @@
 //! `/config_dump`: the loaded configuration as JSON, in Envoy's field names.
 
-use engine::{ClusterTarget, DomainMatcher, HeaderMatchKind, LbPolicy, PathMatch};
+use engine::{ClusterTarget, ConfigSource, DomainMatcher, HeaderMatchKind, LbPolicy, PathMatch};
 use serde_json::{json, Value};
 
 use super::Inner;
@@ -86,20 +86,24 @@ pub(super) fn render(inner: &Inner) -> Value {
                     json!({ "name": vh.name, "domains": domains, "routes": routes })
                 })
                 .collect();
+            let mut hcm = json!({
+                "stat_prefix": h.stat_prefix,
+                "max_concurrent_streams": h.max_concurrent_streams,
+                "max_header_list_size": h.max_header_list_size,
+                "initial_stream_window_size": h.initial_stream_window_size,
+                "initial_connection_window_size": h.initial_connection_window_size,
+                "idle_timeout": h.idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
+                "route_config": { "name": h.route_config.name, "virtual_hosts": vhosts },
+            });
+            if let Some(rds) = &h.rds {
+                hcm["rds"] = json!({ "route_config_name": rds.route_config_name });
+            }
             json!({
                 "name": l.name,
                 "address": l.address.to_string(),
-                "http_connection_manager": {
-                    "stat_prefix": h.stat_prefix,
-                    "max_concurrent_streams": h.max_concurrent_streams,
-                    "max_header_list_size": h.max_header_list_size,
-                    "initial_stream_window_size": h.initial_stream_window_size,
-                    "initial_connection_window_size": h.initial_connection_window_size,
-                    "idle_timeout": h.idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                    "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                    "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
-                    "route_config": { "name": h.route_config.name, "virtual_hosts": vhosts },
-                },
+                "http_connection_manager": hcm,
             })
         })
         .collect();
@@ -118,7 +122,7 @@ pub(super) fn render(inner: &Inner) -> Value {
                     })
                 })
                 .collect();
-            json!({
+            let mut v = json!({
                 "name": c.name,
                 "type": "STATIC",
                 "lb_policy": match c.lb_policy { LbPolicy::RoundRobin => "ROUND_ROBIN" },
@@ -129,13 +133,41 @@ pub(super) fn render(inner: &Inner) -> Value {
                     "initial_connection_window_size": c.http2.initial_connection_window_size,
                 },
                 "endpoints": endpoints,
-            })
+            });
+            if let Some(e) = &c.eds {
+                v["type"] = json!("EDS");
+                v["eds_cluster_config"] = json!({ "service_name": e.service_name });
+            }
+            v
         })
         .collect();
-    json!({
+    let mut dump = json!({
         "version": inner.snapshot.version,
         "node": { "id": b.node.id, "cluster": b.node.cluster },
         "admin": b.admin.map(|a| a.to_string()),
         "static_resources": { "listeners": listeners, "clusters": clusters },
-    })
+    });
+    if let Some(d) = &b.dynamic {
+        dump["dynamic_resources"] = json!({
+            "ads_config": d.ads.as_ref().map(|a| json!({
+                "cluster_name": a.cluster,
+                "authority": a.authority,
+                "set_node_on_first_message_only": a.set_node_on_first_message_only,
+            })),
+            "lds_config": d.lds.as_ref().map(source),
+            "cds_config": d.cds.as_ref().map(source),
+        });
+    }
+    if let Some(x) = &inner.xds {
+        dump["xds"] = super::xds::dump(x);
+    }
+    dump
+}
+
+/// A `ConfigSource` as `"ads"` or the watched file's path.
+fn source(s: &ConfigSource) -> Value {
+    match s {
+        ConfigSource::Ads { .. } => json!("ads"),
+        ConfigSource::Path(p) => json!(p.display().to_string()),
+    }
 }

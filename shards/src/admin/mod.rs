@@ -164,7 +164,10 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
     match path {
         "/ready" => {
             let serving = inner.shards.iter().all(|s| s.serving.get() == 1);
-            if serving {
+            // As Envoy's init manager: not ready before the first LDS/CDS
+            // fetch is done (or its initial_fetch_timeout passed).
+            let xds_done = inner.xds.as_ref().is_none_or(|x| x.initialized);
+            if serving && xds_done {
                 (200, "text/plain", "LIVE\n".into())
             } else {
                 (503, "text/plain", "NOT READY\n".into())

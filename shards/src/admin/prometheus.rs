@@ -10,7 +10,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
     shards.iter().map(|s| f(s).get()).sum()
 }
 
-fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn metric(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
@@ -236,6 +236,9 @@ pub(super) fn render(inner: &Inner) -> String {
                 labels(cluster, h)
             );
         }
+    }
+    if let Some(x) = &inner.xds {
+        super::xds::prometheus(x, &mut out);
     }
     out
 }

@@ -97,6 +97,8 @@ pub struct XdsClient {
     stream_open: bool,
     node_sent: bool,
     warm: compose::Warm,
+    /// When the first LDS/CDS fetch over ADS stops holding readiness back.
+    init_deadline: Option<Instant>,
 }
 
 impl XdsClient {
@@ -127,9 +129,38 @@ impl XdsClient {
             stream_open: false,
             node_sent: false,
             warm: compose::Warm::default(),
+            init_deadline: None,
         };
+        let timeouts = [&dynamic.lds, &dynamic.cds]
+            .into_iter()
+            .flatten()
+            .filter_map(crate::validate::initial_fetch_timeout);
+        c.init_deadline = timeouts.min().map(|t| now + t);
         c.resubscribe(now);
         c
+    }
+
+    /// Replaces the bootstrap's static resources (a reload that kept
+    /// `dynamic_resources` as they were); returns subscription requests.
+    pub fn set_statics(&mut self, bootstrap: &Bootstrap, now: Instant) -> Vec<DiscoveryRequest> {
+        self.statics = bootstrap.clone();
+        self.resubscribe(now)
+    }
+
+    /// Whether the first fetch of every ADS wildcard type is done (or timed
+    /// out), as Envoy's init manager waits before the server is ready.
+    pub fn initialized(&self, now: Instant) -> bool {
+        if self.init_deadline.is_some_and(|d| now >= d) {
+            return true;
+        }
+        [ResourceType::Cluster, ResourceType::Listener]
+            .into_iter()
+            .filter(|k| self.wants(*k))
+            .all(|k| {
+                let st = &self.types[k.index()].status;
+                // A rejected first response ends the wait too, as in Envoy.
+                st.accepted + st.rejected > 0
+            })
     }
 
     /// Where listeners (`Listener`) or clusters (`Cluster`) come from.
@@ -266,6 +297,18 @@ impl XdsClient {
                 ..Outcome::default()
             },
         }
+    }
+
+    /// Records an update that failed before it could be parsed (an
+    /// unreadable file, say), for `/config_dump`.
+    pub fn note_rejection(
+        &mut self,
+        kind: ResourceType,
+        version: &str,
+        message: &str,
+        now: Instant,
+    ) {
+        self.reject(kind, version, message, now);
     }
 
     fn reject(&mut self, kind: ResourceType, version: &str, message: &str, now: Instant) {

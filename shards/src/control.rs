@@ -1,0 +1,479 @@
+//! The control shard's main loop: one place where every config change —
+//! SIGHUP reloads, ADS responses, file sources, initial fetch timeouts —
+//! turns into a new `Snapshot` pushed to every data shard.
+//!
+//! ```text
+//!  commands (std mpsc, polled) ─┐
+//!  ADS task (AdsEvent) ─────────┼─▶ Event ─▶ XdsClient ─▶ compose ─▶ Snapshot::build ─▶ shards
+//!  file watchers ───────────────┤                 │                                       │
+//!  tick (timeouts) ─────────────┘                 └── ACK/NACK on the ADS stream ◀── acks ┘
+//! ```
+//! An update is acknowledged to the control plane only after every shard
+//! applied it, so an ACK means "serving".
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
+use glommio::channels::local_channel::{self, LocalSender};
+use glommio::channels::shared_channel::{self, ConnectedReceiver, ConnectedSender};
+use glommio::{LocalExecutorBuilder, Placement, Task};
+use xds::client::{ResourceType, XdsClient};
+use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+
+use crate::admin::{self, AdminState, XdsError, XdsTypeView, XdsView};
+use crate::gateway::{Command, PortReservations, ShardMsg, StartError, Started};
+use crate::stats::ShardStats;
+use crate::xds::ads::{self, AdsEvent, AdsTarget};
+use crate::xds::{files, grpc};
+
+/// The sending side of the control loop's inbox, shared by its tasks.
+pub type EventSender = Rc<LocalSender<Event>>;
+
+/// Everything the control loop reacts to.
+pub enum Event {
+    Command(Command),
+    Ads(AdsEvent),
+    File {
+        kind: ResourceType,
+        result: Result<DiscoveryResponse, String>,
+    },
+    /// Periodic: initial fetch timeouts, readiness.
+    Tick,
+}
+
+const COMMAND_POLL: Duration = Duration::from_millis(20);
+const TICK: Duration = Duration::from_millis(100);
+
+struct ShardLink {
+    tx: ConnectedSender<ShardMsg>,
+    acks: ConnectedReceiver<Result<u64, String>>,
+    thread: Option<glommio::ExecutorJoinHandle<()>>,
+}
+
+/// The ADS stream as the control loop sees it.
+#[derive(Default)]
+struct AdsLink {
+    gen: u64,
+    send: Option<h2::SendStream<Bytes>>,
+    server: Option<SocketAddr>,
+    restarts: u64,
+}
+
+struct Control {
+    links: Vec<ShardLink>,
+    ports: PortReservations,
+    registry: HostRegistry,
+    admin: AdminState,
+    current: Arc<Snapshot>,
+    version: u64,
+    client: XdsClient,
+    ads: AdsLink,
+    /// `dynamic_resources` as started (a reload may not change them).
+    dynamic: Option<engine::DynamicResources>,
+    /// Monotonic → wall clock, for the admin's timestamps.
+    epoch: (Instant, SystemTime),
+}
+
+pub(crate) async fn run(
+    bootstrap: Bootstrap,
+    n: usize,
+    cpus: Option<Vec<usize>>,
+    shard_stats: Vec<Arc<ShardStats>>,
+    commands: mpsc::Receiver<Command>,
+    started: mpsc::Sender<Started>,
+) {
+    let now = Instant::now();
+    let mut client = XdsClient::new(&bootstrap, now);
+    // File sources are read before the first snapshot, so the gateway
+    // starts with what they hold (or fails to start if they are invalid).
+    let mut watched = Vec::new();
+    for kind in [ResourceType::Cluster, ResourceType::Listener] {
+        if let Some(ConfigSource::Path(path)) = client.source(kind).cloned() {
+            let stamp = files::stamp(&path);
+            let outcome = match files::read(&path) {
+                Ok(resp) => client.on_file(kind, &resp, now),
+                Err(e) => {
+                    let _ = started.send(Err(StartError::Control(e)));
+                    return;
+                }
+            };
+            if let Some(e) = outcome.rejected {
+                let _ = started.send(Err(StartError::Control(format!("{}: {e}", path.display()))));
+                return;
+            }
+            watched.push((kind, path, stamp));
+        }
+    }
+    let mut ports = PortReservations::default();
+    let mut registry = HostRegistry::new();
+    let boot = match ports.resolve(&client.compose(), &[], false) {
+        Ok((b, _)) => b,
+        Err(e) => {
+            let _ = started.send(Err(StartError::Bind(e)));
+            return;
+        }
+    };
+    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
+
+    // Data shards.
+    let mut links = Vec::with_capacity(n);
+    for (i, stats) in shard_stats.iter().enumerate() {
+        let (tx, rx) = shared_channel::new_bounded::<ShardMsg>(4);
+        let (ack_tx, ack_rx) = shared_channel::new_bounded::<Result<u64, String>>(4);
+        let placement = match &cpus {
+            Some(c) => Placement::Fixed(c[i % c.len()]),
+            None => Placement::Unbound,
+        };
+        let stats = Arc::clone(stats);
+        let first = Arc::clone(&snap);
+        let spawned = LocalExecutorBuilder::new(placement)
+            .io_memory(1 << 20)
+            .name(&format!("shard-{i}"))
+            .spawn(move || crate::data_shard::run(i, stats, first, rx, ack_tx));
+        match spawned {
+            Ok(thread) => links.push(ShardLink {
+                tx: tx.connect().await,
+                acks: ack_rx.connect().await,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                let _ = started.send(Err(StartError::Shard(i, e.to_string())));
+                stop_shards(&mut links, Duration::ZERO).await;
+                return;
+            }
+        }
+    }
+    // The first snapshot travels inside `run`; wait for every shard's ack.
+    if let Err(e) = collect_acks(&links).await {
+        let _ = started.send(Err(StartError::Bind(e)));
+        stop_shards(&mut links, Duration::ZERO).await;
+        return;
+    }
+
+    let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
+    let admin_addr = match boot.admin {
+        Some(addr) => match admin::start(addr, admin_state.clone()) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                let _ = started.send(Err(StartError::Bind(format!("admin.address {addr}: {e}"))));
+                stop_shards(&mut links, Duration::ZERO).await;
+                return;
+            }
+        },
+        None => None,
+    };
+    let listeners = snap
+        .listeners
+        .iter()
+        .map(|l| (l.name.clone(), l.address))
+        .collect::<BTreeMap<_, _>>();
+
+    let (events, inbox) = local_channel::new_unbounded::<Event>();
+    let events: EventSender = Rc::new(events);
+    let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
+    let _ticks = glommio::spawn_local(tick(events.clone()));
+    let _watchers: Vec<Task<()>> = watched
+        .into_iter()
+        .map(|(kind, path, stamp)| {
+            glommio::spawn_local(files::watch(kind, path, stamp, events.clone()))
+        })
+        .collect();
+    let _ads = ads_target(&bootstrap).map(|target| {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        glommio::spawn_local(ads::run(target, events.clone(), seed))
+    });
+    drop(events);
+
+    let mut control = Control {
+        links,
+        ports,
+        registry,
+        admin: admin_state,
+        current: snap,
+        version: 1,
+        client,
+        ads: AdsLink::default(),
+        dynamic: bootstrap.dynamic.clone(),
+        epoch: (Instant::now(), SystemTime::now()),
+    };
+    control.refresh_admin();
+    let _ = started.send(Ok((admin_addr, listeners)));
+
+    while let Some(event) = inbox.recv().await {
+        match event {
+            Event::Command(Command::Shutdown) => break,
+            Event::Command(Command::Reload(boot, reply)) => {
+                let _ = reply.send(control.reload(*boot).await);
+            }
+            Event::Ads(e) => control.on_ads(e).await,
+            Event::File { kind, result } => control.on_file(kind, result).await,
+            Event::Tick => {
+                if control.client.poll(Instant::now()) {
+                    control.push_xds().await;
+                }
+            }
+        }
+        control.refresh_admin();
+    }
+    let drain = control
+        .current
+        .listeners
+        .iter()
+        .map(|l| l.http.drain_timeout)
+        .max()
+        .unwrap_or(Duration::ZERO);
+    stop_shards(&mut control.links, drain).await;
+    control.admin.stop();
+}
+
+/// The static cluster `ads_config` names (validation made sure it exists).
+fn ads_target(b: &Bootstrap) -> Option<AdsTarget> {
+    let ads = b.dynamic.as_ref()?.ads.as_ref()?;
+    let cluster = b.clusters.iter().find(|c| c.name == ads.cluster)?;
+    Some(AdsTarget {
+        cluster: Arc::clone(cluster),
+        authority: ads.authority.clone(),
+    })
+}
+
+/// Commands come from ordinary threads over a std channel, which cannot
+/// wake an executor: poll it.
+async fn forward_commands(commands: mpsc::Receiver<Command>, events: EventSender) {
+    loop {
+        let cmd = match commands.try_recv() {
+            Ok(c) => c,
+            Err(mpsc::TryRecvError::Empty) => {
+                glommio::timer::sleep(COMMAND_POLL).await;
+                continue;
+            }
+            Err(mpsc::TryRecvError::Disconnected) => Command::Shutdown,
+        };
+        let last = matches!(cmd, Command::Shutdown);
+        if events.send(Event::Command(cmd)).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+async fn tick(events: EventSender) {
+    loop {
+        glommio::timer::sleep(TICK).await;
+        if events.send(Event::Tick).await.is_err() {
+            return;
+        }
+    }
+}
+
+impl Control {
+    async fn reload(&mut self, boot: Bootstrap) -> Result<u64, String> {
+        if boot.dynamic != self.dynamic {
+            return Err("dynamic_resources cannot change on reload; restart the gateway".into());
+        }
+        // Check the new static listeners bind before touching anything.
+        let (_, _) = self.ports.resolve(&boot, &self.current.listeners, false)?;
+        let requests = self.client.set_statics(&boot, Instant::now());
+        let composed = self.client.compose();
+        let result = self.push(&composed, false).await;
+        self.send(requests);
+        result
+    }
+
+    async fn on_ads(&mut self, event: AdsEvent) {
+        match event {
+            AdsEvent::Connected { gen, send, server } => {
+                tracing::info!(%server, "ADS stream open");
+                self.ads.gen = gen;
+                self.ads.send = Some(send);
+                self.ads.server = Some(server);
+                let requests = self.client.on_stream_open();
+                self.send(requests);
+            }
+            AdsEvent::Response { gen, response } if gen == self.ads.gen => {
+                let type_url = response.type_url.clone();
+                let version = response.version_info.clone();
+                let outcome = self.client.on_response(response, Instant::now());
+                if let Some(e) = &outcome.rejected {
+                    tracing::warn!(%type_url, %version, "xDS update rejected: {e}");
+                }
+                if outcome.changed {
+                    self.push_xds().await;
+                }
+                // After the push: an ACK means every shard serves it.
+                self.send(outcome.requests);
+            }
+            AdsEvent::Response { .. } => {} // from a stream already given up
+            AdsEvent::Lost { gen, reason } => {
+                if gen == self.ads.gen {
+                    tracing::warn!("ADS stream lost: {reason}");
+                    self.ads.send = None;
+                    self.client.on_stream_closed();
+                }
+                self.ads.restarts += 1;
+            }
+        }
+    }
+
+    async fn on_file(&mut self, kind: ResourceType, result: Result<DiscoveryResponse, String>) {
+        let outcome = match result {
+            Ok(resp) => self.client.on_file(kind, &resp, Instant::now()),
+            Err(e) => {
+                self.client.note_rejection(kind, "", &e, Instant::now());
+                tracing::warn!("{e}");
+                return;
+            }
+        };
+        if let Some(e) = &outcome.rejected {
+            tracing::warn!(kind = kind.name(), "file update rejected: {e}");
+        }
+        if outcome.changed {
+            self.push_xds().await;
+        }
+        self.send(outcome.requests);
+    }
+
+    /// Writes requests on the ADS stream, if one is up. h2 queues them
+    /// (they are small); a broken stream is noticed by the reader task.
+    fn send(&mut self, requests: Vec<DiscoveryRequest>) {
+        let Some(send) = &mut self.ads.send else {
+            return; // re-requested with current state when a stream opens
+        };
+        for r in requests {
+            if let Err(e) = send.send_data(grpc::encode(&r), false) {
+                tracing::warn!("ADS send: {e}");
+                break;
+            }
+        }
+    }
+
+    async fn push_xds(&mut self) {
+        let composed = self.client.compose();
+        if let Err(e) = self.push(&composed, true).await {
+            tracing::warn!("applying xDS update: {e}");
+        }
+    }
+
+    /// Builds the next snapshot and waits until every shard applied it.
+    async fn push(&mut self, boot: &Bootstrap, lenient: bool) -> Result<u64, String> {
+        let (boot, failed) = self.ports.resolve(boot, &self.current.listeners, lenient)?;
+        for f in &failed {
+            tracing::warn!("{f}");
+        }
+        self.version += 1;
+        let snap = Arc::new(Snapshot::build(
+            self.version,
+            &boot,
+            Some(&self.current),
+            &mut self.registry,
+        ));
+        let mut result = Ok(self.version);
+        for l in &self.links {
+            if l.tx.send(ShardMsg::Apply(Arc::clone(&snap))).await.is_err() {
+                result = Err("a data shard has stopped".to_string());
+            }
+        }
+        if let Err(e) = collect_acks(&self.links).await {
+            result = Err(e);
+        }
+        self.admin.set_config(Arc::clone(&snap), boot);
+        self.current = snap;
+        result
+    }
+
+    fn wall(&self, t: Instant) -> SystemTime {
+        let (mono, wall) = self.epoch;
+        match t.checked_duration_since(mono) {
+            Some(d) => wall + d,
+            None => wall - mono.duration_since(t),
+        }
+    }
+
+    fn refresh_admin(&self) {
+        if self.dynamic.is_none() {
+            return;
+        }
+        let c = &self.client;
+        let types = ResourceType::ALL
+            .into_iter()
+            .map(|kind| {
+                let st = c.status(kind);
+                let source = match kind {
+                    ResourceType::Listener | ResourceType::Cluster => match c.source(kind) {
+                        Some(ConfigSource::Ads { .. }) => "ads".to_string(),
+                        Some(ConfigSource::Path(p)) => format!("file:{}", p.display()),
+                        None => String::new(),
+                    },
+                    _ if c.subscribed(kind).next().is_some() => "ads".to_string(),
+                    _ => String::new(),
+                };
+                let resources: Vec<String> = match kind {
+                    ResourceType::Listener => c.listeners().keys().cloned().collect(),
+                    ResourceType::Cluster => c.clusters().keys().cloned().collect(),
+                    ResourceType::Route => c.routes().keys().cloned().collect(),
+                    ResourceType::Endpoint => c.endpoints().keys().cloned().collect(),
+                };
+                XdsTypeView {
+                    name: kind.name(),
+                    type_url: kind.type_url(),
+                    source,
+                    version: st.version.clone(),
+                    last_update: st.last_update.map(|t| self.wall(t)),
+                    last_error: st.last_error.as_ref().map(|e| XdsError {
+                        version: e.version.clone(),
+                        message: e.message.clone(),
+                        at: self.wall(e.at),
+                    }),
+                    accepted: st.accepted,
+                    rejected: st.rejected,
+                    subscribed: c.subscribed(kind).map(str::to_owned).collect(),
+                    resources,
+                }
+            })
+            .collect();
+        let (warming_listeners, warming_clusters) = c.warming();
+        self.admin.set_xds(XdsView {
+            connected: self.ads.send.is_some(),
+            server: self.ads.server.map(|s| s.to_string()),
+            stream_restarts: self.ads.restarts,
+            types,
+            warming_listeners: warming_listeners.into_iter().map(str::to_owned).collect(),
+            warming_clusters: warming_clusters.into_iter().map(str::to_owned).collect(),
+            initialized: c.initialized(Instant::now()),
+        });
+    }
+}
+
+async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
+    let mut first_err = None;
+    for (i, l) in links.iter().enumerate() {
+        match l.acks.recv().await {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            None => {
+                first_err.get_or_insert(format!("shard {i} stopped"));
+            }
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+async fn stop_shards(links: &mut [ShardLink], drain: Duration) {
+    for l in links.iter() {
+        let _ = l.tx.send(ShardMsg::Shutdown { drain }).await;
+    }
+    for l in links.iter_mut() {
+        if let Some(t) = l.thread.take() {
+            // Joining blocks this thread, which only runs control work.
+            let _ = t.join();
+        }
+    }
+}
