@@ -216,8 +216,9 @@ pub(crate) async fn run(
             Event::Ads(e) => control.on_ads(e).await,
             Event::File { kind, result } => control.on_file(kind, result).await,
             Event::Tick => {
-                if control.client.poll(Instant::now()) {
-                    control.push_xds().await;
+                let now = Instant::now();
+                if control.client.poll(now) {
+                    control.push_xds(now).await;
                 }
             }
         }
@@ -274,16 +275,27 @@ async fn tick(events: EventSender) {
 
 impl Control {
     async fn reload(&mut self, boot: Bootstrap) -> Result<u64, String> {
+        let started = Instant::now();
         if boot.dynamic != self.dynamic {
             return Err("dynamic_resources cannot change on reload; restart the gateway".into());
         }
-        // Check the new static listeners bind before touching anything.
-        let (_, _) = self.ports.resolve(&boot, &self.current.listeners, false)?;
-        let requests = self.client.set_statics(&boot, Instant::now());
+        let now = Instant::now();
+        let previous = self.client.statics().clone();
+        let requests = self.client.set_statics(&boot, now);
         let composed = self.client.compose();
-        let result = self.push(&composed, false).await;
-        self.send(requests);
-        result
+        match self.push(&composed, false, started).await {
+            Ok(v) => {
+                self.send(requests);
+                Ok(v)
+            }
+            Err(e) => {
+                // Nothing was applied (a listener could not bind): forget
+                // the new statics so the next xDS update does not apply them.
+                self.client.set_statics(&previous, now);
+                self.client.compose();
+                Err(e)
+            }
+        }
     }
 
     async fn on_ads(&mut self, event: AdsEvent) {
@@ -297,14 +309,15 @@ impl Control {
                 self.send(requests);
             }
             AdsEvent::Response { gen, response } if gen == self.ads.gen => {
+                let started = Instant::now();
                 let type_url = response.type_url.clone();
                 let version = response.version_info.clone();
-                let outcome = self.client.on_response(response, Instant::now());
+                let outcome = self.client.on_response(response, started);
                 if let Some(e) = &outcome.rejected {
                     tracing::warn!(%type_url, %version, "xDS update rejected: {e}");
                 }
                 if outcome.changed {
-                    self.push_xds().await;
+                    self.push_xds(started).await;
                 }
                 // After the push: an ACK means every shard serves it.
                 self.send(outcome.requests);
@@ -322,8 +335,9 @@ impl Control {
     }
 
     async fn on_file(&mut self, kind: ResourceType, result: Result<DiscoveryResponse, String>) {
+        let started = Instant::now();
         let outcome = match result {
-            Ok(resp) => self.client.on_file(kind, &resp, Instant::now()),
+            Ok(resp) => self.client.on_file(kind, &resp, started),
             Err(e) => {
                 self.client.note_rejection(kind, "", &e, Instant::now());
                 tracing::warn!("{e}");
@@ -334,7 +348,7 @@ impl Control {
             tracing::warn!(kind = kind.name(), "file update rejected: {e}");
         }
         if outcome.changed {
-            self.push_xds().await;
+            self.push_xds(started).await;
         }
         self.send(outcome.requests);
     }
@@ -353,15 +367,22 @@ impl Control {
         }
     }
 
-    async fn push_xds(&mut self) {
+    async fn push_xds(&mut self, started: Instant) {
         let composed = self.client.compose();
-        if let Err(e) = self.push(&composed, true).await {
+        if let Err(e) = self.push(&composed, true, started).await {
             tracing::warn!("applying xDS update: {e}");
         }
     }
 
     /// Builds the next snapshot and waits until every shard applied it.
-    async fn push(&mut self, boot: &Bootstrap, lenient: bool) -> Result<u64, String> {
+    /// `started`: when the change arrived (push time in `/stats` covers
+    /// validation and composition too).
+    async fn push(
+        &mut self,
+        boot: &Bootstrap,
+        lenient: bool,
+        started: Instant,
+    ) -> Result<u64, String> {
         let (boot, failed) = self.ports.resolve(boot, &self.current.listeners, lenient)?;
         for f in &failed {
             tracing::warn!("{f}");
@@ -382,6 +403,7 @@ impl Control {
         if let Err(e) = collect_acks(&self.links).await {
             result = Err(e);
         }
+        self.admin.record_push(started.elapsed());
         self.admin.set_config(Arc::clone(&snap), boot);
         self.current = snap;
         result

@@ -351,11 +351,13 @@ fn eds_add_and_remove_under_load_fail_no_request() {
         "e4",
         vec![cla("echo", &[b1.addr()])],
     );
+    // Streams that started before the update may still finish on b2/b3
+    // (each stream keeps its snapshot); after those, only b1 serves.
+    traffic.wait_served_by("b1", 20);
     let before = traffic.snapshot();
     traffic.wait_served_by("b1", 100);
     let seen = traffic.stop();
     assert!(failures(&seen).is_empty(), "failed requests: {seen:?}");
-    // After the last update only b1 serves.
     assert_eq!(seen.get("b2"), before.get("b2"), "{seen:?}");
     assert_eq!(seen.get("b3"), before.get("b3"), "{seen:?}");
     gw.shutdown();
@@ -569,5 +571,159 @@ fn not_ready_until_the_first_fetch_and_serving_through_an_absent_control_plane()
     let addr = wait_listener(admin, "ingress");
     assert_eq!(get_n(addr, "/", 1), [(200, "b1".to_string())]);
     assert_eq!(admin_get(admin, "/ready").0, 200);
+    gw.shutdown();
+}
+
+/// A scratch directory unique to this test process and name.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gw-xds-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Replaces a file the way Envoy documents for file sources: write a new
+/// file, then rename it over the old one.
+fn replace_file(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn cds_file(version: &str, backend: SocketAddr) -> String {
+    format!(
+        r#"
+version_info: "{version}"
+resources:
+- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: echo
+  type: STATIC
+  connect_timeout: 0.5s
+  load_assignment:
+    cluster_name: echo
+    endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: {}, port_value: {} }} }} }} }}] }}]
+  typed_extension_protocol_options:
+    envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+      "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+      explicit_http_config: {{ http2_protocol_options: {{}} }}
+"#,
+        backend.ip(),
+        backend.port()
+    )
+}
+
+const LDS_FILE: &str = r#"
+version_info: "1"
+resources:
+- "@type": type.googleapis.com/envoy.config.listener.v3.Listener
+  name: ingress
+  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+  filter_chains:
+  - filters:
+    - name: envoy.filters.network.http_connection_manager
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+        stat_prefix: ingress
+        route_config:
+          name: local
+          virtual_hosts: [{ name: all, domains: ["*"], routes: [{ match: { prefix: / }, route: { cluster: echo } }] }]
+        http_filters:
+        - name: envoy.filters.http.router
+          typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router }
+"#;
+
+#[test]
+fn file_sources_are_read_at_start_and_reread_on_change() {
+    let (b1, b2) = (backend("b1"), backend("b2"));
+    let dir = scratch("files");
+    let (cds, lds) = (dir.join("cds.yaml"), dir.join("lds.yaml"));
+    std::fs::write(&cds, cds_file("1", b1.addr())).unwrap();
+    std::fs::write(&lds, LDS_FILE).unwrap();
+    let yaml = format!(
+        r#"
+admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
+dynamic_resources:
+  cds_config: {{ path_config_source: {{ path: {} }} }}
+  lds_config: {{ path_config_source: {{ path: {} }} }}
+"#,
+        cds.display(),
+        lds.display()
+    );
+    let boot = xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).unwrap();
+    let gw = start(boot, 2);
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(admin_get(admin, "/ready").0, 200);
+    let addr = gw
+        .listener("ingress")
+        .expect("listener from the LDS file at start");
+    assert_eq!(get_n(addr, "/", 1), [(200, "b1".to_string())]);
+
+    replace_file(&cds, &cds_file("2", b2.addr()));
+    let deadline = Instant::now() + WAIT;
+    while get_n(addr, "/", 1)[0].1 != "b2" {
+        assert!(Instant::now() < deadline, "CDS file change not applied");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A broken file is rejected and changes nothing.
+    replace_file(&cds, "version_info: \"3\"\nresources: [{ \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: echo, lb_policy: MAGLEV }]\n");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, dump) = admin_get(admin, "/config_dump");
+        if dump.contains("clusters[echo].lb_policy: MAGLEV is not supported") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "rejection not reported: {dump}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(get_n(addr, "/", 1), [(200, "b2".to_string())]);
+    gw.shutdown();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_bad_file_source_fails_the_start_naming_the_field() {
+    let dir = scratch("badfile");
+    let cds = dir.join("cds.yaml");
+    std::fs::write(&cds, "resources: [{ \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: x, bogus: 1 }]\n").unwrap();
+    let yaml = format!(
+        "dynamic_resources: {{ cds_config: {{ path: {} }} }}\n",
+        cds.display()
+    );
+    let boot = xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).unwrap();
+    let err = shards::start(
+        boot,
+        shards::Options {
+            shards: Some(1),
+            cpus: None,
+        },
+    )
+    .err()
+    .expect("start fails")
+    .to_string();
+    assert!(err.contains("resources[0].bogus"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn reload_keeps_xds_resources_and_refuses_to_change_dynamic_resources() {
+    let b1 = backend("b1");
+    let server = AdsServer::start();
+    serve_echo(&server, &[b1.addr()]);
+    let boot = ads_bootstrap(server.addr());
+    let gw = start(boot.clone(), 1);
+    wait_ack(&server, type_url::ROUTE, "r1");
+    let admin = gw.admin_addr.unwrap();
+    let addr = wait_listener(admin, "ingress");
+
+    // Same dynamic_resources: the reload applies and xDS resources stay.
+    gw.reload(boot.clone()).expect("reload");
+    assert_eq!(get_n(addr, "/", 1), [(200, "b1".to_string())]);
+
+    let mut changed = boot;
+    changed.dynamic.as_mut().unwrap().lds = None;
+    let err = gw.reload(changed).unwrap_err();
+    assert!(err.contains("dynamic_resources cannot change"), "{err}");
+    assert_eq!(get_n(addr, "/", 1), [(200, "b1".to_string())]);
     gw.shutdown();
 }

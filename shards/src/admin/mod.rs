@@ -32,6 +32,7 @@ struct Inner {
     bootstrap: Bootstrap,
     /// `None` without `dynamic_resources`.
     xds: Option<XdsView>,
+    pushes: PushStats,
     accept: Option<Task<()>>,
 }
 
@@ -44,6 +45,15 @@ impl Inner {
             .map(|h| f(h).get())
             .sum()
     }
+}
+
+/// Snapshot pushes since start (config reloads and xDS updates).
+#[derive(Debug, Default, Clone, Copy)]
+struct PushStats {
+    count: u64,
+    total: Duration,
+    last: Duration,
+    max: Duration,
 }
 
 /// What the admin server reports from; owned by the control shard.
@@ -61,6 +71,7 @@ impl AdminState {
             snapshot,
             bootstrap,
             xds: None,
+            pushes: PushStats::default(),
             accept: None,
         })))
     }
@@ -69,6 +80,15 @@ impl AdminState {
         let mut i = self.0.borrow_mut();
         i.snapshot = snapshot;
         i.bootstrap = bootstrap;
+    }
+
+    /// Records how long one snapshot took from build to every shard's ack.
+    pub fn record_push(&self, took: Duration) {
+        let p = &mut self.0.borrow_mut().pushes;
+        p.count += 1;
+        p.total += took;
+        p.last = took;
+        p.max = p.max.max(took);
     }
 
     pub fn set_xds(&self, view: XdsView) {

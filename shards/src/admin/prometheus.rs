@@ -237,6 +237,40 @@ pub(super) fn render(inner: &Inner) -> String {
             );
         }
     }
+    let p = &inner.pushes;
+    metric(
+        &mut out,
+        "gateway_config_pushes_total",
+        "counter",
+        "Snapshots pushed to every data shard (reloads and xDS updates).",
+    );
+    let _ = writeln!(out, "gateway_config_pushes_total {}", p.count);
+    metric(
+        &mut out,
+        "gateway_config_push_seconds_total",
+        "counter",
+        "Time from snapshot build to the last shard's ack, summed over pushes.",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_config_push_seconds_total {:.6}",
+        p.total.as_secs_f64()
+    );
+    for (name, help, v) in [
+        (
+            "gateway_config_push_last_seconds",
+            "Duration of the latest push.",
+            p.last,
+        ),
+        (
+            "gateway_config_push_max_seconds",
+            "Longest push since start.",
+            p.max,
+        ),
+    ] {
+        metric(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {:.6}", v.as_secs_f64());
+    }
     if let Some(x) = &inner.xds {
         super::xds::prometheus(x, &mut out);
     }

@@ -147,6 +147,11 @@ impl XdsClient {
         self.resubscribe(now)
     }
 
+    /// The bootstrap this client composes on top of.
+    pub fn statics(&self) -> &Bootstrap {
+        &self.statics
+    }
+
     /// Whether the first fetch of every ADS wildcard type is done (or timed
     /// out), as Envoy's init manager waits before the server is ready.
     pub fn initialized(&self, now: Instant) -> bool {
