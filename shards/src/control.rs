@@ -99,12 +99,12 @@ pub(crate) async fn run(
             let outcome = match files::read(&path) {
                 Ok(resp) => client.on_file(kind, &resp, now),
                 Err(e) => {
-                    let _ = started.send(Err(StartError::Control(e)));
+                    let _ = started.send(Err(StartError::Config(e)));
                     return;
                 }
             };
             if let Some(e) = outcome.rejected {
-                let _ = started.send(Err(StartError::Control(format!("{}: {e}", path.display()))));
+                let _ = started.send(Err(StartError::Config(format!("{}: {e}", path.display()))));
                 return;
             }
             watched.push((kind, path, stamp));

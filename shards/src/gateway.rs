@@ -34,6 +34,9 @@ pub struct Options {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The configuration (a file source read at start) is invalid.
+    #[error("{0}")]
+    Config(String),
     #[error("{0}")]
     Bind(String),
     #[error("starting shard {0}: {1}")]

@@ -78,6 +78,23 @@ fn load(args: &Args) -> Result<engine::Bootstrap, String> {
     }
 }
 
+/// `--check` also validates the files `path_config_source` names, as a
+/// start would.
+fn check_file_sources(b: &engine::Bootstrap) -> Result<(), String> {
+    use xds::client::{ResourceType, XdsClient};
+    let now = std::time::Instant::now();
+    let mut client = XdsClient::new(b, now);
+    for kind in [ResourceType::Cluster, ResourceType::Listener] {
+        if let Some(engine::ConfigSource::Path(path)) = client.source(kind).cloned() {
+            let resp = xds::file::load_discovery_response(&path).map_err(|e| e.to_string())?;
+            if let Some(e) = client.on_file(kind, &resp, now).rejected {
+                return Err(format!("{}: {e}", path.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     tracing_subscriber::fmt()
@@ -95,6 +112,10 @@ fn main() -> ExitCode {
         }
     };
     if args.check {
+        if let Err(e) = check_file_sources(&bootstrap) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
         println!("configuration OK");
         return ExitCode::SUCCESS;
     }
@@ -144,7 +165,8 @@ fn main() -> ExitCode {
         Ok(g) => g,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(1);
+            let config_error = matches!(e, shards::StartError::Config(_));
+            return ExitCode::from(if config_error { 2 } else { 1 });
         }
     };
     for (name, addr) in &gw.listeners {

@@ -29,6 +29,12 @@ pub const ADS_PATH: &str =
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
+/// HTTP/2 PINGs on the ADS connection: a control plane whose host died
+/// (no FIN, no RST) is noticed within `KEEPALIVE + KEEPALIVE_TIMEOUT` and
+/// we move on to the next endpoint, instead of waiting on a dead stream.
+const KEEPALIVE: Duration = Duration::from_secs(30);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What the control loop hears from the ADS task. `gen` numbers streams so
 /// that late events from a dead stream are recognised and dropped.
 pub enum AdsEvent {
@@ -95,7 +101,7 @@ async fn stream(
     let tcp = io::connect(addr, target.cluster.connect_timeout)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
-    let (mut client, conn) = h2::client::Builder::new()
+    let (mut client, mut conn) = h2::client::Builder::new()
         .initial_max_send_streams(1)
         // Large pushes (10k-endpoint EDS) arrive without waiting for
         // window updates every 64 KiB.
@@ -104,6 +110,7 @@ async fn stream(
         .handshake::<_, Bytes>(io::h2_io(tcp))
         .await
         .map_err(|e| format!("h2 handshake with {addr}: {e}"))?;
+    let ping_pong = conn.ping_pong();
     // Dropping this task (when the stream ends) closes the connection.
     let _conn = glommio::spawn_local(async move {
         let _ = conn.await;
@@ -138,7 +145,29 @@ async fn stream(
     if let Some(status) = grpc_status(&parts.headers) {
         return Err(format!("{addr}: stream refused: {status}"));
     }
-    read_responses(body, addr, gen, events, backoff).await
+    let reading = read_responses(body, addr, gen, events, backoff);
+    match ping_pong {
+        Some(pp) => futures_lite::future::or(reading, keepalive(pp, addr)).await,
+        None => reading.await,
+    }
+}
+
+/// Returns (with the reason) once a PING goes unanswered.
+async fn keepalive(mut pp: h2::PingPong, addr: SocketAddr) -> Result<String, String> {
+    loop {
+        glommio::timer::sleep(KEEPALIVE).await;
+        let pong = pp.ping(h2::Ping::opaque());
+        let timeout = async {
+            glommio::timer::sleep(KEEPALIVE_TIMEOUT).await;
+            Err(h2::Error::from(h2::Reason::CANCEL))
+        };
+        if futures_lite::future::or(pong, timeout).await.is_err() {
+            return Err(format!(
+                "{addr}: no PING answer within {}s",
+                KEEPALIVE_TIMEOUT.as_secs()
+            ));
+        }
+    }
 }
 
 async fn read_responses(
