@@ -538,3 +538,32 @@ fn responses_with_unknown_type_are_ignored() {
     assert!(out.requests.is_empty());
     assert!(out.rejected.is_some());
 }
+
+#[test]
+fn unknown_protobuf_fields_are_ignored_as_proto3_requires() {
+    let t0 = Instant::now();
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    let mut any = eds_cluster("echo");
+    // Field 9999, varint 1: a field from a newer Envoy we have never heard of.
+    any.value.extend_from_slice(&[0xf8, 0xe0, 0x04, 0x01]);
+    let out = c.on_response(response(ResourceType::Cluster, "v1", "n1", vec![any]), t0);
+    assert!(out.rejected.is_none(), "{:?}", out.rejected);
+    assert!(c.clusters().contains_key("echo"));
+}
+
+#[test]
+fn known_but_unimplemented_fields_are_nacked_by_name() {
+    let t0 = Instant::now();
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    let mut any = eds_cluster("echo");
+    // outlier_detection (field 19), an empty message: Envoy knows it, we
+    // do not implement it yet, so it must not be ignored silently.
+    any.value.extend_from_slice(&[0x9a, 0x01, 0x00]);
+    let out = c.on_response(response(ResourceType::Cluster, "v1", "n1", vec![any]), t0);
+    assert_eq!(
+        out.rejected.as_deref(),
+        Some("clusters[echo].outlier_detection: not supported")
+    );
+}
