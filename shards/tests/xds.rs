@@ -282,6 +282,16 @@ impl Traffic {
     }
 }
 
+/// A per-host counter from `/clusters` (summed over shards).
+fn host_stat(admin: SocketAddr, cluster: &str, host: SocketAddr, stat: &str) -> u64 {
+    let (_, text) = admin_get(admin, "/clusters");
+    let prefix = format!("{cluster}::{host}::{stat}::");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix} in {text}"))
+}
+
 fn failures(seen: &BTreeMap<String, u64>) -> Vec<(&String, &u64)> {
     seen.iter()
         .filter(|(k, _)| k.starts_with("status") || k.starts_with("error"))
@@ -331,6 +341,12 @@ fn eds_add_and_remove_under_load_fail_no_request() {
 
     let traffic = Traffic::start(addr);
     traffic.wait_served_by("b1", 50);
+    let admin = gw.admin_addr.unwrap();
+    let b1_seen = |t: &Traffic| t.snapshot().get("b1").copied().unwrap_or(0);
+    let (b1_total, b1_before) = (
+        host_stat(admin, "echo", b1.addr(), "rq_total"),
+        b1_seen(&traffic),
+    );
     push(
         &server,
         type_url::ENDPOINT,
@@ -338,6 +354,14 @@ fn eds_add_and_remove_under_load_fail_no_request() {
         vec![cla("echo", &[b1.addr(), b2.addr()])],
     );
     traffic.wait_served_by("b2", 50);
+    // b1 survived the update: same HostId, so its counters carried over
+    // (had they restarted, the total would miss the requests before it).
+    let served_since = b1_seen(&traffic) - b1_before;
+    let total = host_stat(admin, "echo", b1.addr(), "rq_total");
+    assert!(
+        total + 8 >= b1_total + served_since,
+        "rq_total {total} < {b1_total} + {served_since}"
+    );
     push(
         &server,
         type_url::ENDPOINT,
