@@ -76,6 +76,8 @@ struct Control {
     ads: AdsLink,
     /// `dynamic_resources` as started (a reload may not change them).
     dynamic: Option<engine::DynamicResources>,
+    /// `initialized` as last shown by the admin server.
+    initialized: bool,
     /// Monotonic → wall clock, for the admin's timestamps.
     epoch: (Instant, SystemTime),
 }
@@ -202,6 +204,7 @@ pub(crate) async fn run(
         client,
         ads: AdsLink::default(),
         dynamic: bootstrap.dynamic.clone(),
+        initialized: false,
         epoch: (Instant::now(), SystemTime::now()),
     };
     control.refresh_admin();
@@ -217,8 +220,13 @@ pub(crate) async fn run(
             Event::File { kind, result } => control.on_file(kind, result).await,
             Event::Tick => {
                 let now = Instant::now();
-                if control.client.poll(now) {
+                let expired = control.client.poll(now);
+                if expired {
                     control.push_xds(now).await;
+                }
+                // Most ticks change nothing the admin server shows.
+                if !expired && control.initialized == control.client.initialized(now) {
+                    continue;
                 }
             }
         }
@@ -417,10 +425,11 @@ impl Control {
         }
     }
 
-    fn refresh_admin(&self) {
+    fn refresh_admin(&mut self) {
         if self.dynamic.is_none() {
             return;
         }
+        self.initialized = self.client.initialized(Instant::now());
         let c = &self.client;
         let types = ResourceType::ALL
             .into_iter()
@@ -467,7 +476,7 @@ impl Control {
             types,
             warming_listeners: warming_listeners.into_iter().map(str::to_owned).collect(),
             warming_clusters: warming_clusters.into_iter().map(str::to_owned).collect(),
-            initialized: c.initialized(Instant::now()),
+            initialized: self.initialized,
         });
     }
 }
