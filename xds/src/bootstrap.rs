@@ -15,32 +15,47 @@ pub enum Format {
     Json,
 }
 
+impl Format {
+    /// By file name: `.json` is JSON, anything else YAML (a superset of
+    /// JSON, so `.yaml`, `.yml` and unknown extensions all work).
+    pub fn of(path: &std::path::Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("json") => Format::Json,
+            _ => Format::Yaml,
+        }
+    }
+
+    /// Parses `text` into a JSON value (YAML maps onto the same model).
+    pub fn parse(self, text: &str) -> Result<serde_json::Value> {
+        match self {
+            Format::Json => {
+                serde_json::from_str(text).map_err(|e| Error::Syntax(format!("invalid JSON: {e}")))
+            }
+            Format::Yaml => {
+                serde_yaml::from_str(text).map_err(|e| Error::Syntax(format!("invalid YAML: {e}")))
+            }
+        }
+    }
+}
+
+/// Reads a whole config file.
+pub(crate) fn read(path: &std::path::Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        file: path.to_owned(),
+        source,
+    })
+}
+
 /// Parses and validates a bootstrap document.
 pub fn from_str(text: &str, format: Format) -> Result<engine::Bootstrap> {
-    let value: serde_json::Value =
-        match format {
-            Format::Json => serde_json::from_str(text)
-                .map_err(|e| Error::Syntax(format!("invalid JSON: {e}")))?,
-            Format::Yaml => serde_yaml::from_str(text)
-                .map_err(|e| Error::Syntax(format!("invalid YAML: {e}")))?,
-        };
-    let pb: pb::Bootstrap = decode::from_json(value, &Path::root())?;
+    let pb: pb::Bootstrap = decode::from_json(format.parse(text)?, &Path::root())?;
     bootstrap(&pb)
 }
 
-/// Reads a bootstrap file: `.json` is JSON, anything else YAML (a superset
-/// of JSON, so `.yaml`, `.yml` and unknown extensions all work).
+/// Reads a bootstrap file (format by extension, see [`Format::of`]).
 pub fn load_file(path: impl AsRef<std::path::Path>) -> Result<engine::Bootstrap> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        file: path.to_owned(),
-        source,
-    })?;
-    let format = match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("json") => Format::Json,
-        _ => Format::Yaml,
-    };
-    from_str(&text, format)
+    from_str(&read(path)?, Format::of(path))
 }
 
 /// Validates a decoded `Bootstrap`.

@@ -65,6 +65,12 @@ pub enum Error {
     /// The text is not valid YAML/JSON (message carries line and column).
     #[error("{0}")]
     Syntax(String),
+    /// An error inside a file other than the bootstrap (a file source).
+    #[error("{}: {source}", file.display())]
+    InFile {
+        file: std::path::PathBuf,
+        source: Box<Error>,
+    },
     /// A field that is not in Envoy's proto (or not in our subset of it).
     #[error("{path}: unknown field")]
     UnknownField { path: Path },
@@ -107,6 +113,7 @@ impl Error {
             Self::UnknownField { path }
             | Self::Unsupported { path, .. }
             | Self::Invalid { path, .. } => Some(path),
+            Self::InFile { source, .. } => source.path(),
             Self::Io { .. } | Self::Syntax(_) => None,
         }
     }

@@ -8,28 +8,15 @@ use crate::pb::envoy::service::discovery::v3::DiscoveryResponse;
 
 /// Parses a `DiscoveryResponse` document.
 pub fn discovery_response(text: &str, format: Format) -> Result<DiscoveryResponse> {
-    let value: serde_json::Value =
-        match format {
-            Format::Json => serde_json::from_str(text)
-                .map_err(|e| Error::Syntax(format!("invalid JSON: {e}")))?,
-            Format::Yaml => serde_yaml::from_str(text)
-                .map_err(|e| Error::Syntax(format!("invalid YAML: {e}")))?,
-        };
-    decode::from_json(value, &Path::root())
+    decode::from_json(format.parse(text)?, &Path::root())
 }
 
-/// Reads a `DiscoveryResponse` file (`.json` is JSON, anything else YAML).
+/// Reads a `DiscoveryResponse` file (format by extension, see
+/// [`Format::of`]); errors other than I/O name the file.
 pub fn load_discovery_response(path: &std::path::Path) -> Result<DiscoveryResponse> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+    let text = crate::bootstrap::read(path)?;
+    discovery_response(&text, Format::of(path)).map_err(|e| Error::InFile {
         file: path.to_owned(),
-        source,
-    })?;
-    let format = match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("json") => Format::Json,
-        _ => Format::Yaml,
-    };
-    discovery_response(&text, format).map_err(|e| match e {
-        Error::Io { .. } => e,
-        other => Error::invalid(Path::root(), format!("{}: {other}", path.display())),
+        source: Box::new(e),
     })
 }
