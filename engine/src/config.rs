@@ -115,6 +115,10 @@ pub struct HttpConnectionManager {
     /// `use_remote_address: true` without `skip_xff_append` (Envoy's default
     /// is false; edge deployments set it).
     pub append_x_forwarded_for: bool,
+    /// The `envoy.filters.http.stateful_session` filter in `http_filters`
+    /// (gRFC A55). Validated, but not implemented yet: the `xds` crate
+    /// rejects it (or skips it when `is_optional`), so this is `None` for now.
+    pub stateful_session: Option<StatefulSession>,
 }
 
 /// `route_config` (inline `RouteConfiguration`).
@@ -275,6 +279,236 @@ pub struct Cluster {
     /// `Some` for `type: EDS`.
     pub eds: Option<Eds>,
     pub http2: UpstreamHttp2,
+    /// `outlier_detection`; `None`: no passive ejection (as in Envoy).
+    /// Validated, not implemented yet: the `xds` crate rejects clusters
+    /// that set it, so this is `None` for now.
+    pub outlier_detection: Option<OutlierDetection>,
+    /// `Some` exactly for `lb_policy: LEAST_REQUEST` (with its
+    /// `least_request_lb_config`), and then it, not `lb_policy`, says how
+    /// hosts are picked. Validated, not implemented yet (always `None` now).
+    pub least_request: Option<LeastRequest>,
+    /// `common_lb_config` with Envoy's defaults. Setting either field is
+    /// validated but not implemented yet, so this is the default for now.
+    pub common_lb: CommonLb,
+}
+
+/// Envoy's default `OutlierDetection.interval`.
+pub const DEFAULT_OUTLIER_INTERVAL: Duration = Duration::from_secs(10);
+/// Envoy's default `OutlierDetection.base_ejection_time`.
+pub const DEFAULT_BASE_EJECTION_TIME: Duration = Duration::from_secs(30);
+/// Envoy's default `OutlierDetection.max_ejection_time` (or
+/// `base_ejection_time` when that is larger).
+pub const DEFAULT_MAX_EJECTION_TIME: Duration = Duration::from_secs(300);
+
+/// `Cluster.outlier_detection` (gRFC A50, Envoy's field semantics), with
+/// Envoy's defaults applied. A host ejected `n` times stays out for
+/// `min(base_ejection_time * n, max_ejection_time)`; at most
+/// `max_ejection_percent` of the cluster is ejected at once.
+///
+/// A detector whose `enforcing_*` percentage is 0 never ejects, so it is
+/// `None` here (A50 does the same for success rate and failure percentage).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutlierDetection {
+    /// Time between ejection sweeps (default 10 s; greater than 0).
+    pub interval: Duration,
+    /// Ejection time per ejection so far (default 30 s; greater than 0).
+    pub base_ejection_time: Duration,
+    /// Cap on the ejection time: as configured (never below
+    /// `base_ejection_time`), else `max(300 s, base_ejection_time)`.
+    pub max_ejection_time: Duration,
+    /// `0..=100`, default 10.
+    pub max_ejection_percent: u32,
+    /// `consecutive_5xx` (default 5) with `enforcing_consecutive_5xx`
+    /// (default 100).
+    pub consecutive_5xx: Option<ConsecutiveErrors>,
+    /// `consecutive_gateway_failure` (502, 503, 504; default 5) with
+    /// `enforcing_consecutive_gateway_failure` (default 0: off).
+    pub consecutive_gateway_failure: Option<ConsecutiveErrors>,
+    /// The `success_rate_*` fields, unless `enforcing_success_rate` is 0
+    /// (default 100).
+    pub success_rate: Option<SuccessRateEjection>,
+    /// The `failure_percentage_*` fields, when `enforcing_failure_percentage`
+    /// is above 0 (default 0: off).
+    pub failure_percentage: Option<FailurePercentageEjection>,
+}
+
+/// A consecutive-errors detector of [`OutlierDetection`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsecutiveErrors {
+    /// Errors in a row that make a host an outlier.
+    pub threshold: u32,
+    /// Chance in percent (`1..=100`) that an outlier is actually ejected.
+    pub enforcement_percentage: u32,
+}
+
+/// gRFC A50 `SuccessRateEjection`: hosts whose success rate is below
+/// `mean - stdev * stdev_factor / 1000` are outliers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SuccessRateEjection {
+    /// `success_rate_stdev_factor`, in thousandths (default 1900 = 1.9).
+    pub stdev_factor: u32,
+    /// `enforcing_success_rate`: `1..=100`.
+    pub enforcement_percentage: u32,
+    /// `success_rate_minimum_hosts` (default 5).
+    pub minimum_hosts: u32,
+    /// `success_rate_request_volume` (default 100).
+    pub request_volume: u32,
+}
+
+/// gRFC A50 `FailurePercentageEjection`: hosts failing at least
+/// `threshold` percent of their requests are outliers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailurePercentageEjection {
+    /// `failure_percentage_threshold`: `0..=100`, default 85.
+    pub threshold: u32,
+    /// `enforcing_failure_percentage`: `1..=100`.
+    pub enforcement_percentage: u32,
+    /// `failure_percentage_minimum_hosts` (default 5).
+    pub minimum_hosts: u32,
+    /// `failure_percentage_request_volume` (default 50).
+    pub request_volume: u32,
+}
+
+/// The most hosts a least-request pick samples (gRFC A48 caps
+/// `choice_count` here; larger configured values are lowered to it).
+pub const MAX_LEAST_REQUEST_CHOICES: u32 = 10;
+
+/// `lb_policy: LEAST_REQUEST` with `least_request_lb_config` (gRFC A48):
+/// each pick samples `choice_count` routable hosts at random and takes the
+/// one with the fewest active requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeastRequest {
+    /// `2..=MAX_LEAST_REQUEST_CHOICES`; default 2.
+    pub choice_count: u32,
+}
+
+impl Default for LeastRequest {
+    fn default() -> Self {
+        Self { choice_count: 2 }
+    }
+}
+
+/// `Cluster.common_lb_config`: the parts we model, with Envoy's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommonLb {
+    /// `healthy_panic_threshold` in whole percent (`0..=100`, rounded as
+    /// Envoy does; default 50, 0 disables panic mode).
+    pub healthy_panic_threshold: u32,
+    /// `override_host_status`: the health states a host chosen by a host
+    /// override (the stateful session filter) may be in. Default
+    /// `[UNKNOWN, HEALTHY, DEGRADED]` as in Envoy; an explicitly empty set
+    /// disables host overrides.
+    pub override_host_status: HealthStatusSet,
+}
+
+impl Default for CommonLb {
+    fn default() -> Self {
+        Self {
+            healthy_panic_threshold: 50,
+            override_host_status: HealthStatusSet::DEFAULT_OVERRIDE_HOST_STATUS,
+        }
+    }
+}
+
+/// A set of [`HealthStatus`] values (`config.core.v3.HealthStatusSet`).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct HealthStatusSet(u8);
+
+impl HealthStatusSet {
+    pub const EMPTY: Self = Self(0);
+    /// Envoy's default `override_host_status`: UNKNOWN, HEALTHY, DEGRADED.
+    pub const DEFAULT_OVERRIDE_HOST_STATUS: Self = Self(
+        1 << HealthStatus::Unknown as u8
+            | 1 << HealthStatus::Healthy as u8
+            | 1 << HealthStatus::Degraded as u8,
+    );
+
+    pub fn insert(&mut self, status: HealthStatus) {
+        self.0 |= 1 << status as u8;
+    }
+
+    pub fn contains(self, status: HealthStatus) -> bool {
+        self.0 & (1 << status as u8) != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The members in Envoy's numeric order.
+    pub fn iter(self) -> impl Iterator<Item = HealthStatus> {
+        (0..6)
+            .filter_map(HealthStatus::from_i32)
+            .filter(move |s| self.contains(*s))
+    }
+}
+
+impl FromIterator<HealthStatus> for HealthStatusSet {
+    fn from_iter<I: IntoIterator<Item = HealthStatus>>(iter: I) -> Self {
+        let mut set = Self::EMPTY;
+        for s in iter {
+            set.insert(s);
+        }
+        set
+    }
+}
+
+impl std::fmt::Debug for HealthStatusSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+/// The stateful session HTTP filter
+/// (`envoy.extensions.filters.http.stateful_session.v3.StatefulSession`,
+/// gRFC A55): requests carrying a session's upstream address go back to that
+/// host if it is in the cluster's `override_host_status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatefulSession {
+    /// `session_state`; `None`: the filter does nothing (as in Envoy).
+    pub session_state: Option<SessionState>,
+    /// `strict`: fail the request instead of load balancing when the
+    /// session's host is not available.
+    pub strict: bool,
+    /// `status_on_strict_destination_not_found` (503 when unset or 0).
+    pub strict_not_found_status: u16,
+}
+
+/// Where a session's upstream address (base64 of `IP:port`) is carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionState {
+    /// `envoy.http.stateful_session.cookie` (`CookieBasedSessionState`).
+    Cookie(SessionCookie),
+    /// `envoy.http.stateful_session.header` (`HeaderBasedSessionState`).
+    Header(SessionHeader),
+}
+
+/// `CookieBasedSessionState.cookie` (`envoy.type.http.v3.Cookie`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCookie {
+    /// A valid cookie name (an RFC 7230 token).
+    pub name: String,
+    /// `ttl`; zero (the default) makes a session cookie (no `Max-Age`).
+    pub ttl: Duration,
+    /// `path`, starting with `/`; `None`: the cookie gets no `Path`
+    /// attribute and applies to every request path (gRFC A55's default `/`).
+    pub path: Option<String>,
+}
+
+/// `HeaderBasedSessionState`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHeader {
+    /// A valid header name, lowercased.
+    pub name: String,
+}
+
+/// `StatefulSessionPerRoute` (a route's or virtual host's override).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatefulSessionPerRoute {
+    /// `disabled: true`.
+    Disabled,
+    /// `stateful_session`: replaces the listener's configuration.
+    Override(StatefulSession),
 }
 
 /// `HttpProtocolOptions.explicit_http_config.http2_protocol_options`.

@@ -74,6 +74,9 @@ mod tests {
                 .collect(),
             eds: None,
             http2: UpstreamHttp2::default(),
+            outlier_detection: None,
+            least_request: None,
+            common_lb: Default::default(),
         };
         ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())
     }

@@ -138,6 +138,9 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.endpoints == b.endpoints
         && a.eds == b.eds
         && a.http2 == b.http2
+        && a.outlier_detection == b.outlier_detection
+        && a.least_request == b.least_request
+        && a.common_lb == b.common_lb
 }
 
 #[cfg(test)]
@@ -161,6 +164,9 @@ mod tests {
                 .collect(),
             eds: None,
             http2: UpstreamHttp2::default(),
+            outlier_detection: None,
+            least_request: None,
+            common_lb: Default::default(),
         })
     }
 

@@ -39,6 +39,9 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
             .collect(),
         eds: None,
         http2: UpstreamHttp2::default(),
+        outlier_detection: None,
+        least_request: None,
+        common_lb: Default::default(),
     })
 }
 
@@ -82,6 +85,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             stream_idle_timeout: Some(Duration::from_secs(300)),
             drain_timeout: Duration::from_secs(1),
             append_x_forwarded_for: true,
+            stateful_session: None,
         },
     })
 }

@@ -558,12 +558,12 @@ fn known_but_unimplemented_fields_are_nacked_by_name() {
     let mut c = XdsClient::new(&boot(BOOT), t0);
     c.on_stream_open();
     let mut any = eds_cluster("echo");
-    // outlier_detection (field 19), an empty message: Envoy knows it, we
-    // do not implement it yet, so it must not be ignored silently.
-    any.value.extend_from_slice(&[0x9a, 0x01, 0x00]);
+    // circuit_breakers (field 10), an empty message: Envoy knows it, we
+    // do not implement it, so it must not be ignored silently.
+    any.value.extend_from_slice(&[0x52, 0x00]);
     let out = c.on_response(response(ResourceType::Cluster, "v1", "n1", vec![any]), t0);
     assert_eq!(
         out.rejected.as_deref(),
-        Some("clusters[echo].outlier_detection: not supported")
+        Some("clusters[echo].circuit_breakers: not supported")
     );
 }

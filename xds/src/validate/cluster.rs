@@ -1,13 +1,18 @@
 //! `Cluster` / `ClusterLoadAssignment` → `engine::Cluster`: STATIC clusters
-//! of IP endpoints, round robin, HTTP/2 upstreams.
+//! of IP endpoints, round robin, HTTP/2 upstreams. Outlier detection, least
+//! request and `common_lb_config` are validated, then refused as not
+//! implemented yet (see `pending`).
 
 use std::collections::HashSet;
 
-use engine::{Cluster, Eds, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
+use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
 use prost::Name;
 
 use super::listener::reject_unused_h2;
-use super::{duration, reject_set, socket_address, u32_in, Allowed};
+use super::{
+    common_lb_config, duration, least_request_lb_config, outlier_detection, pending, reject_set,
+    socket_address, u32_in, Allowed,
+};
 use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
@@ -20,7 +25,7 @@ const NO_H2: &str =
 
 /// Validates a cluster (its name is not checked for uniqueness here).
 pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
-    use pb::cluster::{ClusterDiscoveryType, DiscoveryType, LbPolicy as PbLb};
+    use pb::cluster::{ClusterDiscoveryType, DiscoveryType, LbConfig, LbPolicy as PbLb};
     reject_set!(
         path,
         c,
@@ -32,15 +37,12 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         dns_refresh_rate,
         dns_lookup_family,
         dns_resolvers,
-        outlier_detection,
         cleanup_interval,
         upstream_bind_config,
         lb_subset_config,
-        lb_config,
         transport_socket,
         metadata,
         protocol_selection,
-        common_lb_config,
         alt_stat_name,
         common_http_protocol_options,
         upstream_connection_options,
@@ -97,8 +99,31 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             d
         }
     };
+    let lrpath = path.field("least_request_lb_config");
+    let lr_config = match &c.lb_config {
+        None => None,
+        Some(LbConfig::LeastRequestLbConfig(l)) => Some(l),
+        Some(LbConfig::RingHashLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("ring_hash_lb_config")))
+        }
+        Some(LbConfig::MaglevLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("maglev_lb_config")))
+        }
+        Some(LbConfig::OriginalDstLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("original_dst_lb_config")))
+        }
+        Some(LbConfig::RoundRobinLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("round_robin_lb_config")))
+        }
+    };
+    let mut least_request = None;
     let lb_policy = match PbLb::try_from(c.lb_policy) {
         Ok(PbLb::RoundRobin) => LbPolicy::RoundRobin,
+        Ok(PbLb::LeastRequest) => {
+            least_request = Some(least_request_lb_config(lr_config, &lrpath)?);
+            // `least_request` decides; `LbPolicy` has no variant for it yet.
+            LbPolicy::RoundRobin
+        }
         Ok(other) => {
             return Err(Error::unsupported_value(
                 path.field("lb_policy"),
@@ -112,6 +137,12 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             ))
         }
     };
+    if lr_config.is_some() && least_request.is_none() {
+        return Err(Error::invalid(
+            lrpath,
+            "only allowed with lb_policy LEAST_REQUEST",
+        ));
+    }
     let eds = match (&c.eds_cluster_config, is_eds) {
         (Some(e), true) => {
             let epath = path.field("eds_cluster_config");
@@ -152,14 +183,27 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         Some(la) => cluster_load_assignment(la, &path.field("load_assignment"))?,
         None => Vec::new(),
     };
-    Ok(Cluster {
+    let outlier_detection = match &c.outlier_detection {
+        Some(o) => Some(outlier_detection(o, &path.field("outlier_detection"))?),
+        None => None,
+    };
+    let common_lb = match &c.common_lb_config {
+        Some(cl) => common_lb_config(cl, &path.field("common_lb_config"))?,
+        None => CommonLb::default(),
+    };
+    let cluster = Cluster {
         name: c.name.clone(),
         connect_timeout,
         lb_policy,
         endpoints,
         eds,
         http2: upstream_http2(c, path)?,
-    })
+        outlier_detection,
+        least_request,
+        common_lb,
+    };
+    pending::cluster_features(c, path)?;
+    Ok(cluster)
 }
 
 /// Validates endpoints (inline `load_assignment` now, EDS later). Only

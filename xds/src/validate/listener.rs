@@ -14,6 +14,7 @@ use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::listener::v3 as pb;
 use crate::pb::envoy::extensions::filters::http::router::v3::Router;
+use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSession;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
 
 /// Envoy's name for the router filter; with no `typed_config` the filter is
@@ -242,7 +243,7 @@ pub fn http_connection_manager(
         }
         None => return Err(Error::invalid(path.field("route_config"), "required")),
     };
-    http_filters(&m.http_filters, &path.field("http_filters"))?;
+    let stateful_session = http_filters(&m.http_filters, &path.field("http_filters"))?;
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
     let h2path = path.field("http2_protocol_options");
@@ -304,6 +305,7 @@ pub fn http_connection_manager(
         )?,
         drain_timeout,
         append_x_forwarded_for,
+        stateful_session,
     })
 }
 
@@ -329,9 +331,15 @@ pub(crate) fn reject_unused_h2(h2: &core::Http2ProtocolOptions, path: &Path) -> 
 }
 
 /// The filter list must end in the router; any other filter is an error
-/// unless `is_optional` (then it is skipped, as gRFC A39 specifies).
-fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<()> {
+/// unless `is_optional` (then it is skipped, as gRFC A39 specifies). The
+/// stateful session filter's config is validated first (gRFC A55; it is not
+/// implemented yet, see `pending`); it is returned when present.
+fn http_filters(
+    filters: &[hcm::HttpFilter],
+    path: &Path,
+) -> Result<Option<engine::StatefulSession>> {
     use hcm::http_filter::ConfigType;
+    let mut stateful_session = None;
     if filters.is_empty() {
         return Err(Error::invalid(
             path.clone(),
@@ -346,7 +354,17 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<()> {
         match &f.config_type {
             Some(ConfigType::TypedConfig(any)) => {
                 let tpath = fpath.field("typed_config");
-                if any_type_name(any, &tpath)? == Router::full_name() {
+                let type_name = any_type_name(any, &tpath)?;
+                if type_name == StatefulSession::full_name() {
+                    let (config, cpath) = unpack::<StatefulSession>(any, &tpath)?;
+                    let config = super::stateful_session(&config, &cpath)?;
+                    if super::pending::skip_stateful_session_filter(f.is_optional, &tpath)? {
+                        continue;
+                    }
+                    stateful_session = Some(config);
+                    continue;
+                }
+                if type_name == Router::full_name() {
                     let (router, rpath) = unpack::<Router>(any, &tpath)?;
                     reject_set!(
                         rpath,
@@ -395,7 +413,7 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<()> {
                 "the router filter must be the last filter",
             ));
         }
-        return Ok(());
+        return Ok(stateful_session);
     }
     // The last filter was an optional one we skipped.
     Err(Error::invalid(

@@ -2,8 +2,12 @@
 //! type so bootstrap and (later) xDS responses share the same rules.
 
 mod cluster;
+mod lb;
 mod listener;
+mod outlier;
+mod pending;
 mod route;
+mod session;
 mod source;
 
 use std::collections::HashMap;
@@ -11,8 +15,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 pub use cluster::{cluster, cluster_load_assignment, upstream_http2};
+pub use lb::{common_lb_config, least_request_lb_config};
 pub use listener::{http_connection_manager, listener};
+pub use outlier::outlier_detection;
+pub use pending::NOT_IMPLEMENTED_YET;
 pub use route::{route_config, virtual_host};
+pub use session::{stateful_session, stateful_session_per_route};
 pub use source::{ads_config, config_source, dynamic_resources, initial_fetch_timeout, Allowed};
 
 use crate::error::{Error, Path, Result};
@@ -76,6 +84,38 @@ pub(crate) use reject_set;
 /// A `google.protobuf.Duration` as a std `Duration` (negative is invalid).
 pub(crate) fn duration(d: &prost_types::Duration, path: &Path) -> Result<Duration> {
     Duration::try_from(*d).map_err(|_| Error::invalid(path.clone(), "must not be negative"))
+}
+
+/// A `google.protobuf.Duration` held to the limits of its own definition
+/// (seconds within ±315,576,000,000; nanos within ±999,999,999 and of the
+/// same sign as seconds), as gRFC A50 asks, and not negative. Unlike
+/// [`duration`], nanos out of range are an error rather than carried over.
+pub(crate) fn strict_duration(d: &prost_types::Duration, path: &Path) -> Result<Duration> {
+    const MAX_SECONDS: i64 = 315_576_000_000;
+    let valid = (-MAX_SECONDS..=MAX_SECONDS).contains(&d.seconds)
+        && (-999_999_999..=999_999_999).contains(&d.nanos)
+        && !(d.seconds > 0 && d.nanos < 0 || d.seconds < 0 && d.nanos > 0);
+    if !valid {
+        return Err(Error::invalid(
+            path.clone(),
+            format!(
+                "{{seconds: {}, nanos: {}}} is not a valid google.protobuf.Duration",
+                d.seconds, d.nanos
+            ),
+        ));
+    }
+    if d.seconds < 0 || d.nanos < 0 {
+        return Err(Error::invalid(path.clone(), "must not be negative"));
+    }
+    Ok(Duration::new(d.seconds as u64, d.nanos as u32))
+}
+
+/// Whether `s` is an RFC 7230 token (a header name, or an RFC 6265 cookie
+/// name).
+pub(crate) fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// An optional timeout where 0 means "disabled", defaulting to `default`.
