@@ -263,3 +263,21 @@ pub fn admin_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .unwrap_or_default();
     (status, body)
 }
+
+/// Requests from a client thread: (status, x-backend) of each.
+pub fn get_n(addr: SocketAddr, path: &'static str, n: usize) -> Vec<(u16, String)> {
+    client(move || async move {
+        let c = connect(addr).await;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            match get(&c, path, &[]).await {
+                Ok(r) => out.push((
+                    r.status.as_u16(),
+                    r.header("x-backend").unwrap_or("").to_string(),
+                )),
+                Err(e) => out.push((0, e.to_string())),
+            }
+        }
+        out
+    })
+}
