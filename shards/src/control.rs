@@ -63,6 +63,10 @@ struct AdsLink {
     send: Option<h2::SendStream<Bytes>>,
     server: Option<SocketAddr>,
     restarts: u64,
+    connect_failures: u64,
+    /// Requests held back until their time (repeated NACKs, see
+    /// `xds::client::Outcome::delay`).
+    pending: Vec<(Instant, DiscoveryRequest)>,
 }
 
 struct Control {
@@ -220,6 +224,7 @@ pub(crate) async fn run(
             Event::File { kind, result } => control.on_file(kind, result).await,
             Event::Tick => {
                 let now = Instant::now();
+                control.send_due(now);
                 let expired = control.client.poll(now);
                 if expired {
                     control.push_xds(now).await;
@@ -321,23 +326,43 @@ impl Control {
                 let type_url = response.type_url.clone();
                 let version = response.version_info.clone();
                 let outcome = self.client.on_response(response, started);
-                if let Some(e) = &outcome.rejected {
-                    tracing::warn!(%type_url, %version, "xDS update rejected: {e}");
+                let n = outcome.repeated;
+                match &outcome.rejected {
+                    // A control plane resending the same bad version would
+                    // flood the log: say it again at 1, 2, 4, 8… repeats.
+                    Some(e) if n == 0 || n.is_power_of_two() => tracing::warn!(
+                        %type_url,
+                        %version,
+                        repeated = n,
+                        "xDS update rejected: {e}"
+                    ),
+                    _ => {}
                 }
                 if outcome.changed {
                     self.push_xds(started).await;
                 }
                 // After the push: an ACK means every shard serves it.
-                self.send(outcome.requests);
+                if outcome.delay.is_zero() {
+                    self.send(outcome.requests);
+                } else {
+                    let at = Instant::now() + outcome.delay;
+                    self.ads
+                        .pending
+                        .extend(outcome.requests.into_iter().map(|r| (at, r)));
+                }
             }
             AdsEvent::Response { .. } => {} // from a stream already given up
-            AdsEvent::Lost { gen, reason } => {
-                if gen == self.ads.gen {
-                    tracing::warn!("ADS stream lost: {reason}");
-                    self.ads.send = None;
-                    self.client.on_stream_closed();
-                }
+            AdsEvent::Lost { gen, reason } if gen == self.ads.gen => {
+                tracing::warn!("ADS stream lost: {reason}");
+                self.ads.send = None;
+                self.ads.pending.clear();
+                self.client.on_stream_closed();
                 self.ads.restarts += 1;
+            }
+            AdsEvent::Lost { reason, .. } => {
+                // Never opened: the next attempt follows the backoff.
+                tracing::warn!("ADS server unreachable: {reason}");
+                self.ads.connect_failures += 1;
             }
         }
     }
@@ -359,6 +384,18 @@ impl Control {
             self.push_xds(started).await;
         }
         self.send(outcome.requests);
+    }
+
+    /// Sends held-back requests whose time has come.
+    fn send_due(&mut self, now: Instant) {
+        if self.ads.pending.is_empty() {
+            return;
+        }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ads.pending)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.ads.pending = later;
+        self.send(due.into_iter().map(|(_, r)| r).collect());
     }
 
     /// Writes requests on the ADS stream, if one is up. h2 queues them
@@ -473,6 +510,7 @@ impl Control {
             connected: self.ads.send.is_some(),
             server: self.ads.server.map(|s| s.to_string()),
             stream_restarts: self.ads.restarts,
+            connect_failures: self.ads.connect_failures,
             types,
             warming_listeners: warming_listeners.into_iter().map(str::to_owned).collect(),
             warming_clusters: warming_clusters.into_iter().map(str::to_owned).collect(),

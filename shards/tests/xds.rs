@@ -358,6 +358,11 @@ fn invalid_cluster_is_nacked_and_the_previous_one_keeps_serving() {
     assert!(replies.iter().all(|(s, _)| *s == 200), "{replies:?}");
     let (_, dump) = admin_get(admin, "/config_dump");
     assert!(dump.contains("MAGLEV is not supported"), "{dump}");
+    let dump: serde_json::Value = serde_json::from_str(&dump).unwrap();
+    let active = &dump["dynamic_active"]["clusters"][0];
+    assert_eq!(active["version_info"], "c1", "{dump}");
+    assert_eq!(active["resource"]["name"], "echo", "{dump}");
+    assert_eq!(dump["static_resources"]["clusters"][0]["name"], "xds");
     let (_, stats) = admin_get(admin, "/stats");
     assert!(
         stats.contains("gateway_xds_update_rejected_total{type=\"clusters\"} 1"),
@@ -455,8 +460,20 @@ fn not_ready_until_the_first_fetch_and_serving_through_an_absent_control_plane()
     let gw = start(ads_bootstrap(ads_addr), 1);
     let admin = gw.admin_addr.unwrap();
     assert_eq!(admin_get(admin, "/ready").0, 503);
-    let (_, stats) = admin_get(admin, "/stats");
-    assert!(stats.contains("gateway_xds_connected 0"), "{stats}");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, stats) = admin_get(admin, "/stats");
+        assert!(stats.contains("gateway_xds_connected 0"), "{stats}");
+        assert!(
+            stats.contains("gateway_xds_stream_restarts_total 0"),
+            "{stats}"
+        );
+        if !stats.contains("gateway_xds_connect_failures_total 0") {
+            break; // failed attempts are counted, not taken for restarts
+        }
+        assert!(Instant::now() < deadline, "{stats}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // The control plane comes up late: the gateway connects on its own.
     let b1 = backend("b1");

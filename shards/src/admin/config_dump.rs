@@ -141,12 +141,22 @@ pub(super) fn render(inner: &Inner) -> Value {
             v
         })
         .collect();
+    // Resources that came over xDS or from files are listed apart from the
+    // bootstrap's own, with the version they arrived in (as Envoy's
+    // `dynamic_listeners` / `dynamic_active_clusters`).
+    let (dyn_listeners, listeners) =
+        split_dynamic(inner, "listeners", &b.listeners, listeners, |l| &l.name);
+    let (dyn_clusters, clusters) =
+        split_dynamic(inner, "clusters", &b.clusters, clusters, |c| &c.name);
     let mut dump = json!({
         "version": inner.snapshot.version,
         "node": { "id": b.node.id, "cluster": b.node.cluster },
         "admin": b.admin.map(|a| a.to_string()),
         "static_resources": { "listeners": listeners, "clusters": clusters },
     });
+    if inner.xds.is_some() {
+        dump["dynamic_active"] = json!({ "listeners": dyn_listeners, "clusters": dyn_clusters });
+    }
     if let Some(d) = &b.dynamic {
         dump["dynamic_resources"] = json!({
             "ads_config": d.ads.as_ref().map(|a| json!({
@@ -162,6 +172,34 @@ pub(super) fn render(inner: &Inner) -> Value {
         dump["xds"] = super::xds::dump(x);
     }
     dump
+}
+
+/// Splits rendered resources into (dynamic, static) by whether xDS holds a
+/// resource of that name; dynamic ones are wrapped with their type's version.
+fn split_dynamic<T>(
+    inner: &Inner,
+    kind: &str,
+    items: &[std::sync::Arc<T>],
+    rendered: Vec<Value>,
+    name: impl Fn(&T) -> &String,
+) -> (Vec<Value>, Vec<Value>) {
+    let Some(t) = inner
+        .xds
+        .as_ref()
+        .and_then(|x| x.types.iter().find(|t| t.name == kind))
+    else {
+        return (Vec::new(), rendered);
+    };
+    let mut dynamic = Vec::new();
+    let mut fixed = Vec::new();
+    for (item, v) in items.iter().zip(rendered) {
+        if t.resources.iter().any(|n| n == name(item)) {
+            dynamic.push(json!({ "version_info": t.version, "resource": v }));
+        } else {
+            fixed.push(v);
+        }
+    }
+    (dynamic, fixed)
 }
 
 /// A `ConfigSource` as `"ads"` or the watched file's path.

@@ -16,8 +16,11 @@ pub struct XdsView {
     pub connected: bool,
     /// The ADS server address of the current (or last) stream.
     pub server: Option<String>,
-    /// ADS streams that ended (for any reason) since start.
+    /// ADS streams that ended (for any reason) after opening.
     pub stream_restarts: u64,
+    /// Attempts to open an ADS stream that failed (connect, handshake,
+    /// refused stream).
+    pub connect_failures: u64,
     /// One entry per resource type, in subscription order (clusters,
     /// endpoints, listeners, routes).
     pub types: Vec<XdsTypeView>,
@@ -89,6 +92,7 @@ pub(super) fn dump(v: &XdsView) -> Value {
         "initialized": v.initialized,
         "server": v.server,
         "stream_restarts": v.stream_restarts,
+        "connect_failures": v.connect_failures,
         "warming": {
             "listeners": v.warming_listeners,
             "clusters": v.warming_clusters,
@@ -110,12 +114,23 @@ pub(super) fn prometheus(v: &XdsView, out: &mut String) {
         out,
         "gateway_xds_stream_restarts_total",
         "counter",
-        "ADS streams that ended since start.",
+        "ADS streams that ended after opening.",
     );
     let _ = writeln!(
         out,
         "gateway_xds_stream_restarts_total {}",
         v.stream_restarts
+    );
+    metric(
+        out,
+        "gateway_xds_connect_failures_total",
+        "counter",
+        "Attempts to open an ADS stream that failed.",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_xds_connect_failures_total {}",
+        v.connect_failures
     );
     type Count = fn(&XdsTypeView) -> u64;
     let per_type: [(&str, &str, Count); 2] = [
@@ -277,6 +292,7 @@ mod tests {
             connected: true,
             server: Some("127.0.0.1:18000".into()),
             stream_restarts: 2,
+            connect_failures: 5,
             types: vec![
                 XdsTypeView {
                     name: "clusters",
@@ -318,6 +334,7 @@ mod tests {
                 "initialized": true,
                 "server": "127.0.0.1:18000",
                 "stream_restarts": 2,
+                "connect_failures": 5,
                 "warming": { "listeners": ["ingress"], "clusters": [] },
                 "resources": [
                     {
@@ -366,9 +383,12 @@ mod tests {
 # HELP gateway_xds_connected Whether an ADS stream is up (0/1).
 # TYPE gateway_xds_connected gauge
 gateway_xds_connected 1
-# HELP gateway_xds_stream_restarts_total ADS streams that ended since start.
+# HELP gateway_xds_stream_restarts_total ADS streams that ended after opening.
 # TYPE gateway_xds_stream_restarts_total counter
 gateway_xds_stream_restarts_total 2
+# HELP gateway_xds_connect_failures_total Attempts to open an ADS stream that failed.
+# TYPE gateway_xds_connect_failures_total counter
+gateway_xds_connect_failures_total 5
 # HELP gateway_xds_update_accepted_total xDS updates accepted (ACKed) per resource type.
 # TYPE gateway_xds_update_accepted_total counter
 gateway_xds_update_accepted_total{type=\"clusters\"} 3

@@ -6,7 +6,9 @@
 //! stream to the control loop (which owns the protocol state and decides
 //! what to send) and forwards every response to it as an event.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,11 +31,14 @@ pub const ADS_PATH: &str =
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-/// HTTP/2 PINGs on the ADS connection: a control plane whose host died
-/// (no FIN, no RST) is noticed within `KEEPALIVE + KEEPALIVE_TIMEOUT` and
-/// we move on to the next endpoint, instead of waiting on a dead stream.
-const KEEPALIVE: Duration = Duration::from_secs(30);
-const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// TCP keepalive on the ADS connection: a control plane whose host died
+/// (no FIN, no RST) is noticed within about `IDLE + INTERVAL × PROBES` and we
+/// move on to the next endpoint instead of waiting on a dead stream. Not
+/// HTTP/2 PINGs: gRPC servers by default answer a PING more often than every
+/// 5 minutes with GOAWAY `too_many_pings`, and Envoy sends none either.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_PROBES: u32 = 3;
 
 /// What the control loop hears from the ADS task. `gen` numbers streams so
 /// that late events from a dead stream are recognised and dropped.
@@ -101,7 +106,8 @@ async fn stream(
     let tcp = io::connect(addr, target.cluster.connect_timeout)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
-    let (mut client, mut conn) = h2::client::Builder::new()
+    set_keepalive(&tcp);
+    let (mut client, conn) = h2::client::Builder::new()
         .initial_max_send_streams(1)
         // Large pushes (10k-endpoint EDS) arrive without waiting for
         // window updates every 64 KiB.
@@ -110,10 +116,15 @@ async fn stream(
         .handshake::<_, Bytes>(io::h2_io(tcp))
         .await
         .map_err(|e| format!("h2 handshake with {addr}: {e}"))?;
-    let ping_pong = conn.ping_pong();
-    // Dropping this task (when the stream ends) closes the connection.
+    // Dropping this task (when the stream ends) closes the connection. It
+    // keeps the connection's own error (a GOAWAY's code and debug data,
+    // say), which says more than the stream's "broken pipe".
+    let conn_error = Rc::new(RefCell::new(None));
+    let conn_error2 = Rc::clone(&conn_error);
     let _conn = glommio::spawn_local(async move {
-        let _ = conn.await;
+        if let Err(e) = conn.await {
+            *conn_error2.borrow_mut() = Some(e.to_string());
+        }
     });
     let request = Request::post(format!("http://{}{ADS_PATH}", target.authority))
         .header("content-type", "application/grpc")
@@ -137,36 +148,41 @@ async fn stream(
     {
         return Ok("shutting down".into());
     }
-    let response = response.await.map_err(|e| format!("{addr}: {e}"))?;
-    let (parts, body) = response.into_parts();
-    if parts.status != http::StatusCode::OK {
-        return Err(format!("{addr}: HTTP status {}", parts.status));
+    let result = async {
+        let response = response.await.map_err(|e| format!("{addr}: {e}"))?;
+        let (parts, body) = response.into_parts();
+        if parts.status != http::StatusCode::OK {
+            return Err(format!("{addr}: HTTP status {}", parts.status));
+        }
+        if let Some(status) = grpc_status(&parts.headers) {
+            return Err(format!("{addr}: stream refused: {status}"));
+        }
+        read_responses(body, addr, gen, events, backoff).await
     }
-    if let Some(status) = grpc_status(&parts.headers) {
-        return Err(format!("{addr}: stream refused: {status}"));
-    }
-    let reading = read_responses(body, addr, gen, events, backoff);
-    match ping_pong {
-        Some(pp) => futures_lite::future::or(reading, keepalive(pp, addr)).await,
-        None => reading.await,
+    .await;
+    match result {
+        Err(e) => {
+            // Let the connection task record why the connection ended.
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+            match conn_error.borrow_mut().take() {
+                Some(c) => Err(format!("{e} (connection: {c})")),
+                None => Err(e),
+            }
+        }
+        ok => ok,
     }
 }
 
-/// Returns (with the reason) once a PING goes unanswered.
-async fn keepalive(mut pp: h2::PingPong, addr: SocketAddr) -> Result<String, String> {
-    loop {
-        glommio::timer::sleep(KEEPALIVE).await;
-        let pong = pp.ping(h2::Ping::opaque());
-        let timeout = async {
-            glommio::timer::sleep(KEEPALIVE_TIMEOUT).await;
-            Err(h2::Error::from(h2::Reason::CANCEL))
-        };
-        if futures_lite::future::or(pong, timeout).await.is_err() {
-            return Err(format!(
-                "{addr}: no PING answer within {}s",
-                KEEPALIVE_TIMEOUT.as_secs()
-            ));
-        }
+fn set_keepalive(tcp: &glommio::net::TcpStream) {
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_PROBES);
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    // SAFETY: the descriptor belongs to `tcp`, which outlives this borrow.
+    let fd = unsafe { BorrowedFd::borrow_raw(tcp.as_raw_fd()) };
+    if let Err(e) = socket2::SockRef::from(&fd).set_tcp_keepalive(&ka) {
+        tracing::debug!("ADS TCP keepalive: {e}");
     }
 }
 

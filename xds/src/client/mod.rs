@@ -63,6 +63,27 @@ pub struct Outcome {
     pub changed: bool,
     /// Why the update was rejected, if it was.
     pub rejected: Option<String>,
+    /// How many times in a row before this one the same version was
+    /// rejected with the same error (a control plane that resends a bad
+    /// version at once, as go-control-plane does, loops with us).
+    pub repeated: u32,
+    /// Hold `requests` back this long: 0, then doubling from 100 ms to 10 s
+    /// while the same rejection repeats, so such a loop costs little.
+    pub delay: Duration,
+}
+
+/// First and longest wait before re-sending a repeated NACK.
+const NACK_DELAY_MIN: Duration = Duration::from_millis(100);
+const NACK_DELAY_MAX: Duration = Duration::from_secs(10);
+
+/// The wait before a NACK that repeats the previous one `repeated` times.
+fn nack_delay(repeated: u32) -> Duration {
+    match repeated {
+        0 => Duration::ZERO,
+        n => NACK_DELAY_MIN
+            .saturating_mul(1 << (n - 1).min(16))
+            .min(NACK_DELAY_MAX),
+    }
 }
 
 #[derive(Debug, Default)]
@@ -73,6 +94,8 @@ struct TypeState {
     names: BTreeSet<String>,
     /// Whether a request for this type went out on the current stream.
     requested: bool,
+    /// Identical rejections in a row (see `Outcome::repeated`).
+    reject_streak: u32,
     status: TypeStatus,
 }
 
@@ -260,14 +283,19 @@ impl XdsClient {
                 Outcome {
                     requests,
                     changed: true,
-                    rejected: None,
+                    ..Outcome::default()
                 }
             }
-            Err(message) => Outcome {
-                requests: vec![self.request(kind, Some(message.clone()))],
-                changed: false,
-                rejected: Some(message),
-            },
+            Err(message) => {
+                let repeated = self.types[kind.index()].reject_streak;
+                Outcome {
+                    requests: vec![self.request(kind, Some(message.clone()))],
+                    changed: false,
+                    rejected: Some(message),
+                    repeated,
+                    delay: nack_delay(repeated),
+                }
+            }
         }
     }
 
@@ -295,7 +323,7 @@ impl XdsClient {
             Ok(requests) => Outcome {
                 requests,
                 changed: true,
-                rejected: None,
+                ..Outcome::default()
             },
             Err(message) => Outcome {
                 rejected: Some(message),
@@ -317,7 +345,14 @@ impl XdsClient {
     }
 
     fn reject(&mut self, kind: ResourceType, version: &str, message: &str, now: Instant) {
-        let st = &mut self.types[kind.index()].status;
+        let t = &mut self.types[kind.index()];
+        let same = t
+            .status
+            .last_error
+            .as_ref()
+            .is_some_and(|e| e.version == version && e.message == message);
+        t.reject_streak = if same { t.reject_streak + 1 } else { 0 };
+        let st = &mut t.status;
         st.rejected += 1;
         st.last_error = Some(Rejection {
             version: version.to_owned(),
@@ -372,6 +407,7 @@ impl XdsClient {
                 }
             }
         }
+        self.types[kind.index()].reject_streak = 0;
         let st = &mut self.types[kind.index()].status;
         st.version = version.to_owned();
         st.last_update = Some(now);

@@ -567,3 +567,53 @@ fn known_but_unimplemented_fields_are_nacked_by_name() {
         Some("clusters[echo].circuit_breakers: not supported")
     );
 }
+
+#[test]
+fn a_rejection_repeated_by_the_server_is_answered_ever_more_slowly() {
+    let t0 = Instant::now();
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    let mut bad = PbCluster::decode(eds_cluster("echo").value.as_slice()).unwrap();
+    bad.lb_policy = 5; // MAGLEV
+    let bad = prost_types::Any {
+        type_url: PbCluster::type_url(),
+        value: bad.encode_to_vec(),
+    };
+    let mut delays = Vec::new();
+    for i in 0..10 {
+        let out = c.on_response(
+            response(
+                ResourceType::Cluster,
+                "v2",
+                &format!("n{i}"),
+                vec![bad.clone()],
+            ),
+            t0,
+        );
+        assert_eq!(out.repeated, i);
+        assert_eq!(out.requests[0].response_nonce, format!("n{i}"));
+        delays.push(out.delay.as_millis());
+    }
+    assert_eq!(
+        delays,
+        [0, 100, 200, 400, 800, 1600, 3200, 6400, 10000, 10000]
+    );
+    // A different version (or error) is answered at once again.
+    let out = c.on_response(
+        response(ResourceType::Cluster, "v3", "n10", vec![bad.clone()]),
+        t0,
+    );
+    assert_eq!(out.delay, Duration::ZERO);
+    // And an accepted one resets the count.
+    c.on_response(
+        response(
+            ResourceType::Cluster,
+            "v4",
+            "n11",
+            vec![eds_cluster("echo")],
+        ),
+        t0,
+    );
+    let out = c.on_response(response(ResourceType::Cluster, "v3", "n12", vec![bad]), t0);
+    assert_eq!(out.repeated, 0);
+}
