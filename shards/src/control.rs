@@ -26,11 +26,11 @@ use glommio::{LocalExecutorBuilder, Placement, Task};
 use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
-use crate::admin::{self, AdminState, XdsError, XdsTypeView, XdsView};
+use crate::admin::{self, AdminState};
 use crate::gateway::{Command, PortReservations, ShardMsg, StartError, Started};
 use crate::stats::ShardStats;
 use crate::xds::ads::{self, AdsEvent, AdsTarget};
-use crate::xds::{files, grpc};
+use crate::xds::{files, grpc, view};
 
 /// The sending side of the control loop's inbox, shared by its tasks.
 pub type EventSender = Rc<LocalSender<Event>>;
@@ -454,68 +454,19 @@ impl Control {
         result
     }
 
-    fn wall(&self, t: Instant) -> SystemTime {
-        let (mono, wall) = self.epoch;
-        match t.checked_duration_since(mono) {
-            Some(d) => wall + d,
-            None => wall - mono.duration_since(t),
-        }
-    }
-
     fn refresh_admin(&mut self) {
         if self.dynamic.is_none() {
             return;
         }
         self.initialized = self.client.initialized(Instant::now());
-        let c = &self.client;
-        let types = ResourceType::ALL
-            .into_iter()
-            .map(|kind| {
-                let st = c.status(kind);
-                let source = match kind {
-                    ResourceType::Listener | ResourceType::Cluster => match c.source(kind) {
-                        Some(ConfigSource::Ads { .. }) => "ads".to_string(),
-                        Some(ConfigSource::Path(p)) => format!("file:{}", p.display()),
-                        None => String::new(),
-                    },
-                    _ if c.subscribed(kind).next().is_some() => "ads".to_string(),
-                    _ => String::new(),
-                };
-                let resources: Vec<String> = match kind {
-                    ResourceType::Listener => c.listeners().keys().cloned().collect(),
-                    ResourceType::Cluster => c.clusters().keys().cloned().collect(),
-                    ResourceType::Route => c.routes().keys().cloned().collect(),
-                    ResourceType::Endpoint => c.endpoints().keys().cloned().collect(),
-                };
-                XdsTypeView {
-                    name: kind.name(),
-                    type_url: kind.type_url(),
-                    source,
-                    version: st.version.clone(),
-                    last_update: st.last_update.map(|t| self.wall(t)),
-                    last_error: st.last_error.as_ref().map(|e| XdsError {
-                        version: e.version.clone(),
-                        message: e.message.clone(),
-                        at: self.wall(e.at),
-                    }),
-                    accepted: st.accepted,
-                    rejected: st.rejected,
-                    subscribed: c.subscribed(kind).map(str::to_owned).collect(),
-                    resources,
-                }
-            })
-            .collect();
-        let (warming_listeners, warming_clusters) = c.warming();
-        self.admin.set_xds(XdsView {
+        let link = view::StreamState {
             connected: self.ads.send.is_some(),
-            server: self.ads.server.map(|s| s.to_string()),
-            stream_restarts: self.ads.restarts,
+            server: self.ads.server,
+            restarts: self.ads.restarts,
             connect_failures: self.ads.connect_failures,
-            types,
-            warming_listeners: warming_listeners.into_iter().map(str::to_owned).collect(),
-            warming_clusters: warming_clusters.into_iter().map(str::to_owned).collect(),
-            initialized: self.initialized,
-        });
+        };
+        let v = view::xds_view(&self.client, &link, self.initialized, self.epoch);
+        self.admin.set_xds(v);
     }
 }
 

@@ -5,3 +5,4 @@
 pub mod ads;
 pub mod files;
 pub mod grpc;
+pub mod view;
