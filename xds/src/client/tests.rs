@@ -617,3 +617,29 @@ fn a_rejection_repeated_by_the_server_is_answered_ever_more_slowly() {
     let out = c.on_response(response(ResourceType::Cluster, "v3", "n12", vec![bad]), t0);
     assert_eq!(out.repeated, 0);
 }
+
+#[test]
+fn endpoint_errors_name_their_path() {
+    let t0 = Instant::now();
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    let mut m = ClusterLoadAssignment::decode(cla("echo", &[1, 2, 3]).value.as_slice()).unwrap();
+    let lbe = &mut m.endpoints[0].lb_endpoints[2];
+    lbe.load_balancing_weight = Some(0);
+    let any = prost_types::Any {
+        type_url: ClusterLoadAssignment::type_url(),
+        value: m.encode_to_vec(),
+    };
+    c.on_response(response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]), t0);
+    let out = c.on_response(response(ResourceType::Endpoint, "e1", "n2", vec![any]), t0);
+    assert_eq!(
+        out.rejected.as_deref(),
+        Some("endpoints[echo].endpoints[0].lb_endpoints[2].load_balancing_weight: 0 is out of range 1..=4294967295")
+    );
+    let dup = cla("echo", &[1, 2, 1]);
+    let out = c.on_response(response(ResourceType::Endpoint, "e2", "n3", vec![dup]), t0);
+    assert_eq!(
+        out.rejected.as_deref(),
+        Some("endpoints[echo].endpoints[0].lb_endpoints[2].endpoint.address: duplicate endpoint 127.0.0.1:1")
+    );
+}
