@@ -3,20 +3,33 @@
 //! State is shard-local: each data shard passes its own [`RoundRobinState`],
 //! so picks never touch memory shared with another core.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::snapshot::{ClusterSnapshot, Host};
+
+/// Virtual time one pick of a weight-1 host advances its deadline by;
+/// a host of weight `w` advances by `EDF_SCALE / w`. u128 deadlines never
+/// overflow in practice (2^88 picks of a weight-1 host).
+const EDF_SCALE: u128 = 1 << 40;
 
 /// Shard-local round-robin state of one cluster.
 #[derive(Debug, Default, Clone)]
 pub struct RoundRobinState {
     cursor: u32,
-    /// Smooth weighted round robin "current weight" per host index; only used
-    /// when weights differ. Reset when the host list changes length.
-    current: Vec<i64>,
+    /// Earliest-deadline-first schedule over `routable` slots, used when
+    /// weights differ: `(deadline, slot)`, the smallest popped first (ties
+    /// by slot, so the order is deterministic).
+    edf: BinaryHeap<Reverse<(u128, u32)>>,
+    /// Which cluster snapshot `edf` was built for (by address, checked with
+    /// the host count): a new snapshot of the cluster restarts the schedule.
+    built_for: usize,
 }
 
-/// Picks the next host by round robin; smooth weighted (as nginx and Envoy's
-/// EDF scheduler produce: interleaved, proportional) when weights differ.
-/// Returns `None` when the cluster has no routable host.
+/// Picks the next host by round robin; when weights differ, by Envoy's
+/// earliest-deadline-first scheduler (interleaved and proportional to the
+/// weights) in O(log hosts). Returns `None` when the cluster has no
+/// routable host.
 pub fn pick_round_robin<'a>(
     cluster: &'a ClusterSnapshot,
     state: &mut RoundRobinState,
@@ -33,21 +46,24 @@ pub fn pick_round_robin<'a>(
         state.cursor = state.cursor.wrapping_add(1);
         return Some(&cluster.hosts[routable[i] as usize]);
     }
-    if state.current.len() != routable.len() {
-        state.current = vec![0; routable.len()];
+    let id = cluster as *const ClusterSnapshot as usize;
+    if state.built_for != id || state.edf.len() != routable.len() {
+        state.built_for = id;
+        state.edf = (0..routable.len() as u32)
+            .map(|slot| Reverse((step(cluster, slot), slot)))
+            .collect();
     }
-    let mut total: i64 = 0;
-    let mut best = 0;
-    for (slot, &hi) in routable.iter().enumerate() {
-        let w = i64::from(cluster.hosts[hi as usize].weight);
-        total += w;
-        state.current[slot] += w;
-        if state.current[slot] > state.current[best] {
-            best = slot;
-        }
-    }
-    state.current[best] -= total;
-    Some(&cluster.hosts[routable[best] as usize])
+    let mut top = state.edf.peek_mut()?;
+    let Reverse((deadline, slot)) = *top;
+    // Re-queue in place: one sift instead of a pop and a push.
+    *top = Reverse((deadline + step(cluster, slot), slot));
+    drop(top);
+    Some(&cluster.hosts[routable[slot as usize] as usize])
+}
+
+fn step(cluster: &ClusterSnapshot, slot: u32) -> u128 {
+    let host = &cluster.hosts[cluster.routable[slot as usize] as usize];
+    EDF_SCALE / u128::from(host.weight.max(1))
 }
 
 #[cfg(test)]
@@ -101,11 +117,38 @@ mod tests {
     }
 
     #[test]
-    fn weighted_is_smooth_and_proportional() {
+    fn weighted_is_interleaved_and_proportional() {
         use HealthStatus::*;
         let c = cluster(&[(1, 5, Healthy), (2, 1, Healthy), (3, 1, Healthy)]);
-        // nginx's classic example: a a b a c a a
-        assert_eq!(ports(&c, 7), vec![1, 1, 2, 1, 3, 1, 1]);
+        // Deadlines 1/5, 2/5, … for host 1 and 1 for hosts 2 and 3: the
+        // light hosts come after host 1's fifth pick, not in a burst.
+        assert_eq!(ports(&c, 7), vec![1, 1, 1, 1, 1, 2, 3]);
+        let many = ports(&c, 7000);
+        for (port, want) in [(1, 5000), (2, 1000), (3, 1000)] {
+            assert_eq!(many.iter().filter(|p| **p == port).count(), want);
+        }
+        // Never more than 5 picks of host 1 in a row once it runs steady.
+        let longest = many
+            .split(|p| *p != 1)
+            .map(<[u16]>::len)
+            .max()
+            .unwrap();
+        assert!(longest <= 5, "{longest}");
+    }
+
+    #[test]
+    fn a_new_snapshot_restarts_the_schedule() {
+        use HealthStatus::*;
+        let a = cluster(&[(1, 3, Healthy), (2, 1, Healthy)]);
+        let b = cluster(&[(1, 1, Healthy), (2, 3, Healthy)]);
+        let mut st = RoundRobinState::default();
+        for _ in 0..5 {
+            pick_round_robin(&a, &mut st);
+        }
+        let picks: Vec<u16> = (0..4)
+            .map(|_| pick_round_robin(&b, &mut st).unwrap().address.port())
+            .collect();
+        assert_eq!(picks.iter().filter(|p| **p == 2).count(), 3, "{picks:?}");
     }
 
     #[test]
