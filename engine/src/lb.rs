@@ -128,11 +128,7 @@ mod tests {
             assert_eq!(many.iter().filter(|p| **p == port).count(), want);
         }
         // Never more than 5 picks of host 1 in a row once it runs steady.
-        let longest = many
-            .split(|p| *p != 1)
-            .map(<[u16]>::len)
-            .max()
-            .unwrap();
+        let longest = many.split(|p| *p != 1).map(<[u16]>::len).max().unwrap();
         assert!(longest <= 5, "{longest}");
     }
 

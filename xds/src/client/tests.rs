@@ -630,7 +630,10 @@ fn endpoint_errors_name_their_path() {
         type_url: ClusterLoadAssignment::type_url(),
         value: m.encode_to_vec(),
     };
-    c.on_response(response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]), t0);
+    c.on_response(
+        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
+        t0,
+    );
     let out = c.on_response(response(ResourceType::Endpoint, "e1", "n2", vec![any]), t0);
     assert_eq!(
         out.rejected.as_deref(),
