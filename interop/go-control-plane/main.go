@@ -1,0 +1,327 @@
+// Command xds-interop-server is a minimal go-control-plane ADS (State of the
+// World) management server used to check the gateway against the reference Go
+// control plane. It serves one snapshot for every node (an EDS cluster "echo",
+// its ClusterLoadAssignment, a Listener "ingress" with an HCM using RDS over
+// ADS, and the RouteConfiguration "routes"), and logs every DiscoveryRequest
+// as INITIAL / ACK / NACK so a script can check what the client did.
+//
+// The snapshot is bumped to the next version (adding the --backend2 endpoint,
+// or toggling it off again) on SIGHUP, or once after --update-after. SIGUSR1
+// publishes a next version whose cluster has connect_timeout 0s, which Envoy
+// (protoc-gen-validate: gt 0s) and the gateway both reject, to check the NACK
+// path against go-control-plane.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpoint "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttp "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	"github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+)
+
+var (
+	port         = flag.Uint("port", 18000, "ADS gRPC (h2c) port")
+	listenerPort = flag.Uint("listener-port", 10000, "port of the Listener 'ingress' (on 127.0.0.1)")
+	backend      = flag.String("backend", "127.0.0.1:8081", "first endpoint of cluster 'echo' (host:port)")
+	backend2     = flag.String("backend2", "", "second endpoint added by the snapshot update (host:port)")
+	updateAfter  = flag.Duration("update-after", 0, "if > 0, publish the next snapshot version once after this delay")
+	nodeID       = flag.String("node", "", "node id to serve; empty serves every node that connects")
+	verbose      = flag.Bool("v", false, "also log the snapshot cache's debug lines")
+	grpcOpts     = flag.String("grpc-options", "example", "gRPC server options: 'example' (go-control-plane's example server: keepalive 30s, ping enforcement MinTime 30s, PermitWithoutStream) or 'default' (grpc.NewServer() with no options: grpc-go's default ping enforcement, MinTime 5m)")
+)
+
+// logger adapts go-control-plane's log.Logger to the standard logger.
+type logger struct{}
+
+func (logger) Debugf(format string, args ...interface{}) {
+	if *verbose {
+		log.Printf("cache DEBUG "+format, args...)
+	}
+}
+func (logger) Infof(format string, args ...interface{})  { log.Printf("cache INFO "+format, args...) }
+func (logger) Warnf(format string, args ...interface{})  { log.Printf("cache WARN "+format, args...) }
+func (logger) Errorf(format string, args ...interface{}) { log.Printf("cache ERROR "+format, args...) }
+
+func addr(hostport string) *core.Address {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		log.Fatalf("bad address %q: %v", hostport, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		log.Fatalf("bad port in %q: %v", hostport, err)
+	}
+	return &core.Address{Address: &core.Address_SocketAddress{SocketAddress: &core.SocketAddress{
+		Protocol: core.SocketAddress_TCP, Address: host,
+		PortSpecifier: &core.SocketAddress_PortValue{PortValue: uint32(n)},
+	}}}
+}
+
+func adsSource() *core.ConfigSource {
+	return &core.ConfigSource{
+		ResourceApiVersion:    core.ApiVersion_V3,
+		ConfigSourceSpecifier: &core.ConfigSource_Ads{Ads: &core.AggregatedConfigSource{}},
+	}
+}
+
+func makeCluster(bad bool) *cluster.Cluster {
+	opts, err := anypb.New(&upstreamhttp.HttpProtocolOptions{
+		UpstreamProtocolOptions: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig_{
+			ExplicitHttpConfig: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &upstreamhttp.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
+					Http2ProtocolOptions: &core.Http2ProtocolOptions{},
+				},
+			},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	timeout := 2 * time.Second
+	if bad {
+		timeout = 0
+	}
+	return &cluster.Cluster{
+		Name:                 "echo",
+		ConnectTimeout:       durationpb.New(timeout),
+		ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
+		EdsClusterConfig:     &cluster.Cluster_EdsClusterConfig{EdsConfig: adsSource()},
+		LbPolicy:             cluster.Cluster_ROUND_ROBIN,
+		TypedExtensionProtocolOptions: map[string]*anypb.Any{
+			"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": opts,
+		},
+	}
+}
+
+func makeCLA(backends []string) *endpoint.ClusterLoadAssignment {
+	var lbs []*endpoint.LbEndpoint
+	for _, b := range backends {
+		lbs = append(lbs, &endpoint.LbEndpoint{HostIdentifier: &endpoint.LbEndpoint_Endpoint{
+			Endpoint: &endpoint.Endpoint{Address: addr(b)},
+		}})
+	}
+	return &endpoint.ClusterLoadAssignment{
+		ClusterName: "echo",
+		Endpoints:   []*endpoint.LocalityLbEndpoints{{LbEndpoints: lbs}},
+	}
+}
+
+func makeRoute() *route.RouteConfiguration {
+	return &route.RouteConfiguration{
+		Name: "routes",
+		VirtualHosts: []*route.VirtualHost{{
+			Name:    "all",
+			Domains: []string{"*"},
+			Routes: []*route.Route{{
+				Match: &route.RouteMatch{PathSpecifier: &route.RouteMatch_Prefix{Prefix: "/"}},
+				Action: &route.Route_Route{Route: &route.RouteAction{
+					ClusterSpecifier: &route.RouteAction_Cluster{Cluster: "echo"},
+				}},
+			}},
+		}},
+	}
+}
+
+func makeListener() *listener.Listener {
+	routerCfg, err := anypb.New(&router.Router{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mgr, err := anypb.New(&hcm.HttpConnectionManager{
+		CodecType:  hcm.HttpConnectionManager_AUTO,
+		StatPrefix: "ingress_http",
+		RouteSpecifier: &hcm.HttpConnectionManager_Rds{Rds: &hcm.Rds{
+			ConfigSource:    adsSource(),
+			RouteConfigName: "routes",
+		}},
+		HttpFilters: []*hcm.HttpFilter{{
+			Name:       "envoy.filters.http.router",
+			ConfigType: &hcm.HttpFilter_TypedConfig{TypedConfig: routerCfg},
+		}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return &listener.Listener{
+		Name:    "ingress",
+		Address: addr(fmt.Sprintf("127.0.0.1:%d", *listenerPort)),
+		FilterChains: []*listener.FilterChain{{
+			Filters: []*listener.Filter{{
+				Name:       "envoy.filters.network.http_connection_manager",
+				ConfigType: &listener.Filter_TypedConfig{TypedConfig: mgr},
+			}},
+		}},
+	}
+}
+
+func snapshot(version int, bad bool) *cachev3.Snapshot {
+	backends := []string{*backend}
+	// Even versions carry the second endpoint (when one is given).
+	if version%2 == 0 && *backend2 != "" {
+		backends = append(backends, *backend2)
+	}
+	snap, err := cachev3.NewSnapshot(strconv.Itoa(version), map[resource.Type][]types.Resource{
+		resource.ClusterType:  {makeCluster(bad)},
+		resource.EndpointType: {makeCLA(backends)},
+		resource.ListenerType: {makeListener()},
+		resource.RouteType:    {makeRoute()},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := snap.Consistent(); err != nil {
+		log.Fatalf("snapshot v%d inconsistent: %v", version, err)
+	}
+	log.Printf("SNAPSHOT version=%d endpoints=%s bad_cluster=%v", version, strings.Join(backends, ","), bad)
+	return snap
+}
+
+func shortType(url string) string {
+	return url[strings.LastIndex(url, ".")+1:]
+}
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	ctx := context.Background()
+
+	// ads=true: the snapshot cache's ADS mode, as used with Envoy.
+	var hash cachev3.NodeHash = cachev3.IDHash{}
+	if *nodeID == "" {
+		hash = anyNode{}
+	}
+	cache := cachev3.NewSnapshotCache(true, hash, logger{})
+
+	// mu serialises version bumps (signals and the timer).
+	var mu sync.Mutex
+	version := 0
+	bump := func(why string, bad bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		version++
+		if why != "" {
+			log.Printf("UPDATE (%s)", why)
+		}
+		key := *nodeID
+		if key == "" {
+			key = anyNodeKey
+		}
+		if err := cache.SetSnapshot(ctx, key, snapshot(version, bad)); err != nil {
+			log.Fatalf("set snapshot: %v", err)
+		}
+	}
+	bump("", false)
+
+	cb := serverv3.CallbackFuncs{
+		StreamOpenFunc: func(_ context.Context, id int64, typ string) error {
+			log.Printf("STREAM_OPEN stream=%d type=%q", id, typ)
+			return nil
+		},
+		StreamClosedFunc: func(id int64, node *core.Node) {
+			log.Printf("STREAM_CLOSED stream=%d node=%q", id, node.GetId())
+		},
+		StreamRequestFunc: func(id int64, r *discovery.DiscoveryRequest) error {
+			kind := "ACK"
+			switch {
+			case r.GetErrorDetail() != nil:
+				kind = "NACK"
+			case r.GetResponseNonce() == "":
+				kind = "INITIAL"
+			}
+			nodeDesc := ""
+			if r.GetNode() != nil {
+				nodeDesc = fmt.Sprintf(" node=%q cluster=%q agent=%q", r.GetNode().GetId(), r.GetNode().GetCluster(), r.GetNode().GetUserAgentName())
+			}
+			msg := ""
+			if r.GetErrorDetail() != nil {
+				msg = fmt.Sprintf(" error=%q", r.GetErrorDetail().GetMessage())
+			}
+			log.Printf("REQUEST %s stream=%d type=%s version=%q nonce=%q names=%v%s%s",
+				kind, id, shortType(r.GetTypeUrl()), r.GetVersionInfo(), r.GetResponseNonce(), r.GetResourceNames(), nodeDesc, msg)
+			return nil
+		},
+		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
+			log.Printf("RESPONSE stream=%d type=%s version=%q nonce=%q resources=%d",
+				id, shortType(resp.GetTypeUrl()), resp.GetVersionInfo(), resp.GetNonce(), len(resp.GetResources()))
+		},
+	}
+	srv := serverv3.NewServer(ctx, cache, cb)
+
+	var gs *grpc.Server
+	switch *grpcOpts {
+	case "example":
+		// Same gRPC server options as go-control-plane's example server.
+		gs = grpc.NewServer(
+			grpc.MaxConcurrentStreams(1000000),
+			grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 5 * time.Second}),
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 30 * time.Second, PermitWithoutStream: true}),
+		)
+	case "default":
+		gs = grpc.NewServer()
+	default:
+		log.Fatalf("-grpc-options: want 'example' or 'default', got %q", *grpcOpts)
+	}
+	log.Printf("gRPC server options: %s", *grpcOpts)
+	discovery.RegisterAggregatedDiscoveryServiceServer(gs, srv)
+
+	lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("ADS server listening on %s", lis.Addr())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1)
+	go func() {
+		for s := range sig {
+			if s == syscall.SIGUSR1 {
+				bump("SIGUSR1, invalid cluster", true)
+			} else {
+				bump("SIGHUP", false)
+			}
+		}
+	}()
+	if *updateAfter > 0 {
+		go func() {
+			time.Sleep(*updateAfter)
+			bump("timer", false)
+		}()
+	}
+	if err := gs.Serve(lis); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// anyNode hashes every node to one key, so one snapshot serves all clients.
+type anyNode struct{}
+
+const anyNodeKey = "*"
+
+func (anyNode) ID(*core.Node) string { return anyNodeKey }
