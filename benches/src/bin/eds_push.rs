@@ -27,15 +27,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use prost::Message;
+use testsupport::resources::*;
 use testsupport::{type_url, AdsServer, RecordedRequest};
-use xds::pb::envoy::config::cluster::v3::Cluster as PbCluster;
-use xds::pb::envoy::config::core::v3::{address, socket_address, Address, SocketAddress};
-use xds::pb::envoy::config::endpoint::v3::{
-    lb_endpoint, ClusterLoadAssignment, Endpoint as PbEndpoint, LbEndpoint, LocalityLbEndpoints,
-};
-use xds::pb::envoy::config::listener::v3::Listener as PbListener;
-use xds::pb::envoy::config::route::v3::RouteConfiguration;
 
 const WAIT: Duration = Duration::from_secs(30);
 /// Endpoints of `echo` that differ between consecutive versions.
@@ -82,127 +75,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-// --- resources (the helpers of shards/tests/xds.rs, which are test-only) ---
-
 fn ads_bootstrap(ads: SocketAddr) -> engine::Bootstrap {
-    let yaml = format!(
-        r#"
-node: {{ id: eds-push, cluster: edge }}
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-dynamic_resources:
-  ads_config:
-    api_type: GRPC
-    transport_api_version: V3
-    grpc_services: [{{ envoy_grpc: {{ cluster_name: xds }} }}]
-  lds_config: {{ ads: {{}} }}
-  cds_config: {{ ads: {{}} }}
-static_resources:
-  clusters:
-  - name: xds
-    type: STATIC
-    connect_timeout: 0.25s
-    load_assignment:
-      cluster_name: xds
-      endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: {ip}, port_value: {port} }} }} }} }}] }}]
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-"#,
-        ip = ads.ip(),
-        port = ads.port()
-    );
-    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
-}
-
-fn pb<M: Message + Default + prost::Name>(yaml: &str) -> M {
-    let value: serde_json::Value = serde_yaml::from_str(yaml).expect("yaml");
-    xds::decode::from_json(value, &xds::Path::root()).expect("valid resource")
-}
-
-fn res<M: Message + prost::Name>(name: &str, m: &M) -> (String, prost_types::Any) {
-    (name.to_string(), testsupport::any(m))
-}
-
-fn eds_cluster(name: &str) -> (String, prost_types::Any) {
-    let m: PbCluster = pb(&format!(
-        r#"
-name: {name}
-type: EDS
-eds_cluster_config: {{ eds_config: {{ ads: {{}} }} }}
-connect_timeout: 0.5s
-typed_extension_protocol_options:
-  envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-    "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-    explicit_http_config: {{ http2_protocol_options: {{}} }}
-"#
-    ));
-    res(name, &m)
-}
-
-fn rds_listener(name: &str, routes: &str) -> (String, prost_types::Any) {
-    let m: PbListener = pb(&format!(
-        r#"
-name: {name}
-address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-filter_chains:
-- filters:
-  - name: envoy.filters.network.http_connection_manager
-    typed_config:
-      "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-      stat_prefix: {name}
-      rds: {{ route_config_name: {routes}, config_source: {{ ads: {{}} }} }}
-      drain_timeout: 1s
-      http_filters:
-      - name: envoy.filters.http.router
-        typed_config: {{ "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router }}
-"#
-    ));
-    res(name, &m)
-}
-
-fn routes(name: &str, cluster: &str) -> (String, prost_types::Any) {
-    let m: RouteConfiguration = pb(&format!(
-        r#"
-name: {name}
-virtual_hosts:
-- name: all
-  domains: ["*"]
-  routes: [{{ match: {{ prefix: / }}, route: {{ cluster: {cluster} }} }}]
-"#
-    ));
-    res(name, &m)
-}
-
-/// A CLA built directly from prost structs (YAML would take seconds at
-/// 10,000 endpoints).
-fn cla(name: &str, addrs: impl Iterator<Item = SocketAddr>) -> (String, prost_types::Any) {
-    let lb_endpoints = addrs
-        .map(|a| LbEndpoint {
-            host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(PbEndpoint {
-                address: Some(Address {
-                    address: Some(address::Address::SocketAddress(SocketAddress {
-                        address: a.ip().to_string(),
-                        port_specifier: Some(socket_address::PortSpecifier::PortValue(u32::from(
-                            a.port(),
-                        ))),
-                        ..Default::default()
-                    })),
-                }),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
-        .collect();
-    let m = ClusterLoadAssignment {
-        cluster_name: name.into(),
-        endpoints: vec![LocalityLbEndpoints {
-            lb_endpoints,
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    res(name, &m)
+    xds::bootstrap::from_str(&ads_bootstrap_yaml(ads), xds::bootstrap::Format::Yaml)
+        .expect("bootstrap")
 }
 
 /// Endpoint `i` of cluster number `c` (`echo` is 0): distinct everywhere.
@@ -225,22 +100,24 @@ fn clas(a: &Args, k: usize) -> Vec<(String, prost_types::Any)> {
     let off = (k * 13) % step;
     let big = cla(
         "echo",
-        (0..a.hosts).map(|i| {
-            if k > 0 && i % step == off && i / step < CHANGED {
-                SocketAddr::from((
-                    Ipv4Addr::new(11, (k >> 8) as u8, k as u8, (i / step) as u8),
-                    9000,
-                ))
-            } else {
-                addr(0, i)
-            }
-        }),
+        &(0..a.hosts)
+            .map(|i| {
+                if k > 0 && i % step == off && i / step < CHANGED {
+                    SocketAddr::from((
+                        Ipv4Addr::new(11, (k >> 8) as u8, k as u8, (i / step) as u8),
+                        9000,
+                    ))
+                } else {
+                    addr(0, i)
+                }
+            })
+            .collect::<Vec<_>>(),
     );
     std::iter::once(big)
-        .chain(
-            (1..=a.small_clusters)
-                .map(|c| cla(&small_name(c), (0..SMALL_HOSTS).map(move |i| addr(c, i)))),
-        )
+        .chain((1..=a.small_clusters).map(|c| {
+            let addrs: Vec<SocketAddr> = (0..SMALL_HOSTS).map(|i| addr(c, i)).collect();
+            cla(&small_name(c), &addrs)
+        }))
         .collect()
 }
 
