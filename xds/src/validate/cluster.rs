@@ -215,13 +215,15 @@ pub fn cluster_load_assignment(
 ) -> Result<Vec<Endpoint>> {
     reject_set!(path, la, policy, named_endpoints);
     let mut out: Vec<Endpoint> = Vec::new();
-    let mut seen = AHashSet::new();
+    // Sized up front: growing it was a tenth of a 10,000-endpoint update.
+    let total: usize = la.endpoints.iter().map(|l| l.lb_endpoints.len()).sum();
+    let mut seen = AHashSet::with_capacity(total);
+    out.reserve(total);
     // Paths are built only on error (closures): on the success path of a
     // 10,000-endpoint EDS update, formatting them was most of the work.
     for (i, lle) in la.endpoints.iter().enumerate() {
         let lpath = || path.field("endpoints").index(i);
         reject_set!(lpath(), lle, priority, proximity, lb_config, metadata);
-        out.reserve(lle.lb_endpoints.len());
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
             let epath = || lpath().field("lb_endpoints").index(j);
             let e = lb_endpoint(lbe, &epath)?;
