@@ -30,12 +30,9 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engine::{HostRegistry, Snapshot};
 use prost::Message;
+use testsupport::resources;
 use xds::client::{decode, ResourceType, XdsClient};
-use xds::pb::envoy::config::cluster::v3::Cluster as PbCluster;
-use xds::pb::envoy::config::core::v3::{address, socket_address, Address, SocketAddress};
-use xds::pb::envoy::config::endpoint::v3::{
-    lb_endpoint, ClusterLoadAssignment, Endpoint as PbEndpoint, LbEndpoint, LocalityLbEndpoints,
-};
+use xds::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use xds::pb::envoy::service::discovery::v3::DiscoveryResponse;
 
 const BIG_HOSTS: usize = 10_000;
@@ -44,85 +41,14 @@ const SMALL_HOSTS: usize = 20;
 /// Endpoints that differ between the two versions of `big`.
 const CHANGED: usize = 5;
 
-const CLA_TYPE_URL: &str = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
-const CLUSTER_TYPE_URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-
-/// As xds/src/client/tests.rs: ADS for LDS and CDS, one static cluster.
-const BOOT: &str = r#"
-node: { id: gw-1, cluster: edge }
-dynamic_resources:
-  ads_config:
-    api_type: GRPC
-    transport_api_version: V3
-    grpc_services: [{ envoy_grpc: { cluster_name: xds } }]
-  lds_config: { ads: {} }
-  cds_config: { ads: {} }
-static_resources:
-  clusters:
-  - name: xds
-    type: STATIC
-    load_assignment:
-      cluster_name: xds
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: 18000 } } } }] }]
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: { http2_protocol_options: {} }
-"#;
-
+/// An EDS cluster, packed as the `Any` of a response.
 fn eds_cluster(name: &str) -> prost_types::Any {
-    let yaml = format!(
-        r#"
-name: {name}
-type: EDS
-eds_cluster_config: {{ eds_config: {{ ads: {{}} }} }}
-connect_timeout: 1s
-typed_extension_protocol_options:
-  envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-    "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-    explicit_http_config: {{ http2_protocol_options: {{}} }}
-"#
-    );
-    let value: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
-    let pb: PbCluster = xds::decode::from_json(value, &xds::Path::root()).unwrap();
-    prost_types::Any {
-        type_url: CLUSTER_TYPE_URL.into(),
-        value: pb.encode_to_vec(),
-    }
-}
-
-fn lb_endpoint(addr: SocketAddr) -> LbEndpoint {
-    LbEndpoint {
-        host_identifier: Some(lb_endpoint::HostIdentifier::Endpoint(PbEndpoint {
-            address: Some(Address {
-                address: Some(address::Address::SocketAddress(SocketAddress {
-                    address: addr.ip().to_string(),
-                    port_specifier: Some(socket_address::PortSpecifier::PortValue(u32::from(
-                        addr.port(),
-                    ))),
-                    ..Default::default()
-                })),
-            }),
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
+    resources::eds_cluster(name).1
 }
 
 /// A CLA of `addrs`, in one locality, packed as the `Any` of a response.
 fn cla(name: &str, addrs: impl Iterator<Item = SocketAddr>) -> prost_types::Any {
-    let m = ClusterLoadAssignment {
-        cluster_name: name.into(),
-        endpoints: vec![LocalityLbEndpoints {
-            lb_endpoints: addrs.map(lb_endpoint).collect(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    prost_types::Any {
-        type_url: CLA_TYPE_URL.into(),
-        value: m.encode_to_vec(),
-    }
+    resources::cla(name, &addrs.collect::<Vec<_>>()).1
 }
 
 /// Endpoint `i` of cluster `c` (distinct across clusters and endpoints).
@@ -220,7 +146,9 @@ impl Control {
 }
 
 fn bench(c: &mut Criterion) {
-    let boot = xds::bootstrap::from_str(BOOT, xds::bootstrap::Format::Yaml).unwrap();
+    // The ADS server address is never dialled: only the protocol state runs.
+    let yaml = resources::ads_bootstrap_yaml(SocketAddr::from(([127, 0, 0, 1], 18000)));
+    let boot = xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).unwrap();
     let big = [big_cla(0), big_cla(1)];
     let smalls: Vec<prost_types::Any> = (1..=SMALL_CLUSTERS)
         .map(|c| cla(&small_name(c), (0..SMALL_HOSTS).map(move |i| addr(c, i))))

@@ -258,9 +258,10 @@ fn eds_add_and_remove_under_load_fail_no_request() {
     gw.shutdown();
 }
 
-#[test]
-fn rds_update_changes_routes() {
-    let (a, b) = (backend("a"), backend("b"));
+/// Clusters `echo` (at `a`) and `other` (at `b`) behind listener `ingress`,
+/// whose routes send `/other` to `other` and the rest to `echo`; returns
+/// once the gateway serves it.
+fn echo_and_other(a: SocketAddr, b: SocketAddr) -> (AdsServer, shards::GatewayHandle, SocketAddr) {
     let server = AdsServer::start();
     server.set(
         type_url::CLUSTER,
@@ -270,7 +271,7 @@ fn rds_update_changes_routes() {
     server.set(
         type_url::ENDPOINT,
         "e1",
-        vec![cla("echo", &[a.addr()]), cla("other", &[b.addr()])],
+        vec![cla("echo", &[a]), cla("other", &[b])],
     );
     server.set(
         type_url::LISTENER,
@@ -281,6 +282,13 @@ fn rds_update_changes_routes() {
     let gw = start(ads_bootstrap(server.addr()), 1);
     wait_ack(&server, type_url::ROUTE, "r1");
     let addr = wait_listener(gw.admin_addr.unwrap(), "ingress");
+    (server, gw, addr)
+}
+
+#[test]
+fn rds_update_changes_routes() {
+    let (a, b) = (backend("a"), backend("b"));
+    let (server, gw, addr) = echo_and_other(a.addr(), b.addr());
     assert_eq!(get_n(addr, "/", 1), [(200, "a".to_string())]);
     assert_eq!(get_n(addr, "/other", 1), [(200, "b".to_string())]);
     push(
@@ -296,26 +304,7 @@ fn rds_update_changes_routes() {
 #[test]
 fn cluster_removal_gives_503_and_unsubscribes_its_endpoints() {
     let (a, b) = (backend("a"), backend("b"));
-    let server = AdsServer::start();
-    server.set(
-        type_url::CLUSTER,
-        "c1",
-        vec![eds_cluster("echo"), eds_cluster("other")],
-    );
-    server.set(
-        type_url::ENDPOINT,
-        "e1",
-        vec![cla("echo", &[a.addr()]), cla("other", &[b.addr()])],
-    );
-    server.set(
-        type_url::LISTENER,
-        "l1",
-        vec![rds_listener("ingress", "routes")],
-    );
-    server.set(type_url::ROUTE, "r1", vec![routes("routes", "echo")]);
-    let gw = start(ads_bootstrap(server.addr()), 1);
-    wait_ack(&server, type_url::ROUTE, "r1");
-    let addr = wait_listener(gw.admin_addr.unwrap(), "ingress");
+    let (server, gw, addr) = echo_and_other(a.addr(), b.addr());
     assert_eq!(get_n(addr, "/other", 1)[0].0, 200);
     push(&server, type_url::CLUSTER, "c2", vec![eds_cluster("echo")]);
     server.wait_for(WAIT, |r| {

@@ -561,11 +561,6 @@ impl XdsClient {
         self.deadlines.values().min().copied()
     }
 
-    /// Names whose initial fetch timed out and that are still missing.
-    pub fn timed_out(&self) -> impl Iterator<Item = &(ResourceType, String)> {
-        self.timed_out.iter()
-    }
-
     /// Dynamic resources held (validated, before warming).
     pub fn listeners(&self) -> &BTreeMap<String, Arc<Listener>> {
         &self.listeners
