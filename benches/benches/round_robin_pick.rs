@@ -29,7 +29,6 @@ fn cluster(n: usize, weighted: bool) -> ClusterSnapshot {
         eds: None,
         http2: UpstreamHttp2::default(),
         outlier_detection: None,
-        least_request: None,
         common_lb: Default::default(),
     };
     let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());

@@ -55,7 +55,6 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
         eds: None,
         http2: UpstreamHttp2::default(),
         outlier_detection: None,
-        least_request: None,
         common_lb: Default::default(),
     })
 }

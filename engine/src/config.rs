@@ -116,8 +116,8 @@ pub struct HttpConnectionManager {
     /// is false; edge deployments set it).
     pub append_x_forwarded_for: bool,
     /// The `envoy.filters.http.stateful_session` filter in `http_filters`
-    /// (gRFC A55). Validated, but not implemented yet: the `xds` crate
-    /// rejects it (or skips it when `is_optional`), so this is `None` for now.
+    /// (gRFC A55), as configured on the listener; virtual hosts and routes
+    /// may disable or replace it (`typed_per_filter_config`).
     pub stateful_session: Option<StatefulSession>,
 }
 
@@ -133,6 +133,8 @@ pub struct VirtualHost {
     pub name: String,
     pub domains: Vec<DomainMatcher>,
     pub routes: Vec<Route>,
+    /// `typed_per_filter_config["envoy.filters.http.stateful_session"]`.
+    pub stateful_session: Option<StatefulSessionPerRoute>,
 }
 
 /// One entry of `VirtualHost.domains`, classified as Envoy does.
@@ -153,6 +155,8 @@ pub struct Route {
     pub name: String,
     pub matcher: RouteMatch,
     pub action: RouteAction,
+    /// `typed_per_filter_config["envoy.filters.http.stateful_session"]`.
+    pub stateful_session: Option<StatefulSessionPerRoute>,
 }
 
 #[derive(Debug, Clone)]
@@ -262,10 +266,28 @@ pub struct Eds {
     pub initial_fetch_timeout: Option<Duration>,
 }
 
-/// `Cluster.lb_policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a cluster's policy picks hosts: `Cluster.lb_policy` (with
+/// `least_request_lb_config`) or the first supported entry of
+/// `Cluster.load_balancing_policy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LbPolicy {
+    /// Smooth weighted round robin (Envoy's EDF scheduler when weights differ).
     RoundRobin,
+    /// Uniformly random over the usable hosts (weights ignored, as Envoy).
+    Random,
+    /// gRFC A48 / Envoy least request.
+    LeastRequest(LeastRequest),
+}
+
+impl LbPolicy {
+    /// The name used in stats and `/config_dump`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::RoundRobin => "ROUND_ROBIN",
+            Self::Random => "RANDOM",
+            Self::LeastRequest(_) => "LEAST_REQUEST",
+        }
+    }
 }
 
 /// A `STATIC` or `EDS` cluster with an HTTP/2 upstream.
@@ -280,15 +302,8 @@ pub struct Cluster {
     pub eds: Option<Eds>,
     pub http2: UpstreamHttp2,
     /// `outlier_detection`; `None`: no passive ejection (as in Envoy).
-    /// Validated, not implemented yet: the `xds` crate rejects clusters
-    /// that set it, so this is `None` for now.
     pub outlier_detection: Option<OutlierDetection>,
-    /// `Some` exactly for `lb_policy: LEAST_REQUEST` (with its
-    /// `least_request_lb_config`), and then it, not `lb_policy`, says how
-    /// hosts are picked. Validated, not implemented yet (always `None` now).
-    pub least_request: Option<LeastRequest>,
-    /// `common_lb_config` with Envoy's defaults. Setting either field is
-    /// validated but not implemented yet, so this is the default for now.
+    /// `common_lb_config` with Envoy's defaults.
     pub common_lb: CommonLb,
 }
 
@@ -373,18 +388,27 @@ pub struct FailurePercentageEjection {
 /// `choice_count` here; larger configured values are lowered to it).
 pub const MAX_LEAST_REQUEST_CHOICES: u32 = 10;
 
-/// `lb_policy: LEAST_REQUEST` with `least_request_lb_config` (gRFC A48):
-/// each pick samples `choice_count` routable hosts at random and takes the
-/// one with the fewest active requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `lb_policy: LEAST_REQUEST` with `least_request_lb_config` (gRFC A48), or
+/// the `envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest`
+/// policy: with equal weights each pick samples `choice_count` usable hosts
+/// (without replacement) and takes the one with the fewest active requests;
+/// with unequal weights Envoy's weighted variant schedules hosts by
+/// `weight / (active + 1) ^ active_request_bias`.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LeastRequest {
     /// `2..=MAX_LEAST_REQUEST_CHOICES`; default 2.
     pub choice_count: u32,
+    /// `active_request_bias.default_value` (`>= 0`, default 1.0); only used
+    /// when weights differ.
+    pub active_request_bias: f64,
 }
 
 impl Default for LeastRequest {
     fn default() -> Self {
-        Self { choice_count: 2 }
+        Self {
+            choice_count: 2,
+            active_request_bias: 1.0,
+        }
     }
 }
 

@@ -91,7 +91,6 @@ mod tests {
             eds: None,
             http2: UpstreamHttp2::default(),
             outlier_detection: None,
-            least_request: None,
             common_lb: Default::default(),
         };
         ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())

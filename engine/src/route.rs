@@ -197,6 +197,7 @@ mod tests {
                 prefix_rewrite: None,
                 host_rewrite_literal: None,
             },
+            stateful_session: None,
         }
     }
 
@@ -205,6 +206,7 @@ mod tests {
             name: name.into(),
             domains,
             routes: vec![route(name, PathMatch::Prefix("/".into()), vec![])],
+            stateful_session: None,
         }
     }
 

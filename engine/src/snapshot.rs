@@ -139,7 +139,6 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.eds == b.eds
         && a.http2 == b.http2
         && a.outlier_detection == b.outlier_detection
-        && a.least_request == b.least_request
         && a.common_lb == b.common_lb
 }
 
@@ -165,7 +164,6 @@ mod tests {
             eds: None,
             http2: UpstreamHttp2::default(),
             outlier_detection: None,
-            least_request: None,
             common_lb: Default::default(),
         })
     }

@@ -551,6 +551,7 @@ mod tests {
                 prefix_rewrite: rewrite.map(Into::into),
                 host_rewrite_literal: host.map(Into::into),
             },
+            stateful_session: None,
         }
     }
 

@@ -576,7 +576,7 @@ fn least_request_defaults_and_a48_cap() {
     };
     assert_eq!(
         validate::least_request_lb_config(None, &p).unwrap(),
-        LeastRequest { choice_count: 2 }
+        LeastRequest::default()
     );
     assert_eq!(lr(None), 2);
     assert_eq!(lr(Some(2)), 2);

@@ -125,7 +125,7 @@ pub(super) fn render(inner: &Inner) -> Value {
             let mut v = json!({
                 "name": c.name,
                 "type": "STATIC",
-                "lb_policy": match c.lb_policy { LbPolicy::RoundRobin => "ROUND_ROBIN" },
+                "lb_policy": c.lb_policy.as_str(),
                 "connect_timeout": format!("{}s", c.connect_timeout.as_secs_f64()),
                 "http2": {
                     "max_concurrent_streams": c.http2.max_concurrent_streams,
@@ -134,6 +134,19 @@ pub(super) fn render(inner: &Inner) -> Value {
                 },
                 "endpoints": endpoints,
             });
+            if let LbPolicy::LeastRequest(lr) = &c.lb_policy {
+                v["least_request_lb_config"] = json!({
+                    "choice_count": lr.choice_count,
+                    "active_request_bias": lr.active_request_bias,
+                });
+            }
+            v["common_lb_config"] = json!({
+                "healthy_panic_threshold": c.common_lb.healthy_panic_threshold,
+                "override_host_status": c.common_lb.override_host_status.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+            });
+            if let Some(o) = &c.outlier_detection {
+                v["outlier_detection"] = json!(format!("{o:?}"));
+            }
             if let Some(e) = &c.eds {
                 v["type"] = json!("EDS");
                 v["eds_cluster_config"] = json!({ "service_name": e.service_name });

@@ -40,7 +40,6 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
         eds: None,
         http2: UpstreamHttp2::default(),
         outlier_detection: None,
-        least_request: None,
         common_lb: Default::default(),
     })
 }
@@ -59,6 +58,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             prefix_rewrite: None,
             host_rewrite_literal: None,
         },
+        stateful_session: None,
     }
 }
 
@@ -74,6 +74,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
                     name: "all".into(),
                     domains: vec![DomainMatcher::Any],
                     routes,
+                    stateful_session: None,
                 }],
             }),
             rds: None,

@@ -116,13 +116,10 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             return Err(Error::unsupported(path.field("round_robin_lb_config")))
         }
     };
-    let mut least_request = None;
     let lb_policy = match PbLb::try_from(c.lb_policy) {
         Ok(PbLb::RoundRobin) => LbPolicy::RoundRobin,
         Ok(PbLb::LeastRequest) => {
-            least_request = Some(least_request_lb_config(lr_config, &lrpath)?);
-            // `least_request` decides; `LbPolicy` has no variant for it yet.
-            LbPolicy::RoundRobin
+            LbPolicy::LeastRequest(least_request_lb_config(lr_config, &lrpath)?)
         }
         Ok(other) => {
             return Err(Error::unsupported_value(
@@ -137,7 +134,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             ))
         }
     };
-    if lr_config.is_some() && least_request.is_none() {
+    if lr_config.is_some() && !matches!(lb_policy, LbPolicy::LeastRequest(_)) {
         return Err(Error::invalid(
             lrpath,
             "only allowed with lb_policy LEAST_REQUEST",
@@ -199,7 +196,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         eds,
         http2: upstream_http2(c, path)?,
         outlier_detection,
-        least_request,
         common_lb,
     };
     pending::cluster_features(c, path)?;

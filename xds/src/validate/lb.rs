@@ -28,7 +28,10 @@ pub fn least_request_lb_config(
         }
         Some(n) => n.min(MAX_LEAST_REQUEST_CHOICES),
     };
-    Ok(LeastRequest { choice_count })
+    Ok(LeastRequest {
+        choice_count,
+        ..LeastRequest::default()
+    })
 }
 
 /// Validates `common_lb_config` (at `path`) into Envoy's defaults overlaid

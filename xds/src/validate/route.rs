@@ -129,6 +129,7 @@ pub fn virtual_host(
         name: vh.name.clone(),
         domains,
         routes,
+        stateful_session: None,
     })
 }
 
@@ -216,6 +217,7 @@ fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -
         name: r.name.clone(),
         matcher,
         action,
+        stateful_session: None,
     })
 }
 
