@@ -8,12 +8,17 @@
 pub mod backoff;
 pub mod clock;
 pub mod config;
+pub mod ejected;
 pub mod headers;
 pub mod host;
 pub mod lb;
+pub mod outlier;
+pub mod override_host;
 pub mod route;
+pub mod session;
 pub mod snapshot;
 
 pub use config::*;
+pub use ejected::EjectedSet;
 pub use host::{HostId, HostRegistry};
 pub use snapshot::{ClusterSnapshot, Snapshot};

@@ -1,0 +1,1 @@
+//! Outlier detection (placeholder being written).

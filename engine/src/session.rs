@@ -1,0 +1,1 @@
+//! Stateful session codec (placeholder being written).
