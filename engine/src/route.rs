@@ -75,7 +75,17 @@ pub fn route_request<'a, R: RequestView + ?Sized>(
     rc: &'a RouteConfig,
     req: &R,
 ) -> Option<&'a Route> {
-    select_route(select_virtual_host(rc, req.authority())?, req)
+    route_request_in(rc, req).map(|(_, r)| r)
+}
+
+/// Like [`route_request`], also returning the virtual host (whose
+/// per-filter config the route's overrides).
+pub fn route_request_in<'a, R: RequestView + ?Sized>(
+    rc: &'a RouteConfig,
+    req: &R,
+) -> Option<(&'a VirtualHost, &'a Route)> {
+    let vh = select_virtual_host(rc, req.authority())?;
+    select_route(vh, req).map(|r| (vh, r))
 }
 
 fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R) -> bool {

@@ -1,0 +1,401 @@
+//! Shard-local load balancing: every [`LbPolicy`] over one cluster's hosts,
+//! with Envoy's host classes and panic mode.
+//!
+//! Each data shard keeps one [`ClusterLb`] per cluster, so a pick never
+//! touches memory another core writes. The state caches the hosts a policy
+//! may choose for one cluster snapshot and one outlier-ejection epoch, and
+//! is rebuilt lazily by the first pick after either changes.
+//!
+//! # Host classes
+//!
+//! * **Excluded**: `DRAINING` hosts. Never chosen by any policy, not even in
+//!   panic, and left out of the panic math (Envoy excludes hosts EDS marks
+//!   `DRAINING`).
+//! * **Healthy**: health `UNKNOWN`, `HEALTHY` or `DEGRADED`
+//!   ([`HealthStatus::is_routable`]) and not in the shard's [`EjectedSet`].
+//!   Unlike Envoy, `DEGRADED` hosts are not kept in reserve for when healthy
+//!   ones run short: they count as healthy.
+//! * Everything else (`UNHEALTHY`, `TIMEOUT`, or ejected) is used only in
+//!   panic.
+//!
+//! # Panic (Envoy `isHostSetInPanic`)
+//!
+//! With `t = common_lb.healthy_panic_threshold` (percent, capped at 100;
+//! 0 disables panic), `total` = hosts that are not excluded and `healthy` as
+//! above, the cluster is in panic when `t > 0 && 100 * healthy < t * total`.
+//! In panic a policy balances across all `total` hosts, healthy or not, and
+//! [`Pick::panic`] is set; otherwise it balances across the healthy hosts
+//! only. No candidate at all (every host draining, or threshold 0 and every
+//! host unhealthy or ejected) → no pick.
+//!
+//! # Policies
+//!
+//! "Weighted" below means the candidates' weights are not all equal (Envoy
+//! checks the host list it balances over, so an ejection can switch it).
+//!
+//! * `ROUND_ROBIN`, equal weights: a cursor over the candidates, started at
+//!   a random position on the first build (Envoy seeds each worker's index)
+//!   and kept across rebuilds. O(1).
+//! * `ROUND_ROBIN`, weighted: Envoy's EDF scheduler (see `lb/edf.rs`), each host
+//!   due every `1 / weight`; rebuilt schedules first skip a random number
+//!   (`< candidates`) of picks, as Envoy's `createWithPicks`, so shards do
+//!   not all start on the same host. O(log n).
+//! * `RANDOM`: uniform over the candidates; weights are ignored, as in
+//!   Envoy. O(1).
+//! * `LEAST_REQUEST`, equal weights (gRFC A48, Envoy unweighted): sample
+//!   `choice_count` (clamped to `1..=MAX_LEAST_REQUEST_CHOICES`) distinct
+//!   candidates, i.e. **without replacement**, by a partial Fisher–Yates
+//!   shuffle of a persistent permutation; the fewest `active` wins, ties go
+//!   to the first sampled. O(choice_count). When `choice_count >=
+//!   candidates`, every candidate is compared instead: the scan starts at a
+//!   random position and wraps, and the first minimum in scan order wins,
+//!   so ties spread evenly instead of always going to the first host.
+//! * `LEAST_REQUEST`, weighted (Envoy weighted least request): the EDF
+//!   scheduler with effective weight `weight / (active + 1) ^
+//!   active_request_bias` (bias 0: plain weighted round robin; 1.0, the
+//!   default, exact integer math; other biases `powf`). Initial deadlines use
+//!   each host's `active` at rebuild, and a picked host is re-queued with
+//!   the weight recomputed from its current `active`, as in Envoy. O(log n).
+//!
+//! A single candidate is returned without touching any state. `rng` is
+//! mapped to `0..n` by multiply-shift (`(r * n) >> 64`), not modulo.
+
+mod edf;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Weak};
+
+use crate::config::{Cluster, HealthStatus, LbPolicy, MAX_LEAST_REQUEST_CHOICES};
+use crate::ejected::EjectedSet;
+use crate::host::HostId;
+use crate::snapshot::{ClusterSnapshot, Host};
+
+use edf::{Bias, Edf};
+
+/// Shard-local balancing state of one cluster (each data shard keeps one per
+/// cluster name). Holds the derived host lists for the cluster snapshot and
+/// ejection epoch it was built for, the round-robin cursor / EDF schedule,
+/// and nothing shared with other cores.
+///
+/// Staleness: the lists are rebuilt when the snapshot changes (its address,
+/// its host count, or its `config` allocation, which a [`Weak`] keeps
+/// pinned: a new snapshot of a changed config is told apart even if the
+/// allocator hands it a dropped snapshot's address) or when `ejected.epoch`
+/// changes (the set's contents are not compared). A rebuild is O(hosts) (plus
+/// O(n log n) for a fresh weighted schedule) and reuses the buffers. An
+/// ejection change that leaves this cluster's candidates as they were keeps
+/// the cursor and the schedule running.
+#[derive(Debug, Default)]
+pub struct ClusterLb {
+    /// Address of the snapshot the lists were built for (0: none yet).
+    snapshot: usize,
+    host_count: usize,
+    /// The snapshot's config; pins its allocation (see above).
+    config: Weak<Cluster>,
+    epoch: u64,
+    /// Indexes into `hosts` of the hosts the policy chooses from, in host
+    /// order: the healthy ones, or in panic every non-draining one.
+    candidates: Vec<u32>,
+    /// Rebuild buffer, swapped with `candidates`.
+    scratch: Vec<u32>,
+    panic: bool,
+    mode: Mode,
+    /// Round-robin position in `candidates` (always `< candidates.len()`
+    /// in `Mode::Cursor`).
+    cursor: u32,
+    /// Whether `cursor` got its random start.
+    seeded: bool,
+    edf: Edf,
+    /// A permutation of `0..candidates.len()` that least request samples
+    /// from (partial Fisher–Yates; any permutation keeps samples uniform).
+    sample: Vec<u32>,
+}
+
+/// How the current candidates are picked from (fixed at rebuild).
+#[derive(Debug, Default, Clone, Copy)]
+enum Mode {
+    #[default]
+    Empty,
+    Single,
+    /// Round robin, equal weights.
+    Cursor,
+    /// Weighted round robin or weighted least request.
+    Edf(Bias),
+    Random,
+    /// Least request, equal weights, `choice_count` < candidates.
+    Sample(u32),
+    /// Least request, equal weights, `choice_count` >= candidates.
+    Scan,
+}
+
+/// The result of a pick.
+#[derive(Debug, Clone, Copy)]
+pub struct Pick<'a> {
+    pub host: &'a Host,
+    /// The cluster was in panic mode (too few healthy hosts) and the policy
+    /// balanced across all hosts.
+    pub panic: bool,
+}
+
+impl ClusterLb {
+    /// Picks a host by `cluster.config.lb_policy`. `ejected` is the shard's
+    /// current outlier-ejection set (its `epoch` changes whenever the set
+    /// does); `active(id)` returns this shard's active request count for a
+    /// host (for least request); `rng()` returns a uniform u64. Returns None
+    /// when no host can be chosen at all.
+    ///
+    /// See the [module docs](self) for the host classes, the panic rule and
+    /// each policy. No allocation once the lists are built.
+    #[inline]
+    pub fn pick<'a>(
+        &mut self,
+        cluster: &'a ClusterSnapshot,
+        ejected: &EjectedSet,
+        active: impl Fn(HostId) -> u32,
+        rng: &mut impl FnMut() -> u64,
+    ) -> Option<Pick<'a>> {
+        self.pick_by(cluster, cluster.config.lb_policy, ejected, &active, rng)
+    }
+
+    fn pick_by<'a, A, R>(
+        &mut self,
+        cluster: &'a ClusterSnapshot,
+        policy: LbPolicy,
+        ejected: &EjectedSet,
+        active: &A,
+        rng: &mut R,
+    ) -> Option<Pick<'a>>
+    where
+        A: Fn(HostId) -> u32,
+        R: FnMut() -> u64,
+    {
+        if !(self.built_for(cluster) && self.epoch == ejected.epoch) {
+            self.rebuild(cluster, policy, ejected, active, rng);
+        }
+        let hosts = &cluster.hosts;
+        let n = self.candidates.len();
+        let slot = match self.mode {
+            Mode::Empty => return None,
+            Mode::Single => 0,
+            Mode::Cursor => {
+                let i = self.cursor as usize;
+                self.cursor = if i + 1 >= n { 0 } else { i as u32 + 1 };
+                i
+            }
+            Mode::Random => below(rng(), n),
+            Mode::Edf(bias) => {
+                let candidates = &self.candidates;
+                self.edf.next(|slot, base| {
+                    bias.step(base, || {
+                        active(hosts[candidates[slot as usize] as usize].id)
+                    })
+                })? as usize
+            }
+            Mode::Sample(choices) => self.sample_least(hosts, choices as usize, active, rng),
+            Mode::Scan => self.scan_least(hosts, active, rng),
+        };
+        Some(Pick {
+            host: &hosts[self.candidates[slot] as usize],
+            panic: self.panic,
+        })
+    }
+
+    fn built_for(&self, cluster: &ClusterSnapshot) -> bool {
+        self.snapshot == cluster as *const ClusterSnapshot as usize
+            && self.host_count == cluster.hosts.len()
+            && std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(&cluster.config))
+    }
+
+    /// Re-derives the candidates (see "Host classes" and "Panic"); restarts
+    /// the policy state unless only the epoch changed and the candidates
+    /// did not.
+    fn rebuild<A, R>(
+        &mut self,
+        cluster: &ClusterSnapshot,
+        policy: LbPolicy,
+        ejected: &EjectedSet,
+        active: &A,
+        rng: &mut R,
+    ) where
+        A: Fn(HostId) -> u32,
+        R: FnMut() -> u64,
+    {
+        let same_snapshot = self.built_for(cluster);
+        self.epoch = ejected.epoch;
+        let hosts = &cluster.hosts;
+        let excluded = |h: &Host| h.health == HealthStatus::Draining;
+        let mut total = 0u64;
+        self.scratch.clear();
+        for (i, h) in hosts.iter().enumerate() {
+            if excluded(h) {
+                continue;
+            }
+            total += 1;
+            if h.health.is_routable() && !ejected.contains(h.id) {
+                self.scratch.push(i as u32);
+            }
+        }
+        let threshold = u64::from(cluster.config.common_lb.healthy_panic_threshold.min(100));
+        let panic = threshold > 0 && 100 * (self.scratch.len() as u64) < threshold * total;
+        if panic {
+            self.scratch.clear();
+            self.scratch.extend(
+                hosts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, h)| !excluded(h))
+                    .map(|(i, _)| i as u32),
+            );
+        }
+        if same_snapshot && panic == self.panic && self.scratch == self.candidates {
+            return;
+        }
+        std::mem::swap(&mut self.scratch, &mut self.candidates);
+        self.panic = panic;
+        if !same_snapshot {
+            self.snapshot = cluster as *const ClusterSnapshot as usize;
+            self.host_count = hosts.len();
+            self.config = Arc::downgrade(&cluster.config);
+        }
+        self.restart(hosts, policy, active, rng);
+    }
+
+    /// Chooses the mode for the new candidates and resets its state.
+    fn restart<A, R>(&mut self, hosts: &[Host], policy: LbPolicy, active: &A, rng: &mut R)
+    where
+        A: Fn(HostId) -> u32,
+        R: FnMut() -> u64,
+    {
+        let candidates = &self.candidates;
+        let n = candidates.len();
+        let weighted = candidates
+            .windows(2)
+            .any(|w| hosts[w[0] as usize].weight != hosts[w[1] as usize].weight);
+        self.mode = match policy {
+            _ if n == 0 => Mode::Empty,
+            _ if n == 1 => Mode::Single,
+            LbPolicy::RoundRobin if weighted => Mode::Edf(Bias::Static),
+            LbPolicy::RoundRobin => Mode::Cursor,
+            LbPolicy::Random => Mode::Random,
+            LbPolicy::LeastRequest(lr) if weighted => {
+                Mode::Edf(Bias::least_request(lr.active_request_bias))
+            }
+            LbPolicy::LeastRequest(lr) => {
+                let choices = lr.choice_count.clamp(1, MAX_LEAST_REQUEST_CHOICES);
+                if choices as usize >= n {
+                    Mode::Scan
+                } else {
+                    Mode::Sample(choices)
+                }
+            }
+        };
+        match self.mode {
+            Mode::Cursor if !self.seeded => {
+                self.seeded = true;
+                self.cursor = below(rng(), n) as u32;
+            }
+            Mode::Cursor => self.cursor %= n as u32,
+            Mode::Edf(bias) => {
+                let step = |slot: u32, base: u64| {
+                    bias.step(base, || {
+                        active(hosts[candidates[slot as usize] as usize].id)
+                    })
+                };
+                let weights = candidates.iter().map(|i| hosts[*i as usize].weight);
+                self.edf.rebuild(weights, step);
+                for _ in 0..below(rng(), n) {
+                    self.edf.next(step);
+                }
+            }
+            Mode::Sample(_) => {
+                self.sample.clear();
+                self.sample.extend(0..n as u32);
+            }
+            Mode::Empty | Mode::Single | Mode::Random | Mode::Scan => {}
+        }
+    }
+
+    /// Least of `choices` distinct random candidates (partial Fisher–Yates
+    /// over `sample`); ties go to the first sampled.
+    fn sample_least<A, R>(
+        &mut self,
+        hosts: &[Host],
+        choices: usize,
+        active: &A,
+        rng: &mut R,
+    ) -> usize
+    where
+        A: Fn(HostId) -> u32,
+        R: FnMut() -> u64,
+    {
+        let n = self.sample.len();
+        let (mut best, mut fewest) = (0, u32::MAX);
+        for i in 0..choices {
+            let j = i + below(rng(), n - i);
+            self.sample.swap(i, j);
+            let slot = self.sample[i] as usize;
+            let a = active(hosts[self.candidates[slot] as usize].id);
+            if i == 0 || a < fewest {
+                (best, fewest) = (slot, a);
+            }
+        }
+        best
+    }
+
+    /// Least of all candidates, scanning from a random start and wrapping;
+    /// the first minimum in scan order wins.
+    fn scan_least<A, R>(&self, hosts: &[Host], active: &A, rng: &mut R) -> usize
+    where
+        A: Fn(HostId) -> u32,
+        R: FnMut() -> u64,
+    {
+        let n = self.candidates.len();
+        let start = below(rng(), n);
+        let (mut best, mut fewest) = (start, u32::MAX);
+        for i in 0..n {
+            let slot = if start + i >= n {
+                start + i - n
+            } else {
+                start + i
+            };
+            let a = active(hosts[self.candidates[slot] as usize].id);
+            if i == 0 || a < fewest {
+                (best, fewest) = (slot, a);
+            }
+        }
+        best
+    }
+}
+
+/// Maps a uniform u64 to `0..n` (Lemire's multiply-shift: no division).
+#[inline]
+fn below(r: u64, n: usize) -> usize {
+    ((u128::from(r) * n as u128) >> 64) as usize
+}
+
+/// Round-robin state kept for callers of [`pick_round_robin`] (the
+/// `round_robin_pick` bench); new code uses [`ClusterLb`].
+#[derive(Debug, Default)]
+pub struct RoundRobinState(ClusterLb);
+
+/// Round robin over `cluster` whatever its configured policy: a
+/// [`ClusterLb`] pick with `ROUND_ROBIN`, no ejected hosts and a constant
+/// rng (the cursor starts at the first candidate and weighted schedules
+/// skip no initial picks). Host classes and panic are as in [`ClusterLb`].
+/// Returns `None` when the cluster has no candidate host.
+pub fn pick_round_robin<'a>(
+    cluster: &'a ClusterSnapshot,
+    state: &mut RoundRobinState,
+) -> Option<&'a Host> {
+    state
+        .0
+        .pick_by(
+            cluster,
+            LbPolicy::RoundRobin,
+            &EjectedSet::default(),
+            &|_| 0,
+            &mut || 0,
+        )
+        .map(|pick| pick.host)
+}
