@@ -1,7 +1,7 @@
-//! `Cluster` / `ClusterLoadAssignment` → `engine::Cluster`: STATIC clusters
-//! of IP endpoints, round robin, HTTP/2 upstreams. Outlier detection, least
-//! request and `common_lb_config` are validated, then refused as not
-//! implemented yet (see `pending`).
+//! `Cluster` / `ClusterLoadAssignment` → `engine::Cluster`: STATIC and EDS
+//! clusters of IP endpoints, HTTP/2 upstreams, round robin / least request
+//! / random picking (`lb_policy` or `load_balancing_policy`), outlier
+//! detection and `common_lb_config`.
 
 use ahash::AHashSet;
 
@@ -10,8 +10,8 @@ use prost::Name;
 
 use super::listener::reject_unused_h2;
 use super::{
-    common_lb_config, duration, least_request_lb_config, outlier_detection, pending, reject_set,
-    socket_address_at, u32_in, Allowed,
+    common_lb_config, duration, least_request_lb_config, load_balancing_policy, outlier_detection,
+    reject_set, socket_address_at, u32_in, Allowed,
 };
 use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
@@ -50,7 +50,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         ignore_health_on_host_removal,
         respect_dns_ttl,
         filters,
-        load_balancing_policy,
         lrs_server,
         transport_socket_matches,
         use_tcp_for_dns_lookups,
@@ -116,30 +115,51 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             return Err(Error::unsupported(path.field("round_robin_lb_config")))
         }
     };
-    let lb_policy = match PbLb::try_from(c.lb_policy) {
-        Ok(PbLb::RoundRobin) => LbPolicy::RoundRobin,
-        Ok(PbLb::LeastRequest) => {
-            LbPolicy::LeastRequest(least_request_lb_config(lr_config, &lrpath)?)
+    let legacy = PbLb::try_from(c.lb_policy).map_err(|_| {
+        Error::invalid(
+            path.field("lb_policy"),
+            format!("unknown value {}", c.lb_policy),
+        )
+    })?;
+    let lb_policy = match &c.load_balancing_policy {
+        // As in Envoy, load_balancing_policy wins: lb_policy and
+        // least_request_lb_config are then not used (the latter must still
+        // be valid).
+        Some(p) => {
+            if lr_config.is_some() {
+                least_request_lb_config(lr_config, &lrpath)?;
+            }
+            load_balancing_policy(p, &path.field("load_balancing_policy"))?
         }
-        Ok(other) => {
-            return Err(Error::unsupported_value(
-                path.field("lb_policy"),
-                other.as_str_name(),
-            ))
-        }
-        Err(_) => {
-            return Err(Error::invalid(
-                path.field("lb_policy"),
-                format!("unknown value {}", c.lb_policy),
-            ))
+        None => {
+            let lb_policy = match legacy {
+                PbLb::RoundRobin => LbPolicy::RoundRobin,
+                PbLb::Random => LbPolicy::Random,
+                PbLb::LeastRequest => {
+                    LbPolicy::LeastRequest(least_request_lb_config(lr_config, &lrpath)?)
+                }
+                PbLb::LoadBalancingPolicyConfig => {
+                    return Err(Error::invalid(
+                        path.field("lb_policy"),
+                        "LOAD_BALANCING_POLICY_CONFIG requires load_balancing_policy",
+                    ))
+                }
+                other => {
+                    return Err(Error::unsupported_value(
+                        path.field("lb_policy"),
+                        other.as_str_name(),
+                    ))
+                }
+            };
+            if lr_config.is_some() && !matches!(lb_policy, LbPolicy::LeastRequest(_)) {
+                return Err(Error::invalid(
+                    lrpath,
+                    "only allowed with lb_policy LEAST_REQUEST",
+                ));
+            }
+            lb_policy
         }
     };
-    if lr_config.is_some() && !matches!(lb_policy, LbPolicy::LeastRequest(_)) {
-        return Err(Error::invalid(
-            lrpath,
-            "only allowed with lb_policy LEAST_REQUEST",
-        ));
-    }
     let eds = match (&c.eds_cluster_config, is_eds) {
         (Some(e), true) => {
             let epath = path.field("eds_cluster_config");
@@ -188,7 +208,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         Some(cl) => common_lb_config(cl, &path.field("common_lb_config"))?,
         None => CommonLb::default(),
     };
-    let cluster = Cluster {
+    Ok(Cluster {
         name: c.name.clone(),
         connect_timeout,
         lb_policy,
@@ -197,9 +217,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         http2: upstream_http2(c, path)?,
         outlier_detection,
         common_lb,
-    };
-    pending::cluster_features(c, path)?;
-    Ok(cluster)
+    })
 }
 
 /// Validates endpoints (inline `load_assignment` now, EDS later). Only

@@ -1,18 +1,28 @@
 //! Load-balancing settings of a cluster: `least_request_lb_config`
-//! (gRFC A48) and `common_lb_config` (Envoy; `override_host_status` is
-//! gRFC A55's).
+//! (gRFC A48), `load_balancing_policy` (Envoy's extensible policies, of
+//! which we support round robin, least request and random) and
+//! `common_lb_config` (Envoy; `override_host_status` is gRFC A55's).
 
-use engine::{CommonLb, HealthStatus, HealthStatusSet, LeastRequest, MAX_LEAST_REQUEST_CHOICES};
+use engine::{
+    CommonLb, HealthStatus, HealthStatusSet, LbPolicy, LeastRequest, MAX_LEAST_REQUEST_CHOICES,
+};
+use prost::Name;
 
 use super::reject_set;
+use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
+use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::extensions::load_balancing_policies::least_request::v3 as lr_pb;
+use crate::pb::envoy::extensions::load_balancing_policies::random::v3::Random;
+use crate::pb::envoy::extensions::load_balancing_policies::round_robin::v3::RoundRobin;
 
 /// Validates `least_request_lb_config` (at `path`; `None` when unset) for
 /// `lb_policy: LEAST_REQUEST`. `choice_count` defaults to 2 and must be at
 /// least 2 (Envoy, A48); values above [`MAX_LEAST_REQUEST_CHOICES`] are
-/// lowered to it, as gRFC A48 does. `active_request_bias` (weighted least
-/// request) and `slow_start_config` are not supported.
+/// lowered to it, as gRFC A48 does. `active_request_bias.default_value`
+/// (default 1.0) must be finite and `>= 0`; its `runtime_key` is ignored
+/// (we have no runtime). `slow_start_config` is not supported.
 pub fn least_request_lb_config(
     l: Option<&pb::cluster::LeastRequestLbConfig>,
     path: &Path,
@@ -20,17 +30,133 @@ pub fn least_request_lb_config(
     let Some(l) = l else {
         return Ok(LeastRequest::default());
     };
-    reject_set!(path, l, active_request_bias, slow_start_config);
-    let choice_count = match l.choice_count {
-        None => LeastRequest::default().choice_count,
-        Some(n) if n < 2 => {
-            return Err(Error::invalid(path.field("choice_count"), "must be >= 2"));
-        }
-        Some(n) => n.min(MAX_LEAST_REQUEST_CHOICES),
-    };
+    reject_set!(path, l, slow_start_config);
     Ok(LeastRequest {
-        choice_count,
-        ..LeastRequest::default()
+        choice_count: choice_count(l.choice_count, &path.field("choice_count"))?,
+        active_request_bias: active_request_bias(
+            l.active_request_bias.as_ref(),
+            &path.field("active_request_bias"),
+        )?,
+    })
+}
+
+/// `choice_count` of least request: default 2, at least 2, capped at
+/// [`MAX_LEAST_REQUEST_CHOICES`] (gRFC A48).
+fn choice_count(v: Option<u32>, path: &Path) -> Result<u32> {
+    match v {
+        None => Ok(LeastRequest::default().choice_count),
+        Some(n) if n < 2 => Err(Error::invalid(path.clone(), "must be >= 2")),
+        Some(n) => Ok(n.min(MAX_LEAST_REQUEST_CHOICES)),
+    }
+}
+
+/// `active_request_bias` (a `RuntimeDouble`): its `default_value`, which
+/// must be finite and `>= 0` (Envoy requires `>= 0`). The `runtime_key` is
+/// ignored: there is no runtime to look it up in.
+fn active_request_bias(b: Option<&core::RuntimeDouble>, path: &Path) -> Result<f64> {
+    let Some(b) = b else {
+        return Ok(LeastRequest::default().active_request_bias);
+    };
+    let v = b.default_value;
+    if !v.is_finite() || v < 0.0 {
+        return Err(Error::invalid(
+            path.field("default_value"),
+            format!("{v} is not a finite number >= 0"),
+        ));
+    }
+    Ok(v)
+}
+
+/// Validates `load_balancing_policy` (at `path`) into the policy it selects.
+///
+/// As in Envoy, the first entry of `policies` whose `typed_config` type we
+/// support is used and the entries before it are skipped; none supported
+/// is an error naming the types seen. Every entry needs a `name` and a
+/// `typed_config` (Envoy's field rules). Supported:
+/// - `envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin`;
+/// - `...least_request.v3.LeastRequest`: `choice_count` and
+///   `active_request_bias` as in `least_request_lb_config`;
+///   `enable_full_scan` is accepted and ignored (deprecated and unused in
+///   Envoy; a pick already looks at every host when `choice_count` is at
+///   least the number of hosts); `selection_method` only `N_CHOICES`;
+/// - `...random.v3.Random`.
+///
+/// `slow_start_config` and `locality_lb_config` are not supported.
+pub fn load_balancing_policy(p: &pb::LoadBalancingPolicy, path: &Path) -> Result<LbPolicy> {
+    let mut chosen = None;
+    let mut seen = Vec::new();
+    for (i, policy) in p.policies.iter().enumerate() {
+        let ppath = path.field("policies").index(i);
+        let tpath = ppath.field("typed_extension_config");
+        let Some(tec) = &policy.typed_extension_config else {
+            return Err(Error::invalid(tpath, "required"));
+        };
+        if tec.name.is_empty() {
+            return Err(Error::invalid(tpath.field("name"), "required"));
+        }
+        let cpath = tpath.field("typed_config");
+        let Some(any) = &tec.typed_config else {
+            return Err(Error::invalid(cpath, "required"));
+        };
+        if chosen.is_some() {
+            continue; // Envoy does not look past the policy it uses.
+        }
+        let type_name = any_type_name(any, &cpath)?;
+        if type_name == RoundRobin::full_name() {
+            let (rr, rpath) = unpack::<RoundRobin>(any, &cpath)?;
+            reject_set!(rpath, rr, slow_start_config, locality_lb_config);
+            chosen = Some(LbPolicy::RoundRobin);
+        } else if type_name == lr_pb::LeastRequest::full_name() {
+            let (lr, lpath) = unpack::<lr_pb::LeastRequest>(any, &cpath)?;
+            chosen = Some(LbPolicy::LeastRequest(least_request_policy(&lr, &lpath)?));
+        } else if type_name == Random::full_name() {
+            let (r, rpath) = unpack::<Random>(any, &cpath)?;
+            reject_set!(rpath, r, locality_lb_config);
+            chosen = Some(LbPolicy::Random);
+        } else {
+            seen.push(type_name);
+        }
+    }
+    chosen.ok_or_else(|| {
+        Error::unsupported_msg(
+            path.clone(),
+            format!(
+                "no supported policy in [{}] (supported: {}, {}, {})",
+                seen.join(", "),
+                RoundRobin::full_name(),
+                lr_pb::LeastRequest::full_name(),
+                Random::full_name(),
+            ),
+        )
+    })
+}
+
+/// The `LeastRequest` load balancing policy (at `path`).
+fn least_request_policy(l: &lr_pb::LeastRequest, path: &Path) -> Result<LeastRequest> {
+    use lr_pb::least_request::SelectionMethod;
+    // `enable_full_scan` is deprecated and unused in Envoy: accepted as is.
+    reject_set!(path, l, slow_start_config, locality_lb_config);
+    match SelectionMethod::try_from(l.selection_method) {
+        Ok(SelectionMethod::NChoices) => {}
+        Ok(other) => {
+            return Err(Error::unsupported_value(
+                path.field("selection_method"),
+                other.as_str_name(),
+            ))
+        }
+        Err(_) => {
+            return Err(Error::invalid(
+                path.field("selection_method"),
+                format!("unknown value {}", l.selection_method),
+            ))
+        }
+    }
+    Ok(LeastRequest {
+        choice_count: choice_count(l.choice_count, &path.field("choice_count"))?,
+        active_request_bias: active_request_bias(
+            l.active_request_bias.as_ref(),
+            &path.field("active_request_bias"),
+        )?,
     })
 }
 

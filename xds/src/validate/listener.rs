@@ -332,14 +332,14 @@ pub(crate) fn reject_unused_h2(h2: &core::Http2ProtocolOptions, path: &Path) -> 
 
 /// The filter list must end in the router; any other filter is an error
 /// unless `is_optional` (then it is skipped, as gRFC A39 specifies). The
-/// stateful session filter's config is validated first (gRFC A55; it is not
-/// implemented yet, see `pending`); it is returned when present.
+/// stateful session filter (gRFC A55) is supported: its config is returned
+/// when present (at most one may be configured).
 fn http_filters(
     filters: &[hcm::HttpFilter],
     path: &Path,
 ) -> Result<Option<engine::StatefulSession>> {
     use hcm::http_filter::ConfigType;
-    let mut stateful_session = None;
+    let mut stateful_session: Option<(usize, engine::StatefulSession)> = None;
     if filters.is_empty() {
         return Err(Error::invalid(
             path.clone(),
@@ -358,10 +358,15 @@ fn http_filters(
                 if type_name == StatefulSession::full_name() {
                     let (config, cpath) = unpack::<StatefulSession>(any, &tpath)?;
                     let config = super::stateful_session(&config, &cpath)?;
-                    if super::pending::skip_stateful_session_filter(f.is_optional, &tpath)? {
-                        continue;
+                    if let Some((first, _)) = &stateful_session {
+                        return Err(Error::unsupported_msg(
+                            tpath.clone(),
+                            format!(
+                                "only one stateful session filter is supported (another is http_filters[{first}])"
+                            ),
+                        ));
                     }
-                    stateful_session = Some(config);
+                    stateful_session = Some((i, config));
                     continue;
                 }
                 if type_name == Router::full_name() {
@@ -413,7 +418,7 @@ fn http_filters(
                 "the router filter must be the last filter",
             ));
         }
-        return Ok(stateful_session);
+        return Ok(stateful_session.map(|(_, s)| s));
     }
     // The last filter was an optional one we skipped.
     Err(Error::invalid(

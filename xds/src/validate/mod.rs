@@ -5,7 +5,6 @@ mod cluster;
 mod lb;
 mod listener;
 mod outlier;
-mod pending;
 mod route;
 mod session;
 mod source;
@@ -15,11 +14,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 pub use cluster::{cluster, cluster_load_assignment, upstream_http2};
-pub use lb::{common_lb_config, least_request_lb_config};
+pub use lb::{common_lb_config, least_request_lb_config, load_balancing_policy};
 pub use listener::{http_connection_manager, listener};
 pub use outlier::outlier_detection;
-pub use pending::NOT_IMPLEMENTED_YET;
-pub use route::{route_config, virtual_host};
+pub use route::{route_config, typed_per_filter_config, virtual_host};
 pub use session::{stateful_session, stateful_session_per_route};
 pub use source::{ads_config, config_source, dynamic_resources, initial_fetch_timeout, Allowed};
 

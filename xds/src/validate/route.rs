@@ -1,18 +1,32 @@
 //! `RouteConfiguration` → `engine::RouteConfig`: virtual hosts, domain
-//! classification, path/header matching and the route action.
+//! classification, path/header matching, the route action and the
+//! per-route stateful session config (`typed_per_filter_config`).
 
 use std::collections::{HashMap, HashSet};
 
 use engine::{
     ClusterTarget, DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, Route, RouteAction,
-    RouteConfig, RouteMatch, VirtualHost, WeightedClusters,
+    RouteConfig, RouteMatch, StatefulSessionPerRoute, VirtualHost, WeightedClusters,
 };
+use prost::Name;
 use regex::Regex;
 
-use super::{reject_set, timeout_or};
+use super::{reject_set, stateful_session_per_route, timeout_or};
+use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::route::v3 as pb;
+use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
 use crate::pb::envoy::r#type::matcher::v3 as matcher;
+
+/// The name Envoy registers the stateful session filter under: a
+/// `FilterConfig { disabled: true }` under this key disables the filter
+/// whatever its `config` (otherwise entries are told apart by type).
+pub(crate) const STATEFUL_SESSION_FILTER: &str = "envoy.filters.http.stateful_session";
+
+/// Where `typed_per_filter_config` is not supported (route tables and
+/// weighted cluster entries).
+const PER_FILTER_CONFIG_HERE: &str =
+    "not supported here; set typed_per_filter_config on the virtual host or route";
 
 /// Validates a route table.
 ///
@@ -42,9 +56,14 @@ pub fn route_config(
         request_mirror_policies,
         ignore_port_in_host_matching,
         ignore_path_parameters_in_path_matching,
-        typed_per_filter_config,
         metadata,
     );
+    if !rc.typed_per_filter_config.is_empty() {
+        return Err(Error::unsupported_msg(
+            path.field("typed_per_filter_config"),
+            PER_FILTER_CONFIG_HERE,
+        ));
+    }
     let check = rc
         .validate_clusters
         .unwrap_or(inline)
@@ -93,7 +112,6 @@ pub fn virtual_host(
         response_headers_to_remove,
         request_headers_to_remove,
         include_request_attempt_count,
-        typed_per_filter_config,
         retry_policy,
         hedge_policy,
         per_request_buffer_limit_bytes,
@@ -125,11 +143,15 @@ pub fn virtual_host(
         .enumerate()
         .map(|(i, r)| route(r, &path.field("routes").index(i), known_clusters))
         .collect::<Result<_>>()?;
+    let stateful_session = typed_per_filter_config(
+        &vh.typed_per_filter_config,
+        &path.field("typed_per_filter_config"),
+    )?;
     Ok(VirtualHost {
         name: vh.name.clone(),
         domains,
         routes,
-        stateful_session: None,
+        stateful_session,
     })
 }
 
@@ -190,7 +212,6 @@ fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -
         response_headers_to_add,
         response_headers_to_remove,
         request_headers_to_remove,
-        typed_per_filter_config,
         tracing,
         per_request_buffer_limit_bytes,
         stat_prefix,
@@ -213,11 +234,15 @@ fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -
         }
         None => return Err(Error::invalid(path.field("route"), "required")),
     };
+    let stateful_session = typed_per_filter_config(
+        &r.typed_per_filter_config,
+        &path.field("typed_per_filter_config"),
+    )?;
     Ok(Route {
         name: r.name.clone(),
         matcher,
         action,
-        stateful_session: None,
+        stateful_session,
     })
 }
 
@@ -508,10 +533,15 @@ fn weighted(
             response_headers_to_add,
             response_headers_to_remove,
             request_headers_to_remove,
-            typed_per_filter_config,
             host_rewrite_specifier,
             cluster_header,
         );
+        if !c.typed_per_filter_config.is_empty() {
+            return Err(Error::unsupported_msg(
+                cpath.field("typed_per_filter_config"),
+                PER_FILTER_CONFIG_HERE,
+            ));
+        }
         check(&c.name, cpath.field("name"))?;
         let weight = c.weight.unwrap_or(0);
         sum += u64::from(weight);
@@ -532,4 +562,101 @@ fn weighted(
             "total weight must be between 1 and 4294967295",
         )
     })
+}
+
+/// Validates a virtual host's or route's `typed_per_filter_config` (at
+/// `path`) and returns its stateful session entry, if any.
+///
+/// Each value is either a filter's per-route config or an
+/// `envoy.config.route.v3.FilterConfig` wrapping one (with `is_optional`
+/// and `disabled`). Entries are recognised by the config's type (Envoy too
+/// picks the parser by type). Envoy applies an entry to the HTTP filter
+/// whose `name` is the key; we do not match keys to filter names (a
+/// listener has at most one stateful session filter, and route tables are
+/// validated apart from listeners), so any key works:
+/// - `envoy.extensions.filters.http.stateful_session.v3.StatefulSessionPerRoute`
+///   is validated into the result (at most one entry may hold one);
+/// - a `FilterConfig` with `disabled: true` disables its filter and its
+///   `config` is not otherwise looked at (as in Envoy): it is the stateful
+///   session filter's (`StatefulSessionPerRoute::Disabled`) when the key is
+///   [`STATEFUL_SESSION_FILTER`] or `config` is a `StatefulSessionPerRoute`;
+///   otherwise it disables a filter we never run, which changes nothing;
+/// - any other type is an error unless it is wrapped in a `FilterConfig`
+///   with `is_optional: true`, in which case it is ignored (gRFC A39).
+pub fn typed_per_filter_config(
+    map: &HashMap<String, prost_types::Any>,
+    path: &Path,
+) -> Result<Option<StatefulSessionPerRoute>> {
+    // Sorted, so that which entry an error names does not depend on the
+    // map's iteration order.
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut found: Option<(&str, StatefulSessionPerRoute)> = None;
+    for (key, any) in entries {
+        let kpath = path.key(key);
+        let Some(session) = per_filter_entry(key, any, &kpath)? else {
+            continue;
+        };
+        if let Some((first, _)) = &found {
+            return Err(Error::invalid(
+                kpath,
+                format!(
+                    "only one stateful session per-route config is allowed (another is under {first:?})"
+                ),
+            ));
+        }
+        found = Some((key, session));
+    }
+    Ok(found.map(|(_, s)| s))
+}
+
+/// One `typed_per_filter_config` entry: `Some` when it is the stateful
+/// session filter's, `None` when it is ignored.
+fn per_filter_entry(
+    key: &str,
+    any: &prost_types::Any,
+    path: &Path,
+) -> Result<Option<StatefulSessionPerRoute>> {
+    if any_type_name(any, path)? != pb::FilterConfig::full_name() {
+        return per_filter_config(key, any, path, false);
+    }
+    let (fc, fpath) = unpack::<pb::FilterConfig>(any, path)?;
+    let cpath = fpath.field("config");
+    if fc.disabled {
+        let is_session = key == STATEFUL_SESSION_FILTER
+            || match &fc.config {
+                Some(config) => any_type_name(config, &cpath)? == PbSessionPerRoute::full_name(),
+                None => false,
+            };
+        return Ok(is_session.then_some(StatefulSessionPerRoute::Disabled));
+    }
+    match &fc.config {
+        Some(config) => per_filter_config(key, config, &cpath, fc.is_optional),
+        None => Err(Error::invalid(cpath, "required unless disabled is true")),
+    }
+}
+
+/// A filter's per-route config (at `path`), directly in the map or inside a
+/// `FilterConfig` (whose `is_optional` is `optional`).
+fn per_filter_config(
+    key: &str,
+    any: &prost_types::Any,
+    path: &Path,
+    optional: bool,
+) -> Result<Option<StatefulSessionPerRoute>> {
+    if any_type_name(any, path)? == PbSessionPerRoute::full_name() {
+        let (s, spath) = unpack::<PbSessionPerRoute>(any, path)?;
+        return Ok(Some(stateful_session_per_route(&s, &spath)?));
+    }
+    if optional {
+        return Ok(None);
+    }
+    Err(Error::unsupported_msg(
+        path.clone(),
+        format!(
+            "per-route config for {key:?} ({}) is not supported (wrap it in a {} with is_optional: true to skip it)",
+            any_type_url(any, path)?,
+            pb::FilterConfig::type_url(),
+        ),
+    ))
 }
