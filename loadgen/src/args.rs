@@ -12,6 +12,11 @@ use http::{HeaderName, HeaderValue, Method};
 /// request when the previous one finished); open loop with `--rate`, where
 /// latency is measured from the intended send time (corrected for
 /// coordinated omission).
+///
+/// With `--sessions N`, every request belongs to one of N virtual sessions,
+/// each with its own cookie jar and at most one request in flight; the
+/// report adds how often a session's backend (the `--backend-header` of the
+/// responses) changed.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "loadgen", version)]
 pub struct Args {
@@ -81,6 +86,19 @@ pub struct Args {
     /// Per-stream receive window in bytes (the connection window is larger).
     #[arg(long, default_value_t = 16 << 20)]
     pub window: u32,
+
+    /// Session mode: N virtual sessions, split over the threads (at most N
+    /// threads then). Each keeps the cookies its responses set and sends
+    /// them back, has at most one request in flight (a free stream slot
+    /// takes the least recently used idle session, or waits for one: fewer
+    /// sessions than `-c × -m` slots caps the concurrency at N), and counts
+    /// affinity breaks: responses from another backend than its previous one.
+    #[arg(long, value_name = "N")]
+    pub sessions: Option<usize>,
+
+    /// Session mode: response header naming the backend that answered.
+    #[arg(long, value_name = "NAME", default_value = crate::stats::DEFAULT_BACKEND_HEADER)]
+    pub backend_header: String,
 
     /// Print one JSON object on stdout instead of the text report.
     #[arg(long)]
@@ -167,6 +185,10 @@ pub struct Plan {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub window: u32,
+    /// Session mode: the number of sessions.
+    pub sessions: Option<usize>,
+    /// Session mode: the backend header's name, lower-case and valid.
+    pub backend_header: String,
 }
 
 impl Plan {
@@ -243,6 +265,12 @@ impl Plan {
                 return Err("--rate must be > 0".into());
             }
         }
+        if args.sessions == Some(0) {
+            return Err("--sessions must be at least 1".into());
+        }
+        let backend_header = args.backend_header.trim().to_ascii_lowercase();
+        HeaderName::from_bytes(backend_header.as_bytes())
+            .map_err(|_| format!("invalid --backend-header `{}`", args.backend_header))?;
         let cpus = args.cpu_list.as_deref().map(parse_cpu_list).transpose()?;
         let default_threads = cpus.as_ref().map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -251,7 +279,8 @@ impl Plan {
         let threads = args
             .threads
             .unwrap_or(default_threads)
-            .clamp(1, args.connections);
+            // Every thread needs a connection, and a session in session mode.
+            .clamp(1, args.connections.min(args.sessions.unwrap_or(usize::MAX)));
 
         Ok(Plan {
             addr,
@@ -271,6 +300,8 @@ impl Plan {
             timeout: args.timeout,
             connect_timeout: args.connect_timeout,
             window: args.window.clamp(65_535, (1 << 31) - 1),
+            sessions: args.sessions,
+            backend_header,
         })
     }
 }
@@ -319,6 +350,40 @@ mod tests {
         assert!(Plan::from_args(&Args::for_url("https://x:1/")).is_err());
         let mut a = Args::for_url("http://127.0.0.1:1/");
         a.headers = vec!["nocolon".into()];
+        assert!(Plan::from_args(&a).is_err());
+    }
+
+    #[test]
+    fn session_options() {
+        let a = Args::parse_from(["loadgen", "http://127.0.0.1:1/", "-c", "4", "-t", "4"]);
+        let p = Plan::from_args(&a).unwrap();
+        assert_eq!(p.sessions, None);
+        assert_eq!(p.backend_header, "x-backend");
+        assert_eq!(p.threads, 4);
+
+        let a = Args::parse_from([
+            "loadgen",
+            "http://127.0.0.1:1/",
+            "-c",
+            "4",
+            "-t",
+            "4",
+            "--sessions",
+            "3",
+            "--backend-header",
+            "X-Upstream",
+        ]);
+        let p = Plan::from_args(&a).unwrap();
+        assert_eq!(p.sessions, Some(3));
+        assert_eq!(p.backend_header, "x-upstream");
+        // No thread without a session.
+        assert_eq!(p.threads, 3);
+
+        let mut a = Args::for_url("http://127.0.0.1:1/");
+        a.sessions = Some(0);
+        assert!(Plan::from_args(&a).is_err());
+        a.sessions = Some(1);
+        a.backend_header = "bad header".into();
         assert!(Plan::from_args(&a).is_err());
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod grpc;
+pub mod session;
 pub mod stats;
 pub mod worker;
 
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use glommio::{LocalExecutorBuilder, Placement};
 
 pub use args::{Args, Plan};
-pub use stats::{ErrorCounts, Latency, Report, StatusCounts};
+pub use stats::{ErrorCounts, Latency, Report, SessionStats, StatusCounts};
 
 use stats::{Progress, ThreadStats};
 use worker::Timeline;
@@ -43,6 +44,8 @@ pub fn run_plan(plan: Plan, progress: bool) -> Result<Report, String> {
     for (i, counter) in counters.iter().enumerate() {
         // Round-robin so that connection i's schedule offset stays global.
         let conns: Vec<usize> = (i..plan.connections).step_by(threads).collect();
+        // Each thread owns its sessions (`threads` <= sessions: none idle).
+        let sessions = plan.sessions.map(|n| session::share(n, threads, i));
         let placement = match &plan.cpus {
             Some(cpus) => Placement::Fixed(cpus[i % cpus.len()]),
             None => Placement::Unbound,
@@ -53,7 +56,7 @@ pub fn run_plan(plan: Plan, progress: bool) -> Result<Report, String> {
             .name(&format!("loadgen-{i}"))
             // Small locked-memory limit on CI machines; we do little file I/O.
             .io_memory(1 << 20)
-            .spawn(move || worker::thread_main(plan, tl, conns, counter))
+            .spawn(move || worker::thread_main(plan, tl, conns, sessions, counter))
             .map_err(|e| format!("cannot start worker thread {i}: {e}"))?;
         handles.push(handle);
     }
@@ -69,14 +72,16 @@ pub fn run_plan(plan: Plan, progress: bool) -> Result<Report, String> {
             .map_err(|e| format!("worker thread {i} failed: {e}"))?;
         total.merge(&st);
     }
-    Ok(Report::new(
+    let mut report = Report::new(
         total,
         plan.duration,
         plan.rate,
         threads,
         plan.connections,
         plan.streams,
-    ))
+    );
+    report.backend_header = plan.backend_header.clone();
+    Ok(report)
 }
 
 /// One line per second on stderr until the end of the run.

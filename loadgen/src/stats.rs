@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+/// Default of `--backend-header`: the demo backend's `x-backend`.
+pub const DEFAULT_BACKEND_HEADER: &str = "x-backend";
+
 /// Highest recordable latency (µs): one hour; larger values saturate.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 
@@ -103,6 +106,41 @@ impl StatusCounts {
     }
 }
 
+/// Session mode (`--sessions`): backend affinity as seen by the sessions.
+/// Only responses to requests started in the measured window are counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    /// Sessions run.
+    pub sessions: u64,
+    /// Sessions with at least one affinity break.
+    pub broken: u64,
+    /// Affinity breaks in all: responses carrying the backend header whose
+    /// backend differs from the one the session's previous such response
+    /// came from.
+    pub breaks: u64,
+    /// Responses without the backend header (not part of the affinity figures).
+    pub no_header: u64,
+}
+
+impl SessionStats {
+    /// Threads own disjoint sessions, so every figure adds up.
+    pub fn merge(&mut self, o: &SessionStats) {
+        self.sessions += o.sessions;
+        self.broken += o.broken;
+        self.breaks += o.breaks;
+        self.no_header += o.no_header;
+    }
+
+    /// Share of sessions with at least one break, in percent.
+    pub fn broken_pct(&self) -> f64 {
+        if self.sessions == 0 {
+            0.0
+        } else {
+            self.broken as f64 * 100.0 / self.sessions as f64
+        }
+    }
+}
+
 /// What one worker thread measured; merged into a [`Report`].
 #[derive(Debug, Clone)]
 pub struct ThreadStats {
@@ -117,6 +155,8 @@ pub struct ThreadStats {
     pub errors: ErrorCounts,
     /// Connections re-opened after a graceful GOAWAY or a failure.
     pub reconnects: u64,
+    /// Session mode only.
+    pub sessions: Option<SessionStats>,
 }
 
 impl Default for ThreadStats {
@@ -129,6 +169,7 @@ impl Default for ThreadStats {
             status: StatusCounts::default(),
             errors: ErrorCounts::default(),
             reconnects: 0,
+            sessions: None,
         }
     }
 }
@@ -155,6 +196,9 @@ impl ThreadStats {
         }
         self.errors.merge(&o.errors);
         self.reconnects += o.reconnects;
+        if let Some(o) = &o.sessions {
+            self.sessions.get_or_insert_with(Default::default).merge(o);
+        }
     }
 }
 
@@ -207,6 +251,10 @@ pub struct Report {
     pub status: StatusCounts,
     pub errors: ErrorCounts,
     pub reconnects: u64,
+    /// Session mode (`--sessions`) only.
+    pub sessions: Option<SessionStats>,
+    /// The response header naming the backend (`--backend-header`).
+    pub backend_header: String,
     pub threads: usize,
     pub connections: usize,
     pub streams: usize,
@@ -254,6 +302,8 @@ impl Report {
             status: stats.status,
             errors: stats.errors,
             reconnects: stats.reconnects,
+            sessions: stats.sessions,
+            backend_header: DEFAULT_BACKEND_HEADER.to_string(),
             threads,
             connections,
             streams,
@@ -292,6 +342,14 @@ impl Report {
             "errors": errors,
             "errors_total": self.errors.total(),
             "reconnects": self.reconnects,
+            "sessions": self.sessions.map(|s| serde_json::json!({
+                "sessions": s.sessions,
+                "broken": s.broken,
+                "broken_pct": s.broken_pct(),
+                "breaks": s.breaks,
+                "no_backend_header": s.no_header,
+                "backend_header": self.backend_header,
+            })),
             "threads": self.threads,
             "connections": self.connections,
             "streams": self.streams,
@@ -321,6 +379,18 @@ impl fmt::Display for Report {
             "latency (us): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  mean {:.1}",
             l.p50, l.p90, l.p99, l.p999, l.max, l.mean
         )?;
+        if let Some(s) = &self.sessions {
+            writeln!(
+                f,
+                "sessions: {}, broken: {} ({:.2} %), breaks: {}, no {}: {}",
+                s.sessions,
+                s.broken,
+                s.broken_pct(),
+                s.breaks,
+                self.backend_header,
+                s.no_header
+            )?;
+        }
         writeln!(
             f,
             "status: 2xx {}  3xx {}  4xx {}  5xx {}  other {}",
@@ -374,5 +444,63 @@ mod tests {
         assert!(j["intended_rps"].is_null());
         assert!(j["latency_us"]["p999"].is_u64());
         assert!(r.to_string().contains("p99.9"));
+        assert!(j["sessions"].is_null());
+        assert!(!r.to_string().contains("sessions:"));
+    }
+
+    #[test]
+    fn session_stats_merge_across_threads() {
+        // Thread 0: 3 sessions, 1 broken twice; thread 1: 2 sessions, both
+        // broken once, 4 responses without the header; thread 2: none.
+        let a = ThreadStats {
+            sessions: Some(SessionStats {
+                sessions: 3,
+                broken: 1,
+                breaks: 2,
+                no_header: 0,
+            }),
+            ..ThreadStats::default()
+        };
+        let b = ThreadStats {
+            sessions: Some(SessionStats {
+                sessions: 2,
+                broken: 2,
+                breaks: 2,
+                no_header: 4,
+            }),
+            ..ThreadStats::default()
+        };
+        let c = ThreadStats::default();
+        let mut total = ThreadStats::default();
+        for t in [&a, &b, &c] {
+            total.merge(t);
+        }
+        let s = total.sessions.unwrap();
+        assert_eq!(
+            s,
+            SessionStats {
+                sessions: 5,
+                broken: 3,
+                breaks: 4,
+                no_header: 4,
+            }
+        );
+        assert!((s.broken_pct() - 60.0).abs() < 1e-9);
+        assert_eq!(SessionStats::default().broken_pct(), 0.0);
+
+        let mut r = Report::new(total, Duration::from_secs(1), Some(10.0), 2, 2, 1);
+        r.backend_header = "x-upstream".into();
+        let text = r.to_string();
+        assert!(
+            text.contains("sessions: 5, broken: 3 (60.00 %), breaks: 4, no x-upstream: 4"),
+            "{text}"
+        );
+        let j = r.to_json();
+        assert_eq!(j["sessions"]["sessions"], 5);
+        assert_eq!(j["sessions"]["broken"], 3);
+        assert_eq!(j["sessions"]["broken_pct"], 60.0);
+        assert_eq!(j["sessions"]["breaks"], 4);
+        assert_eq!(j["sessions"]["no_backend_header"], 4);
+        assert_eq!(j["sessions"]["backend_header"], "x-upstream");
     }
 }

@@ -6,6 +6,10 @@
 //! closed loop, or at its next scheduled time in open loop. Everything on the
 //! hot path is thread-local (`Rc`/`Cell`), and the request parts are built
 //! once per thread so a request costs reference-count bumps, not rebuilding.
+//!
+//! In session mode a slot first takes an idle session of its thread (waiting
+//! for one when all are busy), sends the session's cookies, and updates the
+//! session from the response headers as soon as they arrive.
 
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
@@ -18,15 +22,18 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_lite::future::or;
 use glommio::net::TcpStream;
+use glommio::sync::Semaphore;
 use glommio::timer::{sleep, Timer};
 use glommio::Task;
 use h2::client::SendRequest;
 use h2::Reason;
-use http::{HeaderMap, Method, Request, Uri};
+use http::header::COOKIE;
+use http::{HeaderMap, HeaderName, Method, Request, Uri};
 use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 use crate::args::Plan;
 use crate::grpc;
+use crate::session::SessionPool;
 use crate::stats::{ErrorKind, Progress, ThreadStats};
 
 /// The run's time line, shared by all threads.
@@ -157,6 +164,52 @@ fn classify(e: h2::Error) -> Fail {
     }
 }
 
+/// A thread's sessions. `free` counts the idle ones, so that waiting for a
+/// session is a FIFO wait on the semaphore; taking and returning one never
+/// awaits in between, which keeps `free` equal to the idle queue's length.
+struct Sessions {
+    pool: RefCell<SessionPool>,
+    free: Semaphore,
+}
+
+impl Sessions {
+    fn new(n: usize, backend_header: HeaderName) -> Sessions {
+        Sessions {
+            pool: RefCell::new(SessionPool::new(n, backend_header)),
+            free: Semaphore::new(n as u64),
+        }
+    }
+
+    /// Waits for the least recently used idle session.
+    async fn lease(&self) -> Lease<'_> {
+        // Never closed, so this cannot fail.
+        let _ = self.free.acquire(1).await;
+        let idx = self
+            .pool
+            .borrow_mut()
+            .take()
+            .expect("a permit means an idle session");
+        Lease {
+            sessions: self,
+            idx,
+        }
+    }
+}
+
+/// A session in use by one slot; idle again when dropped, whatever way the
+/// slot's request ended (or the slot task itself).
+struct Lease<'a> {
+    sessions: &'a Sessions,
+    idx: usize,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.sessions.pool.borrow_mut().give_back(self.idx);
+        self.sessions.free.signal(1);
+    }
+}
+
 /// Per-thread state shared by its tasks.
 struct Worker {
     plan: Arc<Plan>,
@@ -168,6 +221,7 @@ struct Worker {
     done: Cell<u64>,
     errors: Cell<u64>,
     slots: Vec<Rc<Slot>>,
+    sessions: Option<Sessions>,
 }
 
 impl Worker {
@@ -189,12 +243,13 @@ impl Worker {
     }
 }
 
-/// Runs this thread's share of the connections until the end of the
-/// timeline, then returns what it measured.
+/// Runs this thread's share of the connections (and in session mode, its
+/// `sessions`) until the end of the timeline, then returns what it measured.
 pub async fn thread_main(
     plan: Arc<Plan>,
     tl: Timeline,
     conns: Vec<usize>,
+    sessions: Option<usize>,
     progress: Arc<Progress>,
 ) -> ThreadStats {
     let mut builder = h2::client::Builder::new();
@@ -208,6 +263,12 @@ pub async fn thread_main(
     let slots = (0..conns.len() * plan.streams)
         .map(|_| Rc::new(Slot::default()))
         .collect();
+    let sessions = sessions.map(|n| {
+        // Parsed per thread (as the template): no shared reference counts.
+        let name = HeaderName::from_bytes(plan.backend_header.as_bytes())
+            .expect("header name validated by Plan::from_args");
+        Sessions::new(n, name)
+    });
     let w = Rc::new(Worker {
         template: Template::new(&plan),
         plan,
@@ -218,6 +279,7 @@ pub async fn thread_main(
         done: Cell::new(0),
         errors: Cell::new(0),
         slots,
+        sessions,
     });
     let ticker = glommio::spawn_local(ticker(w.clone()));
     let tasks: Vec<Task<()>> = conns
@@ -229,7 +291,9 @@ pub async fn thread_main(
         t.await;
     }
     drop(ticker);
-    w.stats.replace(ThreadStats::default())
+    let mut stats = w.stats.replace(ThreadStats::default());
+    stats.sessions = w.sessions.as_ref().map(|s| s.pool.borrow().stats());
+    stats
 }
 
 /// Expires slots whose deadline passed and wakes them.
@@ -354,7 +418,7 @@ async fn slot_loop(
     let mut timer: Option<Timer> = None;
     let mut now = Instant::now();
     loop {
-        let start = match &sched {
+        let mut start = match &sched {
             None => {
                 if now >= tl.end {
                     return SlotEnd::Finished;
@@ -383,10 +447,29 @@ async fn slot_loop(
                 at
             }
         };
-        let deadline = now.max(start) + w.plan.timeout;
-        let result = with_deadline(&slot, deadline, one_request(&w, &mut sender)).await;
-        now = Instant::now();
+        // Session mode: wait for an idle session. The wait counts as latency
+        // in open loop (measured from the intended time), not in closed loop
+        // (measured from when the request goes out).
+        let lease = match &w.sessions {
+            Some(s) => {
+                let lease = s.lease().await;
+                now = Instant::now();
+                if now >= tl.end {
+                    return SlotEnd::Finished;
+                }
+                if sched.is_none() {
+                    start = now;
+                }
+                Some(lease)
+            }
+            None => None,
+        };
         let measured = start >= tl.warmup_end;
+        let deadline = now.max(start) + w.plan.timeout;
+        let session = lease.as_ref().map(|l| (l.idx, measured));
+        let result = with_deadline(&slot, deadline, one_request(&w, &mut sender, session)).await;
+        drop(lease);
+        now = Instant::now();
         w.count_done();
         match result {
             Ok((status, grpc_ok)) => {
@@ -455,16 +538,28 @@ async fn with_deadline<T>(
 }
 
 /// One request/response exchange: returns the status and whether gRPC
-/// reported success (always true outside gRPC mode).
-async fn one_request(w: &Worker, sender: &mut SendRequest<Bytes>) -> Result<(u16, bool), Fail> {
+/// reported success (always true outside gRPC mode). `session`: the
+/// session it is sent for, and whether the request is in the measured window.
+async fn one_request(
+    w: &Worker,
+    sender: &mut SendRequest<Bytes>,
+    session: Option<(usize, bool)>,
+) -> Result<(u16, bool), Fail> {
     let tpl = &w.template;
+    let mut request = tpl.request();
+    if let (Some(s), Some((idx, _))) = (&w.sessions, session) {
+        if let Some(cookie) = s.pool.borrow_mut().cookie_header(idx) {
+            // Added to any `-H cookie:` (h2 allows several cookie fields).
+            request.headers_mut().append(COOKIE, cookie);
+        }
+    }
     // Failures before anything was sent are retried on a new connection.
     poll_fn(|cx| sender.poll_ready(cx))
         .await
         .map_err(|_| Fail::Retry)?;
     // GET: END_STREAM on HEADERS, no DATA frame at all.
     let (response, mut send) = sender
-        .send_request(tpl.request(), tpl.body.is_none())
+        .send_request(request, tpl.body.is_none())
         .map_err(|_| Fail::Retry)?;
     if let Some(body) = &tpl.body {
         // END_STREAM on the (only) DATA frame. h2 buffers what exceeds the
@@ -472,6 +567,11 @@ async fn one_request(w: &Worker, sender: &mut SendRequest<Bytes>) -> Result<(u16
         send.send_data(body.clone(), true).map_err(classify)?;
     }
     let response = response.await.map_err(classify)?;
+    if let (Some(s), Some((idx, measured))) = (&w.sessions, session) {
+        s.pool
+            .borrow_mut()
+            .on_response(idx, response.headers(), measured);
+    }
     let status = response.status().as_u16();
     let grpc_mode = w.plan.grpc;
     // Trailers-only gRPC responses carry grpc-status in the headers.

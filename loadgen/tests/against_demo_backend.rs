@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use loadgen::Args;
+use loadgen::{Args, SessionStats};
 use shards::demo_backend::{spawn_thread, BackendHandle, BackendOptions};
 
 fn backend() -> BackendHandle {
@@ -120,4 +120,63 @@ fn connect_errors_when_nothing_listens() {
     let r = loadgen::run(&a).unwrap();
     assert_eq!(r.requests, 0);
     assert!(r.errors.connect > 0, "{r}");
+}
+
+#[test]
+fn sessions_keep_affinity_with_one_backend() {
+    let b = backend();
+    let mut a = args(&b);
+    a.threads = Some(2);
+    a.sessions = Some(10);
+    a.duration = Duration::from_millis(500);
+    a.warmup = Duration::from_millis(100);
+    let r = loadgen::run(&a).unwrap();
+    assert!(r.requests > 0, "{r}");
+    assert_eq!(r.errors.total(), 0, "{r}");
+    let s = r.sessions.unwrap();
+    assert_eq!(
+        s,
+        SessionStats {
+            sessions: 10,
+            broken: 0,
+            breaks: 0,
+            no_header: 0,
+        },
+        "{r}"
+    );
+    assert!(r
+        .to_string()
+        .contains("sessions: 10, broken: 0 (0.00 %), breaks: 0, no x-backend: 0"));
+    let j = r.to_json();
+    assert_eq!(j["sessions"]["sessions"], 10);
+    assert_eq!(j["sessions"]["breaks"], 0);
+
+    // Fewer sessions (3) than stream slots (2 x 4): slots wait for an idle
+    // session. Open loop, gRPC.
+    let mut a = args(&b);
+    a.sessions = Some(3);
+    a.rate = Some(400.0);
+    a.grpc = true;
+    a.body_size = 10;
+    a.duration = Duration::from_millis(500);
+    a.warmup = Duration::from_millis(100);
+    let r = loadgen::run(&a).unwrap();
+    assert!(r.requests > 100, "{r}");
+    assert_eq!(r.errors.total(), 0, "{r}");
+    let s = r.sessions.unwrap();
+    assert_eq!((s.sessions, s.broken, s.breaks, s.no_header), (3, 0, 0, 0));
+
+    // A header the backend does not send: every response is counted as
+    // lacking it, none as a break.
+    let mut a = args(&b);
+    a.sessions = Some(4);
+    a.backend_header = "X-Upstream".into();
+    a.duration = Duration::from_millis(300);
+    a.warmup = Duration::ZERO;
+    let r = loadgen::run(&a).unwrap();
+    let s = r.sessions.unwrap();
+    assert_eq!((s.sessions, s.broken, s.breaks), (4, 0, 0));
+    assert!(r.requests > 0);
+    assert_eq!(s.no_header, r.requests, "{r}");
+    assert!(r.to_string().contains("no x-upstream: "), "{r}");
 }
