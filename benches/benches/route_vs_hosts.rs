@@ -159,7 +159,7 @@ fn route_and_pick(shard: &Shard, snap: &Snapshot, parts: &Parts) -> Option<Socke
         ClusterTarget::Weighted(w) => w.pick(shard.random()),
     };
     let cluster = snap.cluster(name)?;
-    shard.pick_host(cluster).map(|h| h.address)
+    shard.pick_host(cluster).map(|p| p.host.address)
 }
 
 fn bench(c: &mut Criterion) {
@@ -169,7 +169,12 @@ fn bench(c: &mut Criterion) {
     for (label, weighted) in [("equal", false), ("unequal", true)] {
         for hosts in [10usize, 1000, 10_000] {
             let snap = snapshot(hosts, weighted);
-            let shard = Shard::new(0, Arc::new(ShardStats::default()), Arc::clone(&snap));
+            let shard = Shard::new(
+                0,
+                Arc::new(ShardStats::default()),
+                Arc::clone(&snap),
+                Default::default(),
+            );
             // Sanity: the request reaches `svc` and rotates over its hosts.
             let a = route_and_pick(&shard, &snap, &parts).unwrap();
             let b = route_and_pick(&shard, &snap, &parts).unwrap();
@@ -195,7 +200,7 @@ fn bench(c: &mut Criterion) {
                             unreachable!()
                         };
                         let cluster = snap.cluster(name).unwrap();
-                        let host = shard.pick_host(cluster).unwrap();
+                        let host = shard.pick_host(cluster).unwrap().host;
                         shard.stats.hosts.host(host.id).rq_total.inc();
                         shard.pool(host, cluster)
                     })

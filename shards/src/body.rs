@@ -20,18 +20,29 @@ pub enum PumpError {
     To,
 }
 
+/// The `grpc-status` of a header block (trailers, or a trailers-only
+/// response), when it has a numeric one.
+pub fn grpc_status(headers: &http::HeaderMap) -> Option<u32> {
+    std::str::from_utf8(headers.get("grpc-status")?.as_bytes())
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Copies a body (and its trailers) from one h2 stream to another. A chunk is
 /// read only after the previous one was handed to the destination, and its
 /// window is released only then, so at most one stream window per direction
 /// is ever buffered. The destination going away (RST_STREAM, connection
 /// loss) ends the copy at once, not at the next chunk, so an abandoned stream
 /// holds nothing upstream. Resetting either side is left to the caller, who
-/// knows which reason to give.
+/// knows which reason to give. Returns the trailers' `grpc-status`, if any
+/// (outlier detection counts gRPC failures).
 pub async fn pump(
     from: &mut RecvStream,
     to: &mut SendStream<Bytes>,
     activity: &impl Activity,
-) -> Result<(), PumpError> {
+) -> Result<Option<u32>, PumpError> {
     loop {
         let next = poll_fn(|cx| {
             if to.poll_reset(cx).is_ready() {
@@ -50,7 +61,7 @@ pub async fn pump(
                 let _ = from.flow_control().release_capacity(n);
                 activity.touch();
                 if eos {
-                    return Ok(());
+                    return Ok(None);
                 }
             }
             Some(Err(_)) => return Err(PumpError::From),
@@ -66,8 +77,15 @@ pub async fn pump(
     })
     .await?;
     match trailers {
-        Some(trailers) => to.send_trailers(trailers).map_err(|_| PumpError::To),
-        None => to.send_data(Bytes::new(), true).map_err(|_| PumpError::To),
+        Some(trailers) => {
+            let status = grpc_status(&trailers);
+            to.send_trailers(trailers).map_err(|_| PumpError::To)?;
+            Ok(status)
+        }
+        None => to
+            .send_data(Bytes::new(), true)
+            .map(|()| None)
+            .map_err(|_| PumpError::To),
     }
 }
 

@@ -27,7 +27,8 @@ use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
 use crate::admin::{self, AdminState};
-use crate::gateway::{Command, PortReservations, ShardMsg, StartError, Started};
+use crate::gateway::{Command, PortReservations, ShardMsg, ShardReply, StartError, Started};
+use crate::outlier::OutlierControl;
 use crate::stats::ShardStats;
 use crate::xds::ads::{self, AdsEvent, AdsTarget};
 use crate::xds::{files, grpc, view};
@@ -50,9 +51,16 @@ pub enum Event {
 const COMMAND_POLL: Duration = Duration::from_millis(20);
 const TICK: Duration = Duration::from_millis(100);
 
+/// How the data shards are laid out and configured.
+pub(crate) struct Layout {
+    pub shards: usize,
+    pub cpus: Option<Vec<usize>>,
+    pub cookie_format: engine::session::CookieFormat,
+}
+
 struct ShardLink {
     tx: ConnectedSender<ShardMsg>,
-    acks: ConnectedReceiver<Result<u64, String>>,
+    acks: ConnectedReceiver<ShardReply>,
     thread: Option<glommio::ExecutorJoinHandle<()>>,
 }
 
@@ -84,16 +92,21 @@ struct Control {
     initialized: bool,
     /// Monotonic → wall clock, for the admin's timestamps.
     epoch: (Instant, SystemTime),
+    outlier: OutlierControl,
 }
 
 pub(crate) async fn run(
     bootstrap: Bootstrap,
-    n: usize,
-    cpus: Option<Vec<usize>>,
+    layout: Layout,
     shard_stats: Vec<Arc<ShardStats>>,
     commands: mpsc::Receiver<Command>,
     started: mpsc::Sender<Started>,
 ) {
+    let Layout {
+        shards: n,
+        cpus,
+        cookie_format,
+    } = layout;
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
     // File sources are read before the first snapshot, so the gateway
@@ -131,7 +144,7 @@ pub(crate) async fn run(
     let mut links = Vec::with_capacity(n);
     for (i, stats) in shard_stats.iter().enumerate() {
         let (tx, rx) = shared_channel::new_bounded::<ShardMsg>(4);
-        let (ack_tx, ack_rx) = shared_channel::new_bounded::<Result<u64, String>>(4);
+        let (ack_tx, ack_rx) = shared_channel::new_bounded::<ShardReply>(4);
         let placement = match &cpus {
             Some(c) => Placement::Fixed(c[i % c.len()]),
             None => Placement::Unbound,
@@ -141,7 +154,7 @@ pub(crate) async fn run(
         let spawned = LocalExecutorBuilder::new(placement)
             .io_memory(1 << 20)
             .name(&format!("shard-{i}"))
-            .spawn(move || crate::data_shard::run(i, stats, first, rx, ack_tx));
+            .spawn(move || crate::data_shard::run(i, stats, first, cookie_format, rx, ack_tx));
         match spawned {
             Ok(thread) => links.push(ShardLink {
                 tx: tx.connect().await,
@@ -198,6 +211,12 @@ pub(crate) async fn run(
     });
     drop(events);
 
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let mut outlier = OutlierControl::new(seed);
+    // Nothing is ejected yet, so there is nothing to push.
+    let _ = outlier.on_snapshot(&snap, Instant::now());
     let mut control = Control {
         links,
         ports,
@@ -210,6 +229,7 @@ pub(crate) async fn run(
         dynamic: bootstrap.dynamic.clone(),
         initialized: false,
         epoch: (Instant::now(), SystemTime::now()),
+        outlier,
     };
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
@@ -224,6 +244,7 @@ pub(crate) async fn run(
             Event::File { kind, result } => control.on_file(kind, result).await,
             Event::Tick => {
                 let now = Instant::now();
+                control.sweep_outliers(now).await;
                 control.send_due(now);
                 let expired = control.client.poll(now);
                 if expired {
@@ -451,7 +472,49 @@ impl Control {
         self.admin.record_push(started.elapsed());
         self.admin.set_config(Arc::clone(&snap), boot);
         self.current = snap;
+        if let Some(set) = self.outlier.on_snapshot(&self.current, Instant::now()) {
+            self.push_ejections(set).await;
+        }
+        self.admin
+            .set_outlier(self.outlier.view(&self.current), self.epoch);
         result
+    }
+
+    /// Runs the outlier sweeps that are due: collects every shard's counts
+    /// for those clusters, sweeps, and pushes the ejected set if it changed.
+    async fn sweep_outliers(&mut self, now: Instant) {
+        let due = self.outlier.due(now);
+        if due.is_empty() {
+            return;
+        }
+        let due: Arc<[String]> = due.into();
+        for l in &self.links {
+            let _ = l.tx.send(ShardMsg::CollectOutlier(Arc::clone(&due))).await;
+        }
+        let mut reports = ahash::AHashMap::new();
+        for l in &self.links {
+            if let Some(ShardReply::Outlier(list)) = l.acks.recv().await {
+                for (id, r) in list {
+                    reports
+                        .entry(id)
+                        .or_insert_with(engine::outlier::HostReport::default)
+                        .merge(&r);
+                }
+            }
+        }
+        if let Some(set) = self.outlier.sweep(now, &due, &reports) {
+            self.push_ejections(set).await;
+        }
+        self.admin
+            .set_outlier(self.outlier.view(&self.current), self.epoch);
+    }
+
+    /// Tells every shard which hosts are ejected now. Not acknowledged: the
+    /// channel is ordered, so a later snapshot or collection follows it.
+    async fn push_ejections(&self, set: Arc<engine::EjectedSet>) {
+        for l in &self.links {
+            let _ = l.tx.send(ShardMsg::Ejections(Arc::clone(&set))).await;
+        }
     }
 
     fn refresh_admin(&mut self) {
@@ -474,9 +537,12 @@ async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
     let mut first_err = None;
     for (i, l) in links.iter().enumerate() {
         match l.acks.recv().await {
-            Some(Ok(_)) => {}
-            Some(Err(e)) => {
+            Some(ShardReply::Applied(Ok(_))) => {}
+            Some(ShardReply::Applied(Err(e))) => {
                 first_err.get_or_insert(e);
+            }
+            Some(ShardReply::Outlier(_)) => {
+                first_err.get_or_insert(format!("shard {i}: unexpected outlier report"));
             }
             None => {
                 first_err.get_or_insert(format!("shard {i} stopped"));

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use engine::session::CookieFormat;
 use engine::Snapshot;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
-use crate::gateway::ShardMsg;
+use crate::gateway::{ShardMsg, ShardReply};
 use crate::shard::Shard;
 use crate::stats::ShardStats;
 
@@ -15,12 +16,13 @@ pub async fn run(
     id: usize,
     stats: Arc<ShardStats>,
     first: Arc<Snapshot>,
+    cookie_format: CookieFormat,
     inbox: SharedReceiver<ShardMsg>,
-    acks: SharedSender<Result<u64, String>>,
+    acks: SharedSender<ShardReply>,
 ) {
     let inbox = inbox.connect().await;
     let acks = acks.connect().await;
-    let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first));
+    let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first), cookie_format);
     let _ticker = glommio::spawn_local(shard.ticker.clone().run());
     let version = first.version;
     let result = shard
@@ -30,7 +32,7 @@ pub async fn run(
     if result.is_ok() {
         stats.serving.set(1);
     }
-    let _ = acks.send(result).await;
+    let _ = acks.send(ShardReply::Applied(result)).await;
 
     while let Some(msg) = inbox.recv().await {
         match msg {
@@ -40,7 +42,12 @@ pub async fn run(
                 if r.is_ok() {
                     stats.serving.set(1);
                 }
-                let _ = acks.send(r).await;
+                let _ = acks.send(ShardReply::Applied(r)).await;
+            }
+            ShardMsg::Ejections(set) => shard.set_ejected(set),
+            ShardMsg::CollectOutlier(clusters) => {
+                let report = shard.collect_outlier(&clusters);
+                let _ = acks.send(ShardReply::Outlier(report)).await;
             }
             ShardMsg::Shutdown { drain } => {
                 stats.serving.set(0);

@@ -14,7 +14,11 @@
 //! * control headers: `x-delay-ms`, `x-status`, `x-response-size`, `x-reset`;
 //! * gRPC (`content-type: application/grpc*`): echo the framed messages, then
 //!   trailers `grpc-status` (0 or `x-grpc-status`) and `grpc-message`
-//!   (`x-grpc-message`, if given).
+//!   (`x-grpc-message`, if given);
+//! * per-backend options ([`BackendOptions`]): a fixed `delay` before
+//!   answering, a fixed HTTP `status` for every request, a trailers-only
+//!   `grpc_status` for every gRPC request, extra `response_headers` (none
+//!   of them set by default).
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -72,6 +76,20 @@ pub struct BackendOptions {
     /// Requests served so far (incremented when a request's headers arrive).
     /// Atomic so that the thread that started the backend can read it.
     pub requests: Arc<AtomicU64>,
+    /// Added before answering every request (on top of `x-delay-ms`), e.g.
+    /// to make one backend of a cluster slow. Default: none.
+    pub delay: Duration,
+    /// Answer every request (gRPC ones too) with this HTTP status, headers
+    /// only, without reading the request body, e.g. to make one backend of
+    /// a cluster fail. Default: `None` (normal behaviour).
+    pub status: Option<u16>,
+    /// Answer every gRPC request trailers-only (HTTP 200, `grpc-status` in
+    /// the response headers, END_STREAM) with this gRPC status, without
+    /// reading the request body. Default: `None` (echo as usual).
+    pub grpc_status: Option<u32>,
+    /// Extra `(name, value)` headers on every response (invalid ones are
+    /// skipped). Default: none.
+    pub response_headers: Vec<(String, String)>,
 }
 
 impl BackendOptions {
@@ -83,6 +101,10 @@ impl BackendOptions {
             initial_window_size: 1 << 20,
             initial_connection_window_size: 16 << 20,
             requests: Arc::new(AtomicU64::new(0)),
+            delay: Duration::ZERO,
+            status: None,
+            grpc_status: None,
+            response_headers: Vec::new(),
         }
     }
 }
@@ -98,6 +120,8 @@ impl Default for BackendOptions {
 struct Ctx {
     opts: Rc<BackendOptions>,
     name: HeaderValue,
+    /// `opts.response_headers`, parsed.
+    extra_headers: Vec<(HeaderName, HeaderValue)>,
     hello: Bytes,
     hello_len: HeaderValue,
     builder: h2::server::Builder,
@@ -108,6 +132,16 @@ impl Ctx {
         let name = HeaderValue::from_str(&opts.name).unwrap_or(HeaderValue::from_static("backend"));
         let hello = Bytes::from(format!("hello from {}\n", opts.name));
         let hello_len = HeaderValue::from(hello.len());
+        let extra_headers = opts
+            .response_headers
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    HeaderName::try_from(k).ok()?,
+                    HeaderValue::try_from(v).ok()?,
+                ))
+            })
+            .collect();
         let mut builder = h2::server::Builder::new();
         builder
             .max_concurrent_streams(opts.max_concurrent_streams)
@@ -116,6 +150,7 @@ impl Ctx {
         Ctx {
             opts,
             name,
+            extra_headers,
             hello,
             hello_len,
             builder,
@@ -240,8 +275,21 @@ async fn handle(
         respond.send_reset(Reason::INTERNAL_ERROR);
         return Ok(());
     }
+    if !ctx.opts.delay.is_zero() {
+        glommio::timer::sleep(ctx.opts.delay).await;
+    }
     if let Some(ms) = header_u64(headers, &X_DELAY_MS) {
         glommio::timer::sleep(Duration::from_millis(ms)).await;
+    }
+    if let Some(status) = ctx.opts.status {
+        let mut resp = Response::new(());
+        *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+        resp.headers_mut().insert(X_BACKEND, ctx.name.clone());
+        for (k, v) in &ctx.extra_headers {
+            resp.headers_mut().append(k.clone(), v.clone());
+        }
+        respond.send_response(resp, true)?;
+        return Ok(());
     }
 
     let status = header_u64(headers, &X_STATUS)
@@ -251,6 +299,9 @@ async fn handle(
     let mut resp = Response::new(());
     *resp.status_mut() = status;
     resp.headers_mut().insert(X_BACKEND, ctx.name.clone());
+    for (k, v) in &ctx.extra_headers {
+        resp.headers_mut().append(k.clone(), v.clone());
+    }
 
     let is_grpc = headers
         .get(CONTENT_TYPE)
@@ -259,6 +310,13 @@ async fn handle(
     if is_grpc {
         *resp.status_mut() = StatusCode::OK;
         resp.headers_mut().insert(CONTENT_TYPE, APPLICATION_GRPC);
+        if let Some(code) = ctx.opts.grpc_status {
+            // Trailers-only: the status rides on the response headers.
+            resp.headers_mut()
+                .insert(GRPC_STATUS, HeaderValue::from(code));
+            respond.send_response(resp, true)?;
+            return Ok(());
+        }
         let mut send = respond.send_response(resp, false)?;
         if !body.is_end_stream() {
             // The request messages are already length-prefixed frames, so

@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use engine::{Bootstrap, Listener, Snapshot};
+use engine::outlier::HostReport;
+use engine::session::CookieFormat;
+use engine::{Bootstrap, EjectedSet, HostId, Listener, Snapshot};
 
 use glommio::{LocalExecutorBuilder, Placement};
 
@@ -30,6 +32,9 @@ pub struct Options {
     pub shards: Option<usize>,
     /// CPUs to pin data shards to, in order; `None` = unpinned.
     pub cpus: Option<Vec<usize>>,
+    /// How new session cookies are written (`--session-cookie-format`);
+    /// every form is read whatever this says.
+    pub session_cookie_format: CookieFormat,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +52,25 @@ pub enum StartError {
 
 /// Messages from the control shard to a data shard.
 pub enum ShardMsg {
+    /// Adopt this snapshot; answered with [`ShardReply::Applied`].
     Apply(Arc<Snapshot>),
-    Shutdown { drain: Duration },
+    /// Outlier detection changed which hosts are ejected. Not answered.
+    Ejections(Arc<EjectedSet>),
+    /// Hand over (and restart) the outlier counters of these clusters' hosts;
+    /// answered with [`ShardReply::Outlier`].
+    CollectOutlier(Arc<[String]>),
+    Shutdown {
+        drain: Duration,
+    },
+}
+
+/// A data shard's answer to the control shard. The control loop has at most
+/// one request outstanding per shard, so answers never interleave.
+pub enum ShardReply {
+    /// The version applied, or why the snapshot could not be.
+    Applied(Result<u64, String>),
+    /// This shard's counts since the last collection, per host with any.
+    Outlier(Vec<(HostId, HostReport)>),
 }
 
 pub(crate) enum Command {
@@ -223,8 +245,13 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                     return;
                 }
             };
+            let layout = crate::control::Layout {
+                shards: n,
+                cpus,
+                cookie_format: opts.session_cookie_format,
+            };
             ex.run(crate::control::run(
-                bootstrap, n, cpus, stats2, cmd_rx, started_tx,
+                bootstrap, layout, stats2, cmd_rx, started_tx,
             ));
         })
         .map_err(|e| StartError::Control(e.to_string()))?;

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use engine::headers::http_to_grpc_status;
 use h2::server::SendResponse;
+use http::header::HeaderName;
 use http::{HeaderValue, Response, StatusCode};
 
 /// Why the gateway answered on its own; decides status and body.
@@ -18,6 +19,9 @@ pub enum LocalReply {
     /// `stream_idle_timeout`: nothing moved either way for too long.
     StreamIdleTimeout,
     BadRequest,
+    /// A `strict` stateful session whose host is unavailable, answered with
+    /// `status_on_strict_destination_not_found` (503 by default).
+    SessionHostUnavailable(u16),
 }
 
 impl LocalReply {
@@ -31,6 +35,9 @@ impl LocalReply {
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::StreamIdleTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BadRequest => StatusCode::BAD_REQUEST,
+            Self::SessionHostUnavailable(code) => {
+                StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
+            }
         }
     }
 
@@ -49,6 +56,7 @@ impl LocalReply {
             Self::UpstreamTimeout => "upstream request timeout",
             Self::StreamIdleTimeout => "stream timeout",
             Self::BadRequest => "bad request",
+            Self::SessionHostUnavailable(_) => "no healthy upstream",
         }
     }
 
@@ -57,6 +65,17 @@ impl LocalReply {
     /// with END_STREAM), so gRPC clients see a proper status.
     /// Returns the HTTP status recorded in stats.
     pub fn send(self, respond: &mut SendResponse<Bytes>, grpc: bool) -> u16 {
+        self.send_with(respond, grpc, None)
+    }
+
+    /// [`send`](Self::send) with one extra response header (a session's
+    /// `set-cookie`).
+    pub fn send_with(
+        self,
+        respond: &mut SendResponse<Bytes>,
+        grpc: bool,
+        extra: Option<&(HeaderName, HeaderValue)>,
+    ) -> u16 {
         let status = self.status();
         if grpc {
             let mut resp = Response::new(());
@@ -70,11 +89,17 @@ impl LocalReply {
             if !self.body().is_empty() {
                 h.insert("grpc-message", HeaderValue::from_static(self.body()));
             }
+            if let Some((name, value)) = extra {
+                h.append(name.clone(), value.clone());
+            }
             let _ = respond.send_response(resp, true);
             return 200;
         }
         let mut resp = Response::new(());
         *resp.status_mut() = status;
+        if let Some((name, value)) = extra {
+            resp.headers_mut().append(name.clone(), value.clone());
+        }
         let body = self.body();
         if body.is_empty() {
             let _ = respond.send_response(resp, true);

@@ -1,13 +1,17 @@
 //! The request path of one downstream stream, in phases:
 //!
 //! 1. **route**: virtual host by `:authority`, first matching route;
-//! 2. **cluster**: the route's cluster (or a weighted pick), then a host;
+//! 2. **cluster**: the route's cluster (or a weighted pick), then a host:
+//!    the session's override host when the stateful session filter applies
+//!    and the host may serve, else the cluster's policy;
 //! 3. **upstream**: a stream slot from the host's pool, request headers
 //!    rewritten (hop-by-hop stripped, `x-forwarded-for` appended);
 //! 4. **forward**: bodies stream both ways under h2 flow control (a chunk is
 //!    read only once the other side has window for it, so nothing is
 //!    buffered whole), trailers pass through;
-//! 5. **finish**: stats, and on failure a local reply as Envoy makes it.
+//! 5. **finish**: stats, the outcome for outlier detection, and on failure a
+//!    local reply as Envoy makes it. Responses from a host other than the
+//!    session's carry the new session (`set-cookie` or the session header).
 //!
 //! The route timeout bounds phases 3–4; the downstream client resetting its
 //! stream aborts the upstream stream at any phase.
@@ -24,7 +28,9 @@ use bytes::Bytes;
 use engine::headers::{
     append_forwarded_for, is_grpc_content_type, is_hop_by_hop, keep_te, HOP_BY_HOP,
 };
-use engine::route::{rewrite_path, route_request, RequestView};
+use engine::outlier::{grpc_to_http, CallResult};
+use engine::override_host::OverrideMiss;
+use engine::route::{rewrite_path, route_request_in, RequestView};
 use engine::{ClusterTarget, Listener, Route};
 use futures_lite::future;
 use h2::server::SendResponse;
@@ -38,8 +44,9 @@ use crate::body::{pump, Activity, PumpError};
 use crate::downstream::ConnState;
 use crate::local_reply::LocalReply;
 use crate::pool::{Lease, PoolError, MAX_CONNS_PER_HOST};
+use crate::session::RequestSession;
 use crate::shard::Shard;
-use crate::stats::{DownstreamStats, HostStats};
+use crate::stats::{recent_now, DownstreamStats, HostStats};
 use crate::tick::{Ticker, TICK};
 
 /// Attempts per request when upstreams refuse streams before processing them.
@@ -115,17 +122,30 @@ pub async fn serve_stream(
         Some(l) => &l.http,
         None => &listener.http,
     };
-    let Some(route) = route_request(&hcm.route_config, &PartsView(&parts)) else {
+    let Some((vhost, route)) = route_request_in(&hcm.route_config, &PartsView(&parts)) else {
         stats.rq_no_route.inc();
         let status = LocalReply::NoRoute.send(&mut respond, grpc);
         stats.responses.record(status);
         return;
     };
+    // The stateful session filter as this route configures it (A39 merge).
+    let session_config = engine::session::effective(
+        hcm.stateful_session.as_ref(),
+        vhost.stateful_session.as_ref(),
+        route.stateful_session.as_ref(),
+    );
+    let sess_stats = &shard.stats.session;
+    let session = RequestSession::read(session_config, &parts, sess_stats);
 
-    // Phase 2: cluster and host.
+    // Phase 2: cluster and host. gRPC's cookie dialect also names the
+    // cluster, which keeps a session on one side of a weighted split.
+    let session_cluster = session.as_ref().and_then(|s| s.cluster.as_deref());
     let cluster_name = match &route.action.target {
         ClusterTarget::Cluster(name) => name.as_str(),
-        ClusterTarget::Weighted(w) => w.pick(shard.random()),
+        ClusterTarget::Weighted(w) => match session_cluster {
+            Some(c) if w.clusters.iter().any(|(n, _)| n == c) => c,
+            _ => w.pick(shard.random()),
+        },
     };
     let Some(cluster) = snap.cluster(cluster_name) else {
         shard.stats.rq_unknown_cluster.inc();
@@ -134,17 +154,60 @@ pub async fn serve_stream(
             .record(LocalReply::UnknownCluster.send(&mut respond, grpc));
         return;
     };
-    let Some(host) = shard.pick_host(cluster) else {
-        shard.stats.rq_no_healthy_upstream.inc();
-        stats
-            .responses
-            .record(LocalReply::NoHealthyUpstream.send(&mut respond, grpc));
-        return;
+    let mut by_override = None;
+    if let Some(s) = &session {
+        if let Some(addr) = &s.host {
+            match shard.override_host(cluster, addr) {
+                Ok(h) => by_override = Some(h),
+                Err(miss) => {
+                    match miss {
+                        OverrideMiss::NotFound => sess_stats.host_not_found.inc(),
+                        OverrideMiss::StatusNotInSet => sess_stats.status_not_in_set.inc(),
+                        OverrideMiss::Ejected => sess_stats.host_ejected.inc(),
+                    }
+                    if s.config.strict {
+                        // `strict`: the session's host or nothing.
+                        sess_stats.strict_refused.inc();
+                        let reply =
+                            LocalReply::SessionHostUnavailable(s.config.strict_not_found_status);
+                        stats.responses.record(reply.send(&mut respond, grpc));
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    let host = match by_override {
+        Some(h) => {
+            sess_stats.override_used.inc();
+            shard
+                .stats
+                .hosts
+                .host(h.id)
+                .rq_override_recent
+                .inc(recent_now());
+            h
+        }
+        None => match shard.pick_host(cluster) {
+            Some(pick) => pick.host,
+            None => {
+                shard.stats.rq_no_healthy_upstream.inc();
+                stats
+                    .responses
+                    .record(LocalReply::NoHealthyUpstream.send(&mut respond, grpc));
+                return;
+            }
+        },
     };
     let host_stats = shard.stats.hosts.host(host.id);
     host_stats.rq_total.inc();
+    // In-flight on this shard: least request reads it; it drops when the
+    // stream ends, whatever the outcome (A48).
     let _host_active = Gauge::enter(&host_stats.rq_active);
     let pool = shard.pool(host, cluster);
+    let session_header = session
+        .as_ref()
+        .and_then(|s| s.response_header(host.address, shard.cookie_format, sess_stats));
 
     // Phase 3 and 4 under the route timeout.
     let upstream_req =
@@ -157,6 +220,7 @@ pub async fn serve_stream(
         host_stats,
         down_stats: stats,
         clock: &clock,
+        session_header: session_header.as_ref(),
     };
     let work = forward(&ctx, upstream_req, body, &mut respond);
     let outcome = future::or(work, async {
@@ -167,34 +231,65 @@ pub async fn serve_stream(
 
     // Phase 5: finish.
     let failure = match outcome {
-        Ok(()) => return,
+        Ok(served) => {
+            shard.record_outlier(cluster, host.id, served.call_result());
+            return;
+        }
         Err(f) => f,
     };
     match failure {
         Failure::ClientGone => {
+            // Not the host's fault: outlier detection does not count it.
             stats.rq_reset_by_client.inc();
             conn.client_reset();
         }
         Failure::Local(reply) => {
-            match reply {
+            let result = match reply {
                 LocalReply::UpstreamTimeout => {
                     stats.rq_timeout.inc();
                     host_stats.rq_timeout.inc();
+                    Some(CallResult::Timeout)
                 }
-                LocalReply::StreamIdleTimeout => stats.rq_idle_timeout.inc(),
-                LocalReply::UpstreamReset => host_stats.rq_reset.inc(),
-                _ => {}
+                LocalReply::StreamIdleTimeout => {
+                    stats.rq_idle_timeout.inc();
+                    None
+                }
+                LocalReply::UpstreamReset => {
+                    host_stats.rq_reset.inc();
+                    Some(CallResult::Reset)
+                }
+                LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
+                _ => None,
+            };
+            if let Some(result) = result {
+                shard.record_outlier(cluster, host.id, result);
             }
             if headers_sent.get() {
                 // Headers already went out: the only honest signal left is a
                 // reset.
                 respond.send_reset(Reason::INTERNAL_ERROR);
             } else {
-                let status = reply.send(&mut respond, grpc);
+                // A host was chosen, so the session still moves to it
+                // (Envoy sets the cookie on error replies too).
+                let status = reply.send_with(&mut respond, grpc, session_header.as_ref());
                 stats.responses.record(status);
                 host_stats.responses.record(reply.status().as_u16());
             }
         }
+    }
+}
+
+/// How a forwarded stream ended, for outlier detection.
+struct Served {
+    status: u16,
+    /// `grpc-status` from a trailers-only response or the trailers.
+    grpc_status: Option<u32>,
+}
+
+impl Served {
+    /// A gRPC status counts as the HTTP status Envoy maps it to.
+    fn call_result(&self) -> CallResult {
+        CallResult::Status(self.grpc_status.map_or(self.status, grpc_to_http))
     }
 }
 
@@ -420,6 +515,8 @@ struct ForwardCtx<'a> {
     host_stats: &'a HostStats,
     down_stats: &'a DownstreamStats,
     clock: &'a Rc<StreamClock>,
+    /// The session (re)binding header for the response, if any.
+    session_header: Option<&'a (HeaderName, HeaderValue)>,
 }
 
 async fn forward(
@@ -427,13 +524,14 @@ async fn forward(
     request: UpstreamRequest,
     body: RecvStream,
     respond: &mut SendResponse<Bytes>,
-) -> Result<(), Failure> {
+) -> Result<Served, Failure> {
     let ForwardCtx {
         pool,
         headers_sent,
         host_stats,
         down_stats,
         clock,
+        session_header,
     } = *ctx;
     let req_eos = body.is_end_stream();
     let mut body = Some(body);
@@ -489,7 +587,18 @@ async fn forward(
 
     let (mut parts, up_body) = response.into_parts();
     strip_hop_by_hop(&mut parts.headers);
+    if let Some((name, value)) = session_header {
+        // The session cookie joins the upstream's own cookies; the session
+        // header replaces any value the upstream sent (Envoy's `setCopy`),
+        // so a client never reads a stale one first.
+        if name == http::header::SET_COOKIE {
+            parts.headers.append(name.clone(), value.clone());
+        } else {
+            parts.headers.insert(name.clone(), value.clone());
+        }
+    }
     let status = parts.status.as_u16();
+    let grpc_status = crate::body::grpc_status(&parts.headers);
     let eos = up_body.is_end_stream();
     let mut down_send = respond
         .send_response(Response::from_parts(parts, ()), eos)
@@ -498,12 +607,18 @@ async fn forward(
     host_stats.responses.record(status);
     down_stats.responses.record(status);
     if eos {
-        return Ok(());
+        return Ok(Served {
+            status,
+            grpc_status,
+        });
     }
     clock.touch();
     let mut up_body = up_body;
     match pump(&mut up_body, &mut down_send, &**clock).await {
-        Ok(()) => Ok(()),
+        Ok(trailer_status) => Ok(Served {
+            status,
+            grpc_status: trailer_status.or(grpc_status),
+        }),
         Err(PumpError::To) => Err(Failure::ClientGone),
         Err(PumpError::From) => Err(Failure::Local(LocalReply::UpstreamReset)),
     }
@@ -523,7 +638,7 @@ async fn wait_or_client_reset<F: std::future::Future>(
 
 async fn pump_request(mut from: RecvStream, mut to: SendStream<Bytes>, clock: Rc<StreamClock>) {
     match pump(&mut from, &mut to, &*clock).await {
-        Ok(()) => clock.finish_request(),
+        Ok(_) => clock.finish_request(),
         // The client's body broke off: the upstream must not take a
         // truncated body for a whole one.
         Err(PumpError::From) => to.send_reset(Reason::CANCEL),

@@ -7,9 +7,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use engine::lb::{pick_round_robin, RoundRobinState};
+use engine::lb::{ClusterLb, Pick};
+use engine::outlier::{CallResult, HostCounters, HostReport};
+use engine::override_host::{self, OverrideMiss};
+use engine::session::CookieFormat;
 use engine::snapshot::Host;
-use engine::{ClusterSnapshot, HostId, Snapshot};
+use engine::{ClusterSnapshot, EjectedSet, HealthStatus, HostId, LbPolicy, Snapshot};
 use glommio::net::TcpListener;
 use glommio::Task;
 
@@ -38,7 +41,15 @@ pub struct Shard {
     current: RefCell<Rc<Arc<Snapshot>>>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<Rc<HostPool>>>>,
-    round_robin: RefCell<AHashMap<String, RoundRobinState>>,
+    /// Balancing state per cluster name (cursor, schedules, usable hosts).
+    lb: RefCell<AHashMap<String, ClusterLb>>,
+    /// Hosts outlier detection ejected, as last pushed by the control shard.
+    ejected: RefCell<Arc<EjectedSet>>,
+    /// Outlier counters indexed by `HostId` (the active bucket; the control
+    /// shard takes it every `interval`).
+    outlier: RefCell<Vec<HostCounters>>,
+    /// How new session cookies are written.
+    pub cookie_format: CookieFormat,
     rng: Cell<u64>,
     listeners: RefCell<AHashMap<String, RunningListener>>,
     /// Fired on shutdown: every connection drains.
@@ -47,17 +58,39 @@ pub struct Shard {
     pub ticker: Ticker,
 }
 
+/// A nonzero xorshift seed from the clock, the process and the shard.
+fn rng_seed(shard: usize) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mixed = (nanos ^ u64::from(std::process::id()) << 32)
+        .wrapping_add((shard as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    // splitmix64 finaliser: spreads nearby seeds over the whole range.
+    let mut z = mixed;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) | 1
+}
+
 impl Shard {
-    pub fn new(id: usize, stats: Arc<ShardStats>, first: Arc<Snapshot>) -> Rc<Self> {
+    pub fn new(
+        id: usize,
+        stats: Arc<ShardStats>,
+        first: Arc<Snapshot>,
+        cookie_format: CookieFormat,
+    ) -> Rc<Self> {
         Rc::new(Self {
             id,
             stats,
             current: RefCell::new(Rc::new(first)),
             pools: RefCell::new(Vec::new()),
-            round_robin: RefCell::new(AHashMap::new()),
-            rng: Cell::new(
-                0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
-            ),
+            lb: RefCell::new(AHashMap::new()),
+            ejected: RefCell::new(Arc::new(EjectedSet::default())),
+            outlier: RefCell::new(Vec::new()),
+            cookie_format,
+            // Seeded per process and shard, so gateways behind one ECMP
+            // group (and restarts) do not all sample the same hosts first.
+            rng: Cell::new(rng_seed(id)),
             listeners: RefCell::new(AHashMap::new()),
             shutdown: Signal::new(),
             ticker: Ticker::new(),
@@ -73,22 +106,92 @@ impl Shard {
 
     /// xorshift64*: fast, shard-local randomness for weighted clusters.
     pub fn random(&self) -> u32 {
+        (self.random_u64() >> 32) as u32
+    }
+
+    fn random_u64(&self) -> u64 {
         let mut x = self.rng.get();
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
         self.rng.set(x);
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    pub fn pick_host<'a>(&self, cluster: &'a ClusterSnapshot) -> Option<&'a Host> {
-        let mut rr = self.round_robin.borrow_mut();
+    /// Picks a host by the cluster's policy, skipping ejected hosts (unless
+    /// the cluster is in panic). Least request reads this shard's in-flight
+    /// gauge per host; the caller increments it for the chosen host.
+    pub fn pick_host<'a>(&self, cluster: &'a ClusterSnapshot) -> Option<Pick<'a>> {
+        let mut lbs = self.lb.borrow_mut();
         let name = cluster.config.name.as_str();
-        if let Some(st) = rr.get_mut(name) {
-            return pick_round_robin(cluster, st);
+        let lb = match lbs.get_mut(name) {
+            Some(lb) => lb,
+            None => lbs.entry(name.to_owned()).or_default(),
+        };
+        let ejected = self.ejected.borrow();
+        let hosts = &self.stats.hosts;
+        let active = |id: HostId| hosts.get(id).map_or(0, |h| h.rq_active.get() as u32);
+        let pick = lb.pick(cluster, &ejected, active, &mut || self.random_u64())?;
+        let lb_stats = &self.stats.lb;
+        match cluster.config.lb_policy {
+            LbPolicy::RoundRobin => lb_stats.round_robin.inc(),
+            LbPolicy::Random => lb_stats.random.inc(),
+            LbPolicy::LeastRequest(_) => lb_stats.least_request.inc(),
         }
-        let st = rr.entry(name.to_owned()).or_default();
-        pick_round_robin(cluster, st)
+        if pick.panic {
+            lb_stats.panic.inc();
+        }
+        Some(pick)
+    }
+
+    /// The host a session names, if it may serve (see `engine::override_host`).
+    #[inline]
+    pub fn override_host<'a>(
+        &self,
+        cluster: &'a ClusterSnapshot,
+        addr: &SocketAddr,
+    ) -> Result<&'a Host, OverrideMiss> {
+        override_host::lookup(cluster, addr, &self.ejected.borrow())
+    }
+
+    /// Adopts the ejected set the control shard pushed.
+    pub fn set_ejected(&self, set: Arc<EjectedSet>) {
+        *self.ejected.borrow_mut() = set;
+    }
+
+    /// Counts a finished request for outlier detection, when the cluster
+    /// has it.
+    pub fn record_outlier(&self, cluster: &ClusterSnapshot, host: HostId, result: CallResult) {
+        let Some(config) = &cluster.config.outlier_detection else {
+            return;
+        };
+        let mut counters = self.outlier.borrow_mut();
+        if counters.len() <= host.index() {
+            counters.resize_with(host.index() + 1, HostCounters::default);
+        }
+        counters[host.index()].record(result, config);
+    }
+
+    /// Hands the outlier counts of `clusters`' hosts to the control shard
+    /// and starts new ones (A50's bucket swap).
+    pub fn collect_outlier(&self, clusters: &[String]) -> Vec<(HostId, HostReport)> {
+        let snap = self.snapshot();
+        let mut counters = self.outlier.borrow_mut();
+        let mut out = Vec::new();
+        for name in clusters {
+            let Some(c) = snap.cluster(name) else {
+                continue;
+            };
+            for h in &c.hosts {
+                if let Some(counter) = counters.get_mut(h.id.index()) {
+                    let report = counter.take();
+                    if !report.is_empty() {
+                        out.push((h.id, report));
+                    }
+                }
+            }
+        }
+        out
     }
 
     pub fn pool(&self, host: &Host, cluster: &ClusterSnapshot) -> Rc<HostPool> {
@@ -127,7 +230,7 @@ impl Shard {
     /// starts or stops listeners.
     pub fn apply(self: &Rc<Self>, snap: Arc<Snapshot>) -> std::io::Result<()> {
         self.reconcile_pools(&snap);
-        self.round_robin
+        self.lb
             .borrow_mut()
             .retain(|name, _| snap.clusters.contains_key(name));
         let result = self.reconcile_listeners(&snap);
@@ -154,8 +257,17 @@ impl Shard {
                     let same_settings = old_c.config.connect_timeout
                         == new_c.config.connect_timeout
                         && old_c.config.http2 == new_c.config.http2;
+                    // A55: a DRAINING host keeps its connections only while
+                    // sessions may still reach it (DRAINING in the set).
+                    let keep_draining = new_c
+                        .config
+                        .common_lb
+                        .override_host_status
+                        .contains(HealthStatus::Draining);
                     for h in &old_c.hosts {
-                        let survives = new_c.host_by_addr(&h.address).is_some_and(|n| n.id == h.id);
+                        let survives = new_c.host_by_addr(&h.address).is_some_and(|n| {
+                            n.id == h.id && (keep_draining || n.health != HealthStatus::Draining)
+                        });
                         if !survives || !same_settings {
                             drop_pool(h.id);
                         }
@@ -170,6 +282,17 @@ impl Shard {
             if old_c.is_some_and(|o| Arc::ptr_eq(o, new_c)) {
                 continue;
             }
+            if new_c.config.outlier_detection.is_none() {
+                // Detection off: forget the counts, so that turning it on
+                // again starts from zero (A50 resets counters when its
+                // timer starts).
+                let mut counters = self.outlier.borrow_mut();
+                for h in &new_c.hosts {
+                    if let Some(c) = counters.get_mut(h.id.index()) {
+                        c.reset();
+                    }
+                }
+            }
             for h in &new_c.hosts {
                 let known = old_c
                     .and_then(|o| o.host_by_addr(&h.address))
@@ -178,6 +301,9 @@ impl Shard {
                     drop_pool(h.id);
                     if let Some(st) = self.stats.hosts.get(h.id) {
                         st.reset_counters();
+                    }
+                    if let Some(c) = self.outlier.borrow_mut().get_mut(h.id.index()) {
+                        c.reset();
                     }
                 }
             }

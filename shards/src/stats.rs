@@ -93,6 +93,10 @@ pub struct DownstreamStats {
 #[derive(Debug, Default)]
 pub struct HostStats {
     pub rq_total: Counter,
+    /// Requests routed here by a session's override host, in the last
+    /// minute (so an operator sees when a DRAINING host has no live
+    /// sessions left).
+    pub rq_override_recent: RecentCounter,
     pub rq_active: Counter,
     pub rq_timeout: Counter,
     pub rq_reset: Counter,
@@ -101,6 +105,64 @@ pub struct HostStats {
     pub cx_active: Counter,
     pub cx_connect_fail: Counter,
     pub responses: StatusClasses,
+}
+
+/// Buckets of a sliding window: six 10-second slots, one minute.
+const RECENT_SLOTS: usize = 6;
+const RECENT_SLOT_SECS: u64 = 10;
+
+/// Seconds since this process first asked: the clock [`RecentCounter`]
+/// writers (data shards) and readers (admin) share.
+pub fn recent_now() -> u64 {
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs()
+}
+
+/// A single-writer count of events over the last minute, in 10 s slots.
+/// Each slot remembers which 10 s period it counts; a slot from an older
+/// period is restarted by the writer and ignored by readers, so nothing has
+/// to sweep the window.
+#[derive(Debug, Default)]
+pub struct RecentCounter {
+    counts: [Counter; RECENT_SLOTS],
+    periods: [Counter; RECENT_SLOTS],
+}
+
+impl RecentCounter {
+    /// Counts one event at `now_secs` (seconds on any monotonic clock
+    /// shared by writer and readers).
+    #[inline]
+    pub fn inc(&self, now_secs: u64) {
+        let period = now_secs / RECENT_SLOT_SECS;
+        let i = (period % RECENT_SLOTS as u64) as usize;
+        // Period + 1 so that the default 0 never looks current.
+        if self.periods[i].get() != period + 1 {
+            self.periods[i].set(period + 1);
+            self.counts[i].set(0);
+        }
+        self.counts[i].inc();
+    }
+
+    /// Events in the current and the five previous 10 s periods.
+    pub fn sum(&self, now_secs: u64) -> u64 {
+        let period = now_secs / RECENT_SLOT_SECS;
+        (0..RECENT_SLOTS)
+            .filter(|&i| {
+                let p = self.periods[i].get();
+                p != 0 && p - 1 + RECENT_SLOTS as u64 > period
+            })
+            .map(|i| self.counts[i].get())
+            .sum()
+    }
+
+    fn reset(&self) {
+        for c in self.counts.iter().chain(&self.periods) {
+            c.set(0);
+        }
+    }
 }
 
 /// Picks one counter of a host's stats (admin tables iterate these).
@@ -126,6 +188,7 @@ impl HostStats {
         ] {
             c.set(0);
         }
+        self.rq_override_recent.reset();
     }
 }
 
@@ -169,9 +232,42 @@ impl HostStatsTable {
     }
 }
 
+/// The stateful session filter's decisions (gRFC A55).
+#[derive(Debug, Default)]
+pub struct SessionStats {
+    /// The session's host was used.
+    pub override_used: Counter,
+    /// The session named a host the cluster does not have.
+    pub host_not_found: Counter,
+    /// The session's host is not in `override_host_status`.
+    pub status_not_in_set: Counter,
+    /// The session's host is ejected by outlier detection.
+    pub host_ejected: Counter,
+    /// A session cookie or header that did not decode.
+    pub cookie_invalid: Counter,
+    /// A session cookie whose `expires` has passed.
+    pub cookie_expired: Counter,
+    /// `strict` sessions refused because their host was unavailable.
+    pub strict_refused: Counter,
+    /// Responses that set a new session (`set-cookie` or header).
+    pub session_set: Counter,
+}
+
+/// Load-balancing picks by policy, and picks made in panic mode.
+#[derive(Debug, Default)]
+pub struct LbStats {
+    pub round_robin: Counter,
+    pub random: Counter,
+    pub least_request: Counter,
+    /// Picks made while the cluster was below `healthy_panic_threshold`.
+    pub panic: Counter,
+}
+
 /// Everything one shard counts.
 #[derive(Debug, Default)]
 pub struct ShardStats {
+    pub session: SessionStats,
+    pub lb: LbStats,
     pub downstream: DownstreamStats,
     pub hosts: HostStatsTable,
     /// Requests for a cluster the snapshot does not have (503).
@@ -182,4 +278,28 @@ pub struct ShardStats {
     pub snapshot_version: Counter,
     /// Set once the shard has applied its first snapshot and bound listeners.
     pub serving: Counter,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_counter_forgets_after_a_minute() {
+        let c = RecentCounter::default();
+        assert_eq!(c.sum(0), 0);
+        c.inc(5);
+        c.inc(15);
+        c.inc(15);
+        assert_eq!(c.sum(15), 3);
+        assert_eq!(c.sum(59), 3);
+        // At 60 s the slot of period 0 is a minute old.
+        assert_eq!(c.sum(60), 2);
+        assert_eq!(c.sum(70), 0);
+        // A slot reused a minute later restarts from zero (the two events
+        // at 15 s are still inside the window at 65 s, not at 75 s).
+        c.inc(65);
+        assert_eq!(c.sum(65), 3);
+        assert_eq!(c.sum(75), 1);
+    }
 }

@@ -23,7 +23,12 @@ fn get_round_robins_across_backends() {
         }
         names
     });
-    assert_eq!(names, ["b1", "b2", "b1", "b2"]);
+    // Round robin starts at a random host (as Envoy, so shards and
+    // gateways do not all hit the same one first), then alternates.
+    assert!(
+        names == ["b1", "b2", "b1", "b2"] || names == ["b2", "b1", "b2", "b1"],
+        "{names:?}"
+    );
     gw.shutdown();
 }
 

@@ -132,6 +132,7 @@ fn a_bad_file_source_fails_the_start_naming_the_field() {
         shards::Options {
             shards: Some(1),
             cpus: None,
+            ..Default::default()
         },
     )
     .err()

@@ -226,6 +226,7 @@ fn run(a: &Args) -> Result<(), String> {
         shards::Options {
             shards: Some(a.shards),
             cpus: None,
+            ..Default::default()
         },
     )
     .map_err(|e| format!("gateway: {e}"))?;

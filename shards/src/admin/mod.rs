@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use engine::{Bootstrap, Snapshot};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -21,6 +21,7 @@ use glommio::net::{TcpListener, TcpStream};
 use glommio::Task;
 use serde_json::{json, Value};
 
+use crate::outlier::OutlierView;
 use crate::stats::{HostCounter, ShardStats};
 
 const MAX_REQUEST: usize = 16 * 1024;
@@ -33,6 +34,10 @@ struct Inner {
     /// `None` without `dynamic_resources`.
     xds: Option<XdsView>,
     pushes: PushStats,
+    /// Outlier detection as of the last sweep or snapshot.
+    outlier: OutlierView,
+    /// Monotonic → wall clock, for ejection times.
+    epoch: (Instant, SystemTime),
     accept: Option<Task<()>>,
 }
 
@@ -72,6 +77,8 @@ impl AdminState {
             bootstrap,
             xds: None,
             pushes: PushStats::default(),
+            outlier: OutlierView::default(),
+            epoch: (Instant::now(), SystemTime::now()),
             accept: None,
         })))
     }
@@ -89,6 +96,14 @@ impl AdminState {
         p.total += took;
         p.last = took;
         p.max = p.max.max(took);
+    }
+
+    /// The control shard's outlier detectors changed (a sweep or a new
+    /// snapshot); `epoch` maps their instants to wall-clock time.
+    pub fn set_outlier(&self, view: OutlierView, epoch: (Instant, SystemTime)) {
+        let mut i = self.0.borrow_mut();
+        i.outlier = view;
+        i.epoch = epoch;
     }
 
     pub fn set_xds(&self, view: XdsView) {

@@ -145,6 +145,8 @@ pub(super) fn render(inner: &Inner) -> String {
     );
     let _ = writeln!(out, "gateway_shards_serving {}", sum(sh, |s| &s.serving));
 
+    session_and_lb(&mut out, inner);
+
     let per_host: [(&str, &str, &str, HostCounter); 8] = [
         (
             "gateway_upstream_rq_total",
@@ -275,4 +277,99 @@ pub(super) fn render(inner: &Inner) -> String {
         super::xds::prometheus(x, &mut out);
     }
     out
+}
+
+/// The stateful session filter, load-balancer picks and outlier detection.
+fn session_and_lb(out: &mut String, inner: &Inner) {
+    let sh = &inner.shards;
+    type ShardCounter = fn(&ShardStats) -> &Counter;
+    metric(
+        out,
+        "gateway_session_override",
+        "counter",
+        "Stateful session decisions: override host used, or why not (host_not_found, status_not_in_set, host_ejected), undecodable and expired cookies, strict refusals, new sessions set.",
+    );
+    let session: [(&str, ShardCounter); 8] = [
+        ("used", |s| &s.session.override_used),
+        ("host_not_found", |s| &s.session.host_not_found),
+        ("status_not_in_set", |s| &s.session.status_not_in_set),
+        ("host_ejected", |s| &s.session.host_ejected),
+        ("cookie_invalid", |s| &s.session.cookie_invalid),
+        ("cookie_expired", |s| &s.session.cookie_expired),
+        ("strict_refused", |s| &s.session.strict_refused),
+        ("session_set", |s| &s.session.session_set),
+    ];
+    for (outcome, f) in session {
+        let _ = writeln!(
+            out,
+            "gateway_session_override{{outcome=\"{outcome}\"}} {}",
+            sum(sh, f)
+        );
+    }
+    metric(
+        out,
+        "gateway_lb_picks_total",
+        "counter",
+        "Hosts picked by a load-balancing policy (not by session override).",
+    );
+    let picks: [(&str, ShardCounter); 3] = [
+        ("round_robin", |s| &s.lb.round_robin),
+        ("random", |s| &s.lb.random),
+        ("least_request", |s| &s.lb.least_request),
+    ];
+    for (policy, f) in picks {
+        let _ = writeln!(
+            out,
+            "gateway_lb_picks_total{{policy=\"{policy}\"}} {}",
+            sum(sh, f)
+        );
+    }
+    metric(
+        out,
+        "gateway_lb_healthy_panic_total",
+        "counter",
+        "Picks made in panic mode (healthy hosts below healthy_panic_threshold).",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_lb_healthy_panic_total {}",
+        sum(sh, |s| &s.lb.panic)
+    );
+    let o = &inner.outlier;
+    metric(
+        out,
+        "gateway_outlier_ejections_total",
+        "counter",
+        "Outlier detection: hosts found to be outliers, by algorithm; enforced=\"false\" when the enforcement draw or max_ejection_percent kept them in.",
+    );
+    for (i, reason) in engine::outlier::EjectionReason::ALL.iter().enumerate() {
+        for (enforced, v) in [
+            ("true", o.stats.enforced[i]),
+            ("false", o.stats.not_enforced[i]),
+        ] {
+            let _ = writeln!(
+                out,
+                "gateway_outlier_ejections_total{{algorithm=\"{}\",enforced=\"{enforced}\"}} {v}",
+                reason.as_str()
+            );
+        }
+    }
+    metric(
+        out,
+        "gateway_outlier_ejections_active",
+        "gauge",
+        "Hosts ejected now.",
+    );
+    let _ = writeln!(out, "gateway_outlier_ejections_active {}", o.ejected_now);
+    metric(
+        out,
+        "gateway_outlier_unejections_total",
+        "counter",
+        "Ejections ended by their timer.",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_outlier_unejections_total {}",
+        o.stats.unejected
+    );
 }

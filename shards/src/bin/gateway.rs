@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use engine::session::CookieFormat;
 use shards::demo_backend::{self, BackendOptions};
 
 /// The demo bootstrap, embedded so `gateway --demo` needs no files.
@@ -44,6 +45,19 @@ struct Args {
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shards=debug`.
     #[arg(long, default_value = "info")]
     log: String,
+    /// How new stateful-session cookies are written: `envoy` (base64 of
+    /// Envoy's `envoy.Cookie` message, shared with Envoy fleets) or `a55`
+    /// (gRFC A55's plain base64("ip:port")). Every form is read either way.
+    #[arg(long, value_name = "FORMAT", default_value = "envoy", value_parser = parse_cookie_format)]
+    session_cookie_format: CookieFormat,
+}
+
+fn parse_cookie_format(s: &str) -> Result<CookieFormat, String> {
+    match s {
+        "envoy" => Ok(CookieFormat::Envoy),
+        "a55" | "plain" => Ok(CookieFormat::Plain),
+        other => Err(format!("{other:?}: expected envoy or a55")),
+    }
 }
 
 fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
@@ -160,6 +174,7 @@ fn main() -> ExitCode {
         shards::Options {
             shards: args.shards,
             cpus,
+            session_cookie_format: args.session_cookie_format,
         },
     ) {
         Ok(g) => g,
@@ -183,6 +198,7 @@ fn main() -> ExitCode {
                 "\ntry:\n  curl --http2-prior-knowledge -i http://{l}/\n  \
                  curl --http2-prior-knowledge -i http://{l}/one/x          # prefix_rewrite to one backend\n  \
                  curl --http2-prior-knowledge -d 'echo me' http://{l}/echo  # bodies are echoed\n  \
+                 curl --http2-prior-knowledge -i -c jar -b jar http://{l}/sticky  # stateful session: repeat, same x-backend\n  \
                  curl http://{a}/stats\n  curl http://{a}/clusters\n  curl http://{a}/config_dump\n\
                  Ctrl-C drains and stops."
             );

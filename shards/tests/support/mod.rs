@@ -2,10 +2,12 @@
 //! backends, and a small h2 client running on its own glommio executor.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use engine::*;
@@ -107,6 +109,7 @@ pub fn start(b: Bootstrap, shards: usize) -> shards::GatewayHandle {
         shards::Options {
             shards: Some(shards),
             cpus: None,
+            ..Default::default()
         },
     )
     .expect("gateway starts")
@@ -281,4 +284,302 @@ pub fn get_n(addr: SocketAddr, path: &'static str, n: usize) -> Vec<(u16, String
         }
         out
     })
+}
+
+pub mod control_plane;
+
+// ---------------------------------------------------------------------------
+// Stateful sessions, load and admin helpers (sessions.rs, balancing.rs).
+// ---------------------------------------------------------------------------
+
+/// Cookie-based session state (`ttl` 120 s) named `name`, on `path`.
+pub fn cookie_session(name: &str, path: Option<&str>, strict: bool) -> StatefulSession {
+    StatefulSession {
+        session_state: Some(SessionState::Cookie(SessionCookie {
+            name: name.into(),
+            ttl: Duration::from_secs(120),
+            path: path.map(Into::into),
+        })),
+        strict,
+        strict_not_found_status: 503,
+    }
+}
+
+/// Header-based session state carried in `name`.
+pub fn header_session(name: &str) -> StatefulSession {
+    StatefulSession {
+        session_state: Some(SessionState::Header(SessionHeader { name: name.into() })),
+        strict: false,
+        strict_not_found_status: 503,
+    }
+}
+
+/// `l` with the stateful session filter configured on it.
+pub fn with_session(l: Arc<Listener>, session: StatefulSession) -> Arc<Listener> {
+    let mut l = (*l).clone();
+    l.http.stateful_session = Some(session);
+    Arc::new(l)
+}
+
+/// The bootstrap of [`gateway_for`] with a stateful session filter and the
+/// cluster as given (so tests can set its policy, outlier detection, …).
+pub fn session_bootstrap(cluster: Arc<Cluster>, session: Option<StatefulSession>) -> Bootstrap {
+    let name = cluster.name.clone();
+    let mut l = listener(vec![prefix_route("/", &name, None)]);
+    if let Some(s) = session {
+        l = with_session(l, s);
+    }
+    bootstrap(l, vec![cluster])
+}
+
+/// `cluster(name, addrs)` with changes applied.
+pub fn cluster_with(
+    name: &str,
+    addrs: &[SocketAddr],
+    f: impl FnOnce(&mut Cluster),
+) -> Arc<Cluster> {
+    let mut c = (*cluster(name, addrs)).clone();
+    f(&mut c);
+    Arc::new(c)
+}
+
+impl Reply {
+    /// `x-backend` ("" for a reply the gateway made itself).
+    pub fn backend(&self) -> &str {
+        self.header("x-backend").unwrap_or("")
+    }
+
+    /// Every `set-cookie` field.
+    pub fn set_cookies(&self) -> Vec<&str> {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    }
+
+    /// The only `set-cookie` field, if any (panics on several).
+    pub fn set_cookie(&self) -> Option<&str> {
+        let all = self.set_cookies();
+        assert!(all.len() <= 1, "several set-cookie fields: {all:?}");
+        all.first().copied()
+    }
+}
+
+/// What a client sends back for a `set-cookie`: the `NAME=VALUE` pair
+/// before the attributes (the value keeps its quotes, as browsers do).
+pub fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// The host a session cookie pair (`NAME=VALUE`) or bare value names.
+pub fn cookie_host(pair: &str) -> SocketAddr {
+    let value = pair.split_once('=').map_or(pair, |(_, v)| v);
+    match engine::session::decode_cookie_value(value.as_bytes(), unix_now()) {
+        engine::session::SessionValue::Valid { address, .. } => address,
+        other => panic!("session cookie {pair:?} does not decode: {other:?}"),
+    }
+}
+
+/// A `NAME="VALUE"` cookie pair naming `host`, as the gateway writes it.
+pub fn cookie_for(name: &str, host: SocketAddr) -> String {
+    let cookie = SessionCookie {
+        name: name.into(),
+        ttl: Duration::from_secs(120),
+        path: None,
+    };
+    cookie_pair(&engine::session::set_cookie(
+        &cookie,
+        host,
+        unix_now(),
+        engine::session::CookieFormat::Envoy,
+    ))
+}
+
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// One sample of the Prometheus text at `/stats`, by its exact series
+/// (`name` or `name{labels}`); panics when absent.
+pub fn metric(admin: SocketAddr, series: &str) -> f64 {
+    let (_, text) = admin_get(admin, "/stats");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in /stats:\n{text}"))
+}
+
+/// The `/clusters?format=json` entry of `host` in `cluster`.
+pub fn host_status(admin: SocketAddr, cluster: &str, host: SocketAddr) -> serde_json::Value {
+    let (_, body) = admin_get(admin, "/clusters?format=json");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("clusters JSON");
+    let addr = host.to_string();
+    v["cluster_statuses"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == cluster))
+        .and_then(|c| c["hosts"].as_array())
+        .and_then(|hs| hs.iter().find(|h| h["address"] == addr.as_str()))
+        .cloned()
+        .unwrap_or_else(|| panic!("no host {addr} in cluster {cluster}: {body}"))
+}
+
+/// Polls `cond` every 10 ms until it holds; returns how long that took, or
+/// panics with `what` after `timeout`.
+pub fn wait_until(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < timeout, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Closed-loop load from its own thread: `concurrency` workers, each on its
+/// own connection (so that with several shards they spread over them),
+/// sending `GET path` with `headers` again as soon as its previous reply is
+/// in. Replies are counted by `x-backend`, suffixed with the status when it
+/// is not 200 (`"b1 503"`; a gateway reply is `"gateway 503"`; a failed
+/// stream `"error …"`).
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<BTreeMap<String, u64>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    pub fn start(
+        addr: SocketAddr,
+        concurrency: usize,
+        path: &'static str,
+        headers: &[(&'static str, &'static str)],
+    ) -> Load {
+        Load::start_with(addr, concurrency, "GET", path, headers)
+    }
+
+    /// [`Load::start`] with another method (e.g. POST for gRPC).
+    pub fn start_with(
+        addr: SocketAddr,
+        concurrency: usize,
+        method: &'static str,
+        path: &'static str,
+        headers: &[(&'static str, &'static str)],
+    ) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(BTreeMap::new()));
+        let (s, m, headers) = (Arc::clone(&stop), Arc::clone(&seen), headers.to_vec());
+        let thread = std::thread::spawn(move || {
+            client(move || async move {
+                let workers: Vec<_> = (0..concurrency)
+                    .map(|_| {
+                        let (s, m, h) = (s.clone(), m.clone(), headers.clone());
+                        glommio::spawn_local(async move {
+                            let c = connect(addr).await;
+                            while !s.load(Ordering::Relaxed) {
+                                let key = match request(&c, method, path, &h, None, None).await {
+                                    Ok(r) => {
+                                        let b = match r.backend() {
+                                            "" => "gateway",
+                                            b => b,
+                                        };
+                                        if r.status == StatusCode::OK {
+                                            b.to_string()
+                                        } else {
+                                            format!("{b} {}", r.status.as_u16())
+                                        }
+                                    }
+                                    Err(e) => format!("error {e}"),
+                                };
+                                *m.lock().unwrap().entry(key).or_default() += 1;
+                            }
+                        })
+                    })
+                    .collect();
+                for w in workers {
+                    w.await;
+                }
+            })
+        });
+        Load {
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    /// Replies so far, by key.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Replies so far with this key.
+    pub fn count(&self, key: &str) -> u64 {
+        self.counts().get(key).copied().unwrap_or(0)
+    }
+
+    /// Stops, waits for the requests in flight, and returns the counts.
+    pub fn stop(mut self) -> BTreeMap<String, u64> {
+        self.halt();
+        self.counts()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// `n` requests `method path` with `headers`, one after the other on one
+/// new connection, from a client thread; panics on a failed stream.
+pub fn send_n(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    n: usize,
+) -> Vec<Reply> {
+    let method = method.to_string();
+    let path = path.to_string();
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    client(move || async move {
+        let c = connect(addr).await;
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let r = request(&c, &method, &path, &h, None, None)
+                .await
+                .unwrap_or_else(|e| panic!("{method} {path} #{i}: {e}"));
+            out.push(r);
+        }
+        out
+    })
+}
+
+/// `n` GETs of `path` with `headers` on one connection (see [`send_n`]).
+pub fn get_replies(addr: SocketAddr, path: &str, headers: &[(&str, &str)], n: usize) -> Vec<Reply> {
+    send_n(addr, "GET", path, headers, n)
 }

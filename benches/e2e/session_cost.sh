@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# End-to-end cost of the stateful session filter (gRFC A55): the same
+# gateway, cluster and load, with the filter off and on, alternating rounds.
+#
+# Both runs use `loadgen --sessions N` (each virtual session keeps a cookie
+# jar), so the load generator does the same work in both; with the filter
+# off no cookie is ever set. With it on, every request after a session's
+# first carries its cookie: the gateway finds and decodes it (Envoy's
+# format), looks the host up in the cluster's host map and skips the
+# policy. Reported per round and as medians: req/s, p99, and the gateway's
+# CPU-µs per request (utime+stime from /proc over the measured window),
+# which is the figure that compares the two on a shared machine; plus the
+# affinity breaks loadgen saw (must be 0 with the filter on).
+#
+# Layout (2-core machine): gateway alone on CPU 1; three demo backends and
+# the load generator share CPU 0.
+#
+# Usage: benches/e2e/session_cost.sh [--rounds N] [--duration S] [-c N] [-m N]
+#        [--sessions N] [--no-build]
+set -euo pipefail
+
+ROUNDS=3
+DURATION=5
+CONNS=16
+STREAMS=32
+SESSIONS=512
+BUILD=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) ROUNDS=$2; shift ;;
+        --duration) DURATION=$2; shift ;;
+        -c) CONNS=$2; shift ;;
+        -m) STREAMS=$2; shift ;;
+        --sessions) SESSIONS=$2; shift ;;
+        --no-build) BUILD=0 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$ROOT/target/release
+if [ "$BUILD" = 1 ]; then
+    (cd "$ROOT" && cargo build --release -q -p shards -p loadgen --bin gateway --bin demo-backend --bin loadgen)
+fi
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket
+s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+wait_listen() { # port, pid
+    for _ in $(seq 100); do
+        if ss -Hltn "sport = :$1" | grep -q .; then return 0; fi
+        kill -0 "$2" 2>/dev/null || { echo "process $2 died before listening on $1" >&2; return 1; }
+        sleep 0.05
+    done
+    echo "nothing listens on port $1" >&2
+    return 1
+}
+cpu_ticks() {
+    local line
+    read -r line <"/proc/$1/stat"
+    line=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $line
+    echo $((${12} + ${13}))
+}
+CLK_TCK=$(getconf CLK_TCK)
+
+BACKENDS=()
+for i in 1 2 3; do
+    port=$(free_port)
+    taskset -c 0 "$BIN/demo-backend" --listen "127.0.0.1:$port" --name "b$i" --cpu 0 \
+        >"$WORK/backend$i.log" 2>&1 &
+    PIDS+=($!)
+    wait_listen "$port" $!
+    BACKENDS+=("$port")
+done
+
+# $1: "on" or "off"; writes the config and prints nothing.
+write_config() {
+    local filter=""
+    if [ "$1" = on ]; then
+        filter='
+          - name: envoy.filters.http.stateful_session
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession
+              session_state:
+                name: envoy.http.stateful_session.cookie
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.http.stateful_session.cookie.v3.CookieBasedSessionState
+                  cookie: { name: session, path: /, ttl: 3600s }'
+    fi
+    cat >"$WORK/gateway-$1.yaml" <<EOF
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: $PORT } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: backends }
+          http_filters:$filter
+          - name: envoy.filters.http.router
+            typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router }
+  clusters:
+  - name: backends
+    type: STATIC
+    lb_policy: LEAST_REQUEST
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: backends
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${BACKENDS[0]} } } }
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${BACKENDS[1]} } } }
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${BACKENDS[2]} } } }
+EOF
+}
+
+# $1: on|off → prints "rps p99_us cpu_us_per_req broken"
+run_one() {
+    PORT=$(free_port)
+    write_config "$1"
+    taskset -c 1 "$BIN/gateway" --config "$WORK/gateway-$1.yaml" --shards 1 --cpu-list 1 \
+        --log warn >"$WORK/gateway-$1.log" 2>&1 &
+    local gw=$!
+    PIDS+=("$gw")
+    wait_listen "$PORT" "$gw"
+    # Warm-up outside the measured window (connections, sessions, pools).
+    taskset -c 0 "$BIN/loadgen" -t 1 -c "$CONNS" -m "$STREAMS" --sessions "$SESSIONS" \
+        --warmup 0s -d 1s "http://127.0.0.1:$PORT/" >/dev/null 2>&1
+    local t0 t1
+    t0=$(cpu_ticks "$gw")
+    taskset -c 0 "$BIN/loadgen" -t 1 -c "$CONNS" -m "$STREAMS" --sessions "$SESSIONS" \
+        --warmup 0s -d "${DURATION}s" --json "http://127.0.0.1:$PORT/" >"$WORK/out.json" 2>/dev/null
+    t1=$(cpu_ticks "$gw")
+    kill "$gw"
+    wait "$gw" 2>/dev/null || true
+    python3 - "$WORK/out.json" "$((t1 - t0))" "$CLK_TCK" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ticks, hz = int(sys.argv[2]), int(sys.argv[3])
+n = d.get("requests") or d.get("completed") or 0
+rps = d.get("rps") or d.get("req_per_sec") or 0
+lat = d.get("latency_us") or d.get("latency") or {}
+p99 = lat.get("p99", 0)
+s = d.get("sessions") or {}
+cpu = ticks / hz * 1e6 / n if n else float("nan")
+print(f"{rps:.0f} {p99} {cpu:.2f} {s.get('broken', 'n/a')}")
+PY
+}
+
+printf '%-6s %-4s %10s %10s %14s %8s\n' round mode req/s p99_us cpu_us/req broken
+declare -a OFF ON
+for r in $(seq "$ROUNDS"); do
+    for mode in off on; do
+        read -r rps p99 cpu broken < <(run_one "$mode")
+        printf '%-6s %-4s %10s %10s %14s %8s\n' "$r" "$mode" "$rps" "$p99" "$cpu" "$broken"
+        if [ "$mode" = off ]; then OFF+=("$rps $cpu"); else ON+=("$rps $cpu"); fi
+    done
+done
+python3 - "${OFF[@]}" -- "${ON[@]}" <<'PY'
+import statistics, sys
+args = sys.argv[1:]
+i = args.index("--")
+off = [tuple(map(float, a.split())) for a in args[:i]]
+on = [tuple(map(float, a.split())) for a in args[i + 1:]]
+med = lambda xs, k: statistics.median(x[k] for x in xs)
+print(f"median req/s   off {med(off,0):.0f}  on {med(on,0):.0f}  on/off {med(on,0)/med(off,0):.3f}")
+print(f"median cpu-us  off {med(off,1):.2f}  on {med(on,1):.2f}  on/off {med(on,1)/med(off,1):.3f}")
+PY

@@ -1,0 +1,106 @@
+//! The stateful session filter on the data path (gRFC A55, Envoy's
+//! `envoy.filters.http.stateful_session`): reads a request's session (cookie
+//! or header) and writes the response's when the serving host changed.
+//! Decoding and encoding live in `engine::session`; this module only binds
+//! them to h2 requests, the shard's stats and the wall clock.
+
+use std::net::SocketAddr;
+use std::time::SystemTime;
+
+use engine::session::{self as codec, CookieFormat, SessionValue};
+use engine::{SessionState, StatefulSession};
+use http::header::{HeaderName, HeaderValue, COOKIE, SET_COOKIE};
+use http::request::Parts;
+
+use crate::stats::SessionStats;
+
+/// A request the session filter applies to.
+pub struct RequestSession<'a> {
+    pub config: &'a StatefulSession,
+    /// The session's host, when the request carried a valid, unexpired one.
+    pub host: Option<SocketAddr>,
+    /// gRPC's `ip:port;cluster` dialect names the cluster too.
+    pub cluster: Option<String>,
+}
+
+/// Wall-clock seconds: Envoy's cookie `expires` is a UNIX time, so cookies
+/// stay valid across gateways (and Envoys) that share a fleet.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl<'a> RequestSession<'a> {
+    /// Request side. `None` when the filter is off for this route or the
+    /// request path is outside the cookie's path (then the response is left
+    /// alone too, as A55 says). A value that does not decode, or has
+    /// expired, is counted and ignored: never an error response.
+    pub fn read(
+        config: Option<&'a StatefulSession>,
+        parts: &Parts,
+        stats: &SessionStats,
+    ) -> Option<Self> {
+        let config = config?;
+        let state = config.session_state.as_ref()?;
+        let value = match state {
+            SessionState::Cookie(cookie) => {
+                if let Some(path) = &cookie.path {
+                    let request_path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+                    if !codec::path_matches(path, request_path) {
+                        return None;
+                    }
+                }
+                let fields = parts.headers.get_all(COOKIE).iter().map(|v| v.as_bytes());
+                codec::find_cookie(fields, &cookie.name)
+                    .map(|raw| codec::decode_cookie_value(raw, unix_now()))
+            }
+            SessionState::Header(h) => parts
+                .headers
+                .get(h.name.as_str())
+                .map(|v| codec::decode_header_value(v.as_bytes(), unix_now())),
+        };
+        let (host, cluster) = match value {
+            Some(SessionValue::Valid { address, cluster }) => (Some(address), cluster),
+            Some(SessionValue::Invalid) => {
+                stats.cookie_invalid.inc();
+                (None, None)
+            }
+            Some(SessionValue::Expired) => {
+                stats.cookie_expired.inc();
+                (None, None)
+            }
+            None => (None, None),
+        };
+        Some(Self {
+            config,
+            host,
+            cluster,
+        })
+    }
+
+    /// Response side: the header that (re)binds the session to `served`,
+    /// unless the request's session already named it.
+    pub fn response_header(
+        &self,
+        served: SocketAddr,
+        format: CookieFormat,
+        stats: &SessionStats,
+    ) -> Option<(HeaderName, HeaderValue)> {
+        if self.host == Some(served) {
+            return None;
+        }
+        let header = match self.config.session_state.as_ref()? {
+            SessionState::Cookie(cookie) => {
+                let value = codec::set_cookie(cookie, served, unix_now(), format);
+                (SET_COOKIE, HeaderValue::try_from(value).ok()?)
+            }
+            SessionState::Header(h) => (
+                HeaderName::try_from(h.name.as_str()).ok()?,
+                HeaderValue::try_from(codec::header_value(served)).ok()?,
+            ),
+        };
+        stats.session_set.inc();
+        Some(header)
+    }
+}

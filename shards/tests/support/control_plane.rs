@@ -1,0 +1,65 @@
+//! The gateway fed by the in-process ADS server (`testsupport`): bootstrap,
+//! pushes that wait for the ACK, and the listener's bound address.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use testsupport::resources::ads_bootstrap_yaml;
+use testsupport::{AdsServer, RecordedRequest};
+
+use super::admin_get;
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A bootstrap whose listeners and clusters come from the ADS server at `ads`.
+pub fn ads_bootstrap(ads: SocketAddr) -> engine::Bootstrap {
+    xds::bootstrap::from_str(&ads_bootstrap_yaml(ads), xds::bootstrap::Format::Yaml)
+        .expect("bootstrap")
+}
+
+/// Sets a type's resources and waits until the gateway ACKs that version
+/// (an ACK means every shard serves it).
+pub fn push(
+    server: &AdsServer,
+    type_url: &str,
+    version: &str,
+    resources: Vec<(String, prost_types::Any)>,
+) {
+    server.set(type_url, version, resources);
+    wait_ack(server, type_url, version);
+}
+
+/// Waits for the ACK of `version` of `type_url`.
+pub fn wait_ack(server: &AdsServer, type_url: &str, version: &str) -> RecordedRequest {
+    let (t, v) = (type_url.to_string(), version.to_string());
+    server.wait_for(WAIT, move |r| {
+        r.type_url == t
+            && r.version_info == v
+            && r.error_detail.is_none()
+            && !r.response_nonce.is_empty()
+    })
+}
+
+/// The bound address of listener `name`, once the gateway serves it.
+pub fn wait_listener(admin: SocketAddr, name: &str) -> SocketAddr {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, body) = admin_get(admin, "/listeners");
+        let found = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| {
+                v["listeners"]
+                    .as_array()?
+                    .iter()
+                    .find(|l| l["name"] == name)?["address"]
+                    .as_str()?
+                    .parse()
+                    .ok()
+            });
+        if let Some(a) = found {
+            return a;
+        }
+        assert!(Instant::now() < deadline, "listener {name} never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
