@@ -174,7 +174,7 @@ fn decode_text(bytes: &[u8]) -> SessionValue {
 /// Appends the base64 cookie value for `address` in `format` to `out`
 /// (Envoy format: expires = now + ttl when ttl has whole seconds, else the
 /// field is omitted; the address string is `SocketAddr`'s Display, e.g.
-/// "10.0.0.1:8080" or "[::1]:80").
+/// `"10.0.0.1:8080"` or `"[::1]:80"`).
 pub fn encode_cookie_value(
     address: SocketAddr,
     ttl: Duration,

@@ -145,7 +145,7 @@ pub(super) fn render(inner: &Inner) -> Value {
                 "override_host_status": c.common_lb.override_host_status.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
             });
             if let Some(o) = &c.outlier_detection {
-                v["outlier_detection"] = json!(format!("{o:?}"));
+                v["outlier_detection"] = outlier_json(o);
             }
             if let Some(e) = &c.eds {
                 v["type"] = json!("EDS");
@@ -221,4 +221,36 @@ fn source(s: &ConfigSource) -> Value {
         ConfigSource::Ads { .. } => json!("ads"),
         ConfigSource::Path(p) => json!(p.display().to_string()),
     }
+}
+
+/// `outlier_detection` with its defaults filled in, in Envoy's field names.
+fn outlier_json(o: &engine::OutlierDetection) -> Value {
+    let secs = |d: std::time::Duration| format!("{}s", d.as_secs_f64());
+    let mut v = json!({
+        "interval": secs(o.interval),
+        "base_ejection_time": secs(o.base_ejection_time),
+        "max_ejection_time": secs(o.max_ejection_time),
+        "max_ejection_percent": o.max_ejection_percent,
+    });
+    if let Some(c) = &o.consecutive_5xx {
+        v["consecutive_5xx"] = json!(c.threshold);
+        v["enforcing_consecutive_5xx"] = json!(c.enforcement_percentage);
+    }
+    if let Some(c) = &o.consecutive_gateway_failure {
+        v["consecutive_gateway_failure"] = json!(c.threshold);
+        v["enforcing_consecutive_gateway_failure"] = json!(c.enforcement_percentage);
+    }
+    if let Some(s) = &o.success_rate {
+        v["success_rate_stdev_factor"] = json!(s.stdev_factor);
+        v["enforcing_success_rate"] = json!(s.enforcement_percentage);
+        v["success_rate_minimum_hosts"] = json!(s.minimum_hosts);
+        v["success_rate_request_volume"] = json!(s.request_volume);
+    }
+    if let Some(f) = &o.failure_percentage {
+        v["failure_percentage_threshold"] = json!(f.threshold);
+        v["enforcing_failure_percentage"] = json!(f.enforcement_percentage);
+        v["failure_percentage_minimum_hosts"] = json!(f.minimum_hosts);
+        v["failure_percentage_request_volume"] = json!(f.request_volume);
+    }
+    v
 }
