@@ -347,6 +347,17 @@ pub struct OutlierDetection {
     pub failure_percentage: Option<FailurePercentageEjection>,
 }
 
+impl OutlierDetection {
+    /// Whether any detector is on: without one nothing is counted or swept
+    /// (A50 skips the timer when both of its algorithms are unset).
+    pub fn has_detector(&self) -> bool {
+        self.consecutive_5xx.is_some()
+            || self.consecutive_gateway_failure.is_some()
+            || self.success_rate.is_some()
+            || self.failure_percentage.is_some()
+    }
+}
+
 /// A consecutive-errors detector of [`OutlierDetection`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsecutiveErrors {

@@ -108,9 +108,36 @@ pub struct HostPool {
     /// After a failed connect: no new attempt before this instant.
     retry_at: Cell<Option<Instant>>,
     backoff: Cell<Duration>,
+    /// Streams of this shard on this host now: what least request compares.
+    /// Kept here, not in the per-`HostId` stats, because a recycled id gets
+    /// a new pool: streams still running on the id's previous host never
+    /// count against its new one.
+    in_flight: Cell<u32>,
+}
+
+/// Holds one of a pool's in-flight slots until dropped (whatever way the
+/// stream ends).
+pub struct InFlight(Rc<HostPool>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let n = &self.0.in_flight;
+        n.set(n.get().saturating_sub(1));
+    }
 }
 
 impl HostPool {
+    /// Counts a stream in flight until the guard drops (A48: incremented on
+    /// pick, decremented when the stream ends, whatever the outcome).
+    pub fn enter(self: &Rc<Self>) -> InFlight {
+        self.in_flight.set(self.in_flight.get() + 1);
+        InFlight(Rc::clone(self))
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.get()
+    }
+
     pub fn new(
         addr: SocketAddr,
         host: HostId,
@@ -129,6 +156,7 @@ impl HostPool {
             pending: RefCell::new(None),
             retry_at: Cell::new(None),
             backoff: Cell::new(BACKOFF_BASE),
+            in_flight: Cell::new(0),
         })
     }
 

@@ -31,7 +31,7 @@ use engine::headers::{
 use engine::outlier::{grpc_to_http, CallResult};
 use engine::override_host::OverrideMiss;
 use engine::route::{rewrite_path, route_request_in, RequestView};
-use engine::{ClusterTarget, Listener, Route};
+use engine::{ClusterTarget, Listener, Route, Snapshot, WeightedClusters};
 use futures_lite::future;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
@@ -137,15 +137,14 @@ pub async fn serve_stream(
     let sess_stats = &shard.stats.session;
     let session = RequestSession::read(session_config, &parts, sess_stats);
 
-    // Phase 2: cluster and host. gRPC's cookie dialect also names the
-    // cluster, which keeps a session on one side of a weighted split.
-    let session_cluster = session.as_ref().and_then(|s| s.cluster.as_deref());
+    // Phase 2: cluster and host. On a weighted split a session stays on the
+    // side that holds its host.
     let cluster_name = match &route.action.target {
         ClusterTarget::Cluster(name) => name.as_str(),
-        ClusterTarget::Weighted(w) => match session_cluster {
-            Some(c) if w.clusters.iter().any(|(n, _)| n == c) => c,
-            _ => w.pick(shard.random()),
-        },
+        ClusterTarget::Weighted(w) => session
+            .as_ref()
+            .and_then(|s| session_cluster(w, s, &snap))
+            .unwrap_or_else(|| w.pick(shard.random())),
     };
     let Some(cluster) = snap.cluster(cluster_name) else {
         shard.stats.rq_unknown_cluster.inc();
@@ -201,22 +200,25 @@ pub async fn serve_stream(
     };
     let host_stats = shard.stats.hosts.host(host.id);
     host_stats.rq_total.inc();
-    // In-flight on this shard: least request reads it; it drops when the
-    // stream ends, whatever the outcome (A48).
     let _host_active = Gauge::enter(&host_stats.rq_active);
     let pool = shard.pool(host, cluster);
+    // In flight on this shard until the stream ends, whatever the outcome:
+    // what least request compares (A48).
+    let _in_flight = pool.enter();
     let session_header = session
         .as_ref()
-        .and_then(|s| s.response_header(host.address, shard.cookie_format, sess_stats));
+        .and_then(|s| s.response_header(host.address, shard.cookie_format));
 
     // Phase 3 and 4 under the route timeout.
     let upstream_req =
         UpstreamRequest::new(parts, route, hcm.append_x_forwarded_for.then_some(peer));
     let headers_sent = Cell::new(false);
+    let served = Cell::new(None);
     let clock = Rc::new(StreamClock::new(body.is_end_stream()));
     let ctx = ForwardCtx {
         pool: &pool,
         headers_sent: &headers_sent,
+        served: &served,
         host_stats,
         down_stats: stats,
         clock: &clock,
@@ -229,17 +231,34 @@ pub async fn serve_stream(
     })
     .await;
 
-    // Phase 5: finish.
-    let failure = match outcome {
-        Ok(served) => {
-            shard.record_outlier(cluster, host.id, served.call_result());
+    // Phase 5: finish. The session header went out with any response
+    // headers: the upstream's, or the local reply below.
+    if session_header.is_some() && (headers_sent.get() || matches!(outcome, Err(Failure::Local(_))))
+    {
+        sess_stats.session_set.inc();
+    }
+    let mut failure = match outcome {
+        Ok(()) => {
+            if let Some(s) = served.get() {
+                shard.record_outlier(cluster, host, s.call_result(grpc));
+            }
             return;
         }
         Err(f) => f,
     };
+    // The client's request body broke off and we cancelled the upstream
+    // stream: the upstream's error is our doing, not the host's.
+    if clock.client_body_broke.get() && matches!(failure, Failure::Local(LocalReply::UpstreamReset))
+    {
+        failure = Failure::ClientGone;
+    }
     match failure {
         Failure::ClientGone => {
-            // Not the host's fault: outlier detection does not count it.
+            // Not the host's fault; but response headers that arrived
+            // count, as Envoy counts the status when headers arrive.
+            if let Some(s) = served.get() {
+                shard.record_outlier(cluster, host, s.call_result(grpc));
+            }
             stats.rq_reset_by_client.inc();
             conn.client_reset();
         }
@@ -262,7 +281,7 @@ pub async fn serve_stream(
                 _ => None,
             };
             if let Some(result) = result {
-                shard.record_outlier(cluster, host.id, result);
+                shard.record_outlier(cluster, host, result);
             }
             if headers_sent.get() {
                 // Headers already went out: the only honest signal left is a
@@ -279,7 +298,29 @@ pub async fn serve_stream(
     }
 }
 
-/// How a forwarded stream ended, for outlier detection.
+/// The weighted cluster a session belongs to: the one gRPC's cookie names,
+/// else the first whose hosts include the session's host. `None`: split as
+/// usual.
+fn session_cluster<'a>(
+    w: &'a WeightedClusters,
+    session: &RequestSession<'_>,
+    snap: &Snapshot,
+) -> Option<&'a str> {
+    let names = || w.clusters.iter().map(|(n, _)| n.as_str());
+    if let Some(named) = &session.cluster {
+        if let Some(n) = names().find(|n| n == named) {
+            return Some(n);
+        }
+    }
+    let addr = session.host?;
+    names().find(|n| {
+        snap.cluster(n)
+            .is_some_and(|c| c.host_by_addr(&addr).is_some())
+    })
+}
+
+/// What the upstream answered, for outlier detection.
+#[derive(Debug, Clone, Copy)]
 struct Served {
     status: u16,
     /// `grpc-status` from a trailers-only response or the trailers.
@@ -287,9 +328,13 @@ struct Served {
 }
 
 impl Served {
-    /// A gRPC status counts as the HTTP status Envoy maps it to.
-    fn call_result(&self) -> CallResult {
-        CallResult::Status(self.grpc_status.map_or(self.status, grpc_to_http))
+    /// For gRPC requests a `grpc-status` counts as the HTTP status Envoy
+    /// maps it to; other requests are judged by their HTTP status.
+    fn call_result(&self, grpc: bool) -> CallResult {
+        match self.grpc_status.filter(|_| grpc) {
+            Some(g) => CallResult::Status(grpc_to_http(g)),
+            None => CallResult::Status(self.status),
+        }
     }
 }
 
@@ -298,6 +343,8 @@ impl Served {
 struct StreamClock {
     activity: Cell<Instant>,
     request_done: Cell<Option<Instant>>,
+    /// The client's request body broke off (we cancelled the upstream).
+    client_body_broke: Cell<bool>,
     /// The watchdog, waiting for the request to finish (which starts the
     /// route timeout).
     watchdog: Cell<Option<std::task::Waker>>,
@@ -315,6 +362,7 @@ impl StreamClock {
         Self {
             activity: Cell::new(now),
             request_done: Cell::new(request_done.then_some(now)),
+            client_body_broke: Cell::new(false),
             watchdog: Cell::new(None),
         }
     }
@@ -512,6 +560,8 @@ struct ForwardCtx<'a> {
     /// Set once response headers went downstream: failures after that can
     /// only reset the stream.
     headers_sent: &'a Cell<bool>,
+    /// The upstream's status (and `grpc-status`), once its headers arrived.
+    served: &'a Cell<Option<Served>>,
     host_stats: &'a HostStats,
     down_stats: &'a DownstreamStats,
     clock: &'a Rc<StreamClock>,
@@ -524,10 +574,11 @@ async fn forward(
     request: UpstreamRequest,
     body: RecvStream,
     respond: &mut SendResponse<Bytes>,
-) -> Result<Served, Failure> {
+) -> Result<(), Failure> {
     let ForwardCtx {
         pool,
         headers_sent,
+        served,
         host_stats,
         down_stats,
         clock,
@@ -599,6 +650,10 @@ async fn forward(
     }
     let status = parts.status.as_u16();
     let grpc_status = crate::body::grpc_status(&parts.headers);
+    served.set(Some(Served {
+        status,
+        grpc_status,
+    }));
     let eos = up_body.is_end_stream();
     let mut down_send = respond
         .send_response(Response::from_parts(parts, ()), eos)
@@ -607,18 +662,20 @@ async fn forward(
     host_stats.responses.record(status);
     down_stats.responses.record(status);
     if eos {
-        return Ok(Served {
-            status,
-            grpc_status,
-        });
+        return Ok(());
     }
     clock.touch();
     let mut up_body = up_body;
     match pump(&mut up_body, &mut down_send, &**clock).await {
-        Ok(trailer_status) => Ok(Served {
-            status,
-            grpc_status: trailer_status.or(grpc_status),
-        }),
+        Ok(trailer_status) => {
+            if let Some(t) = trailer_status {
+                served.set(Some(Served {
+                    status,
+                    grpc_status: Some(t),
+                }));
+            }
+            Ok(())
+        }
         Err(PumpError::To) => Err(Failure::ClientGone),
         Err(PumpError::From) => Err(Failure::Local(LocalReply::UpstreamReset)),
     }
@@ -641,7 +698,10 @@ async fn pump_request(mut from: RecvStream, mut to: SendStream<Bytes>, clock: Rc
         Ok(_) => clock.finish_request(),
         // The client's body broke off: the upstream must not take a
         // truncated body for a whole one.
-        Err(PumpError::From) => to.send_reset(Reason::CANCEL),
+        Err(PumpError::From) => {
+            clock.client_body_broke.set(true);
+            to.send_reset(Reason::CANCEL);
+        }
         // The upstream went away; the response side reports it.
         Err(PumpError::To) => {}
     }

@@ -85,7 +85,6 @@ impl<'a> RequestSession<'a> {
         &self,
         served: SocketAddr,
         format: CookieFormat,
-        stats: &SessionStats,
     ) -> Option<(HeaderName, HeaderValue)> {
         if self.host == Some(served) {
             return None;
@@ -100,7 +99,6 @@ impl<'a> RequestSession<'a> {
                 HeaderValue::try_from(codec::header_value(served)).ok()?,
             ),
         };
-        stats.session_set.inc();
         Some(header)
     }
 }

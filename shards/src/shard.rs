@@ -120,7 +120,7 @@ impl Shard {
 
     /// Picks a host by the cluster's policy, skipping ejected hosts (unless
     /// the cluster is in panic). Least request reads this shard's in-flight
-    /// gauge per host; the caller increments it for the chosen host.
+    /// count per host (`HostPool::enter`, taken by the caller).
     pub fn pick_host<'a>(&self, cluster: &'a ClusterSnapshot) -> Option<Pick<'a>> {
         let mut lbs = self.lb.borrow_mut();
         let name = cluster.config.name.as_str();
@@ -129,8 +129,13 @@ impl Shard {
             None => lbs.entry(name.to_owned()).or_default(),
         };
         let ejected = self.ejected.borrow();
-        let hosts = &self.stats.hosts;
-        let active = |id: HostId| hosts.get(id).map_or(0, |h| h.rq_active.get() as u32);
+        let pools = self.pools.borrow();
+        let active = |id: HostId| {
+            pools
+                .get(id.index())
+                .and_then(Option::as_ref)
+                .map_or(0, |p| p.in_flight())
+        };
         let pick = lb.pick(cluster, &ejected, active, &mut || self.random_u64())?;
         let lb_stats = &self.stats.lb;
         match cluster.config.lb_policy {
@@ -161,10 +166,24 @@ impl Shard {
 
     /// Counts a finished request for outlier detection, when the cluster
     /// has it.
-    pub fn record_outlier(&self, cluster: &ClusterSnapshot, host: HostId, result: CallResult) {
-        let Some(config) = &cluster.config.outlier_detection else {
+    pub fn record_outlier(&self, cluster: &ClusterSnapshot, host: &Host, result: CallResult) {
+        let Some(config) = cluster.config.outlier_detection.as_ref() else {
             return;
         };
+        if !config.has_detector() {
+            return;
+        }
+        // A long stream may outlive its host: if the host left and its id
+        // went to another host meanwhile, the result is not the new host's.
+        let current = self.snapshot();
+        let same_host = current
+            .cluster(&cluster.config.name)
+            .and_then(|c| c.host_by_addr(&host.address))
+            .is_some_and(|h| h.id == host.id);
+        if !same_host {
+            return;
+        }
+        let host = host.id;
         let mut counters = self.outlier.borrow_mut();
         if counters.len() <= host.index() {
             counters.resize_with(host.index() + 1, HostCounters::default);
@@ -282,7 +301,12 @@ impl Shard {
             if old_c.is_some_and(|o| Arc::ptr_eq(o, new_c)) {
                 continue;
             }
-            if new_c.config.outlier_detection.is_none() {
+            if !new_c
+                .config
+                .outlier_detection
+                .as_ref()
+                .is_some_and(|o| o.has_detector())
+            {
                 // Detection off: forget the counts, so that turning it on
                 // again starts from zero (A50 resets counters when its
                 // timer starts).

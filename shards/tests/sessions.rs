@@ -603,3 +603,37 @@ fn session_header_replaces_the_upstreams_and_session_cookie_joins_its_cookies() 
     assert_eq!(cookie_host(&cookie_pair(cookies[1])), b1.addr());
     gw.shutdown();
 }
+
+/// A session on a `weighted_clusters` route stays on the side of the split
+/// that holds its host, even in strict mode (it is not split again per
+/// request, which would move it, or refuse it, at the split ratio).
+#[test]
+fn sessions_on_a_weighted_split_stay_on_their_cluster() {
+    let (bs, names) = three_backends();
+    let left = cluster("left", &[bs[0].addr()]);
+    let right = cluster("right", &[bs[1].addr(), bs[2].addr()]);
+    let mut route = prefix_route("/", "left", None);
+    route.action.target = engine::ClusterTarget::Weighted(
+        engine::WeightedClusters::new([("left".to_string(), 50), ("right".to_string(), 50)])
+            .unwrap(),
+    );
+    let l = with_session(
+        listener(vec![route]),
+        cookie_session("sess", Some("/"), true),
+    );
+    let gw = start(bootstrap(l, vec![left, right]), 2);
+    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let mut seen = BTreeSet::new();
+    for _ in 0..8 {
+        let (backend, cookie) = new_session(addr, &names);
+        seen.insert(backend.clone());
+        assert_sticks(addr, &cookie, &backend, 50);
+    }
+    assert_eq!(session_stat(admin, "strict_refused"), 0.0);
+    assert_eq!(session_stat(admin, "host_not_found"), 0.0);
+    assert!(
+        seen.len() >= 2,
+        "both sides of the split get sessions: {seen:?}"
+    );
+    gw.shutdown();
+}

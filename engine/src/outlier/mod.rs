@@ -141,7 +141,7 @@ impl ClusterOutlier {
             self.hosts.entry(id).or_default();
         }
 
-        match config.filter(|c| has_detector(c)) {
+        match config.filter(|c| c.has_detector()) {
             None => {
                 self.config = None;
                 self.timer_start = None;
@@ -183,13 +183,4 @@ impl HostOutlier {
     fn is_ejected(&self) -> bool {
         self.ejected_since.is_some()
     }
-}
-
-/// Whether any detector is configured: without one there is nothing to
-/// sweep for (A50 skips the timer when both of its algorithms are unset).
-fn has_detector(config: &OutlierDetection) -> bool {
-    config.consecutive_5xx.is_some()
-        || config.consecutive_gateway_failure.is_some()
-        || config.success_rate.is_some()
-        || config.failure_percentage.is_some()
 }
