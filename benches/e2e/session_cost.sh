@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # End-to-end cost of the stateful session filter (gRFC A55): the same
-# gateway, cluster and load, with the filter off and on, alternating rounds.
+# gateway, cluster and load in three modes, alternating rounds:
 #
-# Both runs use `loadgen --sessions N` (each virtual session keeps a cookie
-# jar), so the load generator does the same work in both; with the filter
-# off no cookie is ever set. With it on, every request after a session's
-# first carries its cookie: the gateway finds and decodes it (Envoy's
-# format), looks the host up in the cluster's host map and skips the
-# policy. Reported per round and as medians: req/s, p99, and the gateway's
+#   off      no filter; clients carry no cookie (nothing sets one);
+#   cookies  no filter; the backends set a cookie of the same name, size and
+#            format the filter would (once per session), so requests carry
+#            the same `cookie` header as with the filter on: this isolates
+#            what the filter itself costs from what carrying a per-session
+#            cookie through the proxy costs (HPACK, header copies);
+#   on       the filter: every request after a session's first carries its
+#            cookie; the gateway finds and decodes it (Envoy's format),
+#            looks the host up in the host map and skips the policy.
+#
+# All runs use `loadgen --sessions N` (each virtual session keeps a cookie
+# jar), so the load generator's own work is the same. Reported per round and as medians: req/s, p99, and the gateway's
 # CPU-µs per request (utime+stime from /proc over the measured window),
 # which is the figure that compares the two on a shared machine; plus the
 # affinity breaks loadgen saw (must be 0 with the filter on).
@@ -75,19 +81,46 @@ cpu_ticks() {
 }
 CLK_TCK=$(getconf CLK_TCK)
 
-BACKENDS=()
+# The cookie the filter writes for ADDR (Envoy's format, ttl 3600 s).
+envoy_cookie() {
+    python3 - "$1" <<'PY'
+import base64, sys, time
+addr = sys.argv[1].encode()
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+msg = b"\x0a" + varint(len(addr)) + addr + b"\x10" + varint(int(time.time()) + 3600)
+print('session="%s"; Max-Age=3600; Path=/; HttpOnly' % base64.b64encode(msg).decode())
+PY
+}
+
+PLAIN=()
+COOKIE_SETTING=()
 for i in 1 2 3; do
     port=$(free_port)
     taskset -c 0 "$BIN/demo-backend" --listen "127.0.0.1:$port" --name "b$i" --cpu 0 \
         >"$WORK/backend$i.log" 2>&1 &
     PIDS+=($!)
     wait_listen "$port" $!
-    BACKENDS+=("$port")
+    PLAIN+=("$port")
+    port=$(free_port)
+    taskset -c 0 "$BIN/demo-backend" --listen "127.0.0.1:$port" --name "c$i" --cpu 0 \
+        --set-cookie-once "$(envoy_cookie "127.0.0.1:$port")" >"$WORK/cbackend$i.log" 2>&1 &
+    PIDS+=($!)
+    wait_listen "$port" $!
+    COOKIE_SETTING+=("$port")
 done
 
-# $1: "on" or "off"; writes the config and prints nothing.
+# $1: on | off | cookies; writes the config and prints nothing.
 write_config() {
     local filter=""
+    local -a BACKENDS=("${PLAIN[@]}")
+    if [ "$1" = cookies ]; then BACKENDS=("${COOKIE_SETTING[@]}"); fi
     if [ "$1" = on ]; then
         filter='
           - name: envoy.filters.http.stateful_session
@@ -171,22 +204,28 @@ print(f"{rps:.0f} {p99} {cpu:.2f} {s.get('broken', 'n/a')}")
 PY
 }
 
-printf '%-6s %-4s %10s %10s %14s %8s\n' round mode req/s p99_us cpu_us/req broken
-declare -a OFF ON
+printf '%-6s %-8s %10s %10s %14s %8s\n' round mode req/s p99_us cpu_us/req broken
+RESULTS=()
 for r in $(seq "$ROUNDS"); do
-    for mode in off on; do
+    for mode in off cookies on; do
         read -r rps p99 cpu broken < <(run_one "$mode")
-        printf '%-6s %-4s %10s %10s %14s %8s\n' "$r" "$mode" "$rps" "$p99" "$cpu" "$broken"
-        if [ "$mode" = off ]; then OFF+=("$rps $cpu"); else ON+=("$rps $cpu"); fi
+        printf '%-6s %-8s %10s %10s %14s %8s\n' "$r" "$mode" "$rps" "$p99" "$cpu" "$broken"
+        RESULTS+=("$r $mode $rps $cpu")
     done
 done
-python3 - "${OFF[@]}" -- "${ON[@]}" <<'PY'
+python3 - "${RESULTS[@]}" <<'PY'
 import statistics, sys
-args = sys.argv[1:]
-i = args.index("--")
-off = [tuple(map(float, a.split())) for a in args[:i]]
-on = [tuple(map(float, a.split())) for a in args[i + 1:]]
-med = lambda xs, k: statistics.median(x[k] for x in xs)
-print(f"median req/s   off {med(off,0):.0f}  on {med(on,0):.0f}  on/off {med(on,0)/med(off,0):.3f}")
-print(f"median cpu-us  off {med(off,1):.2f}  on {med(on,1):.2f}  on/off {med(on,1)/med(off,1):.3f}")
+rows = [a.split() for a in sys.argv[1:]]
+by = {}
+for r, mode, rps, cpu in rows:
+    by.setdefault(mode, {})[r] = (float(rps), float(cpu))
+def med(mode, k):
+    return statistics.median(v[k] for v in by[mode].values())
+def ratio(a, b, k):
+    # Per-round ratios (the machine's speed drifts between rounds), then the median.
+    return statistics.median(by[a][r][k] / by[b][r][k] for r in by[a])
+for mode in ("off", "cookies", "on"):
+    print(f"median {mode:8} req/s {med(mode,0):8.0f}  cpu-us/req {med(mode,1):6.2f}")
+for a, b in (("on", "off"), ("on", "cookies"), ("cookies", "off")):
+    print(f"{a}/{b:8} req/s x{ratio(a,b,0):.3f}  cpu-us/req x{ratio(a,b,1):.3f}  (median of per-round ratios)")
 PY

@@ -90,6 +90,10 @@ pub struct BackendOptions {
     /// Extra `(name, value)` headers on every response (invalid ones are
     /// skipped). Default: none.
     pub response_headers: Vec<(String, String)>,
+    /// A `set-cookie` value sent on responses to requests that carry no
+    /// `cookie` header (benchmarks: clients carrying session-sized cookies
+    /// without the gateway's session filter).
+    pub set_cookie_once: Option<String>,
 }
 
 impl BackendOptions {
@@ -105,6 +109,7 @@ impl BackendOptions {
             status: None,
             grpc_status: None,
             response_headers: Vec::new(),
+            set_cookie_once: None,
         }
     }
 }
@@ -122,6 +127,8 @@ struct Ctx {
     name: HeaderValue,
     /// `opts.response_headers`, parsed.
     extra_headers: Vec<(HeaderName, HeaderValue)>,
+    /// `opts.set_cookie_once`, parsed.
+    set_cookie_once: Option<HeaderValue>,
     hello: Bytes,
     hello_len: HeaderValue,
     builder: h2::server::Builder,
@@ -142,6 +149,10 @@ impl Ctx {
                 ))
             })
             .collect();
+        let set_cookie_once = opts
+            .set_cookie_once
+            .as_deref()
+            .and_then(|v| HeaderValue::try_from(v).ok());
         let mut builder = h2::server::Builder::new();
         builder
             .max_concurrent_streams(opts.max_concurrent_streams)
@@ -151,6 +162,7 @@ impl Ctx {
             opts,
             name,
             extra_headers,
+            set_cookie_once,
             hello,
             hello_len,
             builder,
@@ -301,6 +313,12 @@ async fn handle(
     resp.headers_mut().insert(X_BACKEND, ctx.name.clone());
     for (k, v) in &ctx.extra_headers {
         resp.headers_mut().append(k.clone(), v.clone());
+    }
+    if let Some(c) = &ctx.set_cookie_once {
+        if !headers.contains_key(http::header::COOKIE) {
+            resp.headers_mut()
+                .append(http::header::SET_COOKIE, c.clone());
+        }
     }
 
     let is_grpc = headers

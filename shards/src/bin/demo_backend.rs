@@ -25,6 +25,10 @@ struct Cli {
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.
     #[arg(long, default_value_t = 1024)]
     max_concurrent_streams: u32,
+    /// Send this `set-cookie` value on responses to requests without a
+    /// `cookie` header (benchmarks of cookie-carrying clients).
+    #[arg(long, value_name = "VALUE")]
+    set_cookie_once: Option<String>,
 }
 
 fn main() {
@@ -54,6 +58,7 @@ fn main() {
                 };
                 let mut opts = BackendOptions::new(name);
                 opts.max_concurrent_streams = cli.max_concurrent_streams;
+                opts.set_cookie_once = cli.set_cookie_once.clone();
                 println!("listening on {bound}");
                 tasks.push(glommio::spawn_local(demo_backend::serve(
                     listener,
