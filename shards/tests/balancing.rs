@@ -64,30 +64,7 @@ fn ads_world(
     backends: &[SocketAddr],
     cluster_extra: &str,
 ) -> (AdsServer, shards::GatewayHandle, SocketAddr) {
-    let server = AdsServer::start();
-    server.set(
-        type_url::CLUSTER,
-        "c1",
-        vec![eds_cluster_with("echo", cluster_extra)],
-    );
-    server.set(type_url::ENDPOINT, "e1", vec![cla("echo", backends)]);
-    server.set(
-        type_url::LISTENER,
-        "l1",
-        vec![rds_listener("ingress", "routes")],
-    );
-    server.set(type_url::ROUTE, "r1", vec![routes("routes", "echo")]);
-    let gw = start(ads_bootstrap(server.addr()), 1);
-    for (t, v) in [
-        (type_url::CLUSTER, "c1"),
-        (type_url::ENDPOINT, "e1"),
-        (type_url::LISTENER, "l1"),
-        (type_url::ROUTE, "r1"),
-    ] {
-        wait_ack(&server, t, v);
-    }
-    let addr = wait_listener(gw.admin_addr.unwrap(), "ingress");
-    (server, gw, addr)
+    support::control_plane::ads_world(backends, cluster_extra, &[], 1)
 }
 
 #[test]

@@ -319,31 +319,8 @@ fn session_world(
     backends: &[SocketAddr],
     cluster_extra: &str,
 ) -> (AdsServer, shards::GatewayHandle, SocketAddr) {
-    let server = AdsServer::start();
-    server.set(
-        type_url::CLUSTER,
-        "c1",
-        vec![eds_cluster_with("echo", cluster_extra)],
-    );
-    server.set(type_url::ENDPOINT, "e1", vec![cla("echo", backends)]);
     let filter = cookie_session_filter("sess", Some("/"), Some("120s"), false);
-    server.set(
-        type_url::LISTENER,
-        "l1",
-        vec![rds_listener_with_filters("ingress", "routes", &[filter])],
-    );
-    server.set(type_url::ROUTE, "r1", vec![routes("routes", "echo")]);
-    let gw = start(ads_bootstrap(server.addr()), 2);
-    for (t, v) in [
-        (type_url::CLUSTER, "c1"),
-        (type_url::ENDPOINT, "e1"),
-        (type_url::LISTENER, "l1"),
-        (type_url::ROUTE, "r1"),
-    ] {
-        wait_ack(&server, t, v);
-    }
-    let addr = wait_listener(gw.admin_addr.unwrap(), "ingress");
-    (server, gw, addr)
+    ads_world(backends, cluster_extra, &[filter], 2)
 }
 
 /// `names` with `pinned` marked DRAINING and the others HEALTHY.

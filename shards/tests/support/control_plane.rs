@@ -63,3 +63,41 @@ pub fn wait_listener(admin: SocketAddr, name: &str) -> SocketAddr {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Serves cluster `echo` (EDS, with `cluster_extra` YAML fields) over
+/// `backends` behind listener `ingress` (RDS `routes`, with `filters` before
+/// the router), all from a new ADS server, on `shards` shards. Returns once
+/// every first version is ACKed and the listener serves.
+pub fn ads_world(
+    backends: &[SocketAddr],
+    cluster_extra: &str,
+    filters: &[String],
+    shards: usize,
+) -> (AdsServer, shards::GatewayHandle, SocketAddr) {
+    use testsupport::resources::*;
+    use testsupport::type_url;
+    let server = AdsServer::start();
+    server.set(
+        type_url::CLUSTER,
+        "c1",
+        vec![eds_cluster_with("echo", cluster_extra)],
+    );
+    server.set(type_url::ENDPOINT, "e1", vec![cla("echo", backends)]);
+    server.set(
+        type_url::LISTENER,
+        "l1",
+        vec![rds_listener_with_filters("ingress", "routes", filters)],
+    );
+    server.set(type_url::ROUTE, "r1", vec![routes("routes", "echo")]);
+    let gw = super::start(ads_bootstrap(server.addr()), shards);
+    for (t, v) in [
+        (type_url::CLUSTER, "c1"),
+        (type_url::ENDPOINT, "e1"),
+        (type_url::LISTENER, "l1"),
+        (type_url::ROUTE, "r1"),
+    ] {
+        wait_ack(&server, t, v);
+    }
+    let addr = wait_listener(gw.admin_addr.unwrap(), "ingress");
+    (server, gw, addr)
+}
