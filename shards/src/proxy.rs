@@ -460,6 +460,7 @@ impl UpstreamRequest {
             ..
         } = parts;
         strip_hop_by_hop(&mut headers);
+        never_index_cookies(&mut headers);
         if let Some(peer) = peer {
             let xff = append_forwarded_for(
                 headers.get(&X_FORWARDED_FOR).and_then(|v| v.to_str().ok()),
@@ -511,6 +512,24 @@ impl UpstreamRequest {
     /// GET/HEAD/OPTIONS without a body may be retried whatever the refusal.
     fn idempotent(&self) -> bool {
         matches!(self.method, Method::GET | Method::HEAD | Method::OPTIONS)
+    }
+}
+
+/// Cookies go upstream as HPACK "never indexed" literals. Session and
+/// login cookies differ per client, and one upstream connection carries many
+/// clients, so indexing them only churns the connection's 4 KiB dynamic
+/// table (an insert and an eviction per request) for entries that are
+/// evicted before they are reused; it would also let one client's cookie
+/// sit in a table shared with others (RFC 7541 §7.1.3).
+fn never_index_cookies(headers: &mut HeaderMap) {
+    // `entry` may grow the map even when the name is absent: look first.
+    if !headers.contains_key(http::header::COOKIE) {
+        return;
+    }
+    if let http::header::Entry::Occupied(mut e) = headers.entry(http::header::COOKIE) {
+        for v in e.iter_mut() {
+            v.set_sensitive(true);
+        }
     }
 }
 
@@ -768,8 +787,22 @@ mod tests {
             assert!(!up.headers.contains_key(h), "{h} must be stripped");
         }
         assert_eq!(up.headers["x-forwarded-for"], "192.0.2.1, 10.1.2.3");
+        assert!(!up.headers["x-keep"].is_sensitive());
         assert_eq!(up.headers["x-keep"], "yes");
         assert_eq!(up.uri.to_string(), "http://back.internal/v2/x?q=1");
+    }
+
+    #[test]
+    fn cookies_go_upstream_never_indexed() {
+        let mut b = Request::builder().uri("http://a/");
+        for c in ["sess=\"Cg4xMjcuMC4wLjE6ODA4MA==\"", "a=b"] {
+            b = b.header("cookie", c);
+        }
+        let p = b.body(()).unwrap().into_parts().0;
+        let up = UpstreamRequest::new(p, &route("/", None, None), None);
+        let cookies: Vec<_> = up.headers.get_all("cookie").iter().collect();
+        assert_eq!(cookies.len(), 2);
+        assert!(cookies.iter().all(|v| v.is_sensitive()));
     }
 
     #[test]
