@@ -614,3 +614,34 @@ fn sessions_on_a_weighted_split_stay_on_their_cluster() {
     );
     gw.shutdown();
 }
+
+/// `--session-cookie-format a55`: new cookies carry gRFC A55's plain
+/// `base64("ip:port")`, and such cookies (as every form) are read back.
+#[test]
+fn plain_a55_cookie_format_is_written_and_read() {
+    let (bs, names) = three_backends();
+    let boot = session_bootstrap(
+        cluster("c", &addrs(&bs)),
+        Some(cookie_session("sess", Some("/"), false)),
+    );
+    let gw = shards::start(
+        boot,
+        shards::Options {
+            shards: Some(1),
+            session_cookie_format: engine::session::CookieFormat::Plain,
+            ..Default::default()
+        },
+    )
+    .expect("gateway starts");
+    let addr = gw.listener("ingress").unwrap();
+    let r = get_replies(addr, "/", &[], 1).remove(0);
+    let served = names[r.backend()];
+    let plain = engine::session::header_value(served);
+    assert_eq!(
+        r.set_cookie(),
+        Some(format!("sess=\"{plain}\"; Max-Age=120; Path=/; HttpOnly").as_str())
+    );
+    let backend = r.backend().to_string();
+    assert_sticks(addr, &cookie_pair(r.set_cookie().unwrap()), &backend, 20);
+    gw.shutdown();
+}
