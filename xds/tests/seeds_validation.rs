@@ -2416,3 +2416,46 @@ mod wire {
         );
     }
 }
+
+/// `http_filters[].disabled: true` on the stateful session filter (Envoy's
+/// "off unless a route enables it"): the filter stays in the chain without
+/// a session state, so only a route's or virtual host's
+/// `StatefulSessionPerRoute` turns sessions on. `disabled` stays rejected on
+/// any other filter.
+#[test]
+fn disabled_stateful_session_filter_is_off_until_a_route_enables_it() {
+    let cookie = cookie_state("name: s, path: /, ttl: 10s");
+    let disabled = session_filter(false, &cookie).replace(
+        "            is_optional: false\n",
+        "            is_optional: false\n            disabled: true\n",
+    );
+    let boot = load(&disabled, "").unwrap_or_else(|e| panic!("rejected: {e}"));
+    let session = boot.listeners[0].http.stateful_session.clone();
+    let session = session.expect("the filter is in the chain");
+    assert_eq!(session.session_state, None, "off by default");
+    // A route's own config turns it on (engine::session::effective).
+    let on = StatefulSessionPerRoute::Override(StatefulSession {
+        session_state: Some(SessionState::Cookie(SessionCookie {
+            name: "r".into(),
+            ttl: Duration::ZERO,
+            path: None,
+        })),
+        strict: false,
+        strict_not_found_status: 503,
+    });
+    let StatefulSessionPerRoute::Override(route_cfg) = &on else {
+        unreachable!()
+    };
+    assert_eq!(
+        engine::session::effective(Some(&session), None, Some(&on)),
+        Some(route_cfg)
+    );
+    assert_eq!(engine::session::effective(Some(&session), None, None), None);
+
+    let router_disabled = "          - name: envoy.filters.http.router\n            disabled: true\n            typed_config: { \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router }\n";
+    let err = filter_err(router_disabled);
+    assert!(
+        err.ends_with("http_filters[0].disabled: not supported"),
+        "{err}"
+    );
+}

@@ -349,7 +349,6 @@ fn http_filters(
     let last = filters.len() - 1;
     for (i, f) in filters.iter().enumerate() {
         let fpath = path.index(i);
-        reject_set!(fpath, f, disabled);
         // Reaching the end of this match means `f` is the router.
         match &f.config_type {
             Some(ConfigType::TypedConfig(any)) => {
@@ -357,7 +356,13 @@ fn http_filters(
                 let type_name = any_type_name(any, &tpath)?;
                 if type_name == StatefulSession::full_name() {
                     let (config, cpath) = unpack::<StatefulSession>(any, &tpath)?;
-                    let config = super::stateful_session(&config, &cpath)?;
+                    let mut config = super::stateful_session(&config, &cpath)?;
+                    if f.disabled {
+                        // Envoy: off unless a route or virtual host enables
+                        // it with its own per-route config. A filter with no
+                        // session state is exactly that (`session::effective`).
+                        config.session_state = None;
+                    }
                     if let Some((first, _)) = &stateful_session {
                         return Err(Error::unsupported_msg(
                             tpath.clone(),
@@ -369,6 +374,7 @@ fn http_filters(
                     stateful_session = Some((i, config));
                     continue;
                 }
+                reject_set!(fpath, f, disabled);
                 if type_name == Router::full_name() {
                     let (router, rpath) = unpack::<Router>(any, &tpath)?;
                     reject_set!(
@@ -396,6 +402,7 @@ fn http_filters(
                     ));
                 }
             }
+            _ if f.disabled => return Err(Error::unsupported(fpath.field("disabled"))),
             Some(ConfigType::ConfigDiscovery(_)) if f.is_optional => continue,
             Some(ConfigType::ConfigDiscovery(_)) => {
                 return Err(Error::unsupported(fpath.field("config_discovery")))
