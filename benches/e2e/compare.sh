@@ -25,6 +25,8 @@
 #   --load-cpus LIST   CPUs of the load generator        [LOAD_CPUS=0]
 #   --load-threads N   load generator threads            [LOAD_THREADS=#LOAD_CPUS]
 #   --targets LIST     subset of "gateway haproxy direct" [TARGETS]
+#   --baseline BIN     also run this gateway binary as target "baseline" and
+#                      report gateway ÷ baseline (A/B of two builds, same run)
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]
 #   --perf             also record `perf` of the gateway (one extra loadgen run)
 #   --no-install       do not apt-get install missing tools
@@ -50,6 +52,7 @@ TOOLS=${TOOLS:-loadgen h2load}
 PERF=${PERF:-0}
 INSTALL=${INSTALL:-1}
 BUILD=${BUILD:-1}
+BASELINE=${BASELINE:-}
 OUT_DIR=${OUT_DIR:-}
 
 while [ $# -gt 0 ]; do
@@ -70,6 +73,7 @@ while [ $# -gt 0 ]; do
         --perf) PERF=1 ;;
         --no-install) INSTALL=0 ;;
         --no-build) BUILD=0 ;;
+        --baseline) BASELINE=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
         -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
@@ -121,6 +125,10 @@ WORK=$(mktemp -d /tmp/compare.XXXXXX)
 # Private copies: a concurrent `cargo build` must not swap binaries between rounds.
 mkdir -p "$WORK/bin"
 for b in gateway demo-backend loadgen idle_conns; do cp "$BIN/$b" "$WORK/bin/"; done
+if [ -n "$BASELINE" ]; then
+    cp "$BASELINE" "$WORK/bin/gateway-baseline"
+    case " $TARGETS " in *" baseline "*) ;; *) TARGETS="$TARGETS baseline" ;; esac
+fi
 BIN=$WORK/bin
 [ -n "$OUT_DIR" ] && mkdir -p "$OUT_DIR"
 PIDS=()
@@ -173,7 +181,8 @@ log "backend pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (cpu $BACKEND_CPU)"
 # ---------------------------------------------------------------- proxies
 PROXY_PID=
 PROXY_PORT=
-start_gateway() {
+start_gateway() { # [binary]
+    local bin=${1:-$BIN/gateway}
     PROXY_PORT=$(free_port)
     cat >"$WORK/gateway.yaml" <<EOF
 node: { id: bench-gateway, cluster: bench }
@@ -219,7 +228,7 @@ static_resources:
       - lb_endpoints:
         - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
 EOF
-    taskset -c "$PROXY_CPUS" "$BIN/gateway" --config "$WORK/gateway.yaml" \
+    taskset -c "$PROXY_CPUS" "$bin" --config "$WORK/gateway.yaml" \
         --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn >>"$WORK/gateway.log" 2>&1 &
     PROXY_PID=$!
     PIDS+=("$PROXY_PID")
@@ -389,6 +398,7 @@ for round in $(seq "$ROUNDS"); do
         target=${TARGET_LIST[$(( (i + round - 1) % n ))]}
         case $target in
             gateway) start_gateway ;;
+            baseline) start_gateway "$BIN/gateway-baseline" ;;
             haproxy) start_haproxy ;;
             direct) PROXY_PID= ;;
             *) echo "unknown target $target" >&2; exit 2 ;;
@@ -434,7 +444,7 @@ irows = list(csv.DictReader(open(idle), delimiter="\t"))
 def med(vals):
     vals = [float(v) for v in vals if v not in ("NA", "", "nan")]
     return statistics.median(vals) if vals else float("nan")
-targets = [t for t in ("gateway", "haproxy", "direct") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("gateway", "baseline", "haproxy", "direct") if any(r["target"] == t for r in rows)]
 tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
 S = {}
 print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
@@ -454,7 +464,7 @@ I = {}
 if irows:
     print("\n| proxy | idle h2c conns | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
     print("|---|---:|---:|---:|---:|")
-    for t in ("gateway", "haproxy"):
+    for t in ("gateway", "baseline", "haproxy"):
         rs = [r for r in irows if r["target"] == t]
         if rs:
             I[t] = med(r["bytes_per_conn"] for r in rs)
@@ -475,6 +485,11 @@ row("gateway ÷ HAProxy p99", "gateway", "haproxy", "p99_us", "≤ 1.00")
 row("gateway ÷ HAProxy req/s", "gateway", "haproxy", "rps", "(info)")
 row("gateway ÷ direct req/s", "gateway", "direct", "rps", "≥ 0.90")
 row("HAProxy ÷ direct req/s", "haproxy", "direct", "rps", "(info)")
+if any(t == "baseline" for t, _ in S):
+    row("gateway ÷ baseline CPU-µs/req", "gateway", "baseline", "proxy_cpu_us_per_req", "(A/B)")
+    row("gateway ÷ baseline req/s", "gateway", "baseline", "rps", "(A/B)")
+    if "gateway" in I and "baseline" in I and I["baseline"]:
+        print(f"| gateway ÷ baseline bytes/idle conn | {I['gateway']/I['baseline']:.2f} | | (A/B) |")
 if "gateway" in I and "haproxy" in I and I["haproxy"]:
     print(f"| gateway ÷ HAProxy bytes/idle conn | {I['gateway']/I['haproxy']:.2f} | | ≤ 1.00 |")
 print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")

@@ -166,15 +166,20 @@ async fn serve_connection(shard: Rc<Shard>, tcp: TcpStream, listener: Rc<str>, d
         .max_concurrent_reset_streams(hcm.max_concurrent_streams as usize);
     drop(snap);
 
-    let handshake = builder.handshake::<_, Bytes>(io::h2_io(tcp));
-    let mut conn =
-        match glommio::timer::timeout(HANDSHAKE_TIMEOUT, async { Ok(handshake.await) }).await {
-            Ok(Ok(c)) => c,
-            _ => {
-                stats.cx_protocol_error.inc();
-                return;
-            }
-        };
+    // Boxed, so it is freed once done: the handshake future holds h2's codec
+    // several times over (moved through the timeout wrapper), and whatever
+    // this function's state machine holds stays allocated for the whole life
+    // of the connection: unboxed, that was 5.8 KiB per idle connection.
+    let handshake = Box::pin(glommio::timer::timeout(HANDSHAKE_TIMEOUT, async move {
+        Ok(builder.handshake::<_, Bytes>(io::h2_io(tcp)).await)
+    }));
+    let mut conn = match handshake.await {
+        Ok(Ok(c)) => c,
+        _ => {
+            stats.cx_protocol_error.inc();
+            return;
+        }
+    };
 
     let state = Rc::new(ConnState::new());
     let drain_sub = drain.subscribe();

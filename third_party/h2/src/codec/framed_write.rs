@@ -93,7 +93,9 @@ where
             final_flush_done: false,
             encoder: Encoder {
                 hpack: hpack::Encoder::default(),
-                buf: Cursor::new(BytesMut::with_capacity(DEFAULT_BUFFER_CAPACITY)),
+                // PATCH(lazy-write-buffer): allocated by the first frame
+                // buffered, released once flushed (see `release_if_empty`).
+                buf: Cursor::new(BytesMut::new()),
                 next: None,
                 last_data_frame: None,
                 max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
@@ -173,6 +175,7 @@ where
         // Flush the upstream
         ready!(Pin::new(&mut self.inner).poll_flush(cx))?;
 
+        self.encoder.release_if_empty();
         Poll::Ready(Ok(()))
     }
 
@@ -220,9 +223,24 @@ where
         }
     }
 
+    /// PATCH(lazy-write-buffer): an idle connection holds no write buffer.
+    /// Everything buffered was written, so the memory goes back to the
+    /// allocator (the next frame takes a fresh buffer: one allocation per
+    /// flush, against 16 KiB held by every idle connection).
+    fn release_if_empty(&mut self) {
+        if self.next.is_none() && self.buf.get_ref().is_empty() && self.buf.get_ref().capacity() > 0
+        {
+            self.buf = Cursor::new(BytesMut::new());
+        }
+    }
+
     fn buffer(&mut self, item: Frame<B>) -> Result<(), UserError> {
         // Ensure that we have enough capacity to accept the write.
         assert!(self.has_capacity());
+        // PATCH(lazy-write-buffer)
+        if self.buf.get_ref().capacity() == 0 {
+            self.buf.get_mut().reserve(DEFAULT_BUFFER_CAPACITY);
+        }
         let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
         let _e = span.enter();
 
@@ -307,9 +325,11 @@ where
     }
 
     fn has_capacity(&self) -> bool {
+        // PATCH(lazy-write-buffer): an empty buffer can always be (re)allocated.
         self.next.is_none()
-            && (self.buf.get_ref().capacity() - self.buf.get_ref().len()
-                >= self.min_buffer_capacity)
+            && (self.buf.get_ref().is_empty()
+                || self.buf.get_ref().capacity() - self.buf.get_ref().len()
+                    >= self.min_buffer_capacity)
     }
 
     fn is_empty(&self) -> bool {

@@ -1,5 +1,6 @@
 mod error;
 mod framed_read;
+mod lazy_read;
 mod framed_write;
 
 pub use self::error::{SendError, UserError};
@@ -47,7 +48,9 @@ where
             .length_field_length(3)
             .length_adjustment(9)
             .num_skip(0) // Don't skip the header
-            .new_read(framed_write);
+            .new_codec();
+        // PATCH(lazy-read-buffer)
+        let delimited = lazy_read::LazyFramedRead::new(framed_write, delimited);
 
         let mut inner = FramedRead::new(delimited);
 

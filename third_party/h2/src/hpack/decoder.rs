@@ -158,7 +158,8 @@ impl Decoder {
             max_size_update: None,
             last_max_update: size,
             table: Table::new(size),
-            buffer: BytesMut::with_capacity(4096),
+            // PATCH(lazy-hpack-buffer): grown by the first Huffman string.
+            buffer: BytesMut::new(),
         }
     }
 
