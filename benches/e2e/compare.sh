@@ -19,6 +19,9 @@
 #   --duration S       measured seconds (integer)        [DURATION=5]
 #   --rounds N         rounds (targets alternate)        [ROUNDS=3]
 #   --idle-conns N     idle h2c connections per proxy    [IDLE_CONNS=2000]
+#   --idle-requests K  each idle connection first runs K concurrent GETs
+#                      (idle after use: HPACK table, streams; K <= 100)
+#                                                        [IDLE_REQUESTS=0]
 #   --shards N         gateway shards / HAProxy threads  [SHARDS=1]
 #   --proxy-cpus LIST  CPUs of the proxy (taskset list)  [PROXY_CPUS=1]
 #   --backend-cpu C    CPU of the demo backend           [BACKEND_CPU=0]
@@ -42,6 +45,7 @@ WARMUP=${WARMUP:-1}
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 IDLE_CONNS=${IDLE_CONNS:-2000}
+IDLE_REQUESTS=${IDLE_REQUESTS:-0}
 SHARDS=${SHARDS:-1}
 PROXY_CPUS=${PROXY_CPUS:-1}
 BACKEND_CPU=${BACKEND_CPU:-0}
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
         --duration) DURATION=$2; shift ;;
         --rounds) ROUNDS=$2; shift ;;
         --idle-conns) IDLE_CONNS=$2; shift ;;
+        --idle-requests) IDLE_REQUESTS=$2; shift ;;
         --shards) SHARDS=$2; shift ;;
         --proxy-cpus|--cpu-list) PROXY_CPUS=$2; shift ;;
         --backend-cpu) BACKEND_CPU=$2; shift ;;
@@ -75,7 +80,7 @@ while [ $# -gt 0 ]; do
         --no-build) BUILD=0 ;;
         --baseline) BASELINE=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -367,10 +372,11 @@ load_run() {
 }
 
 idle_run() { # target, round
-    local target=$1 round=$2 before after est ic_pid
+    local target=$1 round=$2 before after est ic_pid req_args=()
+    if [ "$IDLE_REQUESTS" -gt 0 ]; then req_args=(--requests "$IDLE_REQUESTS" --concurrent); fi
     sleep 0.5
     before=$(rss_kb "$PROXY_PID")
-    "$BIN/idle_conns" "127.0.0.1:$PROXY_PORT" "$IDLE_CONNS" 120 >"$WORK/idle-$round-$target.out" 2>&1 &
+    "$BIN/idle_conns" "127.0.0.1:$PROXY_PORT" "$IDLE_CONNS" 120 "${req_args[@]}" >"$WORK/idle-$round-$target.out" 2>&1 &
     ic_pid=$!
     PIDS+=("$ic_pid")
     for _ in $(seq 600); do
@@ -436,9 +442,9 @@ for round in $(seq "$ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- summary
-python3 - "$RESULTS" "$IDLE" "$CONNS" "$STREAMS" "$DURATION" "$ROUNDS" <<'PY'
+python3 - "$RESULTS" "$IDLE" "$CONNS" "$STREAMS" "$DURATION" "$ROUNDS" "$IDLE_REQUESTS" <<'PY'
 import csv, statistics, sys
-res, idle, c, m, d, rounds = sys.argv[1:7]
+res, idle, c, m, d, rounds, idle_req = sys.argv[1:8]
 rows = list(csv.DictReader(open(res), delimiter="\t"))
 irows = list(csv.DictReader(open(idle), delimiter="\t"))
 def med(vals):
@@ -462,7 +468,8 @@ for t in targets:
         print(f"| {t} | {tool} | {s['rps']:.0f} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | {pc} | {s['backend_cpu_us_per_req']:.2f} | {s['load_cpu_us_per_req']:.2f} | {s['errors']} |")
 I = {}
 if irows:
-    print("\n| proxy | idle h2c conns | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
+    conns_hdr = "idle h2c conns" if idle_req == "0" else f"idle h2c conns ({idle_req} concurrent requests each before idling)"
+    print(f"\n| proxy | {conns_hdr} | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
     print("|---|---:|---:|---:|---:|")
     for t in ("gateway", "baseline", "haproxy"):
         rs = [r for r in irows if r["target"] == t]

