@@ -1,6 +1,6 @@
 //! Regression tests for the patches in the vendored h2 (third_party/h2,
-//! PATCHES.md): the read buffer released when a read would block, the write
-//! buffer allocated lazily and released once flushed, the HPACK Huffman
+//! PATCHES.md): I/O buffers allocated lazily and freed when a connection
+//! has no streams (never while a partial frame is held), the HPACK Huffman
 //! scratch buffer starting empty. That crate is not a workspace member, so
 //! these drive the patched code through the gateway instead.
 

@@ -72,6 +72,12 @@ impl<T> FramedRead<T> {
         self.inner.get_mut()
     }
 
+    /// PATCH(lazy-read-buffer): frees the read buffer unless it holds part
+    /// of a frame.
+    pub fn release_if_empty(&mut self) {
+        self.inner.release_if_empty()
+    }
+
     /// Returns the current max frame size setting
     #[inline]
     pub fn max_frame_size(&self) -> usize {

@@ -94,7 +94,8 @@ where
             encoder: Encoder {
                 hpack: hpack::Encoder::default(),
                 // PATCH(lazy-write-buffer): allocated by the first frame
-                // buffered, released once flushed (see `release_if_empty`).
+                // buffered, released when the connection goes idle (see
+                // `release_if_empty`).
                 buf: Cursor::new(BytesMut::new()),
                 next: None,
                 last_data_frame: None,
@@ -175,7 +176,6 @@ where
         // Flush the upstream
         ready!(Pin::new(&mut self.inner).poll_flush(cx))?;
 
-        self.encoder.release_if_empty();
         Poll::Ready(Ok(()))
     }
 
@@ -220,17 +220,6 @@ where
                 ControlFlow::Continue
             }
             None => ControlFlow::Break,
-        }
-    }
-
-    /// PATCH(lazy-write-buffer): an idle connection holds no write buffer.
-    /// Everything buffered was written, so the memory goes back to the
-    /// allocator (the next frame takes a fresh buffer: one allocation per
-    /// flush, against 16 KiB held by every idle connection).
-    fn release_if_empty(&mut self) {
-        if self.next.is_none() && self.buf.get_ref().is_empty() && self.buf.get_ref().capacity() > 0
-        {
-            self.buf = Cursor::new(BytesMut::new());
         }
     }
 
@@ -341,12 +330,28 @@ where
 }
 
 impl<B> Encoder<B> {
+    /// PATCH(lazy-write-buffer): an idle connection holds no write buffer.
+    /// If everything buffered was written, the memory goes back to the
+    /// allocator (the next frame takes a fresh buffer).
+    fn release_if_empty(&mut self) {
+        if self.next.is_none() && self.buf.get_ref().is_empty() && self.buf.get_ref().capacity() > 0
+        {
+            self.buf = Cursor::new(BytesMut::new());
+        }
+    }
+
     fn max_frame_size(&self) -> usize {
         self.max_frame_size as usize
     }
 }
 
 impl<T, B> FramedWrite<T, B> {
+    /// PATCH(lazy-write-buffer): frees the write buffer if nothing is
+    /// waiting in it.
+    pub fn release_if_empty(&mut self) {
+        self.encoder.release_if_empty();
+    }
+
     /// Returns the max frame size that can be sent
     pub fn max_frame_size(&self) -> usize {
         self.encoder.max_frame_size()

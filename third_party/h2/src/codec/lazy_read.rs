@@ -1,9 +1,10 @@
 //! PATCH(lazy-read-buffer): stands in for tokio-util's `FramedRead` under
 //! h2's frame decoder. Same framing (the `LengthDelimitedCodec` h2
 //! configures), but the read buffer is allocated when a read is attempted
-//! and released when the socket has nothing more to give and no partial
-//! frame is held. tokio-util's keeps 8 KiB per connection forever, which is
-//! most of what an idle HTTP/2 connection costs.
+//! and can be released (`release_if_empty`) when no partial frame is held:
+//! h2's connection does that once it has no streams left. tokio-util's
+//! keeps 8 KiB per connection forever, which is most of what an idle HTTP/2
+//! connection costs.
 
 use std::io;
 use std::pin::Pin;
@@ -71,6 +72,14 @@ impl<T> LazyFramedRead<T> {
         &mut self.inner
     }
 
+    /// Frees the read buffer unless it holds part of a frame.
+    pub fn release_if_empty(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+            self.init_spare = 0;
+        }
+    }
+
     pub fn decoder(&self) -> &LengthDelimitedCodec {
         &self.codec
     }
@@ -126,7 +135,6 @@ impl<T: AsyncRead + Unpin> Stream for LazyFramedRead<T> {
                 this.buf.reserve(READ_CAPACITY);
                 this.init_spare = 0;
             }
-            let was_empty = this.buf.is_empty();
             let n = {
                 let mut dst = ReadBuf::uninit(this.buf.spare_capacity_mut());
                 // SAFETY: `init_spare` counts initialized bytes of the spare
@@ -143,13 +151,7 @@ impl<T: AsyncRead + Unpin> Stream for LazyFramedRead<T> {
                         return Poll::Ready(Some(Err(e)));
                     }
                     Poll::Pending => {
-                        if was_empty {
-                            // Idle: hold no memory until the peer sends.
-                            this.buf = BytesMut::new();
-                            this.init_spare = 0;
-                        } else {
-                            this.init_spare = dst.initialized().len();
-                        }
+                        this.init_spare = dst.initialized().len();
                         return Poll::Pending;
                     }
                 }

@@ -108,6 +108,13 @@ impl<T, B> Codec<T, B> {
         self.inner.set_max_header_list_size(val);
     }
 
+    /// PATCH(lazy-read-buffer, lazy-write-buffer): frees the read and write
+    /// buffers where they hold nothing.
+    pub fn release_idle_buffers(&mut self) {
+        self.inner.release_if_empty();
+        self.inner.get_mut().release_if_empty();
+    }
+
     /// Get a reference to the inner stream.
     #[cfg(feature = "unstable")]
     pub fn get_ref(&self) -> &T {
