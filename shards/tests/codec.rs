@@ -54,6 +54,32 @@ async fn get_ok(c: &SendRequest<Bytes>, path: &str, headers: &[(&str, &str)]) ->
         .unwrap_or_else(|e| panic!("GET {path}: {e}"))
 }
 
+/// One GET, summed up as "STATUS BACKEND" or what went wrong, so a batch
+/// of them is checked with one comparison.
+async fn get_outcome(
+    c: &SendRequest<Bytes>,
+    headers: &[(&str, &str)],
+    body_len: Option<usize>,
+) -> String {
+    match within(get(c, "/", headers)).await {
+        Some(Ok(r)) if body_len.is_some_and(|n| n != r.body.len()) => {
+            format!("body of {} bytes", r.body.len())
+        }
+        Some(Ok(r)) => format!("{} {}", r.status.as_u16(), r.backend()),
+        Some(Err(e)) => format!("error {e}"),
+        None => "timed out".to_string(),
+    }
+}
+
+/// The outputs of spawned tasks, in order.
+async fn join_all<T>(tasks: Vec<glommio::Task<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.await);
+    }
+    out
+}
+
 /// One frame read off a raw connection: (type, flags, stream id, payload).
 fn read_frame(s: &mut TcpStream) -> std::io::Result<(u8, u8, u32, Vec<u8>)> {
     let mut head = [0u8; 9];
@@ -307,22 +333,10 @@ fn many_idle_connections_stay_healthy() {
                 .iter()
                 .map(|c| {
                     let c = c.clone();
-                    glommio::spawn_local(async move {
-                        match within(get(&c, "/", &[])).await {
-                            Some(Ok(r)) => format!("{} {}", r.status.as_u16(), r.backend()),
-                            Some(Err(e)) => format!("error {e}"),
-                            None => "timed out".to_string(),
-                        }
-                    })
+                    glommio::spawn_local(async move { get_outcome(&c, &[], None).await })
                 })
                 .collect();
-            async move {
-                let mut out = Vec::with_capacity(tasks.len());
-                for t in tasks {
-                    out.push(t.await);
-                }
-                out
-            }
+            join_all(tasks)
         };
         let first = round(&conns).await;
         // Every connection goes idle (buffers released) before the next.
@@ -361,25 +375,13 @@ fn stream_tables_shrink_and_grow_again() {
                     let c = c.clone();
                     glommio::spawn_local(async move {
                         // Some bodies, so frames queue in the shared slabs.
-                        let size = (i * 97 % 5000).to_string();
-                        match within(get(&c, "/", &[("x-response-size", size.as_str())])).await {
-                            Some(Ok(r)) if r.body.len() == i * 97 % 5000 => {
-                                format!("{} {}", r.status.as_u16(), r.backend())
-                            }
-                            Some(Ok(r)) => format!("short body {}", r.body.len()),
-                            Some(Err(e)) => format!("error {e}"),
-                            None => "timed out".to_string(),
-                        }
+                        let len = i * 97 % 5000;
+                        let size = len.to_string();
+                        get_outcome(&c, &[("x-response-size", &size)], Some(len)).await
                     })
                 })
                 .collect();
-            async move {
-                let mut out = Vec::with_capacity(tasks.len());
-                for t in tasks {
-                    out.push(t.await);
-                }
-                out
-            }
+            join_all(tasks)
         };
         let mut all = Vec::new();
         for _ in 0..3 {
