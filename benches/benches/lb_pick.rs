@@ -11,39 +11,11 @@
 //! candidate lists) is outside the timed loop.
 
 use std::hint::black_box;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use engine::lb::ClusterLb;
-use engine::{
-    Cluster, ClusterSnapshot, EjectedSet, Endpoint, HealthStatus, HostRegistry, LbPolicy,
-    LeastRequest, UpstreamHttp2,
-};
-
-fn cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapshot {
-    let endpoints = (0..n)
-        .map(|i| Endpoint {
-            address: SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 8080)),
-            weight: if weighted { 1 + (i % 7) as u32 } else { 1 },
-            health: HealthStatus::Healthy,
-        })
-        .collect();
-    let c = Cluster {
-        name: format!("c{n}"),
-        connect_timeout: Duration::from_secs(1),
-        lb_policy: policy,
-        endpoints,
-        eds: None,
-        http2: UpstreamHttp2::default(),
-        outlier_detection: None,
-        common_lb: Default::default(),
-    };
-    let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
-    assert_eq!(snap.weighted, weighted);
-    snap
-}
+use engine::{ClusterSnapshot, EjectedSet, LbPolicy, LeastRequest};
 
 /// The shard's xorshift64*.
 fn rng(seed: u64) -> impl FnMut() -> u64 {
@@ -89,7 +61,7 @@ fn bench(c: &mut Criterion) {
     let ejected = EjectedSet::default();
     for (label, policy, weighted, sizes) in cases {
         for &n in sizes {
-            let cl = cluster(n, policy, weighted);
+            let cl = benches::pick_cluster(n, policy, weighted);
             let active = active_counts(&cl);
             let mut lb = ClusterLb::default();
             let mut rand = rng(0x9E37_79B9_7F4A_7C15);

@@ -3,38 +3,11 @@
 //! round robin, O(hosts) per pick).
 
 use std::hint::black_box;
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use engine::lb::{pick_round_robin, RoundRobinState};
-use engine::{
-    Cluster, ClusterSnapshot, Endpoint, HealthStatus, HostRegistry, LbPolicy, UpstreamHttp2,
-};
-
-fn cluster(n: usize, weighted: bool) -> ClusterSnapshot {
-    let endpoints = (0..n)
-        .map(|i| Endpoint {
-            address: SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 8080)),
-            weight: if weighted { 1 + (i % 7) as u32 } else { 1 },
-            health: HealthStatus::Healthy,
-        })
-        .collect();
-    let c = Cluster {
-        name: format!("c{n}"),
-        connect_timeout: Duration::from_secs(1),
-        lb_policy: LbPolicy::RoundRobin,
-        endpoints,
-        eds: None,
-        http2: UpstreamHttp2::default(),
-        outlier_detection: None,
-        common_lb: Default::default(),
-    };
-    let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
-    assert_eq!(snap.weighted, weighted);
-    snap
-}
+use engine::LbPolicy;
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("round_robin_pick");
@@ -45,7 +18,7 @@ fn bench(c: &mut Criterion) {
     for weighted in [false, true] {
         let label = if weighted { "unequal" } else { "equal" };
         for n in [10usize, 100, 1000] {
-            let cl = cluster(n, weighted);
+            let cl = benches::pick_cluster(n, LbPolicy::RoundRobin, weighted);
             let mut st = RoundRobinState::default();
             // First pick sizes the weighted state; keep it out of the loop.
             pick_round_robin(&cl, &mut st).unwrap();

@@ -34,6 +34,21 @@ fn addrs(bs: &[BackendHandle]) -> Vec<SocketAddr> {
     bs.iter().map(BackendHandle::addr).collect()
 }
 
+/// A gateway whose listener runs `session` in front of cluster `c` made of
+/// `bs`; returns it with its listener and admin addresses.
+fn session_gateway(
+    bs: &[BackendHandle],
+    session: engine::StatefulSession,
+    shards: usize,
+) -> (shards::GatewayHandle, SocketAddr, SocketAddr) {
+    let gw = start(
+        session_bootstrap(cluster("c", &addrs(bs)), Some(session)),
+        shards,
+    );
+    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    (gw, addr, admin)
+}
+
 /// Starts a session: one request without cookie. Returns the backend that
 /// served it and the cookie pair to send back, after checking the
 /// `set-cookie` names that backend in Envoy's shape.
@@ -71,13 +86,8 @@ fn session_stat(admin: SocketAddr, outcome: &str) -> f64 {
 #[test]
 fn cookie_affinity_holds_for_1000_requests_and_sessions_spread_over_backends() {
     let (bs, names) = three_backends();
-    let boot = session_bootstrap(
-        cluster("c", &addrs(&bs)),
-        Some(cookie_session("sess", Some("/"), false)),
-    );
     // Two shards: a cookie is honoured whichever shard a connection lands on.
-    let gw = start(boot, 2);
-    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let (gw, addr, admin) = session_gateway(&bs, cookie_session("sess", Some("/"), false), 2);
 
     let (pinned, pair) = new_session(addr, &names);
     // 1,000 requests over 4 concurrent connections.
@@ -139,12 +149,7 @@ fn cookie_affinity_holds_for_1000_requests_and_sessions_spread_over_backends() {
 #[test]
 fn session_cookie_is_found_in_any_cookie_field_and_between_other_cookies() {
     let (bs, names) = three_backends();
-    let boot = session_bootstrap(
-        cluster("c", &addrs(&bs)),
-        Some(cookie_session("sess", Some("/"), false)),
-    );
-    let gw = start(boot, 1);
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr, _) = session_gateway(&bs, cookie_session("sess", Some("/"), false), 1);
     let (pinned, pair) = new_session(addr, &names);
     // Cookies naming another backend under names that must not match.
     let other = names.values().find(|a| **a != names[&pinned]).unwrap();
@@ -188,9 +193,7 @@ fn session_cookie_is_found_in_any_cookie_field_and_between_other_cookies() {
 fn strict_session_to_a_removed_host_is_refused_with_503_and_grpc_unavailable() {
     let (bs, names) = three_backends();
     let strict = cookie_session("sess", Some("/"), true);
-    let boot = session_bootstrap(cluster("c", &addrs(&bs)), Some(strict.clone()));
-    let gw = start(boot, 1);
-    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let (gw, addr, admin) = session_gateway(&bs, strict.clone(), 1);
     let (pinned, pair) = new_session(addr, &names);
     assert_sticks(addr, &pair, &pinned, 5);
 
@@ -235,9 +238,7 @@ fn strict_session_to_a_removed_host_is_refused_with_503_and_grpc_unavailable() {
 #[test]
 fn header_session_state_round_trips_base64_ip_port() {
     let (bs, names) = three_backends();
-    let boot = session_bootstrap(cluster("c", &addrs(&bs)), Some(header_session("x-session")));
-    let gw = start(boot, 1);
-    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let (gw, addr, admin) = session_gateway(&bs, header_session("x-session"), 1);
 
     let r = get_replies(addr, "/", &[], 1).remove(0);
     let pinned = r.backend().to_string();
@@ -274,12 +275,7 @@ fn header_session_state_round_trips_base64_ip_port() {
 #[test]
 fn session_cookie_outside_its_path_is_ignored() {
     let (bs, names) = three_backends();
-    let boot = session_bootstrap(
-        cluster("c", &addrs(&bs)),
-        Some(cookie_session("sess", Some("/app"), false)),
-    );
-    let gw = start(boot, 1);
-    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let (gw, addr, admin) = session_gateway(&bs, cookie_session("sess", Some("/app"), false), 1);
 
     let r = get_replies(addr, "/app/start", &[], 1).remove(0);
     let set = r.set_cookie().expect("new session inside the path");
@@ -446,12 +442,7 @@ fn removed_host_gets_its_sessions_a_new_cookie() {
 #[test]
 fn expired_and_unknown_host_cookies_start_a_new_session() {
     let (bs, names) = three_backends();
-    let boot = session_bootstrap(
-        cluster("c", &addrs(&bs)),
-        Some(cookie_session("sess", Some("/"), false)),
-    );
-    let gw = start(boot, 1);
-    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let (gw, addr, admin) = session_gateway(&bs, cookie_session("sess", Some("/"), false), 1);
     // A cookie for b1 that expired 99 s ago (written 100 s ago, ttl 1 s).
     let expired = engine::session::set_cookie(
         &engine::SessionCookie {

@@ -10,44 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::control_plane::*;
 use support::*;
 use testsupport::resources::*;
-use testsupport::{type_url, AdsServer, RecordedRequest};
-
-const WAIT: Duration = Duration::from_secs(10);
-
-fn ads_bootstrap(ads: SocketAddr) -> engine::Bootstrap {
-    xds::bootstrap::from_str(&ads_bootstrap_yaml(ads), xds::bootstrap::Format::Yaml)
-        .expect("bootstrap")
-}
+use testsupport::{type_url, AdsServer};
 
 fn res<M: prost::Message + prost::Name>(name: &str, m: &M) -> (String, prost_types::Any) {
     (name.to_string(), testsupport::any(m))
 }
 
-/// Sets a type's resources and waits until the gateway ACKs that version.
-fn push(
-    server: &AdsServer,
-    type_url: &str,
-    version: &str,
-    resources: Vec<(String, prost_types::Any)>,
-) {
-    server.set(type_url, version, resources);
-    wait_ack(server, type_url, version);
-}
-
-fn wait_ack(server: &AdsServer, type_url: &str, version: &str) -> RecordedRequest {
-    let (t, v) = (type_url.to_string(), version.to_string());
-    server.wait_for(WAIT, move |r| {
-        r.type_url == t
-            && r.version_info == v
-            && r.error_detail.is_none()
-            && !r.response_nonce.is_empty()
-    })
-}
-
-/// The usual world: cluster `echo` (EDS: `backends`), listener `ingress`
-/// routing everything via RDS `routes` to `echo`.
 fn serve_echo(server: &AdsServer, backends: &[SocketAddr]) {
     server.set(type_url::CLUSTER, "c1", vec![eds_cluster("echo")]);
     server.set(type_url::ENDPOINT, "e1", vec![cla("echo", backends)]);
@@ -57,29 +28,6 @@ fn serve_echo(server: &AdsServer, backends: &[SocketAddr]) {
         vec![rds_listener("ingress", "routes")],
     );
     server.set(type_url::ROUTE, "r1", vec![routes("routes", "echo")]);
-}
-
-fn listener_addr(admin: SocketAddr, name: &str) -> Option<SocketAddr> {
-    let (_, body) = admin_get(admin, "/listeners");
-    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-    v["listeners"]
-        .as_array()?
-        .iter()
-        .find(|l| l["name"] == name)?["address"]
-        .as_str()?
-        .parse()
-        .ok()
-}
-
-fn wait_listener(admin: SocketAddr, name: &str) -> SocketAddr {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(a) = listener_addr(admin, name) {
-            return a;
-        }
-        assert!(Instant::now() < deadline, "listener {name} never appeared");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Requests in a loop from 4 concurrent streams until stopped; counts

@@ -93,6 +93,16 @@ fn run(
         .collect()
 }
 
+/// `run` on a new balancer with no host ejected.
+fn fresh(
+    c: &ClusterSnapshot,
+    active: impl Fn(HostId) -> u32,
+    rng: &mut impl FnMut() -> u64,
+    n: usize,
+) -> Vec<u16> {
+    run(&mut ClusterLb::default(), c, &none(), active, rng, n)
+}
+
 /// How often each of ports `1..=hosts` occurs.
 fn counts(ports: &[u16], hosts: usize) -> Vec<usize> {
     (1..=hosts as u16)
@@ -172,7 +182,7 @@ fn weighted_round_robin_skips_a_random_number_of_initial_picks() {
         50,
         &[(5, Healthy), (1, Healthy), (1, Healthy)],
     );
-    let base = run(&mut ClusterLb::default(), &c, &none(), |_| 0, &mut || 0, 9);
+    let base = fresh(&c, |_| 0, &mut || 0, 9);
     assert_eq!(base[..7], [1, 1, 1, 1, 1, 2, 3]);
     // A shard whose rng says "skip 2" runs the same schedule 2 picks ahead.
     let mut lb = ClusterLb::default();
@@ -195,10 +205,7 @@ fn an_ejection_elsewhere_keeps_the_schedule_running() {
     let other = EjectedSet::new(1, [HostId(999)]);
     let rest = run(&mut lb, &c, &other, |_| 0, &mut || 0, 6);
     let all = [first, rest].concat();
-    assert_eq!(
-        all,
-        run(&mut ClusterLb::default(), &c, &none(), |_| 0, &mut || 0, 9)
-    );
+    assert_eq!(all, fresh(&c, |_| 0, &mut || 0, 9));
 }
 
 #[test]
@@ -215,14 +222,7 @@ fn random_is_uniform_over_candidates_and_ignores_weights() {
         ],
     );
     let mut rng = xorshift(0x2545_F491_4F6C_DD1D);
-    let got = run(
-        &mut ClusterLb::default(),
-        &c,
-        &none(),
-        |_| 0,
-        &mut rng,
-        10_000,
-    );
+    let got = fresh(&c, |_| 0, &mut rng, 10_000);
     let n = counts(&got, 5);
     for k in &n[..4] {
         assert!((2300..2700).contains(k), "{n:?}");
@@ -236,28 +236,14 @@ fn least_request_samples_without_replacement() {
     let active = |id: HostId| [9, 0, 0][c.hosts.iter().position(|h| h.id == id).unwrap()];
     // The rng always says "the first remaining slot": with replacement both
     // draws would be host 1 (9 active); without, the second is another host.
-    let got = run(
-        &mut ClusterLb::default(),
-        &c,
-        &none(),
-        active,
-        &mut || 1,
-        100,
-    );
+    let got = fresh(&c, active, &mut || 1, 100);
     assert!(got.iter().all(|p| *p == 2), "{got:?}");
 
     // Random samples: the busiest host never wins a pair of distinct hosts;
     // host 1 wins every pair it is in (2/3), host 2 the pair {2, 3} (1/3).
     let active = |id: HostId| [0, 1, 9][c.hosts.iter().position(|h| h.id == id).unwrap()];
     let mut rng = xorshift(7);
-    let got = run(
-        &mut ClusterLb::default(),
-        &c,
-        &none(),
-        active,
-        &mut rng,
-        9000,
-    );
+    let got = fresh(&c, active, &mut rng, 9000);
     let n = counts(&got, 3);
     assert_eq!(n[2], 0, "{n:?}");
     assert!((5700..6300).contains(&n[0]), "{n:?}");
@@ -271,14 +257,7 @@ fn least_request_never_picks_the_same_host_twice_in_a_sample() {
         let c = build(least(choices, 1.0), 50, &healthy(2));
         let active = |id: HostId| if id == c.hosts[0].id { 1 } else { 4 };
         let mut rng = xorshift(11);
-        let got = run(
-            &mut ClusterLb::default(),
-            &c,
-            &none(),
-            active,
-            &mut rng,
-            1000,
-        );
+        let got = fresh(&c, active, &mut rng, 1000);
         assert!(got.iter().all(|p| *p == 1), "{got:?}");
     }
 }
@@ -289,36 +268,15 @@ fn least_request_scans_all_hosts_when_choices_cover_them() {
         let c = build(least(choices, 1.0), 50, &healthy(3));
         let active = |id: HostId| [3, 1, 2][c.hosts.iter().position(|h| h.id == id).unwrap()];
         let mut rng = xorshift(3);
-        let got = run(
-            &mut ClusterLb::default(),
-            &c,
-            &none(),
-            active,
-            &mut rng,
-            300,
-        );
+        let got = fresh(&c, active, &mut rng, 300);
         assert!(got.iter().all(|p| *p == 2), "{got:?}");
         // Ties: the scan starts at a random host, so ties spread.
-        let got = run(
-            &mut ClusterLb::default(),
-            &c,
-            &none(),
-            |_| 0,
-            &mut rng,
-            3000,
-        );
+        let got = fresh(&c, |_| 0, &mut rng, 3000);
         let n = counts(&got, 3);
         assert!(n.iter().all(|k| (800..1200).contains(k)), "{n:?}");
         // The first minimum from the start wins: start at host 3.
         let tie = |id: HostId| u32::from(id == c.hosts[1].id);
-        let got = run(
-            &mut ClusterLb::default(),
-            &c,
-            &none(),
-            tie,
-            &mut || at(2, 3),
-            5,
-        );
+        let got = fresh(&c, tie, &mut || at(2, 3), 5);
         assert_eq!(got, [3; 5]);
     }
 }
@@ -328,14 +286,7 @@ fn least_request_strongly_prefers_fewer_active_requests() {
     let c = build(least(2, 1.0), 50, &healthy(2));
     let active = |id: HostId| if id == c.hosts[0].id { 0 } else { 10 };
     let mut rng = xorshift(5);
-    let got = run(
-        &mut ClusterLb::default(),
-        &c,
-        &none(),
-        active,
-        &mut rng,
-        1000,
-    );
+    let got = fresh(&c, active, &mut rng, 1000);
     assert!(counts(&got, 2)[0] > 900, "{:?}", counts(&got, 2));
 
     // A frozen host (its requests never finish) among 8 fast ones gets one
@@ -359,10 +310,7 @@ fn weighted_least_request_follows_weights_then_load() {
     let picks = |bias: f64, loaded: u32, n: usize| {
         let c = build(least(2, bias), 50, &hosts);
         let active = |id: HostId| if id == c.hosts[1].id { loaded } else { 0 };
-        counts(
-            &run(&mut ClusterLb::default(), &c, &none(), active, &mut || 0, n),
-            2,
-        )
+        counts(&fresh(&c, active, &mut || 0, n), 2)
     };
     // Equal load: plain weights, 1:3.
     assert_eq!(picks(1.0, 0, 4000), [1000, 3000]);

@@ -40,23 +40,24 @@ pub fn wait_ack(server: &AdsServer, type_url: &str, version: &str) -> RecordedRe
     })
 }
 
+/// The bound address of listener `name` if the gateway serves it now.
+pub fn listener_addr(admin: SocketAddr, name: &str) -> Option<SocketAddr> {
+    let (_, body) = admin_get(admin, "/listeners");
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v["listeners"]
+        .as_array()?
+        .iter()
+        .find(|l| l["name"] == name)?["address"]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
 /// The bound address of listener `name`, once the gateway serves it.
 pub fn wait_listener(admin: SocketAddr, name: &str) -> SocketAddr {
     let deadline = Instant::now() + WAIT;
     loop {
-        let (_, body) = admin_get(admin, "/listeners");
-        let found = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| {
-                v["listeners"]
-                    .as_array()?
-                    .iter()
-                    .find(|l| l["name"] == name)?["address"]
-                    .as_str()?
-                    .parse()
-                    .ok()
-            });
-        if let Some(a) = found {
+        if let Some(a) = listener_addr(admin, name) {
             return a;
         }
         assert!(Instant::now() < deadline, "listener {name} never appeared");

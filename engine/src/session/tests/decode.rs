@@ -157,35 +157,14 @@ fn bad_protos_are_invalid() {
     }
     // an 11-byte varint and a 10th byte beyond 64 bits
     let mut long = proto(b"10.0.0.1:2", None);
-    long.extend_from_slice(&[
-        TAG_EXPIRES,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0x81,
-        0x00,
-    ]);
+    long.push(TAG_EXPIRES);
+    long.extend_from_slice(&[0xFF; 9]);
+    long.extend_from_slice(&[0x81, 0x00]);
     assert!(invalid(&long));
     let mut wide = proto(b"10.0.0.1:2", None);
-    wide.extend_from_slice(&[
-        TAG_EXPIRES,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0xFF,
-        0x02,
-    ]);
+    wide.push(TAG_EXPIRES);
+    wide.extend_from_slice(&[0xFF; 9]);
+    wide.push(0x02);
     assert!(invalid(&wide));
     // address not UTF-8
     assert!(invalid(&[TAG_ADDRESS, 0x02, 0xFF, 0xFE]));
