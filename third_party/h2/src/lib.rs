@@ -110,7 +110,13 @@ macro_rules! ready {
 #[cfg_attr(feature = "unstable", allow(missing_docs))]
 mod codec;
 mod error;
+// PATCH(unstable-hpack): HPACK exposed under `unstable`, so h2wire's tests
+// and benches can cross-check and compare against it.
+#[cfg(not(feature = "unstable"))]
 mod hpack;
+#[cfg(feature = "unstable")]
+#[allow(missing_docs)]
+pub mod hpack;
 
 #[cfg(not(feature = "unstable"))]
 mod proto;

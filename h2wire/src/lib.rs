@@ -1,0 +1,21 @@
+//! Sans-I/O HTTP/2 wire format: frame parsing and encoding (RFC 9113 §4–6)
+//! and HPACK header compression (RFC 7541).
+//!
+//! Why our own: the gateway spends about half its CPU inside the `h2` crate
+//! (frames moved through slabs and deques, a mutex per handle call, an
+//! allocation per header), and a proxy can do with much less. This crate is
+//! the bottom layer of that replacement: no I/O, no executor, no locks.
+//!
+//! - [`frame`] reads frames out of bytes the caller received — DATA payloads
+//!   stay zero-copy slices of the caller's buffer — and writes frames into a
+//!   caller-owned `BytesMut`. Every rule of RFC 9113 §6 that can be checked
+//!   on one frame is checked here, classified as a stream or a connection
+//!   error as the RFC says.
+//!
+//! The connection itself (which streams exist, settings, what to write next)
+//! is the layer above, built on these.
+
+pub mod error;
+pub mod frame;
+
+pub use error::{ErrorCode, FrameError};
