@@ -11,11 +11,16 @@
 //!   caller-owned `BytesMut`. Every rule of RFC 9113 §6 that can be checked
 //!   on one frame is checked here, classified as a stream or a connection
 //!   error as the RFC says.
+//! - [`hpack`] decodes header blocks into borrowed `(name, value)` slices (no
+//!   allocation per header) and encodes them, with a dynamic table packed in
+//!   one byte buffer rather than one allocation per entry, so an idle
+//!   connection's table costs what its entries weigh.
 //!
 //! The connection itself (which streams exist, settings, what to write next)
 //! is the layer above, built on these.
 
 pub mod error;
 pub mod frame;
+pub mod hpack;
 
 pub use error::{ErrorCode, FrameError};
