@@ -16,11 +16,17 @@
 //!   one byte buffer rather than one allocation per entry, so an idle
 //!   connection's table costs what its entries weigh.
 //!
+//! - [`stream_state`] and [`window`] are the per-stream rules the connection
+//!   layer applies: RFC 9113 §5.1's state machine and §6.9's flow-control
+//!   arithmetic.
+//!
 //! The connection itself (which streams exist, settings, what to write next)
 //! is the layer above, built on these.
 
 pub mod error;
 pub mod frame;
 pub mod hpack;
+pub mod stream_state;
+pub mod window;
 
 pub use error::{ErrorCode, FrameError};
