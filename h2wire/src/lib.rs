@@ -19,13 +19,21 @@
 //! - [`stream_state`] and [`window`] are the per-stream rules the connection
 //!   layer applies: RFC 9113 §5.1's state machine and §6.9's flow-control
 //!   arithmetic.
+//! - [`header_block`] joins HEADERS and CONTINUATION fragments into one
+//!   block (zero-copy when it came in one frame), with bounds on its size
+//!   and on the number of CONTINUATIONs.
+//! - [`message`] holds a decoded header list in a reused arena and checks it
+//!   against RFC 9113 §8: field syntax, pseudo-headers, connection-specific
+//!   fields, and what requests, responses and trailers require.
 //!
 //! The connection itself (which streams exist, settings, what to write next)
 //! is the layer above, built on these.
 
 pub mod error;
 pub mod frame;
+pub mod header_block;
 pub mod hpack;
+pub mod message;
 pub mod stream_state;
 pub mod window;
 

@@ -1,0 +1,187 @@
+//! One header block's fields, packed in a reusable byte arena.
+
+/// Arena sizes kept across [`HeaderList::clear`]. Ordinary requests fit
+/// well within both, so a warm list never allocates; a list that needed
+/// more (a 60 KiB cookie) gives its buffers back rather than pin that size
+/// on a connection that may sit idle for minutes.
+const BYTES_KEEP: usize = 16 << 10;
+const FIELDS_KEEP: usize = 128;
+
+/// The fields of one header block, in order, with every name and value in
+/// one byte arena. Reused between streams: [`clear`](Self::clear) keeps the
+/// capacity, so pushing a field costs a copy and no allocation.
+///
+/// Names are compared byte for byte: HTTP/2 names are lowercase, and a
+/// list that passed the `check_*` functions holds no other kind.
+#[derive(Debug, Clone, Default)]
+pub struct HeaderList {
+    /// Names and values back to back: field `i` starts where field `i - 1`
+    /// ends.
+    bytes: Vec<u8>,
+    fields: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    name_end: usize,
+    value_end: usize,
+    never_index: bool,
+}
+
+impl HeaderList {
+    /// An empty list. Allocates nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Empties the list for the next block, keeping its buffers unless they
+    /// grew past what an ordinary block needs.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.fields.clear();
+        if self.bytes.capacity() > BYTES_KEEP {
+            self.bytes = Vec::new();
+        }
+        if self.fields.capacity() > FIELDS_KEEP {
+            self.fields = Vec::new();
+        }
+    }
+
+    /// Appends a field, as given to an HPACK decoder's sink.
+    pub fn push(&mut self, name: &[u8], value: &[u8], never_index: bool) {
+        self.bytes.extend_from_slice(name);
+        let name_end = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.fields.push(Entry {
+            name_end,
+            value_end: self.bytes.len(),
+            never_index,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// `(name, value, never_index)` in block order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8], bool)> + '_ {
+        let mut start = 0;
+        self.fields.iter().map(move |e| {
+            let name = &self.bytes[start..e.name_end];
+            let value = &self.bytes[e.name_end..e.value_end];
+            start = e.value_end;
+            (name, value, e.never_index)
+        })
+    }
+
+    /// The value of the first field called `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        self.iter().find(|&(n, _, _)| n == name).map(|(_, v, _)| v)
+    }
+
+    /// The values of every field called `name`, in block order.
+    pub fn get_all<'a>(&'a self, name: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.iter()
+            .filter(move |&(n, _, _)| n == name)
+            .map(|(_, v, _)| v)
+    }
+
+    /// Heap bytes held by the arena and the field index.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes.capacity() + self.fields.capacity() * std::mem::size_of::<Entry>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typical(list: &mut HeaderList) {
+        list.push(b":method", b"GET", false);
+        list.push(b":scheme", b"https", false);
+        list.push(b":authority", b"example.com", false);
+        list.push(b":path", b"/index.html?q=1", false);
+        list.push(b"accept", b"*/*", false);
+        list.push(b"cookie", b"a=b", true);
+        list.push(b"cookie", b"c=d", true);
+        list.push(b"user-agent", &[b'u'; 120], false);
+    }
+
+    #[test]
+    fn fields_come_back_in_order() {
+        let mut l = HeaderList::new();
+        assert!(l.is_empty());
+        assert_eq!(l.memory_bytes(), 0);
+        typical(&mut l);
+        assert_eq!(l.len(), 8);
+        let v: Vec<_> = l.iter().take(2).collect();
+        assert_eq!(
+            v,
+            [
+                (&b":method"[..], &b"GET"[..], false),
+                (&b":scheme"[..], &b"https"[..], false)
+            ]
+        );
+        assert_eq!(l.iter().nth(5), Some((&b"cookie"[..], &b"a=b"[..], true)));
+    }
+
+    #[test]
+    fn get_finds_the_first_and_get_all_every_match() {
+        let mut l = HeaderList::new();
+        typical(&mut l);
+        assert_eq!(l.get(b"cookie"), Some(&b"a=b"[..]));
+        assert_eq!(l.get(b":path"), Some(&b"/index.html?q=1"[..]));
+        assert_eq!(l.get(b"Cookie"), None, "names compare exactly");
+        assert_eq!(l.get(b"absent"), None);
+        let all: Vec<_> = l.get_all(b"cookie").collect();
+        assert_eq!(all, [&b"a=b"[..], &b"c=d"[..]]);
+        assert_eq!(l.get_all(b"absent").count(), 0);
+    }
+
+    #[test]
+    fn empty_names_and_values_keep_their_places() {
+        let mut l = HeaderList::new();
+        l.push(b"", b"", false);
+        l.push(b"x", b"", false);
+        l.push(b"", b"y", false);
+        let v: Vec<_> = l.iter().map(|(n, v, _)| (n, v)).collect();
+        assert_eq!(v, [(&b""[..], &b""[..]), (b"x", b""), (b"", b"y")]);
+    }
+
+    #[test]
+    fn reuse_allocates_nothing_after_warm_up() {
+        let mut l = HeaderList::new();
+        typical(&mut l);
+        l.clear();
+        typical(&mut l);
+        let (bytes, fields) = (l.bytes.capacity(), l.fields.capacity());
+        for _ in 0..100 {
+            l.clear();
+            assert!(l.is_empty());
+            typical(&mut l);
+            assert_eq!(l.bytes.capacity(), bytes);
+            assert_eq!(l.fields.capacity(), fields);
+        }
+    }
+
+    #[test]
+    fn a_huge_list_gives_its_buffers_back_on_clear() {
+        let mut l = HeaderList::new();
+        l.push(b"cookie", &vec![b'c'; 60 << 10], false);
+        for _ in 0..200 {
+            l.push(b"x", b"y", false);
+        }
+        assert!(l.memory_bytes() > 60 << 10);
+        l.clear();
+        assert_eq!(l.memory_bytes(), 0);
+        // An ordinary list keeps its buffers.
+        typical(&mut l);
+        let held = l.memory_bytes();
+        l.clear();
+        assert_eq!(l.memory_bytes(), held);
+    }
+}
