@@ -25,10 +25,13 @@
 //! - [`message`] holds a decoded header list in a reused arena and checks it
 //!   against RFC 9113 §8: field syntax, pseudo-headers, connection-specific
 //!   fields, and what requests, responses and trailers require.
-//!
-//! The connection itself (which streams exist, settings, what to write next)
-//! is the layer above, built on these.
+//! - [`conn`] is the connection built on these: [`conn::ServerConn`], the
+//!   server side's state machine (streams, settings, flow control, what to
+//!   write next), bytes in and events out, still without I/O. The client
+//!   side comes next; the glommio drivers that own the sockets will live in
+//!   `shards`.
 
+pub mod conn;
 pub mod error;
 pub mod frame;
 pub mod header_block;

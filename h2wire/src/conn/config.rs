@@ -1,0 +1,66 @@
+//! What a server connection advertises and enforces.
+
+use crate::frame::{DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
+
+/// The default window of RFC 9113 §6.9.2, for streams and the connection.
+pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
+
+/// Limits and windows of one server connection. Values outside what the
+/// protocol allows are clamped when the connection starts.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: requests past it get
+    /// RST_STREAM(REFUSED_STREAM).
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: how much request body each stream may
+    /// have in flight before the application releases some.
+    pub initial_stream_window: u32,
+    /// The connection's receive window, announced by a WINDOW_UPDATE right
+    /// after our SETTINGS (the protocol starts it at 65 535).
+    pub connection_window: u32,
+    /// SETTINGS_MAX_FRAME_SIZE: the largest frame we accept.
+    pub max_frame_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: larger requests get a 431.
+    pub max_header_list_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE: the peer's encoder may use this much of
+    /// our memory for its dynamic table.
+    pub header_table_size: u32,
+    /// CONTINUATION frames allowed in one header block: past it the
+    /// connection ends with ENHANCE_YOUR_CALM (CONTINUATION floods).
+    pub max_continuations: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 100,
+            initial_stream_window: DEFAULT_WINDOW,
+            connection_window: 1 << 20,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            max_header_list_size: 60 << 10,
+            header_table_size: 4096,
+            max_continuations: 32,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The same with every value within its legal range.
+    pub(crate) fn clamped(mut self) -> Self {
+        self.initial_stream_window = self.initial_stream_window.min(MAX_WINDOW);
+        // The connection window can only grow from its initial 65 535.
+        self.connection_window = self.connection_window.clamp(DEFAULT_WINDOW, MAX_WINDOW);
+        self.max_frame_size = self
+            .max_frame_size
+            .clamp(DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE);
+        self
+    }
+
+    /// The largest compressed header block we assemble. Twice the list
+    /// limit: blocks a little over it still decode (keeping HPACK in step)
+    /// and get a 431; past that, decoding costs more than a 431 is worth
+    /// and the connection ends.
+    pub(crate) fn max_header_block(&self) -> usize {
+        (self.max_header_list_size as usize).saturating_mul(2)
+    }
+}

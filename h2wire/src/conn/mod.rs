@@ -1,0 +1,93 @@
+//! The server side of an HTTP/2 connection (RFC 9113), sans-I/O: bytes in, events out, commands in, bytes out.
+//!
+//! [`ServerConn`] is a plain struct owned by the one task that drives a
+//! connection: it takes what the socket read ([`ServerConn::recv`]), turns
+//! it into [`Event`]s for the application, takes the application's
+//! commands (`send_headers`, `send_data`, `reset`, `release`, ...) and
+//! hands out what to write ([`ServerConn::poll_output`]). No I/O, no
+//! timers, no locks, no reference counting: the driver owns all of that.
+//!
+//! Flow control is explicit: received DATA counts against the windows until
+//! the application calls [`ServerConn::release`] for it, so a slow consumer
+//! slows its peer rather than growing buffers here. The application must
+//! release every byte it was handed as [`Event::Data`], including on
+//! streams that were reset since, or the connection window shrinks for
+//! good.
+
+mod config;
+mod output;
+mod recv;
+mod send;
+mod server;
+mod streams;
+
+#[cfg(test)]
+mod tests;
+
+use bytes::Bytes;
+
+pub use config::ServerConfig;
+pub use server::ServerConn;
+
+use crate::message::HeaderList;
+use crate::ErrorCode;
+
+/// What happened on the connection, in the order the peer's frames said it.
+#[derive(Debug)]
+pub enum Event {
+    /// A new request. `head` already passed
+    /// [`check_request`](crate::message::check_request); give it back with
+    /// [`ServerConn::recycle`] when done with it.
+    Request {
+        stream: u32,
+        head: HeaderList,
+        end_stream: bool,
+    },
+    /// Request body bytes: a zero-copy slice of the buffer given to `recv`.
+    /// Hand the byte count to [`ServerConn::release`] once consumed.
+    Data {
+        stream: u32,
+        data: Bytes,
+        end_stream: bool,
+    },
+    /// The request's trailer section (it ends the request body).
+    Trailers { stream: u32, fields: HeaderList },
+    /// The stream is gone: the peer reset it, or we did because it broke a
+    /// stream rule (`code` is then what we sent). Drop the stream.
+    Reset { stream: u32, code: ErrorCode },
+    /// Send capacity appeared on `stream`; stream 0 means the connection
+    /// window, i.e. every stream that was blocked on it.
+    WindowOpen { stream: u32 },
+    /// The peer is going away; streams above `last_stream` were not
+    /// processed by it (for a client: it opens no new streams).
+    GoAway { last_stream: u32, code: ErrorCode },
+}
+
+/// The connection is over: GOAWAY is already queued in the output, which
+/// the driver should write out before closing the socket.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP/2 connection error {code}: {reason}")]
+pub struct ConnError {
+    pub code: ErrorCode,
+    pub reason: &'static str,
+}
+
+/// A command the stream's state does not allow. Nothing was queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// No such stream: never opened, or closed or reset since.
+    #[error("stream is not open")]
+    UnknownStream,
+    /// We already sent END_STREAM on it.
+    #[error("stream already ended on our side")]
+    Ended,
+    /// The response head was already sent (send trailers or data instead).
+    #[error("response headers already sent")]
+    HeadersSent,
+    /// DATA or trailers before the response head.
+    #[error("response headers not sent yet")]
+    NoHeaders,
+    /// `:status` outside 100..=999, or a 1xx with END_STREAM.
+    #[error("invalid status code")]
+    BadStatus,
+}

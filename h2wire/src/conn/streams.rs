@@ -1,0 +1,114 @@
+//! The streams a connection knows: their state and windows, in a map that shrinks back when they end.
+
+use std::collections::HashMap;
+
+use ahash::RandomState;
+
+use crate::stream_state::StreamState;
+use crate::window::{RecvWindow, Window};
+
+/// One open (or half-closed) stream the application knows about.
+#[derive(Debug)]
+pub(super) struct Stream {
+    pub state: StreamState,
+    /// What we may still send (the peer's window for us).
+    pub send: Window,
+    /// What the peer may still send, and what to give back when.
+    pub recv: RecvWindow,
+    /// The request's declared content-length minus the DATA received so
+    /// far (§8.1.1).
+    pub content_left: Option<u64>,
+    /// The response head went out: further HEADERS are trailers.
+    pub headers_sent: bool,
+}
+
+/// Map capacity never given back (hashbrown's smallest table holds 3): a
+/// few streams at a time is the common case.
+const KEEP_CAPACITY: usize = 3;
+
+/// Streams by id. A hash map rather than a slab indexed by id: client ids
+/// grow without bound, and the map's memory follows the live count.
+#[derive(Debug)]
+pub(super) struct StreamMap {
+    map: HashMap<u32, Stream, RandomState>,
+}
+
+impl StreamMap {
+    pub fn new() -> Self {
+        Self {
+            map: HashMap::with_hasher(RandomState::new()),
+        }
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut Stream> {
+        self.map.get_mut(&id)
+    }
+
+    pub fn get(&self, id: u32) -> Option<&Stream> {
+        self.map.get(&id)
+    }
+
+    pub fn contains(&self, id: u32) -> bool {
+        self.map.contains_key(&id)
+    }
+
+    pub fn insert(&mut self, id: u32, s: Stream) {
+        self.map.insert(id, s);
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut Stream)> {
+        self.map.iter_mut().map(|(&id, s)| (id, s))
+    }
+
+    pub fn remove(&mut self, id: u32) -> Option<Stream> {
+        let s = self.map.remove(&id);
+        let (len, cap) = (self.map.len(), self.map.capacity());
+        // Shrinking costs a rehash, so only on a big drop: amortized over
+        // the removals that led to it. Empty, it keeps room for a few
+        // streams, so that one request at a time never reallocates.
+        if cap > KEEP_CAPACITY && len * 4 < cap {
+            self.map.shrink_to(len * 2);
+        }
+        s
+    }
+
+    /// Removes the stream if both sides are done with it.
+    pub fn remove_if_closed(&mut self, id: u32) {
+        if self.map.get(&id).is_some_and(|s| s.state.is_closed()) {
+            self.remove(id);
+        }
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        // hashbrown: one control byte per bucket besides the slot.
+        self.map.capacity() * (std::mem::size_of::<(u32, Stream)>() + 1)
+    }
+}
+
+/// How many streams we reset are remembered after they leave the map.
+const RESET_MEMORY: usize = 16;
+
+/// Ids of the streams we reset most recently. Their HEADERS may still be in
+/// flight (trailers sent before the peer saw our RST_STREAM), and those
+/// must be decoded and dropped rather than taken for a stream id reused.
+/// A fixed ring: remembering every reset stream would grow without bound.
+#[derive(Debug, Default)]
+pub(super) struct ResetRing {
+    ids: [u32; RESET_MEMORY],
+    next: usize,
+}
+
+impl ResetRing {
+    pub fn push(&mut self, id: u32) {
+        self.ids[self.next] = id;
+        self.next = (self.next + 1) % RESET_MEMORY;
+    }
+
+    pub fn contains(&self, id: u32) -> bool {
+        id != 0 && self.ids.contains(&id)
+    }
+}
