@@ -27,7 +27,12 @@
 #   --backend-cpu C    CPU of the demo backend           [BACKEND_CPU=0]
 #   --load-cpus LIST   CPUs of the load generator        [LOAD_CPUS=0]
 #   --load-threads N   load generator threads            [LOAD_THREADS=#LOAD_CPUS]
-#   --targets LIST     subset of "gateway haproxy direct" [TARGETS]
+#   --targets LIST     subset of "gateway haproxy direct wire" [TARGETS]
+#                      (wire: benches' wire_backend, the backend's hello
+#                      answer served by h2wire's ServerConn, placed and
+#                      measured like a proxy; with --backend-cpu equal to
+#                      --proxy-cpus, "wire ÷ direct" compares our HTTP/2
+#                      server codec with the h2 crate's on one core)
 #   --baseline BIN     also run this gateway binary as target "baseline" and
 #                      report gateway ÷ baseline (A/B of two builds, same run)
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]
@@ -80,7 +85,7 @@ while [ $# -gt 0 ]; do
         --no-build) BUILD=0 ;;
         --baseline) BASELINE=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
-        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -119,8 +124,9 @@ case " $TOOLS " in *" h2load "*) command -v h2load >/dev/null || { echo "h2load 
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
-    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns
+    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend
 fi
+case " $TARGETS " in *" wire "*) [ -x "$BIN/wire_backend" ] || { echo "missing $BIN/wire_backend (build first)" >&2; exit 1; } ;; esac
 for b in gateway demo-backend loadgen idle_conns; do
     [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first)" >&2; exit 1; }
 done
@@ -129,7 +135,9 @@ done
 WORK=$(mktemp -d /tmp/compare.XXXXXX)
 # Private copies: a concurrent `cargo build` must not swap binaries between rounds.
 mkdir -p "$WORK/bin"
-for b in gateway demo-backend loadgen idle_conns; do cp "$BIN/$b" "$WORK/bin/"; done
+for b in gateway demo-backend loadgen idle_conns wire_backend; do
+    [ -x "$BIN/$b" ] && cp "$BIN/$b" "$WORK/bin/"
+done
 if [ -n "$BASELINE" ]; then
     cp "$BASELINE" "$WORK/bin/gateway-baseline"
     case " $TARGETS " in *" baseline "*) ;; *) TARGETS="$TARGETS baseline" ;; esac
@@ -273,6 +281,15 @@ EOF
     wait_listen "$PROXY_PORT" "$PROXY_PID"
 }
 
+start_wire() {
+    PROXY_PORT=$(free_port)
+    taskset -c "$PROXY_CPUS" "$BIN/wire_backend" --listen "127.0.0.1:$PROXY_PORT" \
+        --name bench >>"$WORK/wire.log" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    wait_listen "$PROXY_PORT" "$PROXY_PID"
+}
+
 stop_proxy() {
     if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
     PROXY_PID=
@@ -406,6 +423,7 @@ for round in $(seq "$ROUNDS"); do
             gateway) start_gateway ;;
             baseline) start_gateway "$BIN/gateway-baseline" ;;
             haproxy) start_haproxy ;;
+            wire) start_wire ;;
             direct) PROXY_PID= ;;
             *) echo "unknown target $target" >&2; exit 2 ;;
         esac
@@ -450,7 +468,7 @@ irows = list(csv.DictReader(open(idle), delimiter="\t"))
 def med(vals):
     vals = [float(v) for v in vals if v not in ("NA", "", "nan")]
     return statistics.median(vals) if vals else float("nan")
-targets = [t for t in ("gateway", "baseline", "haproxy", "direct") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("gateway", "baseline", "haproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
 tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
 S = {}
 print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
@@ -471,7 +489,7 @@ if irows:
     conns_hdr = "idle h2c conns" if idle_req == "0" else f"idle h2c conns ({idle_req} concurrent requests each before idling)"
     print(f"\n| proxy | {conns_hdr} | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
     print("|---|---:|---:|---:|---:|")
-    for t in ("gateway", "baseline", "haproxy"):
+    for t in ("gateway", "baseline", "haproxy", "wire"):
         rs = [r for r in irows if r["target"] == t]
         if rs:
             I[t] = med(r["bytes_per_conn"] for r in rs)
@@ -497,6 +515,17 @@ if any(t == "baseline" for t, _ in S):
     row("gateway ÷ baseline req/s", "gateway", "baseline", "rps", "(A/B)")
     if "gateway" in I and "baseline" in I and I["baseline"]:
         print(f"| gateway ÷ baseline bytes/idle conn | {I['gateway']/I['baseline']:.2f} | | (A/B) |")
+if any(t == "wire" for t, _ in S):
+    # wire_backend's CPU is measured in the proxy slot, demo-backend's in
+    # the backend slot: compare those two columns.
+    vals = []
+    for tool in ("loadgen", "h2load"):
+        try:
+            vals.append(S[("wire", tool)]["proxy_cpu_us_per_req"] / S[("direct", tool)]["backend_cpu_us_per_req"])
+        except (KeyError, ZeroDivisionError):
+            vals.append(float("nan"))
+    print(f"| h2wire server ÷ h2 server (wire ÷ direct) CPU-µs/req | {vals[0]:.2f} | {vals[1]:.2f} | (codec) |")
+    row("h2wire server ÷ h2 server (wire ÷ direct) req/s", "wire", "direct", "rps", "(codec)")
 if "gateway" in I and "haproxy" in I and I["haproxy"]:
     print(f"| gateway ÷ HAProxy bytes/idle conn | {I['gateway']/I['haproxy']:.2f} | | ≤ 1.00 |")
 print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")
