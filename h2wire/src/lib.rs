@@ -25,10 +25,10 @@
 //! - [`message`] holds a decoded header list in a reused arena and checks it
 //!   against RFC 9113 §8: field syntax, pseudo-headers, connection-specific
 //!   fields, and what requests, responses and trailers require.
-//! - [`conn`] is the connection built on these: [`conn::ServerConn`], the
-//!   server side's state machine (streams, settings, flow control, what to
-//!   write next), bytes in and events out, still without I/O. The client
-//!   side comes next; the glommio drivers that own the sockets will live in
+//! - [`conn`] is the connection built on these: [`conn::ServerConn`] and
+//!   [`conn::ClientConn`], the two sides' state machines (streams, settings,
+//!   flow control, what to write next), bytes in and events out, still
+//!   without I/O. The glommio drivers that own the sockets will live in
 //!   `shards`.
 
 pub mod conn;

@@ -1,4 +1,4 @@
-//! What a server connection advertises and enforces.
+//! What a connection advertises and enforces, server side and client side.
 
 use crate::frame::{DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
 
@@ -47,12 +47,11 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// The same with every value within its legal range.
     pub(crate) fn clamped(mut self) -> Self {
-        self.initial_stream_window = self.initial_stream_window.min(MAX_WINDOW);
-        // The connection window can only grow from its initial 65 535.
-        self.connection_window = self.connection_window.clamp(DEFAULT_WINDOW, MAX_WINDOW);
-        self.max_frame_size = self
-            .max_frame_size
-            .clamp(DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE);
+        clamp_common(
+            &mut self.initial_stream_window,
+            &mut self.connection_window,
+            &mut self.max_frame_size,
+        );
         self
     }
 
@@ -63,4 +62,71 @@ impl ServerConfig {
     pub(crate) fn max_header_block(&self) -> usize {
         (self.max_header_list_size as usize).saturating_mul(2)
     }
+}
+
+/// Limits and windows of one client connection (to one backend). Values
+/// outside what the protocol allows are clamped when the connection starts.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: how many streams the server may
+    /// push. Push is always disabled (SETTINGS_ENABLE_PUSH = 0), which makes
+    /// 0, the default, the natural value; it is announced as is.
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: how much response body each stream may
+    /// have in flight before the application releases some.
+    pub initial_stream_window: u32,
+    /// The connection's receive window, announced by a WINDOW_UPDATE right
+    /// after our SETTINGS.
+    pub connection_window: u32,
+    /// SETTINGS_MAX_FRAME_SIZE: the largest frame we accept.
+    pub max_frame_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: larger response heads or trailers
+    /// reset their stream ([`ClientEvent::TooLarge`](super::ClientEvent)).
+    pub max_header_list_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE: what the server's encoder may use of our
+    /// memory.
+    pub header_table_size: u32,
+    /// CONTINUATION frames allowed in one header block, past which the
+    /// connection ends with ENHANCE_YOUR_CALM.
+    pub max_continuations: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 0,
+            initial_stream_window: DEFAULT_WINDOW,
+            connection_window: 1 << 20,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            max_header_list_size: 60 << 10,
+            header_table_size: 4096,
+            max_continuations: 32,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The same with every value within its legal range.
+    pub(crate) fn clamped(mut self) -> Self {
+        clamp_common(
+            &mut self.initial_stream_window,
+            &mut self.connection_window,
+            &mut self.max_frame_size,
+        );
+        self
+    }
+
+    /// The largest compressed header block we assemble: as for the server,
+    /// twice the list limit, so blocks a little over it still decode.
+    pub(crate) fn max_header_block(&self) -> usize {
+        (self.max_header_list_size as usize).saturating_mul(2)
+    }
+}
+
+/// Clamps the values both sides share into their legal ranges.
+fn clamp_common(stream_window: &mut u32, conn_window: &mut u32, max_frame: &mut u32) {
+    *stream_window = (*stream_window).min(MAX_WINDOW);
+    // The connection window can only grow from its initial 65 535.
+    *conn_window = (*conn_window).clamp(DEFAULT_WINDOW, MAX_WINDOW);
+    *max_frame = (*max_frame).clamp(DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE);
 }

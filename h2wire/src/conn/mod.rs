@@ -1,7 +1,8 @@
-//! The server side of an HTTP/2 connection (RFC 9113), sans-I/O: bytes in, events out, commands in, bytes out.
+//! Both sides of an HTTP/2 connection (RFC 9113), sans-I/O: bytes in, events out, commands in, bytes out.
 //!
-//! [`ServerConn`] is a plain struct owned by the one task that drives a
-//! connection: it takes what the socket read ([`ServerConn::recv`]), turns
+//! [`ServerConn`] (and its twin [`ClientConn`], for the gateway's
+//! connections to backends, with [`ClientEvent`]s) is a plain struct owned
+//! by the one task that drives a connection: it takes what the socket read ([`ServerConn::recv`]), turns
 //! it into [`Event`]s for the application, takes the application's
 //! commands (`send_headers`, `send_data`, `reset`, `release`, ...) and
 //! hands out what to write ([`ServerConn::poll_output`]). No I/O, no
@@ -14,11 +15,15 @@
 //! streams that were reset since, or the connection window shrinks for
 //! good.
 
+mod client;
+mod client_recv;
+mod client_send;
 mod config;
 mod output;
 mod recv;
 mod send;
 mod server;
+mod shared;
 mod streams;
 
 #[cfg(test)]
@@ -26,7 +31,8 @@ mod tests;
 
 use bytes::Bytes;
 
-pub use config::ServerConfig;
+pub use client::ClientConn;
+pub use config::{ClientConfig, ServerConfig};
 pub use server::ServerConn;
 
 use crate::message::HeaderList;
@@ -90,4 +96,59 @@ pub enum SendError {
     /// `:status` outside 100..=999, or a 1xx with END_STREAM.
     #[error("invalid status code")]
     BadStatus,
+    /// Client: the server's SETTINGS_MAX_CONCURRENT_STREAMS is reached;
+    /// queue the request or use another connection.
+    #[error("stream limit reached")]
+    TooManyStreams,
+    /// Client: a GOAWAY was received or sent, or the connection failed; no
+    /// new streams on this connection.
+    #[error("connection is going away")]
+    GoingAway,
+    /// Client: all 2^30 stream ids of the connection are used.
+    #[error("stream ids exhausted")]
+    IdsExhausted,
+}
+
+/// What happened on a client connection, in the order the server's frames
+/// said it.
+#[derive(Debug)]
+pub enum ClientEvent {
+    /// A response head, passed
+    /// [`check_response`](crate::message::check_response). `informational`
+    /// (1xx, never 101): the final head is still to come. Give `head` back
+    /// with [`ClientConn::recycle`] when done with it.
+    Response {
+        stream: u32,
+        head: HeaderList,
+        informational: bool,
+        end_stream: bool,
+    },
+    /// Response body bytes, zero-copy; hand the count to
+    /// [`ClientConn::release`] once consumed.
+    Data {
+        stream: u32,
+        data: Bytes,
+        end_stream: bool,
+    },
+    /// The response's trailer section (it ends the response).
+    Trailers { stream: u32, fields: HeaderList },
+    /// The stream is gone: the server reset it, or we did because it broke
+    /// a stream rule (`code` is then what we sent). REFUSED_STREAM means
+    /// the server did not process the request: safe to retry elsewhere.
+    /// Streams a GOAWAY left out come as REFUSED_STREAM too. NO_ERROR after
+    /// a complete response only stops the request body (§8.1).
+    Reset { stream: u32, code: ErrorCode },
+    /// The response head or trailers were over
+    /// [`ClientConfig::max_header_list_size`]: we reset the stream (CANCEL).
+    /// The request may have been processed; a proxy answers 502.
+    TooLarge { stream: u32 },
+    /// Send capacity appeared on `stream`; stream 0: the connection window.
+    WindowOpen { stream: u32 },
+    /// The server's SETTINGS changed how many streams we may have open at
+    /// once ([`ClientConn::can_open_stream`]).
+    StreamLimit { max: u32 },
+    /// The server is going away: no new streams on this connection. Streams
+    /// above `last_stream` were not processed and each got a
+    /// [`ClientEvent::Reset`] with REFUSED_STREAM just before this event.
+    GoAway { last_stream: u32, code: ErrorCode },
 }

@@ -3,10 +3,10 @@
 use bytes::Bytes;
 
 use super::server::ServerConn;
+use super::shared::{check_data, decode_block, release_conn, DataVerdict};
 use super::streams::Stream;
 use super::Event;
-use crate::frame::{encode_rst_stream, encode_window_update};
-use crate::hpack::DecodeError;
+use crate::frame::encode_rst_stream;
 use crate::message::{check_request, check_trailers, HeaderList};
 use crate::stream_state::{Accept, StreamState};
 use crate::window::RecvWindow;
@@ -87,7 +87,8 @@ impl ServerConn {
                 send: crate::window::Window::new(self.peer_initial),
                 recv: RecvWindow::new(self.local_initial),
                 content_left: content_length,
-                headers_sent: false,
+                head_done: false,
+                head_request: false,
             },
         );
         self.events.push_back(Event::Request {
@@ -146,21 +147,15 @@ impl ServerConn {
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, FrameError> {
         let mut list = self.take_list();
         let max = self.cfg.max_header_list_size as usize;
-        match self
-            .decoder
-            .decode(block, max, |f| list.push(f.name, f.value, f.never_index))
-        {
-            Ok(()) => Ok(Decoded::Fine(list)),
-            Err(DecodeError::HeaderListTooLarge) => {
+        match decode_block(&mut self.decoder, &mut list, block, max) {
+            Ok(true) => Ok(Decoded::Fine(list)),
+            Ok(false) => {
                 self.recycle(list);
                 Ok(Decoded::TooLarge)
             }
             Err(e) => {
                 self.recycle(list);
-                Err(FrameError::Connection {
-                    code: e.code(),
-                    reason: "header block does not decode",
-                })
+                Err(e)
             }
         }
     }
@@ -211,33 +206,18 @@ impl ServerConn {
             self.release_conn(flow_len);
             return Ok(());
         };
-        let verdict = match st.state.recv_data(stream, end_stream) {
-            Ok(Accept::Deliver) => Ok(()),
-            Ok(Accept::Ignore) => {
+        let len = payload.len();
+        match check_data(st, stream, end_stream, flow_len, len)? {
+            DataVerdict::Deliver => {}
+            DataVerdict::Drop => {
                 self.release_conn(flow_len);
                 return Ok(());
             }
-            Err(FrameError::Stream { code, .. }) => Err(code),
-            Err(e) => return Err(e),
-        };
-        let len = payload.len() as u64;
-        let verdict = verdict.and_then(|()| {
-            st.recv
-                .receive(flow_len)
-                .map_err(|_| ErrorCode::FLOW_CONTROL_ERROR)?;
-            if let Some(left) = &mut st.content_left {
-                // §8.1.1: more or less body than content-length said.
-                *left = left.checked_sub(len).ok_or(ErrorCode::PROTOCOL_ERROR)?;
-                if end_stream && *left != 0 {
-                    return Err(ErrorCode::PROTOCOL_ERROR);
-                }
+            DataVerdict::Reset(code) => {
+                self.release_conn(flow_len);
+                self.stream_error(stream, code);
+                return Ok(());
             }
-            Ok(())
-        });
-        if let Err(code) = verdict {
-            self.release_conn(flow_len);
-            self.stream_error(stream, code);
-            return Ok(());
         }
         // Padding is nobody's to read: give it back now.
         let pad = flow_len - len as u32;
@@ -258,9 +238,7 @@ impl ServerConn {
     /// Gives `n` bytes back to the connection window, with a WINDOW_UPDATE
     /// when one is due.
     pub(super) fn release_conn(&mut self, n: u32) {
-        if let Some(inc) = self.conn_recv.release(n) {
-            encode_window_update(&mut self.out.buf, 0, inc);
-        }
+        release_conn(&mut self.conn_recv, &mut self.out, n);
     }
 
     pub(super) fn on_reset(&mut self, stream: u32, code: ErrorCode) -> Result<(), FrameError> {

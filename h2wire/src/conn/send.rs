@@ -3,11 +3,9 @@
 use bytes::Bytes;
 
 use super::server::ServerConn;
-use super::streams::Stream;
+use super::shared::{release_stream, send_capacity, send_data_frames, sendable};
 use super::SendError;
-use crate::frame::{
-    begin_headers, encode_goaway, encode_rst_stream, encode_window_update, finish_headers,
-};
+use crate::frame::{begin_headers, encode_goaway, encode_rst_stream, finish_headers};
 use crate::ErrorCode;
 
 impl ServerConn {
@@ -26,10 +24,10 @@ impl ServerConn {
             return Err(SendError::BadStatus);
         }
         let st = sendable(self.streams.get_mut(stream))?;
-        if st.headers_sent {
+        if st.head_done {
             return Err(SendError::HeadersSent);
         }
-        st.headers_sent = !informational;
+        st.head_done = !informational;
         st.state.send_headers(end_stream);
         let digits = [
             b'0' + (status / 100) as u8,
@@ -60,29 +58,18 @@ impl ServerConn {
         end_stream: bool,
     ) -> Result<usize, SendError> {
         let st = sendable(self.streams.get_mut(stream))?;
-        if !st.headers_sent {
+        if !st.head_done {
             return Err(SendError::NoHeaders);
         }
-        let mut sent = 0;
-        loop {
-            let room = st.send.available().min(self.conn_send.available());
-            let n = (room.min(self.peer_max_frame) as usize).min(data.len());
-            // An empty frame only to carry END_STREAM.
-            if n == 0 && !(data.is_empty() && end_stream) {
-                break;
-            }
-            let chunk = data.split_to(n);
-            // Cannot fail: `n` is within both windows.
-            let _ = st.send.consume(n as u32);
-            let _ = self.conn_send.consume(n as u32);
-            let last = end_stream && data.is_empty();
-            self.out.data(stream, chunk, last);
-            sent += n;
-            if last {
-                st.state.send_data(true);
-                break;
-            }
-        }
+        let sent = send_data_frames(
+            st,
+            &mut self.conn_send,
+            &mut self.out,
+            self.peer_max_frame,
+            stream,
+            data,
+            end_stream,
+        );
         self.streams.remove_if_closed(stream);
         Ok(sent)
     }
@@ -94,7 +81,7 @@ impl ServerConn {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
     ) -> Result<(), SendError> {
         let st = sendable(self.streams.get_mut(stream))?;
-        if !st.headers_sent {
+        if !st.head_done {
             return Err(SendError::NoHeaders);
         }
         st.state.send_data(true);
@@ -111,12 +98,7 @@ impl ServerConn {
 
     /// What `send_data` could send on `stream` right now.
     pub fn send_capacity(&self, stream: u32) -> usize {
-        match self.streams.get(stream) {
-            Some(st) if st.state.can_send() => {
-                st.send.available().min(self.conn_send.available()) as usize
-            }
-            _ => 0,
-        }
+        send_capacity(&self.streams, self.conn_send, stream)
     }
 
     /// Resets the stream (the application gave up on it). No event
@@ -138,14 +120,7 @@ impl ServerConn {
             return;
         }
         self.release_conn(n);
-        if let Some(st) = self.streams.get_mut(stream) {
-            // Once the peer ended the stream its window no longer matters.
-            if st.state.can_recv() {
-                if let Some(inc) = st.recv.release(n) {
-                    encode_window_update(&mut self.out.buf, stream, inc);
-                }
-            }
-        }
+        release_stream(&mut self.streams, &mut self.out, stream, n);
     }
 
     /// Sends GOAWAY naming the last stream we processed: streams the client
@@ -158,14 +133,5 @@ impl ServerConn {
             .map_or(self.highest, |l| l.min(self.highest));
         self.goaway_last = Some(last);
         encode_goaway(&mut self.out.buf, last, code, &[]);
-    }
-}
-
-/// The stream, if we may still send on it.
-fn sendable(st: Option<&mut Stream>) -> Result<&mut Stream, SendError> {
-    match st {
-        None => Err(SendError::UnknownStream),
-        Some(st) if !st.state.can_send() => Err(SendError::Ended),
-        Some(st) => Ok(st),
     }
 }

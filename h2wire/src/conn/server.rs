@@ -6,6 +6,7 @@ use bytes::{Buf, BytesMut};
 
 use super::config::{ServerConfig, DEFAULT_WINDOW};
 use super::output::Output;
+use super::shared::{apply_local_initial, apply_peer_initial, conn_err};
 use super::streams::{ResetRing, StreamMap};
 use super::{ConnError, Event};
 use crate::frame::{
@@ -337,15 +338,10 @@ impl ServerConn {
         }
         if let Some(new) = s.initial_window_size {
             let old = std::mem::replace(&mut self.peer_initial, new);
-            for (id, st) in self.streams.iter_mut() {
-                // §6.9.2: an overflow here is a connection error.
-                st.send
-                    .apply_initial_size_change(old, new)
-                    .map_err(|e| e.to_frame_error(0))?;
-                if new > old && st.state.can_send() && st.send.available() > 0 {
-                    self.events.push_back(Event::WindowOpen { stream: id });
-                }
-            }
+            let events = &mut self.events;
+            apply_peer_initial(&mut self.streams, old, new, |stream| {
+                events.push_back(Event::WindowOpen { stream });
+            })?;
         }
         encode_settings_ack(&mut self.out.buf);
         Ok(())
@@ -360,11 +356,7 @@ impl ServerConn {
             .set_max_table_size(self.cfg.header_table_size as usize);
         let (old, new) = (self.local_initial, self.cfg.initial_stream_window);
         self.local_initial = new;
-        for (_, st) in self.streams.iter_mut() {
-            // Cannot overflow: `new` is at most 2^31-1 and the window never
-            // exceeds its target.
-            let _ = st.recv.apply_initial_size_change(old, new);
-        }
+        apply_local_initial(&mut self.streams, old, new);
     }
 
     /// A stream broke a stream-level rule: reset it, forget it, and tell
@@ -380,14 +372,5 @@ impl ServerConn {
         if self.streams.remove(stream).is_some() {
             self.events.push_back(Event::Reset { stream, code });
         }
-    }
-}
-
-fn conn_err(e: FrameError) -> (ErrorCode, &'static str) {
-    match e {
-        FrameError::Connection { code, reason } => (code, reason),
-        // Callers turn stream errors into resets before this; one getting
-        // here would be a bug, and ending the connection is the safe side.
-        FrameError::Stream { code, reason, .. } => (code, reason),
     }
 }

@@ -15,11 +15,15 @@ pub(super) struct Stream {
     pub send: Window,
     /// What the peer may still send, and what to give back when.
     pub recv: RecvWindow,
-    /// The request's declared content-length minus the DATA received so
-    /// far (§8.1.1).
+    /// The peer's declared content-length minus the DATA received so far
+    /// (§8.1.1).
     pub content_left: Option<u64>,
-    /// The response head went out: further HEADERS are trailers.
-    pub headers_sent: bool,
+    /// The final (not 1xx) response head went out (server) or came in
+    /// (client): further HEADERS are trailers.
+    pub head_done: bool,
+    /// Client: the request was HEAD, so the response has no body whatever
+    /// its content-length says (RFC 9110 §9.3.2).
+    pub head_request: bool,
 }
 
 /// Map capacity never given back (hashbrown's smallest table holds 3): a

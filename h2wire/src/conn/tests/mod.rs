@@ -1,5 +1,9 @@
 //! Tests of the server connection against a small client made of our own frame encoders and HPACK.
 
+mod client_errors;
+mod client_flow;
+mod client_peer;
+mod client_requests;
 mod errors;
 mod flow;
 mod handshake;
@@ -42,8 +46,7 @@ struct Peer {
     wire: BytesMut,
     /// What the server wrote and the client has not parsed yet.
     inbox: BytesMut,
-    /// A header block being joined: stream, END_STREAM, bytes so far.
-    block: Option<(u32, bool, Vec<u8>)>,
+    block: OpenBlock,
 }
 
 impl Peer {
@@ -85,13 +88,7 @@ impl Peer {
 
     /// A header block split into frames of at most `max` bytes.
     fn headers_split(&mut self, stream: u32, fields: &[(&str, &str)], end: bool, max: u32) {
-        let mark = begin_headers(&mut self.wire);
-        self.enc.begin_block(&mut self.wire);
-        for (n, v) in fields {
-            self.enc
-                .encode_field(n.as_bytes(), v.as_bytes(), false, &mut self.wire);
-        }
-        finish_headers(&mut self.wire, mark, stream, end, max);
+        encode_block(&mut self.wire, &mut self.enc, stream, fields, end, max);
     }
 
     fn headers(&mut self, stream: u32, fields: &[(&str, &str)], end: bool) {
@@ -123,70 +120,95 @@ impl Peer {
             self.inbox.extend_from_slice(&chunk);
         }
         assert!(!self.conn.has_output());
-        let mut got = Vec::new();
-        while let Some(f) = decode_frame(&mut self.inbox, MAX_MAX_FRAME_SIZE).expect("server frame")
-        {
-            match f {
-                Frame::Headers {
-                    stream,
-                    end_stream,
-                    end_headers,
-                    fragment,
-                    ..
-                } => {
-                    assert!(self.block.is_none(), "interleaved header blocks");
-                    self.block = Some((stream, end_stream, fragment.to_vec()));
-                    if end_headers {
-                        got.push(self.decode_block());
-                    }
-                }
-                Frame::Continuation {
-                    stream,
-                    end_headers,
-                    fragment,
-                } => {
-                    let b = self.block.as_mut().expect("CONTINUATION without HEADERS");
-                    assert_eq!(b.0, stream);
-                    b.2.extend_from_slice(&fragment);
-                    if end_headers {
-                        got.push(self.decode_block());
-                    }
-                }
-                Frame::Data {
-                    stream,
-                    end_stream,
-                    payload,
-                    ..
-                } => got.push(Got::Data {
-                    stream,
-                    data: payload,
-                    end_stream,
-                }),
-                f => got.push(Got::Other(f)),
-            }
-        }
-        assert!(self.inbox.is_empty(), "partial frame from the server");
-        got
-    }
-
-    fn decode_block(&mut self) -> Got {
-        let (stream, end_stream, block) = self.block.take().expect("a block");
-        let mut fields = Vec::new();
-        self.dec
-            .decode(&block, usize::MAX, |f| {
-                fields.push((lossy(f.name), lossy(f.value)));
-            })
-            .expect("server header block decodes");
-        Got::Headers {
-            stream,
-            end_stream,
-            fields,
-        }
+        parse_frames(&mut self.inbox, &mut self.dec, &mut self.block)
     }
 
     fn events(&mut self) -> Vec<Event> {
         std::iter::from_fn(|| self.conn.poll_event()).collect()
     }
+}
+
+/// Header block being joined: stream, END_STREAM, bytes so far.
+type OpenBlock = Option<(u32, bool, Vec<u8>)>;
+
+/// Every whole frame in `inbox`, header blocks joined and decoded; the
+/// frames must end on a frame boundary.
+fn parse_frames(inbox: &mut BytesMut, dec: &mut Decoder, block: &mut OpenBlock) -> Vec<Got> {
+    let mut got = Vec::new();
+    while let Some(f) = decode_frame(inbox, MAX_MAX_FRAME_SIZE).expect("peer frame") {
+        match f {
+            Frame::Headers {
+                stream,
+                end_stream,
+                end_headers,
+                fragment,
+                ..
+            } => {
+                assert!(block.is_none(), "interleaved header blocks");
+                *block = Some((stream, end_stream, fragment.to_vec()));
+                if end_headers {
+                    got.push(decode_block(dec, block));
+                }
+            }
+            Frame::Continuation {
+                stream,
+                end_headers,
+                fragment,
+            } => {
+                let b = block.as_mut().expect("CONTINUATION without HEADERS");
+                assert_eq!(b.0, stream);
+                b.2.extend_from_slice(&fragment);
+                if end_headers {
+                    got.push(decode_block(dec, block));
+                }
+            }
+            Frame::Data {
+                stream,
+                end_stream,
+                payload,
+                ..
+            } => got.push(Got::Data {
+                stream,
+                data: payload,
+                end_stream,
+            }),
+            f => got.push(Got::Other(f)),
+        }
+    }
+    assert!(inbox.is_empty(), "partial frame from the peer");
+    got
+}
+
+fn decode_block(dec: &mut Decoder, block: &mut OpenBlock) -> Got {
+    let (stream, end_stream, block) = block.take().expect("a block");
+    let mut fields = Vec::new();
+    dec.decode(&block, usize::MAX, |f| {
+        fields.push((lossy(f.name), lossy(f.value)));
+    })
+    .expect("peer header block decodes");
+    Got::Headers {
+        stream,
+        end_stream,
+        fields,
+    }
+}
+
+/// Writes a header block on `stream` into `wire`, split into frames of at
+/// most `max` bytes.
+fn encode_block(
+    wire: &mut BytesMut,
+    enc: &mut Encoder,
+    stream: u32,
+    fields: &[(&str, &str)],
+    end: bool,
+    max: u32,
+) {
+    let mark = begin_headers(wire);
+    enc.begin_block(wire);
+    for (n, v) in fields {
+        enc.encode_field(n.as_bytes(), v.as_bytes(), false, wire);
+    }
+    finish_headers(wire, mark, stream, end, max);
 }
 
 fn lossy(b: &[u8]) -> String {

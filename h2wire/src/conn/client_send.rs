@@ -1,0 +1,156 @@
+//! The application's commands on a client connection: requests, their body and trailers, resets, window releases, GOAWAY.
+
+use bytes::Bytes;
+
+use super::client::{ClientConn, MAX_STREAM_ID};
+use super::shared::{release_conn, release_stream, send_capacity, send_data_frames, sendable};
+use super::streams::Stream;
+use super::SendError;
+use crate::frame::{begin_headers, encode_goaway, encode_rst_stream, finish_headers};
+use crate::stream_state::StreamState;
+use crate::window::{RecvWindow, Window};
+use crate::ErrorCode;
+
+impl ClientConn {
+    /// Opens a stream with a request head: `:method`, `:scheme`,
+    /// `:authority` (left out when empty), `:path`, then `fields` as
+    /// `(name, value, never_index)`. Names must be lowercase and
+    /// connection-specific fields removed: the caller's job. Returns the
+    /// stream id. Refused (nothing queued) at the server's stream limit,
+    /// after a GOAWAY either way, and once stream ids run out: the caller
+    /// queues the request or uses another connection.
+    ///
+    /// The limit counts streams still in our map; one we reset may still
+    /// count at the server until our RST_STREAM reaches it, in which case
+    /// the server answers REFUSED_STREAM, which is safe to retry.
+    pub fn send_request<'a>(
+        &mut self,
+        method: &[u8],
+        scheme: &[u8],
+        authority: &[u8],
+        path: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
+        end_stream: bool,
+    ) -> Result<u32, SendError> {
+        self.open_check()?;
+        let stream = self.next_id;
+        self.next_id += 2;
+        let mut state = StreamState::Idle;
+        state.send_headers(end_stream);
+        self.streams.insert(
+            stream,
+            Stream {
+                state,
+                send: Window::new(self.peer_initial),
+                recv: RecvWindow::new(self.local_initial),
+                content_left: None,
+                head_done: false,
+                head_request: method == b"HEAD",
+            },
+        );
+        let buf = &mut self.out.buf;
+        let mark = begin_headers(buf);
+        self.encoder.begin_block(buf);
+        self.encoder.encode_field(b":method", method, false, buf);
+        self.encoder.encode_field(b":scheme", scheme, false, buf);
+        if !authority.is_empty() {
+            self.encoder
+                .encode_field(b":authority", authority, false, buf);
+        }
+        self.encoder.encode_field(b":path", path, false, buf);
+        for (name, value, never_index) in fields {
+            self.encoder.encode_field(name, value, never_index, buf);
+        }
+        finish_headers(buf, mark, stream, end_stream, self.peer_max_frame);
+        Ok(stream)
+    }
+
+    /// Why no stream can be opened now, if none can.
+    pub(super) fn open_check(&self) -> Result<(), SendError> {
+        if self.going_away || self.dead.is_some() {
+            Err(SendError::GoingAway)
+        } else if self.next_id > MAX_STREAM_ID {
+            Err(SendError::IdsExhausted)
+        } else if self.streams.len() >= self.peer_max_streams as usize {
+            Err(SendError::TooManyStreams)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends as much of `data` as the windows and the server's
+    /// MAX_FRAME_SIZE allow, split off the front of `data` without copying,
+    /// and returns how many bytes went. 0 (with `data` not empty) means:
+    /// wait for [`ClientEvent::WindowOpen`](super::ClientEvent). END_STREAM
+    /// goes out only with the last of `data`.
+    pub fn send_data(
+        &mut self,
+        stream: u32,
+        data: &mut Bytes,
+        end_stream: bool,
+    ) -> Result<usize, SendError> {
+        let st = sendable(self.streams.get_mut(stream))?;
+        let sent = send_data_frames(
+            st,
+            &mut self.conn_send,
+            &mut self.out,
+            self.peer_max_frame,
+            stream,
+            data,
+            end_stream,
+        );
+        self.streams.remove_if_closed(stream);
+        Ok(sent)
+    }
+
+    /// Ends the request with a trailer section.
+    pub fn send_trailers<'a>(
+        &mut self,
+        stream: u32,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<(), SendError> {
+        let st = sendable(self.streams.get_mut(stream))?;
+        st.state.send_data(true);
+        let buf = &mut self.out.buf;
+        let mark = begin_headers(buf);
+        self.encoder.begin_block(buf);
+        for (name, value) in fields {
+            self.encoder.encode_field(name, value, false, buf);
+        }
+        finish_headers(buf, mark, stream, true, self.peer_max_frame);
+        self.streams.remove_if_closed(stream);
+        Ok(())
+    }
+
+    /// What `send_data` could send on `stream` right now.
+    pub fn send_capacity(&self, stream: u32) -> usize {
+        send_capacity(&self.streams, self.conn_send, stream)
+    }
+
+    /// Resets the stream (the application gave up on it). No event
+    /// follows; frames the server had in flight are dropped.
+    pub fn reset(&mut self, stream: u32, code: ErrorCode) {
+        if let Some(mut st) = self.streams.remove(stream) {
+            st.state.send_reset();
+            encode_rst_stream(&mut self.out.buf, stream, code);
+        }
+    }
+
+    /// The application is done with `n` bytes of DATA received on
+    /// `stream`. Call it for every byte received, also after the stream
+    /// ended or was reset, or the connection window shrinks for good.
+    pub fn release(&mut self, stream: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        release_conn(&mut self.conn_recv, &mut self.out, n);
+        release_stream(&mut self.streams, &mut self.out, stream, n);
+    }
+
+    /// Sends GOAWAY: we open no more streams, and those open go on to
+    /// their end. Its last stream is 0, since a client accepts none.
+    pub fn go_away(&mut self, code: ErrorCode) {
+        self.going_away = true;
+        encode_goaway(&mut self.out.buf, 0, code, &[]);
+    }
+}
