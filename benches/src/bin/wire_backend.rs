@@ -22,7 +22,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use h2wire::conn::{Event, ServerConfig, ServerConn};
 
 /// Bytes asked of the socket per read.
-const READ_CHUNK: usize = 16 * 1024;
+const READ_CHUNK: usize = 4 * 1024;
 
 struct Args {
     listen: SocketAddr,
@@ -65,22 +65,23 @@ async fn serve_conn(mut io: TcpStream, answer: &Answer) {
         ..ServerConfig::default()
     });
     let mut rbuf = BytesMut::new();
-    let mut scratch = vec![0u8; READ_CHUNK];
     loop {
         while let Some(chunk) = conn.poll_output() {
             if io.write_all(&chunk).await.is_err() {
                 return;
             }
         }
-        let n = match io.read(&mut scratch).await {
+        // Read straight into the receive buffer's tail: frames are split off
+        // it without a second copy, and no scratch buffer lives with the
+        // connection. (glommio's read wants an initialised slice, hence the
+        // zeroed tail.)
+        let start = rbuf.len();
+        rbuf.resize(start + READ_CHUNK, 0);
+        let n = match io.read(&mut rbuf[start..]).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        // One copy of what arrived: frames are then split off `rbuf`
-        // without copying. (A driver that reads straight into `rbuf`'s
-        // spare capacity saves it; glommio's read wants an initialised
-        // slice.)
-        rbuf.extend_from_slice(&scratch[..n]);
+        rbuf.truncate(start + n);
         if conn.recv(&mut rbuf).is_err() {
             // GOAWAY is queued: write it, then close.
             while let Some(chunk) = conn.poll_output() {
@@ -109,8 +110,10 @@ async fn serve_conn(mut io: TcpStream, answer: &Answer) {
             }
         }
         if conn.open_streams() == 0 && rbuf.is_empty() {
-            // Idle: hold no read buffer (many idle connections).
+            // Idle: hold no read buffer and no spare output (many idle
+            // connections).
             rbuf = BytesMut::new();
+            conn.shrink();
         }
     }
 }

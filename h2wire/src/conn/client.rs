@@ -184,7 +184,7 @@ impl ClientConn {
     }
 
     pub(super) fn take_list(&mut self) -> HeaderList {
-        self.lists.pop().unwrap_or_default()
+        self.lists.pop().unwrap_or_else(HeaderList::for_block)
     }
 
     /// The highest stream id we opened (0: none yet).

@@ -184,7 +184,7 @@ impl ServerConn {
     }
 
     pub(super) fn take_list(&mut self) -> HeaderList {
-        self.lists.pop().unwrap_or_default()
+        self.lists.pop().unwrap_or_else(HeaderList::for_block)
     }
 
     /// Queues GOAWAY for a connection error and remembers the error.
