@@ -40,4 +40,7 @@ pub mod message;
 pub mod stream_state;
 pub mod window;
 
+#[cfg(test)]
+mod testing;
+
 pub use error::{ErrorCode, FrameError};

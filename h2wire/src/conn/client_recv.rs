@@ -1,18 +1,50 @@
-//! Frames on a client's streams: response heads (1xx and final), trailers, DATA and its flow control, RST_STREAM, WINDOW_UPDATE, GOAWAY.
+//! Frames as a client reads them: its [`Dispatch`] hooks (response heads, 1xx and final, trailers, DATA and its flow control, SETTINGS, GOAWAY).
 
 use bytes::Bytes;
 
 use super::client::ClientConn;
-use super::shared::{check_data, decode_block, release_conn, DataVerdict};
+use super::dispatch::{ConnResult, Dispatch};
+use super::shared::{decode_block, ConnCore};
+use super::streams::StreamMap;
 use super::ClientEvent;
-use crate::frame::encode_rst_stream;
+use crate::frame::{encode_rst_stream, encode_settings_ack, Frame, Settings};
 use crate::message::{check_response, check_trailers, HeaderList};
 use crate::stream_state::Accept;
 use crate::{ErrorCode, FrameError};
 
-impl ClientConn {
+impl Dispatch for ClientConn {
+    const PUSH_PROMISE: &'static str = "PUSH_PROMISE with push disabled";
+    const DATA_UNOPENED: &'static str = "DATA on a stream the client did not open";
+    const DATA_AFTER_HEAD: bool = true;
+
+    fn max_frame_size(&self) -> u32 {
+        self.cfg.max_frame_size
+    }
+
+    fn parts(&mut self) -> (&mut ConnCore, &mut StreamMap) {
+        (&mut self.core, &mut self.streams)
+    }
+
+    fn opened(&self) -> bool {
+        self.got_settings
+    }
+
+    /// `got_settings` is set by [`on_settings`](Dispatch::on_settings).
+    fn check_first(&mut self, frame: &Frame) -> ConnResult {
+        if !self.got_settings && !matches!(frame, Frame::Settings(_)) {
+            return Err((ErrorCode::PROTOCOL_ERROR, "first frame is not SETTINGS"));
+        }
+        Ok(())
+    }
+
+    /// Whether `stream` is one the server may not use: even (push is off)
+    /// or not opened by us yet. Frames on it are connection errors (§5.1).
+    fn never_opened(&self, stream: u32) -> bool {
+        stream & 1 == 0 || stream > self.highest()
+    }
+
     /// A complete header block on `stream`: a response head or trailers.
-    pub(super) fn on_header_block(
+    fn on_header_block(
         &mut self,
         stream: u32,
         end_stream: bool,
@@ -28,7 +60,7 @@ impl ClientConn {
         // server's encoder already updated its table for this block.
         let mut list = self.take_list();
         let max = self.cfg.max_header_list_size as usize;
-        let fits = match decode_block(&mut self.decoder, &mut list, block, max) {
+        let fits = match decode_block(&mut self.core.decoder, &mut list, block, max) {
             Ok(fits) => fits,
             Err(e) => {
                 self.recycle(list);
@@ -45,7 +77,7 @@ impl ClientConn {
         };
         if !fits {
             self.recycle(list);
-            encode_rst_stream(&mut self.out.buf, stream, ErrorCode::CANCEL);
+            encode_rst_stream(&mut self.core.out.buf, stream, ErrorCode::CANCEL);
             self.streams.remove(stream);
             self.events.push_back(ClientEvent::TooLarge { stream });
             return Ok(());
@@ -74,6 +106,84 @@ impl ClientConn {
         Ok(())
     }
 
+    fn on_settings(&mut self, s: &Settings) -> Result<(), FrameError> {
+        // §6.5.2: "A client MUST treat the receipt of a SETTINGS_ENABLE_PUSH
+        // setting with a value of 1 as a connection error"; 0 is fine.
+        if s.enable_push == Some(true) {
+            return Err(FrameError::Connection {
+                code: ErrorCode::PROTOCOL_ERROR,
+                reason: "ENABLE_PUSH = 1 from a server",
+            });
+        }
+        let events = &mut self.events;
+        self.core
+            .apply_peer_settings(s, &mut self.streams, |stream| {
+                events.push_back(ClientEvent::WindowOpen { stream });
+            })?;
+        let first = !std::mem::replace(&mut self.got_settings, true);
+        // The assumed limit holds until the first SETTINGS; without the
+        // parameter there, the RFC's initial value applies: no limit.
+        let limit = match s.max_concurrent_streams {
+            Some(n) => Some(n),
+            None if first => Some(u32::MAX),
+            None => None,
+        };
+        if let Some(max) = limit {
+            if std::mem::replace(&mut self.peer_max_streams, max) != max {
+                self.events.push_back(ClientEvent::StreamLimit { max });
+            }
+        }
+        encode_settings_ack(&mut self.core.out.buf);
+        Ok(())
+    }
+
+    fn on_settings_ack(&mut self) {
+        let (table, window) = (self.cfg.header_table_size, self.cfg.initial_stream_window);
+        self.core.on_settings_ack(&mut self.streams, table, window);
+    }
+
+    /// §6.8: streams above `last_stream` were not processed; they end here
+    /// with REFUSED_STREAM so that the application retries them elsewhere.
+    /// The others go on to their end.
+    fn on_goaway(&mut self, last_stream: u32, code: ErrorCode) {
+        self.going_away = true;
+        // A rare event: a list of the ids is fine here.
+        let mut refused: Vec<u32> = self
+            .streams
+            .iter_mut()
+            .map(|(id, _)| id)
+            .filter(|&id| id > last_stream)
+            .collect();
+        refused.sort_unstable();
+        for stream in refused {
+            self.streams.remove(stream);
+            self.events.push_back(ClientEvent::Reset {
+                stream,
+                code: ErrorCode::REFUSED_STREAM,
+            });
+        }
+        self.events
+            .push_back(ClientEvent::GoAway { last_stream, code });
+    }
+
+    fn reset_event(&mut self, stream: u32, code: ErrorCode) {
+        self.events.push_back(ClientEvent::Reset { stream, code });
+    }
+
+    fn window_event(&mut self, stream: u32) {
+        self.events.push_back(ClientEvent::WindowOpen { stream });
+    }
+
+    fn data_event(&mut self, stream: u32, data: Bytes, end_stream: bool) {
+        self.events.push_back(ClientEvent::Data {
+            stream,
+            data,
+            end_stream,
+        });
+    }
+}
+
+impl ClientConn {
     /// A response head, 1xx or final; the stream's state already moved.
     fn on_response(&mut self, stream: u32, end_stream: bool, head: HeaderList) {
         let Some(st) = self.streams.get_mut(stream) else {
@@ -133,139 +243,5 @@ impl ClientConn {
         self.events
             .push_back(ClientEvent::Trailers { stream, fields });
         self.streams.remove_if_closed(stream);
-    }
-
-    pub(super) fn on_data(
-        &mut self,
-        stream: u32,
-        end_stream: bool,
-        payload: Bytes,
-        flow_len: u32,
-    ) -> Result<(), FrameError> {
-        if self.conn_recv.receive(flow_len).is_err() {
-            return Err(FrameError::Connection {
-                code: ErrorCode::FLOW_CONTROL_ERROR,
-                reason: "DATA beyond the connection window",
-            });
-        }
-        let never_opened = self.never_opened(stream);
-        let Some(st) = self.streams.get_mut(stream) else {
-            if never_opened {
-                return Err(FrameError::Connection {
-                    code: ErrorCode::PROTOCOL_ERROR,
-                    reason: "DATA on a stream the client did not open",
-                });
-            }
-            // A stream we reset or that ended: nobody will read it.
-            release_conn(&mut self.conn_recv, &mut self.out, flow_len);
-            return Ok(());
-        };
-        let len = payload.len();
-        let verdict = if st.head_done {
-            check_data(st, stream, end_stream, flow_len, len)?
-        } else {
-            // §8.1: a response body comes after the final head only.
-            DataVerdict::Reset(ErrorCode::PROTOCOL_ERROR)
-        };
-        match verdict {
-            DataVerdict::Deliver => {}
-            DataVerdict::Drop => {
-                release_conn(&mut self.conn_recv, &mut self.out, flow_len);
-                return Ok(());
-            }
-            DataVerdict::Reset(code) => {
-                release_conn(&mut self.conn_recv, &mut self.out, flow_len);
-                self.stream_error(stream, code);
-                return Ok(());
-            }
-        }
-        // Padding is nobody's to read: give it back now.
-        let pad = flow_len - len as u32;
-        if pad > 0 {
-            self.release(stream, pad);
-        }
-        if len > 0 || end_stream {
-            self.events.push_back(ClientEvent::Data {
-                stream,
-                data: payload,
-                end_stream,
-            });
-        }
-        self.streams.remove_if_closed(stream);
-        Ok(())
-    }
-
-    pub(super) fn on_reset(&mut self, stream: u32, code: ErrorCode) -> Result<(), FrameError> {
-        let never_opened = self.never_opened(stream);
-        let Some(st) = self.streams.get_mut(stream) else {
-            if never_opened {
-                return Err(FrameError::Connection {
-                    code: ErrorCode::PROTOCOL_ERROR,
-                    reason: "RST_STREAM on an idle stream",
-                });
-            }
-            return Ok(());
-        };
-        st.state.recv_reset()?;
-        self.streams.remove(stream);
-        self.events.push_back(ClientEvent::Reset { stream, code });
-        Ok(())
-    }
-
-    pub(super) fn on_window_update(&mut self, stream: u32, inc: u32) -> Result<(), FrameError> {
-        if stream == 0 {
-            self.conn_send.grow(inc).map_err(|e| e.to_frame_error(0))?;
-            self.events.push_back(ClientEvent::WindowOpen { stream: 0 });
-            return Ok(());
-        }
-        let Some(st) = self.streams.get_mut(stream) else {
-            // Closed or reset since: the server had not heard yet.
-            return Ok(());
-        };
-        if st.send.grow(inc).is_err() {
-            self.stream_error(stream, ErrorCode::FLOW_CONTROL_ERROR);
-            return Ok(());
-        }
-        if st.state.can_send() {
-            self.events.push_back(ClientEvent::WindowOpen { stream });
-        }
-        Ok(())
-    }
-
-    /// §6.8: streams above `last_stream` were not processed; they end here
-    /// with REFUSED_STREAM so that the application retries them elsewhere.
-    /// The others go on to their end.
-    pub(super) fn on_goaway(&mut self, last_stream: u32, code: ErrorCode) {
-        self.going_away = true;
-        // A rare event: a list of the ids is fine here.
-        let mut refused: Vec<u32> = self
-            .streams
-            .iter_mut()
-            .map(|(id, _)| id)
-            .filter(|&id| id > last_stream)
-            .collect();
-        refused.sort_unstable();
-        for stream in refused {
-            self.streams.remove(stream);
-            self.events.push_back(ClientEvent::Reset {
-                stream,
-                code: ErrorCode::REFUSED_STREAM,
-            });
-        }
-        self.events
-            .push_back(ClientEvent::GoAway { last_stream, code });
-    }
-
-    /// A stream broke a stream-level rule: reset it, forget it, and tell
-    /// the application.
-    pub(super) fn stream_error(&mut self, stream: u32, code: ErrorCode) {
-        // Idle or not ours: nothing to reset (§6.4).
-        if self.never_opened(stream) {
-            return;
-        }
-        encode_rst_stream(&mut self.out.buf, stream, code);
-        if self.streams.remove(stream).is_some() {
-            self.events.push_back(ClientEvent::Reset { stream, code });
-        }
     }
 }

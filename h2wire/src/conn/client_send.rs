@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::client::{ClientConn, MAX_STREAM_ID};
-use super::shared::{release_conn, release_stream, send_capacity, send_data_frames, sendable};
+use super::shared::{send_capacity, sendable};
 use super::streams::Stream;
 use super::SendError;
 use crate::frame::{begin_headers, encode_goaway, encode_rst_stream, finish_headers};
@@ -41,27 +41,34 @@ impl ClientConn {
             stream,
             Stream {
                 state,
-                send: Window::new(self.peer_initial),
-                recv: RecvWindow::new(self.local_initial),
+                send: Window::new(self.core.peer_initial),
+                recv: RecvWindow::new(self.core.local_initial),
                 content_left: None,
                 head_done: false,
                 head_request: method == b"HEAD",
             },
         );
-        let buf = &mut self.out.buf;
+        let buf = &mut self.core.out.buf;
         let mark = begin_headers(buf);
-        self.encoder.begin_block(buf);
-        self.encoder.encode_field(b":method", method, false, buf);
-        self.encoder.encode_field(b":scheme", scheme, false, buf);
+        self.core.encoder.begin_block(buf);
+        self.core
+            .encoder
+            .encode_field(b":method", method, false, buf);
+        self.core
+            .encoder
+            .encode_field(b":scheme", scheme, false, buf);
         if !authority.is_empty() {
-            self.encoder
+            self.core
+                .encoder
                 .encode_field(b":authority", authority, false, buf);
         }
-        self.encoder.encode_field(b":path", path, false, buf);
+        self.core.encoder.encode_field(b":path", path, false, buf);
         for (name, value, never_index) in fields {
-            self.encoder.encode_field(name, value, never_index, buf);
+            self.core
+                .encoder
+                .encode_field(name, value, never_index, buf);
         }
-        finish_headers(buf, mark, stream, end_stream, self.peer_max_frame);
+        finish_headers(buf, mark, stream, end_stream, self.core.peer_max_frame);
         Ok(stream)
     }
 
@@ -90,15 +97,7 @@ impl ClientConn {
         end_stream: bool,
     ) -> Result<usize, SendError> {
         let st = sendable(self.streams.get_mut(stream))?;
-        let sent = send_data_frames(
-            st,
-            &mut self.conn_send,
-            &mut self.out,
-            self.peer_max_frame,
-            stream,
-            data,
-            end_stream,
-        );
+        let sent = self.core.send_data_frames(st, stream, data, end_stream);
         self.streams.remove_if_closed(stream);
         Ok(sent)
     }
@@ -111,20 +110,14 @@ impl ClientConn {
     ) -> Result<(), SendError> {
         let st = sendable(self.streams.get_mut(stream))?;
         st.state.send_data(true);
-        let buf = &mut self.out.buf;
-        let mark = begin_headers(buf);
-        self.encoder.begin_block(buf);
-        for (name, value) in fields {
-            self.encoder.encode_field(name, value, false, buf);
-        }
-        finish_headers(buf, mark, stream, true, self.peer_max_frame);
+        self.core.encode_trailers(stream, fields);
         self.streams.remove_if_closed(stream);
         Ok(())
     }
 
     /// What `send_data` could send on `stream` right now.
     pub fn send_capacity(&self, stream: u32) -> usize {
-        send_capacity(&self.streams, self.conn_send, stream)
+        send_capacity(&self.streams, self.core.conn_send, stream)
     }
 
     /// Resets the stream (the application gave up on it). No event
@@ -132,7 +125,7 @@ impl ClientConn {
     pub fn reset(&mut self, stream: u32, code: ErrorCode) {
         if let Some(mut st) = self.streams.remove(stream) {
             st.state.send_reset();
-            encode_rst_stream(&mut self.out.buf, stream, code);
+            encode_rst_stream(&mut self.core.out.buf, stream, code);
         }
     }
 
@@ -140,17 +133,13 @@ impl ClientConn {
     /// `stream`. Call it for every byte received, also after the stream
     /// ended or was reset, or the connection window shrinks for good.
     pub fn release(&mut self, stream: u32, n: u32) {
-        if n == 0 {
-            return;
-        }
-        release_conn(&mut self.conn_recv, &mut self.out, n);
-        release_stream(&mut self.streams, &mut self.out, stream, n);
+        self.core.release(&mut self.streams, stream, n);
     }
 
     /// Sends GOAWAY: we open no more streams, and those open go on to
     /// their end. Its last stream is 0, since a client accepts none.
     pub fn go_away(&mut self, code: ErrorCode) {
         self.going_away = true;
-        encode_goaway(&mut self.out.buf, 0, code, &[]);
+        encode_goaway(&mut self.core.out.buf, 0, code, &[]);
     }
 }

@@ -1,6 +1,7 @@
 //! What a connection advertises and enforces, server side and client side.
 
-use crate::frame::{DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
+use crate::frame::{Settings, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
+use crate::hpack::DEFAULT_TABLE_SIZE;
 
 /// The default window of RFC 9113 §6.9.2, for streams and the connection.
 pub(crate) const DEFAULT_WINDOW: u32 = 65_535;
@@ -60,7 +61,18 @@ impl ServerConfig {
     /// and get a 431; past that, decoding costs more than a 431 is worth
     /// and the connection ends.
     pub(crate) fn max_header_block(&self) -> usize {
-        (self.max_header_list_size as usize).saturating_mul(2)
+        max_header_block(self.max_header_list_size)
+    }
+
+    /// The SETTINGS we announce.
+    pub(crate) fn settings(&self) -> Settings {
+        announced(
+            self.max_concurrent_streams,
+            self.initial_stream_window,
+            self.max_frame_size,
+            self.max_header_list_size,
+            self.header_table_size,
+        )
     }
 }
 
@@ -119,7 +131,47 @@ impl ClientConfig {
     /// The largest compressed header block we assemble: as for the server,
     /// twice the list limit, so blocks a little over it still decode.
     pub(crate) fn max_header_block(&self) -> usize {
-        (self.max_header_list_size as usize).saturating_mul(2)
+        max_header_block(self.max_header_list_size)
+    }
+
+    /// The SETTINGS we announce: push disabled.
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            enable_push: Some(false),
+            // §6.5.2: the limit on pushed streams, moot with push off;
+            // 0 is announced anyway so that no server tries.
+            ..announced(
+                self.max_concurrent_streams,
+                self.initial_stream_window,
+                self.max_frame_size,
+                self.max_header_list_size,
+                self.header_table_size,
+            )
+        }
+    }
+}
+
+fn max_header_block(max_header_list_size: u32) -> usize {
+    (max_header_list_size as usize).saturating_mul(2)
+}
+
+/// The SETTINGS both sides announce: the limits always, the other values
+/// only where they differ from the protocol's defaults.
+fn announced(
+    max_concurrent_streams: u32,
+    initial_stream_window: u32,
+    max_frame_size: u32,
+    max_header_list_size: u32,
+    header_table_size: u32,
+) -> Settings {
+    let differs = |v: u32, default: u32| (v != default).then_some(v);
+    Settings {
+        header_table_size: differs(header_table_size, DEFAULT_TABLE_SIZE as u32),
+        max_concurrent_streams: Some(max_concurrent_streams),
+        initial_window_size: differs(initial_stream_window, DEFAULT_WINDOW),
+        max_frame_size: differs(max_frame_size, DEFAULT_MAX_FRAME_SIZE),
+        max_header_list_size: Some(max_header_list_size),
+        ..Settings::default()
     }
 }
 

@@ -19,6 +19,7 @@ mod client;
 mod client_recv;
 mod client_send;
 mod config;
+mod dispatch;
 mod output;
 mod recv;
 mod send;

@@ -1,12 +1,13 @@
-//! Frames on streams: header blocks (new requests and trailers), DATA and its flow control, RST_STREAM, WINDOW_UPDATE.
+//! Frames as a server reads them: its [`Dispatch`] hooks (the preface, new requests and trailers, DATA and its flow control, SETTINGS).
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 
-use super::server::ServerConn;
-use super::shared::{check_data, decode_block, release_conn, DataVerdict};
-use super::streams::Stream;
+use super::dispatch::{ConnResult, Dispatch};
+use super::server::{Phase, ServerConn};
+use super::shared::{decode_block, ConnCore};
+use super::streams::{Stream, StreamMap};
 use super::Event;
-use crate::frame::encode_rst_stream;
+use crate::frame::{encode_rst_stream, encode_settings_ack, Frame, Settings, CLIENT_PREFACE};
 use crate::message::{check_request, check_trailers, HeaderList};
 use crate::stream_state::{Accept, StreamState};
 use crate::window::RecvWindow;
@@ -19,9 +20,58 @@ enum Decoded {
     TooLarge,
 }
 
-impl ServerConn {
+impl Dispatch for ServerConn {
+    const PUSH_PROMISE: &'static str = "PUSH_PROMISE from a client";
+    const DATA_UNOPENED: &'static str = "DATA on an idle stream";
+    const DATA_AFTER_HEAD: bool = false;
+
+    fn max_frame_size(&self) -> u32 {
+        self.cfg.max_frame_size
+    }
+
+    fn parts(&mut self) -> (&mut ConnCore, &mut StreamMap) {
+        (&mut self.core, &mut self.streams)
+    }
+
+    fn opened(&self) -> bool {
+        self.phase == Phase::Frames
+    }
+
+    /// The client preface; fails on the first wrong byte rather than wait
+    /// for 24: an HTTP/1 client may send less and wait for an answer.
+    fn recv_opening(&mut self, buf: &mut BytesMut) -> Result<bool, (ErrorCode, &'static str)> {
+        if self.phase != Phase::Preface {
+            return Ok(true);
+        }
+        let n = buf.len().min(CLIENT_PREFACE.len());
+        if buf[..n] != CLIENT_PREFACE[..n] {
+            return Err((ErrorCode::PROTOCOL_ERROR, "invalid client preface"));
+        }
+        if n < CLIENT_PREFACE.len() {
+            return Ok(false);
+        }
+        buf.advance(n);
+        self.phase = Phase::FirstSettings;
+        Ok(true)
+    }
+
+    fn check_first(&mut self, frame: &Frame) -> ConnResult {
+        if self.phase == Phase::FirstSettings {
+            if !matches!(frame, Frame::Settings(_)) {
+                return Err((ErrorCode::PROTOCOL_ERROR, "first frame is not SETTINGS"));
+            }
+            self.phase = Phase::Frames;
+        }
+        Ok(())
+    }
+
+    /// Client streams are odd; one above the highest seen is idle.
+    fn never_opened(&self, stream: u32) -> bool {
+        stream > self.highest
+    }
+
     /// A complete header block on `stream`: a new request or trailers.
-    pub(super) fn on_header_block(
+    fn on_header_block(
         &mut self,
         stream: u32,
         end_stream: bool,
@@ -84,8 +134,8 @@ impl ServerConn {
             stream,
             Stream {
                 state,
-                send: crate::window::Window::new(self.peer_initial),
-                recv: RecvWindow::new(self.local_initial),
+                send: crate::window::Window::new(self.core.peer_initial),
+                recv: RecvWindow::new(self.core.local_initial),
                 content_left: content_length,
                 head_done: false,
                 head_request: false,
@@ -99,6 +149,48 @@ impl ServerConn {
         Ok(())
     }
 
+    fn on_settings(&mut self, s: &Settings) -> Result<(), FrameError> {
+        let events = &mut self.events;
+        self.core
+            .apply_peer_settings(s, &mut self.streams, |stream| {
+                events.push_back(Event::WindowOpen { stream });
+            })?;
+        encode_settings_ack(&mut self.core.out.buf);
+        Ok(())
+    }
+
+    fn on_settings_ack(&mut self) {
+        let (table, window) = (self.cfg.header_table_size, self.cfg.initial_stream_window);
+        self.core.on_settings_ack(&mut self.streams, table, window);
+    }
+
+    /// Late HEADERS on it are then told apart from a reused stream id.
+    fn reset_sent(&mut self, stream: u32) {
+        self.recently_reset.push(stream);
+    }
+
+    fn on_goaway(&mut self, last_stream: u32, code: ErrorCode) {
+        self.events.push_back(Event::GoAway { last_stream, code });
+    }
+
+    fn reset_event(&mut self, stream: u32, code: ErrorCode) {
+        self.events.push_back(Event::Reset { stream, code });
+    }
+
+    fn window_event(&mut self, stream: u32) {
+        self.events.push_back(Event::WindowOpen { stream });
+    }
+
+    fn data_event(&mut self, stream: u32, data: Bytes, end_stream: bool) {
+        self.events.push_back(Event::Data {
+            stream,
+            data,
+            end_stream,
+        });
+    }
+}
+
+impl ServerConn {
     /// A second header block on an open stream: the request's trailers.
     fn on_trailers(
         &mut self,
@@ -147,7 +239,7 @@ impl ServerConn {
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, FrameError> {
         let mut list = self.take_list();
         let max = self.cfg.max_header_list_size as usize;
-        match decode_block(&mut self.decoder, &mut list, block, max) {
+        match decode_block(&mut self.core.decoder, &mut list, block, max) {
             Ok(true) => Ok(Decoded::Fine(list)),
             Ok(false) => {
                 self.recycle(list);
@@ -169,111 +261,18 @@ impl ServerConn {
     /// Answers a request whose header list is over our limit with 431
     /// (RFC 6585 §5) without bothering the application.
     fn answer_431(&mut self, stream: u32, end_stream: bool) {
-        let buf = &mut self.out.buf;
+        let buf = &mut self.core.out.buf;
         let mark = crate::frame::begin_headers(buf);
-        self.encoder.begin_block(buf);
-        self.encoder.encode_field(b":status", b"431", false, buf);
-        crate::frame::finish_headers(buf, mark, stream, true, self.peer_max_frame);
+        self.core.encoder.begin_block(buf);
+        self.core
+            .encoder
+            .encode_field(b":status", b"431", false, buf);
+        crate::frame::finish_headers(buf, mark, stream, true, self.core.peer_max_frame);
         if !end_stream {
             // §8.1: the response is complete, so stop the request body
             // without calling it an error.
-            encode_rst_stream(&mut self.out.buf, stream, ErrorCode::NO_ERROR);
+            encode_rst_stream(&mut self.core.out.buf, stream, ErrorCode::NO_ERROR);
             self.recently_reset.push(stream);
         }
-    }
-
-    pub(super) fn on_data(
-        &mut self,
-        stream: u32,
-        end_stream: bool,
-        payload: Bytes,
-        flow_len: u32,
-    ) -> Result<(), FrameError> {
-        if self.conn_recv.receive(flow_len).is_err() {
-            return Err(FrameError::Connection {
-                code: ErrorCode::FLOW_CONTROL_ERROR,
-                reason: "DATA beyond the connection window",
-            });
-        }
-        let Some(st) = self.streams.get_mut(stream) else {
-            if stream > self.highest {
-                return Err(FrameError::Connection {
-                    code: ErrorCode::PROTOCOL_ERROR,
-                    reason: "DATA on an idle stream",
-                });
-            }
-            // A stream we reset or that ended: nobody will read it.
-            self.release_conn(flow_len);
-            return Ok(());
-        };
-        let len = payload.len();
-        match check_data(st, stream, end_stream, flow_len, len)? {
-            DataVerdict::Deliver => {}
-            DataVerdict::Drop => {
-                self.release_conn(flow_len);
-                return Ok(());
-            }
-            DataVerdict::Reset(code) => {
-                self.release_conn(flow_len);
-                self.stream_error(stream, code);
-                return Ok(());
-            }
-        }
-        // Padding is nobody's to read: give it back now.
-        let pad = flow_len - len as u32;
-        if pad > 0 {
-            self.release(stream, pad);
-        }
-        if len > 0 || end_stream {
-            self.events.push_back(Event::Data {
-                stream,
-                data: payload,
-                end_stream,
-            });
-        }
-        self.streams.remove_if_closed(stream);
-        Ok(())
-    }
-
-    /// Gives `n` bytes back to the connection window, with a WINDOW_UPDATE
-    /// when one is due.
-    pub(super) fn release_conn(&mut self, n: u32) {
-        release_conn(&mut self.conn_recv, &mut self.out, n);
-    }
-
-    pub(super) fn on_reset(&mut self, stream: u32, code: ErrorCode) -> Result<(), FrameError> {
-        let Some(st) = self.streams.get_mut(stream) else {
-            if stream > self.highest {
-                return Err(FrameError::Connection {
-                    code: ErrorCode::PROTOCOL_ERROR,
-                    reason: "RST_STREAM on an idle stream",
-                });
-            }
-            return Ok(());
-        };
-        st.state.recv_reset()?;
-        self.streams.remove(stream);
-        self.events.push_back(Event::Reset { stream, code });
-        Ok(())
-    }
-
-    pub(super) fn on_window_update(&mut self, stream: u32, inc: u32) -> Result<(), FrameError> {
-        if stream == 0 {
-            self.conn_send.grow(inc).map_err(|e| e.to_frame_error(0))?;
-            self.events.push_back(Event::WindowOpen { stream: 0 });
-            return Ok(());
-        }
-        let Some(st) = self.streams.get_mut(stream) else {
-            // Closed or reset since: the peer had not heard yet.
-            return Ok(());
-        };
-        if st.send.grow(inc).is_err() {
-            self.stream_error(stream, ErrorCode::FLOW_CONTROL_ERROR);
-            return Ok(());
-        }
-        if st.state.can_send() {
-            self.events.push_back(Event::WindowOpen { stream });
-        }
-        Ok(())
     }
 }

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::server::ServerConn;
-use super::shared::{release_stream, send_capacity, send_data_frames, sendable};
+use super::shared::{send_capacity, sendable};
 use super::SendError;
 use crate::frame::{begin_headers, encode_goaway, encode_rst_stream, finish_headers};
 use crate::ErrorCode;
@@ -34,14 +34,16 @@ impl ServerConn {
             b'0' + (status / 10 % 10) as u8,
             b'0' + (status % 10) as u8,
         ];
-        let buf = &mut self.out.buf;
+        let buf = &mut self.core.out.buf;
         let mark = begin_headers(buf);
-        self.encoder.begin_block(buf);
-        self.encoder.encode_field(b":status", &digits, false, buf);
+        self.core.encoder.begin_block(buf);
+        self.core
+            .encoder
+            .encode_field(b":status", &digits, false, buf);
         for (name, value) in fields {
-            self.encoder.encode_field(name, value, false, buf);
+            self.core.encoder.encode_field(name, value, false, buf);
         }
-        finish_headers(buf, mark, stream, end_stream, self.peer_max_frame);
+        finish_headers(buf, mark, stream, end_stream, self.core.peer_max_frame);
         self.streams.remove_if_closed(stream);
         Ok(())
     }
@@ -61,15 +63,7 @@ impl ServerConn {
         if !st.head_done {
             return Err(SendError::NoHeaders);
         }
-        let sent = send_data_frames(
-            st,
-            &mut self.conn_send,
-            &mut self.out,
-            self.peer_max_frame,
-            stream,
-            data,
-            end_stream,
-        );
+        let sent = self.core.send_data_frames(st, stream, data, end_stream);
         self.streams.remove_if_closed(stream);
         Ok(sent)
     }
@@ -85,20 +79,14 @@ impl ServerConn {
             return Err(SendError::NoHeaders);
         }
         st.state.send_data(true);
-        let buf = &mut self.out.buf;
-        let mark = begin_headers(buf);
-        self.encoder.begin_block(buf);
-        for (name, value) in fields {
-            self.encoder.encode_field(name, value, false, buf);
-        }
-        finish_headers(buf, mark, stream, true, self.peer_max_frame);
+        self.core.encode_trailers(stream, fields);
         self.streams.remove_if_closed(stream);
         Ok(())
     }
 
     /// What `send_data` could send on `stream` right now.
     pub fn send_capacity(&self, stream: u32) -> usize {
-        send_capacity(&self.streams, self.conn_send, stream)
+        send_capacity(&self.streams, self.core.conn_send, stream)
     }
 
     /// Resets the stream (the application gave up on it). No event
@@ -106,7 +94,7 @@ impl ServerConn {
     pub fn reset(&mut self, stream: u32, code: ErrorCode) {
         if let Some(mut st) = self.streams.remove(stream) {
             st.state.send_reset();
-            encode_rst_stream(&mut self.out.buf, stream, code);
+            encode_rst_stream(&mut self.core.out.buf, stream, code);
             self.recently_reset.push(stream);
         }
     }
@@ -116,11 +104,7 @@ impl ServerConn {
     /// when half a window's worth has come back. Call it for every byte
     /// received, also after the stream ended or was reset.
     pub fn release(&mut self, stream: u32, n: u32) {
-        if n == 0 {
-            return;
-        }
-        self.release_conn(n);
-        release_stream(&mut self.streams, &mut self.out, stream, n);
+        self.core.release(&mut self.streams, stream, n);
     }
 
     /// Sends GOAWAY naming the last stream we processed: streams the client
@@ -132,6 +116,6 @@ impl ServerConn {
             .goaway_last
             .map_or(self.highest, |l| l.min(self.highest));
         self.goaway_last = Some(last);
-        encode_goaway(&mut self.out.buf, last, code, &[]);
+        encode_goaway(&mut self.core.out.buf, last, code, &[]);
     }
 }

@@ -1,16 +1,228 @@
 //! What the server and client sides do alike: header block decoding, DATA in and out under flow control, window bookkeeping.
 
+use std::collections::VecDeque;
+
 use bytes::Bytes;
 
+use super::config::DEFAULT_WINDOW;
 use super::output::Output;
 use super::streams::{Stream, StreamMap};
 use super::SendError;
-use crate::frame::encode_window_update;
-use crate::hpack::{DecodeError, Decoder};
+use crate::frame::{
+    begin_headers, encode_settings, encode_window_update, finish_headers, Settings,
+    DEFAULT_MAX_FRAME_SIZE,
+};
+use crate::header_block::HeaderBlockAssembler;
+use crate::hpack::{DecodeError, Decoder, Encoder, DEFAULT_TABLE_SIZE};
 use crate::message::HeaderList;
 use crate::stream_state::Accept;
 use crate::window::{RecvWindow, Window};
 use crate::{ErrorCode, FrameError};
+
+/// Event queue slots kept once it is empty.
+const EVENTS_KEEP: usize = 16;
+/// Header lists kept for reuse: enough for a burst of requests or
+/// responses without pinning much memory on an idle connection.
+const LIST_POOL: usize = 2;
+
+/// The state both sides keep alike: HPACK both ways, header block
+/// assembly, the connection's windows, the SETTINGS in force, pooled header
+/// lists and the output. Streams and events stay with each side.
+#[derive(Debug)]
+pub(super) struct ConnCore {
+    pub decoder: Decoder,
+    pub encoder: Encoder,
+    pub assembler: HeaderBlockAssembler,
+    /// Our receive window for the whole connection.
+    pub conn_recv: RecvWindow,
+    /// The peer's window for what we send on the connection.
+    pub conn_send: Window,
+    /// SETTINGS_INITIAL_WINDOW_SIZE in force on each side: ours applies
+    /// once the peer acknowledged it.
+    pub local_initial: u32,
+    pub peer_initial: u32,
+    pub peer_max_frame: u32,
+    /// Our SETTINGS were acknowledged.
+    pub settings_acked: bool,
+    pub lists: Vec<HeaderList>,
+    pub out: Output,
+}
+
+impl ConnCore {
+    /// Queues our SETTINGS `ours` after what `out` holds, and the
+    /// WINDOW_UPDATE that takes the connection window to
+    /// `connection_window`.
+    pub fn new(
+        mut out: Output,
+        ours: &Settings,
+        connection_window: u32,
+        max_block: usize,
+        max_continuations: usize,
+    ) -> Self {
+        encode_settings(&mut out.buf, ours);
+        if connection_window > DEFAULT_WINDOW {
+            encode_window_update(&mut out.buf, 0, connection_window - DEFAULT_WINDOW);
+        }
+        Self {
+            // The peer's encoder starts at the protocol default; ours
+            // applies once acknowledged.
+            decoder: Decoder::new(DEFAULT_TABLE_SIZE),
+            encoder: Encoder::new(),
+            assembler: HeaderBlockAssembler::new(max_block, max_continuations),
+            conn_recv: RecvWindow::new(connection_window),
+            conn_send: Window::new(DEFAULT_WINDOW),
+            local_initial: DEFAULT_WINDOW,
+            peer_initial: DEFAULT_WINDOW,
+            peer_max_frame: DEFAULT_MAX_FRAME_SIZE,
+            settings_acked: false,
+            lists: Vec::new(),
+            out,
+        }
+    }
+
+    pub fn take_list(&mut self) -> HeaderList {
+        self.lists.pop().unwrap_or_else(HeaderList::for_block)
+    }
+
+    pub fn recycle(&mut self, mut list: HeaderList) {
+        if self.lists.len() < LIST_POOL {
+            list.clear();
+            self.lists.push(list);
+        }
+    }
+
+    /// Heap bytes held here (streams and events are the sides' to count).
+    pub fn memory_bytes(&self) -> usize {
+        self.decoder.memory_bytes()
+            + self.encoder.memory_bytes()
+            + self.assembler.memory_bytes()
+            + self.out.memory_bytes()
+            + self.lists.capacity() * std::mem::size_of::<HeaderList>()
+            + self
+                .lists
+                .iter()
+                .map(HeaderList::memory_bytes)
+                .sum::<usize>()
+    }
+
+    /// Gives back the output buffer's spare room and the pooled lists.
+    pub fn shrink(&mut self) {
+        self.out.shrink();
+        self.lists = Vec::new();
+    }
+
+    /// What both sides do with the peer's SETTINGS; `opened` hears of each
+    /// stream that can send more now. The SETTINGS ACK is the caller's.
+    pub fn apply_peer_settings(
+        &mut self,
+        s: &Settings,
+        streams: &mut StreamMap,
+        opened: impl FnMut(u32),
+    ) -> Result<(), FrameError> {
+        if let Some(n) = s.header_table_size {
+            self.encoder.set_max_table_size(n as usize);
+        }
+        if let Some(n) = s.max_frame_size {
+            self.peer_max_frame = n;
+        }
+        if let Some(new) = s.initial_window_size {
+            let old = std::mem::replace(&mut self.peer_initial, new);
+            apply_peer_initial(streams, old, new, opened)?;
+        }
+        Ok(())
+    }
+
+    /// The peer now uses our SETTINGS (`table_size` and `initial_window`
+    /// are what they announced): apply what we held back until then.
+    pub fn on_settings_ack(
+        &mut self,
+        streams: &mut StreamMap,
+        table_size: u32,
+        initial_window: u32,
+    ) {
+        if std::mem::replace(&mut self.settings_acked, true) {
+            return;
+        }
+        self.decoder.set_max_table_size(table_size as usize);
+        let (old, new) = (self.local_initial, initial_window);
+        self.local_initial = new;
+        apply_local_initial(streams, old, new);
+    }
+
+    /// Gives `n` received bytes on `stream` back to the windows.
+    pub fn release(&mut self, streams: &mut StreamMap, stream: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.release_conn(n);
+        release_stream(streams, &mut self.out, stream, n);
+    }
+
+    /// Gives `n` bytes back to the connection window, with a WINDOW_UPDATE
+    /// when one is due.
+    pub fn release_conn(&mut self, n: u32) {
+        if let Some(inc) = self.conn_recv.release(n) {
+            encode_window_update(&mut self.out.buf, 0, inc);
+        }
+    }
+
+    /// Sends as much of `data` on `stream` as the windows and the peer's
+    /// MAX_FRAME_SIZE allow, split off its front without copying; END_STREAM
+    /// goes only with the last of it. Returns the bytes sent.
+    pub fn send_data_frames(
+        &mut self,
+        st: &mut Stream,
+        stream: u32,
+        data: &mut Bytes,
+        end_stream: bool,
+    ) -> usize {
+        let mut sent = 0;
+        loop {
+            let room = st.send.available().min(self.conn_send.available());
+            let n = (room.min(self.peer_max_frame) as usize).min(data.len());
+            // An empty frame only to carry END_STREAM.
+            if n == 0 && !(data.is_empty() && end_stream) {
+                break;
+            }
+            let chunk = data.split_to(n);
+            // Cannot fail: `n` is within both windows.
+            let _ = st.send.consume(n as u32);
+            let _ = self.conn_send.consume(n as u32);
+            let last = end_stream && data.is_empty();
+            self.out.data(stream, chunk, last);
+            sent += n;
+            if last {
+                st.state.send_data(true);
+                break;
+            }
+        }
+        sent
+    }
+
+    /// Queues a trailer section that ends `stream`.
+    pub fn encode_trailers<'a>(
+        &mut self,
+        stream: u32,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) {
+        let buf = &mut self.out.buf;
+        let mark = begin_headers(buf);
+        self.encoder.begin_block(buf);
+        for (name, value) in fields {
+            self.encoder.encode_field(name, value, false, buf);
+        }
+        finish_headers(buf, mark, stream, true, self.peer_max_frame);
+    }
+}
+
+/// The next event, giving back the queue's memory after a burst.
+pub(super) fn pop_event<E>(events: &mut VecDeque<E>) -> Option<E> {
+    let e = events.pop_front();
+    if e.is_none() && events.capacity() > EVENTS_KEEP {
+        *events = VecDeque::new();
+    }
+    e
+}
 
 /// Decodes `block` into `list` (which must be empty). `Ok(false)`: the list
 /// is over `max` bytes and `list` holds garbage, but the HPACK table is in
@@ -69,41 +281,6 @@ pub(super) fn check_data(
     Ok(DataVerdict::Deliver)
 }
 
-/// Sends as much of `data` on `stream` as the windows and the peer's
-/// MAX_FRAME_SIZE allow, split off its front without copying; END_STREAM
-/// goes only with the last of it. Returns the bytes sent.
-pub(super) fn send_data_frames(
-    st: &mut Stream,
-    conn_send: &mut Window,
-    out: &mut Output,
-    max_frame: u32,
-    stream: u32,
-    data: &mut Bytes,
-    end_stream: bool,
-) -> usize {
-    let mut sent = 0;
-    loop {
-        let room = st.send.available().min(conn_send.available());
-        let n = (room.min(max_frame) as usize).min(data.len());
-        // An empty frame only to carry END_STREAM.
-        if n == 0 && !(data.is_empty() && end_stream) {
-            break;
-        }
-        let chunk = data.split_to(n);
-        // Cannot fail: `n` is within both windows.
-        let _ = st.send.consume(n as u32);
-        let _ = conn_send.consume(n as u32);
-        let last = end_stream && data.is_empty();
-        out.data(stream, chunk, last);
-        sent += n;
-        if last {
-            st.state.send_data(true);
-            break;
-        }
-    }
-    sent
-}
-
 /// What a stream offers for sending right now.
 pub(super) fn send_capacity(streams: &StreamMap, conn_send: Window, stream: u32) -> usize {
     match streams.get(stream) {
@@ -139,14 +316,6 @@ pub(super) fn apply_local_initial(streams: &mut StreamMap, old: u32, new: u32) {
         // Cannot overflow: `new` is at most 2^31-1 and the window never
         // exceeds its target.
         let _ = st.recv.apply_initial_size_change(old, new);
-    }
-}
-
-/// Gives `n` bytes back to the connection window, with a WINDOW_UPDATE
-/// when one is due.
-pub(super) fn release_conn(conn_recv: &mut RecvWindow, out: &mut Output, n: u32) {
-    if let Some(inc) = conn_recv.release(n) {
-        encode_window_update(&mut out.buf, 0, inc);
     }
 }
 

@@ -2,11 +2,10 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::{encode_block, parse_frames, Got, OpenBlock};
+use super::{encode_block, encode_raw, parse_frames, Got, OpenBlock};
 use crate::conn::{ClientConfig, ClientConn, ClientEvent, ConnError};
 use crate::frame::{
-    encode_data, encode_settings, encode_settings_ack, kind, Frame, FrameHeader, Settings,
-    CLIENT_PREFACE,
+    encode_data, encode_settings, encode_settings_ack, kind, Frame, Settings, CLIENT_PREFACE,
 };
 use crate::hpack::{Decoder, Encoder};
 use crate::message::HeaderList;
@@ -84,14 +83,7 @@ impl Server {
     }
 
     pub fn raw(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-        FrameHeader {
-            len: payload.len() as u32,
-            kind,
-            flags,
-            stream,
-        }
-        .encode(&mut self.wire);
-        self.wire.extend_from_slice(payload);
+        encode_raw(&mut self.wire, kind, flags, stream, payload);
     }
 
     pub fn rst(&mut self, stream: u32, code: ErrorCode) {

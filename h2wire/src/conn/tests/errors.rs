@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::frame::encode_rst_stream;
+use crate::testing::StarRng as Rng;
 
 #[test]
 fn even_stream_ids_end_the_connection() {
@@ -72,22 +73,6 @@ fn frames_on_idle_or_unknown_streams() {
     // DATA on an idle stream: the connection ends.
     p.data(3, b"x", false);
     assert_conn_error(p.flush(), ErrorCode::PROTOCOL_ERROR);
-}
-
-/// A tiny deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 #[test]

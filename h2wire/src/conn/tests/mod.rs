@@ -104,14 +104,7 @@ impl Peer {
     }
 
     fn raw(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-        FrameHeader {
-            len: payload.len() as u32,
-            kind,
-            flags,
-            stream,
-        }
-        .encode(&mut self.wire);
-        self.wire.extend_from_slice(payload);
+        encode_raw(&mut self.wire, kind, flags, stream, payload);
     }
 
     /// Every frame the server wrote since the last call.
@@ -126,6 +119,18 @@ impl Peer {
     fn events(&mut self) -> Vec<Event> {
         std::iter::from_fn(|| self.conn.poll_event()).collect()
     }
+}
+
+/// Any frame, as is: for frames our encoders would not write.
+fn encode_raw(wire: &mut BytesMut, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+    FrameHeader {
+        len: payload.len() as u32,
+        kind,
+        flags,
+        stream,
+    }
+    .encode(wire);
+    wire.extend_from_slice(payload);
 }
 
 /// Header block being joined: stream, END_STREAM, bytes so far.

@@ -11,50 +11,9 @@ use http::HeaderName;
 
 use super::{decode, decode_limited, encode, Owned};
 use crate::hpack::{DecodeError, Decoder, Encoder};
+use crate::testing::Rng;
 
 const BLOCKS: usize = 200;
-
-/// xorshift64: deterministic, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-
-    fn text(&mut self, len: usize, alphabet: &[u8]) -> Vec<u8> {
-        (0..len)
-            .map(|_| alphabet[self.below(alphabet.len())])
-            .collect()
-    }
-
-    /// Visible ASCII, the rare punctuation with long Huffman codes, and
-    /// bytes above 0x7f (valid in field values, 19–27-bit codes).
-    fn wide(&mut self, len: usize) -> Vec<u8> {
-        (0..len)
-            .map(|_| match self.below(10) {
-                0 => b"\\{}^~<>`|[]@$#"[self.below(14)],
-                1 => 0x80 + self.below(0x80) as u8,
-                _ => 0x20 + self.below(0x5f) as u8,
-            })
-            .collect()
-    }
-}
 
 const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const HEX: &[u8] = b"0123456789abcdef";
