@@ -27,12 +27,15 @@
 #   --backend-cpu C    CPU of the demo backend           [BACKEND_CPU=0]
 #   --load-cpus LIST   CPUs of the load generator        [LOAD_CPUS=0]
 #   --load-threads N   load generator threads            [LOAD_THREADS=#LOAD_CPUS]
-#   --targets LIST     subset of "gateway haproxy direct wire" [TARGETS]
+#   --targets LIST     subset of "gateway haproxy direct wire wireproxy"
+#                      [TARGETS: gateway haproxy direct]
 #                      (wire: benches' wire_backend, the backend's hello
 #                      answer served by h2wire's ServerConn, placed and
 #                      measured like a proxy; with --backend-cpu equal to
 #                      --proxy-cpus, "wire ÷ direct" compares our HTTP/2
-#                      server codec with the h2 crate's on one core)
+#                      server codec with the h2 crate's on one core.
+#                      wireproxy: benches' wire_proxy, a minimal proxy on
+#                      h2wire, in the gateway's place)
 #   --baseline BIN     also run this gateway binary as target "baseline" and
 #                      report gateway ÷ baseline (A/B of two builds, same run)
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]
@@ -85,7 +88,7 @@ while [ $# -gt 0 ]; do
         --no-build) BUILD=0 ;;
         --baseline) BASELINE=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
-        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -124,9 +127,10 @@ case " $TOOLS " in *" h2load "*) command -v h2load >/dev/null || { echo "h2load 
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
-    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend
+    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend --bin wire_proxy
 fi
 case " $TARGETS " in *" wire "*) [ -x "$BIN/wire_backend" ] || { echo "missing $BIN/wire_backend (build first)" >&2; exit 1; } ;; esac
+case " $TARGETS " in *" wireproxy "*) [ -x "$BIN/wire_proxy" ] || { echo "missing $BIN/wire_proxy (build first)" >&2; exit 1; } ;; esac
 for b in gateway demo-backend loadgen idle_conns; do
     [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first)" >&2; exit 1; }
 done
@@ -135,7 +139,7 @@ done
 WORK=$(mktemp -d /tmp/compare.XXXXXX)
 # Private copies: a concurrent `cargo build` must not swap binaries between rounds.
 mkdir -p "$WORK/bin"
-for b in gateway demo-backend loadgen idle_conns wire_backend; do
+for b in gateway demo-backend loadgen idle_conns wire_backend wire_proxy; do
     [ -x "$BIN/$b" ] && cp "$BIN/$b" "$WORK/bin/"
 done
 if [ -n "$BASELINE" ]; then
@@ -290,6 +294,15 @@ start_wire() {
     wait_listen "$PROXY_PORT" "$PROXY_PID"
 }
 
+start_wireproxy() {
+    PROXY_PORT=$(free_port)
+    taskset -c "$PROXY_CPUS" "$BIN/wire_proxy" --listen "127.0.0.1:$PROXY_PORT" \
+        --upstream "127.0.0.1:$BACKEND_PORT" >>"$WORK/wireproxy.log" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    wait_listen "$PROXY_PORT" "$PROXY_PID"
+}
+
 stop_proxy() {
     if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
     PROXY_PID=
@@ -424,6 +437,7 @@ for round in $(seq "$ROUNDS"); do
             baseline) start_gateway "$BIN/gateway-baseline" ;;
             haproxy) start_haproxy ;;
             wire) start_wire ;;
+            wireproxy) start_wireproxy ;;
             direct) PROXY_PID= ;;
             *) echo "unknown target $target" >&2; exit 2 ;;
         esac
@@ -468,7 +482,7 @@ irows = list(csv.DictReader(open(idle), delimiter="\t"))
 def med(vals):
     vals = [float(v) for v in vals if v not in ("NA", "", "nan")]
     return statistics.median(vals) if vals else float("nan")
-targets = [t for t in ("gateway", "baseline", "haproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("gateway", "baseline", "haproxy", "wireproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
 tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
 S = {}
 print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
@@ -489,7 +503,7 @@ if irows:
     conns_hdr = "idle h2c conns" if idle_req == "0" else f"idle h2c conns ({idle_req} concurrent requests each before idling)"
     print(f"\n| proxy | {conns_hdr} | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
     print("|---|---:|---:|---:|---:|")
-    for t in ("gateway", "baseline", "haproxy", "wire"):
+    for t in ("gateway", "baseline", "haproxy", "wireproxy", "wire"):
         rs = [r for r in irows if r["target"] == t]
         if rs:
             I[t] = med(r["bytes_per_conn"] for r in rs)
@@ -515,6 +529,10 @@ if any(t == "baseline" for t, _ in S):
     row("gateway ÷ baseline req/s", "gateway", "baseline", "rps", "(A/B)")
     if "gateway" in I and "baseline" in I and I["baseline"]:
         print(f"| gateway ÷ baseline bytes/idle conn | {I['gateway']/I['baseline']:.2f} | | (A/B) |")
+if any(t == "wireproxy" for t, _ in S):
+    row("wireproxy ÷ HAProxy CPU-µs/req", "wireproxy", "haproxy", "proxy_cpu_us_per_req", "(codec)")
+    row("wireproxy ÷ gateway CPU-µs/req", "wireproxy", "gateway", "proxy_cpu_us_per_req", "(codec)")
+    row("wireproxy ÷ HAProxy p99", "wireproxy", "haproxy", "p99_us", "(codec)")
 if any(t == "wire" for t, _ in S):
     # wire_backend's CPU is measured in the proxy slot, demo-backend's in
     # the backend slot: compare those two columns.
