@@ -1,5 +1,6 @@
-//! Shared fixtures for the benchmarks in benches/benches (the benchmarks
-//! themselves and the e2e scripts live outside this library).
+//! Shared fixtures for the benchmarks in benches/benches, and the accept
+//! loop of the measuring servers in src/bin (the benchmarks themselves and
+//! the e2e scripts live outside this library).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,4 +33,51 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
     let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
     assert_eq!(snap.weighted, weighted);
     snap
+}
+
+/// Runs an accept loop on one glommio executor (pinned to `cpu` if given):
+/// binds `listen`, prints `listening on ADDR` (scripts wait for it), and
+/// spawns `serve(stream)` per connection. Returns only if the executor
+/// cannot start. The measuring servers `wire_backend` and `wire_proxy`
+/// share it.
+pub fn serve_on_one_core<F, Fut>(
+    name: &'static str,
+    listen: SocketAddr,
+    cpu: Option<usize>,
+    serve: F,
+) -> std::process::ExitCode
+where
+    F: Fn(glommio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let placement = cpu.map_or(glommio::Placement::Unbound, glommio::Placement::Fixed);
+    let result = glommio::LocalExecutorBuilder::new(placement)
+        .name(name)
+        .io_memory(1 << 20)
+        .spawn(move || async move {
+            let listener = match glommio::net::TcpListener::bind(listen) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("{name}: cannot listen on {listen}: {e}");
+                    std::process::exit(1);
+                }
+            };
+            println!("listening on {}", listener.local_addr().unwrap_or(listen));
+            loop {
+                match listener.accept().await {
+                    Ok(s) => {
+                        glommio::spawn_local(serve(s)).detach();
+                    }
+                    Err(e) => eprintln!("{name}: accept: {e}"),
+                }
+            }
+        })
+        .and_then(|h| h.join());
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

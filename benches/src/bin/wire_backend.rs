@@ -17,8 +17,7 @@ use std::process::ExitCode;
 
 use bytes::{Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::{TcpListener, TcpStream};
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::net::TcpStream;
 use h2wire::conn::{Event, ServerConfig, ServerConn};
 
 /// Bytes asked of the socket per read.
@@ -126,39 +125,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let placement = args.cpu.map_or(Placement::Unbound, Placement::Fixed);
-    let result = LocalExecutorBuilder::new(placement)
-        .name("wire-backend")
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let listener = match TcpListener::bind(args.listen) {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!("wire_backend: cannot listen on {}: {e}", args.listen);
-                    std::process::exit(1);
-                }
-            };
-            let bound = listener.local_addr().unwrap_or(args.listen);
-            println!("listening on {bound}");
-            let answer: &'static Answer = Box::leak(Box::new(Answer {
-                name: args.name.clone().into_bytes(),
-                body: Bytes::from(format!("hello from {}\n", args.name)),
-            }));
-            loop {
-                match listener.accept().await {
-                    Ok(s) => {
-                        glommio::spawn_local(serve_conn(s, answer)).detach();
-                    }
-                    Err(e) => eprintln!("wire_backend: accept: {e}"),
-                }
-            }
-        })
-        .and_then(|h| h.join());
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("wire_backend: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let answer: &'static Answer = Box::leak(Box::new(Answer {
+        name: args.name.clone().into_bytes(),
+        body: Bytes::from(format!("hello from {}\n", args.name)),
+    }));
+    benches::serve_on_one_core("wire_backend", args.listen, args.cpu, move |s| {
+        serve_conn(s, answer)
+    })
 }

@@ -26,8 +26,7 @@ use std::task::Poll;
 use ahash::AHashMap;
 use bytes::{Bytes, BytesMut};
 use futures_lite::{AsyncRead, AsyncWriteExt};
-use glommio::net::{TcpListener, TcpStream};
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
@@ -392,34 +391,5 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let placement = cpu.map_or(Placement::Unbound, Placement::Fixed);
-    let result = LocalExecutorBuilder::new(placement)
-        .name("wire-proxy")
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let listener = match TcpListener::bind(listen) {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!("wire_proxy: cannot listen on {listen}: {e}");
-                    std::process::exit(1);
-                }
-            };
-            println!("listening on {}", listener.local_addr().unwrap_or(listen));
-            loop {
-                match listener.accept().await {
-                    Ok(s) => {
-                        glommio::spawn_local(serve_pair(s, upstream)).detach();
-                    }
-                    Err(e) => eprintln!("wire_proxy: accept: {e}"),
-                }
-            }
-        })
-        .and_then(|h| h.join());
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("wire_proxy: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    benches::serve_on_one_core("wire_proxy", listen, cpu, move |s| serve_pair(s, upstream))
 }
