@@ -198,6 +198,17 @@ log "backend pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (cpu $BACKEND_CPU)"
 # ---------------------------------------------------------------- proxies
 PROXY_PID=
 PROXY_PORT=
+# Starts a proxy command on the proxy CPUs, logging to $WORK/$1, and waits
+# until it listens on $PROXY_PORT (chosen by the caller).
+launch_proxy() { # log-file, command...
+    local log=$1
+    shift
+    taskset -c "$PROXY_CPUS" "$@" >>"$WORK/$log" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    wait_listen "$PROXY_PORT" "$PROXY_PID"
+}
+
 start_gateway() { # [binary]
     local bin=${1:-$BIN/gateway}
     PROXY_PORT=$(free_port)
@@ -245,11 +256,8 @@ static_resources:
       - lb_endpoints:
         - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
 EOF
-    taskset -c "$PROXY_CPUS" "$bin" --config "$WORK/gateway.yaml" \
-        --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn >>"$WORK/gateway.log" 2>&1 &
-    PROXY_PID=$!
-    PIDS+=("$PROXY_PID")
-    wait_listen "$PROXY_PORT" "$PROXY_PID"
+    launch_proxy gateway.log "$bin" --config "$WORK/gateway.yaml" \
+        --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn
 }
 
 start_haproxy() {
@@ -279,28 +287,18 @@ frontend fe
 backend be
     server s1 127.0.0.1:$BACKEND_PORT proto h2
 EOF
-    taskset -c "$PROXY_CPUS" haproxy -db -f "$WORK/haproxy.cfg" >>"$WORK/haproxy.log" 2>&1 &
-    PROXY_PID=$!
-    PIDS+=("$PROXY_PID")
-    wait_listen "$PROXY_PORT" "$PROXY_PID"
+    launch_proxy haproxy.log haproxy -db -f "$WORK/haproxy.cfg"
 }
 
 start_wire() {
     PROXY_PORT=$(free_port)
-    taskset -c "$PROXY_CPUS" "$BIN/wire_backend" --listen "127.0.0.1:$PROXY_PORT" \
-        --name bench >>"$WORK/wire.log" 2>&1 &
-    PROXY_PID=$!
-    PIDS+=("$PROXY_PID")
-    wait_listen "$PROXY_PORT" "$PROXY_PID"
+    launch_proxy wire.log "$BIN/wire_backend" --listen "127.0.0.1:$PROXY_PORT" --name bench
 }
 
 start_wireproxy() {
     PROXY_PORT=$(free_port)
-    taskset -c "$PROXY_CPUS" "$BIN/wire_proxy" --listen "127.0.0.1:$PROXY_PORT" \
-        --upstream "127.0.0.1:$BACKEND_PORT" >>"$WORK/wireproxy.log" 2>&1 &
-    PROXY_PID=$!
-    PIDS+=("$PROXY_PID")
-    wait_listen "$PROXY_PORT" "$PROXY_PID"
+    launch_proxy wireproxy.log "$BIN/wire_proxy" --listen "127.0.0.1:$PROXY_PORT" \
+        --upstream "127.0.0.1:$BACKEND_PORT"
 }
 
 stop_proxy() {
