@@ -35,7 +35,8 @@
 #                      --proxy-cpus, "wire ÷ direct" compares our HTTP/2
 #                      server codec with the h2 crate's on one core.
 #                      wireproxy: benches' wire_proxy, a minimal proxy on
-#                      h2wire, in the gateway's place)
+#                      h2wire with one shared upstream connection, in the
+#                      gateway's place)
 #   --baseline BIN     also run this gateway binary as target "baseline" and
 #                      report gateway ÷ baseline (A/B of two builds, same run)
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]

@@ -81,3 +81,51 @@ where
         }
     }
 }
+
+/// A receive buffer that a socket reads into at its tail, and that the
+/// HTTP/2 codec consumes from its head (frames are split off it).
+///
+/// glommio reads into an initialised `&mut [u8]`, so the tail must be
+/// initialised before each read; zeroing a whole read's room every time
+/// was 5 % of `wire_proxy`'s profile. The bytes past `len` that a short
+/// read left untouched stay initialised in the allocation, so this
+/// remembers how many there are and zeroes only when it must.
+#[derive(Default)]
+pub struct ReadBuf {
+    pub buf: bytes::BytesMut,
+    /// Where the last [`room`](Self::room) began.
+    room_start: usize,
+    /// Bytes right after `buf.len()` known to be initialised.
+    spare_init: usize,
+}
+
+impl ReadBuf {
+    /// Room for a read of `len` bytes at the tail, initialised.
+    pub fn room(&mut self, len: usize) -> &mut [u8] {
+        let start = self.buf.len();
+        self.room_start = start;
+        if self.spare_init >= len && self.buf.capacity() - start >= len {
+            // SAFETY: the `len` bytes after `start` lie within the
+            // capacity (checked), were initialised by an earlier `resize`
+            // and only truncated away since: the codec only splits bytes
+            // off the head, and any reallocation resets `spare_init`.
+            unsafe { self.buf.set_len(start + len) };
+        } else {
+            let cap = self.buf.capacity();
+            self.buf.resize(start + len, 0);
+            if self.buf.capacity() != cap {
+                // Moved or grown: only what `resize` wrote is known.
+                self.spare_init = 0;
+            }
+        }
+        &mut self.buf[start..]
+    }
+
+    /// After a read into [`room`](Self::room): its first `n` bytes are
+    /// data, the rest is spare again.
+    pub fn filled(&mut self, n: usize) {
+        let data_end = self.room_start + n;
+        self.spare_init = self.buf.len() - data_end;
+        self.buf.truncate(data_end);
+    }
+}

@@ -1,38 +1,56 @@
-//! `wire_proxy --listen ADDR --upstream ADDR`: a minimal HTTP/2 reverse
-//! proxy on `h2wire` (`ServerConn` downstream, `ClientConn` upstream) and
-//! glommio, to measure the codec and the driver model the gateway is moving
-//! to (docs/h2-codec.md) against HAProxy and the gateway itself
-//! (`benches/e2e/compare.sh --targets "... wireproxy"`).
+//! `wire_proxy --listen ADDR --upstream ADDR [--upstreams N]`: a minimal
+//! HTTP/2 reverse proxy on `h2wire` (`ServerConn` downstream, `ClientConn`
+//! upstream) and glommio, to measure the codec and the driver model the
+//! gateway is moving to (docs/h2-codec.md) against HAProxy and the gateway
+//! itself (`benches/e2e/compare.sh --targets "... wireproxy"`).
 //!
-//! One task per client connection, which opens its own upstream connection
-//! and owns both: no task, waker or lock per stream. Requests go upstream
-//! with their fields as received (the pseudo-headers rebuilt), responses,
-//! bodies and trailers come back; a body chunk is released on the side it
-//! came from only once the other side's windows took it, so a client that
-//! stops reading stops its own upstream stream. A reset on either side
-//! resets the other half.
+//! The shape is the gateway's: one task per client connection, and a pool
+//! of `N` upstream connections (default 1) shared by every client, each
+//! with its own task. No task, waker or lock per stream. The tasks meet in
+//! one `RefCell`'d [`Shard`] (one thread, so borrows never wait): a client
+//! task opens its streams on an upstream `ClientConn` directly and wakes
+//! that connection's task to write; an upstream task routes what its
+//! connection received into the owning client's inbox and wakes it. Since
+//! glommio runs every ready task before polling the ring again, the
+//! upstream task writes all the requests that arrived in one turn with one
+//! send (and reads all their answers with one receive), which is where a
+//! shared pool saves system time over a connection per client.
 //!
-//! What it is not: the gateway. No routing, no pool shared between clients,
-//! no timeouts, no limits beyond the codec's, no admin. It answers how much
-//! CPU per request the HTTP/2 layer and the driver model cost in a proxy.
+//! Requests go upstream with their fields as received (the
+//! pseudo-headers rebuilt); responses, bodies and trailers come back. A
+//! body chunk is released on the side it came from only once the other
+//! side's windows took it, so a client that stops reading stops its own
+//! upstream stream. A reset on either side resets the other half.
+//!
+//! What it is not: the gateway. No routing, no timeouts, no limits beyond
+//! the codec's, no reconnection, no admin. It answers how much CPU per
+//! request the HTTP/2 layer and the driver model cost in a proxy.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::process::ExitCode;
-use std::task::Poll;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
 use ahash::AHashMap;
-use bytes::{Bytes, BytesMut};
+use benches::ReadBuf;
+use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWriteExt};
 use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
-/// Bytes asked of a socket per read.
-const READ_CHUNK: usize = 8 * 1024;
+/// Bytes asked of a client socket per read.
+const CLIENT_READ: usize = 8 * 1024;
+/// Bytes asked of an upstream socket per read: one read brings the
+/// answers of many clients' streams.
+const UPSTREAM_READ: usize = 32 * 1024;
+/// Upstream connections at most (a bit each in [`Client::touched`]).
+const MAX_UPSTREAMS: usize = 64;
 
 /// A body chunk waiting for window on the side it goes to, or the trailers
 /// that end it.
@@ -41,26 +59,68 @@ enum Item {
     Trailers(Vec<(Vec<u8>, Vec<u8>)>),
 }
 
-/// One proxied stream: its id on the other connection and what waits to go
-/// there.
-#[derive(Default)]
+/// One proxied stream seen from one side: where it goes on the other side
+/// and what waits to go there.
 struct Half {
+    /// Upstream connection (index into [`Shard::ups`]).
+    up: usize,
+    /// The stream id on the other connection.
     peer: u32,
     queue: VecDeque<Item>,
 }
 
-/// A client connection and the upstream connection it owns.
-struct Pair {
-    down: ServerConn,
-    up: ClientConn,
-    /// Downstream stream id → its upstream half (request body queue).
-    d2u: AHashMap<u32, Half>,
-    /// Upstream stream id → its downstream half (response body queue).
-    u2d: AHashMap<u32, Half>,
+impl Half {
+    fn new(up: usize, peer: u32) -> Self {
+        Self {
+            up,
+            peer,
+            queue: VecDeque::new(),
+        }
+    }
 }
 
-fn parse_args() -> Result<(SocketAddr, SocketAddr, Option<usize>), String> {
-    let (mut listen, mut upstream, mut cpu) = (None, None, None);
+/// A shared upstream connection.
+struct Upstream {
+    conn: ClientConn,
+    /// Upstream stream → (client slot, downstream stream).
+    routes: AHashMap<u32, (usize, u32)>,
+    /// Its task, parked until bytes arrive or there is output to write.
+    waker: Option<Waker>,
+    /// Closed or never connected: no new streams.
+    dead: bool,
+}
+
+/// What a client task is told by the upstream tasks.
+#[derive(Default)]
+struct Slot {
+    /// Events of the client's streams, with their upstream connection.
+    inbox: VecDeque<(usize, ClientEvent)>,
+    waker: Option<Waker>,
+}
+
+/// What the shard's tasks share.
+struct Shard {
+    ups: Vec<Upstream>,
+    /// Client slots by id; `None` is free.
+    clients: Vec<Option<Slot>>,
+    free: Vec<usize>,
+}
+
+thread_local! {
+    /// The executor's shard, made when its first client arrives (the accept
+    /// loop's closure must be `Send`, a shard is not).
+    static SHARD: RefCell<Option<Rc<RefCell<Shard>>>> = const { RefCell::new(None) };
+}
+
+struct Args {
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    upstreams: usize,
+    cpu: Option<usize>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let (mut listen, mut upstream, mut cpu, mut upstreams) = (None, None, None, 1);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(format!("{a} needs a value"));
@@ -69,15 +129,22 @@ fn parse_args() -> Result<(SocketAddr, SocketAddr, Option<usize>), String> {
             "--upstream" => {
                 upstream = Some(value()?.parse().map_err(|e| format!("--upstream: {e}"))?)
             }
+            "--upstreams" => {
+                upstreams = value()?.parse().map_err(|e| format!("--upstreams: {e}"))?
+            }
             "--cpu" => cpu = Some(value()?.parse().map_err(|e| format!("--cpu: {e}"))?),
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok((
-        listen.ok_or("--listen ADDR is required")?,
-        upstream.ok_or("--upstream ADDR is required")?,
+    if !(1..=MAX_UPSTREAMS).contains(&upstreams) {
+        return Err(format!("--upstreams must be within 1..={MAX_UPSTREAMS}"));
+    }
+    Ok(Args {
+        listen: listen.ok_or("--listen ADDR is required")?,
+        upstream: upstream.ok_or("--upstream ADDR is required")?,
+        upstreams,
         cpu,
-    ))
+    })
 }
 
 /// Regular fields of a header list (pseudo-headers left out).
@@ -91,17 +158,66 @@ fn status_of(head: &HeaderList) -> u16 {
         .unwrap_or(502)
 }
 
-impl Pair {
-    fn on_down_event(&mut self, ev: Event) {
+/// Stores `cx`'s waker in `slot` unless the one there already wakes the
+/// same task (a clone is a reference count).
+fn park(slot: &mut Option<Waker>, cx: &Context<'_>) {
+    match slot {
+        Some(w) if w.will_wake(cx.waker()) => {}
+        _ => *slot = Some(cx.waker().clone()),
+    }
+}
+
+fn wake(slot: &mut Option<Waker>) {
+    if let Some(w) = slot.take() {
+        w.wake();
+    }
+}
+
+/// Key of an upstream stream in a client's map.
+fn up_key(up: usize, stream: u32) -> u64 {
+    (up as u64) << 32 | stream as u64
+}
+
+/// One client connection's proxy state, owned by its task.
+struct Client {
+    id: usize,
+    down: ServerConn,
+    /// Downstream stream → its upstream half (request body queue).
+    d2u: AHashMap<u32, Half>,
+    /// [`up_key`] → its downstream half (response body queue).
+    u2d: AHashMap<u64, Half>,
+    /// Upstream connections given output this turn, to wake.
+    touched: u64,
+}
+
+impl Client {
+    /// Picks the upstream connection with the fewest open streams that may
+    /// open one more.
+    fn pick(sh: &Shard) -> Option<usize> {
+        sh.ups
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !u.dead && u.conn.can_open_stream())
+            .min_by_key(|(_, u)| u.conn.open_streams())
+            .map(|(i, _)| i)
+    }
+
+    fn on_down_event(&mut self, sh: &mut Shard, ev: Event) {
         match ev {
             Event::Request {
                 stream,
                 head,
                 end_stream,
             } => {
+                let Some(i) = Self::pick(sh) else {
+                    self.down.recycle(head);
+                    self.down.reset(stream, ErrorCode::REFUSED_STREAM);
+                    return;
+                };
+                let up = &mut sh.ups[i];
                 let get = |n: &[u8]| head.get(n).unwrap_or(b"");
                 let authority = head.get(b":authority").or(head.get(b"host"));
-                let sent = self.up.send_request(
+                let sent = up.conn.send_request(
                     get(b":method"),
                     get(b":scheme"),
                     authority.unwrap_or(b""),
@@ -111,21 +227,11 @@ impl Pair {
                 );
                 self.down.recycle(head);
                 match sent {
-                    Ok(up) => {
-                        self.d2u.insert(
-                            stream,
-                            Half {
-                                peer: up,
-                                ..Half::default()
-                            },
-                        );
-                        self.u2d.insert(
-                            up,
-                            Half {
-                                peer: stream,
-                                ..Half::default()
-                            },
-                        );
+                    Ok(us) => {
+                        up.routes.insert(us, (self.id, stream));
+                        self.d2u.insert(stream, Half::new(i, us));
+                        self.u2d.insert(up_key(i, us), Half::new(i, stream));
+                        self.touched |= 1 << i;
                     }
                     Err(_) => self.down.reset(stream, ErrorCode::REFUSED_STREAM),
                 }
@@ -147,15 +253,21 @@ impl Pair {
             Event::Reset { stream, .. } => {
                 if let Some(h) = self.d2u.remove(&stream) {
                     self.down.release(stream, queued(&h.queue));
-                    self.up.reset(h.peer, ErrorCode::CANCEL);
-                    self.u2d.remove(&h.peer);
+                    let up = &mut sh.ups[h.up];
+                    up.conn.reset(h.peer, ErrorCode::CANCEL);
+                    up.routes.remove(&h.peer);
+                    if let Some(r) = self.u2d.remove(&up_key(h.up, h.peer)) {
+                        up.conn.release(h.peer, queued(&r.queue));
+                    }
+                    self.touched |= 1 << h.up;
                 }
             }
             Event::WindowOpen { .. } | Event::GoAway { .. } => {}
         }
     }
 
-    fn on_up_event(&mut self, ev: ClientEvent) {
+    fn on_up_event(&mut self, sh: &mut Shard, i: usize, ev: ClientEvent) {
+        let up = &mut sh.ups[i];
         match ev {
             ClientEvent::Response {
                 stream,
@@ -163,40 +275,48 @@ impl Pair {
                 informational,
                 end_stream,
             } => {
-                if let Some(h) = self.u2d.get(&stream) {
+                if let Some(h) = self.u2d.get(&up_key(i, stream)) {
                     let fields = regular(&head).map(|(n, v, _)| (n, v));
                     if self
                         .down
                         .send_headers(h.peer, status_of(&head), fields, end_stream)
                         .is_err()
                     {
-                        self.up.reset(stream, ErrorCode::CANCEL);
+                        up.conn.reset(stream, ErrorCode::CANCEL);
+                        self.touched |= 1 << i;
                     }
                     if end_stream && !informational {
-                        self.finish(stream);
+                        self.finish(up, i, stream);
                     }
                 }
-                self.up.recycle(head);
+                up.conn.recycle(head);
             }
             ClientEvent::Data {
                 stream,
                 data,
                 end_stream,
-            } => match self.u2d.get_mut(&stream) {
+            } => match self.u2d.get_mut(&up_key(i, stream)) {
                 Some(h) => h.queue.push_back(Item::Data(data, end_stream)),
-                None => self.up.release(stream, data.len() as u32),
+                None => {
+                    up.conn.release(stream, data.len() as u32);
+                    self.touched |= 1 << i;
+                }
             },
             ClientEvent::Trailers { stream, fields } => {
-                if let Some(h) = self.u2d.get_mut(&stream) {
+                if let Some(h) = self.u2d.get_mut(&up_key(i, stream)) {
                     h.queue.push_back(Item::Trailers(owned(&fields)));
                 }
-                self.up.recycle(fields);
+                up.conn.recycle(fields);
             }
             ClientEvent::Reset { stream, .. } | ClientEvent::TooLarge { stream } => {
-                if let Some(h) = self.u2d.remove(&stream) {
-                    self.up.release(stream, queued(&h.queue));
+                up.routes.remove(&stream);
+                if let Some(h) = self.u2d.remove(&up_key(i, stream)) {
+                    up.conn.release(stream, queued(&h.queue));
                     self.down.reset(h.peer, ErrorCode::INTERNAL_ERROR);
-                    self.d2u.remove(&h.peer);
+                    if let Some(r) = self.d2u.remove(&h.peer) {
+                        self.down.release(h.peer, queued(&r.queue));
+                    }
+                    self.touched |= 1 << i;
                 }
             }
             ClientEvent::WindowOpen { .. }
@@ -206,27 +326,75 @@ impl Pair {
     }
 
     /// The response ended: the stream is done on both connections.
-    fn finish(&mut self, up: u32) {
-        if let Some(h) = self.u2d.remove(&up) {
+    fn finish(&mut self, up: &mut Upstream, i: usize, stream: u32) {
+        up.routes.remove(&stream);
+        if let Some(h) = self.u2d.remove(&up_key(i, stream)) {
             self.d2u.remove(&h.peer);
         }
     }
 
     /// Moves queued chunks across as far as the windows allow, releasing
     /// each on the side it came from once the other side took it.
-    fn forward(&mut self) {
+    fn forward(&mut self, sh: &mut Shard) {
         let mut done = Vec::new();
-        for (&up, h) in self.u2d.iter_mut() {
-            if drain(&mut h.queue, h.peer, &mut self.down, &mut self.up, up) {
-                done.push(up);
+        for (&key, h) in self.u2d.iter_mut() {
+            if h.queue.is_empty() {
+                continue;
             }
+            let stream = key as u32;
+            let up = &mut sh.ups[h.up];
+            if drain(&mut h.queue, h.peer, &mut self.down, &mut up.conn, stream) {
+                done.push((h.up, stream));
+            }
+            self.touched |= 1 << h.up;
         }
-        for up in done {
-            self.finish(up);
+        for (i, stream) in done {
+            self.finish(&mut sh.ups[i], i, stream);
         }
         for (&down, h) in self.d2u.iter_mut() {
-            drain(&mut h.queue, h.peer, &mut self.up, &mut self.down, down);
+            if h.queue.is_empty() {
+                continue;
+            }
+            drain(
+                &mut h.queue,
+                h.peer,
+                &mut sh.ups[h.up].conn,
+                &mut self.down,
+                down,
+            );
+            self.touched |= 1 << h.up;
         }
+    }
+
+    /// Wakes the upstream tasks whose connections were given output.
+    fn wake_touched(&mut self, sh: &mut Shard) {
+        while self.touched != 0 {
+            let i = self.touched.trailing_zeros() as usize;
+            self.touched &= self.touched - 1;
+            wake(&mut sh.ups[i].waker);
+        }
+    }
+
+    /// The client is gone: its upstream streams are cancelled and every
+    /// byte it held is released, so the shared connections lose nothing.
+    fn close(mut self, sh: &mut Shard) {
+        for (key, h) in self.u2d.drain() {
+            let (i, stream) = ((key >> 32) as usize, key as u32);
+            let up = &mut sh.ups[i];
+            up.routes.remove(&stream);
+            up.conn.reset(stream, ErrorCode::CANCEL);
+            up.conn.release(stream, queued(&h.queue));
+            self.touched |= 1 << i;
+        }
+        if let Some(slot) = sh.clients[self.id].take() {
+            for (i, ev) in slot.inbox {
+                if let ClientEvent::Data { stream, data, .. } = ev {
+                    sh.ups[i].conn.release(stream, data.len() as u32);
+                }
+            }
+        }
+        sh.free.push(self.id);
+        self.wake_touched(sh);
     }
 }
 
@@ -313,83 +481,240 @@ fn queued(queue: &VecDeque<Item>) -> u32 {
         .sum()
 }
 
-/// Makes room for one read at the end of `buf` (glommio reads into an
-/// initialised slice) and returns where it starts.
-fn read_room(buf: &mut BytesMut) -> usize {
-    let start = buf.len();
-    buf.resize(start + READ_CHUNK, 0);
-    start
+/// How a wait for a socket ended.
+enum Woken {
+    /// `n` bytes read (0: the peer closed, or the read failed).
+    Read(usize),
+    /// Another task has work for this one.
+    Nudged,
 }
 
-async fn serve_pair(mut dio: TcpStream, upstream: SocketAddr) {
-    let Ok(mut uio) = TcpStream::connect(upstream).await else {
+fn read_result(r: std::io::Result<usize>) -> Woken {
+    Woken::Read(r.unwrap_or(0))
+}
+
+/// Drives shared upstream connection `i`: writes what the client tasks
+/// gave it, reads, and routes each event to the client owning its stream.
+async fn run_upstream(shard: Rc<RefCell<Shard>>, i: usize, addr: SocketAddr) {
+    let Ok(mut io) = TcpStream::connect(addr).await else {
+        eprintln!("wire_proxy: cannot connect to {addr}");
+        shard.borrow_mut().ups[i].dead = true;
         return;
     };
-    let _ = dio.set_nodelay(true);
-    let _ = uio.set_nodelay(true);
-    let mut pair = Pair {
-        down: ServerConn::new(ServerConfig::default()),
-        up: ClientConn::new(ClientConfig::default()),
-        d2u: AHashMap::default(),
-        u2d: AHashMap::default(),
-    };
-    let (mut dbuf, mut ubuf) = (BytesMut::new(), BytesMut::new());
+    let _ = io.set_nodelay(true);
+    let mut rb = ReadBuf::default();
     loop {
-        while let Some(c) = pair.up.poll_output() {
-            if uio.write_all(&c).await.is_err() {
-                return;
+        loop {
+            let chunk = shard.borrow_mut().ups[i].conn.poll_output();
+            let Some(chunk) = chunk else { break };
+            if io.write_all(&chunk).await.is_err() {
+                return fail_upstream(&shard, i);
             }
         }
-        while let Some(c) = pair.down.poll_output() {
-            if dio.write_all(&c).await.is_err() {
-                return;
-            }
-        }
-        let (ds, us) = (read_room(&mut dbuf), read_room(&mut ubuf));
-        // Whichever socket has bytes (both, if both do).
-        let (dn, un) = poll_fn(|cx| {
-            let d = Pin::new(&mut dio).poll_read(cx, &mut dbuf[ds..]);
-            let u = Pin::new(&mut uio).poll_read(cx, &mut ubuf[us..]);
-            let take = |p: Poll<std::io::Result<usize>>| match p {
-                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => Some(None),
-                Poll::Ready(Ok(n)) => Some(Some(n)),
-                Poll::Pending => None,
-            };
-            match (take(d), take(u)) {
-                (None, None) => Poll::Pending,
-                (d, u) => Poll::Ready((d, u)),
+        let room = rb.room(UPSTREAM_READ);
+        let woken = poll_fn(|cx| match Pin::new(&mut io).poll_read(cx, room) {
+            Poll::Ready(r) => Poll::Ready(read_result(r)),
+            Poll::Pending => {
+                let mut sh = shard.borrow_mut();
+                let up = &mut sh.ups[i];
+                if up.conn.has_output() {
+                    return Poll::Ready(Woken::Nudged);
+                }
+                park(&mut up.waker, cx);
+                Poll::Pending
             }
         })
         .await;
-        dbuf.truncate(ds + dn.flatten().unwrap_or(0));
-        ubuf.truncate(us + un.flatten().unwrap_or(0));
-        if matches!(dn, Some(None)) || matches!(un, Some(None)) {
-            return; // one side closed: the pair ends
+        let n = match woken {
+            Woken::Read(0) => return fail_upstream(&shard, i),
+            Woken::Read(n) => n,
+            Woken::Nudged => 0,
+        };
+        rb.filled(n);
+        if n == 0 {
+            continue;
         }
-        if pair.down.recv(&mut dbuf).is_err() || pair.up.recv(&mut ubuf).is_err() {
-            // GOAWAYs are queued; a best-effort flush, then close.
-            while let Some(c) = pair.down.poll_output() {
-                let _ = dio.write_all(&c).await;
+        let mut guard = shard.borrow_mut();
+        let sh = &mut *guard;
+        if sh.ups[i].conn.recv(&mut rb.buf).is_err() {
+            drop(guard);
+            return fail_upstream(&shard, i);
+        }
+        while let Some(ev) = sh.ups[i].conn.poll_event() {
+            route(sh, i, ev);
+        }
+    }
+}
+
+/// Hands an upstream event to the client owning its stream (all clients,
+/// for the connection window opening).
+fn route(sh: &mut Shard, i: usize, ev: ClientEvent) {
+    let stream = match &ev {
+        ClientEvent::Response { stream, .. }
+        | ClientEvent::Data { stream, .. }
+        | ClientEvent::Trailers { stream, .. }
+        | ClientEvent::Reset { stream, .. }
+        | ClientEvent::TooLarge { stream }
+        | ClientEvent::WindowOpen { stream } => *stream,
+        ClientEvent::StreamLimit { .. } | ClientEvent::GoAway { .. } => return,
+    };
+    if stream == 0 {
+        for slot in sh.clients.iter_mut().flatten() {
+            wake(&mut slot.waker);
+        }
+        return;
+    }
+    let client = sh.ups[i].routes.get(&stream).map(|&(c, _)| c);
+    match client.and_then(|c| sh.clients[c].as_mut()) {
+        Some(slot) => {
+            slot.inbox.push_back((i, ev));
+            wake(&mut slot.waker);
+        }
+        // Its client is gone: give back what it would have held.
+        None => match ev {
+            ClientEvent::Data { stream, data, .. } => {
+                sh.ups[i].conn.release(stream, data.len() as u32)
             }
-            return;
+            ClientEvent::Response { head, .. } => sh.ups[i].conn.recycle(head),
+            ClientEvent::Trailers { fields, .. } => sh.ups[i].conn.recycle(fields),
+            _ => {}
+        },
+    }
+}
+
+/// The upstream connection is gone: every stream on it is reset for its
+/// client, and the connection takes no new streams.
+fn fail_upstream(shard: &Rc<RefCell<Shard>>, i: usize) {
+    let mut guard = shard.borrow_mut();
+    let sh = &mut *guard;
+    sh.ups[i].dead = true;
+    let routes: Vec<u32> = sh.ups[i].routes.keys().copied().collect();
+    for stream in routes {
+        route(
+            sh,
+            i,
+            ClientEvent::Reset {
+                stream,
+                code: ErrorCode::CONNECT_ERROR,
+            },
+        );
+    }
+}
+
+fn shard(upstream: SocketAddr, upstreams: usize) -> Rc<RefCell<Shard>> {
+    SHARD.with(|s| {
+        s.borrow_mut()
+            .get_or_insert_with(|| {
+                let sh = Rc::new(RefCell::new(Shard {
+                    ups: (0..upstreams)
+                        .map(|_| Upstream {
+                            conn: ClientConn::new(ClientConfig {
+                                connection_window: 16 << 20,
+                                ..ClientConfig::default()
+                            }),
+                            routes: AHashMap::default(),
+                            waker: None,
+                            dead: false,
+                        })
+                        .collect(),
+                    clients: Vec::new(),
+                    free: Vec::new(),
+                }));
+                for i in 0..upstreams {
+                    glommio::spawn_local(run_upstream(sh.clone(), i, upstream)).detach();
+                }
+                sh
+            })
+            .clone()
+    })
+}
+
+async fn serve_client(mut io: TcpStream, shard: Rc<RefCell<Shard>>) {
+    let _ = io.set_nodelay(true);
+    let id = {
+        let mut sh = shard.borrow_mut();
+        match sh.free.pop() {
+            Some(id) => {
+                sh.clients[id] = Some(Slot::default());
+                id
+            }
+            None => {
+                sh.clients.push(Some(Slot::default()));
+                sh.clients.len() - 1
+            }
         }
-        while let Some(ev) = pair.down.poll_event() {
-            pair.on_down_event(ev);
+    };
+    let mut client = Client {
+        id,
+        down: ServerConn::new(ServerConfig::default()),
+        d2u: AHashMap::default(),
+        u2d: AHashMap::default(),
+        touched: 0,
+    };
+    let mut rb = ReadBuf::default();
+    let mut inbox = VecDeque::new();
+    loop {
+        while let Some(c) = client.down.poll_output() {
+            if io.write_all(&c).await.is_err() {
+                return client.close(&mut shard.borrow_mut());
+            }
         }
-        while let Some(ev) = pair.up.poll_event() {
-            pair.on_up_event(ev);
+        let room = rb.room(CLIENT_READ);
+        let woken = poll_fn(|cx| match Pin::new(&mut io).poll_read(cx, room) {
+            Poll::Ready(r) => Poll::Ready(read_result(r)),
+            Poll::Pending => {
+                let mut sh = shard.borrow_mut();
+                let Some(slot) = sh.clients[id].as_mut() else {
+                    return Poll::Ready(Woken::Read(0));
+                };
+                if !slot.inbox.is_empty() {
+                    return Poll::Ready(Woken::Nudged);
+                }
+                park(&mut slot.waker, cx);
+                Poll::Pending
+            }
+        })
+        .await;
+        let n = match woken {
+            Woken::Read(0) => return client.close(&mut shard.borrow_mut()),
+            Woken::Read(n) => n,
+            Woken::Nudged => 0,
+        };
+        rb.filled(n);
+        // A connection error stops the client; GOAWAY is queued.
+        if n > 0 && client.down.recv(&mut rb.buf).is_err() {
+            // A best-effort flush, then close.
+            while let Some(c) = client.down.poll_output() {
+                let _ = io.write_all(&c).await;
+            }
+            return client.close(&mut shard.borrow_mut());
         }
-        pair.forward();
+        let mut guard = shard.borrow_mut();
+        let sh = &mut *guard;
+        while let Some(ev) = client.down.poll_event() {
+            client.on_down_event(sh, ev);
+        }
+        if let Some(slot) = sh.clients[id].as_mut() {
+            std::mem::swap(&mut slot.inbox, &mut inbox);
+        }
+        for (i, ev) in inbox.drain(..) {
+            client.on_up_event(sh, i, ev);
+        }
+        client.forward(sh);
+        client.wake_touched(sh);
     }
 }
 
 fn main() -> ExitCode {
-    let (listen, upstream, cpu) = match parse_args() {
+    let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("wire_proxy: {e}");
             return ExitCode::from(2);
         }
     };
-    benches::serve_on_one_core("wire_proxy", listen, cpu, move |s| serve_pair(s, upstream))
+    let (upstream, upstreams) = (args.upstream, args.upstreams);
+    benches::serve_on_one_core("wire_proxy", args.listen, args.cpu, move |s| {
+        serve_client(s, shard(upstream, upstreams))
+    })
 }
