@@ -174,6 +174,7 @@ fn bench(c: &mut Criterion) {
                 Arc::new(ShardStats::default()),
                 Arc::clone(&snap),
                 Default::default(),
+                Default::default(),
             );
             // Sanity: the request reaches `svc` and rotates over its hosts.
             let a = route_and_pick(&shard, &snap, &parts).unwrap();

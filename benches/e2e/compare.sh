@@ -39,6 +39,9 @@
 #                      gateway's place)
 #   --baseline BIN     also run this gateway binary as target "baseline" and
 #                      report gateway ÷ baseline (A/B of two builds, same run)
+#   --gateway-args S   extra arguments for target gateway, e.g.
+#                      "--data-path h2wire"                [GATEWAY_ARGS]
+#   --baseline-args S  extra arguments for target baseline [BASELINE_ARGS]
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]
 #   --perf             also record `perf` of the gateway (one extra loadgen run)
 #   --no-install       do not apt-get install missing tools
@@ -66,6 +69,8 @@ PERF=${PERF:-0}
 INSTALL=${INSTALL:-1}
 BUILD=${BUILD:-1}
 BASELINE=${BASELINE:-}
+GATEWAY_ARGS=${GATEWAY_ARGS:-}
+BASELINE_ARGS=${BASELINE_ARGS:-}
 OUT_DIR=${OUT_DIR:-}
 
 while [ $# -gt 0 ]; do
@@ -88,6 +93,8 @@ while [ $# -gt 0 ]; do
         --no-install) INSTALL=0 ;;
         --no-build) BUILD=0 ;;
         --baseline) BASELINE=$2; shift ;;
+        --gateway-args) GATEWAY_ARGS=$2; shift ;;
+        --baseline-args) BASELINE_ARGS=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
         -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
@@ -210,8 +217,9 @@ launch_proxy() { # log-file, command...
     wait_listen "$PROXY_PORT" "$PROXY_PID"
 }
 
-start_gateway() { # [binary]
-    local bin=${1:-$BIN/gateway}
+start_gateway() { # binary [extra arguments...]
+    local bin=$1
+    shift
     PROXY_PORT=$(free_port)
     cat >"$WORK/gateway.yaml" <<EOF
 node: { id: bench-gateway, cluster: bench }
@@ -258,7 +266,7 @@ static_resources:
         - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
 EOF
     launch_proxy gateway.log "$bin" --config "$WORK/gateway.yaml" \
-        --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn
+        --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn "$@"
 }
 
 start_haproxy() {
@@ -432,8 +440,8 @@ for round in $(seq "$ROUNDS"); do
     for i in $(seq 0 $((n - 1))); do
         target=${TARGET_LIST[$(( (i + round - 1) % n ))]}
         case $target in
-            gateway) start_gateway ;;
-            baseline) start_gateway "$BIN/gateway-baseline" ;;
+            gateway) start_gateway "$BIN/gateway" $GATEWAY_ARGS ;;
+            baseline) start_gateway "$BIN/gateway-baseline" $BASELINE_ARGS ;;
             haproxy) start_haproxy ;;
             wire) start_wire ;;
             wireproxy) start_wireproxy ;;

@@ -56,6 +56,7 @@ pub(crate) struct Layout {
     pub shards: usize,
     pub cpus: Option<Vec<usize>>,
     pub cookie_format: engine::session::CookieFormat,
+    pub data_path: crate::wire::DataPath,
 }
 
 struct ShardLink {
@@ -106,6 +107,7 @@ pub(crate) async fn run(
         shards: n,
         cpus,
         cookie_format,
+        data_path,
     } = layout;
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
@@ -154,7 +156,9 @@ pub(crate) async fn run(
         let spawned = LocalExecutorBuilder::new(placement)
             .io_memory(1 << 20)
             .name(&format!("shard-{i}"))
-            .spawn(move || crate::data_shard::run(i, stats, first, cookie_format, rx, ack_tx));
+            .spawn(move || {
+                crate::data_shard::run(i, stats, first, (cookie_format, data_path), rx, ack_tx)
+            });
         match spawned {
             Ok(thread) => links.push(ShardLink {
                 tx: tx.connect().await,

@@ -11,18 +11,25 @@ use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 use crate::gateway::{ShardMsg, ShardReply};
 use crate::shard::Shard;
 use crate::stats::ShardStats;
+use crate::wire::DataPath;
 
 pub async fn run(
     id: usize,
     stats: Arc<ShardStats>,
     first: Arc<Snapshot>,
-    cookie_format: CookieFormat,
+    (cookie_format, data_path): (CookieFormat, DataPath),
     inbox: SharedReceiver<ShardMsg>,
     acks: SharedSender<ShardReply>,
 ) {
     let inbox = inbox.connect().await;
     let acks = acks.connect().await;
-    let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first), cookie_format);
+    let shard = Shard::new(
+        id,
+        Arc::clone(&stats),
+        Arc::clone(&first),
+        cookie_format,
+        data_path,
+    );
     let _ticker = glommio::spawn_local(shard.ticker.clone().run());
     let version = first.version;
     let result = shard

@@ -32,8 +32,8 @@ const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
 /// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
 /// least half of the streams it opened. Ordinary cancellation (deadlines) is
 /// far below that ratio; a rapid-reset attack is at 100 %.
-const FLOOD_WINDOW: Duration = Duration::from_secs(10);
-const FLOOD_MIN_RESETS: u32 = 100;
+pub(crate) const FLOOD_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const FLOOD_MIN_RESETS: u32 = 100;
 /// Envoy's default limit of buffered outbound data per stream (bytes).
 const MAX_SEND_BUFFER: usize = 64 * 1024;
 

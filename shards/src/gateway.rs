@@ -35,6 +35,8 @@ pub struct Options {
     /// How new session cookies are written (`--session-cookie-format`);
     /// every form is read whatever this says.
     pub session_cookie_format: CookieFormat,
+    /// Which HTTP/2 implementation carries requests (`--data-path`).
+    pub data_path: crate::wire::DataPath,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +251,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 shards: n,
                 cpus,
                 cookie_format: opts.session_cookie_format,
+                data_path: opts.data_path,
             };
             ex.run(crate::control::run(
                 bootstrap, layout, stats2, cmd_rx, started_tx,

@@ -19,6 +19,7 @@ pub mod shard;
 pub mod signal;
 pub mod stats;
 pub mod tick;
+pub mod wire;
 pub(crate) mod xds;
 
 pub use gateway::{start, GatewayHandle, Options, StartError};

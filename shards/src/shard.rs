@@ -21,6 +21,7 @@ use crate::pool::HostPool;
 use crate::signal::Signal;
 use crate::stats::ShardStats;
 use crate::tick::Ticker;
+use crate::wire::{self, DataPath, WireShard};
 
 /// A listener socket this shard accepts on.
 struct RunningListener {
@@ -56,6 +57,10 @@ pub struct Shard {
     pub shutdown: Signal,
     /// Coarse shard-wide tick for stream watchdogs (see `tick`).
     pub ticker: Ticker,
+    /// Which HTTP/2 implementation carries requests (`--data-path`).
+    pub data_path: DataPath,
+    /// The h2wire path's shared state (empty on the `h2` path).
+    pub wire: WireShard,
 }
 
 /// A nonzero xorshift seed from the clock, the process and the shard.
@@ -78,6 +83,7 @@ impl Shard {
         stats: Arc<ShardStats>,
         first: Arc<Snapshot>,
         cookie_format: CookieFormat,
+        data_path: DataPath,
     ) -> Rc<Self> {
         Rc::new(Self {
             id,
@@ -94,6 +100,8 @@ impl Shard {
             listeners: RefCell::new(AHashMap::new()),
             shutdown: Signal::new(),
             ticker: Ticker::new(),
+            data_path,
+            wire: WireShard::default(),
         })
     }
 
@@ -130,11 +138,12 @@ impl Shard {
         };
         let ejected = self.ejected.borrow();
         let pools = self.pools.borrow();
-        let active = |id: HostId| {
-            pools
+        let active = |id: HostId| match self.data_path {
+            DataPath::H2 => pools
                 .get(id.index())
                 .and_then(Option::as_ref)
-                .map_or(0, |p| p.in_flight())
+                .map_or(0, |p| p.in_flight()),
+            DataPath::H2wire => self.wire.in_flight(id.index()),
         };
         let pick = lb.pick(cluster, &ejected, active, &mut || self.random_u64())?;
         let lb_stats = &self.stats.lb;
@@ -234,8 +243,39 @@ impl Shard {
         }
     }
 
+    /// The h2wire path's pool for `host`, made on first use (and afresh
+    /// when the host's id was recycled for another address).
+    pub(crate) fn wire_pool(&self, host: &Host, cluster: &ClusterSnapshot) -> wire::pool::PoolRef {
+        let mut pools = self.wire.pools.borrow_mut();
+        let i = host.id.index();
+        if pools.len() <= i {
+            pools.resize(i + 1, None);
+        }
+        match &pools[i] {
+            Some(p) if p.borrow().addr == host.address => Rc::clone(p),
+            _ => {
+                if let Some(old) = pools[i].take() {
+                    old.borrow_mut().retire();
+                }
+                let p = wire::pool::Pool::new(host.address, host.id, Arc::clone(&cluster.config));
+                pools[i] = Some(Rc::clone(&p));
+                p
+            }
+        }
+    }
+
     /// Open upstream connections per host id (admin view).
     pub fn pool_connections(&self) -> Vec<(usize, usize)> {
+        if self.data_path == DataPath::H2wire {
+            return self
+                .wire
+                .pools
+                .borrow()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.borrow().connections())))
+                .collect();
+        }
         self.pools
             .borrow()
             .iter()
@@ -268,6 +308,7 @@ impl Shard {
             if let Some(slot) = pools.get_mut(id.index()) {
                 *slot = None;
             }
+            self.wire.drop_pool(id.index());
         };
         for (name, old_c) in &old.clusters {
             match snap.clusters.get(name) {
@@ -353,12 +394,19 @@ impl Shard {
             match TcpListener::bind(cfg.address) {
                 Ok(sock) => {
                     let drain = Signal::new();
-                    let task = glommio::spawn_local(downstream::accept_loop(
-                        Rc::clone(self),
-                        sock,
-                        Rc::from(cfg.name.as_str()),
-                        drain.clone(),
-                    ));
+                    let (shard, name) = (Rc::clone(self), Rc::from(cfg.name.as_str()));
+                    let task =
+                        match self.data_path {
+                            DataPath::H2 => glommio::spawn_local(downstream::accept_loop(
+                                shard,
+                                sock,
+                                name,
+                                drain.clone(),
+                            )),
+                            DataPath::H2wire => glommio::spawn_local(
+                                wire::downstream::accept_loop(shard, sock, name, drain.clone()),
+                            ),
+                        };
                     running.insert(
                         cfg.name.clone(),
                         RunningListener {

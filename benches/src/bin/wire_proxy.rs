@@ -23,7 +23,8 @@
 //! upstream stream. A reset on either side resets the other half.
 //!
 //! What it is not: the gateway. No routing, no timeouts, no limits beyond
-//! the codec's, no reconnection, no admin. It answers how much CPU per
+//! the codec's, no admin; a closed upstream connection is replaced, nothing
+//! more. It answers how much CPU per
 //! request the HTTP/2 layer and the driver model cost in a proxy.
 
 use std::cell::RefCell;
@@ -36,13 +37,13 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use ahash::AHashMap;
-use benches::ReadBuf;
 use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWriteExt};
 use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
+use shards::wire::ReadBuf;
 
 /// Bytes asked of a client socket per read.
 const CLIENT_READ: usize = 8 * 1024;
@@ -88,6 +89,20 @@ struct Upstream {
     waker: Option<Waker>,
     /// Closed or never connected: no new streams.
     dead: bool,
+}
+
+impl Upstream {
+    fn new() -> Self {
+        Self {
+            conn: ClientConn::new(ClientConfig {
+                connection_window: 16 << 20,
+                ..ClientConfig::default()
+            }),
+            routes: AHashMap::default(),
+            waker: None,
+            dead: false,
+        }
+    }
 }
 
 /// What a client task is told by the upstream tasks.
@@ -495,6 +510,20 @@ fn read_result(r: std::io::Result<usize>) -> Woken {
 
 /// Drives shared upstream connection `i`: writes what the client tasks
 /// gave it, reads, and routes each event to the client owning its stream.
+/// Runs upstream connection `i`, and a new one each time it ends (a
+/// backend may close it, e.g. with GOAWAY after a burst of cancelled
+/// streams when a load generator stops).
+async fn keep_upstream(shard: Rc<RefCell<Shard>>, i: usize, addr: SocketAddr) {
+    loop {
+        run_upstream(Rc::clone(&shard), i, addr).await;
+        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        let old = std::mem::replace(&mut shard.borrow_mut().ups[i], Upstream::new());
+        // Streams still routed to the old connection were reset by
+        // `fail_upstream`; their clients release nothing on it.
+        drop(old);
+    }
+}
+
 async fn run_upstream(shard: Rc<RefCell<Shard>>, i: usize, addr: SocketAddr) {
     let Ok(mut io) = TcpStream::connect(addr).await else {
         eprintln!("wire_proxy: cannot connect to {addr}");
@@ -606,22 +635,12 @@ fn shard(upstream: SocketAddr, upstreams: usize) -> Rc<RefCell<Shard>> {
         s.borrow_mut()
             .get_or_insert_with(|| {
                 let sh = Rc::new(RefCell::new(Shard {
-                    ups: (0..upstreams)
-                        .map(|_| Upstream {
-                            conn: ClientConn::new(ClientConfig {
-                                connection_window: 16 << 20,
-                                ..ClientConfig::default()
-                            }),
-                            routes: AHashMap::default(),
-                            waker: None,
-                            dead: false,
-                        })
-                        .collect(),
+                    ups: (0..upstreams).map(|_| Upstream::new()).collect(),
                     clients: Vec::new(),
                     free: Vec::new(),
                 }));
                 for i in 0..upstreams {
-                    glommio::spawn_local(run_upstream(sh.clone(), i, upstream)).detach();
+                    glommio::spawn_local(keep_upstream(sh.clone(), i, upstream)).detach();
                 }
                 sh
             })

@@ -1,6 +1,7 @@
 //! `gateway`: run the edge gateway from an Envoy v3 bootstrap (or the
 //! embedded demo), reload it on SIGHUP, drain on SIGTERM/SIGINT.
 
+use shards::wire::DataPath;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,6 +51,20 @@ struct Args {
     /// (gRFC A55's plain base64("ip:port")). Every form is read either way.
     #[arg(long, value_name = "FORMAT", default_value = "envoy", value_parser = parse_cookie_format)]
     session_cookie_format: CookieFormat,
+    /// Which HTTP/2 implementation carries requests: `h2` (the h2 crate, a
+    /// task per stream; the default) or `h2wire` (our own codec, no task
+    /// per stream; experimental: no stateful sessions, outlier counts or
+    /// stream idle timeout yet, see docs/h2-codec.md).
+    #[arg(long, value_name = "PATH", default_value = "h2", value_parser = parse_data_path)]
+    data_path: DataPath,
+}
+
+fn parse_data_path(s: &str) -> Result<DataPath, String> {
+    match s {
+        "h2" => Ok(DataPath::H2),
+        "h2wire" => Ok(DataPath::H2wire),
+        other => Err(format!("{other:?}: expected h2 or h2wire")),
+    }
 }
 
 fn parse_cookie_format(s: &str) -> Result<CookieFormat, String> {
@@ -175,6 +190,7 @@ fn main() -> ExitCode {
             shards: args.shards,
             cpus,
             session_cookie_format: args.session_cookie_format,
+            data_path: args.data_path,
         },
     ) {
         Ok(g) => g,

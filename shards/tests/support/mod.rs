@@ -109,6 +109,7 @@ pub fn start(b: Bootstrap, shards: usize) -> shards::GatewayHandle {
         shards::Options {
             shards: Some(shards),
             cpus: None,
+            data_path: data_path_from_env(),
             ..Default::default()
         },
     )
@@ -582,4 +583,13 @@ pub fn send_n(
 /// `n` GETs of `path` with `headers` on one connection (see [`send_n`]).
 pub fn get_replies(addr: SocketAddr, path: &str, headers: &[(&str, &str)], n: usize) -> Vec<Reply> {
     send_n(addr, "GET", path, headers, n)
+}
+
+/// The data path the in-process gateways of the tests use:
+/// `GATEWAY_TEST_DATA_PATH=h2wire` runs the suite on the h2wire path.
+pub fn data_path_from_env() -> shards::wire::DataPath {
+    match std::env::var("GATEWAY_TEST_DATA_PATH").as_deref() {
+        Ok("h2wire") => shards::wire::DataPath::H2wire,
+        _ => shards::wire::DataPath::H2,
+    }
 }

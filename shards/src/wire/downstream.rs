@@ -1,0 +1,363 @@
+//! Downstream connections on `h2wire::conn::ServerConn`: accept, the connection's task and its timers (idle, drain), the reset-flood cut-off.
+
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use ahash::AHashMap;
+use engine::Listener;
+use futures_lite::{AsyncRead, AsyncWriteExt};
+use glommio::net::{TcpListener, TcpStream};
+use glommio::timer::Timer;
+use h2wire::conn::{Event, ServerConfig, ServerConn};
+use h2wire::ErrorCode;
+
+use super::pool::{PoolRef, UpRef, Woken};
+use super::stream::DStream;
+use super::{park, Delivered, Inbox, ReadBuf};
+use crate::downstream::{FLOOD_MIN_RESETS, FLOOD_WINDOW};
+use crate::shard::Shard;
+use crate::signal::Signal;
+
+/// Bytes asked of a client socket per read.
+const READ_SIZE: usize = 8 * 1024;
+/// How often a connection with streams looks for expired deadlines: the
+/// precision of the route timeout on this path.
+const DEADLINE_SCAN: Duration = Duration::from_millis(50);
+/// How long an abruptly closed connection may take to flush its GOAWAY.
+const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
+
+/// Accepts connections on one listener socket until cancelled (by dropping
+/// the task, which also closes the socket).
+pub async fn accept_loop(shard: Rc<Shard>, sock: TcpListener, listener: Rc<str>, drain: Signal) {
+    loop {
+        match sock.accept().await {
+            Ok(stream) => {
+                glommio::spawn_local(serve(
+                    Rc::clone(&shard),
+                    stream,
+                    Rc::clone(&listener),
+                    drain.clone(),
+                ))
+                .detach();
+            }
+            Err(e) => {
+                tracing::warn!(shard = shard.id, listener = %listener, "accept failed: {e}");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Client resets per window, for the flood cut-off (as on the `h2` path:
+/// at least [`FLOOD_MIN_RESETS`] in a [`FLOOD_WINDOW`], and at least half
+/// of the streams opened in it).
+struct FloodCount {
+    window_start: Instant,
+    streams: u32,
+    resets: u32,
+}
+
+impl FloodCount {
+    fn roll(&mut self, now: Instant) {
+        if now.duration_since(self.window_start) >= FLOOD_WINDOW {
+            *self = Self {
+                window_start: now,
+                streams: 0,
+                resets: 0,
+            };
+        }
+    }
+}
+
+/// One downstream connection's proxy state, owned by its task.
+pub(crate) struct DownConn {
+    pub shard: Rc<Shard>,
+    /// This connection's inbox in the shard's slab.
+    pub inbox: usize,
+    pub conn: ServerConn,
+    pub streams: AHashMap<u32, DStream>,
+    pub peer: SocketAddr,
+    /// The config the connection was accepted under: streams fall back to
+    /// it when a reload removed the listener while the connection drains.
+    pub listener: Arc<Listener>,
+    /// Upstream connections given output this turn: (pool, slot).
+    pub touched: Vec<(PoolRef, usize)>,
+    /// Streams finished this turn whose upstream events may still sit in
+    /// the inbox: their windows must still be released.
+    pub graveyard: Vec<(u32, PoolRef, UpRef)>,
+    flood: FloodCount,
+    pub flooded: bool,
+}
+
+impl DownConn {
+    /// Notes that `slot` of `pool` has output to write.
+    pub fn touch(&mut self, pool: &PoolRef, slot: usize) {
+        if !self
+            .touched
+            .iter()
+            .any(|(p, s)| *s == slot && Rc::ptr_eq(p, pool))
+        {
+            self.touched.push((Rc::clone(pool), slot));
+        }
+    }
+
+    /// Wakes the upstream tasks that were given output.
+    fn flush_upstreams(&mut self) {
+        for (pool, slot) in self.touched.drain(..) {
+            pool.borrow_mut().flush(slot);
+        }
+    }
+
+    fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Request {
+                stream,
+                head,
+                end_stream,
+            } => {
+                let now = Instant::now();
+                self.flood.roll(now);
+                self.flood.streams += 1;
+                self.on_request(stream, head, end_stream, now);
+            }
+            Event::Data {
+                stream,
+                data,
+                end_stream,
+            } => self.on_request_data(stream, data, end_stream),
+            Event::Trailers { stream, fields } => self.on_request_trailers(stream, fields),
+            Event::Reset { stream, .. } => {
+                if self.streams.contains_key(&stream) {
+                    self.shard.stats.downstream.rq_reset_by_client.inc();
+                    self.client_reset();
+                    self.finish(stream);
+                }
+            }
+            Event::WindowOpen { .. } | Event::GoAway { .. } => {}
+        }
+    }
+
+    fn client_reset(&mut self) {
+        self.flood.roll(Instant::now());
+        self.flood.resets += 1;
+        if self.flood.resets >= FLOOD_MIN_RESETS && self.flood.resets * 2 >= self.flood.streams {
+            self.flooded = true;
+        }
+    }
+
+    /// Processes what the upstream tasks delivered.
+    fn on_inbox(&mut self, items: &mut std::collections::VecDeque<(u32, Delivered)>) {
+        for (stream, what) in items.drain(..) {
+            self.on_delivery(stream, what);
+        }
+        self.bury();
+    }
+
+    /// Forgets the streams finished before this turn's deliveries.
+    fn bury(&mut self) {
+        self.graveyard.clear();
+    }
+
+    /// Ends every stream (the connection is over) and leaves the shard's
+    /// inbox, giving back what was still in it.
+    fn close(&mut self) {
+        let ids: Vec<u32> = self.streams.keys().copied().collect();
+        for id in ids {
+            self.finish(id);
+        }
+        let left = self.shard.wire.inboxes.borrow_mut().try_remove(self.inbox);
+        if let Some(mut inbox) = left {
+            self.on_inbox(&mut inbox.items);
+        }
+        self.bury();
+        self.flush_upstreams();
+    }
+
+    /// Ends streams whose route timeout passed.
+    fn expire(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.deadline.is_some_and(|d| now >= d))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            self.timed_out(id);
+        }
+    }
+}
+
+/// What woke the connection's task.
+enum Wake {
+    Io(Woken),
+    Drain,
+    Timer,
+}
+
+async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: Signal) {
+    let stats = &shard.stats.downstream;
+    stats.cx_total.inc();
+    stats.cx_active.inc();
+    let peer = tcp
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let snap = shard.snapshot();
+    let Some(cfg) = snap.listener(&listener) else {
+        stats.cx_active.dec();
+        return;
+    };
+    let accepted_under = Arc::clone(cfg);
+    let hcm = &cfg.http;
+    let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
+    let conn = ServerConn::new(ServerConfig {
+        max_concurrent_streams: hcm.max_concurrent_streams,
+        max_header_list_size: hcm.max_header_list_size,
+        initial_stream_window: hcm.initial_stream_window_size,
+        connection_window: hcm.initial_connection_window_size,
+        ..ServerConfig::default()
+    });
+    drop(snap);
+    let _ = tcp.set_nodelay(true);
+    let inbox = shard.wire.inboxes.borrow_mut().insert(Inbox::default());
+    let mut dc = DownConn {
+        shard: Rc::clone(&shard),
+        inbox,
+        conn,
+        streams: AHashMap::default(),
+        peer,
+        listener: accepted_under,
+        touched: Vec::new(),
+        graveyard: Vec::new(),
+        flood: FloodCount {
+            window_start: Instant::now(),
+            streams: 0,
+            resets: 0,
+        },
+        flooded: false,
+    };
+    let drain_sub = drain.subscribe();
+    let shutdown_sub = shard.shutdown.subscribe();
+    let mut rb = ReadBuf::default();
+    let mut batch = std::collections::VecDeque::new();
+    // Armed while streams are open (deadline scan) or, on an idle
+    // connection, for the idle timeout; `timer_for_streams` says which.
+    let mut timer: Option<Pin<Box<Timer>>> = None;
+    let mut timer_for_streams = false;
+    let mut draining = false;
+    let mut close_at: Option<Instant> = None;
+
+    loop {
+        while let Some(chunk) = dc.conn.poll_output() {
+            if tcp.write_all(&chunk).await.is_err() {
+                dc.close();
+                stats.cx_active.dec();
+                return;
+            }
+        }
+        if dc.flooded && close_at.is_none() {
+            stats.cx_reset_flood.inc();
+            dc.conn.go_away(ErrorCode::ENHANCE_YOUR_CALM);
+            draining = true;
+            close_at = Some(Instant::now() + HARD_CLOSE_AFTER);
+            continue;
+        }
+        if (draining && dc.streams.is_empty()) || close_at.is_some_and(|t| Instant::now() >= t) {
+            break;
+        }
+        let busy = !dc.streams.is_empty();
+        if timer.is_none() || timer_for_streams != busy {
+            let wait = if busy {
+                Some(DEADLINE_SCAN)
+            } else if draining {
+                close_at.map(|t| t.saturating_duration_since(Instant::now()))
+            } else {
+                idle_timeout
+            };
+            timer = wait.map(|d| Box::pin(Timer::new(d)));
+            timer_for_streams = busy;
+        }
+        if !busy {
+            rb.release_if_empty();
+        }
+        let room = rb.room(READ_SIZE);
+        let woken = poll_fn(|cx| {
+            if let Poll::Ready(r) = Pin::new(&mut tcp).poll_read(cx, room) {
+                return Poll::Ready(Wake::Io(Woken::Read(r.unwrap_or(0))));
+            }
+            if !draining
+                && (drain_sub.poll_fired(cx).is_ready() || shutdown_sub.poll_fired(cx).is_ready())
+            {
+                return Poll::Ready(Wake::Drain);
+            }
+            if let Some(t) = timer.as_mut() {
+                if t.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Wake::Timer);
+                }
+            }
+            let mut inboxes = shard.wire.inboxes.borrow_mut();
+            match inboxes.get_mut(inbox) {
+                Some(b) if !b.items.is_empty() => Poll::Ready(Wake::Io(Woken::Nudged)),
+                Some(b) => {
+                    park(&mut b.waker, cx);
+                    Poll::Pending
+                }
+                None => Poll::Ready(Wake::Io(Woken::Read(0))),
+            }
+        })
+        .await;
+        let n = match woken {
+            Wake::Io(Woken::Read(0)) => {
+                rb.filled(0);
+                break;
+            }
+            Wake::Io(Woken::Read(n)) => n,
+            Wake::Io(Woken::Nudged) => 0,
+            Wake::Drain => {
+                draining = true;
+                dc.conn.go_away(ErrorCode::NO_ERROR);
+                close_at = Some(Instant::now() + drain_timeout);
+                timer = None;
+                0
+            }
+            Wake::Timer => {
+                timer = None;
+                if busy {
+                    dc.expire(Instant::now());
+                } else if !draining {
+                    stats.cx_idle_timeout.inc();
+                    draining = true;
+                    dc.conn.go_away(ErrorCode::NO_ERROR);
+                    close_at = Some(Instant::now() + drain_timeout);
+                }
+                0
+            }
+        };
+        rb.filled(n);
+        if n > 0 && dc.conn.recv(&mut rb.buf).is_err() {
+            // A connection error: GOAWAY is queued; flush it, then close.
+            stats.cx_protocol_error.inc();
+            while let Some(chunk) = dc.conn.poll_output() {
+                if tcp.write_all(&chunk).await.is_err() {
+                    break;
+                }
+            }
+            break;
+        }
+        while let Some(ev) = dc.conn.poll_event() {
+            dc.on_event(ev);
+        }
+        if let Some(b) = shard.wire.inboxes.borrow_mut().get_mut(inbox) {
+            std::mem::swap(&mut b.items, &mut batch);
+        }
+        dc.on_inbox(&mut batch);
+        dc.forward();
+        dc.flush_upstreams();
+    }
+    dc.close();
+    stats.cx_active.dec();
+}

@@ -1,0 +1,473 @@
+//! Shard-local pools of upstream connections on `h2wire::conn::ClientConn`, one pool per host, each connection driven by its own task.
+//!
+//! The isolation rules of the `h2` path's `pool` hold here too: a
+//! connection carries at most `connection window ÷ stream window` streams
+//! (stalled streams can never use up the window others need); when every
+//! connection is full another is opened, up to [`MAX_CONNS_PER_HOST`];
+//! failed connects back off exponentially. Requests are written into a
+//! new connection's `ClientConn` at once and go out when the TCP connect
+//! completes, so the first requests to a host do not wait for a
+//! round of the pool.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+use ahash::AHashMap;
+use engine::{Cluster, HostId};
+use futures_lite::{AsyncRead, AsyncWriteExt};
+use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
+use h2wire::ErrorCode;
+
+use super::{park, wake, Delivered, ReadBuf, Shared};
+use crate::io;
+use crate::pool::MAX_CONNS_PER_HOST;
+use crate::shard::Shard;
+
+const BACKOFF_BASE: Duration = Duration::from_millis(25);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Bytes asked of an upstream socket per read: one read brings the
+/// answers of many clients' streams.
+const READ_SIZE: usize = 32 * 1024;
+
+pub type PoolRef = Shared<Pool>;
+
+/// A stream's place in a pool: the connection's slot and generation (a
+/// slot is reused once its connection is gone), and the stream id on it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UpRef {
+    pub slot: usize,
+    pub gen: u32,
+    pub stream: u32,
+}
+
+/// One upstream connection.
+pub(crate) struct UpConn {
+    gen: u32,
+    pub conn: ClientConn,
+    /// Upstream stream → (inbox of its downstream connection, downstream
+    /// stream). Removed by the downstream side when it is done with the
+    /// stream, or when the connection fails.
+    routes: AHashMap<u32, (usize, u32)>,
+    /// The connection's task, parked until bytes arrive or there is output.
+    waker: Option<Waker>,
+    /// Failed or closed: takes no streams; the slot may be reused once
+    /// its task is gone.
+    dead: bool,
+    /// The server sent GOAWAY: no new streams; closes once its streams end.
+    goaway: bool,
+    task_done: bool,
+    /// Our cap on its streams (module docs).
+    cap: u32,
+}
+
+/// Why no upstream stream could be opened now.
+pub(crate) enum Acquire {
+    /// On this connection slot.
+    Ready(usize),
+    /// Every connection is full: a [`Delivered::Retry`] comes when one has
+    /// room.
+    Wait,
+    /// The host is backing off after failed connects.
+    Failed,
+}
+
+/// All connections of one shard to one host.
+pub struct Pool {
+    pub addr: SocketAddr,
+    pub host: HostId,
+    cluster: Arc<Cluster>,
+    conns: Vec<UpConn>,
+    /// Streams waiting for room: (inbox, downstream stream).
+    waiters: VecDeque<(usize, u32)>,
+    retry_at: Option<Instant>,
+    backoff: Duration,
+    next_gen: u32,
+    /// Streams of this shard on this host now: what least request compares.
+    pub in_flight: u32,
+    /// The host left the snapshot: no new streams; connections close once
+    /// their streams are done.
+    retired: bool,
+}
+
+impl Pool {
+    pub fn new(addr: SocketAddr, host: HostId, cluster: Arc<Cluster>) -> PoolRef {
+        Rc::new(RefCell::new(Self {
+            addr,
+            host,
+            cluster,
+            conns: Vec::new(),
+            waiters: VecDeque::new(),
+            retry_at: None,
+            backoff: BACKOFF_BASE,
+            next_gen: 0,
+            in_flight: 0,
+            retired: false,
+        }))
+    }
+
+    /// Whether this pool was built for `cluster`'s connection settings.
+    pub fn same_settings(&self, cluster: &Cluster) -> bool {
+        self.cluster.connect_timeout == cluster.connect_timeout
+            && self.cluster.http2 == cluster.http2
+    }
+
+    /// Open connections (admin view).
+    pub fn connections(&self) -> usize {
+        self.conns.iter().filter(|c| !c.dead).count()
+    }
+
+    pub(crate) fn retire(&mut self) {
+        self.retired = true;
+        for c in &mut self.conns {
+            wake(&mut c.waker);
+        }
+    }
+
+    /// The live connection a stream was opened on.
+    pub(crate) fn conn(&mut self, r: UpRef) -> Option<&mut ClientConn> {
+        self.conns
+            .get_mut(r.slot)
+            .filter(|c| c.gen == r.gen && !c.dead)
+            .map(|c| &mut c.conn)
+    }
+
+    /// The live connection in `slot`.
+    pub(crate) fn conn_at(&mut self, slot: usize) -> Option<&mut ClientConn> {
+        self.conns
+            .get_mut(slot)
+            .filter(|c| !c.dead)
+            .map(|c| &mut c.conn)
+    }
+
+    /// Wakes the task of `slot` to write what its connection has.
+    pub(crate) fn flush(&mut self, slot: usize) {
+        if let Some(c) = self.conns.get_mut(slot) {
+            wake(&mut c.waker);
+        }
+    }
+
+    /// Records that upstream stream `stream` on `slot` belongs to
+    /// downstream stream `down` of connection `inbox`.
+    pub(crate) fn route(&mut self, slot: usize, stream: u32, inbox: usize, down: u32) -> UpRef {
+        let c = &mut self.conns[slot];
+        c.routes.insert(stream, (inbox, down));
+        UpRef {
+            slot,
+            gen: c.gen,
+            stream,
+        }
+    }
+
+    /// The downstream side is done with the stream: it no longer receives
+    /// the stream's events, and its slot may go to a waiter.
+    pub(crate) fn unroute(&mut self, r: UpRef, shard: &Shard) {
+        if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
+            c.routes.remove(&r.stream);
+            if c.dead && c.routes.is_empty() {
+                wake(&mut c.waker);
+            }
+        }
+        self.kick_waiter(shard);
+    }
+
+    /// Forgets a waiting stream (its client went away).
+    pub(crate) fn cancel_wait(&mut self, inbox: usize, down: u32) {
+        self.waiters.retain(|&w| w != (inbox, down));
+    }
+
+    fn kick_waiter(&mut self, shard: &Shard) {
+        while let Some((inbox, down)) = self.waiters.pop_front() {
+            if shard.wire.deliver(inbox, down, Delivered::Retry).is_ok() {
+                return;
+            }
+        }
+    }
+
+    fn room(c: &UpConn) -> bool {
+        !c.dead && !c.goaway && (c.conn.open_streams() as u32) < c.cap && c.conn.can_open_stream()
+    }
+
+    /// A connection slot that may open one more stream now, opening a new
+    /// connection if all are full; else the caller waits or fails.
+    pub(crate) fn acquire(pool: &PoolRef, shard: &Rc<Shard>, inbox: usize, down: u32) -> Acquire {
+        let mut p = pool.borrow_mut();
+        if let Some(slot) = p
+            .conns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| Self::room(c))
+            .min_by_key(|(_, c)| c.conn.open_streams())
+            .map(|(i, _)| i)
+        {
+            return Acquire::Ready(slot);
+        }
+        if p.retry_at.is_some_and(|at| Instant::now() < at) {
+            return Acquire::Failed;
+        }
+        let live = p.conns.iter().filter(|c| !c.dead).count();
+        if live >= MAX_CONNS_PER_HOST || p.retired {
+            p.waiters.push_back((inbox, down));
+            return Acquire::Wait;
+        }
+        let (slot, gen) = p.open();
+        drop(p);
+        // Spawned with no borrow held: glommio may poll it at once.
+        glommio::spawn_local(drive(Rc::clone(shard), Rc::clone(pool), slot, gen)).detach();
+        Acquire::Ready(slot)
+    }
+
+    /// A new connection in a free slot (its task is the caller's to
+    /// spawn): the slot and its generation.
+    fn open(&mut self) -> (usize, u32) {
+        let h = &self.cluster.http2;
+        let window_cap =
+            (h.initial_connection_window_size / h.initial_stream_window_size.max(1)).max(1);
+        let cap = h.max_concurrent_streams.min(window_cap).max(1);
+        let conn = ClientConn::new(ClientConfig {
+            initial_stream_window: h.initial_stream_window_size,
+            connection_window: h.initial_connection_window_size,
+            ..ClientConfig::default()
+        });
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let up = UpConn {
+            gen: self.next_gen,
+            conn,
+            routes: AHashMap::default(),
+            waker: None,
+            dead: false,
+            goaway: false,
+            task_done: false,
+            cap,
+        };
+        let slot = match self.conns.iter().position(|c| c.dead && c.task_done) {
+            Some(i) => {
+                self.conns[i] = up;
+                i
+            }
+            None => {
+                self.conns.push(up);
+                self.conns.len() - 1
+            }
+        };
+        (slot, self.next_gen)
+    }
+}
+
+/// How a wait on a socket ended.
+pub(crate) enum Woken {
+    /// `n` bytes were read; 0: the peer closed or the read failed.
+    Read(usize),
+    /// Another task has work for this one.
+    Nudged,
+}
+
+/// Drives connection `slot` (generation `gen`) of `pool`: connects, then
+/// writes what the downstream tasks gave it, reads, and routes events to
+/// the downstream connections owning their streams.
+async fn drive(shard: Rc<Shard>, pool: PoolRef, slot: usize, gen: u32) {
+    let (addr, host, timeout) = {
+        let p = pool.borrow();
+        (p.addr, p.host, p.cluster.connect_timeout)
+    };
+    let stats = shard.stats.hosts.host(host);
+    let mut tcp = match io::connect(addr, timeout).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::debug!(%addr, "upstream connect failed: {e}");
+            stats.cx_connect_fail.inc();
+            let mut p = pool.borrow_mut();
+            let b = p.backoff;
+            p.retry_at = Some(Instant::now() + b);
+            p.backoff = (b * 2).min(BACKOFF_MAX);
+            drop(p);
+            fail(&shard, &pool, slot, gen, true);
+            finish_task(&pool, slot, gen);
+            return;
+        }
+    };
+    let _ = tcp.set_nodelay(true);
+    {
+        let mut p = pool.borrow_mut();
+        p.retry_at = None;
+        p.backoff = BACKOFF_BASE;
+    }
+    stats.cx_total.inc();
+    stats.cx_active.inc();
+    let mut rb = ReadBuf::default();
+    run(&shard, &pool, slot, gen, &mut tcp, &mut rb).await;
+    stats.cx_active.dec();
+    fail(&shard, &pool, slot, gen, false);
+    finish_task(&pool, slot, gen);
+}
+
+/// The connection's loop; returns when it is over.
+async fn run(
+    shard: &Rc<Shard>,
+    pool: &PoolRef,
+    slot: usize,
+    gen: u32,
+    tcp: &mut glommio::net::TcpStream,
+    rb: &mut ReadBuf,
+) {
+    loop {
+        loop {
+            let chunk = {
+                let mut p = pool.borrow_mut();
+                let c = &mut p.conns[slot];
+                if c.gen != gen {
+                    return;
+                }
+                c.conn.poll_output()
+            };
+            let Some(chunk) = chunk else { break };
+            if tcp.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        {
+            // Retired (host left) or failed, and nothing left on it: close.
+            let p = pool.borrow();
+            let c = &p.conns[slot];
+            if (p.retired || c.dead || c.goaway) && c.routes.is_empty() {
+                return;
+            }
+        }
+        let room = rb.room(READ_SIZE);
+        let woken = poll_fn(|cx| match Pin::new(&mut *tcp).poll_read(cx, room) {
+            Poll::Ready(r) => Poll::Ready(Woken::Read(r.unwrap_or(0))),
+            Poll::Pending => {
+                let mut p = pool.borrow_mut();
+                let retired = p.retired;
+                let c = &mut p.conns[slot];
+                if c.conn.has_output() || ((retired || c.dead || c.goaway) && c.routes.is_empty()) {
+                    return Poll::Ready(Woken::Nudged);
+                }
+                park(&mut c.waker, cx);
+                Poll::Pending
+            }
+        })
+        .await;
+        let n = match woken {
+            Woken::Read(0) => return,
+            Woken::Read(n) => n,
+            Woken::Nudged => 0,
+        };
+        rb.filled(n);
+        if n == 0 {
+            continue;
+        }
+        let broken = {
+            let mut p = pool.borrow_mut();
+            let p = &mut *p;
+            let c = &mut p.conns[slot];
+            let broken = c.conn.recv(&mut rb.buf).is_err();
+            let mut limit_changed = false;
+            while let Some(ev) = c.conn.poll_event() {
+                match ev {
+                    ClientEvent::StreamLimit { .. } => limit_changed = true,
+                    // No new streams here; those open go on to their end.
+                    ClientEvent::GoAway { .. } => c.goaway = true,
+                    _ => {}
+                }
+                route_event(shard, c, ev);
+            }
+            if limit_changed {
+                p.kick_waiter(shard);
+            }
+            broken
+        };
+        if broken {
+            // A connection error: GOAWAY is queued; write it, then close.
+            loop {
+                let chunk = pool.borrow_mut().conns[slot].conn.poll_output();
+                let Some(chunk) = chunk else { break };
+                if tcp.write_all(&chunk).await.is_err() {
+                    break;
+                }
+            }
+            return;
+        }
+    }
+}
+
+/// Hands an event to the downstream stream it belongs to; the connection
+/// window opening goes to every stream on the connection.
+fn route_event(shard: &Shard, c: &mut UpConn, ev: ClientEvent) {
+    let stream = match &ev {
+        ClientEvent::Response { stream, .. }
+        | ClientEvent::Data { stream, .. }
+        | ClientEvent::Trailers { stream, .. }
+        | ClientEvent::Reset { stream, .. }
+        | ClientEvent::TooLarge { stream }
+        | ClientEvent::WindowOpen { stream } => *stream,
+        ClientEvent::StreamLimit { .. } | ClientEvent::GoAway { .. } => return,
+    };
+    if stream == 0 {
+        let mut inboxes = shard.wire.inboxes.borrow_mut();
+        for &(inbox, _) in c.routes.values() {
+            if let Some(b) = inboxes.get_mut(inbox) {
+                wake(&mut b.waker);
+            }
+        }
+        return;
+    }
+    let Some(&(inbox, down)) = c.routes.get(&stream) else {
+        give_back(&mut c.conn, ev);
+        return;
+    };
+    if let Err(Delivered::Event(ev)) = shard.wire.deliver(inbox, down, Delivered::Event(ev)) {
+        c.routes.remove(&stream);
+        give_back(&mut c.conn, ev);
+    }
+}
+
+/// An event nobody takes: its window is released, its header list reused.
+fn give_back(conn: &mut ClientConn, ev: ClientEvent) {
+    match ev {
+        ClientEvent::Data { stream, data, .. } => conn.release(stream, data.len() as u32),
+        ClientEvent::Response { head, .. } => conn.recycle(head),
+        ClientEvent::Trailers { fields, .. } => conn.recycle(fields),
+        _ => {}
+    }
+}
+
+/// The connection is over: its streams learn it (a connect failure, or a
+/// reset as if the server had sent CONNECT_ERROR), and it takes no more.
+fn fail(shard: &Shard, pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
+    let routes: Vec<(usize, u32)> = {
+        let mut p = pool.borrow_mut();
+        let c = &mut p.conns[slot];
+        if c.gen != gen {
+            return;
+        }
+        c.dead = true;
+        c.routes.drain().map(|(_, r)| r).collect()
+    };
+    for (inbox, down) in routes {
+        let what = if connect {
+            Delivered::ConnectFailed
+        } else {
+            Delivered::Event(ClientEvent::Reset {
+                stream: 0,
+                code: ErrorCode::CONNECT_ERROR,
+            })
+        };
+        let _ = shard.wire.deliver(inbox, down, what);
+    }
+    pool.borrow_mut().kick_waiter(shard);
+}
+
+fn finish_task(pool: &PoolRef, slot: usize, gen: u32) {
+    let mut p = pool.borrow_mut();
+    if let Some(c) = p.conns.get_mut(slot).filter(|c| c.gen == gen) {
+        c.task_done = true;
+        c.dead = true;
+    }
+}

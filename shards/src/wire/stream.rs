@@ -1,0 +1,626 @@
+//! The request phases of one proxied stream on the h2wire path, run by its downstream connection's task as events arrive: route, pick, open upstream, forward, finish.
+//!
+//! The phases are those of `proxy.rs` (route by `:authority` and path;
+//! cluster, weighted pick and host; upstream stream from the host's pool
+//! with hop-by-hop headers stripped and `x-forwarded-for` appended; bodies
+//! forwarded under both sides' flow control; local replies as Envoy makes
+//! them), but a stream is a record in its connection's table, not a task.
+//! A body chunk is released on the side it came from only once the other
+//! side's windows took it, so a client that stops reading stops its own
+//! upstream stream and nothing else.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use engine::headers::{
+    append_forwarded_for, http_to_grpc_status, is_grpc_content_type, is_hop_by_hop, keep_te,
+};
+use engine::route::{rewrite_path, route_request_in, RequestView};
+use engine::{ClusterTarget, HostId};
+use h2wire::conn::ClientEvent;
+use h2wire::message::HeaderList;
+use h2wire::ErrorCode;
+
+use super::downstream::DownConn;
+use super::pool::{Acquire, Pool, PoolRef, UpRef};
+use super::{Delivered, Item};
+use crate::local_reply::LocalReply;
+
+/// Attempts per request when upstreams refuse streams before processing
+/// them (as on the `h2` path).
+const MAX_ATTEMPTS: u8 = 3;
+
+/// One proxied stream, keyed by its downstream stream id.
+pub(crate) struct DStream {
+    grpc: bool,
+    /// The request head, kept until the response head arrives: a refused
+    /// stream is resent from it.
+    head: Option<HeaderList>,
+    /// `:path` and `:authority` after the route's rewrites, and the new
+    /// `x-forwarded-for`, when they differ from the head's.
+    path: Option<Vec<u8>>,
+    authority: Option<Vec<u8>>,
+    xff: Option<Vec<u8>>,
+    /// The request came without a body (END_STREAM on its head): the only
+    /// requests resent after a refusal, as on the `h2` path.
+    bodyless: bool,
+    /// The chosen host and its pool.
+    host: HostId,
+    pool: PoolRef,
+    /// The upstream stream, once opened.
+    up: Option<UpRef>,
+    /// Waiting for room in the pool.
+    waiting: bool,
+    /// Request body (and trailers) on their way upstream.
+    req: VecDeque<Item>,
+    /// Response body (and trailers) on their way downstream.
+    resp: VecDeque<Item>,
+    /// The response head went downstream: failures can only reset now.
+    resp_started: bool,
+    attempts: u8,
+    /// The route timeout, counted from the end of the request (Envoy).
+    timeout: Option<Duration>,
+    pub deadline: Option<Instant>,
+}
+
+/// Lets the engine's matcher read a request head without copying it.
+struct HeadView<'a>(&'a HeaderList);
+
+fn text(v: Option<&[u8]>) -> Option<&str> {
+    v.and_then(|v| std::str::from_utf8(v).ok())
+}
+
+impl RequestView for HeadView<'_> {
+    fn authority(&self) -> &str {
+        text(self.0.get(b":authority").or_else(|| self.0.get(b"host"))).unwrap_or("")
+    }
+    fn path(&self) -> &str {
+        text(self.0.get(b":path")).unwrap_or("/")
+    }
+    fn method(&self) -> &str {
+        text(self.0.get(b":method")).unwrap_or("")
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        text(self.0.get(name.as_bytes()))
+    }
+}
+
+/// Whether a request field goes upstream as it is: not a pseudo-header
+/// (rebuilt), `host` (it is `:authority`), hop-by-hop, a `te` other than
+/// `trailers`, or an `x-forwarded-for` we replace.
+fn forwarded(name: &[u8], value: &[u8], replace_xff: bool) -> bool {
+    if name.first() == Some(&b':') || name == b"host" {
+        return false;
+    }
+    if name == b"te" {
+        return keep_te(value);
+    }
+    if replace_xff && name == b"x-forwarded-for" {
+        return false;
+    }
+    !std::str::from_utf8(name).is_ok_and(is_hop_by_hop)
+}
+
+/// Regular response fields that go downstream (hop-by-hop stripped).
+fn response_fields(head: &HeaderList) -> impl Iterator<Item = (&[u8], &[u8])> {
+    head.iter()
+        .filter(|(n, _, _)| {
+            n.first() != Some(&b':') && !std::str::from_utf8(n).is_ok_and(is_hop_by_hop)
+        })
+        .map(|(n, v, _)| (n, v))
+}
+
+fn owned(list: &HeaderList) -> Vec<(Vec<u8>, Vec<u8>)> {
+    list.iter()
+        .filter(|(n, _, _)| n.first() != Some(&b':'))
+        .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
+        .collect()
+}
+
+fn queued(q: &VecDeque<Item>) -> u32 {
+    q.iter()
+        .map(|i| match i {
+            Item::Data(d, _) => d.len() as u32,
+            Item::Trailers(_) => 0,
+        })
+        .sum()
+}
+
+fn status_of(head: &HeaderList) -> u16 {
+    text(head.get(b":status"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(502)
+}
+
+/// Writes the request head of `s` on connection `slot` of `pool`: the
+/// upstream stream id, or `None` if the connection could not take it.
+fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
+    let head = s.head.as_ref()?;
+    let get = |n: &[u8]| head.get(n).unwrap_or(b"");
+    let authority = s
+        .authority
+        .as_deref()
+        .or_else(|| head.get(b":authority"))
+        .or_else(|| head.get(b"host"))
+        .unwrap_or(b"");
+    let path = s.path.as_deref().unwrap_or_else(|| get(b":path"));
+    let replace_xff = s.xff.is_some();
+    // Cookies go out never indexed: they differ per client, and one
+    // upstream connection carries many clients (RFC 7541 §7.1.3).
+    let fields = head
+        .iter()
+        .filter(|(n, v, _)| forwarded(n, v, replace_xff))
+        .map(|(n, v, never)| (n, v, never || n == b"cookie"))
+        .chain(
+            s.xff
+                .as_deref()
+                .map(|v| (&b"x-forwarded-for"[..], v, false)),
+        );
+    pool.conn_at(slot)?
+        .send_request(
+            get(b":method"),
+            b"http",
+            authority,
+            path,
+            fields,
+            s.bodyless,
+        )
+        .ok()
+}
+
+impl DownConn {
+    /// Phases 1–3 for a new request: route, cluster and host, upstream.
+    pub(super) fn on_request(
+        &mut self,
+        stream: u32,
+        head: HeaderList,
+        end_stream: bool,
+        now: Instant,
+    ) {
+        let shard = Rc::clone(&self.shard);
+        let stats = &shard.stats.downstream;
+        stats.rq_total.inc();
+        stats.rq_active.inc();
+        let grpc = head.get(b"content-type").is_some_and(is_grpc_content_type);
+        let snap = shard.snapshot();
+        let hcm = match snap.listener(&self.listener.name) {
+            Some(l) => &l.http,
+            None => &self.listener.http,
+        };
+        let Some((_vhost, route)) = route_request_in(&hcm.route_config, &HeadView(&head)) else {
+            stats.rq_no_route.inc();
+            self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head);
+            return;
+        };
+        let cluster_name = match &route.action.target {
+            ClusterTarget::Cluster(name) => name.as_str(),
+            ClusterTarget::Weighted(w) => w.pick(shard.random()),
+        };
+        let Some(cluster) = snap.cluster(cluster_name) else {
+            shard.stats.rq_unknown_cluster.inc();
+            self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head);
+            return;
+        };
+        let Some(pick) = shard.pick_host(cluster) else {
+            shard.stats.rq_no_healthy_upstream.inc();
+            self.reply_and_forget(stream, LocalReply::NoHealthyUpstream, grpc, head);
+            return;
+        };
+        let host = pick.host;
+        let host_stats = shard.stats.hosts.host(host.id);
+        host_stats.rq_total.inc();
+        host_stats.rq_active.inc();
+        let pool = shard.wire_pool(host, cluster);
+        pool.borrow_mut().in_flight += 1;
+
+        let path = route
+            .action
+            .prefix_rewrite
+            .as_ref()
+            .and_then(|_| rewrite_path(route, HeadView(&head).path()))
+            .map(String::into_bytes);
+        let authority = route
+            .action
+            .host_rewrite_literal
+            .as_ref()
+            .map(|h| h.as_bytes().to_vec());
+        let xff = hcm.append_x_forwarded_for.then(|| {
+            append_forwarded_for(text(head.get(b"x-forwarded-for")), self.peer.ip()).into_bytes()
+        });
+        let timeout = route.action.timeout;
+        self.streams.insert(
+            stream,
+            DStream {
+                grpc,
+                head: Some(head),
+                path,
+                authority,
+                xff,
+                bodyless: end_stream,
+                host: host.id,
+                pool,
+                up: None,
+                waiting: false,
+                req: VecDeque::new(),
+                resp: VecDeque::new(),
+                resp_started: false,
+                attempts: 0,
+                timeout,
+                deadline: if end_stream {
+                    timeout.map(|t| now + t)
+                } else {
+                    None
+                },
+            },
+        );
+        self.open_upstream(stream);
+    }
+
+    /// Opens the upstream stream from the kept head, or waits for room.
+    fn open_upstream(&mut self, stream: u32) {
+        let Some(pool) = self.streams.get(&stream).map(|s| Rc::clone(&s.pool)) else {
+            return;
+        };
+        let slot = match Pool::acquire(&pool, &self.shard, self.inbox, stream) {
+            Acquire::Ready(slot) => slot,
+            Acquire::Wait => {
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    s.waiting = true;
+                }
+                return;
+            }
+            Acquire::Failed => return self.fail(stream, LocalReply::ConnectFailure),
+        };
+        let sent = match self.streams.get_mut(&stream) {
+            Some(s) => {
+                s.attempts += 1;
+                send_request(s, &mut pool.borrow_mut(), slot)
+            }
+            None => return,
+        };
+        let Some(up_stream) = sent else {
+            return self.fail(stream, LocalReply::ConnectFailure);
+        };
+        let up = pool.borrow_mut().route(slot, up_stream, self.inbox, stream);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.up = Some(up);
+            if !s.bodyless {
+                // The head is only needed again to resend a bodyless request.
+                if let Some(head) = s.head.take() {
+                    self.conn.recycle(head);
+                }
+            }
+        }
+        self.touch(&pool, slot);
+    }
+
+    pub(super) fn on_request_data(&mut self, stream: u32, data: Bytes, end_stream: bool) {
+        match self.streams.get_mut(&stream) {
+            Some(s) => s.req.push_back(Item::Data(data, end_stream)),
+            None => self.conn.release(stream, data.len() as u32),
+        }
+    }
+
+    pub(super) fn on_request_trailers(&mut self, stream: u32, fields: HeaderList) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.req.push_back(Item::Trailers(owned(&fields)));
+        }
+        self.conn.recycle(fields);
+    }
+
+    /// What an upstream connection delivered for `stream`.
+    pub(super) fn on_delivery(&mut self, stream: u32, what: Delivered) {
+        if !self.streams.contains_key(&stream) {
+            return self.give_back(stream, what);
+        }
+        match what {
+            Delivered::Event(ev) => self.on_upstream(stream, ev),
+            Delivered::Retry => {
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    if s.waiting {
+                        s.waiting = false;
+                        self.open_upstream(stream);
+                    }
+                }
+            }
+            Delivered::ConnectFailed => self.fail(stream, LocalReply::ConnectFailure),
+        }
+    }
+
+    fn on_upstream(&mut self, stream: u32, ev: ClientEvent) {
+        let shard = Rc::clone(&self.shard);
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        match ev {
+            ClientEvent::Response {
+                head,
+                informational,
+                end_stream,
+                ..
+            } => {
+                // 1xx heads are not forwarded (as Envoy by default).
+                if !informational {
+                    let status = status_of(&head);
+                    s.resp_started = true;
+                    let host_stats = shard.stats.hosts.host(s.host);
+                    host_stats.responses.record(status);
+                    shard.stats.downstream.responses.record(status);
+                    if let Some(h) = s.head.take() {
+                        self.conn.recycle(h);
+                    }
+                    let sent =
+                        self.conn
+                            .send_headers(stream, status, response_fields(&head), end_stream);
+                    if sent.is_err() || end_stream {
+                        self.finish(stream);
+                    }
+                }
+                self.conn.recycle(head);
+            }
+            ClientEvent::Data {
+                data, end_stream, ..
+            } => s.resp.push_back(Item::Data(data, end_stream)),
+            ClientEvent::Trailers { fields, .. } => {
+                s.resp.push_back(Item::Trailers(owned(&fields)));
+                self.conn.recycle(fields);
+            }
+            ClientEvent::Reset { code, .. } => {
+                let host_stats = shard.stats.hosts.host(s.host);
+                let resend = !s.resp_started
+                    && code == ErrorCode::REFUSED_STREAM
+                    && s.bodyless
+                    && s.attempts < MAX_ATTEMPTS;
+                if resend {
+                    host_stats.rq_retry_refused.inc();
+                    self.detach_upstream(stream);
+                    self.open_upstream(stream);
+                } else {
+                    host_stats.rq_reset.inc();
+                    self.fail(stream, LocalReply::UpstreamReset);
+                }
+            }
+            ClientEvent::TooLarge { .. } => self.fail(stream, LocalReply::UpstreamReset),
+            ClientEvent::WindowOpen { .. }
+            | ClientEvent::StreamLimit { .. }
+            | ClientEvent::GoAway { .. } => {}
+        }
+    }
+
+    /// The route timeout passed.
+    pub(super) fn timed_out(&mut self, stream: u32) {
+        let Some(s) = self.streams.get(&stream) else {
+            return;
+        };
+        self.shard.stats.downstream.rq_timeout.inc();
+        self.shard.stats.hosts.host(s.host).rq_timeout.inc();
+        self.fail(stream, LocalReply::UpstreamTimeout);
+    }
+
+    /// Ends a stream that failed: a local reply if no response head went
+    /// out yet, else a reset.
+    fn fail(&mut self, stream: u32, reply: LocalReply) {
+        let Some(s) = self.streams.get(&stream) else {
+            return;
+        };
+        if s.resp_started {
+            self.conn.reset(stream, ErrorCode::INTERNAL_ERROR);
+        } else {
+            let grpc = s.grpc;
+            self.shard
+                .stats
+                .hosts
+                .host(s.host)
+                .responses
+                .record(reply.status().as_u16());
+            self.local_reply(stream, reply, grpc);
+        }
+        self.finish(stream);
+    }
+
+    /// A local reply for a stream that never reached a host.
+    fn reply_and_forget(&mut self, stream: u32, reply: LocalReply, grpc: bool, head: HeaderList) {
+        self.conn.recycle(head);
+        self.local_reply(stream, reply, grpc);
+        self.shard.stats.downstream.rq_active.dec();
+    }
+
+    /// Answers `stream` ourselves. For gRPC requests a trailers-only
+    /// response (200 + `grpc-status`), so gRPC clients see a status.
+    fn local_reply(&mut self, stream: u32, reply: LocalReply, grpc: bool) {
+        let status = reply.status().as_u16();
+        let body = reply.body();
+        let stats = &self.shard.stats.downstream;
+        if grpc {
+            let code = http_to_grpc_status(status).to_string();
+            let mut fields = vec![
+                (&b"content-type"[..], &b"application/grpc"[..]),
+                (b"grpc-status", code.as_bytes()),
+            ];
+            if !body.is_empty() {
+                fields.push((b"grpc-message", body.as_bytes()));
+            }
+            let _ = self.conn.send_headers(stream, 200, fields, true);
+            stats.responses.record(200);
+            return;
+        }
+        stats.responses.record(status);
+        if body.is_empty() {
+            let _ = self
+                .conn
+                .send_headers(stream, status, std::iter::empty(), true);
+            return;
+        }
+        let len = body.len().to_string();
+        let fields = [
+            (&b"content-type"[..], &b"text/plain"[..]),
+            (b"content-length", len.as_bytes()),
+        ];
+        if self
+            .conn
+            .send_headers(stream, status, fields, false)
+            .is_ok()
+        {
+            let mut data = Bytes::from_static(body.as_bytes());
+            let _ = self.conn.send_data(stream, &mut data, true);
+        }
+    }
+
+    /// Leaves the upstream stream (cancelling it if still open) and gives
+    /// back what was held for it; the stream may open another.
+    fn detach_upstream(&mut self, stream: u32) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let pool = Rc::clone(&s.pool);
+        if s.waiting {
+            pool.borrow_mut().cancel_wait(self.inbox, stream);
+            s.waiting = false;
+        }
+        let Some(up) = s.up.take() else {
+            return;
+        };
+        let resp_held = queued(&s.resp);
+        s.resp.clear();
+        let mut p = pool.borrow_mut();
+        if let Some(conn) = p.conn(up) {
+            // A no-op if the stream already closed both ways.
+            conn.reset(up.stream, ErrorCode::CANCEL);
+            conn.release(up.stream, resp_held);
+        }
+        p.unroute(up, &self.shard);
+        drop(p);
+        self.touch(&pool, up.slot);
+        self.graveyard.push((stream, pool, up));
+    }
+
+    /// The stream is done on both connections.
+    pub(super) fn finish(&mut self, stream: u32) {
+        self.detach_upstream(stream);
+        let Some(s) = self.streams.remove(&stream) else {
+            return;
+        };
+        self.conn.release(stream, queued(&s.req));
+        if let Some(head) = s.head {
+            self.conn.recycle(head);
+        }
+        {
+            let mut p = s.pool.borrow_mut();
+            p.in_flight = p.in_flight.saturating_sub(1);
+        }
+        self.shard.stats.downstream.rq_active.dec();
+        self.shard.stats.hosts.host(s.host).rq_active.dec();
+    }
+
+    /// A delivery for a stream already finished: its window is released on
+    /// the upstream connection, its header list dropped.
+    fn give_back(&mut self, stream: u32, what: Delivered) {
+        let Delivered::Event(ClientEvent::Data { data, .. }) = what else {
+            return;
+        };
+        let Some((_, pool, up)) = self.graveyard.iter().find(|(s, _, _)| *s == stream) else {
+            return;
+        };
+        let (pool, up) = (Rc::clone(pool), *up);
+        if let Some(conn) = pool.borrow_mut().conn(up) {
+            conn.release(up.stream, data.len() as u32);
+        }
+        self.touch(&pool, up.slot);
+    }
+
+    /// Moves queued body chunks across as far as the windows allow,
+    /// releasing each on the side it came from once the other side took it.
+    pub(super) fn forward(&mut self) {
+        let mut done = Vec::new();
+        let now = Instant::now();
+        for (&stream, s) in self.streams.iter_mut() {
+            if s.req.is_empty() && s.resp.is_empty() {
+                continue;
+            }
+            let Some(up) = s.up else { continue };
+            let mut p = s.pool.borrow_mut();
+            let Some(conn) = p.conn(up) else { continue };
+            if !s.resp.is_empty() && drain(&mut s.resp, &mut self.conn, stream, conn, up.stream) {
+                done.push(stream);
+            }
+            if !s.req.is_empty() && drain(&mut s.req, conn, up.stream, &mut self.conn, stream) {
+                s.deadline = s.timeout.map(|t| now + t);
+            }
+            drop(p);
+            let pool = Rc::clone(&s.pool);
+            if !self
+                .touched
+                .iter()
+                .any(|(q, slot)| *slot == up.slot && Rc::ptr_eq(q, &pool))
+            {
+                self.touched.push((pool, up.slot));
+            }
+        }
+        for stream in done {
+            self.finish(stream);
+        }
+    }
+}
+
+/// Either side, seen as where bytes go (`send_*`) or where they came
+/// from (`release`).
+trait Side {
+    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize;
+    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]);
+    fn release(&mut self, stream: u32, n: u32);
+}
+
+macro_rules! side {
+    ($t:ty) => {
+        impl Side for $t {
+            fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize {
+                <$t>::send_data(self, stream, data, end).unwrap_or(0)
+            }
+            fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]) {
+                let _ = <$t>::send_trailers(self, stream, t.iter().map(|(n, v)| (&n[..], &v[..])));
+            }
+            fn release(&mut self, stream: u32, n: u32) {
+                <$t>::release(self, stream, n)
+            }
+        }
+    };
+}
+side!(h2wire::conn::ServerConn);
+side!(h2wire::conn::ClientConn);
+
+/// Sends what `queue` holds on `to`'s stream, releasing it on `from`'s.
+/// True once the end of the body went out.
+fn drain(
+    queue: &mut VecDeque<Item>,
+    to: &mut impl Side,
+    to_stream: u32,
+    from: &mut impl Side,
+    from_stream: u32,
+) -> bool {
+    while let Some(item) = queue.front_mut() {
+        match item {
+            Item::Data(data, end) => {
+                let end = *end;
+                let sent = to.send_data(to_stream, data, end);
+                if sent > 0 {
+                    from.release(from_stream, sent as u32);
+                }
+                if !data.is_empty() {
+                    return false; // out of window: WindowOpen brings us back
+                }
+                queue.pop_front();
+                if end {
+                    return true;
+                }
+            }
+            Item::Trailers(t) => {
+                to.send_trailers(to_stream, t);
+                queue.pop_front();
+                return true;
+            }
+        }
+    }
+    false
+}
