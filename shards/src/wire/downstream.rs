@@ -25,6 +25,8 @@ use crate::signal::Signal;
 
 /// Bytes asked of a client socket per read.
 const READ_SIZE: usize = 8 * 1024;
+/// Bytes asked per read while the connection is quiet.
+const IDLE_READ_SIZE: usize = 512;
 /// How often a connection with streams looks for expired deadlines: the
 /// precision of the route timeout on this path.
 const DEADLINE_SCAN: Duration = Duration::from_millis(50);
@@ -92,6 +94,9 @@ pub(crate) struct DownConn {
     pub graveyard: Vec<(u32, PoolRef, UpRef)>,
     flood: FloodCount,
     pub flooded: bool,
+    /// The loop's clock, read once per turn: what stream activity and
+    /// deadlines are measured with.
+    pub now: Instant,
 }
 
 impl DownConn {
@@ -120,7 +125,7 @@ impl DownConn {
                 head,
                 end_stream,
             } => {
-                let now = Instant::now();
+                let now = self.now;
                 self.flood.roll(now);
                 self.flood.streams += 1;
                 self.on_request(stream, head, end_stream, now);
@@ -178,16 +183,27 @@ impl DownConn {
         self.flush_upstreams();
     }
 
-    /// Ends streams whose route timeout passed.
+    /// Ends streams whose route timeout or stream idle timeout passed.
     fn expire(&mut self, now: Instant) {
-        let due: Vec<u32> = self
+        let due: Vec<(u32, bool)> = self
             .streams
             .iter()
-            .filter(|(_, s)| s.deadline.is_some_and(|d| now >= d))
-            .map(|(&id, _)| id)
+            .filter_map(|(&id, s)| {
+                if s.deadline.is_some_and(|d| now >= d) {
+                    Some((id, false))
+                } else if s.idle.is_some_and(|d| now >= s.active_at + d) {
+                    Some((id, true))
+                } else {
+                    None
+                }
+            })
             .collect();
-        for id in due {
-            self.timed_out(id);
+        for (id, idle) in due {
+            if idle {
+                self.idled_out(id);
+            } else {
+                self.timed_out(id);
+            }
         }
     }
 }
@@ -239,15 +255,16 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
             resets: 0,
         },
         flooded: false,
+        now: Instant::now(),
     };
     let drain_sub = drain.subscribe();
     let shutdown_sub = shard.shutdown.subscribe();
     let mut rb = ReadBuf::default();
     let mut batch = std::collections::VecDeque::new();
     // Armed while streams are open (deadline scan) or, on an idle
-    // connection, for the idle timeout; `timer_for_streams` says which.
+    // connection, for the idle timeout; `scanning` says which.
     let mut timer: Option<Pin<Box<Timer>>> = None;
-    let mut timer_for_streams = false;
+    let mut scanning = false;
     let mut draining = false;
     let mut close_at: Option<Instant> = None;
 
@@ -269,22 +286,27 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
         if (draining && dc.streams.is_empty()) || close_at.is_some_and(|t| Instant::now() >= t) {
             break;
         }
+        // The timer is re-armed when it fires, not each time the stream
+        // count touches zero (under load that is every few requests):
+        // scanning, it fires every DEADLINE_SCAN while streams are open;
+        // one quiet scan switches it to the idle timeout (or the drain
+        // deadline), and the first stream after that back to scanning.
         let busy = !dc.streams.is_empty();
-        if timer.is_none() || timer_for_streams != busy {
-            let wait = if busy {
-                Some(DEADLINE_SCAN)
-            } else if draining {
+        if busy && (!scanning || timer.is_none()) {
+            timer = Some(Box::pin(Timer::new(DEADLINE_SCAN)));
+            scanning = true;
+        } else if timer.is_none() && !busy {
+            let wait = if draining {
                 close_at.map(|t| t.saturating_duration_since(Instant::now()))
             } else {
                 idle_timeout
             };
             timer = wait.map(|d| Box::pin(Timer::new(d)));
-            timer_for_streams = busy;
+            scanning = false;
         }
-        if !busy {
-            rb.release_if_empty();
-        }
-        let room = rb.room(READ_SIZE);
+        // A quiet connection reads into a small buffer: an idle client
+        // holds no 8 KiB of read room.
+        let room = rb.room(if scanning { READ_SIZE } else { IDLE_READ_SIZE });
         let woken = poll_fn(|cx| {
             if let Poll::Ready(r) = Pin::new(&mut tcp).poll_read(cx, room) {
                 return Poll::Ready(Wake::Io(Woken::Read(r.unwrap_or(0))));
@@ -310,6 +332,7 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
             }
         })
         .await;
+        dc.now = Instant::now();
         let n = match woken {
             Wake::Io(Woken::Read(0)) => {
                 rb.filled(0);
@@ -326,8 +349,18 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
             }
             Wake::Timer => {
                 timer = None;
-                if busy {
-                    dc.expire(Instant::now());
+                if scanning {
+                    if busy {
+                        dc.expire(dc.now);
+                    } else {
+                        // Quiet for a whole scan: give back what a burst
+                        // left, and wait for the idle timeout instead.
+                        scanning = false;
+                        rb.filled(0);
+                        rb.release_if_empty();
+                        dc.conn.shrink();
+                        continue;
+                    }
                 } else if !draining {
                     stats.cx_idle_timeout.inc();
                     draining = true;

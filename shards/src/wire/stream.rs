@@ -63,6 +63,11 @@ pub(crate) struct DStream {
     /// The route timeout, counted from the end of the request (Envoy).
     timeout: Option<Duration>,
     pub deadline: Option<Instant>,
+    /// `stream_idle_timeout`: nothing moved either way for this long ends
+    /// the stream (408 before the response head).
+    pub idle: Option<Duration>,
+    /// When something last moved, to the connection loop's clock.
+    pub active_at: Instant,
 }
 
 /// Lets the engine's matcher read a request head without copying it.
@@ -126,6 +131,14 @@ fn queued(q: &VecDeque<Item>) -> u32 {
             Item::Trailers(_) => 0,
         })
         .sum()
+}
+
+/// Gives a header list back to the upstream connection it came from.
+fn recycle_up(pool: &PoolRef, up: Option<UpRef>, list: HeaderList) {
+    let Some(up) = up else { return };
+    if let Some(conn) = pool.borrow_mut().conn(up) {
+        conn.recycle(list);
+    }
 }
 
 fn status_of(head: &HeaderList) -> u16 {
@@ -230,6 +243,7 @@ impl DownConn {
             append_forwarded_for(text(head.get(b"x-forwarded-for")), self.peer.ip()).into_bytes()
         });
         let timeout = route.action.timeout;
+        let idle = hcm.stream_idle_timeout;
         self.streams.insert(
             stream,
             DStream {
@@ -253,6 +267,8 @@ impl DownConn {
                 } else {
                     None
                 },
+                idle,
+                active_at: now,
             },
         );
         self.open_upstream(stream);
@@ -298,7 +314,10 @@ impl DownConn {
 
     pub(super) fn on_request_data(&mut self, stream: u32, data: Bytes, end_stream: bool) {
         match self.streams.get_mut(&stream) {
-            Some(s) => s.req.push_back(Item::Data(data, end_stream)),
+            Some(s) => {
+                s.active_at = self.now;
+                s.req.push_back(Item::Data(data, end_stream));
+            }
             None => self.conn.release(stream, data.len() as u32),
         }
     }
@@ -334,6 +353,10 @@ impl DownConn {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
+        s.active_at = self.now;
+        // Header lists go back to the connection they came from: it
+        // decodes the next response into one without allocating.
+        let (pool, up) = (Rc::clone(&s.pool), s.up);
         match ev {
             ClientEvent::Response {
                 head,
@@ -358,14 +381,14 @@ impl DownConn {
                         self.finish(stream);
                     }
                 }
-                self.conn.recycle(head);
+                recycle_up(&pool, up, head);
             }
             ClientEvent::Data {
                 data, end_stream, ..
             } => s.resp.push_back(Item::Data(data, end_stream)),
             ClientEvent::Trailers { fields, .. } => {
                 s.resp.push_back(Item::Trailers(owned(&fields)));
-                self.conn.recycle(fields);
+                recycle_up(&pool, up, fields);
             }
             ClientEvent::Reset { code, .. } => {
                 let host_stats = shard.stats.hosts.host(s.host);
@@ -397,6 +420,12 @@ impl DownConn {
         self.shard.stats.downstream.rq_timeout.inc();
         self.shard.stats.hosts.host(s.host).rq_timeout.inc();
         self.fail(stream, LocalReply::UpstreamTimeout);
+    }
+
+    /// Nothing moved on the stream for its stream idle timeout.
+    pub(super) fn idled_out(&mut self, stream: u32) {
+        self.shard.stats.downstream.rq_idle_timeout.inc();
+        self.fail(stream, LocalReply::StreamIdleTimeout);
     }
 
     /// Ends a stream that failed: a local reply if no response head went
@@ -534,11 +563,12 @@ impl DownConn {
     /// releasing each on the side it came from once the other side took it.
     pub(super) fn forward(&mut self) {
         let mut done = Vec::new();
-        let now = Instant::now();
+        let now = self.now;
         for (&stream, s) in self.streams.iter_mut() {
             if s.req.is_empty() && s.resp.is_empty() {
                 continue;
             }
+            s.active_at = now;
             let Some(up) = s.up else { continue };
             let mut p = s.pool.borrow_mut();
             let Some(conn) = p.conn(up) else { continue };
