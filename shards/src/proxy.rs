@@ -303,7 +303,7 @@ pub async fn serve_stream(
 /// The weighted cluster a session belongs to: the one gRPC's cookie names,
 /// else the first whose hosts include the session's host. `None`: split as
 /// usual.
-fn session_cluster<'a>(
+pub(crate) fn session_cluster<'a>(
     w: &'a WeightedClusters,
     session: &RequestSession<'_>,
     snap: &Snapshot,

@@ -14,6 +14,43 @@ use http::request::Parts;
 
 use crate::stats::SessionStats;
 
+/// What the session filter reads of a request, whichever HTTP/2 codec
+/// decoded it.
+pub trait SessionSource {
+    /// `:path`, with the query.
+    fn path(&self) -> &str;
+    /// The values of every `cookie` field.
+    fn cookies(&self) -> impl Iterator<Item = &[u8]>;
+    /// The first value of the field `name`.
+    fn header(&self, name: &str) -> Option<&[u8]>;
+}
+
+impl SessionSource for Parts {
+    fn path(&self) -> &str {
+        self.uri.path_and_query().map_or("/", |p| p.as_str())
+    }
+    fn cookies(&self) -> impl Iterator<Item = &[u8]> {
+        self.headers.get_all(COOKIE).iter().map(|v| v.as_bytes())
+    }
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers.get(name).map(|v| v.as_bytes())
+    }
+}
+
+impl SessionSource for h2wire::message::HeaderList {
+    fn path(&self) -> &str {
+        self.get(b":path")
+            .and_then(|p| std::str::from_utf8(p).ok())
+            .unwrap_or("/")
+    }
+    fn cookies(&self) -> impl Iterator<Item = &[u8]> {
+        self.get_all(b"cookie")
+    }
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.get(name.as_bytes())
+    }
+}
+
 /// A request the session filter applies to.
 pub struct RequestSession<'a> {
     pub config: &'a StatefulSession,
@@ -38,7 +75,7 @@ impl<'a> RequestSession<'a> {
     /// expired, is counted and ignored: never an error response.
     pub fn read(
         config: Option<&'a StatefulSession>,
-        parts: &Parts,
+        req: &impl SessionSource,
         stats: &SessionStats,
     ) -> Option<Self> {
         let config = config?;
@@ -46,19 +83,16 @@ impl<'a> RequestSession<'a> {
         let value = match state {
             SessionState::Cookie(cookie) => {
                 if let Some(path) = &cookie.path {
-                    let request_path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-                    if !codec::path_matches(path, request_path) {
+                    if !codec::path_matches(path, req.path()) {
                         return None;
                     }
                 }
-                let fields = parts.headers.get_all(COOKIE).iter().map(|v| v.as_bytes());
-                codec::find_cookie(fields, &cookie.name)
+                codec::find_cookie(req.cookies(), &cookie.name)
                     .map(|raw| codec::decode_cookie_value(raw, unix_now()))
             }
-            SessionState::Header(h) => parts
-                .headers
-                .get(h.name.as_str())
-                .map(|v| codec::decode_header_value(v.as_bytes(), unix_now())),
+            SessionState::Header(h) => req
+                .header(h.name.as_str())
+                .map(|v| codec::decode_header_value(v, unix_now())),
         };
         let (host, cluster) = match value {
             Some(SessionValue::Valid { address, cluster }) => (Some(address), cluster),

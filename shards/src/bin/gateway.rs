@@ -53,8 +53,7 @@ struct Args {
     session_cookie_format: CookieFormat,
     /// Which HTTP/2 implementation carries requests: `h2` (the h2 crate, a
     /// task per stream; the default) or `h2wire` (our own codec, no task
-    /// per stream; experimental: no stateful sessions, outlier counts or
-    /// stream idle timeout yet, see docs/h2-codec.md).
+    /// per stream; see docs/h2-codec.md).
     #[arg(long, value_name = "PATH", default_value = "h2", value_parser = parse_data_path)]
     data_path: DataPath,
 }

@@ -17,9 +17,7 @@
 //!   the ring again, so one send carries all the requests the clients made
 //!   in a turn.
 //!
-//! Not yet on this path (the `h2` path has them): stateful sessions,
-//! outlier detection counts, the stream idle timeout, the handshake
-//! timeout, vectored writes.
+//! Not yet on this path (the `h2` path has it): the handshake timeout.
 
 pub mod downstream;
 pub mod pool;

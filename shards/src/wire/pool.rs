@@ -118,6 +118,11 @@ impl Pool {
             && self.cluster.http2 == cluster.http2
     }
 
+    /// The name of the cluster the pool was made for.
+    pub fn cluster_name(&self) -> &str {
+        &self.cluster.name
+    }
+
     /// Open connections (admin view).
     pub fn connections(&self) -> usize {
         self.conns.iter().filter(|c| !c.dead).count()

@@ -17,16 +17,22 @@ use bytes::Bytes;
 use engine::headers::{
     append_forwarded_for, http_to_grpc_status, is_grpc_content_type, is_hop_by_hop, keep_te,
 };
+use engine::outlier::{grpc_to_http, CallResult};
+use engine::override_host::OverrideMiss;
 use engine::route::{rewrite_path, route_request_in, RequestView};
 use engine::{ClusterTarget, HostId};
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
+use http::header::{HeaderName, HeaderValue};
 
 use super::downstream::DownConn;
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::{Delivered, Item};
 use crate::local_reply::LocalReply;
+use crate::proxy::session_cluster;
+use crate::session::RequestSession;
+use crate::stats::recent_now;
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them (as on the `h2` path).
@@ -68,6 +74,14 @@ pub(crate) struct DStream {
     pub idle: Option<Duration>,
     /// When something last moved, to the connection loop's clock.
     pub active_at: Instant,
+    /// The upstream's status and `grpc-status` (trailers-only or
+    /// trailers), once its head arrived: what outlier detection counts.
+    served: Option<(u16, Option<u32>)>,
+    /// How the stream failed, if it did (set just before `finish`).
+    failed: Option<CallResult>,
+    /// The header that (re)binds the client's session to this host, for
+    /// the response head (boxed: rare, and streams stay small).
+    session_header: Option<Box<(HeaderName, HeaderValue)>>,
 }
 
 /// Lets the engine's matcher read a request head without copying it.
@@ -141,6 +155,25 @@ fn recycle_up(pool: &PoolRef, up: Option<UpRef>, list: HeaderList) {
     }
 }
 
+/// Response fields with the session header added: a `set-cookie` joins
+/// the upstream's own cookies; a session header replaces any value the
+/// upstream sent (Envoy's `setCopy`), so a client never reads a stale one.
+fn with_session<'a>(
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    extra: Option<&'a (HeaderName, HeaderValue)>,
+) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+    let extra = extra.map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+    let replace = extra.filter(|(n, _)| *n != b"set-cookie").map(|(n, _)| n);
+    fields
+        .filter(move |(n, _)| Some(*n) != replace)
+        .chain(extra)
+}
+
+/// A numeric `grpc-status` field.
+fn grpc_status(list: &HeaderList) -> Option<u32> {
+    text(list.get(b"grpc-status"))?.trim().parse().ok()
+}
+
 fn status_of(head: &HeaderList) -> u16 {
     text(head.get(b":status"))
         .and_then(|s| s.parse().ok())
@@ -202,26 +235,82 @@ impl DownConn {
             Some(l) => &l.http,
             None => &self.listener.http,
         };
-        let Some((_vhost, route)) = route_request_in(&hcm.route_config, &HeadView(&head)) else {
+        let Some((vhost, route)) = route_request_in(&hcm.route_config, &HeadView(&head)) else {
             stats.rq_no_route.inc();
-            self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head);
+            self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head, None);
             return;
         };
+        // The stateful session filter as this route configures it (A39
+        // merge), read from the request's cookie or header.
+        let session_config = engine::session::effective(
+            hcm.stateful_session.as_ref(),
+            vhost.stateful_session.as_ref(),
+            route.stateful_session.as_ref(),
+        );
+        let sess_stats = &shard.stats.session;
+        let session = RequestSession::read(session_config, &head, sess_stats);
         let cluster_name = match &route.action.target {
             ClusterTarget::Cluster(name) => name.as_str(),
-            ClusterTarget::Weighted(w) => w.pick(shard.random()),
+            ClusterTarget::Weighted(w) => session
+                .as_ref()
+                .and_then(|s| session_cluster(w, s, &snap))
+                .unwrap_or_else(|| w.pick(shard.random())),
         };
         let Some(cluster) = snap.cluster(cluster_name) else {
             shard.stats.rq_unknown_cluster.inc();
-            self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head);
+            self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head, None);
             return;
         };
-        let Some(pick) = shard.pick_host(cluster) else {
-            shard.stats.rq_no_healthy_upstream.inc();
-            self.reply_and_forget(stream, LocalReply::NoHealthyUpstream, grpc, head);
-            return;
+        let mut by_override = None;
+        if let Some(s) = &session {
+            if let Some(addr) = &s.host {
+                match shard.override_host(cluster, addr) {
+                    Ok(h) => by_override = Some(h),
+                    Err(miss) => {
+                        match miss {
+                            OverrideMiss::NotFound => sess_stats.host_not_found.inc(),
+                            OverrideMiss::StatusNotInSet => sess_stats.status_not_in_set.inc(),
+                            OverrideMiss::Ejected => sess_stats.host_ejected.inc(),
+                        }
+                        if s.config.strict {
+                            // `strict`: the session's host or nothing.
+                            sess_stats.strict_refused.inc();
+                            let reply = LocalReply::SessionHostUnavailable(
+                                s.config.strict_not_found_status,
+                            );
+                            self.reply_and_forget(stream, reply, grpc, head, None);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        let host = match by_override {
+            Some(h) => {
+                sess_stats.override_used.inc();
+                shard
+                    .stats
+                    .hosts
+                    .host(h.id)
+                    .rq_override_recent
+                    .inc(recent_now());
+                h
+            }
+            None => match shard.pick_host(cluster) {
+                Some(pick) => pick.host,
+                None => {
+                    shard.stats.rq_no_healthy_upstream.inc();
+                    self.reply_and_forget(stream, LocalReply::NoHealthyUpstream, grpc, head, None);
+                    return;
+                }
+            },
         };
-        let host = pick.host;
+        // Responses from a host other than the session's carry the new
+        // session (Envoy sets it on error replies too).
+        let session_header = session
+            .as_ref()
+            .and_then(|s| s.response_header(host.address, shard.cookie_format))
+            .map(Box::new);
         let host_stats = shard.stats.hosts.host(host.id);
         host_stats.rq_total.inc();
         host_stats.rq_active.inc();
@@ -269,6 +358,9 @@ impl DownConn {
                 },
                 idle,
                 active_at: now,
+                served: None,
+                failed: None,
+                session_header,
             },
         );
         self.open_upstream(stream);
@@ -368,15 +460,23 @@ impl DownConn {
                 if !informational {
                     let status = status_of(&head);
                     s.resp_started = true;
+                    s.served = Some((status, grpc_status(&head)));
                     let host_stats = shard.stats.hosts.host(s.host);
                     host_stats.responses.record(status);
                     shard.stats.downstream.responses.record(status);
                     if let Some(h) = s.head.take() {
                         self.conn.recycle(h);
                     }
-                    let sent =
-                        self.conn
-                            .send_headers(stream, status, response_fields(&head), end_stream);
+                    let extra = s.session_header.take();
+                    if extra.is_some() {
+                        shard.stats.session.session_set.inc();
+                    }
+                    let sent = self.conn.send_headers(
+                        stream,
+                        status,
+                        with_session(response_fields(&head), extra.as_deref()),
+                        end_stream,
+                    );
                     if sent.is_err() || end_stream {
                         self.finish(stream);
                     }
@@ -387,6 +487,9 @@ impl DownConn {
                 data, end_stream, ..
             } => s.resp.push_back(Item::Data(data, end_stream)),
             ClientEvent::Trailers { fields, .. } => {
+                if let (Some(served), Some(g)) = (s.served.as_mut(), grpc_status(&fields)) {
+                    served.1 = Some(g);
+                }
                 s.resp.push_back(Item::Trailers(owned(&fields)));
                 recycle_up(&pool, up, fields);
             }
@@ -431,34 +534,58 @@ impl DownConn {
     /// Ends a stream that failed: a local reply if no response head went
     /// out yet, else a reset.
     fn fail(&mut self, stream: u32, reply: LocalReply) {
-        let Some(s) = self.streams.get(&stream) else {
+        let Some(s) = self.streams.get_mut(&stream) else {
             return;
+        };
+        s.failed = match reply {
+            LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
+            LocalReply::UpstreamReset => Some(CallResult::Reset),
+            LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
+            _ => None,
         };
         if s.resp_started {
             self.conn.reset(stream, ErrorCode::INTERNAL_ERROR);
         } else {
             let grpc = s.grpc;
+            let extra = s.session_header.take();
             self.shard
                 .stats
                 .hosts
                 .host(s.host)
                 .responses
                 .record(reply.status().as_u16());
-            self.local_reply(stream, reply, grpc);
+            if extra.is_some() {
+                self.shard.stats.session.session_set.inc();
+            }
+            self.local_reply(stream, reply, grpc, extra.as_deref());
         }
         self.finish(stream);
     }
 
     /// A local reply for a stream that never reached a host.
-    fn reply_and_forget(&mut self, stream: u32, reply: LocalReply, grpc: bool, head: HeaderList) {
+    fn reply_and_forget(
+        &mut self,
+        stream: u32,
+        reply: LocalReply,
+        grpc: bool,
+        head: HeaderList,
+        extra: Option<&(HeaderName, HeaderValue)>,
+    ) {
         self.conn.recycle(head);
-        self.local_reply(stream, reply, grpc);
+        self.local_reply(stream, reply, grpc, extra);
         self.shard.stats.downstream.rq_active.dec();
     }
 
     /// Answers `stream` ourselves. For gRPC requests a trailers-only
     /// response (200 + `grpc-status`), so gRPC clients see a status.
-    fn local_reply(&mut self, stream: u32, reply: LocalReply, grpc: bool) {
+    fn local_reply(
+        &mut self,
+        stream: u32,
+        reply: LocalReply,
+        grpc: bool,
+        extra: Option<&(HeaderName, HeaderValue)>,
+    ) {
+        let extra = extra.map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
         let status = reply.status().as_u16();
         let body = reply.body();
         let stats = &self.shard.stats.downstream;
@@ -471,22 +598,23 @@ impl DownConn {
             if !body.is_empty() {
                 fields.push((b"grpc-message", body.as_bytes()));
             }
+            fields.extend(extra);
             let _ = self.conn.send_headers(stream, 200, fields, true);
             stats.responses.record(200);
             return;
         }
         stats.responses.record(status);
         if body.is_empty() {
-            let _ = self
-                .conn
-                .send_headers(stream, status, std::iter::empty(), true);
+            let _ = self.conn.send_headers(stream, status, extra, true);
             return;
         }
         let len = body.len().to_string();
         let fields = [
             (&b"content-type"[..], &b"text/plain"[..]),
             (b"content-length", len.as_bytes()),
-        ];
+        ]
+        .into_iter()
+        .chain(extra);
         if self
             .conn
             .send_headers(stream, status, fields, false)
@@ -541,6 +669,40 @@ impl DownConn {
         }
         self.shard.stats.downstream.rq_active.dec();
         self.shard.stats.hosts.host(s.host).rq_active.dec();
+        // A client that went away is not the host's fault; the status it
+        // had answered by then still counts (as Envoy counts it).
+        let result = s.failed.or_else(|| {
+            s.served.map(
+                |(status, grpc_status)| match grpc_status.filter(|_| s.grpc) {
+                    Some(g) => CallResult::Status(grpc_to_http(g)),
+                    None => CallResult::Status(status),
+                },
+            )
+        });
+        if let Some(result) = result {
+            self.record_outlier(&s.pool, result);
+        }
+    }
+
+    /// Counts the stream's outcome for outlier detection, when the host's
+    /// cluster in the current snapshot has it.
+    fn record_outlier(&self, pool: &PoolRef, result: CallResult) {
+        let snap = self.shard.snapshot();
+        let p = pool.borrow();
+        let Some(cluster) = snap.cluster(p.cluster_name()) else {
+            return;
+        };
+        if !cluster
+            .config
+            .outlier_detection
+            .as_ref()
+            .is_some_and(|o| o.has_detector())
+        {
+            return;
+        }
+        if let Some(host) = cluster.host_by_addr(&p.addr) {
+            self.shard.record_outlier(cluster, host, result);
+        }
     }
 
     /// A delivery for a stream already finished: its window is released on
