@@ -28,6 +28,8 @@ mod check;
 mod list;
 
 #[cfg(test)]
+mod reference;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;

@@ -113,9 +113,10 @@ impl ServerConn {
             + self.events.capacity() * std::mem::size_of::<Event>()
     }
 
-    /// Gives back spare capacity (the output buffer, pooled header lists)
-    /// that the connection otherwise keeps for its next burst: for the
-    /// driver to call when the connection goes quiet.
+    /// Gives back spare capacity (the output buffer) that the connection
+    /// otherwise keeps for its next burst: for the driver to call when the
+    /// connection goes quiet. Header lists are pooled per thread, not per
+    /// connection ([`HeaderList::pooled`](crate::message::HeaderList::pooled)).
     pub fn shrink(&mut self) {
         self.core.shrink();
         self.events.shrink_to_fit();

@@ -21,13 +21,12 @@ use crate::{ErrorCode, FrameError};
 
 /// Event queue slots kept once it is empty.
 const EVENTS_KEEP: usize = 16;
-/// Header lists kept for reuse: enough for a burst of requests or
-/// responses without pinning much memory on an idle connection.
-const LIST_POOL: usize = 2;
 
 /// The state both sides keep alike: HPACK both ways, header block
-/// assembly, the connection's windows, the SETTINGS in force, pooled header
-/// lists and the output. Streams and events stay with each side.
+/// assembly, the connection's windows, the SETTINGS in force and the
+/// output. Header lists come from the thread's pool
+/// ([`HeaderList::pooled`]), shared by the shard's connections. Streams
+/// and events stay with each side.
 #[derive(Debug)]
 pub(super) struct ConnCore {
     pub decoder: Decoder,
@@ -44,7 +43,6 @@ pub(super) struct ConnCore {
     pub peer_max_frame: u32,
     /// Our SETTINGS were acknowledged.
     pub settings_acked: bool,
-    pub lists: Vec<HeaderList>,
     pub out: Output,
 }
 
@@ -75,20 +73,16 @@ impl ConnCore {
             peer_initial: DEFAULT_WINDOW,
             peer_max_frame: DEFAULT_MAX_FRAME_SIZE,
             settings_acked: false,
-            lists: Vec::new(),
             out,
         }
     }
 
     pub fn take_list(&mut self) -> HeaderList {
-        self.lists.pop().unwrap_or_else(HeaderList::for_block)
+        HeaderList::pooled()
     }
 
-    pub fn recycle(&mut self, mut list: HeaderList) {
-        if self.lists.len() < LIST_POOL {
-            list.clear();
-            self.lists.push(list);
-        }
+    pub fn recycle(&mut self, list: HeaderList) {
+        list.recycle();
     }
 
     /// Heap bytes held here (streams and events are the sides' to count).
@@ -97,18 +91,11 @@ impl ConnCore {
             + self.encoder.memory_bytes()
             + self.assembler.memory_bytes()
             + self.out.memory_bytes()
-            + self.lists.capacity() * std::mem::size_of::<HeaderList>()
-            + self
-                .lists
-                .iter()
-                .map(HeaderList::memory_bytes)
-                .sum::<usize>()
     }
 
-    /// Gives back the output buffer's spare room and the pooled lists.
+    /// Gives back the output buffer's spare room.
     pub fn shrink(&mut self) {
         self.out.shrink();
-        self.lists = Vec::new();
     }
 
     /// What both sides do with the peer's SETTINGS; `opened` hears of each

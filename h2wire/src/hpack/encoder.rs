@@ -2,6 +2,7 @@
 //! is likely to repeat.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use ahash::RandomState;
 use bytes::BytesMut;
@@ -12,6 +13,32 @@ use super::{huffman, int, DEFAULT_TABLE_SIZE};
 /// The largest dynamic table we keep whatever the peer allows: memory per
 /// connection is what a gateway with many idle connections runs out of.
 const MAX_TABLE_CAP: usize = DEFAULT_TABLE_SIZE;
+
+/// Field or name hash → insertion number. The keys are already hashes
+/// (seeded per encoder), so the map uses them as they are instead of
+/// hashing them a second time.
+type ByHash = HashMap<u64, u64, BuildHasherDefault<KeyIsHash>>;
+
+/// The `Hasher` of a `u64` key that is itself a good hash.
+#[derive(Default)]
+struct KeyIsHash(u64);
+
+impl Hasher for KeyIsHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys come here; anything else still hashes correctly.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+}
 
 /// The encoding side of one connection's HPACK context.
 ///
@@ -28,9 +55,9 @@ pub struct Encoder {
     pending: Option<(usize, usize)>,
     hasher: RandomState,
     /// Hash of (name, value) → insertion number of the newest such entry.
-    by_field: HashMap<u64, u64, RandomState>,
+    by_field: ByHash,
     /// Hash of name → insertion number of the newest entry with that name.
-    by_name: HashMap<u64, u64, RandomState>,
+    by_name: ByHash,
     /// (field hash, name hash) of each table entry, newest first, to unmap
     /// entries as they are evicted.
     hashes: VecDeque<(u64, u64)>,
@@ -54,8 +81,8 @@ impl Encoder {
             table: DynamicTable::new(DEFAULT_TABLE_SIZE),
             pending: None,
             hasher: RandomState::new(),
-            by_field: HashMap::with_hasher(RandomState::new()),
-            by_name: HashMap::with_hasher(RandomState::new()),
+            by_field: ByHash::default(),
+            by_name: ByHash::default(),
             hashes: VecDeque::new(),
             inserted: 0,
             huffman: true,
@@ -109,9 +136,9 @@ impl Encoder {
                 return;
             }
             field_hash = self.hasher.hash_one((name, value));
-            if let Some(i) =
-                self.find_dynamic(&self.by_field, field_hash, |n, v| n == name && v == value)
-            {
+            if let Some(i) = self.find_dynamic(&self.by_field, field_hash, |n, v| {
+                same(n, name) && same(v, value)
+            }) {
                 int::encode(STATIC_LEN + 1 + i, 7, 0b1000_0000, dst);
                 return;
             }
@@ -122,7 +149,7 @@ impl Encoder {
             StaticMatch::None => {
                 let h = self.hasher.hash_one(name);
                 name_hash = Some(h);
-                self.find_dynamic(&self.by_name, h, |n, _| n == name)
+                self.find_dynamic(&self.by_name, h, |n, _| same(n, name))
                     .map_or(0, |i| STATIC_LEN + 1 + i)
             }
         };
@@ -163,7 +190,7 @@ impl Encoder {
     /// returns its 0-based dynamic index.
     fn find_dynamic(
         &self,
-        map: &HashMap<u64, u64, RandomState>,
+        map: &ByHash,
         hash: u64,
         matches: impl Fn(&[u8], &[u8]) -> bool,
     ) -> Option<usize> {
@@ -233,8 +260,8 @@ impl Encoder {
         }
         if self.hashes.is_empty() {
             // Give the memory back with the table's.
-            self.by_field = HashMap::with_hasher(self.by_field.hasher().clone());
-            self.by_name = HashMap::with_hasher(self.by_name.hasher().clone());
+            self.by_field = ByHash::default();
+            self.by_name = ByHash::default();
             self.hashes = VecDeque::new();
         } else if self.hashes.capacity() > 2 * self.hashes.len() + 8 {
             let keep = self.hashes.len() * 3 / 2;
@@ -242,6 +269,32 @@ impl Encoder {
             self.by_field.shrink_to(keep);
             self.by_name.shrink_to(keep);
         }
+    }
+}
+
+/// `a == b`, without a call to `memcmp` for the short strings header
+/// fields mostly are: two overlapping loads of each, up to 16 bytes.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let half = |s: &[u8], at: usize| {
+        let mut h = [0; 4];
+        h.copy_from_slice(&s[at..at + 4]);
+        u32::from_le_bytes(h)
+    };
+    match n {
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -257,6 +310,20 @@ mod tests {
             e.encode_field(n.as_bytes(), v.as_bytes(), *never, &mut dst);
         }
         dst.to_vec()
+    }
+
+    #[test]
+    fn same_is_equality() {
+        for n in 0..40 {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(same(&a, &a.clone()));
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same(&a, &b), "{n} {at}");
+            }
+            assert!(!same(&a, &a[..n.saturating_sub(1)]) || n == 0);
+        }
     }
 
     #[test]

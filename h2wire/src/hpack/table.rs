@@ -87,19 +87,51 @@ pub(crate) enum StaticMatch {
 }
 
 /// Finds a field in the static table without hashing or allocating: the
-/// `match` compiles to a switch on length and a few comparisons.
+/// `match`es compile to a switch on length and a few comparisons (a loop
+/// over the values would call `memcmp` for each).
 pub(crate) fn find_static(name: &[u8], value: &[u8]) -> StaticMatch {
-    // Names with several static values.
-    let among = |first: usize, values: &[&[u8]]| match values.iter().position(|v| *v == value) {
-        Some(i) => StaticMatch::Exact(first + i),
-        None => StaticMatch::Name(first),
-    };
+    use StaticMatch::{Exact, Name};
     let index = match name {
-        b":method" => return among(2, &[b"GET", b"POST"]),
-        b":path" => return among(4, &[b"/", b"/index.html"]),
-        b":scheme" => return among(6, &[b"http", b"https"]),
-        b":status" => return among(8, &[b"200", b"204", b"206", b"304", b"400", b"404", b"500"]),
-        b"accept-encoding" => return among(16, &[b"gzip, deflate"]),
+        // Names with several static values.
+        b":method" => {
+            return match value {
+                b"GET" => Exact(2),
+                b"POST" => Exact(3),
+                _ => Name(2),
+            }
+        }
+        b":path" => {
+            return match value {
+                b"/" => Exact(4),
+                b"/index.html" => Exact(5),
+                _ => Name(4),
+            }
+        }
+        b":scheme" => {
+            return match value {
+                b"http" => Exact(6),
+                b"https" => Exact(7),
+                _ => Name(6),
+            }
+        }
+        b":status" => {
+            return match value {
+                b"200" => Exact(8),
+                b"204" => Exact(9),
+                b"206" => Exact(10),
+                b"304" => Exact(11),
+                b"400" => Exact(12),
+                b"404" => Exact(13),
+                b"500" => Exact(14),
+                _ => Name(8),
+            }
+        }
+        b"accept-encoding" => {
+            return match value {
+                b"gzip, deflate" => Exact(16),
+                _ => Name(16),
+            }
+        }
         b":authority" => 1,
         b"accept-charset" => 15,
         b"accept-language" => 17,
@@ -151,9 +183,9 @@ pub(crate) fn find_static(name: &[u8], value: &[u8]) -> StaticMatch {
     };
     // The remaining entries all have an empty value.
     if value.is_empty() {
-        StaticMatch::Exact(index)
+        Exact(index)
     } else {
-        StaticMatch::Name(index)
+        Name(index)
     }
 }
 

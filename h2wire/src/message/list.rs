@@ -1,11 +1,24 @@
 //! One header block's fields, packed in a reusable byte arena.
 
+use std::cell::RefCell;
+
 /// Arena sizes kept across [`HeaderList::clear`]. Ordinary requests fit
 /// well within both, so a warm list never allocates; a list that needed
 /// more (a 60 KiB cookie) gives its buffers back rather than pin that size
 /// on a connection that may sit idle for minutes.
 const BYTES_KEEP: usize = 16 << 10;
 const FIELDS_KEEP: usize = 128;
+
+/// Lists a thread keeps for reuse ([`HeaderList::pooled`]). A shard is one
+/// thread, so this is a shard-wide pool: it covers a burst of requests on
+/// any of its connections (a client multiplexing 32 requests takes 32 lists
+/// at once), where a per-connection pool would allocate for each burst or
+/// pin lists on idle connections. At most about 90 KiB per thread.
+const POOL_MAX: usize = 64;
+
+thread_local! {
+    static POOL: RefCell<Vec<HeaderList>> = const { RefCell::new(Vec::new()) };
+}
 
 /// The fields of one header block, in order, with every name and value in
 /// one byte arena. Reused between streams: [`clear`](Self::clear) keeps the
@@ -49,6 +62,32 @@ impl HeaderList {
     /// bytes and fields instead of a reallocation every few fields.
     pub fn for_block() -> Self {
         Self::with_capacity(1024, 16)
+    }
+
+    /// A list from this thread's pool, empty with its buffers kept, or a
+    /// new one as [`for_block`](Self::for_block) makes.
+    pub fn pooled() -> Self {
+        POOL.try_with(|p| p.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(Self::for_block)
+    }
+
+    /// Clears the list and keeps it in this thread's pool for
+    /// [`pooled`](Self::pooled), unless the pool is full or the list gave
+    /// its buffers back on clearing (a new list is sized better).
+    pub fn recycle(mut self) {
+        self.clear();
+        if self.bytes.capacity() == 0 || self.fields.capacity() == 0 {
+            return;
+        }
+        // A thread being torn down has no pool left: the list is dropped.
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOL_MAX {
+                p.push(self);
+            }
+        });
     }
 
     /// Empties the list for the next block, keeping its buffers unless they
@@ -200,5 +239,34 @@ mod tests {
         let held = l.memory_bytes();
         l.clear();
         assert_eq!(l.memory_bytes(), held);
+    }
+
+    #[test]
+    fn recycled_lists_come_back_from_the_pool() {
+        // Tests run on their own threads: this pool is this test's.
+        let pooled = || POOL.with(|p| p.borrow().len());
+        let mut held: Vec<_> = (0..POOL_MAX + 8).map(|_| HeaderList::pooled()).collect();
+        for l in &mut held {
+            typical(l);
+        }
+        let sizes: Vec<_> = held.iter().map(HeaderList::memory_bytes).collect();
+        for l in held {
+            l.recycle();
+        }
+        // The pool keeps POOL_MAX, empty, buffers and all.
+        assert_eq!(pooled(), POOL_MAX);
+        let again: Vec<_> = (0..POOL_MAX).map(|_| HeaderList::pooled()).collect();
+        assert_eq!(pooled(), 0);
+        for (l, size) in again.iter().zip(sizes) {
+            assert!(l.is_empty());
+            assert_eq!(l.memory_bytes(), size);
+        }
+        // A list that gave its buffers back is not kept.
+        let mut huge = HeaderList::pooled();
+        huge.push(b"cookie", &vec![b'c'; 60 << 10], false);
+        huge.recycle();
+        assert_eq!(pooled(), 0);
+        drop(again);
+        assert_eq!(pooled(), 0, "dropped lists do not come back");
     }
 }

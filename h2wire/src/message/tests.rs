@@ -676,3 +676,165 @@ fn malformed_is_a_protocol_error_stream_reset() {
         "malformed message: host header field differs from :authority"
     );
 }
+
+// --- the optimized checks against the plain ones --------------------------
+
+/// Random lists from pieces that sit on the rules' edges (pseudo-headers
+/// known, unknown and misspelled, connection-specific names, values with
+/// NUL/CR/LF/whitespace/DEL/'@'/high bytes at either end or inside, short
+/// and long): `check_*` must give exactly what `reference` gives, the same
+/// error for the same list included.
+#[test]
+fn the_checks_agree_with_the_reference_on_random_lists() {
+    use super::reference;
+    const NAMES: &[&[u8]] = &[
+        b":method",
+        b":scheme",
+        b":authority",
+        b":path",
+        b":protocol",
+        b":status",
+        b":foo",
+        b":Method",
+        b":",
+        b"::path",
+        b":meth",
+        b":pathx",
+        b"",
+        b"accept",
+        b"x-Foo",
+        b"X",
+        b"host",
+        b"te",
+        b"connection",
+        b"upgrade",
+        b"keep-alive",
+        b"transfer-encoding",
+        b"proxy-connection",
+        b"content-length",
+        b"a b",
+        b"x:y",
+        b"x\x00",
+        b"\xff",
+        b"user-agent",
+    ];
+    const VALUES: &[&[u8]] = &[
+        b"",
+        b" x",
+        b"x ",
+        b"\t",
+        b"GET",
+        b"CONNECT",
+        b"OPTIONS",
+        b"connect",
+        b"G T",
+        b"http",
+        b"https",
+        b"HTTPS",
+        b"foo+bar.1",
+        b"1foo",
+        b"/",
+        b"*",
+        b"a/b",
+        b"/a b",
+        b"/\x7f",
+        b"/\x80",
+        b"example.com",
+        b"Example.COM:80",
+        b"u:p@h",
+        b"[::1]:443",
+        b"[::1]",
+        b"example.com:",
+        b"example.com:443",
+        b"trailers",
+        b"TRAILERS",
+        b"12",
+        b"012",
+        b"1,2",
+        b"99999999999999999999",
+        b"200",
+        b"599",
+        b"600",
+        b"99",
+        b"websocket",
+        b"/index.html?q=1&r=2#x",
+    ];
+    const BYTES: &[u8] = b"\x00\n\r\t \x7f\x80\xff@:%[]/*aAzZ09-._~,;=!#$&'()+^`|\"<>?";
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut rnd = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let piece = |pieces: &[&[u8]], rnd: &mut dyn FnMut(usize) -> usize| -> Vec<u8> {
+        match rnd(4) {
+            // A random string, long enough for several words at times.
+            0 => (0..rnd(24)).map(|_| BYTES[rnd(BYTES.len())]).collect(),
+            // A known piece with one byte replaced.
+            1 => {
+                let mut p = pieces[rnd(pieces.len())].to_vec();
+                if !p.is_empty() {
+                    let at = rnd(p.len());
+                    p[at] = BYTES[rnd(BYTES.len())];
+                }
+                p
+            }
+            _ => pieces[rnd(pieces.len())].to_vec(),
+        }
+    };
+    let mut checked = 0;
+    for round in 0..200_000 {
+        let mut fields = Vec::new();
+        // Mostly a valid request or response to start from, so that the
+        // later rules are reached too.
+        match rnd(3) {
+            0 => fields.extend(GET.iter().map(|(n, v)| (n.to_vec(), v.to_vec()))),
+            1 => fields.push((b":status".to_vec(), b"200".to_vec())),
+            _ => {}
+        }
+        for _ in 0..rnd(5) {
+            let name = piece(NAMES, &mut rnd);
+            let value = piece(VALUES, &mut rnd);
+            let at = rnd(fields.len() + 1);
+            fields.insert(at, (name, value));
+        }
+        if !fields.is_empty() && rnd(3) == 0 {
+            // A valid list with one value broken.
+            let i = rnd(fields.len());
+            fields[i].1 = piece(VALUES, &mut rnd);
+        }
+        let mut l = HeaderList::new();
+        for (n, v) in &fields {
+            l.push(n, v, false);
+        }
+        let shown = || format!("round {round}: {fields:?}");
+        assert_eq!(
+            check_request(&l),
+            reference::check_request(&l),
+            "{}",
+            shown()
+        );
+        assert_eq!(
+            check_response(&l),
+            reference::check_response(&l),
+            "{}",
+            shown()
+        );
+        assert_eq!(
+            check_trailers(&l),
+            reference::check_trailers(&l),
+            "{}",
+            shown()
+        );
+        assert_eq!(
+            content_length(&l),
+            reference::content_length(&l),
+            "{}",
+            shown()
+        );
+        checked += usize::from(check_request(&l).is_ok() || check_response(&l).is_ok());
+    }
+    // Enough of them pass for the later rules to be exercised.
+    assert!(checked > 1000, "only {checked} lists passed");
+}
