@@ -30,6 +30,11 @@ const IDLE_READ_SIZE: usize = 512;
 /// How often a connection with streams looks for expired deadlines: the
 /// precision of the route timeout on this path.
 const DEADLINE_SCAN: Duration = Duration::from_millis(50);
+/// A client must send the connection preface and its SETTINGS within this
+/// time.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The client preface (24 bytes) and a SETTINGS frame header (9).
+const HANDSHAKE_BYTES: usize = 24 + 9;
 /// How long an abruptly closed connection may take to flush its GOAWAY.
 const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
 
@@ -265,6 +270,11 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
     // connection, for the idle timeout; `scanning` says which.
     let mut timer: Option<Pin<Box<Timer>>> = None;
     let mut scanning = false;
+    // Bytes received so far, and whether the idle-mode timer is the
+    // handshake's (the preface and SETTINGS must come within
+    // HANDSHAKE_TIMEOUT, as on the h2 path).
+    let mut received = 0usize;
+    let mut handshake_timer = false;
     let mut draining = false;
     let mut close_at: Option<Instant> = None;
 
@@ -296,8 +306,11 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
             timer = Some(Box::pin(Timer::new(DEADLINE_SCAN)));
             scanning = true;
         } else if timer.is_none() && !busy {
+            handshake_timer = !draining && received < HANDSHAKE_BYTES;
             let wait = if draining {
                 close_at.map(|t| t.saturating_duration_since(Instant::now()))
+            } else if handshake_timer {
+                Some(idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT)))
             } else {
                 idle_timeout
             };
@@ -361,6 +374,15 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
                         dc.conn.shrink();
                         continue;
                     }
+                } else if handshake_timer && received < HANDSHAKE_BYTES {
+                    // No preface and SETTINGS in time: not an HTTP/2
+                    // client, or a slow one holding a connection.
+                    stats.cx_protocol_error.inc();
+                    break;
+                } else if handshake_timer {
+                    // The handshake came; the idle timeout governs now.
+                    rb.filled(0);
+                    continue;
                 } else if !draining {
                     stats.cx_idle_timeout.inc();
                     draining = true;
@@ -371,6 +393,7 @@ async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: S
             }
         };
         rb.filled(n);
+        received = received.saturating_add(n);
         if n > 0 && dc.conn.recv(&mut rb.buf).is_err() {
             // A connection error: GOAWAY is queued; flush it, then close.
             stats.cx_protocol_error.inc();
