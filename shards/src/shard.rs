@@ -59,7 +59,7 @@ pub struct Shard {
     pub ticker: Ticker,
     /// Which HTTP/2 implementation carries requests (`--data-path`).
     pub data_path: DataPath,
-    /// The h2wire path's shared state (empty on the `h2` path).
+    /// The h2wire path's shared state (unused on the `h2` path).
     pub wire: WireShard,
 }
 

@@ -51,10 +51,10 @@ struct Args {
     /// (gRFC A55's plain base64("ip:port")). Every form is read either way.
     #[arg(long, value_name = "FORMAT", default_value = "envoy", value_parser = parse_cookie_format)]
     session_cookie_format: CookieFormat,
-    /// Which HTTP/2 implementation carries requests: `h2` (the h2 crate, a
-    /// task per stream; the default) or `h2wire` (our own codec, no task
-    /// per stream; see docs/h2-codec.md).
-    #[arg(long, value_name = "PATH", default_value = "h2", value_parser = parse_data_path)]
+    /// Which HTTP/2 implementation carries requests: `h2wire` (our own
+    /// codec, no task per stream; the default) or `h2` (the h2 crate, a
+    /// task per stream; the previous path). See docs/h2-codec.md.
+    #[arg(long, value_name = "PATH", default_value = "h2wire", value_parser = parse_data_path)]
     data_path: DataPath,
 }
 

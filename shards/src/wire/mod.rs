@@ -1,8 +1,9 @@
-//! The data path on our own HTTP/2 codec (`h2wire`), selected with `--data-path h2wire`: no task, lock or reference count per stream.
+//! The data path on our own HTTP/2 codec (`h2wire`), the default (`--data-path h2wire`): no task, lock or reference count per stream.
 //!
-//! Work in progress; the default data path (`downstream`, `proxy`, `pool`,
-//! on the `h2` crate) stays the default until this one passes the whole
-//! `shards/tests` suite. The shape (docs/h2-codec.md, layer 4):
+//! The previous data path (`downstream`, `proxy`, `pool`, on the `h2`
+//! crate, a task per stream) stays selectable with `--data-path h2`; the
+//! `shards/tests` suite runs on both (`GATEWAY_TEST_DATA_PATH=h2`). The
+//! shape (docs/h2-codec.md, layer 4):
 //!
 //! - one task per downstream connection ([`downstream`]) owns its socket
 //!   and its `ServerConn`, and runs the request phases for its streams
@@ -17,7 +18,6 @@
 //!   the ring again, so one send carries all the requests the clients made
 //!   in a turn.
 //!
-//! Not yet on this path (the `h2` path has it): the handshake timeout.
 
 pub mod downstream;
 pub mod pool;
@@ -37,10 +37,10 @@ pub use readbuf::ReadBuf;
 /// Which HTTP/2 implementation carries requests (`--data-path`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum DataPath {
-    /// The `h2` crate, a task per stream (the default).
-    #[default]
+    /// The `h2` crate, a task per stream.
     H2,
-    /// `h2wire`, this module.
+    /// `h2wire`, this module (the default).
+    #[default]
     H2wire,
 }
 

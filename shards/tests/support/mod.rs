@@ -585,11 +585,12 @@ pub fn get_replies(addr: SocketAddr, path: &str, headers: &[(&str, &str)], n: us
     send_n(addr, "GET", path, headers, n)
 }
 
-/// The data path the in-process gateways of the tests use:
-/// `GATEWAY_TEST_DATA_PATH=h2wire` runs the suite on the h2wire path.
+/// The data path the in-process gateways of the tests use: the default
+/// (h2wire), or the h2 crate's with `GATEWAY_TEST_DATA_PATH=h2` (`.ci/run`
+/// runs the suite both ways).
 pub fn data_path_from_env() -> shards::wire::DataPath {
     match std::env::var("GATEWAY_TEST_DATA_PATH").as_deref() {
-        Ok("h2wire") => shards::wire::DataPath::H2wire,
-        _ => shards::wire::DataPath::H2,
+        Ok("h2") => shards::wire::DataPath::H2,
+        _ => shards::wire::DataPath::H2wire,
     }
 }
