@@ -1,5 +1,6 @@
-//! Downstream connections: accept, h2 server settings and limits, per-stream
-//! tasks, idle timeout, drain (GOAWAY) and the reset-flood cut-off.
+//! Downstream connections: the accept loop of both data paths, and on the
+//! `h2` path: h2 server settings and limits, per-stream tasks, idle
+//! timeout, drain (GOAWAY) and the reset-flood cut-off.
 
 use std::cell::Cell;
 use std::future::{poll_fn, Future};
@@ -23,6 +24,7 @@ use crate::io;
 use crate::proxy;
 use crate::shard::Shard;
 use crate::signal::Signal;
+use crate::wire::{self, DataPath};
 
 /// A client must send the HTTP/2 connection preface within this time.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -102,18 +104,24 @@ impl ConnState {
 }
 
 /// Accepts connections on one listener socket until cancelled (by dropping
-/// the task, which also closes the socket).
+/// the task, which also closes the socket), each served by the shard's
+/// data path.
 pub async fn accept_loop(shard: Rc<Shard>, sock: TcpListener, listener: Rc<str>, drain: Signal) {
     loop {
         match sock.accept().await {
             Ok(stream) => {
-                glommio::spawn_local(serve_connection(
-                    Rc::clone(&shard),
-                    stream,
-                    Rc::clone(&listener),
-                    drain.clone(),
-                ))
-                .detach();
+                let (sh, name, drain) = (Rc::clone(&shard), Rc::clone(&listener), drain.clone());
+                // Detached: a connection outlives the listener's task while
+                // it drains.
+                match shard.data_path {
+                    DataPath::H2 => {
+                        glommio::spawn_local(serve_connection(sh, stream, name, drain)).detach();
+                    }
+                    DataPath::H2wire => {
+                        glommio::spawn_local(wire::downstream::serve(sh, stream, name, drain))
+                            .detach();
+                    }
+                }
             }
             Err(e) => {
                 // Out of descriptors or similar: don't spin, don't die.

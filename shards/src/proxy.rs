@@ -29,7 +29,6 @@ use engine::headers::{
     append_forwarded_for, is_grpc_content_type, is_hop_by_hop, keep_te, HOP_BY_HOP,
 };
 use engine::outlier::{grpc_to_http, CallResult};
-use engine::override_host::OverrideMiss;
 use engine::route::{rewrite_path, route_request_in, RequestView};
 use engine::{ClusterTarget, Listener, Route, Snapshot, WeightedClusters};
 use futures_lite::future;
@@ -46,7 +45,7 @@ use crate::local_reply::LocalReply;
 use crate::pool::{Lease, PoolError, MAX_CONNS_PER_HOST};
 use crate::session::RequestSession;
 use crate::shard::Shard;
-use crate::stats::{recent_now, DownstreamStats, HostStats};
+use crate::stats::{DownstreamStats, HostStats};
 use crate::tick::{Ticker, TICK};
 
 /// Attempts per request when upstreams refuse streams before processing them.
@@ -153,50 +152,12 @@ pub async fn serve_stream(
             .record(LocalReply::UnknownCluster.send(&mut respond, grpc));
         return;
     };
-    let mut by_override = None;
-    if let Some(s) = &session {
-        if let Some(addr) = &s.host {
-            match shard.override_host(cluster, addr) {
-                Ok(h) => by_override = Some(h),
-                Err(miss) => {
-                    match miss {
-                        OverrideMiss::NotFound => sess_stats.host_not_found.inc(),
-                        OverrideMiss::StatusNotInSet => sess_stats.status_not_in_set.inc(),
-                        OverrideMiss::Ejected => sess_stats.host_ejected.inc(),
-                    }
-                    if s.config.strict {
-                        // `strict`: the session's host or nothing.
-                        sess_stats.strict_refused.inc();
-                        let reply =
-                            LocalReply::SessionHostUnavailable(s.config.strict_not_found_status);
-                        stats.responses.record(reply.send(&mut respond, grpc));
-                        return;
-                    }
-                }
-            }
+    let host = match shard.choose_host(cluster, session.as_ref()) {
+        Ok(h) => h,
+        Err(reply) => {
+            stats.responses.record(reply.send(&mut respond, grpc));
+            return;
         }
-    }
-    let host = match by_override {
-        Some(h) => {
-            sess_stats.override_used.inc();
-            shard
-                .stats
-                .hosts
-                .host(h.id)
-                .rq_override_recent
-                .inc(recent_now());
-            h
-        }
-        None => match shard.pick_host(cluster) {
-            Some(pick) => pick.host,
-            None => {
-                shard.stats.rq_no_healthy_upstream.inc();
-                stats
-                    .responses
-                    .record(LocalReply::NoHealthyUpstream.send(&mut respond, grpc));
-                return;
-            }
-        },
     };
     let host_stats = shard.stats.hosts.host(host.id);
     host_stats.rq_total.inc();

@@ -1,6 +1,9 @@
 //! A data shard: owns its listeners' sockets, connections, upstream pools and
 //! per-host state, and adopts snapshots pushed by the control shard.
 
+use crate::local_reply::LocalReply;
+use crate::session::RequestSession;
+use crate::stats::recent_now;
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -166,6 +169,53 @@ impl Shard {
         addr: &SocketAddr,
     ) -> Result<&'a Host, OverrideMiss> {
         override_host::lookup(cluster, addr, &self.ejected.borrow())
+    }
+
+    /// Phase 2's host: the session's override host when it may serve,
+    /// else the cluster's policy (both paths). `Err` is the local reply:
+    /// a `strict` session whose host cannot serve, or no usable host.
+    pub fn choose_host<'a>(
+        &self,
+        cluster: &'a ClusterSnapshot,
+        session: Option<&RequestSession<'_>>,
+    ) -> Result<&'a Host, LocalReply> {
+        let sess_stats = &self.stats.session;
+        if let Some(s) = session {
+            if let Some(addr) = &s.host {
+                match self.override_host(cluster, addr) {
+                    Ok(h) => {
+                        sess_stats.override_used.inc();
+                        self.stats
+                            .hosts
+                            .host(h.id)
+                            .rq_override_recent
+                            .inc(recent_now());
+                        return Ok(h);
+                    }
+                    Err(miss) => {
+                        match miss {
+                            OverrideMiss::NotFound => sess_stats.host_not_found.inc(),
+                            OverrideMiss::StatusNotInSet => sess_stats.status_not_in_set.inc(),
+                            OverrideMiss::Ejected => sess_stats.host_ejected.inc(),
+                        }
+                        if s.config.strict {
+                            // `strict`: the session's host or nothing.
+                            sess_stats.strict_refused.inc();
+                            return Err(LocalReply::SessionHostUnavailable(
+                                s.config.strict_not_found_status,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        match self.pick_host(cluster) {
+            Some(pick) => Ok(pick.host),
+            None => {
+                self.stats.rq_no_healthy_upstream.inc();
+                Err(LocalReply::NoHealthyUpstream)
+            }
+        }
     }
 
     /// Adopts the ejected set the control shard pushed.
@@ -394,19 +444,12 @@ impl Shard {
             match TcpListener::bind(cfg.address) {
                 Ok(sock) => {
                     let drain = Signal::new();
-                    let (shard, name) = (Rc::clone(self), Rc::from(cfg.name.as_str()));
-                    let task =
-                        match self.data_path {
-                            DataPath::H2 => glommio::spawn_local(downstream::accept_loop(
-                                shard,
-                                sock,
-                                name,
-                                drain.clone(),
-                            )),
-                            DataPath::H2wire => glommio::spawn_local(
-                                wire::downstream::accept_loop(shard, sock, name, drain.clone()),
-                            ),
-                        };
+                    let task = glommio::spawn_local(downstream::accept_loop(
+                        Rc::clone(self),
+                        sock,
+                        Rc::from(cfg.name.as_str()),
+                        drain.clone(),
+                    ));
                     running.insert(
                         cfg.name.clone(),
                         RunningListener {

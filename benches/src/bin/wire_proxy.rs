@@ -37,12 +37,12 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use ahash::AHashMap;
-use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWriteExt};
 use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
+use shards::wire::forward::{drain, owned, queued, Item};
 use shards::wire::ReadBuf;
 
 /// Bytes asked of a client socket per read.
@@ -52,13 +52,6 @@ const CLIENT_READ: usize = 8 * 1024;
 const UPSTREAM_READ: usize = 32 * 1024;
 /// Upstream connections at most (a bit each in [`Client::touched`]).
 const MAX_UPSTREAMS: usize = 64;
-
-/// A body chunk waiting for window on the side it goes to, or the trailers
-/// that end it.
-enum Item {
-    Data(Bytes, bool),
-    Trailers(Vec<(Vec<u8>, Vec<u8>)>),
-}
 
 /// One proxied stream seen from one side: where it goes on the other side
 /// and what waits to go there.
@@ -358,7 +351,7 @@ impl Client {
             }
             let stream = key as u32;
             let up = &mut sh.ups[h.up];
-            if drain(&mut h.queue, h.peer, &mut self.down, &mut up.conn, stream) {
+            if drain(&mut h.queue, &mut self.down, h.peer, &mut up.conn, stream) {
                 done.push((h.up, stream));
             }
             self.touched |= 1 << h.up;
@@ -372,8 +365,8 @@ impl Client {
             }
             drain(
                 &mut h.queue,
-                h.peer,
                 &mut sh.ups[h.up].conn,
+                h.peer,
                 &mut self.down,
                 down,
             );
@@ -411,89 +404,6 @@ impl Client {
         sh.free.push(self.id);
         self.wake_touched(sh);
     }
-}
-
-/// Either side of a pair, seen as where bytes go (`send_*`) or where they
-/// came from (`release`).
-trait Side {
-    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize;
-    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]);
-    fn release(&mut self, stream: u32, n: u32);
-}
-
-impl Side for ServerConn {
-    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize {
-        ServerConn::send_data(self, stream, data, end).unwrap_or(0)
-    }
-    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]) {
-        let _ = ServerConn::send_trailers(self, stream, t.iter().map(|(n, v)| (&n[..], &v[..])));
-    }
-    fn release(&mut self, stream: u32, n: u32) {
-        ServerConn::release(self, stream, n)
-    }
-}
-
-impl Side for ClientConn {
-    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize {
-        ClientConn::send_data(self, stream, data, end).unwrap_or(0)
-    }
-    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]) {
-        let _ = ClientConn::send_trailers(self, stream, t.iter().map(|(n, v)| (&n[..], &v[..])));
-    }
-    fn release(&mut self, stream: u32, n: u32) {
-        ClientConn::release(self, stream, n)
-    }
-}
-
-/// Sends what `queue` holds on `to`'s stream `to_stream`, releasing it on
-/// `from`'s `from_stream`. True once the end of the body went out.
-fn drain(
-    queue: &mut VecDeque<Item>,
-    to_stream: u32,
-    to: &mut impl Side,
-    from: &mut impl Side,
-    from_stream: u32,
-) -> bool {
-    while let Some(item) = queue.front_mut() {
-        match item {
-            Item::Data(data, end) => {
-                let end = *end;
-                let sent = to.send_data(to_stream, data, end);
-                if sent > 0 {
-                    from.release(from_stream, sent as u32);
-                }
-                if !data.is_empty() {
-                    return false; // out of window: WindowOpen brings us back
-                }
-                queue.pop_front();
-                if end {
-                    return true;
-                }
-            }
-            Item::Trailers(t) => {
-                to.send_trailers(to_stream, t);
-                queue.pop_front();
-                return true;
-            }
-        }
-    }
-    false
-}
-
-fn owned(list: &HeaderList) -> Vec<(Vec<u8>, Vec<u8>)> {
-    regular(list)
-        .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
-        .collect()
-}
-
-fn queued(queue: &VecDeque<Item>) -> u32 {
-    queue
-        .iter()
-        .map(|i| match i {
-            Item::Data(d, _) => d.len() as u32,
-            Item::Trailers(_) => 0,
-        })
-        .sum()
 }
 
 /// How a wait for a socket ended.
@@ -578,14 +488,8 @@ async fn run_upstream(shard: Rc<RefCell<Shard>>, i: usize, addr: SocketAddr) {
 /// Hands an upstream event to the client owning its stream (all clients,
 /// for the connection window opening).
 fn route(sh: &mut Shard, i: usize, ev: ClientEvent) {
-    let stream = match &ev {
-        ClientEvent::Response { stream, .. }
-        | ClientEvent::Data { stream, .. }
-        | ClientEvent::Trailers { stream, .. }
-        | ClientEvent::Reset { stream, .. }
-        | ClientEvent::TooLarge { stream }
-        | ClientEvent::WindowOpen { stream } => *stream,
-        ClientEvent::StreamLimit { .. } | ClientEvent::GoAway { .. } => return,
+    let Some(stream) = ev.stream() else {
+        return;
     };
     if stream == 0 {
         for slot in sh.clients.iter_mut().flatten() {

@@ -153,3 +153,19 @@ pub enum ClientEvent {
     /// [`ClientEvent::Reset`] with REFUSED_STREAM just before this event.
     GoAway { last_stream: u32, code: ErrorCode },
 }
+
+impl ClientEvent {
+    /// The stream the event is about (0 for `WindowOpen`: the connection
+    /// window); `None` for events about the whole connection.
+    pub fn stream(&self) -> Option<u32> {
+        match self {
+            Self::Response { stream, .. }
+            | Self::Data { stream, .. }
+            | Self::Trailers { stream, .. }
+            | Self::Reset { stream, .. }
+            | Self::TooLarge { stream }
+            | Self::WindowOpen { stream } => Some(*stream),
+            Self::StreamLimit { .. } | Self::GoAway { .. } => None,
+        }
+    }
+}

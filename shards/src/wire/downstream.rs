@@ -1,4 +1,4 @@
-//! Downstream connections on `h2wire::conn::ServerConn`: accept, the connection's task and its timers (idle, drain), the reset-flood cut-off.
+//! Downstream connections on `h2wire::conn::ServerConn`: the connection's task and its timers (idle, drain), the reset-flood cut-off.
 
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ahash::AHashMap;
 use engine::Listener;
 use futures_lite::{AsyncRead, AsyncWriteExt};
-use glommio::net::{TcpListener, TcpStream};
+use glommio::net::TcpStream;
 use glommio::timer::Timer;
 use h2wire::conn::{Event, ServerConfig, ServerConn};
 use h2wire::ErrorCode;
@@ -37,28 +37,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE_BYTES: usize = 24 + 9;
 /// How long an abruptly closed connection may take to flush its GOAWAY.
 const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
-
-/// Accepts connections on one listener socket until cancelled (by dropping
-/// the task, which also closes the socket).
-pub async fn accept_loop(shard: Rc<Shard>, sock: TcpListener, listener: Rc<str>, drain: Signal) {
-    loop {
-        match sock.accept().await {
-            Ok(stream) => {
-                glommio::spawn_local(serve(
-                    Rc::clone(&shard),
-                    stream,
-                    Rc::clone(&listener),
-                    drain.clone(),
-                ))
-                .detach();
-            }
-            Err(e) => {
-                tracing::warn!(shard = shard.id, listener = %listener, "accept failed: {e}");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
-}
 
 /// Client resets per window, for the flood cut-off (as on the `h2` path:
 /// at least [`FLOOD_MIN_RESETS`] in a [`FLOOD_WINDOW`], and at least half
@@ -220,7 +198,8 @@ enum Wake {
     Timer,
 }
 
-async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: Signal) {
+/// Serves one accepted client connection until it closes.
+pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: Signal) {
     let stats = &shard.stats.downstream;
     stats.cx_total.inc();
     stats.cx_active.inc();

@@ -20,6 +20,7 @@
 //!
 
 pub mod downstream;
+pub mod forward;
 pub mod pool;
 mod readbuf;
 mod stream;
@@ -125,13 +126,6 @@ pub(crate) fn wake(slot: &mut Option<Waker>) {
     if let Some(w) = slot.take() {
         w.wake();
     }
-}
-
-/// A body chunk waiting for window on the side it goes to, or the trailers
-/// that end it.
-pub(crate) enum Item {
-    Data(bytes::Bytes, bool),
-    Trailers(Vec<(Vec<u8>, Vec<u8>)>),
 }
 
 /// Keeps an `Rc` type name short where pools are passed around.

@@ -405,14 +405,8 @@ async fn run(
 /// Hands an event to the downstream stream it belongs to; the connection
 /// window opening goes to every stream on the connection.
 fn route_event(shard: &Shard, c: &mut UpConn, ev: ClientEvent) {
-    let stream = match &ev {
-        ClientEvent::Response { stream, .. }
-        | ClientEvent::Data { stream, .. }
-        | ClientEvent::Trailers { stream, .. }
-        | ClientEvent::Reset { stream, .. }
-        | ClientEvent::TooLarge { stream }
-        | ClientEvent::WindowOpen { stream } => *stream,
-        ClientEvent::StreamLimit { .. } | ClientEvent::GoAway { .. } => return,
+    let Some(stream) = ev.stream() else {
+        return;
     };
     if stream == 0 {
         let mut inboxes = shard.wire.inboxes.borrow_mut();

@@ -18,7 +18,6 @@ use engine::headers::{
     append_forwarded_for, http_to_grpc_status, is_grpc_content_type, is_hop_by_hop, keep_te,
 };
 use engine::outlier::{grpc_to_http, CallResult};
-use engine::override_host::OverrideMiss;
 use engine::route::{rewrite_path, route_request_in, RequestView};
 use engine::{ClusterTarget, HostId};
 use h2wire::conn::ClientEvent;
@@ -27,12 +26,12 @@ use h2wire::ErrorCode;
 use http::header::{HeaderName, HeaderValue};
 
 use super::downstream::DownConn;
+use super::forward::{drain, owned, queued, Item};
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
-use super::{Delivered, Item};
+use super::Delivered;
 use crate::local_reply::LocalReply;
 use crate::proxy::session_cluster;
 use crate::session::RequestSession;
-use crate::stats::recent_now;
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them (as on the `h2` path).
@@ -129,22 +128,6 @@ fn response_fields(head: &HeaderList) -> impl Iterator<Item = (&[u8], &[u8])> {
             n.first() != Some(&b':') && !std::str::from_utf8(n).is_ok_and(is_hop_by_hop)
         })
         .map(|(n, v, _)| (n, v))
-}
-
-fn owned(list: &HeaderList) -> Vec<(Vec<u8>, Vec<u8>)> {
-    list.iter()
-        .filter(|(n, _, _)| n.first() != Some(&b':'))
-        .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
-        .collect()
-}
-
-fn queued(q: &VecDeque<Item>) -> u32 {
-    q.iter()
-        .map(|i| match i {
-            Item::Data(d, _) => d.len() as u32,
-            Item::Trailers(_) => 0,
-        })
-        .sum()
 }
 
 /// Gives a header list back to the upstream connection it came from.
@@ -261,49 +244,12 @@ impl DownConn {
             self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head, None);
             return;
         };
-        let mut by_override = None;
-        if let Some(s) = &session {
-            if let Some(addr) = &s.host {
-                match shard.override_host(cluster, addr) {
-                    Ok(h) => by_override = Some(h),
-                    Err(miss) => {
-                        match miss {
-                            OverrideMiss::NotFound => sess_stats.host_not_found.inc(),
-                            OverrideMiss::StatusNotInSet => sess_stats.status_not_in_set.inc(),
-                            OverrideMiss::Ejected => sess_stats.host_ejected.inc(),
-                        }
-                        if s.config.strict {
-                            // `strict`: the session's host or nothing.
-                            sess_stats.strict_refused.inc();
-                            let reply = LocalReply::SessionHostUnavailable(
-                                s.config.strict_not_found_status,
-                            );
-                            self.reply_and_forget(stream, reply, grpc, head, None);
-                            return;
-                        }
-                    }
-                }
+        let host = match shard.choose_host(cluster, session.as_ref()) {
+            Ok(h) => h,
+            Err(reply) => {
+                self.reply_and_forget(stream, reply, grpc, head, None);
+                return;
             }
-        }
-        let host = match by_override {
-            Some(h) => {
-                sess_stats.override_used.inc();
-                shard
-                    .stats
-                    .hosts
-                    .host(h.id)
-                    .rq_override_recent
-                    .inc(recent_now());
-                h
-            }
-            None => match shard.pick_host(cluster) {
-                Some(pick) => pick.host,
-                None => {
-                    shard.stats.rq_no_healthy_upstream.inc();
-                    self.reply_and_forget(stream, LocalReply::NoHealthyUpstream, grpc, head, None);
-                    return;
-                }
-            },
         };
         // Responses from a host other than the session's carry the new
         // session (Envoy sets it on error replies too).
@@ -754,65 +700,4 @@ impl DownConn {
             self.finish(stream);
         }
     }
-}
-
-/// Either side, seen as where bytes go (`send_*`) or where they came
-/// from (`release`).
-trait Side {
-    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize;
-    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]);
-    fn release(&mut self, stream: u32, n: u32);
-}
-
-macro_rules! side {
-    ($t:ty) => {
-        impl Side for $t {
-            fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize {
-                <$t>::send_data(self, stream, data, end).unwrap_or(0)
-            }
-            fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]) {
-                let _ = <$t>::send_trailers(self, stream, t.iter().map(|(n, v)| (&n[..], &v[..])));
-            }
-            fn release(&mut self, stream: u32, n: u32) {
-                <$t>::release(self, stream, n)
-            }
-        }
-    };
-}
-side!(h2wire::conn::ServerConn);
-side!(h2wire::conn::ClientConn);
-
-/// Sends what `queue` holds on `to`'s stream, releasing it on `from`'s.
-/// True once the end of the body went out.
-fn drain(
-    queue: &mut VecDeque<Item>,
-    to: &mut impl Side,
-    to_stream: u32,
-    from: &mut impl Side,
-    from_stream: u32,
-) -> bool {
-    while let Some(item) = queue.front_mut() {
-        match item {
-            Item::Data(data, end) => {
-                let end = *end;
-                let sent = to.send_data(to_stream, data, end);
-                if sent > 0 {
-                    from.release(from_stream, sent as u32);
-                }
-                if !data.is_empty() {
-                    return false; // out of window: WindowOpen brings us back
-                }
-                queue.pop_front();
-                if end {
-                    return true;
-                }
-            }
-            Item::Trailers(t) => {
-                to.send_trailers(to_stream, t);
-                queue.pop_front();
-                return true;
-            }
-        }
-    }
-    false
 }

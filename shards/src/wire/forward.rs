@@ -1,0 +1,95 @@
+//! Body forwarding between two HTTP/2 connections under both sides' flow control: what waits for window, and moving it across.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use h2wire::conn::{ClientConn, ServerConn};
+use h2wire::message::HeaderList;
+
+/// A body chunk waiting for window on the side it goes to, or the trailers
+/// that end it.
+pub enum Item {
+    Data(Bytes, bool),
+    Trailers(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+/// The regular fields of a trailer section, owned (they wait in a queue
+/// after their header list went back to its connection).
+pub fn owned(list: &HeaderList) -> Vec<(Vec<u8>, Vec<u8>)> {
+    list.iter()
+        .filter(|(n, _, _)| n.first() != Some(&b':'))
+        .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
+        .collect()
+}
+
+/// Body bytes waiting in `q`: what must be released on the side they came
+/// from when the stream ends before they went out.
+pub fn queued(q: &VecDeque<Item>) -> u32 {
+    q.iter()
+        .map(|i| match i {
+            Item::Data(d, _) => d.len() as u32,
+            Item::Trailers(_) => 0,
+        })
+        .sum()
+}
+
+/// Either side, seen as where bytes go (`send_*`) or where they came
+/// from (`release`).
+pub trait Side {
+    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize;
+    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]);
+    fn release(&mut self, stream: u32, n: u32);
+}
+
+macro_rules! side {
+    ($t:ty) => {
+        impl Side for $t {
+            fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize {
+                <$t>::send_data(self, stream, data, end).unwrap_or(0)
+            }
+            fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]) {
+                let _ = <$t>::send_trailers(self, stream, t.iter().map(|(n, v)| (&n[..], &v[..])));
+            }
+            fn release(&mut self, stream: u32, n: u32) {
+                <$t>::release(self, stream, n)
+            }
+        }
+    };
+}
+side!(ServerConn);
+side!(ClientConn);
+
+/// Sends what `queue` holds on `to`'s stream, releasing it on `from`'s.
+/// True once the end of the body went out.
+pub fn drain(
+    queue: &mut VecDeque<Item>,
+    to: &mut impl Side,
+    to_stream: u32,
+    from: &mut impl Side,
+    from_stream: u32,
+) -> bool {
+    while let Some(item) = queue.front_mut() {
+        match item {
+            Item::Data(data, end) => {
+                let end = *end;
+                let sent = to.send_data(to_stream, data, end);
+                if sent > 0 {
+                    from.release(from_stream, sent as u32);
+                }
+                if !data.is_empty() {
+                    return false; // out of window: WindowOpen brings us back
+                }
+                queue.pop_front();
+                if end {
+                    return true;
+                }
+            }
+            Item::Trailers(t) => {
+                to.send_trailers(to_stream, t);
+                queue.pop_front();
+                return true;
+            }
+        }
+    }
+    false
+}
