@@ -30,7 +30,7 @@ use engine::headers::{
 };
 use engine::outlier::{grpc_to_http, CallResult};
 use engine::route::{rewrite_path, route_request_in, RequestView};
-use engine::{ClusterTarget, Listener, Route, Snapshot, WeightedClusters};
+use engine::{Listener, Route};
 use futures_lite::future;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
@@ -127,24 +127,11 @@ pub async fn serve_stream(
         stats.responses.record(status);
         return;
     };
-    // The stateful session filter as this route configures it (A39 merge).
-    let session_config = engine::session::effective(
-        hcm.stateful_session.as_ref(),
-        vhost.stateful_session.as_ref(),
-        route.stateful_session.as_ref(),
-    );
     let sess_stats = &shard.stats.session;
-    let session = RequestSession::read(session_config, &parts, sess_stats);
+    let session = RequestSession::for_route(hcm, vhost, route, &parts, sess_stats);
 
-    // Phase 2: cluster and host. On a weighted split a session stays on the
-    // side that holds its host.
-    let cluster_name = match &route.action.target {
-        ClusterTarget::Cluster(name) => name.as_str(),
-        ClusterTarget::Weighted(w) => session
-            .as_ref()
-            .and_then(|s| session_cluster(w, s, &snap))
-            .unwrap_or_else(|| w.pick(shard.random())),
-    };
+    // Phase 2: cluster and host.
+    let cluster_name = shard.choose_cluster(route, session.as_ref(), &snap);
     let Some(cluster) = snap.cluster(cluster_name) else {
         shard.stats.rq_unknown_cluster.inc();
         stats
@@ -259,27 +246,6 @@ pub async fn serve_stream(
             }
         }
     }
-}
-
-/// The weighted cluster a session belongs to: the one gRPC's cookie names,
-/// else the first whose hosts include the session's host. `None`: split as
-/// usual.
-pub(crate) fn session_cluster<'a>(
-    w: &'a WeightedClusters,
-    session: &RequestSession<'_>,
-    snap: &Snapshot,
-) -> Option<&'a str> {
-    let names = || w.clusters.iter().map(|(n, _)| n.as_str());
-    if let Some(named) = &session.cluster {
-        if let Some(n) = names().find(|n| n == named) {
-            return Some(n);
-        }
-    }
-    let addr = session.host?;
-    names().find(|n| {
-        snap.cluster(n)
-            .is_some_and(|c| c.host_by_addr(&addr).is_some())
-    })
 }
 
 /// What the upstream answered, for outlier detection.
@@ -705,7 +671,7 @@ async fn pump_request(mut from: RecvStream, mut to: SendStream<Bytes>, clock: Rc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::{PathMatch, RouteAction, RouteMatch};
+    use engine::{ClusterTarget, PathMatch, RouteAction, RouteMatch};
 
     fn route(prefix: &str, rewrite: Option<&str>, host: Option<&str>) -> Route {
         Route {

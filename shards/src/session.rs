@@ -113,6 +113,24 @@ impl<'a> RequestSession<'a> {
         })
     }
 
+    /// [`read`](Self::read) with the filter as this route configures it
+    /// (A39 merge of the listener's filter and the virtual host's and
+    /// route's per-route configs).
+    pub fn for_route(
+        hcm: &'a engine::HttpConnectionManager,
+        vhost: &'a engine::VirtualHost,
+        route: &'a engine::Route,
+        req: &impl SessionSource,
+        stats: &SessionStats,
+    ) -> Option<Self> {
+        let config = codec::effective(
+            hcm.stateful_session.as_ref(),
+            vhost.stateful_session.as_ref(),
+            route.stateful_session.as_ref(),
+        );
+        Self::read(config, req, stats)
+    }
+
     /// Response side: the header that (re)binds the session to `served`,
     /// unless the request's session already named it.
     pub fn response_header(

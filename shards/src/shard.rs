@@ -15,7 +15,10 @@ use engine::outlier::{CallResult, HostCounters, HostReport};
 use engine::override_host::{self, OverrideMiss};
 use engine::session::CookieFormat;
 use engine::snapshot::Host;
-use engine::{ClusterSnapshot, EjectedSet, HealthStatus, HostId, LbPolicy, Snapshot};
+use engine::{
+    ClusterSnapshot, ClusterTarget, EjectedSet, HealthStatus, HostId, LbPolicy, Route, Snapshot,
+    WeightedClusters,
+};
 use glommio::net::TcpListener;
 use glommio::Task;
 
@@ -169,6 +172,22 @@ impl Shard {
         addr: &SocketAddr,
     ) -> Result<&'a Host, OverrideMiss> {
         override_host::lookup(cluster, addr, &self.ejected.borrow())
+    }
+
+    /// Phase 2's cluster: the route's, or a weighted pick; on a weighted
+    /// split a session stays on the side that holds its host (both paths).
+    pub fn choose_cluster<'a>(
+        &self,
+        route: &'a Route,
+        session: Option<&RequestSession<'_>>,
+        snap: &Snapshot,
+    ) -> &'a str {
+        match &route.action.target {
+            ClusterTarget::Cluster(name) => name.as_str(),
+            ClusterTarget::Weighted(w) => session
+                .and_then(|s| session_cluster(w, s, snap))
+                .unwrap_or_else(|| w.pick(self.random())),
+        }
     }
 
     /// Phase 2's host: the session's override host when it may serve,
@@ -477,4 +496,25 @@ impl Shard {
         }
         self.shutdown.fire();
     }
+}
+
+/// The weighted cluster a session belongs to: the one gRPC's cookie names,
+/// else the first whose hosts include the session's host. `None`: split as
+/// usual.
+fn session_cluster<'a>(
+    w: &'a WeightedClusters,
+    session: &RequestSession<'_>,
+    snap: &Snapshot,
+) -> Option<&'a str> {
+    let names = || w.clusters.iter().map(|(n, _)| n.as_str());
+    if let Some(named) = &session.cluster {
+        if let Some(n) = names().find(|n| n == named) {
+            return Some(n);
+        }
+    }
+    let addr = session.host?;
+    names().find(|n| {
+        snap.cluster(n)
+            .is_some_and(|c| c.host_by_addr(&addr).is_some())
+    })
 }

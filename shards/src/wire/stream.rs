@@ -19,7 +19,7 @@ use engine::headers::{
 };
 use engine::outlier::{grpc_to_http, CallResult};
 use engine::route::{rewrite_path, route_request_in, RequestView};
-use engine::{ClusterTarget, HostId};
+use engine::HostId;
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
@@ -30,7 +30,6 @@ use super::forward::{drain, owned, queued, Item};
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::Delivered;
 use crate::local_reply::LocalReply;
-use crate::proxy::session_cluster;
 use crate::session::RequestSession;
 
 /// Attempts per request when upstreams refuse streams before processing
@@ -223,22 +222,9 @@ impl DownConn {
             self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head, None);
             return;
         };
-        // The stateful session filter as this route configures it (A39
-        // merge), read from the request's cookie or header.
-        let session_config = engine::session::effective(
-            hcm.stateful_session.as_ref(),
-            vhost.stateful_session.as_ref(),
-            route.stateful_session.as_ref(),
-        );
         let sess_stats = &shard.stats.session;
-        let session = RequestSession::read(session_config, &head, sess_stats);
-        let cluster_name = match &route.action.target {
-            ClusterTarget::Cluster(name) => name.as_str(),
-            ClusterTarget::Weighted(w) => session
-                .as_ref()
-                .and_then(|s| session_cluster(w, s, &snap))
-                .unwrap_or_else(|| w.pick(shard.random())),
-        };
+        let session = RequestSession::for_route(hcm, vhost, route, &head, sess_stats);
+        let cluster_name = shard.choose_cluster(route, session.as_ref(), &snap);
         let Some(cluster) = snap.cluster(cluster_name) else {
             shard.stats.rq_unknown_cluster.inc();
             self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head, None);
