@@ -188,3 +188,50 @@ fn downstream_limits_are_advertised_and_enforced() {
     });
     gw.shutdown();
 }
+
+/// A client that connects and never sends the connection preface holds
+/// its connection only until the handshake deadline: on the h2wire path
+/// the idle timeout when it is shorter than the 10 s handshake limit (on
+/// the h2 path h2's handshake runs its full 10 s first, so this test runs
+/// on the h2wire path only). A victim on another connection is served
+/// meanwhile.
+#[test]
+fn silent_client_is_closed_at_the_handshake_deadline() {
+    if data_path_from_env() != shards::wire::DataPath::H2wire {
+        return;
+    }
+    let b = backend("b");
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.http.idle_timeout = Some(Duration::from_millis(300));
+    let gw = start(
+        bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let t0 = Instant::now();
+    let mut silent = std::net::TcpStream::connect(addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (ok, _) = client(move || victim(addr, 3, &[]));
+    assert_eq!(ok, 3, "the victim is served");
+    // Our SETTINGS may come first (a server need not wait for the
+    // client's preface); then the connection closes.
+    let mut buf = [0u8; 256];
+    loop {
+        let n = std::io::Read::read(&mut silent, &mut buf).expect("closed, not timed out");
+        if n == 0 {
+            break;
+        }
+    }
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
+    let admin = gw.admin_addr.unwrap();
+    wait_until(Duration::from_secs(2), "protocol error counted", || {
+        metric(admin, "gateway_downstream_cx_protocol_error") >= 1.0
+    });
+    gw.shutdown();
+}
