@@ -125,7 +125,6 @@ impl ClientConn {
     /// call when the connection goes quiet.
     pub fn shrink(&mut self) {
         self.core.shrink();
-        self.streams.shrink();
         self.events.shrink_to_fit();
     }
 

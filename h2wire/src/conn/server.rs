@@ -119,7 +119,6 @@ impl ServerConn {
     /// connection ([`HeaderList::pooled`](crate::message::HeaderList::pooled)).
     pub fn shrink(&mut self) {
         self.core.shrink();
-        self.streams.shrink();
         self.events.shrink_to_fit();
     }
 

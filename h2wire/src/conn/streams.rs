@@ -29,12 +29,6 @@ pub(super) struct Stream {
 /// Map capacity never given back (hashbrown's smallest table holds 3): a
 /// few streams at a time is the common case.
 const KEEP_CAPACITY: usize = 3;
-/// Past this capacity a big drop in streams shrinks the map at once; below
-/// it the room stays for the next burst (a client multiplexing 32 requests
-/// empties and refills its map every round trip, and each regrowth is a
-/// rehash and an allocation) until the driver calls `shrink` on a quiet
-/// connection.
-const SHRINK_ON_REMOVE_ABOVE: usize = 512;
 
 /// Streams by id. A hash map rather than a slab indexed by id: client ids
 /// grow without bound, and the map's memory follows the live count.
@@ -77,19 +71,13 @@ impl StreamMap {
     pub fn remove(&mut self, id: u32) -> Option<Stream> {
         let s = self.map.remove(&id);
         let (len, cap) = (self.map.len(), self.map.capacity());
-        // Shrinking costs a rehash, so only on a big drop from a big map:
-        // amortized over the removals that led to it.
-        if cap > SHRINK_ON_REMOVE_ABOVE && len * 4 < cap {
+        // Shrinking costs a rehash, so only on a big drop: amortized over
+        // the removals that led to it. Empty, it keeps room for a few
+        // streams, so that one request at a time never reallocates.
+        if cap > KEEP_CAPACITY && len * 4 < cap {
             self.map.shrink_to(len * 2);
         }
         s
-    }
-
-    /// Gives back the room bursts left (for a quiet connection); empty, it
-    /// keeps room for a few streams, so that one request at a time never
-    /// reallocates.
-    pub fn shrink(&mut self) {
-        self.map.shrink_to(self.map.len().max(KEEP_CAPACITY));
     }
 
     /// Removes the stream if both sides are done with it.
