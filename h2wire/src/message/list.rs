@@ -13,8 +13,22 @@ const FIELDS_KEEP: usize = 128;
 /// thread, so this is a shard-wide pool: it covers a burst of requests on
 /// any of its connections (a client multiplexing 32 requests takes 32 lists
 /// at once), where a per-connection pool would allocate for each burst or
-/// pin lists on idle connections. At most about 90 KiB per thread.
-const POOL_MAX: usize = 64;
+/// pin lists on idle connections.
+///
+/// A proxy holds each request's list until its response head arrives (a
+/// refused stream is resent from it), so under load the lists out at once
+/// number about the streams in flight, and a burst of responses recycles
+/// hundreds in one turn. A pool smaller than that frees lists only to
+/// allocate them again a turn later: with 512 streams in flight and a cap
+/// of 64 that churn was 6 % of a proxy's CPU. So the pool may grow to
+/// `POOL_MAX` (at most about 1.3 MiB per thread), and the driver gives the
+/// surplus back with [`HeaderList::trim_pool`] when its connections go
+/// quiet.
+const POOL_MAX: usize = 1024;
+
+/// What [`HeaderList::trim_pool`] keeps on a thread with no streams: a
+/// burst of ordinary size allocates nothing (about 90 KiB).
+const POOL_KEEP: usize = 64;
 
 thread_local! {
     static POOL: RefCell<Vec<HeaderList>> = const { RefCell::new(Vec::new()) };
@@ -88,6 +102,25 @@ impl HeaderList {
                 p.push(self);
             }
         });
+    }
+
+    /// Drops pooled lists beyond `POOL_KEEP + in_use` on this thread:
+    /// for a driver whose connection went quiet, with `in_use` the streams
+    /// its thread still has in flight (each may hand a list back soon).
+    pub fn trim_pool(in_use: usize) {
+        let keep = POOL_KEEP.saturating_add(in_use).min(POOL_MAX);
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() > keep {
+                p.truncate(keep);
+                p.shrink_to(keep);
+            }
+        });
+    }
+
+    /// Lists in this thread's pool now.
+    pub fn pool_len() -> usize {
+        POOL.try_with(|p| p.borrow().len()).unwrap_or(0)
     }
 
     /// Empties the list for the next block, keeping its buffers unless they
@@ -239,6 +272,40 @@ mod tests {
         let held = l.memory_bytes();
         l.clear();
         assert_eq!(l.memory_bytes(), held);
+    }
+
+    #[test]
+    fn trimming_keeps_room_for_the_streams_in_flight() {
+        // Tests run on their own threads: this pool is this test's.
+        let lists = |n: usize| -> Vec<_> {
+            (0..n)
+                .map(|_| {
+                    let mut l = HeaderList::pooled();
+                    typical(&mut l);
+                    l
+                })
+                .collect()
+        };
+        // A burst of 600 lists all come back: the pool covers it.
+        for l in lists(600) {
+            l.recycle();
+        }
+        assert_eq!(HeaderList::pool_len(), 600);
+        // With 100 streams still in flight, room for them stays.
+        HeaderList::trim_pool(100);
+        assert_eq!(HeaderList::pool_len(), POOL_KEEP + 100);
+        // Quiet: the ordinary keep; trimming again changes nothing.
+        HeaderList::trim_pool(0);
+        assert_eq!(HeaderList::pool_len(), POOL_KEEP);
+        HeaderList::trim_pool(0);
+        assert_eq!(HeaderList::pool_len(), POOL_KEEP);
+        // Never past POOL_MAX, however many come back.
+        for l in lists(POOL_MAX + 50) {
+            l.recycle();
+        }
+        assert_eq!(HeaderList::pool_len(), POOL_MAX);
+        HeaderList::trim_pool(usize::MAX);
+        assert_eq!(HeaderList::pool_len(), POOL_MAX);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use futures_lite::{AsyncRead, AsyncWriteExt};
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
 use h2wire::conn::{Event, ServerConfig, ServerConn};
+use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
 use super::pool::{PoolRef, UpRef, Woken};
@@ -351,6 +352,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
                         rb.filled(0);
                         rb.release_if_empty();
                         dc.conn.shrink();
+                        trim_lists(&shard);
                         continue;
                     }
                 } else if handshake_timer && received < HANDSHAKE_BYTES {
@@ -395,4 +397,13 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     }
     dc.close();
     stats.cx_active.dec();
+    trim_lists(&shard);
+}
+
+/// Gives back the shard's pooled header lists beyond what its streams in
+/// flight may soon return (`HeaderList::trim_pool`): a burst grows the
+/// pool, a connection going quiet or away shrinks it.
+fn trim_lists(shard: &Shard) {
+    let in_flight = shard.stats.downstream.rq_active.get();
+    HeaderList::trim_pool(usize::try_from(in_flight).unwrap_or(usize::MAX));
 }
