@@ -224,6 +224,12 @@ impl Source {
         })
     }
 
+    /// PATCH(keep-throughput-timer): whether the operation completed, without
+    /// the latency bookkeeping of [`result`](Self::result).
+    pub(crate) fn has_result(&self) -> bool {
+        self.inner.borrow().wakers.result.is_some()
+    }
+
     pub(crate) fn result(&self) -> Option<io::Result<usize>> {
         let mut inner = self.inner.borrow_mut();
         let ret = inner

@@ -1824,12 +1824,23 @@ impl Reactor {
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping.
-        self.throughput_preemption_timeout_src.replace(Some(
-            main_ring.prepare_throughput_preemption_timer(
-                self.ring_depth() as u32,
-                self.eventfd_src.raw(),
-            ),
-        ));
+        //
+        // PATCH(keep-throughput-timer): between two runs of the task queues
+        // (a preempt timer asked for: this call will not sleep), an armed
+        // throughput timer is kept rather than cancelled and re-armed. Under
+        // load this runs once per executor loop, and re-arming cost a
+        // TIMEOUT, its linked eventfd WRITE and an ASYNC_CANCEL per loop. A
+        // kept timer counts completions since it was armed, so it may fire
+        // (and make the task queues yield to I/O) after fewer completions in
+        // one loop than a fresh one would.
+        if preempt_timer().is_none() || !Self::armed(&self.throughput_preemption_timeout_src) {
+            self.throughput_preemption_timeout_src.replace(Some(
+                main_ring.prepare_throughput_preemption_timer(
+                    self.ring_depth() as u32,
+                    self.eventfd_src.raw(),
+                ),
+            ));
+        }
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1893,6 +1904,15 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// PATCH(keep-throughput-timer): whether `slot` holds a timer that has
+    /// not fired (or been cancelled) yet.
+    fn armed(slot: &Cell<Option<Source>>) -> bool {
+        let src = slot.take();
+        let armed = src.as_ref().is_some_and(|s| !s.has_result());
+        slot.set(src);
+        armed
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
