@@ -1223,6 +1223,10 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
+    // PATCH(keep-preempt-timer): the latency timer now armed is a preempt
+    // timer (armed between two runs of the task queues, at this instant),
+    // not a sleep's user timer.
+    latency_preempt_armed_at: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1354,6 +1358,7 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
+            latency_preempt_armed_at: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1821,7 +1826,21 @@ impl Reactor {
         //
         // But if we will sleep, there might be a timer registered that needs
         // to be removed otherwise we'll wake up when it expires.
-        drop(self.latency_preemption_timeout_src.take());
+        // PATCH(keep-preempt-timer): between two runs of the task queues (a
+        // preempt timer asked for: this call will not sleep), a preempt
+        // timer armed by an earlier such call and not fired yet is kept
+        // instead of being cancelled and armed again, as the throughput
+        // timer below. It fires at most one preempt period after it was
+        // armed, which only makes the task queues yield to I/O sooner. A
+        // sleep's user timer is never kept: doing so made executors miss
+        // wake-ups (PATCHES.md).
+        let keep_lat = preempt_timer().is_some()
+            && self.latency_preempt_armed_at.get().is_some()
+            && Self::armed(&self.latency_preemption_timeout_src);
+        if !keep_lat {
+            drop(self.latency_preemption_timeout_src.take());
+            self.latency_preempt_armed_at.set(None);
+        }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping.
@@ -1891,9 +1910,11 @@ impl Reactor {
             }
         }
 
-        if let Some(preempt) = preempt_timer() {
+        // PATCH(keep-preempt-timer): unless the armed one was kept.
+        if let Some(preempt) = preempt_timer().filter(|_| !keep_lat) {
             self.latency_preemption_timeout_src
                 .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+            self.latency_preempt_armed_at.set(Some(Instant::now()));
             flush_rings!(lat_ring, main_ring)?;
         }
 
