@@ -452,6 +452,8 @@ pub use crate::{
         yield_if_needed, CpuSet, ExecutorJoinHandle, ExecutorProxy, ExecutorStats, LocalExecutor,
         LocalExecutorBuilder, LocalExecutorPoolBuilder, Placement, PoolPlacement,
         PoolThreadHandles, ScopedTask, Task, TaskQueueHandle, TaskQueueStats,
+        // PATCH(poll-pacer)
+        PollPacer,
     },
     shares::{Shares, SharesManager},
     sys::hardware_topology::CpuLocation,

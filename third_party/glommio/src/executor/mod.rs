@@ -1116,6 +1116,22 @@ pub struct LocalExecutor {
     id: usize,
     reactor: Rc<reactor::Reactor>,
     stall_detector: RefCell<Option<StallDetector>>,
+    // PATCH(poll-pacer): see `ExecutorProxy::set_poll_pacer`.
+    poll_pacer: RefCell<PacerSlot>,
+}
+
+/// PATCH(poll-pacer): asked each time the task queues ran dry; `Some(d)` means
+/// "poll for I/O at most every `d`". See `ExecutorProxy::set_poll_pacer`.
+pub type PollPacer = Box<dyn Fn() -> Option<Duration>>;
+
+/// PATCH(poll-pacer): holds the pacer; `LocalExecutor` derives `Debug`.
+#[derive(Default)]
+struct PacerSlot(Option<PollPacer>);
+
+impl fmt::Debug for PacerSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 impl LocalExecutor {
@@ -1171,6 +1187,7 @@ impl LocalExecutor {
                 config.record_io_latencies,
                 blocking_thread,
             )?),
+            poll_pacer: RefCell::new(PacerSlot::default()),
             stall_detector: RefCell::new(
                 config
                     .detect_stalls
@@ -1461,6 +1478,8 @@ impl LocalExecutor {
             pin!(future);
 
             let mut pre_time = Instant::now();
+            // PATCH(poll-pacer): when the executor last polled for I/O.
+            let mut polled_at;
             loop {
                 if let Poll::Ready(t) = future.as_mut().poll(cx) {
                     // can't be canceled, and join handle is None only upon
@@ -1478,6 +1497,7 @@ impl LocalExecutor {
                 this.parker
                     .poll_io(|| Some(this.preempt_timer_duration()))
                     .expect("Failed to poll io! This is actually pretty bad!");
+                polled_at = Instant::now();
 
                 // run user code
                 let run = this.run_task_queues();
@@ -1494,6 +1514,16 @@ impl LocalExecutor {
                         // future is probably the one setting up the task queues and etc.
                         break t.unwrap();
                     } else {
+                        // PATCH(poll-pacer): the task queues ran dry; a busy
+                        // executor waits out the rest of the pacer's
+                        // interval before it polls again, so that the poll
+                        // finds more completions (fewer, larger reads and
+                        // writes). Without a pacer, or when it answers
+                        // `None`, this parks at once as upstream does.
+                        let pace = this.poll_pacer.borrow().0.as_ref().and_then(|p| p());
+                        if let Some(wait) = pace.and_then(|d| d.checked_sub(pre_time - polled_at)) {
+                            std::thread::sleep(wait);
+                        }
                         while !this.reactor.spin_poll_io().unwrap() {
                             if pre_time.elapsed() > spin_before_park {
                                 this.parker
@@ -2117,6 +2147,25 @@ impl ExecutorProxy {
                 .map(|ex| ex.need_preempt())
                 .unwrap_or_default()
         };
+    }
+
+    /// PATCH(poll-pacer): installs (or with `None` removes) a pacer for
+    /// this thread's executor. Each time its task queues run dry the
+    /// executor asks it; when it answers `Some(d)` and less than `d` passed
+    /// since the last I/O poll, the thread sleeps for the rest of `d`
+    /// before it polls (or parks) again. Completions that arrive meanwhile wait in the ring, so
+    /// a busy executor trades up to `d` of latency for fewer, larger I/O
+    /// operations. An executor whose loop takes `d` or more never sleeps.
+    pub fn set_poll_pacer(&self, pacer: Option<PollPacer>) {
+        #[cfg(not(feature = "native-tls"))]
+        LOCAL_EX.with(|local_ex| local_ex.poll_pacer.borrow_mut().0 = pacer);
+
+        #[cfg(feature = "native-tls")]
+        unsafe {
+            if let Some(ex) = LOCAL_EX.as_ref() {
+                ex.poll_pacer.borrow_mut().0 = pacer;
+            }
+        }
     }
 
     /// Conditionally yields the current task queue. The scheduler may then
