@@ -57,6 +57,7 @@ pub(crate) struct Layout {
     pub cpus: Option<Vec<usize>>,
     pub cookie_format: engine::session::CookieFormat,
     pub data_path: crate::wire::DataPath,
+    pub pacing: crate::pacing::Pacing,
 }
 
 struct ShardLink {
@@ -108,6 +109,7 @@ pub(crate) async fn run(
         cpus,
         cookie_format,
         data_path,
+        pacing,
     } = layout;
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
@@ -157,7 +159,12 @@ pub(crate) async fn run(
             .io_memory(1 << 20)
             .name(&format!("shard-{i}"))
             .spawn(move || {
-                crate::data_shard::run(i, stats, first, (cookie_format, data_path), rx, ack_tx)
+                let config = crate::data_shard::ShardConfig {
+                    cookie_format,
+                    data_path,
+                    pacing,
+                };
+                crate::data_shard::run(i, stats, first, config, rx, ack_tx)
             });
         match spawned {
             Ok(thread) => links.push(ShardLink {

@@ -9,18 +9,33 @@ use engine::Snapshot;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
 use crate::gateway::{ShardMsg, ShardReply};
+use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;
 use crate::wire::DataPath;
+
+/// How a data shard runs, fixed for the gateway's life.
+#[derive(Debug, Clone, Copy)]
+pub struct ShardConfig {
+    /// How new session cookies are written.
+    pub cookie_format: CookieFormat,
+    pub data_path: DataPath,
+    pub pacing: Pacing,
+}
 
 pub async fn run(
     id: usize,
     stats: Arc<ShardStats>,
     first: Arc<Snapshot>,
-    (cookie_format, data_path): (CookieFormat, DataPath),
+    ShardConfig {
+        cookie_format,
+        data_path,
+        pacing,
+    }: ShardConfig,
     inbox: SharedReceiver<ShardMsg>,
     acks: SharedSender<ShardReply>,
 ) {
+    pacing.install(Arc::clone(&stats));
     let inbox = inbox.connect().await;
     let acks = acks.connect().await;
     let shard = Shard::new(

@@ -37,6 +37,8 @@ pub struct Options {
     pub session_cookie_format: CookieFormat,
     /// Which HTTP/2 implementation carries requests (`--data-path`).
     pub data_path: crate::wire::DataPath,
+    /// I/O batching of busy data shards (`--io-batch-us`).
+    pub pacing: crate::pacing::Pacing,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -252,6 +254,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 cpus,
                 cookie_format: opts.session_cookie_format,
                 data_path: opts.data_path,
+                pacing: opts.pacing,
             };
             ex.run(crate::control::run(
                 bootstrap, layout, stats2, cmd_rx, started_tx,

@@ -12,6 +12,7 @@ pub mod gateway;
 pub mod io;
 pub mod local_reply;
 pub mod outlier;
+pub mod pacing;
 pub mod pool;
 pub mod proxy;
 pub mod session;

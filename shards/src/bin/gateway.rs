@@ -1,6 +1,7 @@
 //! `gateway`: run the edge gateway from an Envoy v3 bootstrap (or the
 //! embedded demo), reload it on SIGHUP, drain on SIGTERM/SIGINT.
 
+use shards::pacing::Pacing;
 use shards::wire::DataPath;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +57,16 @@ struct Args {
     /// task per stream; the previous path). See docs/h2-codec.md.
     #[arg(long, value_name = "PATH", default_value = "h2wire", value_parser = parse_data_path)]
     data_path: DataPath,
+    /// I/O batching: a data shard with at least --io-batch-min-streams
+    /// streams in flight polls its sockets at most every this many
+    /// microseconds, so each poll reads and writes more at once (fewer
+    /// syscalls per request; up to this much added latency per read).
+    /// 0 turns it off. See docs/architecture.md, "I/O batching".
+    #[arg(long, value_name = "MICROS", default_value_t = Pacing::default().interval.as_micros() as u64)]
+    io_batch_us: u64,
+    /// Streams in flight on a shard from which --io-batch-us applies.
+    #[arg(long, value_name = "N", default_value_t = Pacing::default().min_streams)]
+    io_batch_min_streams: u64,
 }
 
 fn parse_data_path(s: &str) -> Result<DataPath, String> {
@@ -190,6 +201,10 @@ fn main() -> ExitCode {
             cpus,
             session_cookie_format: args.session_cookie_format,
             data_path: args.data_path,
+            pacing: Pacing {
+                interval: Duration::from_micros(args.io_batch_us),
+                min_streams: args.io_batch_min_streams,
+            },
         },
     ) {
         Ok(g) => g,
