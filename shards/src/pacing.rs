@@ -45,12 +45,6 @@ impl Default for Pacing {
 }
 
 impl Pacing {
-    /// Batching off.
-    pub const OFF: Self = Self {
-        interval: Duration::ZERO,
-        min_streams: u64::MAX,
-    };
-
     /// The interval to keep between polls with `active` streams in flight.
     pub fn interval_for(&self, active: u64) -> Option<Duration> {
         (!self.interval.is_zero() && active >= self.min_streams).then_some(self.interval)
@@ -91,7 +85,6 @@ mod tests {
         assert_eq!(p.interval_for(0), None);
         assert_eq!(p.interval_for(63), None);
         assert_eq!(p.interval_for(64), Some(Duration::from_micros(100)));
-        assert_eq!(Pacing::OFF.interval_for(u64::MAX - 1), None);
         let zero = Pacing {
             interval: Duration::ZERO,
             min_streams: 0,

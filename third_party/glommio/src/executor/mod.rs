@@ -2153,9 +2153,10 @@ impl ExecutorProxy {
     /// this thread's executor. Each time its task queues run dry the
     /// executor asks it; when it answers `Some(d)` and less than `d` passed
     /// since the last I/O poll, the thread sleeps for the rest of `d`
-    /// before it polls (or parks) again. Completions that arrive meanwhile wait in the ring, so
-    /// a busy executor trades up to `d` of latency for fewer, larger I/O
-    /// operations. An executor whose loop takes `d` or more never sleeps.
+    /// before it polls (or parks) again. Completions that arrive meanwhile
+    /// wait in the ring, so a busy executor trades up to `d` of latency
+    /// for fewer, larger I/O operations. An executor whose loop takes `d`
+    /// or more never sleeps.
     pub fn set_poll_pacer(&self, pacer: Option<PollPacer>) {
         #[cfg(not(feature = "native-tls"))]
         LOCAL_EX.with(|local_ex| local_ex.poll_pacer.borrow_mut().0 = pacer);
