@@ -76,6 +76,8 @@ pub(crate) struct DownConn {
     /// Streams finished this turn whose upstream events may still sit in
     /// the inbox: their windows must still be released.
     pub graveyard: Vec<(u32, PoolRef, UpRef)>,
+    /// Streams with body items queued either way, for `forward`.
+    pub queued: Vec<u32>,
     flood: FloodCount,
     pub flooded: bool,
     /// The loop's clock, read once per turn: what stream activity and
@@ -234,6 +236,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         listener: accepted_under,
         touched: Vec::new(),
         graveyard: Vec::new(),
+        queued: Vec::new(),
         flood: FloodCount {
             window_start: Instant::now(),
             streams: 0,

@@ -61,6 +61,8 @@ pub(crate) struct DStream {
     req: VecDeque<Item>,
     /// Response body (and trailers) on their way downstream.
     resp: VecDeque<Item>,
+    /// In the connection's `queued` list (`req` or `resp` had items).
+    queued: bool,
     /// The response head went downstream: failures can only reset now.
     resp_started: bool,
     attempts: u8,
@@ -280,6 +282,7 @@ impl DownConn {
                 waiting: false,
                 req: VecDeque::new(),
                 resp: VecDeque::new(),
+                queued: false,
                 resp_started: false,
                 attempts: 0,
                 timeout,
@@ -341,6 +344,7 @@ impl DownConn {
             Some(s) => {
                 s.active_at = self.now;
                 s.req.push_back(Item::Data(data, end_stream));
+                enqueue(&mut self.queued, s, stream);
             }
             None => self.conn.release(stream, data.len() as u32),
         }
@@ -349,15 +353,15 @@ impl DownConn {
     pub(super) fn on_request_trailers(&mut self, stream: u32, fields: HeaderList) {
         if let Some(s) = self.streams.get_mut(&stream) {
             s.req.push_back(Item::Trailers(owned(&fields)));
+            enqueue(&mut self.queued, s, stream);
         }
         self.conn.recycle(fields);
     }
 
     /// What an upstream connection delivered for `stream`.
     pub(super) fn on_delivery(&mut self, stream: u32, what: Delivered) {
-        if !self.streams.contains_key(&stream) {
-            return self.give_back(stream, what);
-        }
+        // Each arm looks the stream up once (a finished stream's events
+        // are given back by `on_upstream`; the others then do nothing).
         match what {
             Delivered::Event(ev) => self.on_upstream(stream, ev),
             Delivered::Retry => {
@@ -375,7 +379,7 @@ impl DownConn {
     fn on_upstream(&mut self, stream: u32, ev: ClientEvent) {
         let shard = Rc::clone(&self.shard);
         let Some(s) = self.streams.get_mut(&stream) else {
-            return;
+            return self.give_back(stream, Delivered::Event(ev));
         };
         s.active_at = self.now;
         // Header lists go back to the connection they came from: it
@@ -417,12 +421,16 @@ impl DownConn {
             }
             ClientEvent::Data {
                 data, end_stream, ..
-            } => s.resp.push_back(Item::Data(data, end_stream)),
+            } => {
+                s.resp.push_back(Item::Data(data, end_stream));
+                enqueue(&mut self.queued, s, stream);
+            }
             ClientEvent::Trailers { fields, .. } => {
                 if let (Some(served), Some(g)) = (s.served.as_mut(), grpc_status(&fields)) {
                     served.1 = Some(g);
                 }
                 s.resp.push_back(Item::Trailers(owned(&fields)));
+                enqueue(&mut self.queued, s, stream);
                 recycle_up(&pool, up, fields);
             }
             ClientEvent::Reset { code, .. } => {
@@ -655,17 +663,29 @@ impl DownConn {
 
     /// Moves queued body chunks across as far as the windows allow,
     /// releasing each on the side it came from once the other side took it.
+    /// Visits only the streams in `queued` (not every stream of the
+    /// connection, each turn); one whose window is shut stays there and is
+    /// tried again next turn.
     pub(super) fn forward(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
         let mut done = Vec::new();
         let now = self.now;
-        for (&stream, s) in self.streams.iter_mut() {
+        let mut queued = std::mem::take(&mut self.queued);
+        queued.retain(|&stream| {
+            // Finished streams leave their id behind: dropped here.
+            let Some(s) = self.streams.get_mut(&stream) else {
+                return false;
+            };
             if s.req.is_empty() && s.resp.is_empty() {
-                continue;
+                s.queued = false;
+                return false;
             }
             s.active_at = now;
-            let Some(up) = s.up else { continue };
+            let Some(up) = s.up else { return true };
             let mut p = s.pool.borrow_mut();
-            let Some(conn) = p.conn(up) else { continue };
+            let Some(conn) = p.conn(up) else { return true };
             if !s.resp.is_empty() && drain(&mut s.resp, &mut self.conn, stream, conn, up.stream) {
                 done.push(stream);
             }
@@ -681,9 +701,22 @@ impl DownConn {
             {
                 self.touched.push((pool, up.slot));
             }
-        }
+            s.queued = !(s.req.is_empty() && s.resp.is_empty());
+            s.queued
+        });
+        // Nothing can queue while the list is out (the closure holds the
+        // streams); putting it back keeps its allocation.
+        self.queued = queued;
         for stream in done {
             self.finish(stream);
         }
+    }
+}
+
+/// Notes that `s` (stream `id`) has body items to move: `forward` visits it.
+fn enqueue(queued: &mut Vec<u32>, s: &mut DStream, id: u32) {
+    if !s.queued {
+        s.queued = true;
+        queued.push(id);
     }
 }
