@@ -1224,9 +1224,9 @@ pub(crate) struct Reactor {
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
     // PATCH(keep-preempt-timer): the latency timer now armed is a preempt
-    // timer (armed between two runs of the task queues, at this instant),
-    // not a sleep's user timer.
-    latency_preempt_armed_at: Cell<Option<Instant>>,
+    // timer (armed between two runs of the task queues), not a sleep's
+    // user timer.
+    latency_timer_is_preempt: Cell<bool>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1358,7 +1358,7 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
-            latency_preempt_armed_at: Cell::new(None),
+            latency_timer_is_preempt: Cell::new(false),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1835,11 +1835,11 @@ impl Reactor {
         // sleep's user timer is never kept: doing so made executors miss
         // wake-ups (PATCHES.md).
         let keep_lat = preempt_timer().is_some()
-            && self.latency_preempt_armed_at.get().is_some()
+            && self.latency_timer_is_preempt.get()
             && Self::armed(&self.latency_preemption_timeout_src);
         if !keep_lat {
             drop(self.latency_preemption_timeout_src.take());
-            self.latency_preempt_armed_at.set(None);
+            self.latency_timer_is_preempt.set(false);
         }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
@@ -1914,7 +1914,7 @@ impl Reactor {
         if let Some(preempt) = preempt_timer().filter(|_| !keep_lat) {
             self.latency_preemption_timeout_src
                 .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
-            self.latency_preempt_armed_at.set(Some(Instant::now()));
+            self.latency_timer_is_preempt.set(true);
             flush_rings!(lat_ring, main_ring)?;
         }
 
