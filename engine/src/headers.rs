@@ -17,8 +17,13 @@ pub const HOP_BY_HOP: [&str; 6] = [
     "http2-settings",
 ];
 
-pub fn is_hop_by_hop(name: &str) -> bool {
-    HOP_BY_HOP.contains(&name)
+/// Whether `name` (lowercase, as HTTP/2 carries it) is in [`HOP_BY_HOP`].
+/// Takes bytes: the wire path holds names as bytes, and a UTF-8 check per
+/// forwarded field only to compare against ASCII constants showed up in
+/// profiles (about 1 % of the proxy's CPU).
+pub fn is_hop_by_hop(name: &[u8]) -> bool {
+    // Slice equality compares lengths first: most names fail at once.
+    HOP_BY_HOP.iter().any(|h| h.as_bytes() == name)
 }
 
 /// `te` may only carry `trailers` over HTTP/2 (gRPC sends `te: trailers`).
@@ -79,9 +84,9 @@ mod tests {
 
     #[test]
     fn hop_by_hop_and_te() {
-        assert!(is_hop_by_hop("connection"));
-        assert!(is_hop_by_hop("transfer-encoding"));
-        assert!(!is_hop_by_hop("content-type"));
+        assert!(is_hop_by_hop(b"connection"));
+        assert!(is_hop_by_hop(b"transfer-encoding"));
+        assert!(!is_hop_by_hop(b"content-type"));
         assert!(keep_te(b"Trailers"));
         assert!(!keep_te(b"gzip"));
     }

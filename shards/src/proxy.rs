@@ -481,7 +481,7 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     // hop-by-hop name, and almost no request carries any.
     let any = headers
         .keys()
-        .any(|k| k == http::header::TE || is_hop_by_hop(k.as_str()));
+        .any(|k| k == http::header::TE || is_hop_by_hop(k.as_str().as_bytes()));
     if !any {
         return;
     }

@@ -119,15 +119,13 @@ fn forwarded(name: &[u8], value: &[u8], replace_xff: bool) -> bool {
     if replace_xff && name == b"x-forwarded-for" {
         return false;
     }
-    !std::str::from_utf8(name).is_ok_and(is_hop_by_hop)
+    !is_hop_by_hop(name)
 }
 
 /// Regular response fields that go downstream (hop-by-hop stripped).
 fn response_fields(head: &HeaderList) -> impl Iterator<Item = (&[u8], &[u8])> {
     head.iter()
-        .filter(|(n, _, _)| {
-            n.first() != Some(&b':') && !std::str::from_utf8(n).is_ok_and(is_hop_by_hop)
-        })
+        .filter(|(n, _, _)| n.first() != Some(&b':') && !is_hop_by_hop(n))
         .map(|(n, v, _)| (n, v))
 }
 

@@ -111,12 +111,25 @@ impl Timers {
         None
     }
 
-    fn insert(&mut self, id: u64, when: Instant, waker: Waker) {
-        if let Some(when) = self.timers_by_id.get_mut(&id) {
-            self.timers.remove(&(*when, id));
+    fn insert(&mut self, id: u64, when: Instant, waker: &Waker) {
+        if let Some(old) = self.timers_by_id.get(&id) {
+            // PATCH(timer-repoll): a pending `Timer` is polled again each
+            // time its task wakes for anything else. Same deadline, still
+            // registered: keep the entry (and the waker, if it wakes the
+            // same task) instead of a B-tree remove and insert and a waker
+            // clone per poll.
+            if *old == when {
+                if let Some(registered) = self.timers.get_mut(&(when, id)) {
+                    if !registered.will_wake(waker) {
+                        *registered = waker.clone();
+                    }
+                    return;
+                }
+            }
+            self.timers.remove(&(*old, id));
         }
         self.timers_by_id.insert(id, when);
-        self.timers.insert((when, id), waker);
+        self.timers.insert((when, id), waker.clone());
     }
 
     /// Return the duration until next event and the number of
@@ -798,7 +811,7 @@ impl Reactor {
     /// Registers a timer in the reactor.
     ///
     /// Returns the inserted timer's ID.
-    pub(crate) fn insert_timer(&self, id: u64, when: Instant, waker: Waker) {
+    pub(crate) fn insert_timer(&self, id: u64, when: Instant, waker: &Waker) {
         let mut timers = self.timers.borrow_mut();
         timers.insert(id, when, waker);
     }

@@ -188,7 +188,7 @@ impl Timeout {
         if let Some(timeout) = self.timeout.get() {
             if self.timer.get().is_none() {
                 let deadline = Instant::now() + timeout;
-                reactor.insert_timer(self.id, deadline, waker.clone());
+                reactor.insert_timer(self.id, deadline, waker); // PATCH(timer-repoll)
                 self.timer.set(Some(deadline));
             }
         }

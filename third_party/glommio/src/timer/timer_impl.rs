@@ -44,7 +44,7 @@ impl Inner {
             self.reactor
                 .upgrade()
                 .unwrap()
-                .insert_timer(self.id, self.when, waker);
+                .insert_timer(self.id, self.when, &waker);
         }
     }
 }
@@ -175,7 +175,7 @@ impl Future for Timer {
                 .reactor
                 .upgrade()
                 .unwrap()
-                .insert_timer(inner.id, inner.when, cx.waker().clone());
+                .insert_timer(inner.id, inner.when, cx.waker()); // PATCH(timer-repoll): cloned only when kept
             inner.is_charged = true;
             Poll::Pending
         }
