@@ -553,6 +553,48 @@ if any(t == "wire" for t, _ in S):
     row("h2wire server ÷ h2 server (wire ÷ direct) req/s", "wire", "direct", "rps", "(codec)")
 if "gateway" in I and "haproxy" in I and I["haproxy"]:
     print(f"| gateway ÷ HAProxy bytes/idle conn | {I['gateway']/I['haproxy']:.2f} | | ≤ 1.00 |")
+# The VM's speed drifts by up to 2x within minutes, which moves every
+# figure of a round together. Ratios of targets measured in the same round
+# (back to back, order rotated) cancel most of that drift; their median over
+# rounds is the steadier estimate, the min-max shows the spread.
+by = {(r["round"], r["target"], r["tool"]): r for r in rows}
+rounds_seen = sorted({r["round"] for r in rows}, key=int)
+def paired(a, b, key, tool, f=lambda r, k: float(r[k])):
+    vals = []
+    for rd in rounds_seen:
+        try:
+            x, y = f(by[(rd, a, tool)], key), f(by[(rd, b, tool)], key)
+            vals.append(x / y)
+        except (KeyError, ValueError, ZeroDivisionError):
+            pass
+    return vals
+def cell(vals):
+    if not vals:
+        return "—"
+    return f"{statistics.median(vals):.2f} ({min(vals):.2f}–{max(vals):.2f})"
+# CPU-µs per request of the load generator and backend together: with the
+# load core saturated, req/s is 1 / this, so direct ÷ proxy of it is the
+# req/s ratio the proxy's traffic shape allows, whatever the VM's speed.
+load_side = lambda r, k: float(r["backend_cpu_us_per_req"]) + float(r["load_cpu_us_per_req"])
+prs = [
+    ("gateway ÷ HAProxy CPU-µs/req", "gateway", "haproxy", "proxy_cpu_us_per_req", None, "≤ 0.67"),
+    ("gateway ÷ HAProxy p99", "gateway", "haproxy", "p99_us", None, "≤ 1.00"),
+    ("gateway ÷ direct req/s", "gateway", "direct", "rps", None, "≥ 0.90"),
+    ("HAProxy ÷ direct req/s", "haproxy", "direct", "rps", None, "(info)"),
+    ("direct ÷ gateway backend + load-gen CPU-µs/req", "direct", "gateway", "", load_side, "(info)"),
+    ("direct ÷ HAProxy backend + load-gen CPU-µs/req", "direct", "haproxy", "", load_side, "(info)"),
+]
+if any(t == "baseline" for t, _ in S):
+    prs.append(("gateway ÷ baseline CPU-µs/req", "gateway", "baseline", "proxy_cpu_us_per_req", None, "(A/B)"))
+    prs.append(("gateway ÷ baseline req/s", "gateway", "baseline", "rps", None, "(A/B)"))
+if len(rounds_seen) > 1:
+    print(f"\n## Ratios within each round: median (min–max) of {len(rounds_seen)} rounds\n")
+    print("| ratio | loadgen | h2load | target |")
+    print("|---|---:|---:|---|")
+    for name, a, b, key, f, goal in prs:
+        cells = [cell(paired(a, b, key, tool, f or (lambda r, k: float(r[k])))) for tool in ("loadgen", "h2load")]
+        if cells != ["—", "—"]:
+            print(f"| {name} | {cells[0]} | {cells[1]} | {goal} |")
 print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")
 print("|---|---:|---:|---:|---:|")
 for t in targets:
