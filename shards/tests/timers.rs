@@ -83,29 +83,34 @@ fn a_timer_polled_again_and_again_still_wakes_its_task() {
         (fired, start.elapsed(), woken)
     });
     assert!(fired, "the timer never fired on its own ({woken} messages)");
-    assert_eq!(woken, 10, "every message woke the task before the timer fired");
-    assert!(elapsed >= Duration::from_millis(40), "fired early: {elapsed:?}");
+    assert_eq!(
+        woken, 10,
+        "every message woke the task before the timer fired"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(40),
+        "fired early: {elapsed:?}"
+    );
 }
 
 /// A timer first polled by one task and then by another wakes the second.
 #[test]
 fn a_timer_wakes_the_task_that_polled_it_last() {
     let fired = run(|| async {
-        let timer = Rc::new(RefCell::new(Box::pin(Timer::new(Duration::from_millis(30)))));
+        let timer = Box::pin(Timer::new(Duration::from_millis(30)));
+        let slot = Rc::new(RefCell::new(Some(timer)));
         // The first task registers its waker, then ends.
-        let first = Rc::clone(&timer);
+        let first = Rc::clone(&slot);
         glommio::spawn_local(async move {
-            let pending = poll_fn(|cx| Poll::Ready(first.borrow_mut().as_mut().poll(cx).is_pending())).await;
+            let mut timer = first.borrow_mut().take().expect("timer");
+            let pending = poll_fn(|cx| Poll::Ready(timer.as_mut().poll(cx).is_pending())).await;
             assert!(pending, "a 30 ms timer is pending at once");
+            *first.borrow_mut() = Some(timer);
         })
         .await;
         // The second polls the same timer, with the same deadline.
-        let second = Rc::clone(&timer);
-        glommio::spawn_local(async move {
-            let mut t = second.borrow_mut();
-            fires(&mut t).await
-        })
-        .await
+        let mut timer = slot.borrow_mut().take().expect("timer");
+        glommio::spawn_local(async move { fires(&mut timer).await }).await
     });
     assert!(fired, "the second task was never woken");
 }

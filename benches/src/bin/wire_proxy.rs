@@ -42,7 +42,7 @@ use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
-use shards::wire::forward::{drain, owned, queued, Item};
+use shards::wire::forward::{drain, owned, queued, Item, ItemQueue};
 use shards::wire::ReadBuf;
 
 /// Bytes asked of a client socket per read.
@@ -60,7 +60,7 @@ struct Half {
     up: usize,
     /// The stream id on the other connection.
     peer: u32,
-    queue: VecDeque<Item>,
+    queue: ItemQueue,
 }
 
 impl Half {
@@ -68,7 +68,7 @@ impl Half {
         Self {
             up,
             peer,
-            queue: VecDeque::new(),
+            queue: ItemQueue::default(),
         }
     }
 }

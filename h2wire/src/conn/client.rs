@@ -125,6 +125,7 @@ impl ClientConn {
     /// call when the connection goes quiet.
     pub fn shrink(&mut self) {
         self.core.shrink();
+        self.streams.shrink();
         self.events.shrink_to_fit();
     }
 

@@ -113,12 +113,14 @@ impl ServerConn {
             + self.events.capacity() * std::mem::size_of::<Event>()
     }
 
-    /// Gives back spare capacity (the output buffer) that the connection
-    /// otherwise keeps for its next burst: for the driver to call when the
+    /// Gives back spare capacity that the connection otherwise keeps for
+    /// its next burst (the output buffer, the stream map and the event
+    /// queue beyond their smallest): for the driver to call when the
     /// connection goes quiet. Header lists are pooled per thread, not per
     /// connection ([`HeaderList::pooled`](crate::message::HeaderList::pooled)).
     pub fn shrink(&mut self) {
         self.core.shrink();
+        self.streams.shrink();
         self.events.shrink_to_fit();
     }
 

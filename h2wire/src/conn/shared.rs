@@ -19,8 +19,10 @@ use crate::stream_state::Accept;
 use crate::window::{RecvWindow, Window};
 use crate::{ErrorCode, FrameError};
 
-/// Event queue slots kept once it is empty.
-const EVENTS_KEEP: usize = 16;
+/// Event queue slots kept once it is empty, until `shrink`: a read can
+/// bring an event or two for each of a few dozen streams, and freeing the
+/// queue after each such batch meant allocating it again on the next.
+const EVENTS_KEEP: usize = 64;
 
 /// The state both sides keep alike: HPACK both ways, header block
 /// assembly, the connection's windows, the SETTINGS in force and the

@@ -30,6 +30,14 @@ pub(super) struct Stream {
 /// few streams at a time is the common case.
 const KEEP_CAPACITY: usize = 3;
 
+/// Map capacity a stream removal does not give back (hashbrown's 64-bucket
+/// table). A client that keeps a few dozen streams in flight empties and
+/// refills its map every few turns when responses come in batches;
+/// shrinking on each drop and growing again cost a rehash and an
+/// allocation every time. [`StreamMap::shrink`], when the connection goes
+/// quiet, gives this back.
+const BURST_KEEP: usize = 56;
+
 /// Streams by id. A hash map rather than a slab indexed by id: client ids
 /// grow without bound, and the map's memory follows the live count.
 #[derive(Debug)]
@@ -71,13 +79,18 @@ impl StreamMap {
     pub fn remove(&mut self, id: u32) -> Option<Stream> {
         let s = self.map.remove(&id);
         let (len, cap) = (self.map.len(), self.map.capacity());
-        // Shrinking costs a rehash, so only on a big drop: amortized over
-        // the removals that led to it. Empty, it keeps room for a few
-        // streams, so that one request at a time never reallocates.
-        if cap > KEEP_CAPACITY && len * 4 < cap {
+        // Shrinking costs a rehash, so only on a big drop from a big
+        // table: amortized over the removals that led to it.
+        if cap > BURST_KEEP && len * 4 < cap {
             self.map.shrink_to(len * 2);
         }
         s
+    }
+
+    /// Gives back what a burst left, keeping room for a few streams so
+    /// that one request at a time never reallocates.
+    pub fn shrink(&mut self) {
+        self.map.shrink_to(self.map.len().max(KEEP_CAPACITY));
     }
 
     /// Removes the stream if both sides are done with it.
@@ -88,8 +101,18 @@ impl StreamMap {
     }
 
     pub fn memory_bytes(&self) -> usize {
+        Self::bytes_for(self.map.capacity())
+    }
+
+    /// What a map keeps between bursts at most, until `shrink`.
+    #[cfg(test)]
+    pub fn burst_keep_bytes() -> usize {
+        Self::bytes_for(BURST_KEEP)
+    }
+
+    fn bytes_for(capacity: usize) -> usize {
         // hashbrown: one control byte per bucket besides the slot.
-        self.map.capacity() * (std::mem::size_of::<(u32, Stream)>() + 1)
+        capacity * (std::mem::size_of::<(u32, Stream)>() + 1)
     }
 }
 

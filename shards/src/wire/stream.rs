@@ -9,7 +9,6 @@
 //! side's windows took it, so a client that stops reading stops its own
 //! upstream stream and nothing else.
 
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +25,7 @@ use h2wire::ErrorCode;
 use http::header::{HeaderName, HeaderValue};
 
 use super::downstream::DownConn;
-use super::forward::{drain, owned, queued, Item};
+use super::forward::{drain, owned, queued, Item, ItemQueue};
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::Delivered;
 use crate::local_reply::LocalReply;
@@ -58,9 +57,9 @@ pub(crate) struct DStream {
     /// Waiting for room in the pool.
     waiting: bool,
     /// Request body (and trailers) on their way upstream.
-    req: VecDeque<Item>,
+    req: ItemQueue,
     /// Response body (and trailers) on their way downstream.
-    resp: VecDeque<Item>,
+    resp: ItemQueue,
     /// In the connection's `queued` list (`req` or `resp` had items).
     queued: bool,
     /// The response head went downstream: failures can only reset now.
@@ -278,8 +277,8 @@ impl DownConn {
                 pool,
                 up: None,
                 waiting: false,
-                req: VecDeque::new(),
-                resp: VecDeque::new(),
+                req: ItemQueue::default(),
+                resp: ItemQueue::default(),
                 queued: false,
                 resp_started: false,
                 attempts: 0,
@@ -668,7 +667,9 @@ impl DownConn {
         if self.queued.is_empty() {
             return;
         }
-        let mut done = Vec::new();
+        // Inline: a turn rarely ends more streams than this, and a heap
+        // `Vec` here was an allocation per turn that ended any.
+        let mut done = smallvec::SmallVec::<[u32; 32]>::new();
         let now = self.now;
         let mut queued = std::mem::take(&mut self.queued);
         queued.retain(|&stream| {
