@@ -4,7 +4,9 @@
 //! connection carries at most `connection window ÷ stream window` streams
 //! (stalled streams can never use up the window others need); when every
 //! connection is full another is opened, up to [`MAX_CONNS_PER_HOST`];
-//! failed connects back off exponentially. Requests are written into a
+//! failed connects back off exponentially. A client connection's streams
+//! go to the same upstream connection while it has room (batching), else
+//! to the least loaded one. Requests are written into a
 //! new connection's `ClientConn` at once and go out when the TCP connect
 //! completes, so the first requests to a host do not wait for a
 //! round of the pool.
@@ -203,6 +205,15 @@ impl Pool {
     /// connection if all are full; else the caller waits or fails.
     pub(crate) fn acquire(pool: &PoolRef, shard: &Rc<Shard>, inbox: usize, down: u32) -> Acquire {
         let mut p = pool.borrow_mut();
+        // A client connection's streams go to one upstream connection while
+        // it has room: the requests a client sent together then leave in
+        // one write, their responses come back in one read and go out to
+        // the client in one write. Spread over all connections they took a
+        // write and a read on each.
+        let n = p.conns.len();
+        if n > 0 && Self::room(&p.conns[inbox % n]) {
+            return Acquire::Ready(inbox % n);
+        }
         if let Some(slot) = p
             .conns
             .iter()
