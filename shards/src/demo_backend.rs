@@ -12,6 +12,9 @@
 //!   handed to the response stream), request trailers are echoed as trailers;
 //! * no body: `hello from NAME\n` as `text/plain`;
 //! * control headers: `x-delay-ms`, `x-status`, `x-response-size`, `x-reset`;
+//! * `x-echo-peer` (any value): the response names the connection it came
+//!   over in `x-peer` (the client's address), so tests can see which
+//!   upstream connection a proxy used;
 //! * gRPC (`content-type: application/grpc*`): echo the framed messages, then
 //!   trailers `grpc-status` (0 or `x-grpc-status`) and `grpc-message`
 //!   (`x-grpc-message`, if given);
@@ -50,6 +53,8 @@ const X_RESPONSE_SIZE: HeaderName = HeaderName::from_static("x-response-size");
 const X_RESET: HeaderName = HeaderName::from_static("x-reset");
 const X_GRPC_STATUS: HeaderName = HeaderName::from_static("x-grpc-status");
 const X_GRPC_MESSAGE: HeaderName = HeaderName::from_static("x-grpc-message");
+const X_ECHO_PEER: HeaderName = HeaderName::from_static("x-echo-peer");
+const X_PEER: HeaderName = HeaderName::from_static("x-peer");
 const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
 
@@ -242,6 +247,10 @@ async fn serve_inner(
 async fn serve_conn(stream: TcpStream, ctx: Rc<Ctx>) {
     // Responses are small frames that must not wait for Nagle.
     let _ = stream.set_nodelay(true);
+    let peer = stream
+        .peer_addr()
+        .ok()
+        .and_then(|a| HeaderValue::from_str(&a.to_string()).ok());
     let mut conn = match ctx.builder.handshake::<_, Bytes>(stream.compat()).await {
         Ok(conn) => conn,
         Err(e) => {
@@ -254,9 +263,9 @@ async fn serve_conn(stream: TcpStream, ctx: Rc<Ctx>) {
     while let Some(next) = conn.accept().await {
         match next {
             Ok((req, respond)) => {
-                let ctx = ctx.clone();
+                let (ctx, peer) = (ctx.clone(), peer.clone());
                 glommio::spawn_local(async move {
-                    if let Err(e) = handle(req, respond, &ctx).await {
+                    if let Err(e) = handle(req, respond, &ctx, peer).await {
                         tracing::debug!(error = %e, "demo backend: stream error");
                     }
                 })
@@ -278,6 +287,7 @@ async fn handle(
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     ctx: &Ctx,
+    peer: Option<HeaderValue>,
 ) -> Result<(), h2::Error> {
     ctx.opts.requests.fetch_add(1, Ordering::Relaxed);
     let (parts, mut body) = req.into_parts();
@@ -311,6 +321,9 @@ async fn handle(
     let mut resp = Response::new(());
     *resp.status_mut() = status;
     resp.headers_mut().insert(X_BACKEND, ctx.name.clone());
+    if let Some(peer) = peer.filter(|_| headers.contains_key(X_ECHO_PEER)) {
+        resp.headers_mut().insert(X_PEER, peer);
+    }
     for (k, v) in &ctx.extra_headers {
         resp.headers_mut().append(k.clone(), v.clone());
     }
