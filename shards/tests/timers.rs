@@ -3,6 +3,8 @@
 //! These check that such a timer still wakes its task on its own, and wakes
 //! the task that polled it last when that changed.
 
+mod support;
+
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
@@ -13,23 +15,10 @@ use std::time::{Duration, Instant};
 use futures_lite::future::poll_fn;
 use glommio::channels::local_channel;
 use glommio::timer::Timer;
-use glommio::{LocalExecutorBuilder, Placement};
+use support::client;
 
 /// Far longer than any timer here: a lost wake-up fails instead of hanging.
 const GIVE_UP: Duration = Duration::from_secs(5);
-
-fn run<T, F>(make: impl FnOnce() -> F + Send + 'static) -> T
-where
-    T: Send + 'static,
-    F: Future<Output = T> + 'static,
-{
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(1 << 20)
-        .spawn(make)
-        .expect("executor")
-        .join()
-        .expect("join")
-}
 
 /// Polls `timer` until it fires or `GIVE_UP` passes; true if it fired.
 async fn fires(timer: &mut Pin<Box<Timer>>) -> bool {
@@ -52,7 +41,7 @@ async fn fires(timer: &mut Pin<Box<Timer>>) -> bool {
 /// messages stop: the timer alone must wake it.
 #[test]
 fn a_timer_polled_again_and_again_still_wakes_its_task() {
-    let (fired, elapsed, woken) = run(|| async {
+    let (fired, elapsed, woken) = client(|| async {
         let (tx, rx) = local_channel::new_unbounded::<u32>();
         let sender = glommio::spawn_local(async move {
             for i in 0..10 {
@@ -96,7 +85,7 @@ fn a_timer_polled_again_and_again_still_wakes_its_task() {
 /// A timer first polled by one task and then by another wakes the second.
 #[test]
 fn a_timer_wakes_the_task_that_polled_it_last() {
-    let fired = run(|| async {
+    let fired = client(|| async {
         let timer = Box::pin(Timer::new(Duration::from_millis(30)));
         let slot = Rc::new(RefCell::new(Some(timer)));
         // The first task registers its waker, then ends.
