@@ -559,7 +559,8 @@ if "gateway" in I and "haproxy" in I and I["haproxy"]:
 # rounds is the steadier estimate, the min-max shows the spread.
 by = {(r["round"], r["target"], r["tool"]): r for r in rows}
 rounds_seen = sorted({r["round"] for r in rows}, key=int)
-def paired(a, b, key, tool, f=lambda r, k: float(r[k])):
+def paired(a, b, key, tool, f=None):
+    f = f or (lambda r, k: float(r[k]))
     vals = []
     for rd in rounds_seen:
         try:
@@ -592,7 +593,7 @@ if len(rounds_seen) > 1:
     print("| ratio | loadgen | h2load | target |")
     print("|---|---:|---:|---|")
     for name, a, b, key, f, goal in prs:
-        cells = [cell(paired(a, b, key, tool, f or (lambda r, k: float(r[k])))) for tool in ("loadgen", "h2load")]
+        cells = [cell(paired(a, b, key, tool, f)) for tool in ("loadgen", "h2load")]
         if cells != ["—", "—"]:
             print(f"| {name} | {cells[0]} | {cells[1]} | {goal} |")
 print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")
