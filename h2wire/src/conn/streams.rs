@@ -43,12 +43,20 @@ const BURST_KEEP: usize = 56;
 #[derive(Debug)]
 pub(super) struct StreamMap {
     map: HashMap<u32, Stream, RandomState>,
+    /// The capacity of the table as allocated. `capacity()` is not that:
+    /// hashbrown counts a removed entry's tombstone against it until the
+    /// next rehash, so it drops (by chance, with the hash seed) while the
+    /// allocation stays. The table only grows on insert and is only
+    /// replaced in `shrink_to`, and right after either it has no
+    /// tombstones.
+    allocated: usize,
 }
 
 impl StreamMap {
     pub fn new() -> Self {
         Self {
             map: HashMap::with_hasher(RandomState::new()),
+            allocated: 0,
         }
     }
 
@@ -66,6 +74,7 @@ impl StreamMap {
 
     pub fn insert(&mut self, id: u32, s: Stream) {
         self.map.insert(id, s);
+        self.allocated = self.allocated.max(self.map.capacity());
     }
 
     pub fn len(&self) -> usize {
@@ -78,11 +87,11 @@ impl StreamMap {
 
     pub fn remove(&mut self, id: u32) -> Option<Stream> {
         let s = self.map.remove(&id);
-        let (len, cap) = (self.map.len(), self.map.capacity());
+        let (len, cap) = (self.map.len(), self.allocated);
         // Shrinking costs a rehash, so only on a big drop from a big
         // table: amortized over the removals that led to it.
         if cap > BURST_KEEP && len * 4 < cap {
-            self.map.shrink_to(len * 2);
+            self.shrink_to(len * 2);
         }
         s
     }
@@ -90,7 +99,21 @@ impl StreamMap {
     /// Gives back what a burst left, keeping room for a few streams so
     /// that one request at a time never reallocates.
     pub fn shrink(&mut self) {
-        self.map.shrink_to(self.map.len().max(KEEP_CAPACITY));
+        self.shrink_to(self.map.len().max(KEEP_CAPACITY));
+    }
+
+    /// Moves the streams into a fresh table for `min` or more, if that is
+    /// smaller than the current one. (`HashMap::shrink_to` may keep the
+    /// table, tombstones and all, and would leave `allocated` unknown.)
+    fn shrink_to(&mut self, min: usize) {
+        let want = min.max(self.map.len());
+        let mut fresh = HashMap::with_capacity_and_hasher(want, self.map.hasher().clone());
+        if fresh.capacity() >= self.allocated {
+            return;
+        }
+        fresh.extend(self.map.drain());
+        self.map = fresh;
+        self.allocated = self.map.capacity();
     }
 
     /// Removes the stream if both sides are done with it.
@@ -101,7 +124,7 @@ impl StreamMap {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        Self::bytes_for(self.map.capacity())
+        Self::bytes_for(self.allocated)
     }
 
     /// What a map keeps between bursts at most, until `shrink`.
