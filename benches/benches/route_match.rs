@@ -2,9 +2,9 @@
 //! hosts (exact, `*suffix` and `prefix*` domains, no catch-all) of 20 routes
 //! each (prefix, path and regex matchers, some with header matchers).
 //!
-//! Requests are real `http::request::Parts` read through the same
-//! `RequestView` adapter the shard uses (shards/src/proxy.rs `PartsView`),
-//! so header lookups cost what they cost on the data path.
+//! Requests are real `http::request::Parts` read through a `RequestView`
+//! adapter (the data path reads its `h2wire` header list through one of
+//! its own, `HeadView` in shards/src/wire/stream.rs).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -21,7 +21,7 @@ use regex::Regex;
 const VHOSTS: usize = 50;
 const ROUTES: usize = 20;
 
-/// Same adapter as `shards::proxy::PartsView`.
+/// A `RequestView` over `http` request parts.
 struct PartsView<'a>(&'a Parts);
 
 impl RequestView for PartsView<'_> {

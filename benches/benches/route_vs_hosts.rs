@@ -2,8 +2,8 @@
 //! 1,000 and 10,000 hosts, equal weights (plus unequal weights, for
 //! contrast). The route table is fixed; only the cluster grows.
 //!
-//! Each iteration is what shards/src/proxy.rs `serve_stream` does before it
-//! touches the network, with the real shard (`shards::shard::Shard`):
+//! Each iteration is what the data path (shards/src/wire/stream.rs,
+//! `on_request`) does before it touches the network, with the real shard (`shards::shard::Shard`):
 //! 1. `snap.listener(name)` for the current route table;
 //! 2. `engine::route::route_request` (virtual host, then route);
 //! 3. `snap.cluster(name)` for the route's cluster;
@@ -12,7 +12,7 @@
 //!
 //! and, in `.../with_host_state`, also the per-host state the data path
 //! then looks up by `HostId`: `stats.hosts.host(id).rq_total.inc()` and
-//! `Shard::pool(host, cluster)` (the pool exists: warm-up creates every
+//! `Shard::wire_pool(host, cluster)` (the pool exists: warm-up creates every
 //! host's pool, as a shard that has sent to all hosts has them).
 
 use std::hint::black_box;
@@ -87,7 +87,7 @@ static_resources:
         explicit_http_config: { http2_protocol_options: {} }
 "#;
 
-/// Same adapter as `shards::proxy::PartsView` (private there).
+/// A `RequestView` over `http` request parts.
 struct PartsView<'a>(&'a Parts);
 
 impl RequestView for PartsView<'_> {
@@ -174,7 +174,6 @@ fn bench(c: &mut Criterion) {
                 Arc::new(ShardStats::default()),
                 Arc::clone(&snap),
                 Default::default(),
-                Default::default(),
             );
             // Sanity: the request reaches `svc` and rotates over its hosts.
             let a = route_and_pick(&shard, &snap, &parts).unwrap();
@@ -203,7 +202,7 @@ fn bench(c: &mut Criterion) {
                         let cluster = snap.cluster(name).unwrap();
                         let host = shard.pick_host(cluster).unwrap().host;
                         shard.stats.hosts.host(host.id).rq_total.inc();
-                        shard.pool(host, cluster)
+                        shard.wire_pool(host, cluster)
                     })
                 },
             );

@@ -40,7 +40,7 @@
 #   --baseline BIN     also run this gateway binary as target "baseline" and
 #                      report gateway ÷ baseline (A/B of two builds, same run)
 #   --gateway-args S   extra arguments for target gateway, e.g.
-#                      "--data-path h2wire"                [GATEWAY_ARGS]
+#                      "--io-batch-us 0"                   [GATEWAY_ARGS]
 #   --baseline-args S  extra arguments for target baseline [BASELINE_ARGS]
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]
 #   --perf             also record `perf` of the gateway (one extra loadgen run)

@@ -2,11 +2,10 @@
 //! matching, load balancing and immutable snapshots.
 //!
 //! Nothing here performs I/O or knows about glommio: every algorithm that
-//! needs time or randomness takes a [`clock::Clock`] or an RNG as a parameter,
+//! needs time or randomness takes the time (an `Instant`) or an RNG as a parameter,
 //! so the whole crate is testable deterministically.
 
 pub mod backoff;
-pub mod clock;
 pub mod config;
 pub mod ejected;
 pub mod headers;

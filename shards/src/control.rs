@@ -56,7 +56,6 @@ pub(crate) struct Layout {
     pub shards: usize,
     pub cpus: Option<Vec<usize>>,
     pub cookie_format: engine::session::CookieFormat,
-    pub data_path: crate::wire::DataPath,
     pub pacing: crate::pacing::Pacing,
 }
 
@@ -108,7 +107,6 @@ pub(crate) async fn run(
         shards: n,
         cpus,
         cookie_format,
-        data_path,
         pacing,
     } = layout;
     let now = Instant::now();
@@ -161,7 +159,6 @@ pub(crate) async fn run(
             .spawn(move || {
                 let config = crate::data_shard::ShardConfig {
                     cookie_format,
-                    data_path,
                     pacing,
                 };
                 crate::data_shard::run(i, stats, first, config, rx, ack_tx)

@@ -12,14 +12,12 @@ use crate::gateway::{ShardMsg, ShardReply};
 use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;
-use crate::wire::DataPath;
 
 /// How a data shard runs, fixed for the gateway's life.
 #[derive(Debug, Clone, Copy)]
 pub struct ShardConfig {
     /// How new session cookies are written.
     pub cookie_format: CookieFormat,
-    pub data_path: DataPath,
     pub pacing: Pacing,
 }
 
@@ -29,7 +27,6 @@ pub async fn run(
     first: Arc<Snapshot>,
     ShardConfig {
         cookie_format,
-        data_path,
         pacing,
     }: ShardConfig,
     inbox: SharedReceiver<ShardMsg>,
@@ -38,14 +35,7 @@ pub async fn run(
     pacing.install(Arc::clone(&stats));
     let inbox = inbox.connect().await;
     let acks = acks.connect().await;
-    let shard = Shard::new(
-        id,
-        Arc::clone(&stats),
-        Arc::clone(&first),
-        cookie_format,
-        data_path,
-    );
-    let _ticker = glommio::spawn_local(shard.ticker.clone().run());
+    let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first), cookie_format);
     let version = first.version;
     let result = shard
         .apply(first)

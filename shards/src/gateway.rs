@@ -35,8 +35,6 @@ pub struct Options {
     /// How new session cookies are written (`--session-cookie-format`);
     /// every form is read whatever this says.
     pub session_cookie_format: CookieFormat,
-    /// Which HTTP/2 implementation carries requests (`--data-path`).
-    pub data_path: crate::wire::DataPath,
     /// I/O batching of busy data shards (`--io-batch-us`).
     pub pacing: crate::pacing::Pacing,
 }
@@ -253,7 +251,6 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 shards: n,
                 cpus,
                 cookie_format: opts.session_cookie_format,
-                data_path: opts.data_path,
                 pacing: opts.pacing,
             };
             ex.run(crate::control::run(

@@ -22,12 +22,9 @@ use engine::{
 use glommio::net::TcpListener;
 use glommio::Task;
 
-use crate::downstream;
-use crate::pool::HostPool;
 use crate::signal::Signal;
 use crate::stats::ShardStats;
-use crate::tick::Ticker;
-use crate::wire::{self, DataPath, WireShard};
+use crate::wire::{self, WireShard};
 
 /// A listener socket this shard accepts on.
 struct RunningListener {
@@ -46,8 +43,6 @@ pub struct Shard {
     /// a cache line every shard shares.
     #[allow(clippy::redundant_allocation)]
     current: RefCell<Rc<Arc<Snapshot>>>,
-    /// Upstream pools indexed by `HostId`.
-    pools: RefCell<Vec<Option<Rc<HostPool>>>>,
     /// Balancing state per cluster name (cursor, schedules, usable hosts).
     lb: RefCell<AHashMap<String, ClusterLb>>,
     /// Hosts outlier detection ejected, as last pushed by the control shard.
@@ -61,11 +56,7 @@ pub struct Shard {
     listeners: RefCell<AHashMap<String, RunningListener>>,
     /// Fired on shutdown: every connection drains.
     pub shutdown: Signal,
-    /// Coarse shard-wide tick for stream watchdogs (see `tick`).
-    pub ticker: Ticker,
-    /// Which HTTP/2 implementation carries requests (`--data-path`).
-    pub data_path: DataPath,
-    /// The h2wire path's shared state (unused on the `h2` path).
+    /// Inboxes of downstream connections and upstream pools by `HostId`.
     pub wire: WireShard,
 }
 
@@ -89,13 +80,11 @@ impl Shard {
         stats: Arc<ShardStats>,
         first: Arc<Snapshot>,
         cookie_format: CookieFormat,
-        data_path: DataPath,
     ) -> Rc<Self> {
         Rc::new(Self {
             id,
             stats,
             current: RefCell::new(Rc::new(first)),
-            pools: RefCell::new(Vec::new()),
             lb: RefCell::new(AHashMap::new()),
             ejected: RefCell::new(Arc::new(EjectedSet::default())),
             outlier: RefCell::new(Vec::new()),
@@ -105,8 +94,6 @@ impl Shard {
             rng: Cell::new(rng_seed(id)),
             listeners: RefCell::new(AHashMap::new()),
             shutdown: Signal::new(),
-            ticker: Ticker::new(),
-            data_path,
             wire: WireShard::default(),
         })
     }
@@ -134,7 +121,7 @@ impl Shard {
 
     /// Picks a host by the cluster's policy, skipping ejected hosts (unless
     /// the cluster is in panic). Least request reads this shard's in-flight
-    /// count per host (`HostPool::enter`, taken by the caller).
+    /// count per host (its pool's `in_flight`).
     pub fn pick_host<'a>(&self, cluster: &'a ClusterSnapshot) -> Option<Pick<'a>> {
         let mut lbs = self.lb.borrow_mut();
         let name = cluster.config.name.as_str();
@@ -143,14 +130,7 @@ impl Shard {
             None => lbs.entry(name.to_owned()).or_default(),
         };
         let ejected = self.ejected.borrow();
-        let pools = self.pools.borrow();
-        let active = |id: HostId| match self.data_path {
-            DataPath::H2 => pools
-                .get(id.index())
-                .and_then(Option::as_ref)
-                .map_or(0, |p| p.in_flight()),
-            DataPath::H2wire => self.wire.in_flight(id.index()),
-        };
+        let active = |id: HostId| self.wire.in_flight(id.index());
         let pick = lb.pick(cluster, &ejected, active, &mut || self.random_u64())?;
         let lb_stats = &self.stats.lb;
         match cluster.config.lb_policy {
@@ -175,7 +155,7 @@ impl Shard {
     }
 
     /// Phase 2's cluster: the route's, or a weighted pick; on a weighted
-    /// split a session stays on the side that holds its host (both paths).
+    /// split a session stays on the side that holds its host.
     pub fn choose_cluster<'a>(
         &self,
         route: &'a Route,
@@ -191,7 +171,7 @@ impl Shard {
     }
 
     /// Phase 2's host: the session's override host when it may serve,
-    /// else the cluster's policy (both paths). `Err` is the local reply:
+    /// else the cluster's policy. `Err` is the local reply:
     /// a `strict` session whose host cannot serve, or no usable host.
     pub fn choose_host<'a>(
         &self,
@@ -291,30 +271,9 @@ impl Shard {
         out
     }
 
-    pub fn pool(&self, host: &Host, cluster: &ClusterSnapshot) -> Rc<HostPool> {
-        let mut pools = self.pools.borrow_mut();
-        let i = host.id.index();
-        if pools.len() <= i {
-            pools.resize(i + 1, None);
-        }
-        match &pools[i] {
-            Some(p) if p.addr == host.address => Rc::clone(p),
-            _ => {
-                let p = HostPool::new(
-                    host.address,
-                    host.id,
-                    Arc::clone(&cluster.config),
-                    Arc::clone(&self.stats),
-                );
-                pools[i] = Some(Rc::clone(&p));
-                p
-            }
-        }
-    }
-
-    /// The h2wire path's pool for `host`, made on first use (and afresh
+    /// The upstream pool for `host`, made on first use (and afresh
     /// when the host's id was recycled for another address).
-    pub(crate) fn wire_pool(&self, host: &Host, cluster: &ClusterSnapshot) -> wire::pool::PoolRef {
+    pub fn wire_pool(&self, host: &Host, cluster: &ClusterSnapshot) -> wire::pool::PoolRef {
         let mut pools = self.wire.pools.borrow_mut();
         let i = host.id.index();
         if pools.len() <= i {
@@ -335,21 +294,12 @@ impl Shard {
 
     /// Open upstream connections per host id (admin view).
     pub fn pool_connections(&self) -> Vec<(usize, usize)> {
-        if self.data_path == DataPath::H2wire {
-            return self
-                .wire
-                .pools
-                .borrow()
-                .iter()
-                .enumerate()
-                .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.borrow().connections())))
-                .collect();
-        }
-        self.pools
+        self.wire
+            .pools
             .borrow()
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.connections())))
+            .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.borrow().connections())))
             .collect()
     }
 
@@ -372,13 +322,7 @@ impl Shard {
     /// the current snapshot are skipped.
     fn reconcile_pools(&self, snap: &Snapshot) {
         let old = Rc::clone(&self.current.borrow());
-        let mut pools = self.pools.borrow_mut();
-        let mut drop_pool = |id: HostId| {
-            if let Some(slot) = pools.get_mut(id.index()) {
-                *slot = None;
-            }
-            self.wire.drop_pool(id.index());
-        };
+        let drop_pool = |id: HostId| self.wire.drop_pool(id.index());
         for (name, old_c) in &old.clusters {
             match snap.clusters.get(name) {
                 Some(new_c) if Arc::ptr_eq(old_c, new_c) => {}
@@ -463,7 +407,7 @@ impl Shard {
             match TcpListener::bind(cfg.address) {
                 Ok(sock) => {
                     let drain = Signal::new();
-                    let task = glommio::spawn_local(downstream::accept_loop(
+                    let task = glommio::spawn_local(wire::accept::accept_loop(
                         Rc::clone(self),
                         sock,
                         Rc::from(cfg.name.as_str()),

@@ -190,16 +190,11 @@ fn downstream_limits_are_advertised_and_enforced() {
 }
 
 /// A client that connects and never sends the connection preface holds
-/// its connection only until the handshake deadline: on the h2wire path
-/// the idle timeout when it is shorter than the 10 s handshake limit (on
-/// the h2 path h2's handshake runs its full 10 s first, so this test runs
-/// on the h2wire path only). A victim on another connection is served
-/// meanwhile.
+/// its connection only until the handshake deadline: the idle timeout when
+/// it is shorter than the 10 s handshake limit. A victim on another
+/// connection is served meanwhile.
 #[test]
 fn silent_client_is_closed_at_the_handshake_deadline() {
-    if data_path_from_env() != shards::wire::DataPath::H2wire {
-        return;
-    }
     let b = backend("b");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
     l.http.idle_timeout = Some(Duration::from_millis(300));

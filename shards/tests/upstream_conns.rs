@@ -53,13 +53,8 @@ async fn two_bursts(
     (first.into_iter().collect(), second.into_iter().collect())
 }
 
-/// The `h2` data path (`--data-path h2`, to be retired) still picks the
-/// least loaded connection for every stream, so this runs on h2wire only.
 #[test]
 fn a_clients_streams_share_one_upstream_connection_while_it_has_room() {
-    if data_path_from_env() != shards::wire::DataPath::H2wire {
-        return;
-    }
     let mut opts = BackendOptions::new("b");
     opts.max_concurrent_streams = PER_CONN as u32;
     let backend = backend_with(opts);

@@ -2,7 +2,6 @@
 //! embedded demo), reload it on SIGHUP, drain on SIGTERM/SIGINT.
 
 use shards::pacing::Pacing;
-use shards::wire::DataPath;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,11 +51,6 @@ struct Args {
     /// (gRFC A55's plain base64("ip:port")). Every form is read either way.
     #[arg(long, value_name = "FORMAT", default_value = "envoy", value_parser = parse_cookie_format)]
     session_cookie_format: CookieFormat,
-    /// Which HTTP/2 implementation carries requests: `h2wire` (our own
-    /// codec, no task per stream; the default) or `h2` (the h2 crate, a
-    /// task per stream; the previous path). See docs/h2-codec.md.
-    #[arg(long, value_name = "PATH", default_value = "h2wire", value_parser = parse_data_path)]
-    data_path: DataPath,
     /// I/O batching: a data shard with at least --io-batch-min-streams
     /// streams in flight polls its sockets at most every this many
     /// microseconds, so each poll reads and writes more at once (fewer
@@ -67,14 +61,6 @@ struct Args {
     /// Streams in flight on a shard from which --io-batch-us applies.
     #[arg(long, value_name = "N", default_value_t = Pacing::default().min_streams)]
     io_batch_min_streams: u64,
-}
-
-fn parse_data_path(s: &str) -> Result<DataPath, String> {
-    match s {
-        "h2" => Ok(DataPath::H2),
-        "h2wire" => Ok(DataPath::H2wire),
-        other => Err(format!("{other:?}: expected h2 or h2wire")),
-    }
 }
 
 fn parse_cookie_format(s: &str) -> Result<CookieFormat, String> {
@@ -200,7 +186,6 @@ fn main() -> ExitCode {
             shards: args.shards,
             cpus,
             session_cookie_format: args.session_cookie_format,
-            data_path: args.data_path,
             pacing: Pacing {
                 interval: Duration::from_micros(args.io_batch_us),
                 min_streams: args.io_batch_min_streams,

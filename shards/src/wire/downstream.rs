@@ -20,7 +20,6 @@ use h2wire::ErrorCode;
 use super::pool::{PoolRef, UpRef, Woken};
 use super::stream::DStream;
 use super::{park, Delivered, Inbox, ReadBuf};
-use crate::downstream::{FLOOD_MIN_RESETS, FLOOD_WINDOW};
 use crate::shard::Shard;
 use crate::signal::Signal;
 
@@ -39,9 +38,14 @@ const HANDSHAKE_BYTES: usize = 24 + 9;
 /// How long an abruptly closed connection may take to flush its GOAWAY.
 const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
 
-/// Client resets per window, for the flood cut-off (as on the `h2` path:
-/// at least [`FLOOD_MIN_RESETS`] in a [`FLOOD_WINDOW`], and at least half
-/// of the streams opened in it).
+/// Reset-flood window and thresholds: a connection is cut off when, within
+/// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
+/// least half of the streams it opened. Ordinary cancellation (deadlines) is
+/// far below that ratio; a rapid-reset attack is at 100 %.
+const FLOOD_WINDOW: Duration = Duration::from_secs(10);
+const FLOOD_MIN_RESETS: u32 = 100;
+
+/// Client resets per window, for the flood cut-off.
 struct FloodCount {
     window_start: Instant,
     streams: u32,
@@ -255,7 +259,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     let mut scanning = false;
     // Bytes received so far, and whether the idle-mode timer is the
     // handshake's (the preface and SETTINGS must come within
-    // HANDSHAKE_TIMEOUT, as on the h2 path).
+    // HANDSHAKE_TIMEOUT).
     let mut received = 0usize;
     let mut handshake_timer = false;
     let mut draining = false;

@@ -1,10 +1,8 @@
-//! The data path on our own HTTP/2 codec (`h2wire`), the default (`--data-path h2wire`): no task, lock or reference count per stream.
+//! The data path on our own HTTP/2 codec (`h2wire`): no task, lock or reference count per stream.
 //!
-//! The previous data path (`downstream`, `proxy`, `pool`, on the `h2`
-//! crate, a task per stream) stays selectable with `--data-path h2`; the
-//! `shards/tests` suite runs on both (`GATEWAY_TEST_DATA_PATH=h2`). The
-//! shape (docs/h2-codec.md, layer 4):
+//! The shape (docs/h2-codec.md, layer 4):
 //!
+//! - [`accept`] spawns a task per accepted connection;
 //! - one task per downstream connection ([`downstream`]) owns its socket
 //!   and its `ServerConn`, and runs the request phases for its streams
 //!   ([`stream`]) as events arrive;
@@ -19,6 +17,7 @@
 //!   in a turn.
 //!
 
+pub mod accept;
 pub mod downstream;
 pub mod forward;
 pub mod pool;
@@ -34,16 +33,6 @@ use h2wire::conn::ClientEvent;
 use slab::Slab;
 
 pub use readbuf::ReadBuf;
-
-/// Which HTTP/2 implementation carries requests (`--data-path`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum DataPath {
-    /// The `h2` crate, a task per stream.
-    H2,
-    /// `h2wire`, this module (the default).
-    #[default]
-    H2wire,
-}
 
 /// What an upstream connection hands a downstream connection, for one of
 /// its streams.

@@ -1,7 +1,6 @@
 //! Shard-local pools of upstream connections on `h2wire::conn::ClientConn`, one pool per host, each connection driven by its own task.
 //!
-//! The isolation rules of the `h2` path's `pool` hold here too: a
-//! connection carries at most `connection window ÷ stream window` streams
+//! Isolation rules: a connection carries at most `connection window ÷ stream window` streams
 //! (stalled streams can never use up the window others need); when every
 //! connection is full another is opened, up to [`MAX_CONNS_PER_HOST`];
 //! failed connects back off exponentially. A client connection's streams
@@ -29,9 +28,10 @@ use h2wire::ErrorCode;
 
 use super::{park, wake, Delivered, ReadBuf, Shared};
 use crate::io;
-use crate::pool::MAX_CONNS_PER_HOST;
 use crate::shard::Shard;
 
+/// Upper bound of upstream connections per host on one shard.
+pub const MAX_CONNS_PER_HOST: usize = 32;
 const BACKOFF_BASE: Duration = Duration::from_millis(25);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// Bytes asked of an upstream socket per read: one read brings the
@@ -112,12 +112,6 @@ impl Pool {
             in_flight: 0,
             retired: false,
         }))
-    }
-
-    /// Whether this pool was built for `cluster`'s connection settings.
-    pub fn same_settings(&self, cluster: &Cluster) -> bool {
-        self.cluster.connect_timeout == cluster.connect_timeout
-            && self.cluster.http2 == cluster.http2
     }
 
     /// The name of the cluster the pool was made for.

@@ -1,6 +1,6 @@
 //! The request phases of one proxied stream on the h2wire path, run by its downstream connection's task as events arrive: route, pick, open upstream, forward, finish.
 //!
-//! The phases are those of `proxy.rs` (route by `:authority` and path;
+//! The phases (route by `:authority` and path;
 //! cluster, weighted pick and host; upstream stream from the host's pool
 //! with hop-by-hop headers stripped and `x-forwarded-for` appended; bodies
 //! forwarded under both sides' flow control; local replies as Envoy makes
@@ -32,7 +32,7 @@ use crate::local_reply::LocalReply;
 use crate::session::RequestSession;
 
 /// Attempts per request when upstreams refuse streams before processing
-/// them (as on the `h2` path).
+/// them.
 const MAX_ATTEMPTS: u8 = 3;
 
 /// One proxied stream, keyed by its downstream stream id.
@@ -47,7 +47,7 @@ pub(crate) struct DStream {
     authority: Option<Vec<u8>>,
     xff: Option<Vec<u8>>,
     /// The request came without a body (END_STREAM on its head): the only
-    /// requests resent after a refusal, as on the `h2` path.
+    /// requests resent after a refusal.
     bodyless: bool,
     /// The chosen host and its pool.
     host: HostId,

@@ -109,7 +109,6 @@ pub fn start(b: Bootstrap, shards: usize) -> shards::GatewayHandle {
         shards::Options {
             shards: Some(shards),
             cpus: None,
-            data_path: data_path_from_env(),
             ..Default::default()
         },
     )
@@ -583,14 +582,4 @@ pub fn send_n(
 /// `n` GETs of `path` with `headers` on one connection (see [`send_n`]).
 pub fn get_replies(addr: SocketAddr, path: &str, headers: &[(&str, &str)], n: usize) -> Vec<Reply> {
     send_n(addr, "GET", path, headers, n)
-}
-
-/// The data path the in-process gateways of the tests use: the default
-/// (h2wire), or the h2 crate's with `GATEWAY_TEST_DATA_PATH=h2` (`.ci/run`
-/// runs the suite both ways).
-pub fn data_path_from_env() -> shards::wire::DataPath {
-    match std::env::var("GATEWAY_TEST_DATA_PATH").as_deref() {
-        Ok("h2") => shards::wire::DataPath::H2,
-        _ => shards::wire::DataPath::H2wire,
-    }
 }

@@ -15,15 +15,15 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::AsyncRead;
-use super::lazy_read::LazyFramedRead as InnerFramedRead; // PATCH(lazy-read-buffer)
-use tokio_util::codec::LengthDelimitedCodecError;
+use tokio_util::codec::FramedRead as InnerFramedRead;
+use tokio_util::codec::{LengthDelimitedCodec, LengthDelimitedCodecError};
 
 // 16 MB "sane default" taken from golang http2
 const DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE: usize = 16 << 20;
 
 #[derive(Debug)]
 pub struct FramedRead<T> {
-    inner: InnerFramedRead<T>,
+    inner: InnerFramedRead<T, LengthDelimitedCodec>,
 
     decoder: FrameDecoder,
 }
@@ -59,7 +59,7 @@ enum Continuable {
 }
 
 impl<T> FramedRead<T> {
-    pub fn new(inner: InnerFramedRead<T>) -> FramedRead<T> {
+    pub fn new(inner: InnerFramedRead<T, LengthDelimitedCodec>) -> FramedRead<T> {
         let decoder = FrameDecoder::new(inner.decoder().max_frame_length());
         FramedRead { inner, decoder }
     }
@@ -70,12 +70,6 @@ impl<T> FramedRead<T> {
 
     pub fn get_mut(&mut self) -> &mut T {
         self.inner.get_mut()
-    }
-
-    /// PATCH(lazy-read-buffer): frees the read buffer unless it holds part
-    /// of a frame.
-    pub fn release_if_empty(&mut self) {
-        self.inner.release_if_empty()
     }
 
     /// Returns the current max frame size setting

@@ -93,10 +93,7 @@ where
             final_flush_done: false,
             encoder: Encoder {
                 hpack: hpack::Encoder::default(),
-                // PATCH(lazy-write-buffer): allocated by the first frame
-                // buffered, released when the connection goes idle (see
-                // `release_if_empty`).
-                buf: Cursor::new(BytesMut::new()),
+                buf: Cursor::new(BytesMut::with_capacity(DEFAULT_BUFFER_CAPACITY)),
                 next: None,
                 last_data_frame: None,
                 max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
@@ -226,10 +223,6 @@ where
     fn buffer(&mut self, item: Frame<B>) -> Result<(), UserError> {
         // Ensure that we have enough capacity to accept the write.
         assert!(self.has_capacity());
-        // PATCH(lazy-write-buffer)
-        if self.buf.get_ref().capacity() == 0 {
-            self.buf.get_mut().reserve(DEFAULT_BUFFER_CAPACITY);
-        }
         let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
         let _e = span.enter();
 
@@ -314,11 +307,9 @@ where
     }
 
     fn has_capacity(&self) -> bool {
-        // PATCH(lazy-write-buffer): an empty buffer can always be (re)allocated.
         self.next.is_none()
-            && (self.buf.get_ref().is_empty()
-                || self.buf.get_ref().capacity() - self.buf.get_ref().len()
-                    >= self.min_buffer_capacity)
+            && (self.buf.get_ref().capacity() - self.buf.get_ref().len()
+                >= self.min_buffer_capacity)
     }
 
     fn is_empty(&self) -> bool {
@@ -330,28 +321,12 @@ where
 }
 
 impl<B> Encoder<B> {
-    /// PATCH(lazy-write-buffer): an idle connection holds no write buffer.
-    /// If everything buffered was written, the memory goes back to the
-    /// allocator (the next frame takes a fresh buffer).
-    fn release_if_empty(&mut self) {
-        if self.next.is_none() && self.buf.get_ref().is_empty() && self.buf.get_ref().capacity() > 0
-        {
-            self.buf = Cursor::new(BytesMut::new());
-        }
-    }
-
     fn max_frame_size(&self) -> usize {
         self.max_frame_size as usize
     }
 }
 
 impl<T, B> FramedWrite<T, B> {
-    /// PATCH(lazy-write-buffer): frees the write buffer if nothing is
-    /// waiting in it.
-    pub fn release_if_empty(&mut self) {
-        self.encoder.release_if_empty();
-    }
-
     /// Returns the max frame size that can be sent
     pub fn max_frame_size(&self) -> usize {
         self.encoder.max_frame_size()

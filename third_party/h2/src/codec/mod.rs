@@ -1,6 +1,5 @@
 mod error;
 mod framed_read;
-mod lazy_read;
 mod framed_write;
 
 pub use self::error::{SendError, UserError};
@@ -48,9 +47,7 @@ where
             .length_field_length(3)
             .length_adjustment(9)
             .num_skip(0) // Don't skip the header
-            .new_codec();
-        // PATCH(lazy-read-buffer)
-        let delimited = lazy_read::LazyFramedRead::new(framed_write, delimited);
+            .new_read(framed_write);
 
         let mut inner = FramedRead::new(delimited);
 
@@ -106,13 +103,6 @@ impl<T, B> Codec<T, B> {
     /// Set the max header list size that can be received.
     pub fn set_max_recv_header_list_size(&mut self, val: usize) {
         self.inner.set_max_header_list_size(val);
-    }
-
-    /// PATCH(lazy-read-buffer, lazy-write-buffer): frees the read and write
-    /// buffers where they hold nothing.
-    pub fn release_idle_buffers(&mut self) {
-        self.inner.release_if_empty();
-        self.inner.get_mut().release_if_empty();
     }
 
     /// Get a reference to the inner stream.

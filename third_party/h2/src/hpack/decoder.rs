@@ -158,8 +158,7 @@ impl Decoder {
             max_size_update: None,
             last_max_update: size,
             table: Table::new(size),
-            // PATCH(lazy-hpack-buffer): grown by the first Huffman string.
-            buffer: BytesMut::new(),
+            buffer: BytesMut::with_capacity(4096),
         }
     }
 

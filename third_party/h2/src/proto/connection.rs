@@ -332,14 +332,6 @@ where
                                 continue;
                             }
 
-                            // PATCH(lazy-read-buffer, lazy-write-buffer): a
-                            // connection without streams gives its I/O buffers
-                            // back until bytes move again; a busy one keeps
-                            // them (no allocation per read or flush).
-                            if !self.inner.streams.has_streams() {
-                                self.codec.release_idle_buffers();
-                            }
-
                             return Poll::Pending;
                         }
                     };

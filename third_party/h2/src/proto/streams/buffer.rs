@@ -82,10 +82,6 @@ impl Deque {
         match self.indices {
             Some(mut idxs) => {
                 let mut slot = buf.slab.remove(idxs.head);
-                // PATCH(shrink-when-idle): see `store::SHRINK_ABOVE`.
-                if buf.slab.is_empty() && buf.slab.capacity() > super::store::SHRINK_ABOVE {
-                    buf.slab = Slab::new();
-                }
 
                 if idxs.head == idxs.tail {
                     assert!(slot.next.is_none());

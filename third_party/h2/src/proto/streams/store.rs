@@ -8,12 +8,6 @@ use std::marker::PhantomData;
 use std::ops;
 
 /// Storage for streams
-/// PATCH(shrink-when-idle): a connection that once held more streams than
-/// this at a time gives the room back when its last stream ends, instead of
-/// keeping it for as long as the connection stays open (an idle client
-/// connection that had 100 concurrent streams held ~120 KB).
-pub(super) const SHRINK_ABOVE: usize = 16;
-
 #[derive(Debug)]
 pub(super) struct Store {
     slab: slab::Slab<Stream>,
@@ -412,10 +406,6 @@ impl<'a> Ptr<'a> {
         // Remove the stream state
         let stream = self.store.slab.remove(self.key.index.0 as usize);
         assert_eq!(stream.id, self.key.stream_id);
-        // PATCH(shrink-when-idle): no key into an empty slab is live.
-        if self.store.slab.is_empty() && self.store.slab.capacity() > SHRINK_ABOVE {
-            self.store.slab = slab::Slab::new();
-        }
         stream.id
     }
 
@@ -426,10 +416,6 @@ impl<'a> Ptr<'a> {
     pub fn unlink(&mut self) {
         let id = self.key.stream_id;
         self.store.ids.swap_remove(&id);
-        // PATCH(shrink-when-idle)
-        if self.store.ids.is_empty() && self.store.ids.capacity() > SHRINK_ABOVE {
-            self.store.ids = IndexMap::new();
-        }
     }
 }
 
