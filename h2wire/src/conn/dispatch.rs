@@ -63,6 +63,14 @@ pub(super) trait Dispatch {
     fn on_goaway(&mut self, last_stream: u32, code: ErrorCode);
     /// We sent RST_STREAM on `stream`, on a stream error.
     fn reset_sent(&mut self, _stream: u32) {}
+    /// Whether DATA on `stream`, known but no longer open, is ignored
+    /// rather than answered with RST_STREAM(STREAM_CLOSED) (§5.1,
+    /// "closed"). A client ignores it always: a server's DATA crossing our
+    /// CANCEL is routine, and a reset per late frame would only add to the
+    /// resets a backend counts against us.
+    fn late_data_ignored(&self, _stream: u32) -> bool {
+        true
+    }
     /// Queues the event that the peer reset `stream`.
     fn reset_event(&mut self, stream: u32, code: ErrorCode);
     /// Queues the event that `stream` (0: the connection) may send more.
@@ -107,6 +115,17 @@ pub(super) trait Dispatch {
                 ErrorCode::PROTOCOL_ERROR,
                 "invalid HEADERS frame (header block lost)",
             )),
+            // §5.3.1: a PRIORITY frame making its (usually idle) stream
+            // depend on itself is a stream error; RST_STREAM goes out even
+            // on an idle stream, as the error names that stream.
+            FrameError::Stream { stream, code, .. } if kind == Some(frame::kind::PRIORITY) => {
+                encode_rst_stream(&mut self.core().out.buf, stream, code);
+                self.reset_sent(stream);
+                if self.streams().remove(stream).is_some() {
+                    self.reset_event(stream, code);
+                }
+                Ok(())
+            }
             FrameError::Stream { stream, code, .. } => {
                 self.stream_error(stream, code);
                 Ok(())
@@ -209,8 +228,15 @@ pub(super) trait Dispatch {
                     reason: Self::DATA_UNOPENED,
                 });
             }
-            // A stream we reset or that ended: nobody will read it.
+            // A stream that ended or was reset: nobody will read it.
             self.core().release_conn(flow_len);
+            // DATA crossing our RST_STREAM is ignored; otherwise the peer
+            // sends on a stream it closed itself (END_STREAM or its own
+            // RST_STREAM): a stream error (§5.1, "closed").
+            if !self.late_data_ignored(stream) {
+                encode_rst_stream(&mut self.core().out.buf, stream, ErrorCode::STREAM_CLOSED);
+                self.reset_sent(stream);
+            }
             return Ok(());
         };
         let len = payload.len();
@@ -286,7 +312,14 @@ pub(super) trait Dispatch {
             self.window_event(0);
             return Ok(());
         }
+        let never_opened = self.never_opened(stream);
         let Some(st) = self.streams().get_mut(stream) else {
+            if never_opened {
+                return Err(FrameError::Connection {
+                    code: ErrorCode::PROTOCOL_ERROR,
+                    reason: "WINDOW_UPDATE on an idle stream",
+                });
+            }
             // Closed or reset since: the peer had not heard yet.
             return Ok(());
         };

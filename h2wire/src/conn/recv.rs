@@ -169,6 +169,12 @@ impl Dispatch for ServerConn {
         self.recently_reset.push(stream);
     }
 
+    /// Only DATA crossing our own RST_STREAM: a client sending on a
+    /// stream it ended itself is told STREAM_CLOSED.
+    fn late_data_ignored(&self, stream: u32) -> bool {
+        self.recently_reset.contains(stream)
+    }
+
     fn on_goaway(&mut self, last_stream: u32, code: ErrorCode) {
         self.events.push_back(Event::GoAway { last_stream, code });
     }
@@ -208,17 +214,20 @@ impl ServerConn {
         let Some(st) = self.streams.get_mut(stream) else {
             return Ok(());
         };
+        // The state first: HEADERS after the request ended (half-closed
+        // remote) is STREAM_CLOSED whatever the block holds (§5.1).
+        let accept = st.state.recv_headers(stream, end_stream);
         // Trailers end the request (§8.1); HEADERS without END_STREAM here
         // would be a second head, which requests do not have.
         let ok = end_stream
             && check_trailers(&fields).is_ok()
             && matches!(st.content_left, None | Some(0));
-        if !ok {
+        if !ok && accept.is_ok() {
             self.recycle(fields);
             self.stream_error(stream, ErrorCode::PROTOCOL_ERROR);
             return Ok(());
         }
-        match st.state.recv_headers(stream, end_stream) {
+        match accept {
             Ok(Accept::Deliver) => {}
             Ok(Accept::Ignore) => {
                 self.recycle(fields);

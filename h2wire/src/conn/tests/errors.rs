@@ -65,14 +65,88 @@ fn continuation_floods_and_interleaving_end_the_connection() {
 
 #[test]
 fn frames_on_idle_or_unknown_streams() {
+    // WINDOW_UPDATE on a stream that never was (§5.1, idle): the
+    // connection ends (h2spec 5.1 #3).
     let mut p = Peer::connected(ServerConfig::default());
-    // WINDOW_UPDATE on a stream that never was: ignored.
     crate::frame::encode_window_update(&mut p.wire, 41, 10);
+    assert_conn_error(p.flush(), ErrorCode::PROTOCOL_ERROR);
+    // On a stream that ended: ignored (it may cross our END_STREAM).
+    let mut p = Peer::connected(ServerConfig::default());
+    p.get(1);
     p.flush().unwrap();
-    assert!(p.conn.poll_event().is_none());
+    expect_request(p.conn.poll_event());
+    p.conn.send_headers(1, 204, [], true).unwrap();
+    crate::frame::encode_window_update(&mut p.wire, 1, 10);
+    p.flush().unwrap();
+    assert!(!p
+        .read()
+        .iter()
+        .any(|g| matches!(g, Got::Other(Frame::RstStream { .. }))));
     // DATA on an idle stream: the connection ends.
+    let mut p = Peer::connected(ServerConfig::default());
     p.data(3, b"x", false);
     assert_conn_error(p.flush(), ErrorCode::PROTOCOL_ERROR);
+}
+
+/// §5.1: frames on a stream the client closed itself are STREAM_CLOSED
+/// (h2spec 5.1 #6, #8, #11); DATA crossing our own reset is not.
+#[test]
+fn frames_after_the_client_closed_a_stream_are_stream_closed() {
+    // HEADERS on a half-closed (remote) stream.
+    let mut p = Peer::connected(ServerConfig::default());
+    p.get(1);
+    p.get(1);
+    p.flush().unwrap();
+    expect_request(p.conn.poll_event());
+    expect_reset(p.conn.poll_event(), 1, ErrorCode::STREAM_CLOSED);
+    assert!(p.read().contains(&rst(1, ErrorCode::STREAM_CLOSED)));
+
+    // DATA after the client's own RST_STREAM.
+    let mut p = Peer::connected(ServerConfig::default());
+    p.headers(1, &request("POST", "/"), false);
+    encode_rst_stream(&mut p.wire, 1, ErrorCode::CANCEL);
+    p.data(1, b"late", true);
+    p.flush().unwrap();
+    assert!(p.read().contains(&rst(1, ErrorCode::STREAM_CLOSED)));
+
+    // DATA on a stream closed by END_STREAM both ways.
+    let mut p = Peer::connected(ServerConfig::default());
+    p.get(1);
+    p.flush().unwrap();
+    expect_request(p.conn.poll_event());
+    p.conn.send_headers(1, 204, [], true).unwrap();
+    p.data(1, b"late", true);
+    p.flush().unwrap();
+    assert!(p.read().contains(&rst(1, ErrorCode::STREAM_CLOSED)));
+
+    // DATA crossing our reset: ignored, and its bytes go back to the
+    // connection window.
+    let mut p = Peer::connected(ServerConfig::default());
+    p.headers(1, &request("POST", "/"), false);
+    p.flush().unwrap();
+    expect_request(p.conn.poll_event());
+    p.conn.reset(1, ErrorCode::CANCEL);
+    p.read();
+    p.data(1, b"late", false);
+    p.flush().unwrap();
+    assert!(!p
+        .read()
+        .iter()
+        .any(|g| matches!(g, Got::Other(Frame::RstStream { .. }))));
+}
+
+/// §5.3.1: a PRIORITY frame making a stream depend on itself is a stream
+/// error, answered even on an idle stream (h2spec 5.3.1 #2); the
+/// connection goes on.
+#[test]
+fn priority_on_itself_resets_that_stream() {
+    let mut p = Peer::connected(ServerConfig::default());
+    p.raw(0x2, 0, 3, &[0, 0, 0, 3, 15]);
+    p.flush().unwrap();
+    assert!(p.read().contains(&rst(3, ErrorCode::PROTOCOL_ERROR)));
+    p.get(5);
+    p.flush().unwrap();
+    expect_request(p.conn.poll_event());
 }
 
 #[test]

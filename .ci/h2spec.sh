@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# HTTP/2 conformance of the built gateway: h2spec (../shared/tools/h2spec)
+# against a gateway in front of a demo backend, every port chosen by the
+# kernel (port 0) and read back from what the processes print.
+# Usage: .ci/h2spec.sh [target/debug|target/release]   (default target/debug)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${1:-target/debug}
+H2SPEC=${H2SPEC:-../shared/tools/h2spec/h2spec}
+if [[ ! -x $H2SPEC ]]; then
+    echo "h2spec not found at $H2SPEC" >&2
+    exit 1
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Waits up to 10 s for a line matching $2 in file $1; prints its last field.
+await_addr() {
+    local i
+    for i in $(seq 100); do
+        if line=$(grep -m1 "$2" "$1" 2>/dev/null); then
+            echo "${line##* }"
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "timed out waiting for '$2' in $1:" >&2
+    cat "$1" >&2
+    return 1
+}
+
+"$BIN/demo-backend" --listen 127.0.0.1:0 >"$work/backend.log" 2>&1 &
+pids+=($!)
+backend=$(await_addr "$work/backend.log" "listening on")
+
+cat >"$work/bootstrap.yaml" <<EOF
+admin:
+  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes: [{ match: { prefix: / }, route: { cluster: backend } }]
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: ${backend%:*}, port_value: ${backend##*:} } } }
+EOF
+
+"$BIN/gateway" -c "$work/bootstrap.yaml" --shards 1 >"$work/gateway.log" 2>&1 &
+pids+=($!)
+gateway=$(await_addr "$work/gateway.log" "listener ingress on")
+
+echo "h2spec against the gateway on $gateway (backend $backend)"
+"$H2SPEC" -h 127.0.0.1 -p "${gateway##*:}" -o 2 -j "$work/h2spec.xml" >"$work/h2spec.out" 2>&1 || {
+    cat "$work/h2spec.out"
+    echo "h2spec: failures above" >&2
+    exit 1
+}
+summary=$(tail -n 1 "$work/h2spec.out")
+echo "$summary"
+# "146 tests, 146 passed, 0 skipped, 0 failed" as the plain closing line.
+read -r _ _ passed _ skipped _ failed _ <<<"${summary//,/}"
+echo "h2spec: $passed passed, $failed failed, $skipped skipped"
