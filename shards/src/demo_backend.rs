@@ -99,6 +99,11 @@ pub struct BackendOptions {
     /// `cookie` header (benchmarks: clients carrying session-sized cookies
     /// without the gateway's session filter).
     pub set_cookie_once: Option<String>,
+    /// Connections this backend cut off with GOAWAY(ENHANCE_YOUR_CALM):
+    /// the `h2` crate's own rapid-reset defence (more than 20 streams
+    /// reset before it accepted them) tripped. Tests read it to check the
+    /// gateway never forwards a flood.
+    pub calm_goaways: Arc<AtomicU64>,
 }
 
 impl BackendOptions {
@@ -115,6 +120,7 @@ impl BackendOptions {
             grpc_status: None,
             response_headers: Vec::new(),
             set_cookie_once: None,
+            calm_goaways: Arc::new(AtomicU64::new(0)),
         }
     }
 }
@@ -272,6 +278,9 @@ async fn serve_conn(stream: TcpStream, ctx: Rc<Ctx>) {
                 .detach();
             }
             Err(e) => {
+                if e.is_library() && e.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM) {
+                    ctx.opts.calm_goaways.fetch_add(1, Ordering::Relaxed);
+                }
                 tracing::debug!(error = %e, "demo backend: connection error");
                 break;
             }

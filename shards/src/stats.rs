@@ -83,6 +83,9 @@ pub struct DownstreamStats {
     pub rq_total: Counter,
     pub rq_active: Counter,
     pub rq_reset_by_client: Counter,
+    /// Streams reset by the client before their request went upstream:
+    /// never sent, so no backend sees their reset.
+    pub rq_reset_before_upstream: Counter,
     pub rq_no_route: Counter,
     pub rq_timeout: Counter,
     pub rq_idle_timeout: Counter,
@@ -101,7 +104,13 @@ pub struct HostStats {
     pub rq_timeout: Counter,
     pub rq_reset: Counter,
     pub rq_retry_refused: Counter,
+    /// Idempotent bodiless requests retried once, on another connection,
+    /// after their upstream connection died under them.
+    pub rq_retry_conn_lost: Counter,
     pub cx_total: Counter,
+    /// Connections drained (no new streams) after sending their budget of
+    /// stream resets, so a backend's rapid-reset defence never fires.
+    pub cx_reset_budget: Counter,
     pub cx_active: Counter,
     pub cx_connect_fail: Counter,
     pub responses: StatusClasses,
@@ -178,7 +187,9 @@ impl HostStats {
             &self.rq_timeout,
             &self.rq_reset,
             &self.rq_retry_refused,
+            &self.rq_retry_conn_lost,
             &self.cx_total,
+            &self.cx_reset_budget,
             &self.cx_connect_fail,
             &self.responses.c1xx,
             &self.responses.c2xx,

@@ -72,3 +72,71 @@ fn refused_streams_are_resent() {
     assert!(stats.contains(&line), "{stats}");
     gw.shutdown();
 }
+
+/// An h2c server whose first connection takes `drop_after` streams and
+/// then closes without answering any; later connections answer 200.
+fn dropping_backend(drop_after: usize) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    LocalExecutorBuilder::new(Placement::Unbound)
+        .io_memory(1 << 20)
+        .spawn(move || async move {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            let mut first = true;
+            loop {
+                let Ok(s) = l.accept().await else { return };
+                let mut conn = h2::server::handshake(s.compat()).await.unwrap();
+                let drop_this = std::mem::take(&mut first);
+                glommio::spawn_local(async move {
+                    let mut held = Vec::new();
+                    while let Some(Ok((req, mut respond))) = conn.accept().await {
+                        if drop_this {
+                            held.push((req, respond));
+                            if held.len() == drop_after {
+                                return; // drops the connection unanswered
+                            }
+                        } else {
+                            let _ = respond.send_response(Response::new(()), true);
+                        }
+                    }
+                })
+                .detach();
+            }
+        })
+        .unwrap();
+    rx.recv().unwrap()
+}
+
+/// A shared upstream connection that dies under its streams: idempotent
+/// bodiless requests are retried once on another connection (and
+/// counted); a POST is not, and fails as an upstream reset.
+#[test]
+fn idempotent_requests_survive_a_dying_upstream_connection() {
+    let backend = dropping_backend(5);
+    let (gw, addr) = gateway_for(&[backend], 1);
+    let statuses = client(move || async move {
+        let c = connect(addr).await;
+        let mut tasks = Vec::new();
+        for method in ["GET", "HEAD", "DELETE", "GET", "POST"] {
+            let c = c.clone();
+            tasks.push(glommio::spawn_local(async move {
+                let body = (method == "POST").then(|| bytes::Bytes::from_static(b"x"));
+                let r = request(&c, method, "/", &[], body, None).await;
+                (method, r.map(|r| r.status.as_u16()).ok())
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await);
+        }
+        out
+    });
+    for (method, status) in &statuses {
+        let want = if *method == "POST" { 502 } else { 200 };
+        assert_eq!(*status, Some(want), "{method}: {statuses:?}");
+    }
+    let (_, stats) = admin_get(gw.admin_addr.unwrap(), "/stats");
+    let line = format!("gateway_upstream_rq_retry_conn_lost{{cluster=\"c\",host=\"{backend}\"}} 4");
+    assert!(stats.contains(&line), "{stats}");
+    gw.shutdown();
+}

@@ -121,12 +121,15 @@ impl ClientConn {
     }
 
     /// Resets the stream (the application gave up on it). No event
-    /// follows; frames the server had in flight are dropped.
-    pub fn reset(&mut self, stream: u32, code: ErrorCode) {
-        if let Some(mut st) = self.streams.remove(stream) {
-            st.state.send_reset();
-            encode_rst_stream(&mut self.core.out.buf, stream, code);
-        }
+    /// follows; frames the server had in flight are dropped. False if the
+    /// stream had already ended (nothing was sent).
+    pub fn reset(&mut self, stream: u32, code: ErrorCode) -> bool {
+        let Some(mut st) = self.streams.remove(stream) else {
+            return false;
+        };
+        st.state.send_reset();
+        encode_rst_stream(&mut self.core.out.buf, stream, code);
+        true
     }
 
     /// The application is done with `n` bytes of DATA received on

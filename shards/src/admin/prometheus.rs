@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 12] = [
+    let simple: [(&str, &str, &str, ShardCounter); 13] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -66,6 +66,12 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Streams the client reset before completion.",
             |s| &s.downstream.rq_reset_by_client,
+        ),
+        (
+            "gateway_downstream_rq_reset_before_upstream",
+            "counter",
+            "Streams the client reset before their request went upstream (never sent).",
+            |s| &s.downstream.rq_reset_before_upstream,
         ),
         (
             "gateway_downstream_rq_no_route",
@@ -147,7 +153,7 @@ pub(super) fn render(inner: &Inner) -> String {
 
     session_and_lb(&mut out, inner);
 
-    let per_host: [(&str, &str, &str, HostCounter); 8] = [
+    let per_host: [(&str, &str, &str, HostCounter); 10] = [
         (
             "gateway_upstream_rq_total",
             "counter",
@@ -177,6 +183,18 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Requests resent after an upstream refused the stream (GOAWAY/REFUSED_STREAM).",
             |h| &h.rq_retry_refused,
+        ),
+        (
+            "gateway_upstream_rq_retry_conn_lost",
+            "counter",
+            "Idempotent bodiless requests retried once after their upstream connection died.",
+            |h| &h.rq_retry_conn_lost,
+        ),
+        (
+            "gateway_upstream_cx_reset_budget",
+            "counter",
+            "Upstream connections drained after spending their budget of stream resets.",
+            |h| &h.cx_reset_budget,
         ),
         (
             "gateway_upstream_cx_total",

@@ -82,6 +82,9 @@ pub(crate) struct DownConn {
     pub graveyard: Vec<(u32, PoolRef, UpRef)>,
     /// Streams with body items queued either way, for `forward`.
     pub queued: Vec<u32>,
+    /// New requests of this read, opened upstream once its events are
+    /// all in (`open_deferred`).
+    pub to_open: Vec<u32>,
     flood: FloodCount,
     pub flooded: bool,
     /// The loop's clock, read once per turn: what stream activity and
@@ -127,8 +130,12 @@ impl DownConn {
             } => self.on_request_data(stream, data, end_stream),
             Event::Trailers { stream, fields } => self.on_request_trailers(stream, fields),
             Event::Reset { stream, .. } => {
-                if self.streams.contains_key(&stream) {
-                    self.shard.stats.downstream.rq_reset_by_client.inc();
+                if let Some(s) = self.streams.get(&stream) {
+                    let stats = &self.shard.stats.downstream;
+                    stats.rq_reset_by_client.inc();
+                    if s.never_sent() {
+                        stats.rq_reset_before_upstream.inc();
+                    }
                     self.client_reset();
                     self.finish(stream);
                 }
@@ -241,6 +248,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         touched: Vec::new(),
         graveyard: Vec::new(),
         queued: Vec::new(),
+        to_open: Vec::new(),
         flood: FloodCount {
             window_start: Instant::now(),
             streams: 0,
@@ -395,6 +403,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         while let Some(ev) = dc.conn.poll_event() {
             dc.on_event(ev);
         }
+        dc.open_deferred();
         if let Some(b) = shard.wire.inboxes.borrow_mut().get_mut(inbox) {
             std::mem::swap(&mut b.items, &mut batch);
         }

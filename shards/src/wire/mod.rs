@@ -43,6 +43,9 @@ pub(crate) enum Delivered {
     Retry,
     /// The connection the stream was opened on could not be established.
     ConnectFailed,
+    /// The connection the stream was on closed or failed before the
+    /// stream ended.
+    ConnectionLost,
 }
 
 /// Deliveries for one downstream connection, and its parked task.

@@ -24,7 +24,6 @@ use ahash::AHashMap;
 use engine::{Cluster, HostId};
 use futures_lite::{AsyncRead, AsyncWriteExt};
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
-use h2wire::ErrorCode;
 
 use super::{park, wake, Delivered, ReadBuf, Shared};
 use crate::io;
@@ -34,6 +33,15 @@ use crate::shard::Shard;
 pub const MAX_CONNS_PER_HOST: usize = 32;
 const BACKOFF_BASE: Duration = Duration::from_millis(25);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Streams one upstream connection may reset before their response head
+/// came (the backend may not have accepted them yet) before it takes no
+/// new streams and drains. Backends count such resets: the `h2` crate
+/// (hyper, tonic) sends GOAWAY(ENHANCE_YOUR_CALM) past 20 streams reset
+/// before its application accepted them, killing every stream on the
+/// connection. Half that, plus the streams the connection still carries
+/// when it starts draining, stays clear of it; a client's flood then costs
+/// fresh upstream connections, never shared ones.
+pub const RESET_BUDGET: u32 = 10;
 /// Bytes asked of an upstream socket per read: one read brings the
 /// answers of many clients' streams.
 const READ_SIZE: usize = 32 * 1024;
@@ -62,8 +70,11 @@ pub(crate) struct UpConn {
     /// Failed or closed: takes no streams; the slot may be reused once
     /// its task is gone.
     dead: bool,
-    /// The server sent GOAWAY: no new streams; closes once its streams end.
-    goaway: bool,
+    /// The server sent GOAWAY, or the connection spent its reset budget:
+    /// no new streams; closes once its streams end.
+    draining: bool,
+    /// Streams reset before their response head (see [`RESET_BUDGET`]).
+    early_resets: u32,
     task_done: bool,
     /// Our cap on its streams (module docs).
     cap: u32,
@@ -171,11 +182,36 @@ impl Pool {
     pub(crate) fn unroute(&mut self, r: UpRef, shard: &Shard) {
         if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
             c.routes.remove(&r.stream);
-            if c.dead && c.routes.is_empty() {
+            if (c.dead || c.draining) && c.routes.is_empty() {
                 wake(&mut c.waker);
             }
         }
         self.kick_waiter(shard);
+    }
+
+    /// Counts a stream of `r`'s connection reset before its response head
+    /// came; past [`RESET_BUDGET`] the connection drains.
+    pub(crate) fn note_early_reset(&mut self, r: UpRef, shard: &Shard) {
+        let host = self.host;
+        if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
+            c.early_resets += 1;
+            if c.early_resets >= RESET_BUDGET && !c.draining && !c.dead {
+                c.draining = true;
+                shard.stats.hosts.host(host).cx_reset_budget.inc();
+                tracing::debug!(addr = %self.addr, "upstream connection spent its reset budget: draining");
+            }
+        }
+    }
+
+    /// Whether a stream of `r`'s connection without its response head may
+    /// still be reset. Past the budget such streams are abandoned instead:
+    /// unrouted without RST_STREAM, their answers given back as they come,
+    /// until the draining connection closes with its last routed stream.
+    pub(crate) fn may_reset_early(&self, r: UpRef) -> bool {
+        self.conns
+            .get(r.slot)
+            .filter(|c| c.gen == r.gen)
+            .is_some_and(|c| c.early_resets < RESET_BUDGET)
     }
 
     /// Forgets a waiting stream (its client went away).
@@ -192,7 +228,7 @@ impl Pool {
     }
 
     fn room(c: &UpConn) -> bool {
-        !c.dead && !c.goaway && (c.conn.open_streams() as u32) < c.cap && c.conn.can_open_stream()
+        !c.dead && !c.draining && (c.conn.open_streams() as u32) < c.cap && c.conn.can_open_stream()
     }
 
     /// A connection slot that may open one more stream now, opening a new
@@ -252,7 +288,8 @@ impl Pool {
             routes: AHashMap::default(),
             waker: None,
             dead: false,
-            goaway: false,
+            draining: false,
+            early_resets: 0,
             task_done: false,
             cap,
         };
@@ -345,7 +382,7 @@ async fn run(
             // Retired (host left) or failed, and nothing left on it: close.
             let p = pool.borrow();
             let c = &p.conns[slot];
-            if (p.retired || c.dead || c.goaway) && c.routes.is_empty() {
+            if (p.retired || c.dead || c.draining) && c.routes.is_empty() {
                 return;
             }
         }
@@ -356,7 +393,8 @@ async fn run(
                 let mut p = pool.borrow_mut();
                 let retired = p.retired;
                 let c = &mut p.conns[slot];
-                if c.conn.has_output() || ((retired || c.dead || c.goaway) && c.routes.is_empty()) {
+                if c.conn.has_output() || ((retired || c.dead || c.draining) && c.routes.is_empty())
+                {
                     return Poll::Ready(Woken::Nudged);
                 }
                 park(&mut c.waker, cx);
@@ -383,7 +421,7 @@ async fn run(
                 match ev {
                     ClientEvent::StreamLimit { .. } => limit_changed = true,
                     // No new streams here; those open go on to their end.
-                    ClientEvent::GoAway { .. } => c.goaway = true,
+                    ClientEvent::GoAway { .. } => c.draining = true,
                     _ => {}
                 }
                 route_event(shard, c, ev);
@@ -458,10 +496,7 @@ fn fail(shard: &Shard, pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
         let what = if connect {
             Delivered::ConnectFailed
         } else {
-            Delivered::Event(ClientEvent::Reset {
-                stream: 0,
-                code: ErrorCode::CONNECT_ERROR,
-            })
+            Delivered::ConnectionLost
         };
         let _ = shard.wire.deliver(inbox, down, what);
     }

@@ -38,17 +38,19 @@ const MAX_ATTEMPTS: u8 = 3;
 /// One proxied stream, keyed by its downstream stream id.
 pub(crate) struct DStream {
     grpc: bool,
-    /// The request head, kept until the response head arrives: a refused
-    /// stream is resent from it.
+    /// The request head, kept until the response head arrives or the
+    /// first body byte goes upstream: a refused stream (REFUSED_STREAM, or
+    /// above an upstream GOAWAY's last stream) is resent from it.
     head: Option<HeaderList>,
     /// `:path` and `:authority` after the route's rewrites, and the new
     /// `x-forwarded-for`, when they differ from the head's.
     path: Option<Vec<u8>>,
     authority: Option<Vec<u8>>,
     xff: Option<Vec<u8>>,
-    /// The request came without a body (END_STREAM on its head): the only
-    /// requests resent after a refusal.
+    /// The request came without a body (END_STREAM on its head).
     bodyless: bool,
+    /// Retried once already after its upstream connection died.
+    retried_lost: bool,
     /// The chosen host and its pool.
     host: HostId,
     pool: PoolRef,
@@ -81,6 +83,14 @@ pub(crate) struct DStream {
     /// The header that (re)binds the client's session to this host, for
     /// the response head (boxed: rare, and streams stay small).
     session_header: Option<Box<(HeaderName, HeaderValue)>>,
+}
+
+impl DStream {
+    /// No upstream stream was ever opened for it, nor is it waiting for
+    /// one: its request reached no backend.
+    pub(super) fn never_sent(&self) -> bool {
+        self.up.is_none() && !self.waiting && self.attempts == 0
+    }
 }
 
 /// Lets the engine's matcher read a request head without copying it.
@@ -119,6 +129,19 @@ fn forwarded(name: &[u8], value: &[u8], replace_xff: bool) -> bool {
         return false;
     }
     !is_hop_by_hop(name)
+}
+
+/// Methods RFC 9110 §9.2.2 calls idempotent: safe to send again when the
+/// connection died before an answer.
+fn idempotent(method: Option<&[u8]>) -> bool {
+    matches!(
+        method,
+        Some(b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE" | b"PUT" | b"DELETE")
+    )
+}
+
+fn is_head(head: &HeaderList) -> bool {
+    head.get(b":method") == Some(b"HEAD")
 }
 
 /// Regular response fields that go downstream (hop-by-hop stripped).
@@ -273,6 +296,7 @@ impl DownConn {
                 authority,
                 xff,
                 bodyless: end_stream,
+                retried_lost: false,
                 host: host.id,
                 pool,
                 up: None,
@@ -295,7 +319,24 @@ impl DownConn {
                 session_header,
             },
         );
-        self.open_upstream(stream);
+        // Opened at the end of this read's events (`open_deferred`): a
+        // stream the client resets in the same read never goes upstream,
+        // so a rapid-reset flood reaches no backend.
+        self.to_open.push(stream);
+    }
+
+    /// Opens the upstream streams of this read's new requests that are
+    /// still there (not reset by the client meanwhile).
+    pub(super) fn open_deferred(&mut self) {
+        if self.to_open.is_empty() {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.to_open);
+        for id in ids.drain(..) {
+            self.open_upstream(id);
+        }
+        // Back in place, keeping its allocation.
+        self.to_open = ids;
     }
 
     /// Opens the upstream stream from the kept head, or waits for room.
@@ -326,12 +367,6 @@ impl DownConn {
         let up = pool.borrow_mut().route(slot, up_stream, self.inbox, stream);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.up = Some(up);
-            if !s.bodyless {
-                // The head is only needed again to resend a bodyless request.
-                if let Some(head) = s.head.take() {
-                    self.conn.recycle(head);
-                }
-            }
         }
         self.touch(&pool, slot);
     }
@@ -370,6 +405,33 @@ impl DownConn {
                 }
             }
             Delivered::ConnectFailed => self.fail(stream, LocalReply::ConnectFailure),
+            Delivered::ConnectionLost => self.connection_lost(stream),
+        }
+    }
+
+    /// The upstream connection died under the stream. An idempotent
+    /// bodiless request that has no response yet is retried once on
+    /// another connection (Envoy's `reset` retry, without a policy);
+    /// anything else fails as an upstream reset.
+    fn connection_lost(&mut self, stream: u32) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let retry = !s.resp_started
+            && s.bodyless
+            && !s.retried_lost
+            && s.head
+                .as_ref()
+                .is_some_and(|h| idempotent(h.get(b":method")));
+        let host_stats = self.shard.stats.hosts.host(s.host);
+        if retry {
+            s.retried_lost = true;
+            host_stats.rq_retry_conn_lost.inc();
+            self.detach_upstream(stream);
+            self.open_upstream(stream);
+        } else {
+            host_stats.rq_reset.inc();
+            self.fail(stream, LocalReply::UpstreamReset);
         }
     }
 
@@ -432,9 +494,12 @@ impl DownConn {
             }
             ClientEvent::Reset { code, .. } => {
                 let host_stats = shard.stats.hosts.host(s.host);
+                // Refused before processing (RST_STREAM REFUSED_STREAM, or
+                // above an upstream GOAWAY's last stream): safe to resend
+                // while no body byte went (the head is kept until then).
                 let resend = !s.resp_started
                     && code == ErrorCode::REFUSED_STREAM
-                    && s.bodyless
+                    && s.head.is_some()
                     && s.attempts < MAX_ATTEMPTS;
                 if resend {
                     host_stats.rq_retry_refused.inc();
@@ -484,6 +549,7 @@ impl DownConn {
             self.conn.reset(stream, ErrorCode::INTERNAL_ERROR);
         } else {
             let grpc = s.grpc;
+            let head_only = s.head.as_ref().is_some_and(is_head);
             let extra = s.session_header.take();
             self.shard
                 .stats
@@ -494,7 +560,7 @@ impl DownConn {
             if extra.is_some() {
                 self.shard.stats.session.session_set.inc();
             }
-            self.local_reply(stream, reply, grpc, extra.as_deref());
+            self.local_reply(stream, reply, grpc, extra.as_deref(), head_only);
         }
         self.finish(stream);
     }
@@ -508,19 +574,22 @@ impl DownConn {
         head: HeaderList,
         extra: Option<&(HeaderName, HeaderValue)>,
     ) {
+        let head_only = is_head(&head);
         self.conn.recycle(head);
-        self.local_reply(stream, reply, grpc, extra);
+        self.local_reply(stream, reply, grpc, extra, head_only);
         self.shard.stats.downstream.rq_active.dec();
     }
 
     /// Answers `stream` ourselves. For gRPC requests a trailers-only
-    /// response (200 + `grpc-status`), so gRPC clients see a status.
+    /// response (200 + `grpc-status`), so gRPC clients see a status. A
+    /// HEAD request gets the head of the reply, without its body.
     fn local_reply(
         &mut self,
         stream: u32,
         reply: LocalReply,
         grpc: bool,
         extra: Option<&(HeaderName, HeaderValue)>,
+        head_only: bool,
     ) {
         let extra = extra.map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
         let status = reply.status().as_u16();
@@ -554,8 +623,9 @@ impl DownConn {
         .chain(extra);
         if self
             .conn
-            .send_headers(stream, status, fields, false)
+            .send_headers(stream, status, fields, head_only)
             .is_ok()
+            && !head_only
         {
             let mut data = Bytes::from_static(body.as_bytes());
             let _ = self.conn.send_data(stream, &mut data, true);
@@ -578,11 +648,18 @@ impl DownConn {
         };
         let resp_held = queued(&s.resp);
         s.resp.clear();
+        let early = !s.resp_started;
         let mut p = pool.borrow_mut();
+        // Past its reset budget a connection's unanswered streams are
+        // abandoned rather than reset (`Pool::may_reset_early`).
+        let reset = !early || p.may_reset_early(up);
         if let Some(conn) = p.conn(up) {
             // A no-op if the stream already closed both ways.
-            conn.reset(up.stream, ErrorCode::CANCEL);
+            let sent = reset && conn.reset(up.stream, ErrorCode::CANCEL);
             conn.release(up.stream, resp_held);
+            if sent && early {
+                p.note_early_reset(up, &self.shard);
+            }
         }
         p.unroute(up, &self.shard);
         drop(p);
@@ -683,6 +760,13 @@ impl DownConn {
             }
             s.active_at = now;
             let Some(up) = s.up else { return true };
+            if !s.req.is_empty() && !s.bodyless {
+                // The body starts upstream: a refusal can no longer be
+                // resent (the bytes are not kept), so the head goes back.
+                if let Some(head) = s.head.take() {
+                    self.conn.recycle(head);
+                }
+            }
             let mut p = s.pool.borrow_mut();
             let Some(conn) = p.conn(up) else { return true };
             if !s.resp.is_empty() && drain(&mut s.resp, &mut self.conn, stream, conn, up.stream) {
