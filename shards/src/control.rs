@@ -27,7 +27,8 @@ use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
 use crate::admin::{self, AdminState};
-use crate::gateway::{Command, PortReservations, ShardMsg, ShardReply, StartError, Started};
+use crate::gateway::{PortReservations, StartError, Started};
+use crate::messages::{Command, ShardMsg, ShardReply};
 use crate::outlier::OutlierControl;
 use crate::stats::ShardStats;
 use crate::xds::ads::{self, AdsEvent, AdsTarget};

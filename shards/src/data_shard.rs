@@ -8,7 +8,7 @@ use engine::session::CookieFormat;
 use engine::Snapshot;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
-use crate::gateway::{ShardMsg, ShardReply};
+use crate::messages::{ShardMsg, ShardReply};
 use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;

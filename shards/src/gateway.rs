@@ -15,14 +15,13 @@ use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use engine::outlier::HostReport;
 use engine::session::CookieFormat;
-use engine::{Bootstrap, EjectedSet, HostId, Listener, Snapshot};
+use engine::{Bootstrap, Listener};
 
 use glommio::{LocalExecutorBuilder, Placement};
 
+use crate::messages::Command;
 use crate::stats::ShardStats;
 
 /// How to lay out shards on cores.
@@ -50,34 +49,6 @@ pub enum StartError {
     Shard(usize, String),
     #[error("control shard: {0}")]
     Control(String),
-}
-
-/// Messages from the control shard to a data shard.
-pub enum ShardMsg {
-    /// Adopt this snapshot; answered with [`ShardReply::Applied`].
-    Apply(Arc<Snapshot>),
-    /// Outlier detection changed which hosts are ejected. Not answered.
-    Ejections(Arc<EjectedSet>),
-    /// Hand over (and restart) the outlier counters of these clusters' hosts;
-    /// answered with [`ShardReply::Outlier`].
-    CollectOutlier(Arc<[String]>),
-    Shutdown {
-        drain: Duration,
-    },
-}
-
-/// A data shard's answer to the control shard. The control loop has at most
-/// one request outstanding per shard, so answers never interleave.
-pub enum ShardReply {
-    /// The version applied, or why the snapshot could not be.
-    Applied(Result<u64, String>),
-    /// This shard's counts since the last collection, per host with any.
-    Outlier(Vec<(HostId, HostReport)>),
-}
-
-pub(crate) enum Command {
-    Reload(Box<Bootstrap>, mpsc::Sender<Result<u64, String>>),
-    Shutdown,
 }
 
 /// A running gateway. Dropping it does not stop it; call [`shutdown`].

@@ -9,6 +9,7 @@ pub mod demo_backend;
 pub mod gateway;
 pub mod io;
 pub mod local_reply;
+pub mod messages;
 pub mod outlier;
 pub mod pacing;
 pub mod session;
