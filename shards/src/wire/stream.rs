@@ -30,6 +30,7 @@ use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::Delivered;
 use crate::local_reply::LocalReply;
 use crate::session::RequestSession;
+use crate::stats::HostCounter;
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them.
@@ -423,15 +424,25 @@ impl DownConn {
             && s.head
                 .as_ref()
                 .is_some_and(|h| idempotent(h.get(b":method")));
-        let host_stats = self.shard.stats.hosts.host(s.host);
-        if retry {
-            s.retried_lost = true;
-            host_stats.rq_retry_conn_lost.inc();
-            self.detach_upstream(stream);
-            self.open_upstream(stream);
-        } else {
-            host_stats.rq_reset.inc();
-            self.fail(stream, LocalReply::UpstreamReset);
+        s.retried_lost |= retry;
+        let host = s.host;
+        self.resend_or_fail(stream, host, retry.then_some(|h| &h.rq_retry_conn_lost));
+    }
+
+    /// Sends the stream again on a new upstream stream, counted by
+    /// `resent`'s counter, or (`None`) fails it as an upstream reset.
+    fn resend_or_fail(&mut self, stream: u32, host: HostId, resent: Option<HostCounter>) {
+        let host_stats = self.shard.stats.hosts.host(host);
+        match resent {
+            Some(counter) => {
+                counter(host_stats).inc();
+                self.detach_upstream(stream);
+                self.open_upstream(stream);
+            }
+            None => {
+                host_stats.rq_reset.inc();
+                self.fail(stream, LocalReply::UpstreamReset);
+            }
         }
     }
 
@@ -493,7 +504,6 @@ impl DownConn {
                 recycle_up(&pool, up, fields);
             }
             ClientEvent::Reset { code, .. } => {
-                let host_stats = shard.stats.hosts.host(s.host);
                 // Refused before processing (RST_STREAM REFUSED_STREAM, or
                 // above an upstream GOAWAY's last stream): safe to resend
                 // while no body byte went (the head is kept until then).
@@ -501,14 +511,8 @@ impl DownConn {
                     && code == ErrorCode::REFUSED_STREAM
                     && s.head.is_some()
                     && s.attempts < MAX_ATTEMPTS;
-                if resend {
-                    host_stats.rq_retry_refused.inc();
-                    self.detach_upstream(stream);
-                    self.open_upstream(stream);
-                } else {
-                    host_stats.rq_reset.inc();
-                    self.fail(stream, LocalReply::UpstreamReset);
-                }
+                let host = s.host;
+                self.resend_or_fail(stream, host, resend.then_some(|h| &h.rq_retry_refused));
             }
             ClientEvent::TooLarge { .. } => self.fail(stream, LocalReply::UpstreamReset),
             ClientEvent::WindowOpen { .. }
