@@ -24,6 +24,7 @@ use ahash::AHashMap;
 use engine::{Cluster, HostId};
 use futures_lite::{AsyncRead, AsyncWriteExt};
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
+use h2wire::ErrorCode;
 
 use super::{park, wake, Delivered, ReadBuf, Shared};
 use crate::io;
@@ -189,29 +190,34 @@ impl Pool {
         self.kick_waiter(shard);
     }
 
-    /// Counts a stream of `r`'s connection reset before its response head
-    /// came; past [`RESET_BUDGET`] the connection drains.
-    pub(crate) fn note_early_reset(&mut self, r: UpRef, shard: &Shard) {
+    /// Cancels upstream stream `r` (a no-op if it already closed both
+    /// ways) and gives back `held` bytes of its window. A stream without
+    /// its response head (`answered` false) may not have been accepted by
+    /// the backend yet: such resets count against the connection's
+    /// [`RESET_BUDGET`], which drains it once spent. Past the budget they
+    /// are abandoned instead: unrouted without RST_STREAM, their answers
+    /// given back as they come, until the draining connection closes with
+    /// its last routed stream.
+    pub(crate) fn cancel(&mut self, r: UpRef, answered: bool, held: u32, shard: &Shard) {
         let host = self.host;
-        if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
+        let Some(c) = self
+            .conns
+            .get_mut(r.slot)
+            .filter(|c| c.gen == r.gen && !c.dead)
+        else {
+            return;
+        };
+        let may_reset = answered || c.early_resets < RESET_BUDGET;
+        let sent = may_reset && c.conn.reset(r.stream, ErrorCode::CANCEL);
+        c.conn.release(r.stream, held);
+        if sent && !answered {
             c.early_resets += 1;
-            if c.early_resets >= RESET_BUDGET && !c.draining && !c.dead {
+            if c.early_resets >= RESET_BUDGET && !c.draining {
                 c.draining = true;
                 shard.stats.hosts.host(host).cx_reset_budget.inc();
                 tracing::debug!(addr = %self.addr, "upstream connection spent its reset budget: draining");
             }
         }
-    }
-
-    /// Whether a stream of `r`'s connection without its response head may
-    /// still be reset. Past the budget such streams are abandoned instead:
-    /// unrouted without RST_STREAM, their answers given back as they come,
-    /// until the draining connection closes with its last routed stream.
-    pub(crate) fn may_reset_early(&self, r: UpRef) -> bool {
-        self.conns
-            .get(r.slot)
-            .filter(|c| c.gen == r.gen)
-            .is_some_and(|c| c.early_resets < RESET_BUDGET)
     }
 
     /// Forgets a waiting stream (its client went away).

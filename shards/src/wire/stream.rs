@@ -652,19 +652,8 @@ impl DownConn {
         };
         let resp_held = queued(&s.resp);
         s.resp.clear();
-        let early = !s.resp_started;
         let mut p = pool.borrow_mut();
-        // Past its reset budget a connection's unanswered streams are
-        // abandoned rather than reset (`Pool::may_reset_early`).
-        let reset = !early || p.may_reset_early(up);
-        if let Some(conn) = p.conn(up) {
-            // A no-op if the stream already closed both ways.
-            let sent = reset && conn.reset(up.stream, ErrorCode::CANCEL);
-            conn.release(up.stream, resp_held);
-            if sent && early {
-                p.note_early_reset(up, &self.shard);
-            }
-        }
+        p.cancel(up, s.resp_started, resp_held, &self.shard);
         p.unroute(up, &self.shard);
         drop(p);
         self.touch(&pool, up.slot);
