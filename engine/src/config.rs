@@ -16,6 +16,9 @@ pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Envoy's edge guidance for `http2_protocol_options.max_concurrent_streams`.
 pub const DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS: u32 = 100;
+/// Envoy's default `per_connection_buffer_limit_bytes` (1 MiB), for
+/// listeners and clusters.
+pub const DEFAULT_PER_CONNECTION_BUFFER_LIMIT: u32 = 1024 * 1024;
 /// Envoy's default `max_request_headers_kb` (60 KiB).
 pub const DEFAULT_MAX_HEADER_LIST_SIZE: u32 = 60 * 1024;
 
@@ -85,6 +88,10 @@ pub struct Node {
 pub struct Listener {
     pub name: String,
     pub address: SocketAddr,
+    /// `per_connection_buffer_limit_bytes`: unwritten output (and response
+    /// window granted upstream) per downstream connection before its
+    /// streams stop taking response data.
+    pub per_connection_buffer_limit_bytes: u32,
     pub http: HttpConnectionManager,
 }
 
@@ -109,6 +116,9 @@ pub struct HttpConnectionManager {
     pub idle_timeout: Option<Duration>,
     /// `stream_idle_timeout` (Envoy default 5 min; `None` disables).
     pub stream_idle_timeout: Option<Duration>,
+    /// `common_http_protocol_options.max_stream_duration`: a stream's whole
+    /// life, whatever it does (unset or 0: `None`, no limit).
+    pub max_stream_duration: Option<Duration>,
     /// `drain_timeout` for GOAWAY on reload/shutdown (Envoy default 5 s).
     pub drain_timeout: Duration,
     /// Append the downstream peer to `x-forwarded-for`: Envoy's

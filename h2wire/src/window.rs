@@ -143,10 +143,38 @@ impl RecvWindow {
     }
 
     /// Our SETTINGS_INITIAL_WINDOW_SIZE changed (stream windows only): the
-    /// peer applies the difference when it acknowledges, and so do we.
+    /// peer applies the difference when it acknowledges, and so do we. The
+    /// target moves by the same difference, so a window grown with
+    /// [`grow_target`](Self::grow_target) keeps its extra.
     pub fn apply_initial_size_change(&mut self, old: u32, new: u32) -> Result<(), WindowOverflow> {
-        self.target = new.min(MAX_WINDOW);
-        self.window.apply_initial_size_change(old, new)
+        self.window.apply_initial_size_change(old, new)?;
+        let target = i64::from(self.target) + i64::from(new) - i64::from(old);
+        self.target = target.clamp(0, i64::from(MAX_WINDOW)) as u32;
+        Ok(())
+    }
+
+    /// Lets the peer have up to `n` more bytes in flight from now on (the
+    /// application has room for them). Returns the WINDOW_UPDATE increment
+    /// to send now: the extra at once, with whatever release was pending,
+    /// so the sender does not wait a batch for it. Clamped so that the
+    /// window never passes 2^31−1.
+    pub fn grow_target(&mut self, n: u32) -> Option<u32> {
+        let room = i64::from(MAX_WINDOW) - self.window.value() - i64::from(self.released);
+        let n = i64::from(n).clamp(0, room.max(0)) as u32;
+        if n == 0 {
+            return None;
+        }
+        self.target = self.target.saturating_add(n).min(MAX_WINDOW);
+        let inc = self.released + n;
+        // Cannot overflow: `n` was clamped to the room left.
+        let _ = self.window.grow(inc);
+        self.released = 0;
+        Some(inc)
+    }
+
+    /// The window we want the peer to have when all is given back.
+    pub fn target(&self) -> u32 {
+        self.target
     }
 
     /// What the peer may still send.
@@ -245,6 +273,38 @@ mod tests {
         assert_eq!(r.available(), 0);
         assert_eq!(r.release(100), Some(100));
         r.receive(1).unwrap();
+    }
+
+    #[test]
+    fn grown_target_is_announced_at_once_with_pending_releases() {
+        let mut r = RecvWindow::new(1000);
+        r.receive(300).unwrap();
+        assert_eq!(r.release(300), None, "below half: batched");
+        assert_eq!(r.grow_target(4000), Some(4300));
+        assert_eq!(r.target(), 5000);
+        assert_eq!(r.available(), 5000);
+        // Batching now follows the larger target.
+        r.receive(2000).unwrap();
+        assert_eq!(r.release(2000), None);
+        assert_eq!(r.release(500), Some(2500));
+        assert_eq!(r.grow_target(0), None);
+    }
+
+    #[test]
+    fn grown_target_never_takes_the_window_past_max() {
+        let mut r = RecvWindow::new(MAX_WINDOW - 10);
+        assert_eq!(r.grow_target(100), Some(10));
+        assert_eq!(r.available(), MAX_WINDOW);
+        assert_eq!(r.grow_target(1), None);
+    }
+
+    #[test]
+    fn initial_size_change_keeps_a_grown_target_s_extra() {
+        let mut r = RecvWindow::new(65_535);
+        r.grow_target(1000).unwrap();
+        r.apply_initial_size_change(65_535, 16_384).unwrap();
+        assert_eq!(r.target(), 16_384 + 1000);
+        assert_eq!(r.available(), 16_384 + 1000);
     }
 
     #[test]

@@ -343,6 +343,8 @@ async fn handle(
         }
     }
 
+    // HEAD gets the head a GET would, without its body (RFC 9110 §9.3.2).
+    let head_only = parts.method == http::Method::HEAD;
     let is_grpc = headers
         .get(CONTENT_TYPE)
         .is_some_and(|ct| ct.as_bytes().starts_with(b"application/grpc"));
@@ -377,7 +379,7 @@ async fn handle(
         resp.headers_mut().insert(CONTENT_TYPE, OCTET_STREAM);
         resp.headers_mut()
             .insert(CONTENT_LENGTH, HeaderValue::from(size));
-        if size == 0 {
+        if size == 0 || head_only {
             respond.send_response(resp, true)?;
         } else {
             let mut send = respond.send_response(resp, false)?;
@@ -403,6 +405,10 @@ async fn handle(
         resp.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
         resp.headers_mut()
             .insert(CONTENT_LENGTH, ctx.hello_len.clone());
+        if head_only {
+            respond.send_response(resp, true)?;
+            return Ok(());
+        }
         let mut send = respond.send_response(resp, false)?;
         // Small: no need to wait for capacity, h2 buffers it.
         send.send_data(ctx.hello.clone(), true)?;

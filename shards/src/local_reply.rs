@@ -14,6 +14,8 @@ pub enum LocalReply {
     UpstreamTimeout,
     /// `stream_idle_timeout`: nothing moved either way for too long.
     StreamIdleTimeout,
+    /// `max_stream_duration`: the stream lived as long as it may.
+    MaxDurationTimeout,
     BadRequest,
     /// A `strict` stateful session whose host is unavailable, answered with
     /// `status_on_strict_destination_not_found` (503 by default).
@@ -29,7 +31,7 @@ impl LocalReply {
             }
             Self::UpstreamReset => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
-            Self::StreamIdleTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::StreamIdleTimeout | Self::MaxDurationTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BadRequest => StatusCode::BAD_REQUEST,
             Self::SessionHostUnavailable(code) => {
                 StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
@@ -51,6 +53,7 @@ impl LocalReply {
             }
             Self::UpstreamTimeout => "upstream request timeout",
             Self::StreamIdleTimeout => "stream timeout",
+            Self::MaxDurationTimeout => "downstream duration timeout",
             Self::BadRequest => "bad request",
             Self::SessionHostUnavailable(_) => "no healthy upstream",
         }

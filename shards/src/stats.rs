@@ -89,6 +89,11 @@ pub struct DownstreamStats {
     pub rq_no_route: Counter,
     pub rq_timeout: Counter,
     pub rq_idle_timeout: Counter,
+    /// Streams ended by `max_stream_duration`.
+    pub rq_max_duration_reached: Counter,
+    /// Times a connection's unwritten output reached
+    /// `per_connection_buffer_limit_bytes`, pausing its response data.
+    pub flow_control_paused_reading_total: Counter,
     pub responses: StatusClasses,
 }
 

@@ -262,3 +262,83 @@ fn stream_idle_timeout_answers_408_before_headers() {
     );
     gw.shutdown();
 }
+
+#[test]
+fn max_stream_duration_answers_408_then_resets_a_started_response() {
+    let b = backend("b");
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.http.max_stream_duration = Some(Duration::from_millis(400));
+    let gw = start(
+        bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    client(move || async move {
+        let c = connect(addr).await;
+        // No response head yet: Envoy's 408 and body.
+        let t0 = Instant::now();
+        let r = get(&c, "/", &[("x-delay-ms", "3000")]).await.unwrap();
+        assert_eq!(r.status, StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(&r.body[..], b"downstream duration timeout");
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        // An echo whose response started but whose request never ends:
+        // still busy (bytes move), yet reset once its time is up.
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("http://test.local/echo")
+            .body(())
+            .unwrap();
+        let mut sender = c.clone().ready().await.unwrap();
+        let (resp, mut send) = sender.send_request(req, false).unwrap();
+        send.send_data(Bytes::from_static(b"tick"), false).unwrap();
+        let resp = resp.await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let mut body = resp.into_body();
+        let t0 = Instant::now();
+        let mut ended = None;
+        while t0.elapsed() < Duration::from_secs(3) {
+            let _ = send.send_data(Bytes::from_static(b"tick"), false);
+            match body.data().await {
+                Some(Ok(chunk)) => {
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                }
+                other => {
+                    ended = Some(other.map(|r| r.is_err()));
+                    break;
+                }
+            }
+            glommio::timer::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(ended, Some(Some(true)), "reset, not ended or still going");
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    });
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(
+        metric(admin, "gateway_downstream_rq_max_duration_reached"),
+        2.0
+    );
+    gw.shutdown();
+}
+
+#[test]
+fn head_gets_the_head_of_a_get_without_a_body_through_the_gateway() {
+    let b = backend("b");
+    let (gw, addr) = gateway_for(&[b.addr()], 1);
+    client(move || async move {
+        let c = connect(addr).await;
+        let get_reply = get(&c, "/", &[]).await.unwrap();
+        let head = request(&c, "HEAD", "/", &[], None, None).await.unwrap();
+        assert_eq!(head.status, StatusCode::OK);
+        assert!(head.body.is_empty());
+        assert_eq!(
+            head.header("content-length"),
+            Some(get_reply.body.len().to_string().as_str())
+        );
+        let sized = [("x-response-size", "5000")];
+        let head = request(&c, "HEAD", "/", &sized, None, None).await.unwrap();
+        assert_eq!(head.status, StatusCode::OK);
+        assert!(head.body.is_empty());
+        assert_eq!(head.header("content-length"), Some("5000"));
+    });
+    gw.shutdown();
+}

@@ -557,3 +557,31 @@ fn forwarded_for_follows_use_remote_address() {
         )
     );
 }
+
+#[test]
+fn buffer_limit_and_max_stream_duration() {
+    let b = load(&edit(
+        "            idle_timeout: 0s\n",
+        "            idle_timeout: 0s\n            max_stream_duration: 90s\n",
+    ));
+    let b = b.unwrap();
+    assert_eq!(
+        b.listeners[0].http.max_stream_duration,
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 1 << 20);
+    let b = load(&edit(
+        "  - name: ingress\n",
+        "  - name: ingress\n    per_connection_buffer_limit_bytes: 32768\n",
+    ))
+    .unwrap();
+    assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 32768);
+    assert_eq!(b.listeners[0].http.max_stream_duration, None);
+    assert_eq!(
+        bad(
+            "  - name: ingress\n",
+            "  - name: ingress\n    per_connection_buffer_limit_bytes: 0\n"
+        ),
+        "static_resources.listeners[0].per_connection_buffer_limit_bytes: must be at least 1"
+    );
+}

@@ -351,7 +351,7 @@ impl Client {
             }
             let stream = key as u32;
             let up = &mut sh.ups[h.up];
-            if drain(&mut h.queue, &mut self.down, h.peer, &mut up.conn, stream) {
+            if drain(&mut h.queue, &mut self.down, h.peer, &mut up.conn, stream).ended {
                 done.push((h.up, stream));
             }
             self.touched |= 1 << h.up;

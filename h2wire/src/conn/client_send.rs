@@ -6,7 +6,9 @@ use super::client::{ClientConn, MAX_STREAM_ID};
 use super::shared::{send_capacity, sendable};
 use super::streams::Stream;
 use super::SendError;
-use crate::frame::{begin_headers, encode_goaway, encode_rst_stream, finish_headers};
+use crate::frame::{
+    begin_headers, encode_goaway, encode_rst_stream, encode_window_update, finish_headers,
+};
 use crate::stream_state::StreamState;
 use crate::window::{RecvWindow, Window};
 use crate::ErrorCode;
@@ -137,6 +139,26 @@ impl ClientConn {
     /// ended or was reset, or the connection window shrinks for good.
     pub fn release(&mut self, stream: u32, n: u32) {
         self.core.release(&mut self.streams, stream, n);
+    }
+
+    /// Lets the server have `n` more bytes of `stream`'s response in flight
+    /// than the initial window (the application has room for them): the
+    /// stream's window grows by `n` at once, with a WINDOW_UPDATE. Why not
+    /// just announce a large initial window: every stream would get it,
+    /// also those whose client never reads; growing only streams that flow
+    /// bounds what unread responses hold. False (nothing sent) if the
+    /// stream is gone or its response has ended.
+    pub fn grant(&mut self, stream: u32, n: u32) -> bool {
+        let Some(st) = self.streams.get_mut(stream) else {
+            return false;
+        };
+        if !st.state.can_recv() {
+            return false;
+        }
+        if let Some(inc) = st.recv.grow_target(n) {
+            encode_window_update(&mut self.core.out.buf, stream, inc);
+        }
+        true
     }
 
     /// Sends GOAWAY: we open no more streams, and those open go on to

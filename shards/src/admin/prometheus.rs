@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 13] = [
+    let simple: [(&str, &str, &str, ShardCounter); 15] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -96,6 +96,18 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Streams ended by stream_idle_timeout.",
             |s| &s.downstream.rq_idle_timeout,
+        ),
+        (
+            "gateway_downstream_rq_max_duration_reached",
+            "counter",
+            "Streams ended by max_stream_duration.",
+            |s| &s.downstream.rq_max_duration_reached,
+        ),
+        (
+            "gateway_downstream_flow_control_paused_reading_total",
+            "counter",
+            "Times a connection's unwritten output reached per_connection_buffer_limit_bytes (its response data paused).",
+            |s| &s.downstream.flow_control_paused_reading_total,
         ),
     ];
     for (name, kind, help, f) in simple {

@@ -1,4 +1,4 @@
-//! Downstream connections on `h2wire::conn::ServerConn`: the connection's task and its timers (idle, drain), the reset-flood cut-off.
+//! Downstream connections on `h2wire::conn::ServerConn`: the connection's task, its writes and timers (idle, drain), the reset-flood cut-off.
 
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
 use engine::Listener;
-use futures_lite::{AsyncRead, AsyncWriteExt};
+use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
 use h2wire::conn::{Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
 use super::stream::DStream;
 use super::{park, Delivered, Inbox, ReadBuf};
@@ -87,6 +88,11 @@ pub(crate) struct DownConn {
     pub to_open: Vec<u32>,
     flood: FloodCount,
     pub flooded: bool,
+    /// Output not yet written, and its cap.
+    pub out: OutBuf,
+    /// Response window granted upstream beyond the initial windows, over
+    /// this connection's streams: at most `out`'s limit.
+    pub granted: u32,
     /// The loop's clock, read once per turn: what stream activity and
     /// deadlines are measured with.
     pub now: Instant,
@@ -180,34 +186,48 @@ impl DownConn {
         self.flush_upstreams();
     }
 
-    /// Ends streams whose route timeout or stream idle timeout passed.
+    /// Ends streams whose route timeout, stream idle timeout or
+    /// `max_stream_duration` passed.
     fn expire(&mut self, now: Instant) {
-        let due: Vec<(u32, bool)> = self
+        let due: Vec<(u32, Expired)> = self
             .streams
             .iter()
             .filter_map(|(&id, s)| {
-                if s.deadline.is_some_and(|d| now >= d) {
-                    Some((id, false))
+                if s.ends_at.is_some_and(|t| now >= t) {
+                    Some((id, Expired::Duration))
+                } else if s.deadline.is_some_and(|d| now >= d) {
+                    Some((id, Expired::Route))
                 } else if s.idle.is_some_and(|d| now >= s.active_at + d) {
-                    Some((id, true))
+                    Some((id, Expired::Idle))
                 } else {
                     None
                 }
             })
             .collect();
-        for (id, idle) in due {
-            if idle {
-                self.idled_out(id);
-            } else {
-                self.timed_out(id);
+        for (id, why) in due {
+            match why {
+                Expired::Duration => self.lived_out(id),
+                Expired::Route => self.timed_out(id),
+                Expired::Idle => self.idled_out(id),
             }
         }
     }
 }
 
+/// Which of a stream's timers ran out.
+enum Expired {
+    Duration,
+    Route,
+    Idle,
+}
+
 /// What woke the connection's task.
 enum Wake {
     Io(Woken),
+    /// The output fell below half its cap after a pause: forward what
+    /// waited.
+    Writable,
+    WriteFailed,
     Drain,
     Timer,
 }
@@ -228,6 +248,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     let accepted_under = Arc::clone(cfg);
     let hcm = &cfg.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
+    let buffer_limit = cfg.per_connection_buffer_limit_bytes;
     let conn = ServerConn::new(ServerConfig {
         max_concurrent_streams: hcm.max_concurrent_streams,
         max_header_list_size: hcm.max_header_list_size,
@@ -255,6 +276,8 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
             resets: 0,
         },
         flooded: false,
+        out: OutBuf::new(buffer_limit),
+        granted: 0,
         now: Instant::now(),
     };
     let drain_sub = drain.subscribe();
@@ -274,13 +297,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     let mut close_at: Option<Instant> = None;
 
     loop {
-        while let Some(chunk) = dc.conn.poll_output() {
-            if tcp.write_all(&chunk).await.is_err() {
-                dc.close();
-                stats.cx_active.dec();
-                return;
-            }
-        }
+        dc.out.take_from(&mut dc.conn);
         if dc.flooded && close_at.is_none() {
             stats.cx_reset_flood.inc();
             dc.conn.go_away(ErrorCode::ENHANCE_YOUR_CALM);
@@ -315,9 +332,25 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         // A quiet connection reads into a small buffer: an idle client
         // holds no 8 KiB of read room.
         let room = rb.room(if scanning { READ_SIZE } else { IDLE_READ_SIZE });
+        let out = &mut dc.out;
         let woken = poll_fn(|cx| {
-            if let Poll::Ready(r) = Pin::new(&mut tcp).poll_read(cx, room) {
-                return Poll::Ready(Wake::Io(Woken::Read(r.unwrap_or(0))));
+            // Writes first, without waiting for them: a socket that does
+            // not drain must not stop deliveries, timers or reads.
+            if !out.is_empty() {
+                if let Poll::Ready(Err(_)) = out.poll_write(&mut tcp, cx) {
+                    return Poll::Ready(Wake::WriteFailed);
+                }
+            }
+            if out.resumed() {
+                return Poll::Ready(Wake::Writable);
+            }
+            // Past the cap, the client's bytes wait in its socket: what it
+            // sends (PINGs, SETTINGS, requests) makes output that it is not
+            // reading, so reading on would grow `out` without bound.
+            if out.takes_input() {
+                if let Poll::Ready(r) = Pin::new(&mut tcp).poll_read(cx, room) {
+                    return Poll::Ready(Wake::Io(Woken::Read(r.unwrap_or(0))));
+                }
             }
             if !draining
                 && (drain_sub.poll_fired(cx).is_ready() || shutdown_sub.poll_fired(cx).is_ready())
@@ -347,7 +380,12 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
                 break;
             }
             Wake::Io(Woken::Read(n)) => n,
-            Wake::Io(Woken::Nudged) => 0,
+            Wake::Io(Woken::Nudged) | Wake::Writable => 0,
+            Wake::WriteFailed => {
+                dc.close();
+                stats.cx_active.dec();
+                return;
+            }
             Wake::Drain => {
                 draining = true;
                 dc.conn.go_away(ErrorCode::NO_ERROR);
@@ -391,13 +429,8 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         rb.filled(n);
         received = received.saturating_add(n);
         if n > 0 && dc.conn.recv(&mut rb.buf).is_err() {
-            // A connection error: GOAWAY is queued; flush it, then close.
+            // A connection error: GOAWAY is queued; flushed below.
             stats.cx_protocol_error.inc();
-            while let Some(chunk) = dc.conn.poll_output() {
-                if tcp.write_all(&chunk).await.is_err() {
-                    break;
-                }
-            }
             break;
         }
         while let Some(ev) = dc.conn.poll_event() {
@@ -411,9 +444,26 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         dc.forward();
         dc.flush_upstreams();
     }
+    // What is left (a GOAWAY, the last responses) gets a bounded time to
+    // go: a client that reads nothing holds the connection no longer.
+    dc.out.take_from(&mut dc.conn);
+    flush_within(&mut dc.out, &mut tcp, HARD_CLOSE_AFTER).await;
     dc.close();
     stats.cx_active.dec();
     trim_lists(&shard);
+}
+
+/// Writes what `out` holds until it is all written, the write fails, or
+/// `limit` passes.
+async fn flush_within(out: &mut OutBuf, tcp: &mut TcpStream, limit: Duration) {
+    let mut timer = Box::pin(Timer::new(limit));
+    poll_fn(|cx| {
+        if out.poll_write(&mut *tcp, cx).is_ready() {
+            return Poll::Ready(());
+        }
+        timer.as_mut().poll(cx).map(|_| ())
+    })
+    .await;
 }
 
 /// Gives back the shard's pooled header lists beyond what its streams in

@@ -20,6 +20,7 @@
 pub mod accept;
 pub mod downstream;
 pub mod forward;
+mod outbuf;
 pub mod pool;
 mod readbuf;
 mod stream;

@@ -43,6 +43,17 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// when it starts draining, stays clear of it; a client's flood then costs
 /// fresh upstream connections, never shared ones.
 pub const RESET_BUDGET: u32 = 10;
+/// The response window each upstream stream starts with
+/// (SETTINGS_INITIAL_WINDOW_SIZE). A stream whose client keeps up is granted
+/// more, doubling up to the cluster's `initial_stream_window_size`, within
+/// its downstream connection's `per_connection_buffer_limit_bytes`
+/// (`DownConn::forward`). Why start small: every stream gets the initial
+/// window whether or not its client reads, so it is what unread responses
+/// hold per stream. At 8 KiB, a connection's 100 streams hold 800 KiB, under
+/// Envoy's default 1 MiB buffer limit; at the cluster default of 256 KiB it
+/// would be 25 MiB. The cost: a response larger than this waits one
+/// upstream round trip for its first grant.
+pub const INITIAL_RESPONSE_WINDOW: u32 = 8 * 1024;
 /// Bytes asked of an upstream socket per read: one read brings the
 /// answers of many clients' streams.
 const READ_SIZE: usize = 32 * 1024;
@@ -129,6 +140,13 @@ impl Pool {
     /// The name of the cluster the pool was made for.
     pub fn cluster_name(&self) -> &str {
         &self.cluster.name
+    }
+
+    /// A stream's response window: what it starts with, and the most
+    /// grants may take it to (the cluster's `initial_stream_window_size`).
+    pub(crate) fn stream_windows(&self) -> (u32, u32) {
+        let max = self.cluster.http2.initial_stream_window_size;
+        (INITIAL_RESPONSE_WINDOW.min(max), max)
     }
 
     /// Open connections (admin view).
@@ -282,8 +300,11 @@ impl Pool {
         let window_cap =
             (h.initial_connection_window_size / h.initial_stream_window_size.max(1)).max(1);
         let cap = h.max_concurrent_streams.min(window_cap).max(1);
+        // The cap keeps the connection window larger than the streams'
+        // windows at their largest, so one stream's unread response never
+        // holds back another's.
         let conn = ClientConn::new(ClientConfig {
-            initial_stream_window: h.initial_stream_window_size,
+            initial_stream_window: self.stream_windows().0,
             connection_window: h.initial_connection_window_size,
             ..ClientConfig::default()
         });

@@ -25,7 +25,7 @@ use h2wire::ErrorCode;
 use http::header::{HeaderName, HeaderValue};
 
 use super::downstream::DownConn;
-use super::forward::{drain, owned, queued, Item, ItemQueue};
+use super::forward::{owned, queued, Item, ItemQueue};
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::Delivered;
 use crate::local_reply::LocalReply;
@@ -42,38 +42,44 @@ pub(crate) struct DStream {
     /// The request head, kept until the response head arrives or the
     /// first body byte goes upstream: a refused stream (REFUSED_STREAM, or
     /// above an upstream GOAWAY's last stream) is resent from it.
-    head: Option<HeaderList>,
+    pub(super) head: Option<HeaderList>,
     /// `:path` and `:authority` after the route's rewrites, and the new
     /// `x-forwarded-for`, when they differ from the head's.
     path: Option<Vec<u8>>,
     authority: Option<Vec<u8>>,
     xff: Option<Vec<u8>>,
     /// The request came without a body (END_STREAM on its head).
-    bodyless: bool,
+    pub(super) bodyless: bool,
     /// Retried once already after its upstream connection died.
     retried_lost: bool,
     /// The chosen host and its pool.
     host: HostId,
-    pool: PoolRef,
+    pub(super) pool: PoolRef,
     /// The upstream stream, once opened.
-    up: Option<UpRef>,
+    pub(super) up: Option<UpRef>,
     /// Waiting for room in the pool.
     waiting: bool,
     /// Request body (and trailers) on their way upstream.
-    req: ItemQueue,
+    pub(super) req: ItemQueue,
     /// Response body (and trailers) on their way downstream.
-    resp: ItemQueue,
+    pub(super) resp: ItemQueue,
+    /// Response window granted on the upstream stream beyond the initial
+    /// one (`DownConn::forward`); counted in the connection's `granted`.
+    pub(super) granted: u32,
     /// In the connection's `queued` list (`req` or `resp` had items).
-    queued: bool,
+    pub(super) queued: bool,
     /// The response head went downstream: failures can only reset now.
     resp_started: bool,
     attempts: u8,
     /// The route timeout, counted from the end of the request (Envoy).
-    timeout: Option<Duration>,
+    pub(super) timeout: Option<Duration>,
     pub deadline: Option<Instant>,
     /// `stream_idle_timeout`: nothing moved either way for this long ends
     /// the stream (408 before the response head).
     pub idle: Option<Duration>,
+    /// `max_stream_duration`: when the stream ends, whatever it is doing
+    /// (408 before the response head, a reset after).
+    pub ends_at: Option<Instant>,
     /// When something last moved, to the connection loop's clock.
     pub active_at: Instant,
     /// The upstream's status and `grpc-status` (trailers-only or
@@ -288,6 +294,7 @@ impl DownConn {
         });
         let timeout = route.action.timeout;
         let idle = hcm.stream_idle_timeout;
+        let ends_at = hcm.max_stream_duration.map(|d| now + d);
         self.streams.insert(
             stream,
             DStream {
@@ -305,6 +312,7 @@ impl DownConn {
                 req: ItemQueue::default(),
                 resp: ItemQueue::default(),
                 queued: false,
+                granted: 0,
                 resp_started: false,
                 attempts: 0,
                 timeout,
@@ -314,6 +322,7 @@ impl DownConn {
                     None
                 },
                 idle,
+                ends_at,
                 active_at: now,
                 served: None,
                 failed: None,
@@ -531,6 +540,12 @@ impl DownConn {
         self.fail(stream, LocalReply::UpstreamTimeout);
     }
 
+    /// The stream lived its `max_stream_duration`.
+    pub(super) fn lived_out(&mut self, stream: u32) {
+        self.shard.stats.downstream.rq_max_duration_reached.inc();
+        self.fail(stream, LocalReply::MaxDurationTimeout);
+    }
+
     /// Nothing moved on the stream for its stream idle timeout.
     pub(super) fn idled_out(&mut self, stream: u32) {
         self.shard.stats.downstream.rq_idle_timeout.inc();
@@ -650,6 +665,7 @@ impl DownConn {
         let Some(up) = s.up.take() else {
             return;
         };
+        self.granted -= std::mem::take(&mut s.granted);
         let resp_held = queued(&s.resp);
         s.resp.clear();
         let mut p = pool.borrow_mut();
@@ -726,66 +742,6 @@ impl DownConn {
             conn.release(up.stream, data.len() as u32);
         }
         self.touch(&pool, up.slot);
-    }
-
-    /// Moves queued body chunks across as far as the windows allow,
-    /// releasing each on the side it came from once the other side took it.
-    /// Visits only the streams in `queued` (not every stream of the
-    /// connection, each turn); one whose window is shut stays there and is
-    /// tried again next turn.
-    pub(super) fn forward(&mut self) {
-        if self.queued.is_empty() {
-            return;
-        }
-        // Inline: a turn rarely ends more streams than this, and a heap
-        // `Vec` here was an allocation per turn that ended any.
-        let mut done = smallvec::SmallVec::<[u32; 32]>::new();
-        let now = self.now;
-        let mut queued = std::mem::take(&mut self.queued);
-        queued.retain(|&stream| {
-            // Finished streams leave their id behind: dropped here.
-            let Some(s) = self.streams.get_mut(&stream) else {
-                return false;
-            };
-            if s.req.is_empty() && s.resp.is_empty() {
-                s.queued = false;
-                return false;
-            }
-            s.active_at = now;
-            let Some(up) = s.up else { return true };
-            if !s.req.is_empty() && !s.bodyless {
-                // The body starts upstream: a refusal can no longer be
-                // resent (the bytes are not kept), so the head goes back.
-                if let Some(head) = s.head.take() {
-                    self.conn.recycle(head);
-                }
-            }
-            let mut p = s.pool.borrow_mut();
-            let Some(conn) = p.conn(up) else { return true };
-            if !s.resp.is_empty() && drain(&mut s.resp, &mut self.conn, stream, conn, up.stream) {
-                done.push(stream);
-            }
-            if !s.req.is_empty() && drain(&mut s.req, conn, up.stream, &mut self.conn, stream) {
-                s.deadline = s.timeout.map(|t| now + t);
-            }
-            drop(p);
-            let pool = Rc::clone(&s.pool);
-            if !self
-                .touched
-                .iter()
-                .any(|(q, slot)| *slot == up.slot && Rc::ptr_eq(q, &pool))
-            {
-                self.touched.push((pool, up.slot));
-            }
-            s.queued = !(s.req.is_empty() && s.resp.is_empty());
-            s.queued
-        });
-        // Nothing can queue while the list is out (the closure holds the
-        // streams); putting it back keeps its allocation.
-        self.queued = queued;
-        for stream in done {
-            self.finish(stream);
-        }
     }
 }
 

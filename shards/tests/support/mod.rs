@@ -68,6 +68,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
     Arc::new(Listener {
         name: "ingress".into(),
         address: SocketAddr::from(([127, 0, 0, 1], 0)),
+        per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         http: HttpConnectionManager {
             stat_prefix: "ingress".into(),
             route_config: Arc::new(RouteConfig {
@@ -86,6 +87,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             initial_connection_window_size: 16 << 20,
             idle_timeout: Some(Duration::from_secs(3600)),
             stream_idle_timeout: Some(Duration::from_secs(300)),
+            max_stream_duration: None,
             drain_timeout: Duration::from_secs(1),
             append_x_forwarded_for: true,
             stateful_session: None,

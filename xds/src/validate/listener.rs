@@ -41,7 +41,6 @@ pub fn listener(
         path,
         l,
         use_original_dst,
-        per_connection_buffer_limit_bytes,
         metadata,
         drain_type,
         listener_filters,
@@ -138,8 +137,22 @@ pub fn listener(
     Ok(Listener {
         name: l.name.clone(),
         address,
+        per_connection_buffer_limit_bytes: buffer_limit(
+            l.per_connection_buffer_limit_bytes,
+            &path.field("per_connection_buffer_limit_bytes"),
+        )?,
         http,
     })
+}
+
+/// `per_connection_buffer_limit_bytes` (listener or cluster): Envoy's 1 MiB
+/// when unset. 0 would stop every response at its first byte.
+pub(crate) fn buffer_limit(v: Option<u32>, path: &Path) -> Result<u32> {
+    match v {
+        None => Ok(engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT),
+        Some(0) => Err(Error::invalid(path.clone(), "must be at least 1")),
+        Some(n) => Ok(n),
+    }
 }
 
 /// Validates an `HttpConnectionManager` (h2c, inline routes).
@@ -255,7 +268,6 @@ pub fn http_connection_manager(
         common,
         max_headers_count,
         max_connection_duration,
-        max_stream_duration,
         headers_with_underscores_action,
         max_requests_per_connection,
         max_response_headers_kb,
@@ -303,6 +315,11 @@ pub fn http_connection_manager(
             DEFAULT_STREAM_IDLE_TIMEOUT,
             &path.field("stream_idle_timeout"),
         )?,
+        max_stream_duration: match &common.max_stream_duration {
+            Some(d) => Some(super::duration(d, &cpath.field("max_stream_duration"))?)
+                .filter(|d| !d.is_zero()),
+            None => None,
+        },
         drain_timeout,
         append_x_forwarded_for,
         stateful_session,

@@ -149,3 +149,40 @@ fn stream_ids_run_out_at_2_pow_31() {
         Err(SendError::IdsExhausted)
     );
 }
+
+#[test]
+fn grant_grows_one_stream_s_window_past_the_initial_one() {
+    let mut p = Server::connected(
+        ClientConfig {
+            initial_stream_window: 100,
+            connection_window: 65_535,
+            ..ClientConfig::default()
+        },
+        &Settings::default(),
+    );
+    let s = p.get("/");
+    let other = p.get("/other");
+    p.read();
+    p.headers(s, &status("200"), false);
+    p.headers(other, &status("200"), false);
+    p.flush().unwrap();
+    p.events();
+    assert!(p.conn.grant(s, 400));
+    assert_eq!(p.read(), [window_update(s, 400)]);
+    // 500 now fit on the granted stream; the other keeps its 100.
+    p.data(s, &[1; 500], false);
+    p.data(other, &[1; 101], false);
+    p.flush().unwrap();
+    expect_data(p.conn.poll_event(), s, 500, false);
+    expect_reset(
+        p.conn.poll_event(),
+        other,
+        crate::ErrorCode::FLOW_CONTROL_ERROR,
+    );
+    // Once the response ended there is nothing to grant.
+    p.data(s, &[], true);
+    p.flush().unwrap();
+    p.events();
+    assert!(!p.conn.grant(s, 10));
+    assert!(!p.conn.grant(99, 10));
+}
