@@ -202,7 +202,7 @@ impl DownConn {
                 match self.out.admit() {
                     Admit::Room => {
                         let d = drain(&mut s.resp, &mut self.conn, stream, conn, up.stream);
-                        self.out.take_from(&mut self.conn);
+                        self.out.note_sent(d.moved);
                         moved |= d.moved > 0 || d.ended;
                         if d.ended {
                             done.push(stream);

@@ -22,6 +22,10 @@ use h2wire::conn::ServerConn;
 pub(crate) struct OutBuf {
     chunks: VecDeque<Bytes>,
     bytes: usize,
+    /// Response bytes given to the codec this turn, not yet taken: counted
+    /// against the limit without splitting the codec's output per stream
+    /// (which made a send per stream instead of one per turn).
+    in_codec: usize,
     /// `per_connection_buffer_limit_bytes`: at or past it the connection
     /// takes no more response data.
     limit: usize,
@@ -35,6 +39,7 @@ impl OutBuf {
         Self {
             chunks: VecDeque::new(),
             bytes: 0,
+            in_codec: 0,
             limit: (limit as usize).max(1),
             paused: false,
         }
@@ -42,6 +47,7 @@ impl OutBuf {
 
     /// Moves what the codec has to write here.
     pub fn take_from(&mut self, conn: &mut ServerConn) {
+        self.in_codec = 0;
         while let Some(chunk) = conn.poll_output() {
             self.bytes += chunk.len();
             self.chunks.push_back(chunk);
@@ -53,7 +59,7 @@ impl OutBuf {
     /// limit; the first refusal of a pause returns `Full(true)` so the
     /// caller counts it once.
     pub fn admit(&mut self) -> Admit {
-        if self.bytes < self.limit && !self.paused {
+        if self.bytes + self.in_codec < self.limit && !self.paused {
             return Admit::Room;
         }
         let first = !self.paused;
@@ -85,7 +91,13 @@ impl OutBuf {
 
     /// Bytes not yet written.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes + self.in_codec
+    }
+
+    /// `n` response bytes went to the codec (taken at the next
+    /// [`take_from`](Self::take_from)).
+    pub fn note_sent(&mut self, n: u32) {
+        self.in_codec += n as usize;
     }
 
     pub fn is_empty(&self) -> bool {
