@@ -171,6 +171,7 @@ fn bench(c: &mut Criterion) {
             let snap = snapshot(hosts, weighted);
             let shard = Shard::new(
                 0,
+                1,
                 Arc::new(ShardStats::default()),
                 Arc::clone(&snap),
                 Default::default(),

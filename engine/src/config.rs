@@ -21,6 +21,8 @@ pub const DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS: u32 = 100;
 pub const DEFAULT_PER_CONNECTION_BUFFER_LIMIT: u32 = 1024 * 1024;
 /// Envoy's default `max_request_headers_kb` (60 KiB).
 pub const DEFAULT_MAX_HEADER_LIST_SIZE: u32 = 60 * 1024;
+/// Envoy's default `common_http_protocol_options.max_headers_count`.
+pub const DEFAULT_MAX_HEADERS_COUNT: u32 = 100;
 
 /// The whole static configuration of one gateway process.
 #[derive(Debug, Clone)]
@@ -33,6 +35,27 @@ pub struct Bootstrap {
     /// `dynamic_resources`: listeners and clusters from xDS or files, on
     /// top of the static ones above.
     pub dynamic: Option<DynamicResources>,
+    /// `layered_runtime`: the runtime keys we implement, from its static
+    /// layers.
+    pub runtime: Runtime,
+}
+
+/// The runtime keys we implement, as the bootstrap's `layered_runtime`
+/// static layers set them (later layers override earlier ones, as in
+/// Envoy). Applies to every listener by name, static or from LDS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Runtime {
+    /// `envoy.resource_limits.listener.<name>.connection_limit` by listener
+    /// name: the listener's open connections for the whole process (each
+    /// of N data shards takes `ceil(limit / N)`).
+    pub listener_connection_limits: std::collections::BTreeMap<String, u64>,
+}
+
+impl Runtime {
+    /// `envoy.resource_limits.listener.<listener>.connection_limit`.
+    pub fn connection_limit(&self, listener: &str) -> Option<u64> {
+        self.listener_connection_limits.get(listener).copied()
+    }
 }
 
 /// `dynamic_resources`.
@@ -108,6 +131,14 @@ pub struct HttpConnectionManager {
     pub max_concurrent_streams: u32,
     /// `max_request_headers_kb` in bytes.
     pub max_header_list_size: u32,
+    /// `common_http_protocol_options.max_headers_count` (Envoy default 100):
+    /// a request (or trailer section) with more fields, pseudo-headers
+    /// included and `cookie` crumbs not, is reset.
+    pub max_headers_count: u32,
+    /// `common_http_protocol_options.headers_with_underscores_action`.
+    pub headers_with_underscores_action: HeadersWithUnderscoresAction,
+    /// The flood limits of `http2_protocol_options`.
+    pub http2_flood: Http2FloodLimits,
     /// `http2_protocol_options.initial_stream_window_size`.
     pub initial_stream_window_size: u32,
     /// `http2_protocol_options.initial_connection_window_size`.
@@ -129,6 +160,64 @@ pub struct HttpConnectionManager {
     /// (gRFC A55), as configured on the listener; virtual hosts and routes
     /// may disable or replace it (`typed_per_filter_config`).
     pub stateful_session: Option<StatefulSession>,
+}
+
+/// `common_http_protocol_options.headers_with_underscores_action`: what
+/// to do with request header fields whose name holds an underscore.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HeadersWithUnderscoresAction {
+    /// Pass them on (Envoy's default).
+    #[default]
+    Allow,
+    /// Reset the stream (HTTP/2: RST_STREAM, as Envoy).
+    RejectRequest,
+    /// Drop the field, keep the request.
+    DropHeader,
+}
+
+impl HeadersWithUnderscoresAction {
+    /// Envoy's enum name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Allow => "ALLOW",
+            Self::RejectRequest => "REJECT_REQUEST",
+            Self::DropHeader => "DROP_HEADER",
+        }
+    }
+}
+
+/// The flood limits of a listener's `http2_protocol_options`, with
+/// Envoy's defaults. Each ends the connection when passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2FloodLimits {
+    /// `max_outbound_frames` (10000): frames queued and not yet written to
+    /// the socket.
+    pub max_outbound_frames: u32,
+    /// `max_outbound_control_frames` (1000): of those, PING and SETTINGS
+    /// acknowledgements and RST_STREAM.
+    pub max_outbound_control_frames: u32,
+    /// `max_consecutive_inbound_frames_with_empty_payload` (1): HEADERS,
+    /// CONTINUATION and DATA frames in a row without payload or END_STREAM.
+    pub max_consecutive_inbound_frames_with_empty_payload: u32,
+    /// `max_inbound_priority_frames_per_stream` (100): PRIORITY frames
+    /// over the connection's life may be this times (1 + streams opened).
+    pub max_inbound_priority_frames_per_stream: u32,
+    /// `max_inbound_window_update_frames_per_data_frame_sent` (10):
+    /// WINDOW_UPDATE frames may be `5 + 2 * (streams opened + this * DATA
+    /// frames sent)`.
+    pub max_inbound_window_update_frames_per_data_frame_sent: u32,
+}
+
+impl Default for Http2FloodLimits {
+    fn default() -> Self {
+        Self {
+            max_outbound_frames: 10_000,
+            max_outbound_control_frames: 1_000,
+            max_consecutive_inbound_frames_with_empty_payload: 1,
+            max_inbound_priority_frames_per_stream: 100,
+            max_inbound_window_update_frames_per_data_frame_sent: 10,
+        }
+    }
 }
 
 /// `route_config` (inline `RouteConfiguration`).
@@ -315,6 +404,9 @@ pub struct Cluster {
     pub outlier_detection: Option<OutlierDetection>,
     /// `common_lb_config` with Envoy's defaults.
     pub common_lb: CommonLb,
+    /// `per_connection_buffer_limit_bytes` (Envoy default 1 MiB): what one
+    /// upstream connection may buffer.
+    pub per_connection_buffer_limit_bytes: u32,
 }
 
 /// Envoy's default `OutlierDetection.interval`.

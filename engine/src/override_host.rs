@@ -72,6 +72,7 @@ mod tests {
             eds: None,
             http2: UpstreamHttp2::default(),
             outlier_detection: None,
+            per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             common_lb: CommonLb {
                 override_host_status: status,
                 ..CommonLb::default()

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use ahash::AHashMap;
 
-use crate::config::{Bootstrap, Cluster, HealthStatus, Listener};
+use crate::config::{Bootstrap, Cluster, HealthStatus, Listener, Runtime};
 use crate::host::{HostId, HostRegistry};
 
 /// One host of a cluster as the data path sees it.
@@ -87,6 +87,8 @@ pub struct Snapshot {
     pub clusters: AHashMap<String, Arc<ClusterSnapshot>>,
     /// Length shard-local per-host vectors must have for this snapshot.
     pub host_capacity: usize,
+    /// The bootstrap's runtime keys (per-listener connection limits).
+    pub runtime: Runtime,
 }
 
 impl Snapshot {
@@ -119,6 +121,7 @@ impl Snapshot {
             listeners: bootstrap.listeners.clone(),
             clusters,
             host_capacity: registry.capacity(),
+            runtime: bootstrap.runtime.clone(),
         }
     }
 
@@ -140,6 +143,7 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.http2 == b.http2
         && a.outlier_detection == b.outlier_detection
         && a.common_lb == b.common_lb
+        && a.per_connection_buffer_limit_bytes == b.per_connection_buffer_limit_bytes
 }
 
 #[cfg(test)]
@@ -165,6 +169,7 @@ mod tests {
             http2: UpstreamHttp2::default(),
             outlier_detection: None,
             common_lb: Default::default(),
+            per_connection_buffer_limit_bytes: DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         })
     }
 
@@ -175,6 +180,7 @@ mod tests {
             listeners: vec![],
             clusters,
             dynamic: None,
+            runtime: Runtime::default(),
         }
     }
 

@@ -161,6 +161,7 @@ pub(crate) async fn run(
                 let config = crate::data_shard::ShardConfig {
                     cookie_format,
                     pacing,
+                    data_shards: n,
                 };
                 crate::data_shard::run(i, stats, first, config, rx, ack_tx)
             });

@@ -19,6 +19,9 @@ pub struct ShardConfig {
     /// How new session cookies are written.
     pub cookie_format: CookieFormat,
     pub pacing: Pacing,
+    /// How many data shards run (listener connection limits are shared
+    /// among them).
+    pub data_shards: usize,
 }
 
 pub async fn run(
@@ -28,6 +31,7 @@ pub async fn run(
     ShardConfig {
         cookie_format,
         pacing,
+        data_shards,
     }: ShardConfig,
     inbox: SharedReceiver<ShardMsg>,
     acks: SharedSender<ShardReply>,
@@ -35,7 +39,13 @@ pub async fn run(
     pacing.install(Arc::clone(&stats));
     let inbox = inbox.connect().await;
     let acks = acks.connect().await;
-    let shard = Shard::new(id, Arc::clone(&stats), Arc::clone(&first), cookie_format);
+    let shard = Shard::new(
+        id,
+        data_shards,
+        Arc::clone(&stats),
+        Arc::clone(&first),
+        cookie_format,
+    );
     let version = first.version;
     let result = shard
         .apply(first)

@@ -33,10 +33,15 @@ struct RunningListener {
     _accept: Task<()>,
     /// Fired when the listener goes away: its connections drain.
     drain: Signal,
+    /// Its open connections, for the runtime connection limit.
+    gate: Rc<wire::accept::ConnGate>,
 }
 
 pub struct Shard {
     pub id: usize,
+    /// How many data shards the gateway runs: each takes its share of a
+    /// listener's connection limit.
+    pub data_shards: usize,
     pub stats: Arc<ShardStats>,
     /// The snapshot new streams start with. `Rc` around the `Arc` so that
     /// taking it per stream is a shard-local increment, not an atomic one on
@@ -77,12 +82,14 @@ fn rng_seed(shard: usize) -> u64 {
 impl Shard {
     pub fn new(
         id: usize,
+        data_shards: usize,
         stats: Arc<ShardStats>,
         first: Arc<Snapshot>,
         cookie_format: CookieFormat,
     ) -> Rc<Self> {
         Rc::new(Self {
             id,
+            data_shards,
             stats,
             current: RefCell::new(Rc::new(first)),
             lb: RefCell::new(AHashMap::new()),
@@ -399,6 +406,11 @@ impl Shard {
             }
             keep
         });
+        // The new snapshot may change a connection limit: a loop waiting
+        // for a free slot looks again.
+        for l in running.values() {
+            l.gate.nudge();
+        }
         let mut first_err = None;
         for cfg in &snap.listeners {
             if running.contains_key(&cfg.name) {
@@ -407,11 +419,13 @@ impl Shard {
             match TcpListener::bind(cfg.address) {
                 Ok(sock) => {
                     let drain = Signal::new();
+                    let gate = Rc::new(wire::accept::ConnGate::default());
                     let task = glommio::spawn_local(wire::accept::accept_loop(
                         Rc::clone(self),
                         sock,
                         Rc::from(cfg.name.as_str()),
                         drain.clone(),
+                        Rc::clone(&gate),
                     ));
                     running.insert(
                         cfg.name.clone(),
@@ -419,6 +433,7 @@ impl Shard {
                             address: cfg.address,
                             _accept: task,
                             drain,
+                            gate,
                         },
                     );
                 }

@@ -94,7 +94,58 @@ pub struct DownstreamStats {
     /// Times a connection's unwritten output reached
     /// `per_connection_buffer_limit_bytes`, pausing its response data.
     pub flow_control_paused_reading_total: Counter,
+    /// Times a listener's accept loop paused at its share of the runtime
+    /// connection limit (`envoy.resource_limits.listener.<name>.connection_limit`)
+    /// with a connection waiting.
+    pub cx_overflow: Counter,
+    /// Connections closed for `max_outbound_frames` unwritten frames.
+    pub cx_outbound_flood: Counter,
+    /// Connections closed for `max_outbound_control_frames`.
+    pub cx_outbound_control_flood: Counter,
+    /// Connections ended for `max_consecutive_inbound_frames_with_empty_payload`.
+    pub cx_inbound_empty_frames_flood: Counter,
+    /// Connections ended for `max_inbound_priority_frames_per_stream`.
+    pub cx_inbound_priority_frames_flood: Counter,
+    /// Connections ended for `max_inbound_window_update_frames_per_data_frame_sent`.
+    pub cx_inbound_window_update_frames_flood: Counter,
+    /// Requests over `max_request_headers_kb` (431) or `max_headers_count`
+    /// (reset).
+    pub rq_header_overflow: Counter,
+    /// Requests reset for an underscore in a header name (`REJECT_REQUEST`).
+    pub rq_rejected_with_underscores_in_headers: Counter,
+    /// Header fields dropped for an underscore in their name (`DROP_HEADER`).
+    pub dropped_headers_with_underscores: Counter,
     pub responses: StatusClasses,
+}
+
+impl DownstreamStats {
+    /// Adds what a connection's codec refused or dropped by itself.
+    #[inline]
+    pub fn add_codec(&self, c: h2wire::conn::ServerCounts) {
+        if c.is_zero() {
+            return;
+        }
+        self.rq_header_overflow.add(u64::from(c.header_overflow));
+        self.rq_rejected_with_underscores_in_headers
+            .add(u64::from(c.rejected_with_underscores));
+        self.dropped_headers_with_underscores
+            .add(u64::from(c.dropped_headers_with_underscores));
+    }
+
+    /// Counts a connection that ended on a connection error: by its flood
+    /// limit if one ended it, else as a protocol error.
+    pub fn conn_error(&self, flood: Option<h2wire::conn::Flood>) {
+        use h2wire::conn::Flood;
+        match flood {
+            None => &self.cx_protocol_error,
+            Some(Flood::OutboundFrames) => &self.cx_outbound_flood,
+            Some(Flood::OutboundControlFrames) => &self.cx_outbound_control_flood,
+            Some(Flood::InboundEmptyFrames) => &self.cx_inbound_empty_frames_flood,
+            Some(Flood::InboundPriorityFrames) => &self.cx_inbound_priority_frames_flood,
+            Some(Flood::InboundWindowUpdateFrames) => &self.cx_inbound_window_update_frames_flood,
+        }
+        .inc();
+    }
 }
 
 /// Counters of one upstream host on one shard.

@@ -176,13 +176,114 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
             ));
         }
     }
+    let runtime = match &b.layered_runtime {
+        Some(r) => layered_runtime(r, &root.field("layered_runtime"))?,
+        None => engine::Runtime::default(),
+    };
     Ok(engine::Bootstrap {
         node,
         admin,
         listeners,
         clusters,
         dynamic,
+        runtime,
     })
+}
+
+/// The runtime key prefix and suffix of a listener's connection limit.
+const LISTENER_LIMIT_PREFIX: &str = "envoy.resource_limits.listener.";
+const LISTENER_LIMIT_SUFFIX: &str = ".connection_limit";
+
+/// `layered_runtime`: static layers only, and in them only
+/// `envoy.resource_limits.listener.<name>.connection_limit`. Nested
+/// structs spell keys in parts (`envoy: { resource_limits: ... }`), which
+/// Envoy joins with dots; a later layer overrides an earlier one.
+fn layered_runtime(r: &pb::LayeredRuntime, path: &Path) -> Result<engine::Runtime> {
+    use pb::runtime_layer::LayerSpecifier;
+    let mut out = engine::Runtime::default();
+    for (i, layer) in r.layers.iter().enumerate() {
+        let lpath = path.field("layers").index(i);
+        match &layer.layer_specifier {
+            Some(LayerSpecifier::StaticLayer(st)) => {
+                let spath = lpath.field("static_layer");
+                let mut leaves = Vec::new();
+                flatten(st, "", &mut leaves);
+                for (key, value) in leaves {
+                    let (name, limit) = runtime_entry(&key, value, &spath.key(&key))?;
+                    out.listener_connection_limits.insert(name, limit);
+                }
+            }
+            Some(LayerSpecifier::DiskLayer(_)) => {
+                return Err(Error::unsupported(lpath.field("disk_layer")))
+            }
+            Some(LayerSpecifier::AdminLayer(_)) => {
+                return Err(Error::unsupported(lpath.field("admin_layer")))
+            }
+            Some(LayerSpecifier::RtdsLayer(_)) => {
+                return Err(Error::unsupported(lpath.field("rtds_layer")))
+            }
+            None => {
+                return Err(Error::invalid(
+                    lpath,
+                    "one of static_layer, disk_layer, admin_layer or rtds_layer is required",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The leaves of a static layer with their dotted keys.
+fn flatten<'a>(
+    st: &'a prost_types::Struct,
+    prefix: &str,
+    out: &mut Vec<(String, &'a prost_types::Value)>,
+) {
+    use prost_types::value::Kind;
+    for (k, v) in &st.fields {
+        let key = format!("{prefix}{k}");
+        match &v.kind {
+            Some(Kind::StructValue(inner)) => flatten(inner, &format!("{key}."), out),
+            _ => out.push((key, v)),
+        }
+    }
+}
+
+/// One runtime key: a listener's connection limit, `(listener, limit)`.
+fn runtime_entry(key: &str, value: &prost_types::Value, path: &Path) -> Result<(String, u64)> {
+    use prost_types::value::Kind;
+    let name = key
+        .strip_prefix(LISTENER_LIMIT_PREFIX)
+        .and_then(|rest| rest.strip_suffix(LISTENER_LIMIT_SUFFIX))
+        .filter(|name| !name.is_empty());
+    let Some(name) = name else {
+        return Err(Error::unsupported_msg(
+            path.clone(),
+            format!(
+                "runtime key {key:?} is not supported (only \
+                 {LISTENER_LIMIT_PREFIX}<listener name>{LISTENER_LIMIT_SUFFIX} is)"
+            ),
+        ));
+    };
+    let limit = match &value.kind {
+        Some(Kind::NumberValue(n))
+            if n.fract() == 0.0 && *n >= 0.0 && *n <= 9.007_199_254_740_992e15 =>
+        {
+            Some(*n as u64)
+        }
+        Some(Kind::StringValue(s)) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    match limit {
+        None => Err(Error::invalid(
+            path.clone(),
+            "must be a whole number of connections",
+        )),
+        // Envoy would close every connection; waiting forever for a slot
+        // that never frees is no better, so refuse it.
+        Some(0) => Err(Error::invalid(path.clone(), "must be at least 1")),
+        Some(n) => Ok((name.to_owned(), n)),
+    }
 }
 
 fn admin(a: &pb::Admin, path: &Path) -> Result<std::net::SocketAddr> {

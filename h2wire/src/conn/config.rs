@@ -29,6 +29,16 @@ pub struct ServerConfig {
     /// CONTINUATION frames allowed in one header block: past it the
     /// connection ends with ENHANCE_YOUR_CALM (CONTINUATION floods).
     pub max_continuations: usize,
+    /// Header fields a request (or its trailers) may have, pseudo-header
+    /// fields included and `cookie` crumbs not (Envoy joins those before
+    /// counting): past it the stream is reset with INTERNAL_ERROR, as Envoy
+    /// does, and counted ([`ServerCounts::header_overflow`]). `None`: no
+    /// limit.
+    pub max_headers_count: Option<u32>,
+    /// Request (and trailer) fields whose name holds an underscore.
+    pub headers_with_underscores: UnderscoreAction,
+    /// Envoy's HTTP/2 flood limits; each is off while `None`.
+    pub flood: FloodLimits,
 }
 
 impl Default for ServerConfig {
@@ -41,7 +51,68 @@ impl Default for ServerConfig {
             max_header_list_size: 60 << 10,
             header_table_size: 4096,
             max_continuations: 32,
+            max_headers_count: None,
+            headers_with_underscores: UnderscoreAction::Allow,
+            flood: FloodLimits::default(),
         }
+    }
+}
+
+/// What a server does with request header fields whose name holds an
+/// underscore (Envoy's `headers_with_underscores_action`), counted in
+/// [`ServerCounts`].
+///
+/// [`ServerCounts`]: super::ServerCounts
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UnderscoreAction {
+    /// Keep them.
+    #[default]
+    Allow,
+    /// Reset the stream with INTERNAL_ERROR (Envoy's HTTP/2 answer).
+    Reject,
+    /// Leave the field out of the request.
+    Drop,
+}
+
+/// Envoy's HTTP/2 flood limits (`http2_protocol_options`), server side.
+/// A connection past one of them ends and [`ServerConn::flood`] says
+/// which; `None` turns a limit off (the default, for every one).
+///
+/// [`ServerConn::flood`]: super::ServerConn::flood
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FloodLimits {
+    /// Frames queued and not yet written to the socket. Needs the driver
+    /// to report what it wrote ([`ServerConn::check_outbound`]).
+    ///
+    /// [`ServerConn::check_outbound`]: super::ServerConn::check_outbound
+    pub max_outbound_frames: Option<u32>,
+    /// Of those, the control frames: PING and SETTINGS acknowledgements
+    /// and RST_STREAM (Envoy's set).
+    pub max_outbound_control_frames: Option<u32>,
+    /// HEADERS, CONTINUATION and DATA frames in a row with no payload and
+    /// no END_STREAM.
+    pub max_consecutive_inbound_frames_with_empty_payload: Option<u32>,
+    /// PRIORITY frames over the connection's life may be this times
+    /// (1 + streams the client opened).
+    pub max_inbound_priority_frames_per_stream: Option<u32>,
+    /// WINDOW_UPDATE frames over the connection's life may be
+    /// `5 + 2 * (streams opened + this * DATA frames sent)`.
+    pub max_inbound_window_update_frames_per_data_frame_sent: Option<u32>,
+}
+
+impl FloodLimits {
+    /// Envoy's defaults: 10000, 1000, 1, 100, 10.
+    pub const ENVOY: Self = Self {
+        max_outbound_frames: Some(10_000),
+        max_outbound_control_frames: Some(1_000),
+        max_consecutive_inbound_frames_with_empty_payload: Some(1),
+        max_inbound_priority_frames_per_stream: Some(100),
+        max_inbound_window_update_frames_per_data_frame_sent: Some(10),
+    };
+
+    /// Whether the outbound limits need frames counted.
+    pub(crate) fn outbound(&self) -> bool {
+        self.max_outbound_frames.is_some() || self.max_outbound_control_frames.is_some()
     }
 }
 

@@ -2,6 +2,7 @@
 
 use bytes::{Bytes, BytesMut};
 
+use super::limits::Inbound;
 use super::shared::{check_data, conn_err, ConnCore, DataVerdict};
 use super::streams::StreamMap;
 use crate::frame::{self, decode_frame, encode_ping, encode_rst_stream, Frame, Settings};
@@ -77,6 +78,11 @@ pub(super) trait Dispatch {
     fn window_event(&mut self, stream: u32);
     /// Queues received body bytes (or only END_STREAM) for the application.
     fn data_event(&mut self, stream: u32, data: Bytes, end_stream: bool);
+    /// Counts a received frame against the role's flood limits; an error
+    /// ends the connection.
+    fn track_inbound(&mut self, _what: Inbound) -> ConnResult {
+        Ok(())
+    }
 
     /// Consumes the frames in `buf` (after the opening), leaving a partial
     /// one, and queues events.
@@ -95,6 +101,9 @@ pub(super) trait Dispatch {
                 }
             };
             self.check_first(&frame)?;
+            if let Some(what) = Inbound::of(&frame) {
+                self.track_inbound(what)?;
+            }
             if !matches!(frame, Frame::Continuation { .. }) {
                 self.core().assembler.check_interleave().map_err(conn_err)?;
             }
@@ -119,6 +128,7 @@ pub(super) trait Dispatch {
             // depend on itself is a stream error; RST_STREAM goes out even
             // on an idle stream, as the error names that stream.
             FrameError::Stream { stream, code, .. } if kind == Some(frame::kind::PRIORITY) => {
+                self.track_inbound(Inbound::Priority)?;
                 encode_rst_stream(&mut self.core().out.buf, stream, code);
                 self.reset_sent(stream);
                 if self.streams().remove(stream).is_some() {

@@ -20,6 +20,7 @@ mod client_recv;
 mod client_send;
 mod config;
 mod dispatch;
+mod limits;
 mod output;
 mod recv;
 mod send;
@@ -33,7 +34,8 @@ mod tests;
 use bytes::Bytes;
 
 pub use client::ClientConn;
-pub use config::{ClientConfig, ServerConfig};
+pub use config::{ClientConfig, FloodLimits, ServerConfig, UnderscoreAction};
+pub use limits::{Flood, ServerCounts};
 pub use server::ServerConn;
 
 use crate::message::HeaderList;

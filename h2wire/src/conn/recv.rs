@@ -2,9 +2,11 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use super::config::UnderscoreAction;
 use super::dispatch::{ConnResult, Dispatch};
+use super::limits::Inbound;
 use super::server::{Phase, ServerConn};
-use super::shared::{decode_block, ConnCore};
+use super::shared::{decode_with, ConnCore};
 use super::streams::{Stream, StreamMap};
 use super::Event;
 use crate::frame::{encode_rst_stream, encode_settings_ack, Frame, Settings, CLIENT_PREFACE};
@@ -18,6 +20,10 @@ enum Decoded {
     Fine(HeaderList),
     /// Over SETTINGS_MAX_HEADER_LIST_SIZE; the tables are still in step.
     TooLarge,
+    /// Over `max_headers_count`.
+    TooMany,
+    /// A field name with an underscore, under `UnderscoreAction::Reject`.
+    Underscore,
 }
 
 impl Dispatch for ServerConn {
@@ -96,6 +102,7 @@ impl Dispatch for ServerConn {
             return Ok(());
         }
         self.highest = stream;
+        self.inbound.opened += 1;
         if self.goaway_last.is_some_and(|last| stream > last) {
             // §6.8: the client learns from our GOAWAY it was not processed.
             self.recycle_decoded(decoded);
@@ -109,7 +116,12 @@ impl Dispatch for ServerConn {
         let head = match decoded {
             Decoded::Fine(head) => head,
             Decoded::TooLarge => {
+                self.counts.header_overflow += 1;
                 self.answer_431(stream, end_stream);
+                return Ok(());
+            }
+            refused => {
+                self.refuse(stream, refused);
                 return Ok(());
             }
         };
@@ -194,6 +206,10 @@ impl Dispatch for ServerConn {
             end_stream,
         });
     }
+
+    fn track_inbound(&mut self, what: Inbound) -> ConnResult {
+        self.track(what)
+    }
 }
 
 impl ServerConn {
@@ -207,7 +223,12 @@ impl ServerConn {
         let fields = match self.decode(block)? {
             Decoded::Fine(fields) => fields,
             Decoded::TooLarge => {
+                self.counts.header_overflow += 1;
                 self.stream_error(stream, ErrorCode::PROTOCOL_ERROR);
+                return Ok(());
+            }
+            refused => {
+                self.refuse(stream, refused);
                 return Ok(());
             }
         };
@@ -245,26 +266,67 @@ impl ServerConn {
         Ok(())
     }
 
+    /// Decodes a header block, applying `max_headers_count` and the
+    /// underscore action as Envoy does: field by field, a dropped field
+    /// not counted, the first field over a limit deciding. `cookie` crumbs
+    /// do not count (Envoy joins them into one field after its check).
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, FrameError> {
         let mut list = self.take_list();
         let max = self.cfg.max_header_list_size as usize;
-        match decode_block(&mut self.core.decoder, &mut list, block, max) {
-            Ok(true) => Ok(Decoded::Fine(list)),
-            Ok(false) => {
-                self.recycle(list);
-                Ok(Decoded::TooLarge)
+        let max_count = self
+            .cfg
+            .max_headers_count
+            .map_or(usize::MAX, |n| n as usize);
+        let action = self.cfg.headers_with_underscores;
+        let (mut count, mut dropped, mut refused) = (0usize, 0u32, None);
+        let decoded = decode_with(&mut self.core.decoder, block, max, |f| {
+            if refused.is_some() {
+                return;
             }
-            Err(e) => {
-                self.recycle(list);
-                Err(e)
+            if action != UnderscoreAction::Allow && f.name.contains(&b'_') {
+                if action == UnderscoreAction::Drop {
+                    dropped += 1;
+                } else {
+                    refused = Some(Decoded::Underscore);
+                }
+                return;
             }
-        }
+            if f.name != b"cookie" {
+                count += 1;
+                if count > max_count {
+                    refused = Some(Decoded::TooMany);
+                    return;
+                }
+            }
+            list.push(f.name, f.value, f.never_index);
+        });
+        self.counts.dropped_headers_with_underscores += dropped;
+        let verdict = match (decoded, refused) {
+            (Ok(true), None) => return Ok(Decoded::Fine(list)),
+            (Ok(true), Some(refused)) => Ok(refused),
+            (Ok(false), _) => Ok(Decoded::TooLarge),
+            (Err(e), _) => Err(e),
+        };
+        self.recycle(list);
+        verdict
     }
 
     fn recycle_decoded(&mut self, d: Decoded) {
         if let Decoded::Fine(list) = d {
             self.recycle(list);
         }
+    }
+
+    /// A header section over `max_headers_count`, or with an underscore
+    /// under `UnderscoreAction::Reject`: Envoy resets the stream with
+    /// INTERNAL_ERROR (its codec fails the header callback), and counts it.
+    fn refuse(&mut self, stream: u32, why: Decoded) {
+        match why {
+            Decoded::Underscore => self.counts.rejected_with_underscores += 1,
+            _ => self.counts.header_overflow += 1,
+        }
+        self.recycle_decoded(why);
+        self.stream_error(stream, ErrorCode::INTERNAL_ERROR);
     }
 
     /// Answers a request whose header list is over our limit with 431

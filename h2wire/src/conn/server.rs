@@ -6,6 +6,7 @@ use bytes::BytesMut;
 
 use super::config::ServerConfig;
 use super::dispatch::Dispatch;
+use super::limits::{Flood, InboundCounts, ServerCounts};
 use super::output::Output;
 use super::shared::{pop_event, ConnCore};
 use super::streams::{ResetRing, StreamMap};
@@ -38,6 +39,12 @@ pub struct ServerConn {
     pub(super) goaway_last: Option<u32>,
     pub(super) core: ConnCore,
     pub(super) events: VecDeque<Event>,
+    /// What the inbound flood limits count.
+    pub(super) inbound: InboundCounts,
+    /// The flood limit that ended the connection.
+    pub(super) flood: Option<Flood>,
+    /// Refusals and drops for the application to count.
+    pub(super) counts: ServerCounts,
 }
 
 impl ServerConn {
@@ -46,8 +53,13 @@ impl ServerConn {
     /// lets a server send them without waiting for the client's preface.
     pub fn new(cfg: ServerConfig) -> Self {
         let cfg = cfg.clamped();
+        let out = if cfg.flood.outbound() {
+            Output::counted()
+        } else {
+            Output::default()
+        };
         let core = ConnCore::new(
-            Output::default(),
+            out,
             &cfg.settings(),
             cfg.connection_window,
             cfg.max_header_block(),
@@ -62,6 +74,9 @@ impl ServerConn {
             goaway_last: None,
             core,
             events: VecDeque::new(),
+            inbound: InboundCounts::default(),
+            flood: None,
+            counts: ServerCounts::default(),
             cfg,
         }
     }

@@ -13,7 +13,7 @@ use crate::frame::{
     DEFAULT_MAX_FRAME_SIZE,
 };
 use crate::header_block::HeaderBlockAssembler;
-use crate::hpack::{DecodeError, Decoder, Encoder, DEFAULT_TABLE_SIZE};
+use crate::hpack::{DecodeError, Decoder, Encoder, Field, DEFAULT_TABLE_SIZE};
 use crate::message::HeaderList;
 use crate::stream_state::Accept;
 use crate::window::{RecvWindow, Window};
@@ -46,6 +46,9 @@ pub(super) struct ConnCore {
     /// Our SETTINGS were acknowledged.
     pub settings_acked: bool,
     pub out: Output,
+    /// DATA frames sent so far (the WINDOW_UPDATE flood limit grows with
+    /// them).
+    pub data_frames_sent: u64,
 }
 
 impl ConnCore {
@@ -76,6 +79,7 @@ impl ConnCore {
             peer_max_frame: DEFAULT_MAX_FRAME_SIZE,
             settings_acked: false,
             out,
+            data_frames_sent: 0,
         }
     }
 
@@ -179,6 +183,7 @@ impl ConnCore {
             let _ = self.conn_send.consume(n as u32);
             let last = end_stream && data.is_empty();
             self.out.data(stream, chunk, last);
+            self.data_frames_sent += 1;
             sent += n;
             if last {
                 st.state.send_data(true);
@@ -222,7 +227,19 @@ pub(super) fn decode_block(
     block: &[u8],
     max: usize,
 ) -> Result<bool, FrameError> {
-    match decoder.decode(block, max, |f| list.push(f.name, f.value, f.never_index)) {
+    decode_with(decoder, block, max, |f| {
+        list.push(f.name, f.value, f.never_index)
+    })
+}
+
+/// [`decode_block`] with each field handed to `sink`.
+pub(super) fn decode_with(
+    decoder: &mut Decoder,
+    block: &[u8],
+    max: usize,
+    sink: impl FnMut(Field<'_>),
+) -> Result<bool, FrameError> {
+    match decoder.decode(block, max, sink) {
         Ok(()) => Ok(true),
         Err(DecodeError::HeaderListTooLarge) => Ok(false),
         Err(e) => Err(FrameError::Connection {

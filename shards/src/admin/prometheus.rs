@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 15] = [
+    let simple: [(&str, &str, &str, ShardCounter); 24] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -108,6 +108,60 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Times a connection's unwritten output reached per_connection_buffer_limit_bytes (its response data paused).",
             |s| &s.downstream.flow_control_paused_reading_total,
+        ),
+        (
+            "gateway_downstream_cx_overflow",
+            "counter",
+            "Times a listener stopped accepting at its runtime connection_limit with a connection waiting.",
+            |s| &s.downstream.cx_overflow,
+        ),
+        (
+            "gateway_downstream_cx_outbound_flood",
+            "counter",
+            "Downstream connections closed for more than max_outbound_frames unwritten frames.",
+            |s| &s.downstream.cx_outbound_flood,
+        ),
+        (
+            "gateway_downstream_cx_outbound_control_flood",
+            "counter",
+            "Downstream connections closed for more than max_outbound_control_frames unwritten PING/SETTINGS ACKs and RST_STREAMs.",
+            |s| &s.downstream.cx_outbound_control_flood,
+        ),
+        (
+            "gateway_downstream_cx_inbound_empty_frames_flood",
+            "counter",
+            "Downstream connections ended (GOAWAY ENHANCE_YOUR_CALM) past max_consecutive_inbound_frames_with_empty_payload.",
+            |s| &s.downstream.cx_inbound_empty_frames_flood,
+        ),
+        (
+            "gateway_downstream_cx_inbound_priority_frames_flood",
+            "counter",
+            "Downstream connections ended (GOAWAY ENHANCE_YOUR_CALM) past max_inbound_priority_frames_per_stream.",
+            |s| &s.downstream.cx_inbound_priority_frames_flood,
+        ),
+        (
+            "gateway_downstream_cx_inbound_window_update_frames_flood",
+            "counter",
+            "Downstream connections ended (GOAWAY ENHANCE_YOUR_CALM) past max_inbound_window_update_frames_per_data_frame_sent.",
+            |s| &s.downstream.cx_inbound_window_update_frames_flood,
+        ),
+        (
+            "gateway_downstream_rq_header_overflow",
+            "counter",
+            "Requests over max_request_headers_kb (answered 431) or max_headers_count (reset).",
+            |s| &s.downstream.rq_header_overflow,
+        ),
+        (
+            "gateway_downstream_rq_rejected_with_underscores_in_headers",
+            "counter",
+            "Requests reset for a header name with an underscore (headers_with_underscores_action REJECT_REQUEST).",
+            |s| &s.downstream.rq_rejected_with_underscores_in_headers,
+        ),
+        (
+            "gateway_downstream_dropped_headers_with_underscores",
+            "counter",
+            "Request header fields dropped for an underscore in their name (headers_with_underscores_action DROP_HEADER).",
+            |s| &s.downstream.dropped_headers_with_underscores,
         ),
     ];
     for (name, kind, help, f) in simple {

@@ -1,23 +1,103 @@
-//! The accept loop of one listener socket: each accepted connection becomes a task of its own, served by [`super::downstream::serve`].
+//! The accept loop of one listener socket: each accepted connection becomes a task of its own, served by [`super::downstream::serve`]; the listener's runtime connection limit; the codec config a listener's HTTP connection manager gives its connections.
 
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
+use engine::{HeadersWithUnderscoresAction, HttpConnectionManager};
 use glommio::net::TcpListener;
+use h2wire::conn::{FloodLimits, ServerConfig, UnderscoreAction};
 
 use crate::shard::Shard;
 use crate::signal::Signal;
 
+/// The connections one listener's accept loop has open on this shard,
+/// for its runtime connection limit, and the loop waiting for one to
+/// close.
+#[derive(Default)]
+pub(crate) struct ConnGate {
+    open: Cell<u64>,
+    waiting: RefCell<Option<Waker>>,
+}
+
+impl ConnGate {
+    /// Wakes the accept loop if it waits, to look at its limit again (a
+    /// connection closed, or a new snapshot may have changed the limit).
+    pub fn nudge(&self) {
+        if let Some(w) = self.waiting.borrow_mut().take() {
+            w.wake();
+        }
+    }
+
+    fn enter(self: &Rc<Self>) -> GateGuard {
+        self.open.set(self.open.get() + 1);
+        GateGuard(Rc::clone(self))
+    }
+}
+
+/// One open connection of a gate; dropped when its task ends.
+struct GateGuard(Rc<ConnGate>);
+
+impl Drop for GateGuard {
+    fn drop(&mut self) {
+        self.0.open.set(self.0.open.get() - 1);
+        self.0.nudge();
+    }
+}
+
+/// This shard's share of the listener's connection limit
+/// (`envoy.resource_limits.listener.<name>.connection_limit`): the limit is
+/// for the whole process, so each of N data shards takes `ceil(limit / N)`.
+fn share(shard: &Shard, listener: &str) -> Option<u64> {
+    let limit = shard.snapshot().runtime.connection_limit(listener)?;
+    Some(limit.div_ceil(shard.data_shards.max(1) as u64))
+}
+
+fn at_limit(shard: &Shard, listener: &str, gate: &ConnGate) -> bool {
+    share(shard, listener).is_some_and(|max| gate.open.get() >= max)
+}
+
 /// Accepts connections on one listener socket until cancelled (by dropping
 /// the task, which also closes the socket).
-pub async fn accept_loop(shard: Rc<Shard>, sock: TcpListener, listener: Rc<str>, drain: Signal) {
+///
+/// With a connection limit, a connection accepted while this shard's share
+/// is in use waits, unserved, until one of the listener's connections on
+/// this shard closes; meanwhile the loop accepts nothing, so later ones
+/// wait in the kernel's backlog (Envoy instead closes each connection
+/// over the limit). Each such pause counts once in
+/// `gateway_downstream_cx_overflow`.
+pub(crate) async fn accept_loop(
+    shard: Rc<Shard>,
+    sock: TcpListener,
+    listener: Rc<str>,
+    drain: Signal,
+    gate: Rc<ConnGate>,
+) {
     loop {
         match sock.accept().await {
             Ok(stream) => {
+                if at_limit(&shard, &listener, &gate) {
+                    shard.stats.downstream.cx_overflow.inc();
+                    poll_fn(|cx| {
+                        if !at_limit(&shard, &listener, &gate) {
+                            return Poll::Ready(());
+                        }
+                        *gate.waiting.borrow_mut() = Some(cx.waker().clone());
+                        Poll::Pending
+                    })
+                    .await;
+                }
+                let guard = gate.enter();
                 let (sh, name, drain) = (Rc::clone(&shard), Rc::clone(&listener), drain.clone());
                 // Detached: a connection outlives the listener's task while
                 // it drains.
-                glommio::spawn_local(super::downstream::serve(sh, stream, name, drain)).detach();
+                glommio::spawn_local(async move {
+                    let _open = guard;
+                    super::downstream::serve(sh, stream, name, drain).await;
+                })
+                .detach();
             }
             Err(e) => {
                 // Out of descriptors or similar: don't spin, don't die.
@@ -25,5 +105,35 @@ pub async fn accept_loop(shard: Rc<Shard>, sock: TcpListener, listener: Rc<str>,
                 glommio::timer::sleep(Duration::from_millis(10)).await;
             }
         }
+    }
+}
+
+/// The codec limits of a downstream connection, from its listener's HTTP
+/// connection manager.
+pub(crate) fn server_config(hcm: &HttpConnectionManager) -> ServerConfig {
+    let f = &hcm.http2_flood;
+    ServerConfig {
+        max_concurrent_streams: hcm.max_concurrent_streams,
+        max_header_list_size: hcm.max_header_list_size,
+        initial_stream_window: hcm.initial_stream_window_size,
+        connection_window: hcm.initial_connection_window_size,
+        max_headers_count: Some(hcm.max_headers_count),
+        headers_with_underscores: match hcm.headers_with_underscores_action {
+            HeadersWithUnderscoresAction::Allow => UnderscoreAction::Allow,
+            HeadersWithUnderscoresAction::RejectRequest => UnderscoreAction::Reject,
+            HeadersWithUnderscoresAction::DropHeader => UnderscoreAction::Drop,
+        },
+        flood: FloodLimits {
+            max_outbound_frames: Some(f.max_outbound_frames),
+            max_outbound_control_frames: Some(f.max_outbound_control_frames),
+            max_consecutive_inbound_frames_with_empty_payload: Some(
+                f.max_consecutive_inbound_frames_with_empty_payload,
+            ),
+            max_inbound_priority_frames_per_stream: Some(f.max_inbound_priority_frames_per_stream),
+            max_inbound_window_update_frames_per_data_frame_sent: Some(
+                f.max_inbound_window_update_frames_per_data_frame_sent,
+            ),
+        },
+        ..ServerConfig::default()
     }
 }

@@ -13,7 +13,7 @@ use engine::Listener;
 use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
-use h2wire::conn::{Event, ServerConfig, ServerConn};
+use h2wire::conn::{Event, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
@@ -249,13 +249,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     let hcm = &cfg.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
-    let conn = ServerConn::new(ServerConfig {
-        max_concurrent_streams: hcm.max_concurrent_streams,
-        max_header_list_size: hcm.max_header_list_size,
-        initial_stream_window: hcm.initial_stream_window_size,
-        connection_window: hcm.initial_connection_window_size,
-        ..ServerConfig::default()
-    });
+    let conn = ServerConn::new(super::accept::server_config(hcm));
     drop(snap);
     let _ = tcp.set_nodelay(true);
     let inbox = shard.wire.inboxes.borrow_mut().insert(Inbox::default());
@@ -298,6 +292,14 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
 
     loop {
         dc.out.take_from(&mut dc.conn);
+        if let Err(flood) = dc.conn.check_outbound(dc.out.bytes()) {
+            // Frames pile up unwritten: the client reads nothing, so
+            // close without flushing (as Envoy does).
+            stats.conn_error(Some(flood));
+            dc.close();
+            stats.cx_active.dec();
+            return;
+        }
         if dc.flooded && close_at.is_none() {
             stats.cx_reset_flood.inc();
             dc.conn.go_away(ErrorCode::ENHANCE_YOUR_CALM);
@@ -430,9 +432,10 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         received = received.saturating_add(n);
         if n > 0 && dc.conn.recv(&mut rb.buf).is_err() {
             // A connection error: GOAWAY is queued; flushed below.
-            stats.cx_protocol_error.inc();
+            stats.conn_error(dc.conn.flood());
             break;
         }
+        stats.add_codec(dc.conn.take_counts());
         while let Some(ev) = dc.conn.poll_event() {
             dc.on_event(ev);
         }

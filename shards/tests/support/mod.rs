@@ -42,6 +42,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
         eds: None,
         http2: UpstreamHttp2::default(),
         outlier_detection: None,
+        per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),
     })
 }
@@ -83,6 +84,9 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             rds: None,
             max_concurrent_streams: DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS,
             max_header_list_size: DEFAULT_MAX_HEADER_LIST_SIZE,
+            max_headers_count: engine::DEFAULT_MAX_HEADERS_COUNT,
+            headers_with_underscores_action: Default::default(),
+            http2_flood: Default::default(),
             initial_stream_window_size: 1 << 20,
             initial_connection_window_size: 16 << 20,
             idle_timeout: Some(Duration::from_secs(3600)),
@@ -102,6 +106,7 @@ pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootst
         listeners: vec![listener],
         clusters,
         dynamic: None,
+        runtime: Default::default(),
     }
 }
 

@@ -154,6 +154,7 @@ impl XdsClient {
             listeners,
             clusters,
             dynamic: self.statics.dynamic.clone(),
+            runtime: self.statics.runtime.clone(),
         }
     }
 

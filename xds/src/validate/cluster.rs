@@ -8,7 +8,7 @@ use ahash::AHashSet;
 use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
 use prost::Name;
 
-use super::listener::reject_unused_h2;
+use super::listener::{buffer_limit, reject_h2_flood_limits, reject_unused_h2};
 use super::{
     common_lb_config, duration, least_request_lb_config, load_balancing_policy, outlier_detection,
     reject_set, socket_address_at, u32_in, Allowed,
@@ -29,7 +29,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     reject_set!(
         path,
         c,
-        per_connection_buffer_limit_bytes,
         health_checks,
         max_requests_per_connection,
         circuit_breakers,
@@ -217,6 +216,10 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         http2: upstream_http2(c, path)?,
         outlier_detection,
         common_lb,
+        per_connection_buffer_limit_bytes: buffer_limit(
+            c.per_connection_buffer_limit_bytes,
+            &path.field("per_connection_buffer_limit_bytes"),
+        )?,
     })
 }
 
@@ -334,6 +337,7 @@ pub fn upstream_http2(c: &pb::Cluster, path: &Path) -> Result<UpstreamHttp2> {
         (None, None) => return Err(Error::unsupported_msg(opts_path, NO_H2)),
     };
     reject_unused_h2(&h2, &h2path)?;
+    reject_h2_flood_limits(&h2, &h2path)?;
     let d = UpstreamHttp2::default();
     Ok(UpstreamHttp2 {
         max_concurrent_streams: u32_in(

@@ -5,7 +5,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::{HttpConnectionManager, Listener, Rds, RouteConfig};
+use engine::{
+    HeadersWithUnderscoresAction, Http2FloodLimits, HttpConnectionManager, Listener, Rds,
+    RouteConfig,
+};
 use prost::Name;
 
 use super::{reject_set, route_config, socket_address, timeout_or, u32_in, Allowed};
@@ -266,12 +269,12 @@ pub fn http_connection_manager(
     reject_set!(
         cpath,
         common,
-        max_headers_count,
         max_connection_duration,
-        headers_with_underscores_action,
         max_requests_per_connection,
         max_response_headers_kb,
     );
+    let headers_with_underscores_action =
+        underscores_action(common.headers_with_underscores_action, &cpath)?;
     let headers_kb = u32_in(
         m.max_request_headers_kb,
         1..=8192,
@@ -293,6 +296,14 @@ pub fn http_connection_manager(
             &h2path.field("max_concurrent_streams"),
         )?,
         max_header_list_size: headers_kb * 1024,
+        max_headers_count: u32_in(
+            common.max_headers_count,
+            1..=u32::MAX,
+            engine::DEFAULT_MAX_HEADERS_COUNT,
+            &cpath.field("max_headers_count"),
+        )?,
+        headers_with_underscores_action,
+        http2_flood: http2_flood_limits(&h2, &h2path)?,
         initial_stream_window_size: u32_in(
             h2.initial_stream_window_size,
             WINDOW_RANGE,
@@ -326,7 +337,8 @@ pub fn http_connection_manager(
     })
 }
 
-/// `Http2ProtocolOptions` fields other than the stream limit and windows.
+/// `Http2ProtocolOptions` fields other than the stream limit, the windows
+/// and the flood limits.
 pub(crate) fn reject_unused_h2(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<()> {
     reject_set!(
         path,
@@ -334,17 +346,73 @@ pub(crate) fn reject_unused_h2(h2: &core::Http2ProtocolOptions, path: &Path) -> 
         hpack_table_size,
         allow_connect,
         allow_metadata,
-        max_outbound_frames,
-        max_outbound_control_frames,
-        max_consecutive_inbound_frames_with_empty_payload,
-        max_inbound_priority_frames_per_stream,
-        max_inbound_window_update_frames_per_data_frame_sent,
         stream_error_on_invalid_http_messaging,
         custom_settings_parameters,
         override_stream_error_on_invalid_http_message,
         connection_keepalive,
     );
     Ok(())
+}
+
+/// The flood limits of `Http2ProtocolOptions`: implemented for downstream
+/// connections only, so a cluster rejects them.
+pub(crate) fn reject_h2_flood_limits(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<()> {
+    reject_set!(
+        path,
+        h2,
+        max_outbound_frames,
+        max_outbound_control_frames,
+        max_consecutive_inbound_frames_with_empty_payload,
+        max_inbound_priority_frames_per_stream,
+        max_inbound_window_update_frames_per_data_frame_sent,
+    );
+    Ok(())
+}
+
+/// A listener's flood limits, Envoy's defaults where unset (and Envoy's
+/// ranges: the outbound limits and the WINDOW_UPDATE ratio at least 1).
+fn http2_flood_limits(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<Http2FloodLimits> {
+    let d = Http2FloodLimits::default();
+    Ok(Http2FloodLimits {
+        max_outbound_frames: u32_in(
+            h2.max_outbound_frames,
+            1..=u32::MAX,
+            d.max_outbound_frames,
+            &path.field("max_outbound_frames"),
+        )?,
+        max_outbound_control_frames: u32_in(
+            h2.max_outbound_control_frames,
+            1..=u32::MAX,
+            d.max_outbound_control_frames,
+            &path.field("max_outbound_control_frames"),
+        )?,
+        max_consecutive_inbound_frames_with_empty_payload: h2
+            .max_consecutive_inbound_frames_with_empty_payload
+            .unwrap_or(d.max_consecutive_inbound_frames_with_empty_payload),
+        max_inbound_priority_frames_per_stream: h2
+            .max_inbound_priority_frames_per_stream
+            .unwrap_or(d.max_inbound_priority_frames_per_stream),
+        max_inbound_window_update_frames_per_data_frame_sent: u32_in(
+            h2.max_inbound_window_update_frames_per_data_frame_sent,
+            1..=u32::MAX,
+            d.max_inbound_window_update_frames_per_data_frame_sent,
+            &path.field("max_inbound_window_update_frames_per_data_frame_sent"),
+        )?,
+    })
+}
+
+/// `common_http_protocol_options.headers_with_underscores_action`.
+fn underscores_action(v: i32, cpath: &Path) -> Result<HeadersWithUnderscoresAction> {
+    use core::http_protocol_options::HeadersWithUnderscoresAction as Pb;
+    match Pb::try_from(v) {
+        Ok(Pb::Allow) => Ok(HeadersWithUnderscoresAction::Allow),
+        Ok(Pb::RejectRequest) => Ok(HeadersWithUnderscoresAction::RejectRequest),
+        Ok(Pb::DropHeader) => Ok(HeadersWithUnderscoresAction::DropHeader),
+        Err(_) => Err(Error::invalid(
+            cpath.field("headers_with_underscores_action"),
+            format!("unknown value {v}"),
+        )),
+    }
 }
 
 /// The filter list must end in the router; any other filter is an error

@@ -7,6 +7,7 @@ mod client_requests;
 mod errors;
 mod flow;
 mod handshake;
+mod limits;
 mod memory;
 mod requests;
 
