@@ -3,16 +3,18 @@
 //! contrast). The route table is fixed; only the cluster grows.
 //!
 //! Each iteration is what the data path (shards/src/wire/stream.rs,
-//! `on_request`) does before it touches the network, with the real shard (`shards::shard::Shard`):
+//! `on_request`) does before it touches the network, with the real shard (`shards::shard::Shard`
+//! and the `shards::wire::WireShard` its connections share):
 //! 1. `snap.listener(name)` for the current route table;
 //! 2. `engine::route::route_request` (virtual host, then route);
 //! 3. `snap.cluster(name)` for the route's cluster;
 //! 4. `Shard::pick_host` (the shard's `RoundRobinState` by cluster name,
-//!    then `engine::lb::pick_round_robin`);
+//!    then `engine::lb::pick_round_robin`; given `WireShard::in_flight`
+//!    as the data path gives it);
 //!
 //! and, in `.../with_host_state`, also the per-host state the data path
 //! then looks up by `HostId`: `stats.hosts.host(id).rq_total.inc()` and
-//! `Shard::wire_pool(host, cluster)` (the pool exists: warm-up creates every
+//! `WireShard::pool(host, cluster)` (the pool exists: warm-up creates every
 //! host's pool, as a shard that has sent to all hosts has them).
 
 use std::hint::black_box;
@@ -28,6 +30,7 @@ use engine::{
 use http::request::Parts;
 use shards::shard::Shard;
 use shards::stats::ShardStats;
+use shards::wire::WireShard;
 
 /// A listener with an inline route table: 3 virtual hosts; the request
 /// goes to the exact domain `api.example.com` and its third route.
@@ -151,7 +154,8 @@ fn request() -> Parts {
 
 /// Steps 1-4 of the module doc; returns the picked host's address.
 #[inline]
-fn route_and_pick(shard: &Shard, snap: &Snapshot, parts: &Parts) -> Option<SocketAddr> {
+fn route_and_pick(wire: &WireShard, snap: &Snapshot, parts: &Parts) -> Option<SocketAddr> {
+    let shard = &wire.shard;
     let l = snap.listener("ingress")?;
     let route = route_request(&l.http.route_config, &PartsView(parts))?;
     let name = match &route.action.target {
@@ -159,7 +163,9 @@ fn route_and_pick(shard: &Shard, snap: &Snapshot, parts: &Parts) -> Option<Socke
         ClusterTarget::Weighted(w) => w.pick(shard.random()),
     };
     let cluster = snap.cluster(name)?;
-    shard.pick_host(cluster).map(|p| p.host.address)
+    shard
+        .pick_host(cluster, |id| wire.in_flight(id))
+        .map(|p| p.host.address)
 }
 
 fn bench(c: &mut Criterion) {
@@ -176,14 +182,15 @@ fn bench(c: &mut Criterion) {
                 Arc::clone(&snap),
                 Default::default(),
             );
+            let wire = WireShard::new(shard);
             // Sanity: the request reaches `svc` and rotates over its hosts.
-            let a = route_and_pick(&shard, &snap, &parts).unwrap();
-            let b = route_and_pick(&shard, &snap, &parts).unwrap();
+            let a = route_and_pick(&wire, &snap, &parts).unwrap();
+            let b = route_and_pick(&wire, &snap, &parts).unwrap();
             assert!(a != b && snap.cluster("svc").unwrap().host_by_addr(&a).is_some());
 
             g.bench_function(
                 BenchmarkId::new(format!("{label}/route_and_pick"), hosts),
-                |b| b.iter(|| route_and_pick(&shard, black_box(&snap), black_box(&parts))),
+                |b| b.iter(|| route_and_pick(&wire, black_box(&snap), black_box(&parts))),
             );
             if weighted {
                 continue;
@@ -201,9 +208,13 @@ fn bench(c: &mut Criterion) {
                             unreachable!()
                         };
                         let cluster = snap.cluster(name).unwrap();
-                        let host = shard.pick_host(cluster).unwrap().host;
-                        shard.stats.hosts.host(host.id).rq_total.inc();
-                        shard.wire_pool(host, cluster)
+                        let host = wire
+                            .shard
+                            .pick_host(cluster, |id| wire.in_flight(id))
+                            .unwrap()
+                            .host;
+                        wire.shard.stats.hosts.host(host.id).rq_total.inc();
+                        wire.pool(host, cluster)
                     })
                 },
             );

@@ -1,11 +1,12 @@
 //! Config updates: building a new `engine::Snapshot` when one cluster
 //! changes among many unchanged ones (control shard), and adopting it on a
 //! data shard (pointer swap, per-stream `Rc` clone, and the per-host pool
-//! reconciliation `Shard::apply` performs).
+//! reconciliation `ShardRuntime::apply` performs).
 //!
 //! The shard side reproduces the pattern of shards/src/shard.rs
-//! (`current: RefCell<Rc<Arc<Snapshot>>>`, `snapshot()`, `apply()`,
-//! `reconcile_pools()`) without depending on glommio.
+//! (`current: RefCell<Rc<Arc<Snapshot>>>`, `snapshot()`, `adopt()`) and
+//! shards/src/wire/runtime.rs (`apply()`, `reconcile_pools()`) without
+//! depending on glommio.
 
 // `Rc<Arc<Snapshot>>` is the point: a shard-local count around the shared
 // snapshot, as in shards/src/shard.rs.
@@ -171,12 +172,12 @@ impl ShardModel {
         Rc::clone(&self.current.borrow())
     }
 
-    /// The pointer swap at the end of `Shard::apply()`.
+    /// The pointer swap of `Shard::adopt()`, at the end of `ShardRuntime::apply()`.
     fn swap(&self, snap: Arc<Snapshot>) {
         *self.current.borrow_mut() = Rc::new(snap);
     }
 
-    /// `Shard::reconcile_pools()` then the swap: what `apply()` costs
+    /// `ShardRuntime::reconcile_pools()` then the swap: what `apply()` costs
     /// per shard besides listener reconciliation.
     fn apply(&self, snap: Arc<Snapshot>) {
         {

@@ -1,6 +1,12 @@
 //! The main task of a data shard's executor: apply snapshots as they arrive,
 //! acknowledge them, and drain on shutdown.
+//!
+//! It builds the shard's routing context ([`Shard`]) and its runtime
+//! ([`ShardRuntime`]) around it: snapshots and shutdown go to the runtime,
+//! ejections and outlier collection straight to the routing context they
+//! concern.
 
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +18,7 @@ use crate::messages::{ShardMsg, ShardReply};
 use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;
+use crate::wire::runtime::ShardRuntime;
 
 /// How a data shard runs, fixed for the gateway's life.
 #[derive(Debug, Clone, Copy)]
@@ -46,8 +53,9 @@ pub async fn run(
         Arc::clone(&first),
         cookie_format,
     );
+    let mut runtime = ShardRuntime::new(Rc::clone(&shard));
     let version = first.version;
-    let result = shard
+    let result = runtime
         .apply(first)
         .map(|_| version)
         .map_err(|e| e.to_string());
@@ -60,7 +68,7 @@ pub async fn run(
         match msg {
             ShardMsg::Apply(snap) => {
                 let v = snap.version;
-                let r = shard.apply(snap).map(|_| v).map_err(|e| e.to_string());
+                let r = runtime.apply(snap).map(|_| v).map_err(|e| e.to_string());
                 if r.is_ok() {
                     stats.serving.set(1);
                 }
@@ -73,7 +81,7 @@ pub async fn run(
             }
             ShardMsg::Shutdown { drain } => {
                 stats.serving.set(0);
-                shard.begin_shutdown();
+                runtime.begin_shutdown();
                 let until = Instant::now() + drain + Duration::from_millis(100);
                 while stats.downstream.cx_active.get() > 0 && Instant::now() < until {
                     glommio::timer::sleep(Duration::from_millis(10)).await;

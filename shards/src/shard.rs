@@ -1,5 +1,12 @@
-//! A data shard: owns its listeners' sockets, connections, upstream pools and
-//! per-host state, and adopts snapshots pushed by the control shard.
+//! A data shard's routing context: the snapshot new streams start with, load balancing, override hosts and outlier counts.
+//!
+//! This is what a stream's phases 1, 2 and 5 ask of their shard
+//! (docs/architecture.md, "Request phases"). It knows nothing of sockets,
+//! and imports nothing of the data path: the shard's runtime (listeners,
+//! connections, upstream pools, snapshot adoption, shutdown) is
+//! `ShardRuntime` in `wire/runtime.rs`, above it, which calls in with
+//! what only it knows, such as the streams in flight per host for least
+//! request.
 
 use crate::local_reply::LocalReply;
 use crate::session::RequestSession;
@@ -16,27 +23,12 @@ use engine::override_host::{self, OverrideMiss};
 use engine::session::CookieFormat;
 use engine::snapshot::Host;
 use engine::{
-    ClusterSnapshot, ClusterTarget, EjectedSet, HealthStatus, HostId, LbPolicy, Route, Snapshot,
-    WeightedClusters,
+    ClusterSnapshot, ClusterTarget, EjectedSet, HostId, LbPolicy, Route, Snapshot, WeightedClusters,
 };
-use glommio::net::TcpListener;
-use glommio::Task;
 
-use crate::signal::Signal;
 use crate::stats::ShardStats;
-use crate::wire::{self, WireShard};
 
-/// A listener socket this shard accepts on.
-struct RunningListener {
-    address: SocketAddr,
-    /// Dropping the task cancels the accept loop and closes the socket.
-    _accept: Task<()>,
-    /// Fired when the listener goes away: its connections drain.
-    drain: Signal,
-    /// Its open connections, for the runtime connection limit.
-    gate: Rc<wire::accept::ConnGate>,
-}
-
+/// The routing context of one data shard; shard-local (`Rc`, `RefCell`).
 pub struct Shard {
     pub id: usize,
     /// How many data shards the gateway runs: each takes its share of a
@@ -58,11 +50,6 @@ pub struct Shard {
     /// How new session cookies are written.
     pub cookie_format: CookieFormat,
     rng: Cell<u64>,
-    listeners: RefCell<AHashMap<String, RunningListener>>,
-    /// Fired on shutdown: every connection drains.
-    pub shutdown: Signal,
-    /// Inboxes of downstream connections and upstream pools by `HostId`.
-    pub wire: WireShard,
 }
 
 /// A nonzero xorshift seed from the clock, the process and the shard.
@@ -99,9 +86,6 @@ impl Shard {
             // Seeded per process and shard, so gateways behind one ECMP
             // group (and restarts) do not all sample the same hosts first.
             rng: Cell::new(rng_seed(id)),
-            listeners: RefCell::new(AHashMap::new()),
-            shutdown: Signal::new(),
-            wire: WireShard::default(),
         })
     }
 
@@ -127,9 +111,15 @@ impl Shard {
     }
 
     /// Picks a host by the cluster's policy, skipping ejected hosts (unless
-    /// the cluster is in panic). Least request reads this shard's in-flight
-    /// count per host (its pool's `in_flight`).
-    pub fn pick_host<'a>(&self, cluster: &'a ClusterSnapshot) -> Option<Pick<'a>> {
+    /// the cluster is in panic). Least request compares `active`: this
+    /// shard's streams in flight per host, which the caller counts (the
+    /// wire layer, per upstream pool). A generic closure, so the lookup
+    /// inlines into the pick: no allocation, no dynamic call.
+    pub fn pick_host<'a>(
+        &self,
+        cluster: &'a ClusterSnapshot,
+        active: impl Fn(HostId) -> u32,
+    ) -> Option<Pick<'a>> {
         let mut lbs = self.lb.borrow_mut();
         let name = cluster.config.name.as_str();
         let lb = match lbs.get_mut(name) {
@@ -137,7 +127,6 @@ impl Shard {
             None => lbs.entry(name.to_owned()).or_default(),
         };
         let ejected = self.ejected.borrow();
-        let active = |id: HostId| self.wire.in_flight(id.index());
         let pick = lb.pick(cluster, &ejected, active, &mut || self.random_u64())?;
         let lb_stats = &self.stats.lb;
         match cluster.config.lb_policy {
@@ -178,12 +167,14 @@ impl Shard {
     }
 
     /// Phase 2's host: the session's override host when it may serve,
-    /// else the cluster's policy. `Err` is the local reply:
-    /// a `strict` session whose host cannot serve, or no usable host.
+    /// else the cluster's policy (`active` as in [`Self::pick_host`]).
+    /// `Err` is the local reply: a `strict` session whose host cannot
+    /// serve, or no usable host.
     pub fn choose_host<'a>(
         &self,
         cluster: &'a ClusterSnapshot,
         session: Option<&RequestSession<'_>>,
+        active: impl Fn(HostId) -> u32,
     ) -> Result<&'a Host, LocalReply> {
         let sess_stats = &self.stats.session;
         if let Some(s) = session {
@@ -215,7 +206,7 @@ impl Shard {
                 }
             }
         }
-        match self.pick_host(cluster) {
+        match self.pick_host(cluster, active) {
             Some(pick) => Ok(pick.host),
             None => {
                 self.stats.rq_no_healthy_upstream.inc();
@@ -278,85 +269,27 @@ impl Shard {
         out
     }
 
-    /// The upstream pool for `host`, made on first use (and afresh
-    /// when the host's id was recycled for another address).
-    pub fn wire_pool(&self, host: &Host, cluster: &ClusterSnapshot) -> wire::pool::PoolRef {
-        let mut pools = self.wire.pools.borrow_mut();
-        let i = host.id.index();
-        if pools.len() <= i {
-            pools.resize(i + 1, None);
-        }
-        match &pools[i] {
-            Some(p) if p.borrow().addr == host.address => Rc::clone(p),
-            _ => {
-                if let Some(old) = pools[i].take() {
-                    old.borrow_mut().retire();
-                }
-                let p = wire::pool::Pool::new(host.address, host.id, Arc::clone(&cluster.config));
-                pools[i] = Some(Rc::clone(&p));
-                p
-            }
-        }
-    }
-
-    /// Open upstream connections per host id (admin view).
-    pub fn pool_connections(&self) -> Vec<(usize, usize)> {
-        self.wire
-            .pools
-            .borrow()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.as_ref().map(|p| (i, p.borrow().connections())))
-            .collect()
-    }
-
-    /// Adopts a new snapshot: swaps the pointer, drops pools of hosts that
-    /// left (their connections close once in-flight streams finish), and
-    /// starts or stops listeners.
-    pub fn apply(self: &Rc<Self>, snap: Arc<Snapshot>) -> std::io::Result<()> {
-        self.reconcile_pools(&snap);
+    /// Adopts a new snapshot for routing: per-host state of hosts new to
+    /// their cluster starts afresh, balancing state of clusters that left
+    /// goes, and new streams start with `snap`. The runtime's `apply`
+    /// reconciles pools and listeners around this.
+    pub fn adopt(&self, snap: Arc<Snapshot>) {
+        self.reset_host_state(&snap);
         self.lb
             .borrow_mut()
             .retain(|name, _| snap.clusters.contains_key(name));
-        let result = self.reconcile_listeners(&snap);
         self.stats.snapshot_version.set(snap.version);
         self.stats.snapshots_applied.inc();
         *self.current.borrow_mut() = Rc::new(snap);
-        result
     }
 
-    /// Work proportional to what changed: clusters shared (same `Arc`) with
-    /// the current snapshot are skipped.
-    fn reconcile_pools(&self, snap: &Snapshot) {
-        let old = Rc::clone(&self.current.borrow());
-        let drop_pool = |id: HostId| self.wire.drop_pool(id.index());
-        for (name, old_c) in &old.clusters {
-            match snap.clusters.get(name) {
-                Some(new_c) if Arc::ptr_eq(old_c, new_c) => {}
-                Some(new_c) => {
-                    let same_settings = old_c.config.connect_timeout
-                        == new_c.config.connect_timeout
-                        && old_c.config.http2 == new_c.config.http2;
-                    // A55: a DRAINING host keeps its connections only while
-                    // sessions may still reach it (DRAINING in the set).
-                    let keep_draining = new_c
-                        .config
-                        .common_lb
-                        .override_host_status
-                        .contains(HealthStatus::Draining);
-                    for h in &old_c.hosts {
-                        let survives = new_c.host_by_addr(&h.address).is_some_and(|n| {
-                            n.id == h.id && (keep_draining || n.health != HealthStatus::Draining)
-                        });
-                        if !survives || !same_settings {
-                            drop_pool(h.id);
-                        }
-                    }
-                }
-                None => old_c.hosts.iter().for_each(|h| drop_pool(h.id)),
-            }
-        }
-        // Hosts new to their cluster may hold a recycled id: start afresh.
+    /// Resets the counters of hosts new to their cluster (a recycled id
+    /// must not inherit another host's counts), and the outlier counts of
+    /// changed clusters without detection. Work proportional to what
+    /// changed: clusters shared (same `Arc`) with the current snapshot are
+    /// skipped.
+    fn reset_host_state(&self, snap: &Snapshot) {
+        let old = self.snapshot();
         for (name, new_c) in &snap.clusters {
             let old_c = old.clusters.get(name);
             if old_c.is_some_and(|o| Arc::ptr_eq(o, new_c)) {
@@ -383,7 +316,6 @@ impl Shard {
                     .and_then(|o| o.host_by_addr(&h.address))
                     .is_some_and(|o| o.id == h.id);
                 if !known {
-                    drop_pool(h.id);
                     if let Some(st) = self.stats.hosts.get(h.id) {
                         st.reset_counters();
                     }
@@ -393,67 +325,6 @@ impl Shard {
                 }
             }
         }
-    }
-
-    fn reconcile_listeners(self: &Rc<Self>, snap: &Snapshot) -> std::io::Result<()> {
-        let mut running = self.listeners.borrow_mut();
-        running.retain(|name, l| {
-            let keep = snap
-                .listener(name)
-                .is_some_and(|cfg| cfg.address == l.address);
-            if !keep {
-                l.drain.fire();
-            }
-            keep
-        });
-        // The new snapshot may change a connection limit: a loop waiting
-        // for a free slot looks again.
-        for l in running.values() {
-            l.gate.nudge();
-        }
-        let mut first_err = None;
-        for cfg in &snap.listeners {
-            if running.contains_key(&cfg.name) {
-                continue;
-            }
-            match TcpListener::bind(cfg.address) {
-                Ok(sock) => {
-                    let drain = Signal::new();
-                    let gate = Rc::new(wire::accept::ConnGate::default());
-                    let task = glommio::spawn_local(wire::accept::accept_loop(
-                        Rc::clone(self),
-                        sock,
-                        Rc::from(cfg.name.as_str()),
-                        drain.clone(),
-                        Rc::clone(&gate),
-                    ));
-                    running.insert(
-                        cfg.name.clone(),
-                        RunningListener {
-                            address: cfg.address,
-                            _accept: task,
-                            drain,
-                            gate,
-                        },
-                    );
-                }
-                Err(e) => {
-                    first_err.get_or_insert(std::io::Error::other(format!(
-                        "listener {} on {}: {e}",
-                        cfg.name, cfg.address
-                    )));
-                }
-            }
-        }
-        first_err.map_or(Ok(()), Err)
-    }
-
-    /// Stops accepting everywhere and tells every connection to drain.
-    pub fn begin_shutdown(&self) {
-        for (_, l) in self.listeners.borrow_mut().drain() {
-            l.drain.fire();
-        }
-        self.shutdown.fire();
     }
 }
 

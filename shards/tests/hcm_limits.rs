@@ -375,6 +375,20 @@ fn the_listener_connection_limit_holds_new_connections_until_one_closes() {
         .listener_connection_limits
         .insert("ingress".into(), 2);
     let gw = gateway(backend, |_| {}, runtime);
+    // The limit and the HCM limits in force show in /config_dump.
+    let (_, dump) = admin_get(gw.admin, "/config_dump");
+    let dump: serde_json::Value = serde_json::from_str(&dump).unwrap();
+    let layer = &dump["layered_runtime"]["layers"][0]["static_layer"];
+    assert_eq!(
+        layer["envoy.resource_limits.listener.ingress.connection_limit"],
+        2
+    );
+    let l = &dump["static_resources"]["listeners"][0];
+    assert_eq!(l["per_connection_buffer_limit_bytes"], 1 << 20);
+    let hcm = &l["http_connection_manager"];
+    assert_eq!(hcm["max_headers_count"], 100);
+    assert_eq!(hcm["headers_with_underscores_action"], "ALLOW");
+    assert_eq!(hcm["http2_flood_limits"]["max_outbound_frames"], 10_000);
     // Two idle connections take the listener's two slots.
     let first = TcpStream::connect(gw.addr).unwrap();
     let second = TcpStream::connect(gw.addr).unwrap();

@@ -95,6 +95,19 @@ pub(super) fn render(inner: &Inner) -> Value {
                 "idle_timeout": h.idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
                 "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
                 "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
+                "max_stream_duration": h.max_stream_duration.map(|t| format!("{}s", t.as_secs_f64())),
+                "max_headers_count": h.max_headers_count,
+                "headers_with_underscores_action": h.headers_with_underscores_action.as_str(),
+                "http2_flood_limits": {
+                    "max_outbound_frames": h.http2_flood.max_outbound_frames,
+                    "max_outbound_control_frames": h.http2_flood.max_outbound_control_frames,
+                    "max_consecutive_inbound_frames_with_empty_payload":
+                        h.http2_flood.max_consecutive_inbound_frames_with_empty_payload,
+                    "max_inbound_priority_frames_per_stream":
+                        h.http2_flood.max_inbound_priority_frames_per_stream,
+                    "max_inbound_window_update_frames_per_data_frame_sent":
+                        h.http2_flood.max_inbound_window_update_frames_per_data_frame_sent,
+                },
                 "route_config": { "name": h.route_config.name, "virtual_hosts": vhosts },
             });
             if let Some(rds) = &h.rds {
@@ -103,6 +116,7 @@ pub(super) fn render(inner: &Inner) -> Value {
             json!({
                 "name": l.name,
                 "address": l.address.to_string(),
+                "per_connection_buffer_limit_bytes": l.per_connection_buffer_limit_bytes,
                 "http_connection_manager": hcm,
             })
         })
@@ -132,6 +146,7 @@ pub(super) fn render(inner: &Inner) -> Value {
                     "initial_stream_window_size": c.http2.initial_stream_window_size,
                     "initial_connection_window_size": c.http2.initial_connection_window_size,
                 },
+                "per_connection_buffer_limit_bytes": c.per_connection_buffer_limit_bytes,
                 "endpoints": endpoints,
             });
             if let LbPolicy::LeastRequest(lr) = &c.lb_policy {
@@ -167,6 +182,21 @@ pub(super) fn render(inner: &Inner) -> Value {
         "admin": b.admin.map(|a| a.to_string()),
         "static_resources": { "listeners": listeners, "clusters": clusters },
     });
+    let limits = &b.runtime.listener_connection_limits;
+    if !limits.is_empty() {
+        // One flat static layer with the keys in force, as Envoy's
+        // `/runtime` lists them.
+        let keys: serde_json::Map<String, Value> = limits
+            .iter()
+            .map(|(l, n)| {
+                (
+                    format!("envoy.resource_limits.listener.{l}.connection_limit"),
+                    json!(n),
+                )
+            })
+            .collect();
+        dump["layered_runtime"] = json!({ "layers": [{ "static_layer": keys }] });
+    }
     if inner.xds.is_some() {
         dump["dynamic_active"] = json!({ "listeners": dyn_listeners, "clusters": dyn_clusters });
     }

@@ -1,4 +1,4 @@
-//! The accept loop of one listener socket: each accepted connection becomes a task of its own, served by [`super::downstream::serve`]; the listener's runtime connection limit; the codec config a listener's HTTP connection manager gives its connections.
+//! The accept loop of one listener socket: each accepted connection becomes a task of its own, served by [`super::downstream::serve`]; the listener's runtime connection limit.
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -6,10 +6,9 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
-use engine::{HeadersWithUnderscoresAction, HttpConnectionManager};
 use glommio::net::TcpListener;
-use h2wire::conn::{FloodLimits, ServerConfig, UnderscoreAction};
 
+use super::WireShard;
 use crate::shard::Shard;
 use crate::signal::Signal;
 
@@ -69,19 +68,20 @@ fn at_limit(shard: &Shard, listener: &str, gate: &ConnGate) -> bool {
 /// over the limit). Each such pause counts once in
 /// `gateway_downstream_cx_overflow`.
 pub(crate) async fn accept_loop(
-    shard: Rc<Shard>,
+    wire: Rc<WireShard>,
     sock: TcpListener,
     listener: Rc<str>,
     drain: Signal,
     gate: Rc<ConnGate>,
 ) {
+    let shard = &wire.shard;
     loop {
         match sock.accept().await {
             Ok(stream) => {
-                if at_limit(&shard, &listener, &gate) {
+                if at_limit(shard, &listener, &gate) {
                     shard.stats.downstream.cx_overflow.inc();
                     poll_fn(|cx| {
-                        if !at_limit(&shard, &listener, &gate) {
+                        if !at_limit(shard, &listener, &gate) {
                             return Poll::Ready(());
                         }
                         *gate.waiting.borrow_mut() = Some(cx.waker().clone());
@@ -90,12 +90,12 @@ pub(crate) async fn accept_loop(
                     .await;
                 }
                 let guard = gate.enter();
-                let (sh, name, drain) = (Rc::clone(&shard), Rc::clone(&listener), drain.clone());
+                let (shared, name, drain) = (Rc::clone(&wire), Rc::clone(&listener), drain.clone());
                 // Detached: a connection outlives the listener's task while
                 // it drains.
                 glommio::spawn_local(async move {
                     let _open = guard;
-                    super::downstream::serve(sh, stream, name, drain).await;
+                    super::downstream::serve(shared, stream, name, drain).await;
                 })
                 .detach();
             }
@@ -105,35 +105,5 @@ pub(crate) async fn accept_loop(
                 glommio::timer::sleep(Duration::from_millis(10)).await;
             }
         }
-    }
-}
-
-/// The codec limits of a downstream connection, from its listener's HTTP
-/// connection manager.
-pub(crate) fn server_config(hcm: &HttpConnectionManager) -> ServerConfig {
-    let f = &hcm.http2_flood;
-    ServerConfig {
-        max_concurrent_streams: hcm.max_concurrent_streams,
-        max_header_list_size: hcm.max_header_list_size,
-        initial_stream_window: hcm.initial_stream_window_size,
-        connection_window: hcm.initial_connection_window_size,
-        max_headers_count: Some(hcm.max_headers_count),
-        headers_with_underscores: match hcm.headers_with_underscores_action {
-            HeadersWithUnderscoresAction::Allow => UnderscoreAction::Allow,
-            HeadersWithUnderscoresAction::RejectRequest => UnderscoreAction::Reject,
-            HeadersWithUnderscoresAction::DropHeader => UnderscoreAction::Drop,
-        },
-        flood: FloodLimits {
-            max_outbound_frames: Some(f.max_outbound_frames),
-            max_outbound_control_frames: Some(f.max_outbound_control_frames),
-            max_consecutive_inbound_frames_with_empty_payload: Some(
-                f.max_consecutive_inbound_frames_with_empty_payload,
-            ),
-            max_inbound_priority_frames_per_stream: Some(f.max_inbound_priority_frames_per_stream),
-            max_inbound_window_update_frames_per_data_frame_sent: Some(
-                f.max_inbound_window_update_frames_per_data_frame_sent,
-            ),
-        },
-        ..ServerConfig::default()
     }
 }

@@ -1,4 +1,4 @@
-//! Downstream connections on `h2wire::conn::ServerConn`: the connection's task, its writes and timers (idle, drain), the reset-flood cut-off.
+//! Downstream connections on `h2wire::conn::ServerConn`: the connection's task, its codec limits, its writes and timers (idle, drain), the reset-flood cut-off.
 
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
@@ -9,18 +9,19 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
-use engine::Listener;
+use engine::{HeadersWithUnderscoresAction, HttpConnectionManager, Listener};
 use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
-use h2wire::conn::{Event, ServerConn};
+use h2wire::conn::{Event, FloodLimits, ServerConfig, ServerConn, UnderscoreAction};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+use super::inbox::Deliveries;
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
 use super::stream::DStream;
-use super::{park, Delivered, Inbox, ReadBuf};
+use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
 use crate::signal::Signal;
 
@@ -67,8 +68,13 @@ impl FloodCount {
 
 /// One downstream connection's proxy state, owned by its task.
 pub(crate) struct DownConn {
+    /// The routing context (also `wire.shard`: this is the streams' short
+    /// way to it).
     pub shard: Rc<Shard>,
-    /// This connection's inbox in the shard's slab.
+    /// The inboxes and pools this connection shares with the shard's
+    /// other tasks.
+    pub wire: Rc<WireShard>,
+    /// This connection's inbox.
     pub inbox: usize,
     pub conn: ServerConn,
     pub streams: AHashMap<u32, DStream>,
@@ -159,7 +165,7 @@ impl DownConn {
     }
 
     /// Processes what the upstream tasks delivered.
-    fn on_inbox(&mut self, items: &mut std::collections::VecDeque<(u32, Delivered)>) {
+    fn on_inbox(&mut self, items: &mut Deliveries) {
         for (stream, what) in items.drain(..) {
             self.on_delivery(stream, what);
         }
@@ -178,9 +184,8 @@ impl DownConn {
         for id in ids {
             self.finish(id);
         }
-        let left = self.shard.wire.inboxes.borrow_mut().try_remove(self.inbox);
-        if let Some(mut inbox) = left {
-            self.on_inbox(&mut inbox.items);
+        if let Some(mut left) = self.wire.inboxes.close(self.inbox) {
+            self.on_inbox(&mut left);
         }
         self.bury();
         self.flush_upstreams();
@@ -233,7 +238,13 @@ enum Wake {
 }
 
 /// Serves one accepted client connection until it closes.
-pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str>, drain: Signal) {
+pub(crate) async fn serve(
+    wire: Rc<WireShard>,
+    mut tcp: TcpStream,
+    listener: Rc<str>,
+    drain: Signal,
+) {
+    let shard = &wire.shard;
     let stats = &shard.stats.downstream;
     stats.cx_total.inc();
     stats.cx_active.inc();
@@ -249,12 +260,13 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     let hcm = &cfg.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
-    let conn = ServerConn::new(super::accept::server_config(hcm));
+    let conn = ServerConn::new(server_config(hcm));
     drop(snap);
     let _ = tcp.set_nodelay(true);
-    let inbox = shard.wire.inboxes.borrow_mut().insert(Inbox::default());
+    let inbox = wire.inboxes.open();
     let mut dc = DownConn {
-        shard: Rc::clone(&shard),
+        shard: Rc::clone(shard),
+        wire: Rc::clone(&wire),
         inbox,
         conn,
         streams: AHashMap::default(),
@@ -275,9 +287,9 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
         now: Instant::now(),
     };
     let drain_sub = drain.subscribe();
-    let shutdown_sub = shard.shutdown.subscribe();
+    let shutdown_sub = wire.shutdown.subscribe();
     let mut rb = ReadBuf::default();
-    let mut batch = std::collections::VecDeque::new();
+    let mut batch = Deliveries::new();
     // Armed while streams are open (deadline scan) or, on an idle
     // connection, for the idle timeout; `scanning` says which.
     let mut timer: Option<Pin<Box<Timer>>> = None;
@@ -364,15 +376,11 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
                     return Poll::Ready(Wake::Timer);
                 }
             }
-            let mut inboxes = shard.wire.inboxes.borrow_mut();
-            match inboxes.get_mut(inbox) {
-                Some(b) if !b.items.is_empty() => Poll::Ready(Wake::Io(Woken::Nudged)),
-                Some(b) => {
-                    park(&mut b.waker, cx);
-                    Poll::Pending
-                }
-                None => Poll::Ready(Wake::Io(Woken::Read(0))),
-            }
+            // An inbox gone reads as the peer having closed.
+            wire.inboxes.poll(inbox, cx).map(|waiting| match waiting {
+                true => Wake::Io(Woken::Nudged),
+                false => Wake::Io(Woken::Read(0)),
+            })
         })
         .await;
         dc.now = Instant::now();
@@ -407,7 +415,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
                         rb.filled(0);
                         rb.release_if_empty();
                         dc.conn.shrink();
-                        trim_lists(&shard);
+                        trim_lists(shard);
                         continue;
                     }
                 } else if handshake_timer && received < HANDSHAKE_BYTES {
@@ -440,9 +448,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
             dc.on_event(ev);
         }
         dc.open_deferred();
-        if let Some(b) = shard.wire.inboxes.borrow_mut().get_mut(inbox) {
-            std::mem::swap(&mut b.items, &mut batch);
-        }
+        wire.inboxes.swap_items(inbox, &mut batch);
         dc.on_inbox(&mut batch);
         dc.forward();
         dc.flush_upstreams();
@@ -453,7 +459,7 @@ pub(crate) async fn serve(shard: Rc<Shard>, mut tcp: TcpStream, listener: Rc<str
     flush_within(&mut dc.out, &mut tcp, HARD_CLOSE_AFTER).await;
     dc.close();
     stats.cx_active.dec();
-    trim_lists(&shard);
+    trim_lists(shard);
 }
 
 /// Writes what `out` holds until it is all written, the write fails, or
@@ -475,4 +481,34 @@ async fn flush_within(out: &mut OutBuf, tcp: &mut TcpStream, limit: Duration) {
 fn trim_lists(shard: &Shard) {
     let in_flight = shard.stats.downstream.rq_active.get();
     HeaderList::trim_pool(usize::try_from(in_flight).unwrap_or(usize::MAX));
+}
+
+/// The codec limits of a downstream connection, from its listener's HTTP
+/// connection manager.
+fn server_config(hcm: &HttpConnectionManager) -> ServerConfig {
+    let f = &hcm.http2_flood;
+    ServerConfig {
+        max_concurrent_streams: hcm.max_concurrent_streams,
+        max_header_list_size: hcm.max_header_list_size,
+        initial_stream_window: hcm.initial_stream_window_size,
+        connection_window: hcm.initial_connection_window_size,
+        max_headers_count: Some(hcm.max_headers_count),
+        headers_with_underscores: match hcm.headers_with_underscores_action {
+            HeadersWithUnderscoresAction::Allow => UnderscoreAction::Allow,
+            HeadersWithUnderscoresAction::RejectRequest => UnderscoreAction::Reject,
+            HeadersWithUnderscoresAction::DropHeader => UnderscoreAction::Drop,
+        },
+        flood: FloodLimits {
+            max_outbound_frames: Some(f.max_outbound_frames),
+            max_outbound_control_frames: Some(f.max_outbound_control_frames),
+            max_consecutive_inbound_frames_with_empty_payload: Some(
+                f.max_consecutive_inbound_frames_with_empty_payload,
+            ),
+            max_inbound_priority_frames_per_stream: Some(f.max_inbound_priority_frames_per_stream),
+            max_inbound_window_update_frames_per_data_frame_sent: Some(
+                f.max_inbound_window_update_frames_per_data_frame_sent,
+            ),
+        },
+        ..ServerConfig::default()
+    }
 }

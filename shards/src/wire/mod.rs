@@ -2,6 +2,9 @@
 //!
 //! The shape (docs/h2-codec.md, layer 4):
 //!
+//! - [`runtime::ShardRuntime`] is a data shard's runtime: it adopts
+//!   snapshots (pools, listeners, then the routing context), runs a task
+//!   per listener socket and starts the drain on shutdown;
 //! - [`accept`] spawns a task per accepted connection;
 //! - one task per downstream connection ([`downstream`]) owns its socket
 //!   and its `ServerConn`, and runs the request phases for its streams
@@ -10,116 +13,109 @@
 //!   `ClientConn`; the connections of one host form a shard-local
 //!   [`pool::Pool`] that downstream tasks open streams on directly;
 //! - an upstream task routes what its connection received into the
-//!   [`Inbox`] of the downstream connection owning the stream, and wakes
-//!   it; a downstream task that gave an upstream connection output wakes
-//!   that connection's task. glommio runs every ready task before it polls
-//!   the ring again, so one send carries all the requests the clients made
-//!   in a turn.
+//!   inbox (`inbox`) of the downstream connection owning the stream, and
+//!   wakes it; a downstream task that gave an upstream connection output
+//!   wakes that connection's task. glommio runs every ready task before it
+//!   polls the ring again, so one send carries all the requests the
+//!   clients made in a turn.
 //!
+//! The tasks of one shard share a [`WireShard`]: the routing context
+//! ([`crate::shard::Shard`], below this module: it never calls back up),
+//! the inboxes, the pools and the shutdown signal. The runtime owns the
+//! listener tasks, so it sits above them; what they share sits below them.
 
 pub mod accept;
 pub mod downstream;
 pub mod forward;
+mod inbox;
 mod outbuf;
 pub mod pool;
 mod readbuf;
+pub mod runtime;
 mod stream;
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
-use std::task::{Context, Waker};
+use std::sync::Arc;
 
-use h2wire::conn::ClientEvent;
-use slab::Slab;
+use engine::snapshot::Host;
+use engine::{ClusterSnapshot, HostId};
+
+use crate::shard::Shard;
+use crate::signal::Signal;
+use inbox::Inboxes;
+use pool::{Pool, PoolRef};
 
 pub use readbuf::ReadBuf;
 
-/// What an upstream connection hands a downstream connection, for one of
-/// its streams.
-pub(crate) enum Delivered {
-    /// An event of the upstream stream.
-    Event(ClientEvent),
-    /// The pool has room again: try to open the upstream stream now.
-    Retry,
-    /// The connection the stream was opened on could not be established.
-    ConnectFailed,
-    /// The connection the stream was on closed or failed before the
-    /// stream ended.
-    ConnectionLost,
-}
-
-/// Deliveries for one downstream connection, and its parked task.
-#[derive(Default)]
-pub(crate) struct Inbox {
-    /// (downstream stream id, what came).
-    pub items: VecDeque<(u32, Delivered)>,
-    pub waker: Option<Waker>,
-}
-
 /// What the wire tasks of one shard share.
-#[derive(Default)]
 pub struct WireShard {
-    pub(crate) inboxes: RefCell<Slab<Inbox>>,
+    /// The routing context.
+    pub shard: Rc<Shard>,
+    /// Inboxes of downstream connections; every pool holds them too, to
+    /// deliver what its connections receive.
+    pub(crate) inboxes: Rc<Inboxes>,
     /// Upstream pools indexed by `HostId`.
-    pub(crate) pools: RefCell<Vec<Option<pool::PoolRef>>>,
+    pools: RefCell<Vec<Option<PoolRef>>>,
+    /// Fired on shutdown: every connection drains.
+    pub(crate) shutdown: Signal,
 }
 
 impl WireShard {
-    /// Streams in flight to the host of `index` (least request, A48).
-    pub fn in_flight(&self, index: usize) -> u32 {
+    pub fn new(shard: Rc<Shard>) -> Rc<Self> {
+        Rc::new(Self {
+            shard,
+            inboxes: Rc::default(),
+            pools: RefCell::default(),
+            shutdown: Signal::new(),
+        })
+    }
+
+    /// Streams in flight to `host` (least request, A48): what
+    /// [`Shard::pick_host`] is given to compare.
+    #[inline]
+    pub fn in_flight(&self, host: HostId) -> u32 {
         self.pools
             .borrow()
-            .get(index)
+            .get(host.index())
             .and_then(Option::as_ref)
             .map_or(0, |p| p.borrow().in_flight)
     }
 
-    /// Hands `what` to stream `stream` of the downstream connection whose
-    /// inbox is `inbox`, and wakes its task. False if that connection is
-    /// gone (the caller gives back what `what` holds).
-    pub(crate) fn deliver(
-        &self,
-        inbox: usize,
-        stream: u32,
-        what: Delivered,
-    ) -> Result<(), Delivered> {
-        let mut inboxes = self.inboxes.borrow_mut();
-        match inboxes.get_mut(inbox) {
-            Some(b) => {
-                b.items.push_back((stream, what));
-                wake(&mut b.waker);
-                Ok(())
+    /// The upstream pool for `host`, made on first use (and afresh
+    /// when the host's id was recycled for another address).
+    pub fn pool(&self, host: &Host, cluster: &ClusterSnapshot) -> PoolRef {
+        let mut pools = self.pools.borrow_mut();
+        let i = host.id.index();
+        if pools.len() <= i {
+            pools.resize(i + 1, None);
+        }
+        match &pools[i] {
+            Some(p) if p.borrow().addr == host.address => Rc::clone(p),
+            _ => {
+                if let Some(old) = pools[i].take() {
+                    old.borrow_mut().retire();
+                }
+                let p = Pool::new(
+                    host.address,
+                    host.id,
+                    Arc::clone(&cluster.config),
+                    Rc::clone(&self.inboxes),
+                    Arc::clone(&self.shard.stats),
+                );
+                pools[i] = Some(Rc::clone(&p));
+                p
             }
-            None => Err(what),
         }
     }
 
-    /// Drops the pools of hosts that left (their connections close once
-    /// their streams end).
-    pub fn drop_pool(&self, index: usize) {
-        if let Some(slot) = self.pools.borrow_mut().get_mut(index) {
+    /// Drops the pool of `host` (its connections close once their streams
+    /// end).
+    pub(crate) fn drop_pool(&self, host: HostId) {
+        if let Some(slot) = self.pools.borrow_mut().get_mut(host.index()) {
             if let Some(p) = slot.take() {
                 p.borrow_mut().retire();
             }
         }
     }
 }
-
-/// Stores `cx`'s waker unless the one there already wakes the same task
-/// (a clone is a reference count).
-pub(crate) fn park(slot: &mut Option<Waker>, cx: &Context<'_>) {
-    match slot {
-        Some(w) if w.will_wake(cx.waker()) => {}
-        _ => *slot = Some(cx.waker().clone()),
-    }
-}
-
-pub(crate) fn wake(slot: &mut Option<Waker>) {
-    if let Some(w) = slot.take() {
-        w.wake();
-    }
-}
-
-/// Keeps an `Rc` type name short where pools are passed around.
-pub(crate) type Shared<T> = Rc<RefCell<T>>;

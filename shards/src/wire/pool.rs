@@ -26,9 +26,10 @@ use futures_lite::{AsyncRead, AsyncWriteExt};
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
 use h2wire::ErrorCode;
 
-use super::{park, wake, Delivered, ReadBuf, Shared};
+use super::inbox::{park, wake, Delivered, Inboxes};
+use super::readbuf::ReadBuf;
 use crate::io;
-use crate::shard::Shard;
+use crate::stats::ShardStats;
 
 /// Upper bound of upstream connections per host on one shard.
 pub const MAX_CONNS_PER_HOST: usize = 32;
@@ -54,11 +55,25 @@ pub const RESET_BUDGET: u32 = 10;
 /// would be 25 MiB. The cost: a response larger than this waits one
 /// upstream round trip for its first grant.
 pub const INITIAL_RESPONSE_WINDOW: u32 = 8 * 1024;
+/// A stream's response window on `cluster`: it starts at
+/// [`INITIAL_RESPONSE_WINDOW`] and grants may take it to the cluster's
+/// `initial_stream_window_size`, but never past its
+/// `per_connection_buffer_limit_bytes`: that is what Envoy lets one upstream
+/// stream buffer before it stops reading it, and the window is what the
+/// backend may send us unread.
+pub(crate) fn stream_windows(cluster: &Cluster) -> (u32, u32) {
+    let max = cluster
+        .http2
+        .initial_stream_window_size
+        .min(cluster.per_connection_buffer_limit_bytes);
+    (INITIAL_RESPONSE_WINDOW.min(max), max)
+}
+
 /// Bytes asked of an upstream socket per read: one read brings the
 /// answers of many clients' streams.
 const READ_SIZE: usize = 32 * 1024;
 
-pub type PoolRef = Shared<Pool>;
+pub type PoolRef = Rc<RefCell<Pool>>;
 
 /// A stream's place in a pool: the connection's slot and generation (a
 /// slot is reused once its connection is gone), and the stream id on it.
@@ -108,6 +123,10 @@ pub struct Pool {
     pub addr: SocketAddr,
     pub host: HostId,
     cluster: Arc<Cluster>,
+    /// Where its connections deliver what they receive.
+    inboxes: Rc<Inboxes>,
+    /// The shard's counters (the host's, and those of its connections).
+    stats: Arc<ShardStats>,
     conns: Vec<UpConn>,
     /// Streams waiting for room: (inbox, downstream stream).
     waiters: VecDeque<(usize, u32)>,
@@ -122,11 +141,19 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(addr: SocketAddr, host: HostId, cluster: Arc<Cluster>) -> PoolRef {
+    pub(crate) fn new(
+        addr: SocketAddr,
+        host: HostId,
+        cluster: Arc<Cluster>,
+        inboxes: Rc<Inboxes>,
+        stats: Arc<ShardStats>,
+    ) -> PoolRef {
         Rc::new(RefCell::new(Self {
             addr,
             host,
             cluster,
+            inboxes,
+            stats,
             conns: Vec::new(),
             waiters: VecDeque::new(),
             retry_at: None,
@@ -143,15 +170,9 @@ impl Pool {
     }
 
     /// A stream's response window: what it starts with, and the most
-    /// grants may take it to (the cluster's `initial_stream_window_size`).
+    /// grants may take it to.
     pub(crate) fn stream_windows(&self) -> (u32, u32) {
-        let max = self.cluster.http2.initial_stream_window_size;
-        (INITIAL_RESPONSE_WINDOW.min(max), max)
-    }
-
-    /// Open connections (admin view).
-    pub fn connections(&self) -> usize {
-        self.conns.iter().filter(|c| !c.dead).count()
+        stream_windows(&self.cluster)
     }
 
     pub(crate) fn retire(&mut self) {
@@ -198,14 +219,14 @@ impl Pool {
 
     /// The downstream side is done with the stream: it no longer receives
     /// the stream's events, and its slot may go to a waiter.
-    pub(crate) fn unroute(&mut self, r: UpRef, shard: &Shard) {
+    pub(crate) fn unroute(&mut self, r: UpRef) {
         if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
             c.routes.remove(&r.stream);
             if (c.dead || c.draining) && c.routes.is_empty() {
                 wake(&mut c.waker);
             }
         }
-        self.kick_waiter(shard);
+        self.kick_waiter();
     }
 
     /// Cancels upstream stream `r` (a no-op if it already closed both
@@ -216,7 +237,7 @@ impl Pool {
     /// are abandoned instead: unrouted without RST_STREAM, their answers
     /// given back as they come, until the draining connection closes with
     /// its last routed stream.
-    pub(crate) fn cancel(&mut self, r: UpRef, answered: bool, held: u32, shard: &Shard) {
+    pub(crate) fn cancel(&mut self, r: UpRef, answered: bool, held: u32) {
         let host = self.host;
         let Some(c) = self
             .conns
@@ -232,7 +253,7 @@ impl Pool {
             c.early_resets += 1;
             if c.early_resets >= RESET_BUDGET && !c.draining {
                 c.draining = true;
-                shard.stats.hosts.host(host).cx_reset_budget.inc();
+                self.stats.hosts.host(host).cx_reset_budget.inc();
                 tracing::debug!(addr = %self.addr, "upstream connection spent its reset budget: draining");
             }
         }
@@ -243,9 +264,9 @@ impl Pool {
         self.waiters.retain(|&w| w != (inbox, down));
     }
 
-    fn kick_waiter(&mut self, shard: &Shard) {
+    fn kick_waiter(&mut self) {
         while let Some((inbox, down)) = self.waiters.pop_front() {
-            if shard.wire.deliver(inbox, down, Delivered::Retry).is_ok() {
+            if self.inboxes.deliver(inbox, down, Delivered::Retry).is_ok() {
                 return;
             }
         }
@@ -257,7 +278,7 @@ impl Pool {
 
     /// A connection slot that may open one more stream now, opening a new
     /// connection if all are full; else the caller waits or fails.
-    pub(crate) fn acquire(pool: &PoolRef, shard: &Rc<Shard>, inbox: usize, down: u32) -> Acquire {
+    pub(crate) fn acquire(pool: &PoolRef, inbox: usize, down: u32) -> Acquire {
         let mut p = pool.borrow_mut();
         // A client connection's streams go to one upstream connection while
         // it has room: the requests a client sent together then leave in
@@ -289,7 +310,7 @@ impl Pool {
         let (slot, gen) = p.open();
         drop(p);
         // Spawned with no borrow held: glommio may poll it at once.
-        glommio::spawn_local(drive(Rc::clone(shard), Rc::clone(pool), slot, gen)).detach();
+        glommio::spawn_local(drive(Rc::clone(pool), slot, gen)).detach();
         Acquire::Ready(slot)
     }
 
@@ -345,12 +366,17 @@ pub(crate) enum Woken {
 /// Drives connection `slot` (generation `gen`) of `pool`: connects, then
 /// writes what the downstream tasks gave it, reads, and routes events to
 /// the downstream connections owning their streams.
-async fn drive(shard: Rc<Shard>, pool: PoolRef, slot: usize, gen: u32) {
-    let (addr, host, timeout) = {
+async fn drive(pool: PoolRef, slot: usize, gen: u32) {
+    let (addr, host, timeout, shard_stats) = {
         let p = pool.borrow();
-        (p.addr, p.host, p.cluster.connect_timeout)
+        (
+            p.addr,
+            p.host,
+            p.cluster.connect_timeout,
+            Arc::clone(&p.stats),
+        )
     };
-    let stats = shard.stats.hosts.host(host);
+    let stats = shard_stats.hosts.host(host);
     let mut tcp = match io::connect(addr, timeout).await {
         Ok(t) => t,
         Err(e) => {
@@ -361,7 +387,7 @@ async fn drive(shard: Rc<Shard>, pool: PoolRef, slot: usize, gen: u32) {
             p.retry_at = Some(Instant::now() + b);
             p.backoff = (b * 2).min(BACKOFF_MAX);
             drop(p);
-            fail(&shard, &pool, slot, gen, true);
+            fail(&pool, slot, gen, true);
             finish_task(&pool, slot, gen);
             return;
         }
@@ -375,15 +401,14 @@ async fn drive(shard: Rc<Shard>, pool: PoolRef, slot: usize, gen: u32) {
     stats.cx_total.inc();
     stats.cx_active.inc();
     let mut rb = ReadBuf::default();
-    run(&shard, &pool, slot, gen, &mut tcp, &mut rb).await;
+    run(&pool, slot, gen, &mut tcp, &mut rb).await;
     stats.cx_active.dec();
-    fail(&shard, &pool, slot, gen, false);
+    fail(&pool, slot, gen, false);
     finish_task(&pool, slot, gen);
 }
 
 /// The connection's loop; returns when it is over.
 async fn run(
-    shard: &Rc<Shard>,
     pool: &PoolRef,
     slot: usize,
     gen: u32,
@@ -451,10 +476,10 @@ async fn run(
                     ClientEvent::GoAway { .. } => c.draining = true,
                     _ => {}
                 }
-                route_event(shard, c, ev);
+                route_event(&p.inboxes, c, ev);
             }
             if limit_changed {
-                p.kick_waiter(shard);
+                p.kick_waiter();
             }
             broken
         };
@@ -474,24 +499,19 @@ async fn run(
 
 /// Hands an event to the downstream stream it belongs to; the connection
 /// window opening goes to every stream on the connection.
-fn route_event(shard: &Shard, c: &mut UpConn, ev: ClientEvent) {
+fn route_event(inboxes: &Inboxes, c: &mut UpConn, ev: ClientEvent) {
     let Some(stream) = ev.stream() else {
         return;
     };
     if stream == 0 {
-        let mut inboxes = shard.wire.inboxes.borrow_mut();
-        for &(inbox, _) in c.routes.values() {
-            if let Some(b) = inboxes.get_mut(inbox) {
-                wake(&mut b.waker);
-            }
-        }
+        inboxes.wake_each(c.routes.values().map(|&(inbox, _)| inbox));
         return;
     }
     let Some(&(inbox, down)) = c.routes.get(&stream) else {
         give_back(&mut c.conn, ev);
         return;
     };
-    if let Err(Delivered::Event(ev)) = shard.wire.deliver(inbox, down, Delivered::Event(ev)) {
+    if let Err(Delivered::Event(ev)) = inboxes.deliver(inbox, down, Delivered::Event(ev)) {
         c.routes.remove(&stream);
         give_back(&mut c.conn, ev);
     }
@@ -509,25 +529,23 @@ fn give_back(conn: &mut ClientConn, ev: ClientEvent) {
 
 /// The connection is over: its streams learn it (a connect failure, or a
 /// reset as if the server had sent CONNECT_ERROR), and it takes no more.
-fn fail(shard: &Shard, pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
-    let routes: Vec<(usize, u32)> = {
-        let mut p = pool.borrow_mut();
-        let c = &mut p.conns[slot];
-        if c.gen != gen {
-            return;
-        }
-        c.dead = true;
-        c.routes.drain().map(|(_, r)| r).collect()
-    };
-    for (inbox, down) in routes {
+fn fail(pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
+    let mut p = pool.borrow_mut();
+    let p = &mut *p;
+    let c = &mut p.conns[slot];
+    if c.gen != gen {
+        return;
+    }
+    c.dead = true;
+    for (_, (inbox, down)) in c.routes.drain() {
         let what = if connect {
             Delivered::ConnectFailed
         } else {
             Delivered::ConnectionLost
         };
-        let _ = shard.wire.deliver(inbox, down, what);
+        let _ = p.inboxes.deliver(inbox, down, what);
     }
-    pool.borrow_mut().kick_waiter(shard);
+    p.kick_waiter();
 }
 
 fn finish_task(pool: &PoolRef, slot: usize, gen: u32) {
@@ -535,5 +553,42 @@ fn finish_task(pool: &PoolRef, slot: usize, gen: u32) {
     if let Some(c) = p.conns.get_mut(slot).filter(|c| c.gen == gen) {
         c.task_done = true;
         c.dead = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(stream_window: u32, buffer_limit: u32) -> Cluster {
+        Cluster {
+            name: "c".into(),
+            connect_timeout: Duration::from_secs(1),
+            lb_policy: engine::LbPolicy::RoundRobin,
+            endpoints: vec![],
+            eds: None,
+            http2: engine::UpstreamHttp2 {
+                initial_stream_window_size: stream_window,
+                ..Default::default()
+            },
+            outlier_detection: None,
+            common_lb: Default::default(),
+            per_connection_buffer_limit_bytes: buffer_limit,
+        }
+    }
+
+    #[test]
+    fn a_stream_s_window_grows_to_the_cluster_s_window_within_its_buffer_limit() {
+        assert_eq!(
+            stream_windows(&cluster(256 << 10, 1 << 20)),
+            (8 << 10, 256 << 10)
+        );
+        assert_eq!(
+            stream_windows(&cluster(4 << 20, 1 << 20)),
+            (8 << 10, 1 << 20)
+        );
+        // A buffer limit under the initial window holds the stream to it.
+        assert_eq!(stream_windows(&cluster(256 << 10, 4096)), (4096, 4096));
+        assert_eq!(stream_windows(&cluster(4096, 1 << 20)), (4096, 4096));
     }
 }

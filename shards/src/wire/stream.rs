@@ -26,8 +26,8 @@ use http::header::{HeaderName, HeaderValue};
 
 use super::downstream::DownConn;
 use super::forward::{owned, queued, Item, ItemQueue};
+use super::inbox::Delivered;
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
-use super::Delivered;
 use crate::local_reply::LocalReply;
 use crate::session::RequestSession;
 use crate::stats::HostCounter;
@@ -236,7 +236,10 @@ impl DownConn {
         end_stream: bool,
         now: Instant,
     ) {
-        let shard = Rc::clone(&self.shard);
+        // Held apart from `self`, which local replies below borrow
+        // mutably: one shard-local reference count per request.
+        let wire = Rc::clone(&self.wire);
+        let shard = &*wire.shard;
         let stats = &shard.stats.downstream;
         stats.rq_total.inc();
         stats.rq_active.inc();
@@ -259,7 +262,7 @@ impl DownConn {
             self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head, None);
             return;
         };
-        let host = match shard.choose_host(cluster, session.as_ref()) {
+        let host = match shard.choose_host(cluster, session.as_ref(), |id| wire.in_flight(id)) {
             Ok(h) => h,
             Err(reply) => {
                 self.reply_and_forget(stream, reply, grpc, head, None);
@@ -275,7 +278,7 @@ impl DownConn {
         let host_stats = shard.stats.hosts.host(host.id);
         host_stats.rq_total.inc();
         host_stats.rq_active.inc();
-        let pool = shard.wire_pool(host, cluster);
+        let pool = wire.pool(host, cluster);
         pool.borrow_mut().in_flight += 1;
 
         let path = route
@@ -354,7 +357,7 @@ impl DownConn {
         let Some(pool) = self.streams.get(&stream).map(|s| Rc::clone(&s.pool)) else {
             return;
         };
-        let slot = match Pool::acquire(&pool, &self.shard, self.inbox, stream) {
+        let slot = match Pool::acquire(&pool, self.inbox, stream) {
             Acquire::Ready(slot) => slot,
             Acquire::Wait => {
                 if let Some(s) = self.streams.get_mut(&stream) {
@@ -669,8 +672,8 @@ impl DownConn {
         let resp_held = queued(&s.resp);
         s.resp.clear();
         let mut p = pool.borrow_mut();
-        p.cancel(up, s.resp_started, resp_held, &self.shard);
-        p.unroute(up, &self.shard);
+        p.cancel(up, s.resp_started, resp_held);
+        p.unroute(up);
         drop(p);
         self.touch(&pool, up.slot);
         self.graveyard.push((stream, pool, up));

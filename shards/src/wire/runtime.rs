@@ -1,0 +1,171 @@
+//! A data shard's runtime: it adopts snapshots (upstream pools, listeners, then the routing context), runs the accept task of each listener, and starts the drain on shutdown.
+//!
+//! It owns the listener tasks, so it stands above `accept` and the
+//! connections; what those tasks share ([`WireShard`]: the routing context,
+//! inboxes, pools, the shutdown signal) stands below them. The data shard's
+//! main task (`crate::data_shard`) is its only caller.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use ahash::AHashMap;
+use engine::snapshot::Host;
+use engine::{HealthStatus, Snapshot};
+use glommio::net::TcpListener;
+use glommio::Task;
+
+use super::accept::{accept_loop, ConnGate};
+use super::WireShard;
+use crate::shard::Shard;
+use crate::signal::Signal;
+
+/// A listener socket this shard accepts on.
+struct RunningListener {
+    address: SocketAddr,
+    /// Dropping the task cancels the accept loop and closes the socket.
+    _accept: Task<()>,
+    /// Fired when the listener goes away: its connections drain.
+    drain: Signal,
+    /// Its open connections, for the runtime connection limit.
+    gate: Rc<ConnGate>,
+}
+
+/// The runtime of one data shard, owned by its main task.
+pub struct ShardRuntime {
+    wire: Rc<WireShard>,
+    listeners: AHashMap<String, RunningListener>,
+}
+
+impl ShardRuntime {
+    /// A runtime around `shard`, with no listener yet: the first
+    /// [`Self::apply`] starts them.
+    pub fn new(shard: Rc<Shard>) -> Self {
+        Self {
+            wire: WireShard::new(shard),
+            listeners: AHashMap::new(),
+        }
+    }
+
+    /// Adopts a new snapshot: drops pools of hosts that left (their
+    /// connections close once in-flight streams finish), starts or stops
+    /// listeners, then hands the snapshot to the routing context (new
+    /// streams start with it). A listener that cannot bind is an error;
+    /// the rest of the snapshot is adopted all the same.
+    pub fn apply(&mut self, snap: Arc<Snapshot>) -> std::io::Result<()> {
+        let old = self.wire.shard.snapshot();
+        self.reconcile_pools(&old, &snap);
+        let result = self.reconcile_listeners(&snap);
+        self.wire.shard.adopt(snap);
+        result
+    }
+
+    /// Work proportional to what changed: clusters shared (same `Arc`) with
+    /// the current snapshot are skipped.
+    fn reconcile_pools(&self, old: &Snapshot, snap: &Snapshot) {
+        let drop_pool = |h: &Host| self.wire.drop_pool(h.id);
+        for (name, old_c) in &old.clusters {
+            match snap.clusters.get(name) {
+                Some(new_c) if Arc::ptr_eq(old_c, new_c) => {}
+                Some(new_c) => {
+                    let same_settings = old_c.config.connect_timeout
+                        == new_c.config.connect_timeout
+                        && old_c.config.http2 == new_c.config.http2;
+                    // A55: a DRAINING host keeps its connections only while
+                    // sessions may still reach it (DRAINING in the set).
+                    let keep_draining = new_c
+                        .config
+                        .common_lb
+                        .override_host_status
+                        .contains(HealthStatus::Draining);
+                    for h in &old_c.hosts {
+                        let survives = new_c.host_by_addr(&h.address).is_some_and(|n| {
+                            n.id == h.id && (keep_draining || n.health != HealthStatus::Draining)
+                        });
+                        if !survives || !same_settings {
+                            drop_pool(h);
+                        }
+                    }
+                }
+                None => old_c.hosts.iter().for_each(drop_pool),
+            }
+        }
+        // Hosts new to their cluster may hold a recycled id: start afresh
+        // (`Shard::adopt` resets their counters likewise).
+        for (name, new_c) in &snap.clusters {
+            let old_c = old.clusters.get(name);
+            if old_c.is_some_and(|o| Arc::ptr_eq(o, new_c)) {
+                continue;
+            }
+            for h in &new_c.hosts {
+                let known = old_c
+                    .and_then(|o| o.host_by_addr(&h.address))
+                    .is_some_and(|o| o.id == h.id);
+                if !known {
+                    drop_pool(h);
+                }
+            }
+        }
+    }
+
+    fn reconcile_listeners(&mut self, snap: &Snapshot) -> std::io::Result<()> {
+        let running = &mut self.listeners;
+        running.retain(|name, l| {
+            let keep = snap
+                .listener(name)
+                .is_some_and(|cfg| cfg.address == l.address);
+            if !keep {
+                l.drain.fire();
+            }
+            keep
+        });
+        // The new snapshot may change a connection limit: a loop waiting
+        // for a free slot looks again.
+        for l in running.values() {
+            l.gate.nudge();
+        }
+        let mut first_err = None;
+        for cfg in &snap.listeners {
+            if running.contains_key(&cfg.name) {
+                continue;
+            }
+            match TcpListener::bind(cfg.address) {
+                Ok(sock) => {
+                    let drain = Signal::new();
+                    let gate = Rc::new(ConnGate::default());
+                    let task = glommio::spawn_local(accept_loop(
+                        Rc::clone(&self.wire),
+                        sock,
+                        Rc::from(cfg.name.as_str()),
+                        drain.clone(),
+                        Rc::clone(&gate),
+                    ));
+                    running.insert(
+                        cfg.name.clone(),
+                        RunningListener {
+                            address: cfg.address,
+                            _accept: task,
+                            drain,
+                            gate,
+                        },
+                    );
+                }
+                Err(e) => {
+                    first_err.get_or_insert(std::io::Error::other(format!(
+                        "listener {} on {}: {e}",
+                        cfg.name, cfg.address
+                    )));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Stops accepting everywhere and tells every connection to drain.
+    pub fn begin_shutdown(&mut self) {
+        for (_, l) in self.listeners.drain() {
+            l.drain.fire();
+        }
+        self.wire.shutdown.fire();
+    }
+}
