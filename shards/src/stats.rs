@@ -169,6 +169,10 @@ pub struct HostStats {
     pub cx_reset_budget: Counter,
     pub cx_active: Counter,
     pub cx_connect_fail: Counter,
+    /// Times a connection's unwritten request bytes reached the cluster's
+    /// `per_connection_buffer_limit_bytes` (the backend's socket stopped
+    /// draining), pausing request data to it.
+    pub cx_flow_control_backed_up: Counter,
     pub responses: StatusClasses,
 }
 

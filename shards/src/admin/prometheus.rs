@@ -219,7 +219,7 @@ pub(super) fn render(inner: &Inner) -> String {
 
     session_and_lb(&mut out, inner);
 
-    let per_host: [(&str, &str, &str, HostCounter); 10] = [
+    let per_host: [(&str, &str, &str, HostCounter); 11] = [
         (
             "gateway_upstream_rq_total",
             "counter",
@@ -279,6 +279,12 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Upstream connect or handshake failures.",
             |h| &h.cx_connect_fail,
+        ),
+        (
+            "gateway_upstream_flow_control_backed_up_total",
+            "counter",
+            "Times an upstream connection's unwritten request bytes reached the cluster's per_connection_buffer_limit_bytes, pausing request data to it.",
+            |h| &h.cx_flow_control_backed_up,
         ),
     ];
     let mut hosts: Vec<(&str, &engine::snapshot::Host)> = inner

@@ -456,23 +456,10 @@ pub(crate) async fn serve(
     // What is left (a GOAWAY, the last responses) gets a bounded time to
     // go: a client that reads nothing holds the connection no longer.
     dc.out.take_from(&mut dc.conn);
-    flush_within(&mut dc.out, &mut tcp, HARD_CLOSE_AFTER).await;
+    dc.out.flush_within(&mut tcp, HARD_CLOSE_AFTER).await;
     dc.close();
     stats.cx_active.dec();
     trim_lists(shard);
-}
-
-/// Writes what `out` holds until it is all written, the write fails, or
-/// `limit` passes.
-async fn flush_within(out: &mut OutBuf, tcp: &mut TcpStream, limit: Duration) {
-    let mut timer = Box::pin(Timer::new(limit));
-    poll_fn(|cx| {
-        if out.poll_write(&mut *tcp, cx).is_ready() {
-            return Poll::Ready(());
-        }
-        timer.as_mut().poll(cx).map(|_| ())
-    })
-    .await;
 }
 
 /// Gives back the shard's pooled header lists beyond what its streams in

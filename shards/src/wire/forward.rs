@@ -196,6 +196,7 @@ impl DownConn {
             }
             let mut p = s.pool.borrow_mut();
             let windows = p.stream_windows();
+            let send_request = !s.req.is_empty() && p.takes_request_data(up);
             let Some(conn) = p.conn(up) else { return true };
             let mut moved = false;
             if !s.resp.is_empty() {
@@ -224,7 +225,7 @@ impl DownConn {
                     }
                 }
             }
-            if !s.req.is_empty() {
+            if send_request {
                 let d = drain(&mut s.req, conn, up.stream, &mut self.conn, stream);
                 moved |= d.moved > 0 || d.ended;
                 if d.ended {

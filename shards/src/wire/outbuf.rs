@@ -1,4 +1,4 @@
-//! A downstream connection's unwritten output, written without blocking the connection's task, and its cap (`per_connection_buffer_limit_bytes`).
+//! A connection's unwritten output, written without blocking the connection's task, and for a downstream connection its cap (`per_connection_buffer_limit_bytes`).
 //!
 //! Why not `write_all` the codec's output: a client whose windows are open
 //! but whose socket does not drain would park the task inside the write,
@@ -8,14 +8,22 @@
 //! connection's streams stop forwarding response data (their upstream
 //! windows then stay shut) and the client's socket is not read, and below
 //! half of it they resume.
+//!
+//! An upstream connection uses it the same way, without a cap (what it
+//! writes is bounded by the backend's windows): a backend that stops
+//! reading its socket must not stop the task from reading the responses
+//! of the other streams on that connection.
 
 use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use futures_lite::AsyncWrite;
+use glommio::timer::Timer;
 use h2wire::conn::ServerConn;
 
 /// Output taken from the codec, oldest first, and its size.
@@ -48,7 +56,12 @@ impl OutBuf {
     /// Moves what the codec has to write here.
     pub fn take_from(&mut self, conn: &mut ServerConn) {
         self.in_codec = 0;
-        while let Some(chunk) = conn.poll_output() {
+        self.take(|| conn.poll_output());
+    }
+
+    /// Moves the chunks `next` hands out here, until it has none.
+    pub fn take(&mut self, mut next: impl FnMut() -> Option<Bytes>) {
+        while let Some(chunk) = next() {
             self.bytes += chunk.len();
             self.chunks.push_back(chunk);
         }
@@ -102,6 +115,20 @@ impl OutBuf {
 
     pub fn is_empty(&self) -> bool {
         self.chunks.is_empty()
+    }
+
+    /// Writes what is held until it is all written, the write fails, or
+    /// `limit` passes: a connection's last words (GOAWAY, resets) to a
+    /// peer that may not be reading.
+    pub async fn flush_within<W: AsyncWrite + Unpin>(&mut self, io: &mut W, limit: Duration) {
+        let mut timer = Box::pin(Timer::new(limit));
+        poll_fn(|cx| {
+            if self.poll_write(&mut *io, cx).is_ready() {
+                return Poll::Ready(());
+            }
+            timer.as_mut().poll(cx).map(|_| ())
+        })
+        .await;
     }
 
     /// Writes until everything went (`Ready(Ok)`), the socket is full

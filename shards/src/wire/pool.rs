@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
 use engine::{Cluster, HostId};
-use futures_lite::{AsyncRead, AsyncWriteExt};
+use futures_lite::AsyncRead;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
 use h2wire::ErrorCode;
 
 use super::inbox::{park, wake, Delivered, Inboxes};
+use super::outbuf::OutBuf;
 use super::readbuf::ReadBuf;
 use crate::io;
 use crate::stats::ShardStats;
@@ -69,6 +70,9 @@ pub(crate) fn stream_windows(cluster: &Cluster) -> (u32, u32) {
     (INITIAL_RESPONSE_WINDOW.min(max), max)
 }
 
+/// How long a closing upstream connection may take to write its last
+/// frames (GOAWAY, resets) to a backend that may not be reading.
+const CLOSE_FLUSH: Duration = Duration::from_secs(1);
 /// Bytes asked of an upstream socket per read: one read brings the
 /// answers of many clients' streams.
 const READ_SIZE: usize = 32 * 1024;
@@ -105,6 +109,12 @@ pub(crate) struct UpConn {
     task_done: bool,
     /// Our cap on its streams (module docs).
     cap: u32,
+    /// Bytes its task holds unwritten (the backend's socket is not taking
+    /// them), as of the task's last turn.
+    unwritten: usize,
+    /// Request data was refused for `unwritten`: the task wakes the
+    /// connection's streams once it falls below half the limit.
+    backed_up: bool,
 }
 
 /// Why no upstream stream could be opened now.
@@ -188,6 +198,30 @@ impl Pool {
             .get_mut(r.slot)
             .filter(|c| c.gen == r.gen && !c.dead)
             .map(|c| &mut c.conn)
+    }
+
+    /// Whether the connection of `r` takes request data now: not while its
+    /// task holds the cluster's `per_connection_buffer_limit_bytes`
+    /// unwritten (a backend whose socket does not drain though its windows
+    /// are open). The data then waits unreleased, so the client's windows
+    /// hold it back, until the task has written below half of it.
+    pub(crate) fn takes_request_data(&mut self, r: UpRef) -> bool {
+        let limit = self.cluster.per_connection_buffer_limit_bytes as usize;
+        let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) else {
+            return true;
+        };
+        if c.unwritten < limit {
+            return true;
+        }
+        if !c.backed_up {
+            c.backed_up = true;
+            self.stats
+                .hosts
+                .host(self.host)
+                .cx_flow_control_backed_up
+                .inc();
+        }
+        false
     }
 
     /// The live connection in `slot`.
@@ -340,6 +374,8 @@ impl Pool {
             early_resets: 0,
             task_done: false,
             cap,
+            unwritten: 0,
+            backed_up: false,
         };
         let slot = match self.conns.iter().position(|c| c.dead && c.task_done) {
             Some(i) => {
@@ -408,6 +444,13 @@ async fn drive(pool: PoolRef, slot: usize, gen: u32) {
 }
 
 /// The connection's loop; returns when it is over.
+///
+/// Output is written without waiting on the socket ([`OutBuf`]): a
+/// backend whose socket stops draining (its windows open, its reads
+/// stalled) leaves the request bytes here, while the responses it still
+/// sends for the connection's other streams are read and delivered. The
+/// output stays bounded by the backend's flow-control windows, which
+/// every DATA frame the codec makes is within.
 async fn run(
     pool: &PoolRef,
     slot: usize,
@@ -415,42 +458,51 @@ async fn run(
     tcp: &mut glommio::net::TcpStream,
     rb: &mut ReadBuf,
 ) {
+    let mut out = OutBuf::new(u32::MAX);
     loop {
-        loop {
-            let chunk = {
-                let mut p = pool.borrow_mut();
-                let c = &mut p.conns[slot];
-                if c.gen != gen {
-                    return;
-                }
-                c.conn.poll_output()
-            };
-            let Some(chunk) = chunk else { break };
-            if tcp.write_all(&chunk).await.is_err() {
+        let closing = {
+            let mut p = pool.borrow_mut();
+            let retired = p.retired;
+            let c = &mut p.conns[slot];
+            if c.gen != gen {
                 return;
             }
-        }
-        {
+            out.take(|| c.conn.poll_output());
+            c.unwritten = out.bytes();
             // Retired (host left) or failed, and nothing left on it: close.
-            let p = pool.borrow();
-            let c = &p.conns[slot];
-            if (p.retired || c.dead || c.draining) && c.routes.is_empty() {
-                return;
-            }
+            (retired || c.dead || c.draining) && c.routes.is_empty()
+        };
+        if closing {
+            out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
+            return;
         }
         let room = rb.room(READ_SIZE);
-        let woken = poll_fn(|cx| match Pin::new(&mut *tcp).poll_read(cx, room) {
-            Poll::Ready(r) => Poll::Ready(Woken::Read(r.unwrap_or(0))),
-            Poll::Pending => {
-                let mut p = pool.borrow_mut();
-                let retired = p.retired;
-                let c = &mut p.conns[slot];
-                if c.conn.has_output() || ((retired || c.dead || c.draining) && c.routes.is_empty())
-                {
-                    return Poll::Ready(Woken::Nudged);
+        let woken = poll_fn(|cx| {
+            if let Poll::Ready(Err(_)) = out.poll_write(&mut *tcp, cx) {
+                return Poll::Ready(Woken::Read(0));
+            }
+            match Pin::new(&mut *tcp).poll_read(cx, room) {
+                Poll::Ready(r) => Poll::Ready(Woken::Read(r.unwrap_or(0))),
+                Poll::Pending => {
+                    let mut p = pool.borrow_mut();
+                    let p = &mut *p;
+                    let retired = p.retired;
+                    let limit = p.cluster.per_connection_buffer_limit_bytes as usize;
+                    let c = &mut p.conns[slot];
+                    c.unwritten = out.bytes();
+                    if c.backed_up && c.unwritten < limit / 2 {
+                        c.backed_up = false;
+                        p.inboxes
+                            .wake_each(c.routes.values().map(|&(inbox, _)| inbox));
+                    }
+                    if c.conn.has_output()
+                        || ((retired || c.dead || c.draining) && c.routes.is_empty())
+                    {
+                        return Poll::Ready(Woken::Nudged);
+                    }
+                    park(&mut c.waker, cx);
+                    Poll::Pending
                 }
-                park(&mut c.waker, cx);
-                Poll::Pending
             }
         })
         .await;
@@ -478,6 +530,9 @@ async fn run(
                 }
                 route_event(&p.inboxes, c, ev);
             }
+            if broken {
+                out.take(|| c.conn.poll_output());
+            }
             if limit_changed {
                 p.kick_waiter();
             }
@@ -485,13 +540,7 @@ async fn run(
         };
         if broken {
             // A connection error: GOAWAY is queued; write it, then close.
-            loop {
-                let chunk = pool.borrow_mut().conns[slot].conn.poll_output();
-                let Some(chunk) = chunk else { break };
-                if tcp.write_all(&chunk).await.is_err() {
-                    break;
-                }
-            }
+            out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
             return;
         }
     }

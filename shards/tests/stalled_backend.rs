@@ -1,0 +1,163 @@
+//! A backend whose socket stops draining (its HTTP/2 windows wide open, its
+//! reads stalled) while it still answers: the upstream connection's task
+//! must keep reading, so the other streams on that connection are served,
+//! and what waits for the backend's socket stays under the cluster's
+//! `per_connection_buffer_limit_bytes`.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use support::*;
+
+const TICKS: usize = 100;
+const TICK: &[u8] = b"tick\n";
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    out.extend_from_slice(&[kind, flags]);
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A hand-made HTTP/2 backend: it opens every window as wide as HTTP/2
+/// allows, answers the first request of a connection with a body of
+/// [`TICKS`] small DATA frames, 20 ms apart, and stops reading its socket
+/// for good at the second request (`stalled` turns true then).
+fn stalling_backend() -> (SocketAddr, Arc<AtomicBool>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let stalled = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stalled);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            let flag = Arc::clone(&flag);
+            std::thread::spawn(move || serve(s, &flag));
+        }
+    });
+    (addr, stalled)
+}
+
+fn serve(mut s: TcpStream, stalled: &AtomicBool) {
+    let w = Arc::new(Mutex::new(s.try_clone().unwrap()));
+    let send = |bytes: &[u8]| w.lock().unwrap().write_all(bytes).is_ok();
+    let mut preface = [0u8; 24];
+    if s.read_exact(&mut preface).is_err() {
+        return;
+    }
+    // SETTINGS_INITIAL_WINDOW_SIZE 2^31-1, SETTINGS_MAX_CONCURRENT_STREAMS
+    // 100, and the connection window to 2^31-1.
+    let mut settings = vec![0, 4];
+    settings.extend_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    settings.extend_from_slice(&[0, 3, 0, 0, 0, 100]);
+    let mut opening = frame(4, 0, 0, &settings);
+    opening.extend(frame(8, 0, 0, &(0x7fff_ffffu32 - 65_535).to_be_bytes()));
+    send(&opening);
+    let mut requests = 0;
+    loop {
+        let mut head = [0u8; 9];
+        if s.read_exact(&mut head).is_err() {
+            return;
+        }
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let (kind, flags) = (head[3], head[4]);
+        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        let mut payload = vec![0u8; len];
+        if s.read_exact(&mut payload).is_err() {
+            return;
+        }
+        match kind {
+            // SETTINGS (not an ACK): acknowledge.
+            4 if flags & 1 == 0 => {
+                send(&frame(4, 1, 0, &[]));
+            }
+            // HEADERS: the first request gets the slow body, the second
+            // stops our reads.
+            1 => {
+                requests += 1;
+                if requests > 1 {
+                    stalled.store(true, Ordering::SeqCst);
+                    // Never read again; the ticker still writes.
+                    std::thread::sleep(Duration::from_secs(60));
+                    return;
+                }
+                let w = Arc::clone(&w);
+                std::thread::spawn(move || {
+                    // :status 200 (HPACK static index 8), END_HEADERS.
+                    let mut out = frame(1, 4, stream, &[0x88]);
+                    for i in 0..TICKS {
+                        let end = if i + 1 == TICKS { 1 } else { 0 };
+                        out.extend(frame(0, end, stream, TICK));
+                        if w.lock().unwrap().write_all(&out).is_err() {
+                            return;
+                        }
+                        out.clear();
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_backend_that_stops_reading_does_not_stall_the_other_streams_on_its_connection() {
+    let (backend, stalled) = stalling_backend();
+    let b = bootstrap(
+        listener(vec![prefix_route("/", "c", None)]),
+        vec![cluster("c", &[backend])],
+    );
+    let gw = start(b, 1);
+    let addr = gw.listener("ingress").expect("listener bound");
+    let admin = gw.admin_addr.expect("admin");
+
+    // The victim's streamed response starts first...
+    let (tx, victim) = mpsc::channel();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let reply = client(move || async move {
+            let c = connect(addr).await;
+            get(&c, "/slow", &[]).await
+        });
+        let _ = tx.send((reply, started.elapsed()));
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    // ...then, on the same upstream connection, an upload of 32 MiB that
+    // the backend never reads: far more than the sockets' buffers hold.
+    std::thread::spawn(move || {
+        client(move || async move {
+            let c = connect(addr).await;
+            let body = Bytes::from(vec![b'x'; 32 << 20]);
+            let _ = request(&c, "POST", "/upload", &[], Some(body), None).await;
+        })
+    });
+
+    let (reply, took) = victim
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the victim's response finished");
+    let reply = reply.expect("victim served");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body.len(), TICKS * TICK.len());
+    assert!(took < Duration::from_secs(6), "victim took {took:?}");
+    assert!(
+        stalled.load(Ordering::SeqCst),
+        "the upload reached the backend"
+    );
+    // The upload filled the backend's socket and then waited, unreleased,
+    // at the cluster's buffer limit.
+    let series = format!(
+        "gateway_upstream_flow_control_backed_up_total{{cluster=\"c\",host=\"{backend}\"}}"
+    );
+    wait_until(Duration::from_secs(5), "request data paused", || {
+        metric(admin, &series) >= 1.0
+    });
+    gw.shutdown();
+}
