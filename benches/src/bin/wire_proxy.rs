@@ -42,7 +42,8 @@ use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
-use shards::wire::forward::{drain, owned, queued, Item, ItemQueue};
+use shards::wire::body::{owned, queued, Item, ItemQueue};
+use shards::wire::forward::drain;
 use shards::wire::ReadBuf;
 
 /// Bytes asked of a client socket per read.

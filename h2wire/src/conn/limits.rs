@@ -1,12 +1,9 @@
 //! Envoy's HTTP/2 abuse limits on a server connection: the flood limits (frames queued out, PRIORITY, WINDOW_UPDATE and empty frames in) and what the connection counts for the application.
 
-use super::dispatch::ConnResult;
-use super::server::ServerConn;
-use super::ConnError;
+use super::config::FloodLimits;
 use crate::frame::Frame;
-use crate::ErrorCode;
 
-/// Which flood limit ended a connection ([`ServerConn::flood`]); the
+/// Which flood limit ended a connection ([`ServerConn::flood`](super::ServerConn::flood)); the
 /// names are Envoy's `http2.*` counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flood {
@@ -44,7 +41,7 @@ impl Flood {
 
 /// Requests the connection refused or trimmed on its own, without an
 /// event for the application, since the last
-/// [`ServerConn::take_counts`]. Named after Envoy's `http2.*` counters.
+/// [`ServerConn::take_counts`](super::ServerConn::take_counts). Named after Envoy's `http2.*` counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ServerCounts {
     /// `header_overflow`: header sections over `max_header_list_size`
@@ -112,102 +109,62 @@ pub(super) struct InboundCounts {
     consecutive_empty: u32,
 }
 
-impl ServerConn {
+impl InboundCounts {
     /// Counts a received frame against the inbound flood limits (Envoy's
-    /// `ProtocolConstraints::checkInboundFrameLimits`).
-    pub(super) fn track(&mut self, what: Inbound) -> ConnResult {
-        let lim = &self.cfg.flood;
-        let c = &mut self.inbound;
+    /// `ProtocolConstraints::checkInboundFrameLimits`): the limit it
+    /// passed, if it did. `data_frames_sent`: DATA frames the connection
+    /// sent so far (the WINDOW_UPDATE allowance grows with them).
+    pub fn count(
+        &mut self,
+        what: Inbound,
+        lim: &FloodLimits,
+        data_frames_sent: u64,
+    ) -> Option<Flood> {
+        let c = self;
         let flood = match what {
             Inbound::Payload { empty } => {
-                let Some(max) = lim.max_consecutive_inbound_frames_with_empty_payload else {
-                    return Ok(());
-                };
+                let max = lim.max_consecutive_inbound_frames_with_empty_payload?;
                 if !empty {
                     c.consecutive_empty = 0;
-                    return Ok(());
+                    return None;
                 }
                 c.consecutive_empty = c.consecutive_empty.saturating_add(1);
                 if c.consecutive_empty <= max {
-                    return Ok(());
+                    return None;
                 }
                 Flood::InboundEmptyFrames
             }
             Inbound::Priority => {
-                let Some(max) = lim.max_inbound_priority_frames_per_stream else {
-                    return Ok(());
-                };
+                let max = lim.max_inbound_priority_frames_per_stream?;
                 c.priority += 1;
                 if c.priority <= u64::from(max).saturating_mul(1 + c.opened) {
-                    return Ok(());
+                    return None;
                 }
                 Flood::InboundPriorityFrames
             }
             Inbound::WindowUpdate => {
-                let Some(max) = lim.max_inbound_window_update_frames_per_data_frame_sent else {
-                    return Ok(());
-                };
+                let max = lim.max_inbound_window_update_frames_per_data_frame_sent?;
                 c.window_updates += 1;
-                let per_data = u64::from(max).saturating_mul(self.core.data_frames_sent);
+                let per_data = u64::from(max).saturating_mul(data_frames_sent);
                 let allowed = c.opened.saturating_add(per_data).saturating_mul(2);
                 if c.window_updates <= allowed.saturating_add(5) {
-                    return Ok(());
+                    return None;
                 }
                 Flood::InboundWindowUpdateFrames
             }
         };
-        self.flood = Some(flood);
-        Err((ErrorCode::ENHANCE_YOUR_CALM, flood.reason()))
+        Some(flood)
     }
+}
 
-    /// Which flood limit ended the connection, if one did.
-    pub fn flood(&self) -> Option<Flood> {
-        self.flood
-    }
-
-    /// Checks the outbound flood limits, after the driver took everything
-    /// [`poll_output`](Self::poll_output) had: `unwritten` is how many of
-    /// the bytes handed out so far the driver still holds (not yet
-    /// written to the socket). A frame counts until all of its chunk is
-    /// written. `Err`: the connection is over; close the socket without
-    /// writing what is left (the peer is not reading it). Without outbound
-    /// limits configured this does nothing.
-    pub fn check_outbound(&mut self, unwritten: usize) -> Result<(), Flood> {
-        let Some(ledger) = &mut self.core.out.ledger else {
-            return Ok(());
-        };
-        ledger.written(unwritten);
-        if let Some(f) = self.flood.filter(|f| f.is_outbound()) {
-            return Err(f);
-        }
-        let lim = &self.cfg.flood;
-        let flood = if lim.max_outbound_frames.is_some_and(|m| ledger.frames > m) {
-            Flood::OutboundFrames
-        } else if lim
-            .max_outbound_control_frames
-            .is_some_and(|m| ledger.control > m)
-        {
-            Flood::OutboundControlFrames
-        } else {
-            return Ok(());
-        };
-        self.flood = Some(flood);
-        self.dead = Some(ConnError {
-            code: ErrorCode::ENHANCE_YOUR_CALM,
-            reason: flood.reason(),
-        });
-        Err(flood)
-    }
-
-    /// Frames handed out or queued and not yet reported written, and the
-    /// control frames among them; `None` without outbound limits.
-    pub fn outbound_frames(&self) -> Option<(u32, u32)> {
-        self.core.out.ledger.as_ref().map(|l| (l.frames, l.control))
-    }
-
-    /// What the connection refused or dropped by itself since the last
-    /// call (see [`ServerCounts`]).
-    pub fn take_counts(&mut self) -> ServerCounts {
-        std::mem::take(&mut self.counts)
+/// The outbound limit `frames` unwritten frames, `control` of them control
+/// frames, pass, if any.
+pub(super) fn outbound_flood(lim: &FloodLimits, frames: u32, control: u32) -> Option<Flood> {
+    if lim.max_outbound_frames.is_some_and(|m| frames > m) {
+        Some(Flood::OutboundFrames)
+    } else if lim.max_outbound_control_frames.is_some_and(|m| control > m) {
+        Some(Flood::OutboundControlFrames)
+    } else {
+        None
     }
 }

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use bytes::BytesMut;
 
 use super::config::ServerConfig;
-use super::dispatch::Dispatch;
-use super::limits::{Flood, InboundCounts, ServerCounts};
+use super::dispatch::{ConnResult, Dispatch};
+use super::limits::{outbound_flood, Flood, Inbound, InboundCounts, ServerCounts};
 use super::output::Output;
 use super::shared::{pop_event, ConnCore};
 use super::streams::{ResetRing, StreamMap};
@@ -152,5 +152,64 @@ impl ServerConn {
         let e = ConnError { code, reason };
         self.dead = Some(e.clone());
         e
+    }
+}
+
+/// The flood limits ([`super::limits`]) as the connection applies them.
+impl ServerConn {
+    /// Counts a received frame against the inbound flood limits; past one
+    /// the connection ends with ENHANCE_YOUR_CALM.
+    pub(super) fn track(&mut self, what: Inbound) -> ConnResult {
+        let sent = self.core.data_frames_sent;
+        match self.inbound.count(what, &self.cfg.flood, sent) {
+            None => Ok(()),
+            Some(flood) => {
+                self.flood = Some(flood);
+                Err((ErrorCode::ENHANCE_YOUR_CALM, flood.reason()))
+            }
+        }
+    }
+
+    /// Which flood limit ended the connection, if one did.
+    pub fn flood(&self) -> Option<Flood> {
+        self.flood
+    }
+
+    /// Checks the outbound flood limits, after the driver took everything
+    /// [`poll_output`](Self::poll_output) had: `unwritten` is how many of
+    /// the bytes handed out so far the driver still holds (not yet
+    /// written to the socket). A frame counts until all of its chunk is
+    /// written. `Err`: the connection is over; close the socket without
+    /// writing what is left (the peer is not reading it). Without outbound
+    /// limits configured this does nothing.
+    pub fn check_outbound(&mut self, unwritten: usize) -> Result<(), Flood> {
+        let Some(ledger) = &mut self.core.out.ledger else {
+            return Ok(());
+        };
+        ledger.written(unwritten);
+        if let Some(f) = self.flood.filter(|f| f.is_outbound()) {
+            return Err(f);
+        }
+        let Some(flood) = outbound_flood(&self.cfg.flood, ledger.frames, ledger.control) else {
+            return Ok(());
+        };
+        self.flood = Some(flood);
+        self.dead = Some(ConnError {
+            code: ErrorCode::ENHANCE_YOUR_CALM,
+            reason: flood.reason(),
+        });
+        Err(flood)
+    }
+
+    /// Frames handed out or queued and not yet reported written, and the
+    /// control frames among them; `None` without outbound limits.
+    pub fn outbound_frames(&self) -> Option<(u32, u32)> {
+        self.core.out.ledger.as_ref().map(|l| (l.frames, l.control))
+    }
+
+    /// What the connection refused or dropped by itself since the last
+    /// call (see [`ServerCounts`]).
+    pub fn take_counts(&mut self) -> ServerCounts {
+        std::mem::take(&mut self.counts)
     }
 }

@@ -17,10 +17,10 @@ use h2wire::conn::{Event, FloodLimits, ServerConfig, ServerConn, UnderscoreActio
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
-use super::stream::DStream;
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
 use crate::signal::Signal;

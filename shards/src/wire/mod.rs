@@ -8,7 +8,8 @@
 //! - [`accept`] spawns a task per accepted connection;
 //! - one task per downstream connection ([`downstream`]) owns its socket
 //!   and its `ServerConn`, and runs the request phases for its streams
-//!   ([`stream`]) as events arrive;
+//!   as events arrive (`route`: route and pick; `stream`: open upstream,
+//!   finish; [`forward`]: bodies);
 //! - one task per upstream connection ([`pool`]) owns its socket and its
 //!   `ClientConn`; the connections of one host form a shard-local
 //!   [`pool::Pool`] that downstream tasks open streams on directly;
@@ -25,12 +26,15 @@
 //! listener tasks, so it sits above them; what they share sits below them.
 
 pub mod accept;
+pub mod body;
 pub mod downstream;
+mod dstream;
 pub mod forward;
 mod inbox;
 mod outbuf;
 pub mod pool;
 mod readbuf;
+mod route;
 pub mod runtime;
 mod stream;
 

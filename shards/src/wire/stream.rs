@@ -1,4 +1,4 @@
-//! The request phases of one proxied stream on the h2wire path, run by its downstream connection's task as events arrive: route, pick, open upstream, forward, finish.
+//! The request phases of one proxied stream, run by its downstream connection's task as events arrive: route and pick ([`super::route`]), open upstream, forward ([`super::forward`]), finish.
 //!
 //! The phases (route by `:authority` and path;
 //! cluster, weighted pick and host; upstream stream from the host's pool
@@ -10,117 +10,32 @@
 //! upstream stream and nothing else.
 
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use engine::headers::{
     append_forwarded_for, http_to_grpc_status, is_grpc_content_type, is_hop_by_hop, keep_te,
 };
 use engine::outlier::{grpc_to_http, CallResult};
-use engine::route::{rewrite_path, route_request_in, RequestView};
+use engine::route::{rewrite_path, RequestView};
 use engine::HostId;
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 use http::header::{HeaderName, HeaderValue};
 
+use super::body::{owned, queued, Item, ItemQueue};
 use super::downstream::DownConn;
-use super::forward::{owned, queued, Item, ItemQueue};
+use super::dstream::DStream;
 use super::inbox::Delivered;
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
+use super::route::{self, text, HeadView, Picked};
 use crate::local_reply::LocalReply;
-use crate::session::RequestSession;
 use crate::stats::HostCounter;
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them.
 const MAX_ATTEMPTS: u8 = 3;
-
-/// One proxied stream, keyed by its downstream stream id.
-pub(crate) struct DStream {
-    grpc: bool,
-    /// The request head, kept until the response head arrives or the
-    /// first body byte goes upstream: a refused stream (REFUSED_STREAM, or
-    /// above an upstream GOAWAY's last stream) is resent from it.
-    pub(super) head: Option<HeaderList>,
-    /// `:path` and `:authority` after the route's rewrites, and the new
-    /// `x-forwarded-for`, when they differ from the head's.
-    path: Option<Vec<u8>>,
-    authority: Option<Vec<u8>>,
-    xff: Option<Vec<u8>>,
-    /// The request came without a body (END_STREAM on its head).
-    pub(super) bodyless: bool,
-    /// Retried once already after its upstream connection died.
-    retried_lost: bool,
-    /// The chosen host and its pool.
-    host: HostId,
-    pub(super) pool: PoolRef,
-    /// The upstream stream, once opened.
-    pub(super) up: Option<UpRef>,
-    /// Waiting for room in the pool.
-    waiting: bool,
-    /// Request body (and trailers) on their way upstream.
-    pub(super) req: ItemQueue,
-    /// Response body (and trailers) on their way downstream.
-    pub(super) resp: ItemQueue,
-    /// Response window granted on the upstream stream beyond the initial
-    /// one (`DownConn::forward`); counted in the connection's `granted`.
-    pub(super) granted: u32,
-    /// In the connection's `queued` list (`req` or `resp` had items).
-    pub(super) queued: bool,
-    /// The response head went downstream: failures can only reset now.
-    resp_started: bool,
-    attempts: u8,
-    /// The route timeout, counted from the end of the request (Envoy).
-    pub(super) timeout: Option<Duration>,
-    pub deadline: Option<Instant>,
-    /// `stream_idle_timeout`: nothing moved either way for this long ends
-    /// the stream (408 before the response head).
-    pub idle: Option<Duration>,
-    /// `max_stream_duration`: when the stream ends, whatever it is doing
-    /// (408 before the response head, a reset after).
-    pub ends_at: Option<Instant>,
-    /// When something last moved, to the connection loop's clock.
-    pub active_at: Instant,
-    /// The upstream's status and `grpc-status` (trailers-only or
-    /// trailers), once its head arrived: what outlier detection counts.
-    served: Option<(u16, Option<u32>)>,
-    /// How the stream failed, if it did (set just before `finish`).
-    failed: Option<CallResult>,
-    /// The header that (re)binds the client's session to this host, for
-    /// the response head (boxed: rare, and streams stay small).
-    session_header: Option<Box<(HeaderName, HeaderValue)>>,
-}
-
-impl DStream {
-    /// No upstream stream was ever opened for it, nor is it waiting for
-    /// one: its request reached no backend.
-    pub(super) fn never_sent(&self) -> bool {
-        self.up.is_none() && !self.waiting && self.attempts == 0
-    }
-}
-
-/// Lets the engine's matcher read a request head without copying it.
-struct HeadView<'a>(&'a HeaderList);
-
-fn text(v: Option<&[u8]>) -> Option<&str> {
-    v.and_then(|v| std::str::from_utf8(v).ok())
-}
-
-impl RequestView for HeadView<'_> {
-    fn authority(&self) -> &str {
-        text(self.0.get(b":authority").or_else(|| self.0.get(b"host"))).unwrap_or("")
-    }
-    fn path(&self) -> &str {
-        text(self.0.get(b":path")).unwrap_or("/")
-    }
-    fn method(&self) -> &str {
-        text(self.0.get(b":method")).unwrap_or("")
-    }
-    fn header(&self, name: &str) -> Option<&str> {
-        text(self.0.get(name.as_bytes()))
-    }
-}
 
 /// Whether a request field goes upstream as it is: not a pseudo-header
 /// (rebuilt), `host` (it is `:authority`), hop-by-hop, a `te` other than
@@ -228,7 +143,8 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
 }
 
 impl DownConn {
-    /// Phases 1–3 for a new request: route, cluster and host, upstream.
+    /// A new request: phase 1 (route) and 2 (pick, [`super::route`]), then
+    /// its stream waits for phase 3 (open upstream) at the end of the read.
     pub(super) fn on_request(
         &mut self,
         stream: u32,
@@ -249,37 +165,19 @@ impl DownConn {
             Some(l) => &l.http,
             None => &self.listener.http,
         };
-        let Some((vhost, route)) = route_request_in(&hcm.route_config, &HeadView(&head)) else {
-            stats.rq_no_route.inc();
-            self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head, None);
-            return;
+        let routed = match route::route(shard, hcm, &snap, &head) {
+            Ok(r) => r,
+            Err(reply) => return self.reply_and_forget(stream, reply, grpc, head, None),
         };
-        let sess_stats = &shard.stats.session;
-        let session = RequestSession::for_route(hcm, vhost, route, &head, sess_stats);
-        let cluster_name = shard.choose_cluster(route, session.as_ref(), &snap);
-        let Some(cluster) = snap.cluster(cluster_name) else {
-            shard.stats.rq_unknown_cluster.inc();
-            self.reply_and_forget(stream, LocalReply::UnknownCluster, grpc, head, None);
-            return;
+        let Picked {
+            host,
+            pool,
+            session_header,
+        } = match route::pick(&wire, &routed) {
+            Ok(p) => p,
+            Err(reply) => return self.reply_and_forget(stream, reply, grpc, head, None),
         };
-        let host = match shard.choose_host(cluster, session.as_ref(), |id| wire.in_flight(id)) {
-            Ok(h) => h,
-            Err(reply) => {
-                self.reply_and_forget(stream, reply, grpc, head, None);
-                return;
-            }
-        };
-        // Responses from a host other than the session's carry the new
-        // session (Envoy sets it on error replies too).
-        let session_header = session
-            .as_ref()
-            .and_then(|s| s.response_header(host.address, shard.cookie_format))
-            .map(Box::new);
-        let host_stats = shard.stats.hosts.host(host.id);
-        host_stats.rq_total.inc();
-        host_stats.rq_active.inc();
-        let pool = wire.pool(host, cluster);
-        pool.borrow_mut().in_flight += 1;
+        let route = routed.route;
 
         let path = route
             .action
@@ -308,7 +206,7 @@ impl DownConn {
                 xff,
                 bodyless: end_stream,
                 retried_lost: false,
-                host: host.id,
+                host,
                 pool,
                 up: None,
                 waiting: false,
