@@ -224,7 +224,11 @@ fn hpack_differential() -> Seeds {
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                let mut block = if i == 0 { vec![0x3f, 0xe1, 0x01] } else { vec![] };
+                let mut block = if i == 0 {
+                    vec![0x3f, 0xe1, 0x01]
+                } else {
+                    vec![]
+                };
                 block.extend(hex(b));
                 ((i == 0).then_some(4), block)
             })
@@ -249,9 +253,17 @@ fn hpack_differential() -> Seeds {
     let mut enc = Encoder::new();
     let mut steps = Vec::new();
     let mut b = BytesMut::new();
-    request_block(&mut enc, &mut b, &[(b"cookie", b"session=abc123"), (b"x-trace", b"t1")]);
+    request_block(
+        &mut enc,
+        &mut b,
+        &[(b"cookie", b"session=abc123"), (b"x-trace", b"t1")],
+    );
     steps.push((None, b.split().to_vec()));
-    request_block(&mut enc, &mut b, &[(b"cookie", b"session=abc123"), (b"x-trace", b"t2")]);
+    request_block(
+        &mut enc,
+        &mut b,
+        &[(b"cookie", b"session=abc123"), (b"x-trace", b"t2")],
+    );
     steps.push((None, b.split().to_vec()));
     enc.set_max_table_size(0);
     request_block(&mut enc, &mut b, &[]);
@@ -294,8 +306,15 @@ fn exchange(scenario: Scenario) -> (Vec<u8>, Vec<u8>) {
     let (mut c2s, mut s2c) = (Vec::new(), Vec::new());
     let mut bodies: Vec<(u32, Bytes, bool)> = Vec::new();
     let get = |c: &mut ClientConn, path: &[u8], extra: &[(&[u8], &[u8], bool)], end| {
-        c.send_request(b"GET", b"https", b"backend.internal", path, extra.iter().copied(), end)
-            .unwrap()
+        c.send_request(
+            b"GET",
+            b"https",
+            b"backend.internal",
+            path,
+            extra.iter().copied(),
+            end,
+        )
+        .unwrap()
     };
     match scenario {
         Scenario::Get | Scenario::GoAway => {
@@ -303,12 +322,24 @@ fn exchange(scenario: Scenario) -> (Vec<u8>, Vec<u8>) {
         }
         Scenario::PostBody => {
             let s = client
-                .send_request(b"POST", b"https", b"backend.internal", b"/upload", [], false)
+                .send_request(
+                    b"POST",
+                    b"https",
+                    b"backend.internal",
+                    b"/upload",
+                    [],
+                    false,
+                )
                 .unwrap();
             bodies.push((s, Bytes::from(vec![b'p'; 5_000]), false));
         }
         Scenario::TwoRequests => {
-            get(&mut client, b"/a", &[(b"user-agent", b"gateway-fuzz", false)], true);
+            get(
+                &mut client,
+                b"/a",
+                &[(b"user-agent", b"gateway-fuzz", false)],
+                true,
+            );
             let s = client
                 .send_request(b"PUT", b"https", b"backend.internal", b"/b", [], false)
                 .unwrap();
@@ -465,7 +496,9 @@ fn session_cookie() -> Seeds {
     // The address round trip's layout: kind, port, ip (4 or 16 + scope),
     // ttl, clock.
     let mut v6 = vec![0x0b, 0x01, 0xbb];
-    v6.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x17]);
+    v6.extend_from_slice(&[
+        0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x17,
+    ]);
     v6.extend_from_slice(&5u32.to_be_bytes());
     v6.extend_from_slice(&3600u64.to_be_bytes());
     v6.extend_from_slice(&1_700_000_000u64.to_be_bytes());
@@ -501,7 +534,10 @@ fn xds_resources() -> Seeds {
             let stem = file.trim_end_matches(".yaml");
             add(format!("{stem}_{i}"), kind, any.value.clone());
             if kind == 0 {
-                listeners.push((format!("{stem}_{i}"), Listener::decode(&any.value[..]).unwrap()));
+                listeners.push((
+                    format!("{stem}_{i}"),
+                    Listener::decode(&any.value[..]).unwrap(),
+                ));
             }
         }
     }
@@ -514,7 +550,9 @@ fn xds_resources() -> Seeds {
         let text = fs::read_to_string(&path).unwrap();
         let value = xds::bootstrap::Format::of(&path).parse(&text).unwrap();
         let b: Bootstrap = xds::decode::from_json(value, &xds::Path::root()).unwrap();
-        let Some(sr) = b.static_resources else { continue };
+        let Some(sr) = b.static_resources else {
+            continue;
+        };
         for (i, c) in sr.clusters.iter().enumerate() {
             add(format!("{name}_cluster_{i}"), 1, c.encode_to_vec());
             if let Some(la) = &c.load_assignment {
@@ -530,12 +568,14 @@ fn xds_resources() -> Seeds {
     for (name, l) in listeners {
         for chain in &l.filter_chains {
             for f in &chain.filters {
-                let Some(xds::pb::envoy::config::listener::v3::filter::ConfigType::TypedConfig(any)) =
-                    &f.config_type
+                let Some(xds::pb::envoy::config::listener::v3::filter::ConfigType::TypedConfig(
+                    any,
+                )) = &f.config_type
                 else {
                     continue;
                 };
-                let Ok((m, _)) = xds::decode::unpack::<hcm::HttpConnectionManager>(any, &xds::Path::root())
+                let Ok((m, _)) =
+                    xds::decode::unpack::<hcm::HttpConnectionManager>(any, &xds::Path::root())
                 else {
                     continue;
                 };

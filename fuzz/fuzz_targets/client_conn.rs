@@ -30,6 +30,9 @@ struct App {
     opened: usize,
 }
 
+// The struct update keeps fields added to ClientConfig later at their
+// defaults.
+#[allow(clippy::needless_update)]
 fn config(b: u8) -> ClientConfig {
     ClientConfig {
         max_concurrent_streams: 0,
@@ -76,7 +79,11 @@ impl App {
             2 => (b"POST", [1, 300, 5_000, 20_000][self.rng.below(4)]),
             _ => (b"PUT", 0),
         };
-        let authority: &[u8] = if self.rng.chance(20) { b"" } else { b"backend.internal" };
+        let authority: &[u8] = if self.rng.chance(20) {
+            b""
+        } else {
+            b"backend.internal"
+        };
         let end_stream = body == 0 && method != b"PUT";
         let result = self.conn.send_request(
             method,
@@ -86,7 +93,11 @@ impl App {
             fields.iter().copied(),
             end_stream,
         );
-        assert_eq!(result.is_ok(), can, "can_open_stream said {can}: {result:?}");
+        assert_eq!(
+            result.is_ok(),
+            can,
+            "can_open_stream said {can}: {result:?}"
+        );
         if let Ok(stream) = result {
             self.opened += 1;
             assert_eq!(stream % 2, 1);

@@ -5,9 +5,12 @@ use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
 use gateway_fuzz::{ConnInput, OutputCheck, PeerSide, Rng, Role};
-use h2wire::conn::{Event, ServerConfig, ServerConn};
+use h2wire::conn::{Event, FloodLimits, ServerConfig, ServerConn, UnderscoreAction};
 use h2wire::ErrorCode;
 use libfuzzer_sys::fuzz_target;
+
+/// Header fields, owned.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A response body still to send, and whether trailers end it.
 struct Pending {
@@ -26,10 +29,28 @@ struct App {
     unreleased: Vec<(u32, u32)>,
     /// Requests we leave unanswered for now.
     waiting: Vec<u32>,
+    /// Each open request's regular fields, which its response may echo as
+    /// a proxy passes fields on: arbitrary (valid) fields for the encoder.
+    echo: BTreeMap<u32, Fields>,
 }
 
-fn config(b: u8) -> ServerConfig {
+/// The config byte sets the codec's sizes; the seed's low bits turn on the
+/// limits the gateway adds from its HCM config (Envoy's flood limits,
+/// `max_headers_count`, the underscore action), half the time, so that
+/// inputs which trip them do not hide the rest.
+fn config(b: u8, seed: u8) -> ServerConfig {
     ServerConfig {
+        flood: if seed & 1 != 0 {
+            FloodLimits::ENVOY
+        } else {
+            FloodLimits::default()
+        },
+        max_headers_count: (seed & 2 != 0).then_some(8),
+        headers_with_underscores: match (seed >> 2) & 3 {
+            1 => UnderscoreAction::Reject,
+            2 => UnderscoreAction::Drop,
+            _ => UnderscoreAction::Allow,
+        },
         max_concurrent_streams: [0, 1, 4, 100][usize::from(b & 3)],
         initial_stream_window: if b & 4 != 0 { 1024 } else { 65_535 },
         connection_window: if b & 8 != 0 { 65_535 } else { 1 << 20 },
@@ -58,6 +79,13 @@ impl App {
         }
         self.check.drained();
         assert!(!self.conn.has_output());
+        // All of it is written: no frame stays counted against the
+        // outbound flood limits.
+        if self.conn.check_outbound(0).is_ok() {
+            if let Some(pending) = self.conn.outbound_frames() {
+                assert_eq!(pending, (0, 0), "frames counted after all were written");
+            }
+        }
         n
     }
 
@@ -69,6 +97,12 @@ impl App {
                     head,
                     end_stream,
                 } => {
+                    let fields = head
+                        .iter()
+                        .filter(|(n, _, _)| !n.starts_with(b":") && *n != b"content-length")
+                        .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
+                        .collect();
+                    self.echo.insert(stream, fields);
                     self.conn.recycle(head);
                     if end_stream || self.rng.chance(50) {
                         self.answer(stream);
@@ -93,6 +127,7 @@ impl App {
                 }
                 Event::Reset { stream, .. } => {
                     self.bodies.remove(&stream);
+                    self.echo.remove(&stream);
                     self.waiting.retain(|&s| s != stream);
                 }
                 Event::WindowOpen { .. } | Event::GoAway { .. } => {}
@@ -103,19 +138,25 @@ impl App {
     /// Answers a request one of several ways; errors (the stream went away
     /// meanwhile) are fine, panics are not.
     fn answer(&mut self, stream: u32) {
-        let fields = &FIELDS[..self.rng.below(FIELDS.len() + 1)];
+        let echo = self.echo.remove(&stream).unwrap_or_default();
+        let mut fields: Vec<(&[u8], &[u8])> = FIELDS[..self.rng.below(FIELDS.len() + 1)].to_vec();
+        if self.rng.chance(50) {
+            fields.extend(echo.iter().map(|(n, v)| (&n[..], &v[..])));
+        }
+        let fields = fields.into_iter();
         match self.rng.below(8) {
             0 => {
-                let _ = self.conn.send_headers(stream, 204, fields.iter().copied(), true);
+                let _ = self.conn.send_headers(stream, 204, fields, true);
             }
             1 => self.conn.reset(stream, ErrorCode::CANCEL),
             2 => {
                 let _ = self.conn.send_headers(stream, 103, [], false);
-                let _ = self.conn.send_headers(stream, 200, fields.iter().copied(), false);
-                let _ = self.conn.send_trailers(stream, [(&b"grpc-status"[..], &b"0"[..])]);
+                let _ = self.conn.send_headers(stream, 200, fields, false);
+                let trailers = echo.iter().map(|(n, v)| (&n[..], &v[..]));
+                let _ = self.conn.send_trailers(stream, trailers);
             }
             n => {
-                let _ = self.conn.send_headers(stream, 200, fields.iter().copied(), false);
+                let _ = self.conn.send_headers(stream, 200, fields, false);
                 let len = [0, 1, 100, 5_000, 20_000][self.rng.below(5)];
                 self.bodies.insert(
                     stream,
@@ -143,7 +184,9 @@ impl App {
                         let trailers = p.trailers;
                         self.bodies.remove(&stream);
                         if trailers {
-                            let _ = self.conn.send_trailers(stream, [(&b"x-done"[..], &b"1"[..])]);
+                            let _ = self
+                                .conn
+                                .send_trailers(stream, [(&b"x-done"[..], &b"1"[..])]);
                         }
                     }
                 }
@@ -201,7 +244,7 @@ fuzz_target!(|data: &[u8]| {
     let Some(mut input) = ConnInput::parse(data) else {
         return;
     };
-    let cfg = config(input.config);
+    let cfg = config(input.config, input.seed);
     let mut app = App {
         conn: ServerConn::new(cfg.clone()),
         cfg,
@@ -211,6 +254,7 @@ fuzz_target!(|data: &[u8]| {
         bodies: BTreeMap::new(),
         unreleased: Vec::new(),
         waiting: Vec::new(),
+        echo: BTreeMap::new(),
     };
     app.drain();
 

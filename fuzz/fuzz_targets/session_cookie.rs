@@ -7,7 +7,7 @@ use std::time::Duration;
 use engine::config::SessionCookie;
 use engine::session::{
     decode_cookie_value, decode_header_value, encode_cookie_value, find_cookie, header_value,
-    set_cookie, CookieFormat, SessionValue,
+    path_matches, set_cookie, CookieFormat, SessionValue,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -22,7 +22,32 @@ fuzz_target!(|data: &[u8]| {
     if let Some((address, ttl, now)) = address_from(raw) {
         encoded_values_decode(address, ttl, now);
     }
+    cookie_headers(raw);
 });
+
+/// The same bytes as `cookie` fields (split at newlines) and as a cookie
+/// path against a request path (split at the first tab).
+fn cookie_headers(raw: &[u8]) {
+    let fields: Vec<&[u8]> = raw.split(|&b| b == b'\n').collect();
+    for name in ["GSESSION", "a", ""] {
+        if let Some(value) = find_cookie(fields.iter().copied(), name) {
+            // A slice of one of the fields, trimmed.
+            let within = |f: &&[u8]| f.windows(value.len().max(1)).any(|w| w == value);
+            assert!(value.is_empty() || fields.iter().any(within));
+            assert!(!value.starts_with(b" ") && !value.ends_with(b" "));
+            let _ = decode_cookie_value(value, 0);
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(raw) {
+        let (cookie_path, request_path) = text.split_once('\t').unwrap_or((text, "/"));
+        let matched = path_matches(cookie_path, request_path);
+        // RFC 6265 §5.1.4: a path always matches itself.
+        if !cookie_path.is_empty() && !cookie_path.contains(['?', '#']) {
+            assert!(path_matches(cookie_path, cookie_path), "{cookie_path:?}");
+        }
+        let _ = matched;
+    }
+}
 
 /// Arbitrary bytes as a cookie and as a header value.
 fn decoded_values_round_trip(raw: &[u8], now: u64) {
@@ -50,7 +75,10 @@ fn decoded_values_round_trip(raw: &[u8], now: u64) {
         encode_cookie_value(address, Duration::ZERO, now, format, &mut out);
         assert_eq!(decode_cookie_value(out.as_bytes(), now), want, "{out}");
     }
-    assert_eq!(decode_header_value(header_value(address).as_bytes(), now), want);
+    assert_eq!(
+        decode_header_value(header_value(address).as_bytes(), now),
+        want
+    );
     // gRPC's `ip:port;cluster` dialect has no encoder of ours: base64 it
     // here, in both alphabets, padded or not.
     if let Some(cluster) = cluster {
@@ -75,11 +103,18 @@ fn address_from(b: &[u8]) -> Option<(SocketAddr, Duration, u64)> {
     let port = u16::from_be_bytes([p0, p1]);
     let (address, rest) = if kind & 1 == 0 {
         let (ip, rest) = rest.split_first_chunk::<4>()?;
-        (SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(*ip), port)), rest)
+        (
+            SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(*ip), port)),
+            rest,
+        )
     } else {
         let (ip, rest) = rest.split_first_chunk::<16>()?;
         let (scope, rest) = rest.split_first_chunk::<4>()?;
-        let scope = if kind & 2 == 0 { 0 } else { u32::from_be_bytes(*scope) };
+        let scope = if kind & 2 == 0 {
+            0
+        } else {
+            u32::from_be_bytes(*scope)
+        };
         // Flow info is not part of the text form: it never round-trips.
         let v6 = SocketAddrV6::new(Ipv6Addr::from(*ip), port, 0, scope);
         (SocketAddr::V6(v6), rest)

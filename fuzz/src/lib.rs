@@ -6,7 +6,8 @@
 use bytes::{Bytes, BytesMut};
 use h2::frame as h2f;
 use h2wire::frame::{
-    decode_frame, Frame, Settings, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN, MAX_MAX_FRAME_SIZE,
+    decode_frame, Frame, FrameHeader, Settings, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN,
+    MAX_MAX_FRAME_SIZE,
 };
 use h2wire::hpack::{Decoder, DEFAULT_TABLE_SIZE};
 use h2wire::message::{check_request, check_response, check_trailers, HeaderList};
@@ -20,7 +21,7 @@ impl Rng {
         Self(0x9e37_79b9_7f4a_7c15 ^ (u64::from(seed) << 32 | u64::from(seed)))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -28,7 +29,7 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     pub fn chance(&mut self, percent: usize) -> bool {
@@ -170,10 +171,14 @@ pub struct OutputCheck {
     /// header, fragments so far.
     block: Option<(u32, h2f::Head, BytesMut)>,
     ours: Decoder,
-    theirs: h2::hpack::Decoder,
+    /// h2's decoder, until a block holds a field h2 refuses though RFC
+    /// 9113 allows it (a value with a control character other than NUL,
+    /// CR, LF: h2's `HeaderValue` is stricter), which ends its context.
+    theirs: Option<h2::hpack::Decoder>,
     table_limit: usize,
-    /// A GOAWAY went out; what follows may only be more of the same.
+    /// A GOAWAY went out.
     pub goaway: bool,
+    /// Frames checked so far.
     pub frames: usize,
 }
 
@@ -185,7 +190,7 @@ impl OutputCheck {
             preface_left: if role == Role::Client { 24 } else { 0 },
             block: None,
             ours: Decoder::new(DEFAULT_TABLE_SIZE),
-            theirs: h2::hpack::Decoder::new(DEFAULT_TABLE_SIZE),
+            theirs: Some(h2::hpack::Decoder::new(DEFAULT_TABLE_SIZE)),
             table_limit: DEFAULT_TABLE_SIZE,
             goaway: false,
             frames: 0,
@@ -207,17 +212,19 @@ impl OutputCheck {
         if peer.header_table_size > self.table_limit {
             self.table_limit = peer.header_table_size;
             self.ours.set_max_table_size(self.table_limit);
-            self.theirs.queue_size_update(self.table_limit);
+            if let Some(t) = &mut self.theirs {
+                t.queue_size_update(self.table_limit);
+            }
         }
-        loop {
-            let raw = self.inbox.clone();
+        while let Some(h) = self.inbox.first_chunk::<HEADER_LEN>() {
+            let end = HEADER_LEN + FrameHeader::parse(h).len as usize;
+            let raw = (self.inbox.len() >= end).then(|| Bytes::copy_from_slice(&self.inbox[..end]));
             let frame = match decode_frame(&mut self.inbox, peer.max_frame_size) {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(e) => panic!("the connection wrote a frame its peer refuses: {e:?}"),
             };
-            let len = raw.len() - self.inbox.len();
-            self.check_frame(frame, raw.freeze().slice(..len));
+            self.check_frame(frame, raw.expect("a parsed frame was whole"));
         }
     }
 
@@ -294,7 +301,9 @@ impl OutputCheck {
         let (_, head, block) = self.block.take().expect("a block");
         let mut list = HeaderList::new();
         self.ours
-            .decode(&block, usize::MAX, |f| list.push(f.name, f.value, f.never_index))
+            .decode(&block, usize::MAX, |f| {
+                list.push(f.name, f.value, f.never_index)
+            })
             .expect("h2wire decodes the connection's header block");
         let pseudo = list.iter().any(|(n, _, _)| n.starts_with(b":"));
         match (self.role, pseudo) {
@@ -309,32 +318,59 @@ impl OutputCheck {
 
         // h2's HEADERS loader on the joined block: its HPACK, its checks of
         // pseudo-headers and connection-specific fields; the same fields.
+        let h2_takes = list.iter().all(|(n, v, _)| {
+            h2::hpack::Header::new(Bytes::copy_from_slice(n), Bytes::copy_from_slice(v)).is_ok()
+        });
+        if !h2_takes {
+            self.theirs = None;
+        }
+        let Some(theirs) = &mut self.theirs else {
+            return;
+        };
         let (mut headers, _) =
             h2f::Headers::load(head, BytesMut::new()).expect("h2 loads the HEADERS head");
         let mut joined = block;
         headers
-            .load_hpack(&mut joined, usize::MAX / 4, &mut self.theirs)
+            .load_hpack(&mut joined, usize::MAX / 4, theirs)
             .expect("h2 decodes the connection's header block");
         let (pseudo, fields) = headers.into_parts();
         let mut theirs: Vec<(Vec<u8>, Vec<u8>)> = fields
             .iter()
             .map(|(n, v)| (n.as_str().as_bytes().to_vec(), v.as_bytes().to_vec()))
             .collect();
-        let as_bytes = |s: &Option<h2::frame::BytesStr>| s.as_ref().map(|s| AsRef::<[u8]>::as_ref(s).to_vec());
+        let as_bytes =
+            |s: &Option<h2::frame::BytesStr>| s.as_ref().map(|s| AsRef::<[u8]>::as_ref(s).to_vec());
         for (name, value) in [
-            (&b":method"[..], pseudo.method.as_ref().map(|m| m.as_str().as_bytes().to_vec())),
+            (
+                &b":method"[..],
+                pseudo
+                    .method
+                    .as_ref()
+                    .map(|m| m.as_str().as_bytes().to_vec()),
+            ),
             (b":scheme", as_bytes(&pseudo.scheme)),
             (b":authority", as_bytes(&pseudo.authority)),
             (b":path", as_bytes(&pseudo.path)),
-            (b":protocol", pseudo.protocol.as_ref().map(|p| p.as_str().as_bytes().to_vec())),
-            (b":status", pseudo.status.map(|s| s.as_str().as_bytes().to_vec())),
+            (
+                b":protocol",
+                pseudo
+                    .protocol
+                    .as_ref()
+                    .map(|p| p.as_str().as_bytes().to_vec()),
+            ),
+            (
+                b":status",
+                pseudo.status.map(|s| s.as_str().as_bytes().to_vec()),
+            ),
         ] {
             if let Some(v) = value {
                 theirs.push((name.to_vec(), v));
             }
         }
-        let mut ours: Vec<(Vec<u8>, Vec<u8>)> =
-            list.iter().map(|(n, v, _)| (n.to_vec(), v.to_vec())).collect();
+        let mut ours: Vec<(Vec<u8>, Vec<u8>)> = list
+            .iter()
+            .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
+            .collect();
         // h2 groups fields by name; the multiset is what must match.
         ours.sort();
         theirs.sort();
