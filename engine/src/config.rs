@@ -132,8 +132,8 @@ pub struct HttpConnectionManager {
     /// `max_request_headers_kb` in bytes.
     pub max_header_list_size: u32,
     /// `common_http_protocol_options.max_headers_count` (Envoy default 100):
-    /// a request (or trailer section) with more fields, pseudo-headers
-    /// included and `cookie` crumbs not, is reset.
+    /// a request (or trailer section) with more fields, pseudo-headers and
+    /// each `cookie` crumb included, is reset.
     pub max_headers_count: u32,
     /// `common_http_protocol_options.headers_with_underscores_action`.
     pub headers_with_underscores_action: HeadersWithUnderscoresAction,

@@ -30,9 +30,9 @@ pub struct ServerConfig {
     /// connection ends with ENHANCE_YOUR_CALM (CONTINUATION floods).
     pub max_continuations: usize,
     /// Header fields a request (or its trailers) may have, pseudo-header
-    /// fields included and `cookie` crumbs not (Envoy joins those before
-    /// counting): past it the stream is reset with INTERNAL_ERROR, as Envoy
-    /// does, and counted ([`ServerCounts::header_overflow`]). `None`: no
+    /// fields and each `cookie` crumb included, as Envoy counts them: past
+    /// it the stream is reset with INTERNAL_ERROR, as Envoy does, and
+    /// counted ([`ServerCounts::header_overflow`]). `None`: no
     /// limit.
     pub max_headers_count: Option<u32>,
     /// Request (and trailer) fields whose name holds an underscore.

@@ -268,8 +268,9 @@ impl ServerConn {
 
     /// Decodes a header block, applying `max_headers_count` and the
     /// underscore action as Envoy does: field by field, a dropped field
-    /// not counted, the first field over a limit deciding. `cookie` crumbs
-    /// do not count (Envoy joins them into one field after its check).
+    /// not counted, the first field over a limit deciding. Each `cookie`
+    /// crumb counts as a field (Envoy 1.40 resets a request whose crumbs
+    /// take it past the limit).
     fn decode(&mut self, block: &[u8]) -> Result<Decoded, FrameError> {
         let mut list = self.take_list();
         let max = self.cfg.max_header_list_size as usize;
@@ -291,12 +292,10 @@ impl ServerConn {
                 }
                 return;
             }
-            if f.name != b"cookie" {
-                count += 1;
-                if count > max_count {
-                    refused = Some(Decoded::TooMany);
-                    return;
-                }
+            count += 1;
+            if count > max_count {
+                refused = Some(Decoded::TooMany);
+                return;
             }
             list.push(f.name, f.value, f.never_index);
         });
