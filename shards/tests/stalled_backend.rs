@@ -26,26 +26,35 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Flags shared with the backend.
+#[derive(Default)]
+struct Flags {
+    /// The backend saw the second request and reads no more.
+    stalled: AtomicBool,
+    /// The first request's body may start.
+    go: AtomicBool,
+}
+
 /// A hand-made HTTP/2 backend: it opens every window as wide as HTTP/2
-/// allows, answers the first request of a connection with a body of
-/// [`TICKS`] small DATA frames, 20 ms apart, and stops reading its socket
-/// for good at the second request (`stalled` turns true then).
-fn stalling_backend() -> (SocketAddr, Arc<AtomicBool>) {
+/// allows, answers the first request of a connection with its head at once
+/// and, once `go`, a body of [`TICKS`] small DATA frames 20 ms apart; it
+/// stops reading its socket for good at the second request.
+fn stalling_backend() -> (SocketAddr, Arc<Flags>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
-    let stalled = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stalled);
+    let flags = Arc::new(Flags::default());
+    let shared = Arc::clone(&flags);
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(s) = s else { return };
-            let flag = Arc::clone(&flag);
-            std::thread::spawn(move || serve(s, &flag));
+            let flags = Arc::clone(&shared);
+            std::thread::spawn(move || serve(s, &flags));
         }
     });
-    (addr, stalled)
+    (addr, flags)
 }
 
-fn serve(mut s: TcpStream, stalled: &AtomicBool) {
+fn serve(mut s: TcpStream, flags: &Arc<Flags>) {
     let w = Arc::new(Mutex::new(s.try_clone().unwrap()));
     let send = |bytes: &[u8]| w.lock().unwrap().write_all(bytes).is_ok();
     let mut preface = [0u8; 24];
@@ -67,7 +76,7 @@ fn serve(mut s: TcpStream, stalled: &AtomicBool) {
             return;
         }
         let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-        let (kind, flags) = (head[3], head[4]);
+        let (kind, frame_flags) = (head[3], head[4]);
         let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
         let mut payload = vec![0u8; len];
         if s.read_exact(&mut payload).is_err() {
@@ -75,7 +84,7 @@ fn serve(mut s: TcpStream, stalled: &AtomicBool) {
         }
         match kind {
             // SETTINGS (not an ACK): acknowledge.
-            4 if flags & 1 == 0 => {
+            4 if frame_flags & 1 == 0 => {
                 send(&frame(4, 1, 0, &[]));
             }
             // HEADERS: the first request gets the slow body, the second
@@ -83,15 +92,27 @@ fn serve(mut s: TcpStream, stalled: &AtomicBool) {
             1 => {
                 requests += 1;
                 if requests > 1 {
-                    stalled.store(true, Ordering::SeqCst);
+                    flags.stalled.store(true, Ordering::SeqCst);
                     // Never read again; the ticker still writes.
                     std::thread::sleep(Duration::from_secs(60));
                     return;
                 }
                 let w = Arc::clone(&w);
+                let flags = Arc::clone(flags);
                 std::thread::spawn(move || {
                     // :status 200 (HPACK static index 8), END_HEADERS.
-                    let mut out = frame(1, 4, stream, &[0x88]);
+                    if w.lock()
+                        .unwrap()
+                        .write_all(&frame(1, 4, stream, &[0x88]))
+                        .is_err()
+                    {
+                        return;
+                    }
+                    let until = Instant::now() + Duration::from_secs(60);
+                    while !flags.go.load(Ordering::SeqCst) && Instant::now() < until {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    let mut out = Vec::new();
                     for i in 0..TICKS {
                         let end = if i + 1 == TICKS { 1 } else { 0 };
                         out.extend(frame(0, end, stream, TICK));
@@ -110,7 +131,7 @@ fn serve(mut s: TcpStream, stalled: &AtomicBool) {
 
 #[test]
 fn a_backend_that_stops_reading_does_not_stall_the_other_streams_on_its_connection() {
-    let (backend, stalled) = stalling_backend();
+    let (backend, flags) = stalling_backend();
     let b = bootstrap(
         listener(vec![prefix_route("/", "c", None)]),
         vec![cluster("c", &[backend])],
@@ -119,15 +140,15 @@ fn a_backend_that_stops_reading_does_not_stall_the_other_streams_on_its_connecti
     let addr = gw.listener("ingress").expect("listener bound");
     let admin = gw.admin_addr.expect("admin");
 
-    // The victim's streamed response starts first...
+    // The victim's request goes first: its response head comes back at
+    // once, its body waits for `go`...
     let (tx, victim) = mpsc::channel();
     std::thread::spawn(move || {
-        let started = Instant::now();
         let reply = client(move || async move {
             let c = connect(addr).await;
             get(&c, "/slow", &[]).await
         });
-        let _ = tx.send((reply, started.elapsed()));
+        let _ = tx.send(reply);
     });
     std::thread::sleep(Duration::from_millis(200));
     // ...then, on the same upstream connection, an upload of 32 MiB that
@@ -139,25 +160,28 @@ fn a_backend_that_stops_reading_does_not_stall_the_other_streams_on_its_connecti
             let _ = request(&c, "POST", "/upload", &[], Some(body), None).await;
         })
     });
-
-    let (reply, took) = victim
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the victim's response finished");
-    let reply = reply.expect("victim served");
-    assert_eq!(reply.status, 200);
-    assert_eq!(reply.body.len(), TICKS * TICK.len());
-    assert!(took < Duration::from_secs(6), "victim took {took:?}");
-    assert!(
-        stalled.load(Ordering::SeqCst),
-        "the upload reached the backend"
-    );
-    // The upload filled the backend's socket and then waited, unreleased,
-    // at the cluster's buffer limit.
+    // The backend's socket is full and the upload waits at the cluster's
+    // buffer limit, unreleased: nothing more can leave the gateway on this
+    // connection from now on.
     let series = format!(
         "gateway_upstream_flow_control_backed_up_total{{cluster=\"c\",host=\"{backend}\"}}"
     );
-    wait_until(Duration::from_secs(5), "request data paused", || {
+    wait_until(Duration::from_secs(30), "request data paused", || {
         metric(admin, &series) >= 1.0
     });
+    assert!(
+        flags.stalled.load(Ordering::SeqCst),
+        "the upload reached the backend"
+    );
+
+    // Only now does the victim's body start: it arrives only if the
+    // upstream connection's task reads while its writes are stuck.
+    flags.go.store(true, Ordering::SeqCst);
+    let reply = victim
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the victim's response finished")
+        .expect("victim served");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body.len(), TICKS * TICK.len());
     gw.shutdown();
 }
