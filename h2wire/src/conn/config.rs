@@ -32,7 +32,7 @@ pub struct ServerConfig {
     /// Header fields a request (or its trailers) may have, pseudo-header
     /// fields and each `cookie` crumb included, as Envoy counts them: past
     /// it the stream is reset with INTERNAL_ERROR, as Envoy does, and
-    /// counted ([`ServerCounts::header_overflow`]). `None`: no
+    /// counted ([`super::ServerCounts::header_overflow`]). `None`: no
     /// limit.
     pub max_headers_count: Option<u32>,
     /// Request (and trailer) fields whose name holds an underscore.

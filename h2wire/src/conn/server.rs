@@ -155,7 +155,7 @@ impl ServerConn {
     }
 }
 
-/// The flood limits ([`super::limits`]) as the connection applies them.
+/// The flood limits (`conn/limits.rs`) as the connection applies them.
 impl ServerConn {
     /// Counts a received frame against the inbound flood limits; past one
     /// the connection ends with ENHANCE_YOUR_CALM.

@@ -1,4 +1,4 @@
-//! The accept loop of one listener socket: each accepted connection becomes a task of its own, served by [`super::downstream::serve`]; the listener's runtime connection limit.
+//! The accept loop of one listener socket: each accepted connection becomes a task of its own, served by `downstream::serve`; the listener's runtime connection limit.
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;

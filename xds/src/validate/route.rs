@@ -579,7 +579,7 @@ fn weighted(
 /// - a `FilterConfig` with `disabled: true` disables its filter and its
 ///   `config` is not otherwise looked at (as in Envoy): it is the stateful
 ///   session filter's (`StatefulSessionPerRoute::Disabled`) when the key is
-///   [`STATEFUL_SESSION_FILTER`] or `config` is a `StatefulSessionPerRoute`;
+///   the stateful session filter's name or `config` is a `StatefulSessionPerRoute`;
 ///   otherwise it disables a filter we never run, which changes nothing;
 /// - any other type is an error unless it is wrapped in a `FilterConfig`
 ///   with `is_optional: true`, in which case it is ignored (gRFC A39).
