@@ -43,6 +43,9 @@
 #                      "--io-batch-us 0"                   [GATEWAY_ARGS]
 #   --baseline-args S  extra arguments for target baseline [BASELINE_ARGS]
 #   --tools LIST       subset of "loadgen h2load"         [TOOLS]
+#   --rate R           open loop at R req/s in all (loadgen's --rate; latency
+#                      from the intended send time); loadgen only: h2load's
+#                      rate is connections per second    [RATE: closed loop]
 #   --perf             also record `perf` of the gateway (one extra loadgen run)
 #   --no-install       do not apt-get install missing tools
 #   --no-build         use existing target/release binaries
@@ -72,6 +75,7 @@ BASELINE=${BASELINE:-}
 GATEWAY_ARGS=${GATEWAY_ARGS:-}
 BASELINE_ARGS=${BASELINE_ARGS:-}
 OUT_DIR=${OUT_DIR:-}
+RATE=${RATE:-}
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -89,6 +93,7 @@ while [ $# -gt 0 ]; do
         --load-threads) LOAD_THREADS=$2; shift ;;
         --targets) TARGETS=$2; shift ;;
         --tools) TOOLS=$2; shift ;;
+        --rate) RATE=$2; shift ;;
         --perf) PERF=1 ;;
         --no-install) INSTALL=0 ;;
         --no-build) BUILD=0 ;;
@@ -96,7 +101,7 @@ while [ $# -gt 0 ]; do
         --gateway-args) GATEWAY_ARGS=$2; shift ;;
         --baseline-args) BASELINE_ARGS=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
-        -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -132,6 +137,9 @@ if [ "$INSTALL" = 1 ]; then
 fi
 case " $TARGETS " in *" haproxy "*) command -v haproxy >/dev/null || { echo "haproxy not found" >&2; exit 1; } ;; esac
 case " $TOOLS " in *" h2load "*) command -v h2load >/dev/null || { echo "h2load not found" >&2; exit 1; } ;; esac
+if [ -n "$RATE" ]; then
+    case " $TOOLS " in *" h2load "*) echo "compare.sh: --rate drives loadgen only; add --tools loadgen" >&2; exit 2 ;; esac
+fi
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
@@ -343,7 +351,7 @@ sample_window() {
 
 run_loadgen() { # url, raw-output-file
     "$BIN/loadgen" "$1" -c "$CONNS" -m "$STREAMS" -t "$LOAD_THREADS" --cpu-list "$LOAD_CPUS" \
-        -d "${DURATION}s" --warmup "${WARMUP}s" --json -q >"$2" 2>"$2.err" &
+        -d "${DURATION}s" --warmup "${WARMUP}s" ${RATE:+--rate "$RATE"} --json -q >"$2" 2>"$2.err" &
     local pid=$!
     PIDS+=("$pid")
     LOAD_PID=$pid
