@@ -154,6 +154,7 @@ impl DownConn {
             }
             if send_request {
                 let d = drain(&mut s.req, conn, up.stream, &mut self.conn, stream);
+                p.sent_request_data(up, d.moved);
                 moved |= d.moved > 0 || d.ended;
                 if d.ended {
                     s.deadline = s.timeout.map(|t| now + t);

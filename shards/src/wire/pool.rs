@@ -110,7 +110,8 @@ pub(crate) struct UpConn {
     /// Our cap on its streams (module docs).
     cap: u32,
     /// Bytes its task holds unwritten (the backend's socket is not taking
-    /// them), as of the task's last turn.
+    /// them), as of the task's last turn, plus the request bytes given to
+    /// its codec since.
     unwritten: usize,
     /// Request data was refused for `unwritten`: the task wakes the
     /// connection's streams once it falls below half the limit.
@@ -222,6 +223,16 @@ impl Pool {
                 .inc();
         }
         false
+    }
+
+    /// `n` request bytes went to the codec of `r`'s connection: they count
+    /// as unwritten until its task has taken and written them (the task
+    /// may not run between several downstream turns, and the codec's
+    /// output is not in [`UpConn::unwritten`] until it does).
+    pub(crate) fn sent_request_data(&mut self, r: UpRef, n: u32) {
+        if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
+            c.unwritten += n as usize;
+        }
     }
 
     /// The live connection in `slot`.
