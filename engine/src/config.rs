@@ -150,6 +150,16 @@ pub struct HttpConnectionManager {
     /// `common_http_protocol_options.max_stream_duration`: a stream's whole
     /// life, whatever it does (unset or 0: `None`, no limit).
     pub max_stream_duration: Option<Duration>,
+    /// `common_http_protocol_options.max_connection_duration`: at it the
+    /// connection drains (GOAWAY, then `drain_timeout`), so that clients
+    /// reconnect and spread over the gateways behind an ECMP group (unset
+    /// or 0: `None`, no limit).
+    pub max_connection_duration: Option<Duration>,
+    /// `common_http_protocol_options.max_requests_per_connection`: the
+    /// connection drains once it has taken this many requests (unset or 0:
+    /// `None`, no limit; approximate for HTTP/2, as in Envoy: streams the
+    /// client opened before the GOAWAY reached it are still served).
+    pub max_requests_per_connection: Option<u32>,
     /// `drain_timeout` for GOAWAY on reload/shutdown (Envoy default 5 s).
     pub drain_timeout: Duration,
     /// Append the downstream peer to `x-forwarded-for`: Envoy's

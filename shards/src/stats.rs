@@ -91,6 +91,10 @@ pub struct DownstreamStats {
     pub rq_idle_timeout: Counter,
     /// Streams ended by `max_stream_duration`.
     pub rq_max_duration_reached: Counter,
+    /// Connections drained at `max_connection_duration`.
+    pub cx_max_duration_reached: Counter,
+    /// Connections drained at `max_requests_per_connection`.
+    pub cx_max_requests_reached: Counter,
     /// Times a connection's unwritten output reached
     /// `per_connection_buffer_limit_bytes`, pausing its response data.
     pub flow_control_paused_reading_total: Counter,

@@ -4,9 +4,12 @@
 //! the HTTP/2 flood limits (`max_outbound_control_frames`,
 //! `max_inbound_priority_frames_per_stream`,
 //! `max_consecutive_inbound_frames_with_empty_payload`,
-//! `max_inbound_window_update_frames_per_data_frame_sent`) and the
-//! per-listener connection limit of `layered_runtime`. The backend is the
-//! `h2` crate's server with its default settings.
+//! `max_inbound_window_update_frames_per_data_frame_sent`), the
+//! per-listener connection limit of `layered_runtime`, and the connection
+//! lifetime limits (`max_connection_duration`,
+//! `max_requests_per_connection`: a drain, then a fresh connection is
+//! served). The backend is the `h2` crate's server with its default
+//! settings.
 
 mod support;
 
@@ -412,4 +415,61 @@ fn the_listener_connection_limit_holds_new_connections_until_one_closes() {
         .expect("served once a slot freed");
     assert_eq!(got, [200]);
     drop(second);
+}
+
+#[test]
+fn a_connection_drains_after_max_requests_per_connection() {
+    let (backend, _) = h2_backend();
+    let gw = gateway(
+        backend,
+        |h| h.max_requests_per_connection = Some(3),
+        Runtime::default(),
+    );
+    let addr = gw.addr;
+    let got = client(move || async move {
+        let c = connect(addr).await;
+        let mut out = Vec::new();
+        for _ in 0..4 {
+            out.push(get(&c, "/", &[]).await.map(|r| r.status.as_u16()).ok());
+        }
+        out
+    });
+    // Three served; the GOAWAY after the third leaves the fourth
+    // unprocessed (above its last stream id), so the client must retry it
+    // on a new connection.
+    assert_eq!(got[..3], [Some(200); 3]);
+    assert_eq!(got[3], None, "the fourth went past the GOAWAY");
+    assert_eq!(
+        metric(gw.admin, "gateway_downstream_cx_max_requests_reached"),
+        1.0
+    );
+    // A new connection is served as usual.
+    assert_eq!(victim(addr, 2), [200, 200]);
+}
+
+#[test]
+fn a_connection_drains_at_max_connection_duration() {
+    let (backend, _) = h2_backend();
+    let gw = gateway(
+        backend,
+        |h| h.max_connection_duration = Some(Duration::from_millis(300)),
+        Runtime::default(),
+    );
+    let addr = gw.addr;
+    let (first, later) = client(move || async move {
+        let c = connect(addr).await;
+        let first = get(&c, "/", &[]).await.map(|r| r.status.as_u16()).ok();
+        // Idle past the lifetime: the gateway drains and closes it.
+        glommio::timer::sleep(Duration::from_millis(800)).await;
+        let later = get(&c, "/", &[]).await.map(|r| r.status.as_u16()).ok();
+        (first, later)
+    });
+    assert_eq!(first, Some(200));
+    assert_eq!(later, None, "served past max_connection_duration");
+    assert_eq!(
+        metric(gw.admin, "gateway_downstream_cx_max_duration_reached"),
+        1.0
+    );
+    assert_eq!(metric(gw.admin, "gateway_downstream_cx_idle_timeout"), 0.0);
+    assert_eq!(metric(gw.admin, "gateway_downstream_cx_active"), 0.0);
 }

@@ -142,8 +142,8 @@ fn other_protocol_options_still_fail_by_name() {
         format!("{HCM}.http2_protocol_options.hpack_table_size: not supported")
     );
     assert_eq!(
-        bad(COMMON, "            max_connection_duration: 60s\n"),
-        format!("{HCM}.common_http_protocol_options.max_connection_duration: not supported")
+        bad(COMMON, "            max_response_headers_kb: 80\n"),
+        format!("{HCM}.common_http_protocol_options.max_response_headers_kb: not supported")
     );
     // Upstream connections have no flood limits.
     assert_eq!(
@@ -221,4 +221,35 @@ fn other_runtime_content_is_named() {
     assert!(runtime("  layers:\n  - name: empty\n")
         .unwrap_err()
         .starts_with("layered_runtime.layers[0]: one of static_layer"));
+}
+
+#[test]
+fn connection_lifetime_limits() {
+    let h = load(GOOD).unwrap().listeners[0].http.clone();
+    assert_eq!(h.max_connection_duration, None);
+    assert_eq!(h.max_requests_per_connection, None);
+    let b = ok(
+        COMMON,
+        "            max_connection_duration: 90s\n            max_requests_per_connection: 1000\n",
+    );
+    let h = &b.listeners[0].http;
+    assert_eq!(
+        h.max_connection_duration,
+        Some(std::time::Duration::from_secs(90))
+    );
+    assert_eq!(h.max_requests_per_connection, Some(1000));
+    // 0 is no limit, as in Envoy.
+    let b = ok(
+        COMMON,
+        "            max_connection_duration: 0s\n            max_requests_per_connection: 0\n",
+    );
+    let h = &b.listeners[0].http;
+    assert_eq!(
+        (h.max_connection_duration, h.max_requests_per_connection),
+        (None, None)
+    );
+    assert_eq!(
+        bad(COMMON, "            max_connection_duration: -1s\n"),
+        format!("{HCM}.common_http_protocol_options.max_connection_duration: must not be negative")
+    );
 }

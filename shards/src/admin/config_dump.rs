@@ -96,6 +96,8 @@ pub(super) fn render(inner: &Inner) -> Value {
                 "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
                 "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
                 "max_stream_duration": h.max_stream_duration.map(|t| format!("{}s", t.as_secs_f64())),
+                "max_connection_duration": h.max_connection_duration.map(|t| format!("{}s", t.as_secs_f64())),
+                "max_requests_per_connection": h.max_requests_per_connection,
                 "max_headers_count": h.max_headers_count,
                 "headers_with_underscores_action": h.headers_with_underscores_action.as_str(),
                 "http2_flood_limits": {

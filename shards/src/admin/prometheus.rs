@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 24] = [
+    let simple: [(&str, &str, &str, ShardCounter); 26] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -102,6 +102,18 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Streams ended by max_stream_duration.",
             |s| &s.downstream.rq_max_duration_reached,
+        ),
+        (
+            "gateway_downstream_cx_max_duration_reached",
+            "counter",
+            "Connections drained (GOAWAY) at max_connection_duration.",
+            |s| &s.downstream.cx_max_duration_reached,
+        ),
+        (
+            "gateway_downstream_cx_max_requests_reached",
+            "counter",
+            "Connections drained (GOAWAY) at max_requests_per_connection.",
+            |s| &s.downstream.cx_max_requests_reached,
         ),
         (
             "gateway_downstream_flow_control_paused_reading_total",

@@ -102,6 +102,8 @@ pub(crate) struct DownConn {
     /// The loop's clock, read once per turn: what stream activity and
     /// deadlines are measured with.
     pub now: Instant,
+    /// Requests the connection has taken (for `max_requests_per_connection`).
+    pub requests: u32,
 }
 
 impl DownConn {
@@ -259,6 +261,10 @@ pub(crate) async fn serve(
     let accepted_under = Arc::clone(cfg);
     let hcm = &cfg.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
+    // Envoy's connection lifetime limits: past either, the connection
+    // drains like one whose listener went away.
+    let max_requests = hcm.max_requests_per_connection;
+    let lives_until = hcm.max_connection_duration.map(|d| Instant::now() + d);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
     let conn = ServerConn::new(server_config(hcm));
     drop(snap);
@@ -285,6 +291,7 @@ pub(crate) async fn serve(
         out: OutBuf::new(buffer_limit),
         granted: 0,
         now: Instant::now(),
+        requests: 0,
     };
     let drain_sub = drain.subscribe();
     let shutdown_sub = wire.shutdown.subscribe();
@@ -319,6 +326,22 @@ pub(crate) async fn serve(
             close_at = Some(Instant::now() + HARD_CLOSE_AFTER);
             continue;
         }
+        if !draining {
+            let lived_out = lives_until.is_some_and(|t| dc.now >= t);
+            let served_out = max_requests.is_some_and(|n| dc.requests >= n);
+            if lived_out || served_out {
+                if lived_out {
+                    stats.cx_max_duration_reached.inc();
+                } else {
+                    stats.cx_max_requests_reached.inc();
+                }
+                draining = true;
+                dc.conn.go_away(ErrorCode::NO_ERROR);
+                close_at = Some(Instant::now() + drain_timeout);
+                timer = None;
+                continue;
+            }
+        }
         if (draining && dc.streams.is_empty()) || close_at.is_some_and(|t| Instant::now() >= t) {
             break;
         }
@@ -339,6 +362,13 @@ pub(crate) async fn serve(
                 Some(idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT)))
             } else {
                 idle_timeout
+            };
+            // An idle connection wakes at its lifetime's end too.
+            let left = lives_until.map(|t| t.saturating_duration_since(Instant::now()));
+            let wait = match (wait, left) {
+                (Some(w), Some(l)) if !draining => Some(w.min(l)),
+                (None, Some(l)) if !draining => Some(l),
+                (w, _) => w,
             };
             timer = wait.map(|d| Box::pin(Timer::new(d)));
             scanning = false;
@@ -418,6 +448,11 @@ pub(crate) async fn serve(
                         trim_lists(shard);
                         continue;
                     }
+                } else if lives_until.is_some_and(|t| dc.now >= t) {
+                    // The lifetime's end, not the idle or handshake
+                    // timeout: the top of the loop drains the connection.
+                    rb.filled(0);
+                    continue;
                 } else if handshake_timer && received < HANDSHAKE_BYTES {
                     // No preface and SETTINGS in time: not an HTTP/2
                     // client, or a slow one holding a connection.

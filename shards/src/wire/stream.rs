@@ -158,6 +158,7 @@ impl DownConn {
         let shard = &*wire.shard;
         let stats = &shard.stats.downstream;
         stats.rq_total.inc();
+        self.requests = self.requests.saturating_add(1);
         stats.rq_active.inc();
         let grpc = head.get(b"content-type").is_some_and(is_grpc_content_type);
         let snap = shard.snapshot();

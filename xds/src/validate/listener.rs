@@ -266,13 +266,7 @@ pub fn http_connection_manager(
     reject_unused_h2(&h2, &h2path)?;
     let common = m.common_http_protocol_options.unwrap_or_default();
     let cpath = path.field("common_http_protocol_options");
-    reject_set!(
-        cpath,
-        common,
-        max_connection_duration,
-        max_requests_per_connection,
-        max_response_headers_kb,
-    );
+    reject_set!(cpath, common, max_response_headers_kb);
     let headers_with_underscores_action =
         underscores_action(common.headers_with_underscores_action, &cpath)?;
     let headers_kb = u32_in(
@@ -331,6 +325,12 @@ pub fn http_connection_manager(
                 .filter(|d| !d.is_zero()),
             None => None,
         },
+        max_connection_duration: match &common.max_connection_duration {
+            Some(d) => Some(super::duration(d, &cpath.field("max_connection_duration"))?)
+                .filter(|d| !d.is_zero()),
+            None => None,
+        },
+        max_requests_per_connection: common.max_requests_per_connection.filter(|&n| n > 0),
         drain_timeout,
         append_x_forwarded_for,
         stateful_session,
