@@ -39,6 +39,10 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE_BYTES: usize = 24 + 9;
 /// How long an abruptly closed connection may take to flush its GOAWAY.
 const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
+/// Turns a connection's task may take in a row without waiting (its
+/// client's bytes keep coming) before it yields to the shard's other
+/// tasks.
+const EAGER_TURNS: u32 = 16;
 
 /// Reset-flood window and thresholds: a connection is cut off when, within
 /// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
@@ -308,6 +312,7 @@ pub(crate) async fn serve(
     let mut handshake_timer = false;
     let mut draining = false;
     let mut close_at: Option<Instant> = None;
+    let mut eager_turns = 0u32;
 
     loop {
         dc.out.take_from(&mut dc.conn);
@@ -377,6 +382,7 @@ pub(crate) async fn serve(
         // holds no 8 KiB of read room.
         let room = rb.room(if scanning { READ_SIZE } else { IDLE_READ_SIZE });
         let out = &mut dc.out;
+        let mut parked = false;
         let woken = poll_fn(|cx| {
             // Writes first, without waiting for them: a socket that does
             // not drain must not stop deliveries, timers or reads.
@@ -407,12 +413,23 @@ pub(crate) async fn serve(
                 }
             }
             // An inbox gone reads as the peer having closed.
-            wire.inboxes.poll(inbox, cx).map(|waiting| match waiting {
+            let polled = wire.inboxes.poll(inbox, cx).map(|waiting| match waiting {
                 true => Wake::Io(Woken::Nudged),
                 false => Wake::Io(Woken::Read(0)),
-            })
+            });
+            parked = polled.is_pending();
+            polled
         })
         .await;
+        // A client whose socket always has more to read never lets this
+        // task wait, and glommio runs other tasks (other clients, the
+        // upstream connections) only when a task waits: after a run of
+        // turns without waiting, give them theirs.
+        eager_turns = if parked { 0 } else { eager_turns + 1 };
+        if eager_turns >= EAGER_TURNS {
+            eager_turns = 0;
+            futures_lite::future::yield_now().await;
+        }
         dc.now = Instant::now();
         let n = match woken {
             Wake::Io(Woken::Read(0)) => {
