@@ -271,10 +271,11 @@ impl Shard {
 
     /// Adopts a new snapshot for routing: per-host state of hosts new to
     /// their cluster starts afresh, balancing state of clusters that left
-    /// goes, and new streams start with `snap`. The runtime's `apply`
-    /// reconciles pools and listeners around this.
-    pub fn adopt(&self, snap: Arc<Snapshot>) {
-        self.reset_host_state(&snap);
+    /// goes, and new streams start with `snap`. `on_new_host` sees each host
+    /// new to its cluster (the runtime drops its pool). The runtime's
+    /// `apply` reconciles pools and listeners around this.
+    pub fn adopt(&self, snap: Arc<Snapshot>, on_new_host: impl FnMut(&Host)) {
+        self.reset_host_state(&snap, on_new_host);
         self.lb
             .borrow_mut()
             .retain(|name, _| snap.clusters.contains_key(name));
@@ -288,7 +289,7 @@ impl Shard {
     /// changed clusters without detection. Work proportional to what
     /// changed: clusters shared (same `Arc`) with the current snapshot are
     /// skipped.
-    fn reset_host_state(&self, snap: &Snapshot) {
+    fn reset_host_state(&self, snap: &Snapshot, mut on_new_host: impl FnMut(&Host)) {
         let old = self.snapshot();
         for (name, new_c) in &snap.clusters {
             let old_c = old.clusters.get(name);
@@ -316,6 +317,7 @@ impl Shard {
                     .and_then(|o| o.host_by_addr(&h.address))
                     .is_some_and(|o| o.id == h.id);
                 if !known {
+                    on_new_host(h);
                     if let Some(st) = self.stats.hosts.get(h.id) {
                         st.reset_counters();
                     }

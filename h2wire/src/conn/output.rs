@@ -120,8 +120,8 @@ impl Output {
 /// frame, the last byte of its payload).
 #[derive(Debug, Default)]
 pub(super) struct FrameLedger {
-    /// Frames not yet written, and the control frames among them.
-    pub frames: u32,
+    /// The control frames among those not yet written (all of them are
+    /// `pending`).
     pub control: u32,
     /// Bytes of the chunks made so far, and of those handed out.
     made: u64,
@@ -138,6 +138,11 @@ const LEDGER_KEEP: usize = 64;
 const CONTROL: u64 = 1 << 63;
 
 impl FrameLedger {
+    /// Frames not yet written.
+    pub fn frames(&self) -> u32 {
+        self.pending.len() as u32
+    }
+
     /// A chunk of whole frames, the last of which may be a DATA frame
     /// header whose payload is the next chunk (its end is past the chunk).
     /// Envoy's control frames: RST_STREAM, and PING and SETTINGS
@@ -152,7 +157,6 @@ impl FrameLedger {
                 || (ack && (kind == frame::kind::PING || kind == frame::kind::SETTINGS));
             at += 9 + len;
             let end = self.made + at as u64;
-            self.frames += 1;
             if control {
                 self.control += 1;
                 self.pending.push_back(end | CONTROL);
@@ -178,7 +182,6 @@ impl FrameLedger {
                 break;
             }
             self.pending.pop_front();
-            self.frames -= 1;
             if entry & CONTROL != 0 {
                 self.control -= 1;
             }

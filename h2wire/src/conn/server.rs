@@ -190,7 +190,7 @@ impl ServerConn {
         if let Some(f) = self.flood.filter(|f| f.is_outbound()) {
             return Err(f);
         }
-        let Some(flood) = outbound_flood(&self.cfg.flood, ledger.frames, ledger.control) else {
+        let Some(flood) = outbound_flood(&self.cfg.flood, ledger.frames(), ledger.control) else {
             return Ok(());
         };
         self.flood = Some(flood);
@@ -204,7 +204,11 @@ impl ServerConn {
     /// Frames handed out or queued and not yet reported written, and the
     /// control frames among them; `None` without outbound limits.
     pub fn outbound_frames(&self) -> Option<(u32, u32)> {
-        self.core.out.ledger.as_ref().map(|l| (l.frames, l.control))
+        self.core
+            .out
+            .ledger
+            .as_ref()
+            .map(|l| (l.frames(), l.control))
     }
 
     /// What the connection refused or dropped by itself since the last

@@ -72,11 +72,8 @@ impl FloodCount {
 
 /// One downstream connection's proxy state, owned by its task.
 pub(crate) struct DownConn {
-    /// The routing context (also `wire.shard`: this is the streams' short
-    /// way to it).
-    pub shard: Rc<Shard>,
-    /// The inboxes and pools this connection shares with the shard's
-    /// other tasks.
+    /// The routing context (`wire.shard`), inboxes and pools this
+    /// connection shares with the shard's other tasks.
     pub wire: Rc<WireShard>,
     /// This connection's inbox.
     pub inbox: usize,
@@ -149,7 +146,7 @@ impl DownConn {
             Event::Trailers { stream, fields } => self.on_request_trailers(stream, fields),
             Event::Reset { stream, .. } => {
                 if let Some(s) = self.streams.get(&stream) {
-                    let stats = &self.shard.stats.downstream;
+                    let stats = &self.wire.shard.stats.downstream;
                     stats.rq_reset_by_client.inc();
                     if s.never_sent() {
                         stats.rq_reset_before_upstream.inc();
@@ -275,7 +272,6 @@ pub(crate) async fn serve(
     let _ = tcp.set_nodelay(true);
     let inbox = wire.inboxes.open();
     let mut dc = DownConn {
-        shard: Rc::clone(shard),
         wire: Rc::clone(&wire),
         inbox,
         conn,
@@ -310,7 +306,8 @@ pub(crate) async fn serve(
     // HANDSHAKE_TIMEOUT).
     let mut received = 0usize;
     let mut handshake_timer = false;
-    let mut draining = false;
+    // Set when the connection starts draining (GOAWAY sent): the time it
+    // closes by, if its streams have not ended before.
     let mut close_at: Option<Instant> = None;
     let mut eager_turns = 0u32;
 
@@ -327,11 +324,10 @@ pub(crate) async fn serve(
         if dc.flooded && close_at.is_none() {
             stats.cx_reset_flood.inc();
             dc.conn.go_away(ErrorCode::ENHANCE_YOUR_CALM);
-            draining = true;
             close_at = Some(Instant::now() + HARD_CLOSE_AFTER);
             continue;
         }
-        if !draining {
+        if close_at.is_none() {
             let lived_out = lives_until.is_some_and(|t| dc.now >= t);
             let served_out = max_requests.is_some_and(|n| dc.requests >= n);
             if lived_out || served_out {
@@ -340,14 +336,13 @@ pub(crate) async fn serve(
                 } else {
                     stats.cx_max_requests_reached.inc();
                 }
-                draining = true;
                 dc.conn.go_away(ErrorCode::NO_ERROR);
                 close_at = Some(Instant::now() + drain_timeout);
                 timer = None;
                 continue;
             }
         }
-        if (draining && dc.streams.is_empty()) || close_at.is_some_and(|t| Instant::now() >= t) {
+        if close_at.is_some_and(|t| dc.streams.is_empty() || Instant::now() >= t) {
             break;
         }
         // The timer is re-armed when it fires, not each time the stream
@@ -360,9 +355,9 @@ pub(crate) async fn serve(
             timer = Some(Box::pin(Timer::new(DEADLINE_SCAN)));
             scanning = true;
         } else if timer.is_none() && !busy {
-            handshake_timer = !draining && received < HANDSHAKE_BYTES;
-            let wait = if draining {
-                close_at.map(|t| t.saturating_duration_since(Instant::now()))
+            handshake_timer = close_at.is_none() && received < HANDSHAKE_BYTES;
+            let wait = if let Some(t) = close_at {
+                Some(t.saturating_duration_since(Instant::now()))
             } else if handshake_timer {
                 Some(idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT)))
             } else {
@@ -371,8 +366,8 @@ pub(crate) async fn serve(
             // An idle connection wakes at its lifetime's end too.
             let left = lives_until.map(|t| t.saturating_duration_since(Instant::now()));
             let wait = match (wait, left) {
-                (Some(w), Some(l)) if !draining => Some(w.min(l)),
-                (None, Some(l)) if !draining => Some(l),
+                (Some(w), Some(l)) if close_at.is_none() => Some(w.min(l)),
+                (None, Some(l)) if close_at.is_none() => Some(l),
                 (w, _) => w,
             };
             timer = wait.map(|d| Box::pin(Timer::new(d)));
@@ -402,7 +397,7 @@ pub(crate) async fn serve(
                     return Poll::Ready(Wake::Io(Woken::Read(r.unwrap_or(0))));
                 }
             }
-            if !draining
+            if close_at.is_none()
                 && (drain_sub.poll_fired(cx).is_ready() || shutdown_sub.poll_fired(cx).is_ready())
             {
                 return Poll::Ready(Wake::Drain);
@@ -444,7 +439,6 @@ pub(crate) async fn serve(
                 return;
             }
             Wake::Drain => {
-                draining = true;
                 dc.conn.go_away(ErrorCode::NO_ERROR);
                 close_at = Some(Instant::now() + drain_timeout);
                 timer = None;
@@ -479,9 +473,8 @@ pub(crate) async fn serve(
                     // The handshake came; the idle timeout governs now.
                     rb.filled(0);
                     continue;
-                } else if !draining {
+                } else if close_at.is_none() {
                     stats.cx_idle_timeout.inc();
-                    draining = true;
                     dc.conn.go_away(ErrorCode::NO_ERROR);
                     close_at = Some(Instant::now() + drain_timeout);
                 }

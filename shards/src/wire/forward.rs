@@ -102,7 +102,7 @@ impl DownConn {
         let mut done = smallvec::SmallVec::<[u32; 32]>::new();
         let now = self.now;
         let budget = self.out.limit();
-        let stats = &self.shard.stats.downstream;
+        let stats = &self.wire.shard.stats.downstream;
         let mut queued = std::mem::take(&mut self.queued);
         queued.retain(|&stream| {
             // Finished streams leave their id behind: dropped here.

@@ -193,11 +193,16 @@ impl Pool {
         }
     }
 
+    /// The connection a stream was opened on, while its slot holds it
+    /// (same generation), dead or not.
+    fn opened_on(conns: &mut [UpConn], r: UpRef) -> Option<&mut UpConn> {
+        conns.get_mut(r.slot).filter(|c| c.gen == r.gen)
+    }
+
     /// The live connection a stream was opened on.
     pub(crate) fn conn(&mut self, r: UpRef) -> Option<&mut ClientConn> {
-        self.conns
-            .get_mut(r.slot)
-            .filter(|c| c.gen == r.gen && !c.dead)
+        Self::opened_on(&mut self.conns, r)
+            .filter(|c| !c.dead)
             .map(|c| &mut c.conn)
     }
 
@@ -208,7 +213,7 @@ impl Pool {
     /// hold it back, until the task has written below half of it.
     pub(crate) fn takes_request_data(&mut self, r: UpRef) -> bool {
         let limit = self.cluster.per_connection_buffer_limit_bytes as usize;
-        let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) else {
+        let Some(c) = Self::opened_on(&mut self.conns, r) else {
             return true;
         };
         if c.unwritten < limit {
@@ -230,7 +235,7 @@ impl Pool {
     /// may not run between several downstream turns, and the codec's
     /// output is not in [`UpConn::unwritten`] until it does).
     pub(crate) fn sent_request_data(&mut self, r: UpRef, n: u32) {
-        if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
+        if let Some(c) = Self::opened_on(&mut self.conns, r) {
             c.unwritten += n as usize;
         }
     }
@@ -265,7 +270,7 @@ impl Pool {
     /// The downstream side is done with the stream: it no longer receives
     /// the stream's events, and its slot may go to a waiter.
     pub(crate) fn unroute(&mut self, r: UpRef) {
-        if let Some(c) = self.conns.get_mut(r.slot).filter(|c| c.gen == r.gen) {
+        if let Some(c) = Self::opened_on(&mut self.conns, r) {
             c.routes.remove(&r.stream);
             if (c.dead || c.draining) && c.routes.is_empty() {
                 wake(&mut c.waker);
@@ -284,11 +289,7 @@ impl Pool {
     /// its last routed stream.
     pub(crate) fn cancel(&mut self, r: UpRef, answered: bool, held: u32) {
         let host = self.host;
-        let Some(c) = self
-            .conns
-            .get_mut(r.slot)
-            .filter(|c| c.gen == r.gen && !c.dead)
-        else {
+        let Some(c) = Self::opened_on(&mut self.conns, r).filter(|c| !c.dead) else {
             return;
         };
         let may_reset = answered || c.early_resets < RESET_BUDGET;

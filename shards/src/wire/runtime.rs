@@ -56,21 +56,27 @@ impl ShardRuntime {
         let old = self.wire.shard.snapshot();
         self.reconcile_pools(&old, &snap);
         let result = self.reconcile_listeners(&snap);
-        self.wire.shard.adopt(snap);
+        // Hosts new to their cluster may hold a recycled id: their pools
+        // start afresh, as `adopt` resets their counters.
+        let wire = &self.wire;
+        wire.shard.adopt(snap, |h| wire.drop_pool(h.id));
         result
     }
 
-    /// Work proportional to what changed: clusters shared (same `Arc`) with
-    /// the current snapshot are skipped.
+    /// Drops the pools of hosts that left their cluster, or whose cluster's
+    /// connection settings changed. Work proportional to what changed:
+    /// clusters shared (same `Arc`) with the current snapshot are skipped.
     fn reconcile_pools(&self, old: &Snapshot, snap: &Snapshot) {
         let drop_pool = |h: &Host| self.wire.drop_pool(h.id);
         for (name, old_c) in &old.clusters {
             match snap.clusters.get(name) {
                 Some(new_c) if Arc::ptr_eq(old_c, new_c) => {}
                 Some(new_c) => {
-                    let same_settings = old_c.config.connect_timeout
-                        == new_c.config.connect_timeout
-                        && old_c.config.http2 == new_c.config.http2;
+                    let (o, n) = (&old_c.config, &new_c.config);
+                    let same_settings = o.connect_timeout == n.connect_timeout
+                        && o.http2 == n.http2
+                        && o.per_connection_buffer_limit_bytes
+                            == n.per_connection_buffer_limit_bytes;
                     // A55: a DRAINING host keeps its connections only while
                     // sessions may still reach it (DRAINING in the set).
                     let keep_draining = new_c
@@ -88,22 +94,6 @@ impl ShardRuntime {
                     }
                 }
                 None => old_c.hosts.iter().for_each(drop_pool),
-            }
-        }
-        // Hosts new to their cluster may hold a recycled id: start afresh
-        // (`Shard::adopt` resets their counters likewise).
-        for (name, new_c) in &snap.clusters {
-            let old_c = old.clusters.get(name);
-            if old_c.is_some_and(|o| Arc::ptr_eq(o, new_c)) {
-                continue;
-            }
-            for h in &new_c.hosts {
-                let known = old_c
-                    .and_then(|o| o.host_by_addr(&h.address))
-                    .is_some_and(|o| o.id == h.id);
-                if !known {
-                    drop_pool(h);
-                }
             }
         }
     }

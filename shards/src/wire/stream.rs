@@ -343,7 +343,7 @@ impl DownConn {
     /// Sends the stream again on a new upstream stream, counted by
     /// `resent`'s counter, or (`None`) fails it as an upstream reset.
     fn resend_or_fail(&mut self, stream: u32, host: HostId, resent: Option<HostCounter>) {
-        let host_stats = self.shard.stats.hosts.host(host);
+        let host_stats = self.wire.shard.stats.hosts.host(host);
         match resent {
             Some(counter) => {
                 counter(host_stats).inc();
@@ -358,7 +358,7 @@ impl DownConn {
     }
 
     fn on_upstream(&mut self, stream: u32, ev: ClientEvent) {
-        let shard = Rc::clone(&self.shard);
+        let shard = Rc::clone(&self.wire.shard);
         let Some(s) = self.streams.get_mut(&stream) else {
             return self.give_back(stream, Delivered::Event(ev));
         };
@@ -437,20 +437,25 @@ impl DownConn {
         let Some(s) = self.streams.get(&stream) else {
             return;
         };
-        self.shard.stats.downstream.rq_timeout.inc();
-        self.shard.stats.hosts.host(s.host).rq_timeout.inc();
+        self.wire.shard.stats.downstream.rq_timeout.inc();
+        self.wire.shard.stats.hosts.host(s.host).rq_timeout.inc();
         self.fail(stream, LocalReply::UpstreamTimeout);
     }
 
     /// The stream lived its `max_stream_duration`.
     pub(super) fn lived_out(&mut self, stream: u32) {
-        self.shard.stats.downstream.rq_max_duration_reached.inc();
+        self.wire
+            .shard
+            .stats
+            .downstream
+            .rq_max_duration_reached
+            .inc();
         self.fail(stream, LocalReply::MaxDurationTimeout);
     }
 
     /// Nothing moved on the stream for its stream idle timeout.
     pub(super) fn idled_out(&mut self, stream: u32) {
-        self.shard.stats.downstream.rq_idle_timeout.inc();
+        self.wire.shard.stats.downstream.rq_idle_timeout.inc();
         self.fail(stream, LocalReply::StreamIdleTimeout);
     }
 
@@ -472,14 +477,15 @@ impl DownConn {
             let grpc = s.grpc;
             let head_only = s.head.as_ref().is_some_and(is_head);
             let extra = s.session_header.take();
-            self.shard
+            self.wire
+                .shard
                 .stats
                 .hosts
                 .host(s.host)
                 .responses
                 .record(reply.status().as_u16());
             if extra.is_some() {
-                self.shard.stats.session.session_set.inc();
+                self.wire.shard.stats.session.session_set.inc();
             }
             self.local_reply(stream, reply, grpc, extra.as_deref(), head_only);
         }
@@ -498,7 +504,7 @@ impl DownConn {
         let head_only = is_head(&head);
         self.conn.recycle(head);
         self.local_reply(stream, reply, grpc, extra, head_only);
-        self.shard.stats.downstream.rq_active.dec();
+        self.wire.shard.stats.downstream.rq_active.dec();
     }
 
     /// Answers `stream` ourselves. For gRPC requests a trailers-only
@@ -515,7 +521,7 @@ impl DownConn {
         let extra = extra.map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
         let status = reply.status().as_u16();
         let body = reply.body();
-        let stats = &self.shard.stats.downstream;
+        let stats = &self.wire.shard.stats.downstream;
         if grpc {
             let code = http_to_grpc_status(status).to_string();
             let mut fields = vec![
@@ -592,8 +598,8 @@ impl DownConn {
             let mut p = s.pool.borrow_mut();
             p.in_flight = p.in_flight.saturating_sub(1);
         }
-        self.shard.stats.downstream.rq_active.dec();
-        self.shard.stats.hosts.host(s.host).rq_active.dec();
+        self.wire.shard.stats.downstream.rq_active.dec();
+        self.wire.shard.stats.hosts.host(s.host).rq_active.dec();
         // A client that went away is not the host's fault; the status it
         // had answered by then still counts (as Envoy counts it).
         let result = s.failed.or_else(|| {
@@ -612,7 +618,7 @@ impl DownConn {
     /// Counts the stream's outcome for outlier detection, when the host's
     /// cluster in the current snapshot has it.
     fn record_outlier(&self, pool: &PoolRef, result: CallResult) {
-        let snap = self.shard.snapshot();
+        let snap = self.wire.shard.snapshot();
         let p = pool.borrow();
         let Some(cluster) = snap.cluster(p.cluster_name()) else {
             return;
@@ -626,7 +632,7 @@ impl DownConn {
             return;
         }
         if let Some(host) = cluster.host_by_addr(&p.addr) {
-            self.shard.record_outlier(cluster, host, result);
+            self.wire.shard.record_outlier(cluster, host, result);
         }
     }
 
