@@ -38,6 +38,9 @@ fn main() {
         .compile("uring");
 
     // (our additional, linkable C bindings)
+    // PATCH(one-enter-park): rebuild when our C bindings change (the `cc`
+    // crate's own rerun lines would otherwise hide the edit).
+    println!("cargo:rerun-if-changed=rusturing.c");
     Build::new()
         .file(project.join("rusturing.c"))
         .include(src.join("include"))

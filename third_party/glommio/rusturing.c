@@ -312,3 +312,31 @@ extern inline int rust_io_uring_wait_cqe(struct io_uring *ring, struct io_uring_
 {
     return io_uring_wait_cqe(ring, cqe_ptr);
 }
+
+/* PATCH(one-enter-park): defined in liburing's queue.c and syscall.c. */
+extern int __io_uring_flush_sq(struct io_uring *ring);
+extern int __sys_io_uring_enter2(int fd, unsigned to_submit, unsigned min_complete,
+                                 unsigned flags, sigset_t *sig, int sz);
+
+/*
+ * PATCH(one-enter-park): submits every prepared SQE and waits for `wait_nr`
+ * completions, or until `ts` passed (NULL: no limit), in one io_uring_enter.
+ * The limit travels as IORING_ENTER_EXT_ARG (Linux 5.11), so no TIMEOUT SQE
+ * is queued and none has to be cancelled afterwards. Returns the number of
+ * SQEs submitted, or -errno (-ETIME when the time ran out first).
+ */
+int rust_io_uring_submit_and_wait_ext(struct io_uring *ring, unsigned wait_nr,
+                                      struct __kernel_timespec *ts)
+{
+    struct io_uring_getevents_arg arg = {
+        .sigmask = 0,
+        .sigmask_sz = _NSIG / 8,
+        .pad = 0,
+        .ts = (unsigned long) ts,
+    };
+    unsigned submitted = __io_uring_flush_sq(ring);
+    int ret = __sys_io_uring_enter2(ring->ring_fd, submitted, wait_nr,
+                                    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+                                    (sigset_t *) &arg, sizeof(arg));
+    return ret < 0 ? -errno : ret;
+}

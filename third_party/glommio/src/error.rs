@@ -64,6 +64,10 @@ pub enum ReactorErrorKind {
 
     /// Reactor unable to lock memory (max allowed, min required)
     MemLockLimit(u64, u64),
+
+    /// PATCH(one-enter-park): the kernel lacks an io_uring feature the
+    /// reactor needs.
+    MissingKernelFeature(&'static str),
 }
 
 impl fmt::Display for ReactorErrorKind {
@@ -76,6 +80,9 @@ impl fmt::Display for ReactorErrorKind {
                 f,
                 "The memlock resource limit is too low: {max} (recommended {min})"
             ),
+            ReactorErrorKind::MissingKernelFeature(what) => {
+                write!(f, "The kernel's io_uring lacks {what}")
+            }
         }
     }
 }
@@ -475,6 +482,9 @@ impl<T> Debug for GlommioError<T> {
                 ReactorErrorKind::MemLockLimit(a, b) => {
                     write!(f, "ReactorError {{ kind: MemLockLimit({a:?}/{b:?}) }}")
                 }
+                ReactorErrorKind::MissingKernelFeature(what) => {
+                    write!(f, "ReactorError {{ kind: MissingKernelFeature({what}) }}")
+                }
             },
             GlommioError::TimedOut(dur) => write!(f, "TimedOut {{ dur {dur:?} }}"),
         }
@@ -523,6 +533,10 @@ impl<T> From<GlommioError<T>> for io::Error {
                 ReactorErrorKind::MemLockLimit(a, b) => {
                     io::Error::new(io::ErrorKind::Other, format!("MemLockLimit({a:?}/{b:?})"))
                 }
+                ReactorErrorKind::MissingKernelFeature(what) => io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("MissingKernelFeature({what})"),
+                ),
             },
             GlommioError::TimedOut(dur) => {
                 io::Error::new(io::ErrorKind::TimedOut, format!("timed out after {dur:#?}"))

@@ -226,7 +226,11 @@ impl Reactor {
 
     #[inline(always)]
     pub(crate) fn need_preempt(&self) -> bool {
-        unsafe { *self.preempt_ptr_head != (*self.preempt_ptr_tail).load(Ordering::Acquire) }
+        // PATCH(clock-preempt): a completion in the latency ring, or the
+        // preempt deadline (no longer a latency-ring TIMEOUT) passed.
+        let latency_ring_completed =
+            unsafe { *self.preempt_ptr_head != (*self.preempt_ptr_tail).load(Ordering::Acquire) };
+        latency_ring_completed || self.sys.preempt_deadline_passed()
     }
 
     pub(crate) fn id(&self) -> usize {
@@ -869,9 +873,17 @@ impl Reactor {
     /// Polls for I/O, but does not change any timer registration.
     ///
     /// This doesn't ever sleep, and does not touch the preemption timer.
-    pub(crate) fn spin_poll_io(&self) -> io::Result<bool> {
+    ///
+    /// PATCH(one-enter-park): with `before_park`, the poll does not enter
+    /// the kernel to submit the main ring's requests: the park that follows
+    /// submits them with its sleep.
+    pub(crate) fn spin_poll_io(&self, before_park: bool) -> io::Result<bool> {
         let mut woke = 0;
-        self.sys.poll_io(&mut woke)?;
+        if before_park {
+            self.sys.poll_io_before_park(&mut woke)?;
+        } else {
+            self.sys.poll_io(&mut woke)?;
+        }
         woke += self.process_timers().1;
         woke += self.process_shared_channels();
 

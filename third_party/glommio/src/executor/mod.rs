@@ -1506,7 +1506,12 @@ impl LocalExecutor {
                 let cur_time = Instant::now();
                 this.queues.borrow_mut().stats.total_runtime += cur_time - pre_time;
                 pre_time = cur_time;
-                if !run {
+                // PATCH(one-enter-park): task queues that ran dry go to the
+                // park path at once. Upstream polled again first, entering
+                // the kernel only to submit what the tasks queued, and then
+                // parked, entering it again to sleep; the park path's poll
+                // leaves the submission to the park, one enter for both.
+                if !run || this.queues.borrow().active_executors.is_empty() {
                     if let Poll::Ready(t) = future.as_mut().poll(cx) {
                         // It may be that we just became ready now that the task queue
                         // is exhausted. But if we sleep (park) we'll never know so we
@@ -1524,7 +1529,11 @@ impl LocalExecutor {
                         if let Some(wait) = pace.and_then(|d| d.checked_sub(pre_time - polled_at)) {
                             std::thread::sleep(wait);
                         }
-                        while !this.reactor.spin_poll_io().unwrap() {
+                        // PATCH(one-enter-park): a spinning executor
+                        // submits as it spins; one that parks at once
+                        // leaves the submission to the park.
+                        let before_park = spin_before_park.is_zero();
+                        while !this.reactor.spin_poll_io(before_park).unwrap() {
                             if pre_time.elapsed() > spin_before_park {
                                 this.parker
                                     .park()

@@ -92,6 +92,10 @@ bitflags::bitflags! {
         const CQSIZE    = 1 << 3;
         const CLAMP     = 1 << 4;
         const ATTACH_WQ = 1 << 5;
+        /// PATCH(coop-taskrun): completions do not interrupt the task with
+        /// an IPI while it runs in user space; they are posted at its next
+        /// entry into the kernel (Linux 5.19).
+        const COOP_TASKRUN = 1 << 8;
     }
 }
 
@@ -206,6 +210,36 @@ impl IoUring {
         duration: Duration,
     ) -> io::Result<u32> {
         self.sq().submit_and_wait_with_timeout(wait_for, duration)
+    }
+
+    /// PATCH(one-enter-park): submits all prepared [`SQE`]s and waits until
+    /// at least `wait_for` events have completed or `limit` has passed, in
+    /// one `io_uring_enter` (the limit is `IORING_ENTER_EXT_ARG`, not a
+    /// TIMEOUT SQE). Running out of time is `Ok`, like any other wake-up.
+    pub fn submit_sqes_and_wait_ext(
+        &mut self,
+        wait_for: u32,
+        limit: Option<Duration>,
+    ) -> io::Result<u32> {
+        let mut ts = limit.map(|d| uring_sys::__kernel_timespec {
+            tv_sec: d.as_secs() as _,
+            tv_nsec: d.subsec_nanos() as _,
+        });
+        let ts_ptr = ts.as_mut().map_or(ptr::null_mut(), |ts| ts as *mut _);
+        // SAFETY: the ring is ours and set up; `ts` outlives the call.
+        let ret = unsafe {
+            uring_sys::io_uring_submit_and_wait_ext(&mut self.ring, wait_for as _, ts_ptr)
+        };
+        match ret {
+            n if n >= 0 => Ok(n as u32),
+            n if n == -libc::ETIME => Ok(0),
+            n => Err(io::Error::from_raw_os_error(-n)),
+        }
+    }
+
+    /// PATCH(one-enter-park): whether the kernel takes `IORING_ENTER_EXT_ARG`.
+    pub fn has_ext_arg(&self) -> bool {
+        self.ring.features & uring_sys::IORING_FEAT_EXT_ARG != 0
     }
 
     /// Peek for any [`CQE`] that is already completed, without blocking. This

@@ -224,10 +224,10 @@ impl Source {
         })
     }
 
-    /// PATCH(keep-throughput-timer): whether the operation completed, without
-    /// the latency bookkeeping of [`result`](Self::result).
-    pub(crate) fn has_result(&self) -> bool {
-        self.inner.borrow().wakers.result.is_some()
+    /// PATCH(one-enter-park): whether the operation is still queued or in
+    /// the kernel (its completion not consumed yet).
+    pub(crate) fn is_enqueued(&self) -> bool {
+        self.inner.borrow().enqueued.is_some()
     }
 
     pub(crate) fn result(&self) -> Option<io::Result<usize>> {

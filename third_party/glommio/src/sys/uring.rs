@@ -14,7 +14,6 @@ use rlimit::Resource;
 use std::{
     cell::{Cell, Ref, RefCell, RefMut},
     collections::VecDeque,
-    convert::TryFrom,
     ffi::CStr,
     fmt,
     future::Future,
@@ -38,7 +37,7 @@ use crate::{
         blocking::{BlockingThreadOp, BlockingThreadPool},
         dma_buffer::{BufferStorage, DmaBuffer},
         membarrier, DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
-        PollableStatus, Source, SourceType, Statx, TimeSpec64,
+        PollableStatus, Source, SourceType, Statx,
     },
     uring_sys::{self, IoRingOp},
     GlommioError, IoRequirements, IoStats, ReactorErrorKind, RingIoStats, TaskQueueHandle,
@@ -904,8 +903,26 @@ impl SleepableRing {
         source_map: Rc<RefCell<SourceMap>>,
     ) -> io::Result<Self> {
         assert!(*IO_URING_RECENT_ENOUGH);
+        // PATCH(coop-taskrun): by default a completion that arrives while
+        // the thread runs in user space interrupts it (an IPI, then the
+        // completion's task work on the way back to user space), once per
+        // completion. Cooperative: the task work waits for the thread's next
+        // system call, and the thread polls its rings in user space only
+        // between runs of its task queues, after system calls of its own,
+        // or enters the kernel to sleep, which runs pending task work first
+        // (a sleeping thread is still woken). Kernels before 5.19 refuse
+        // the flag: upstream's setup then.
+        let ring = match iou::IoUring::new_with_flags(
+            size as _,
+            iou::SetupFlags::COOP_TASKRUN,
+            iou::SetupFeatures::empty(),
+        ) {
+            Ok(ring) => ring,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => iou::IoUring::new(size as _)?,
+            Err(e) => return Err(e),
+        };
         Ok(SleepableRing {
-            ring: iou::IoUring::new(size as _)?,
+            ring,
             size,
             submission_queue: UringQueueState::with_capacity(size * 4),
             name,
@@ -921,83 +938,10 @@ impl SleepableRing {
         self.ring.raw().ring_fd
     }
 
-    /// This function prepares a timer that fires unconditionally after a
-    /// certain duration. The timer is added at the front of the queue such
-    /// that it will be the first SQE submitted the next time we enter the
-    /// latency ring
-    fn prepare_latency_preemption_timer(&mut self, d: Duration) -> Source {
-        let source = Source::new(
-            IoRequirements::default(),
-            -1,
-            SourceType::Timeout(TimeSpec64::try_from(d).unwrap(), 0),
-            None,
-            None,
-        );
-        let op = match &*source.source_type() {
-            SourceType::Timeout(ts, events) => {
-                UringOpDescriptor::Timeout(&ts.raw as *const _, *events)
-            }
-            _ => unreachable!(),
-        };
-
-        self.submission_queue()
-            .borrow_mut()
-            .submissions
-            .push_front(UringDescriptor {
-                args: op,
-                fd: -1,
-                flags: SubmissionFlags::empty(),
-                user_data: to_user_data(
-                    self.source_map
-                        .borrow_mut()
-                        .add_source(&source, self.submission_queue.clone()),
-                ),
-            });
-        source
-    }
-
-    /// This function prepares a timer that fires only after a given number of
-    /// CQEs are available on the main ring. This timer is linked with a write
-    /// to the latency ring's event fd such that this timer triggers a
-    /// preemption via the latency ring.
-    fn prepare_throughput_preemption_timer(&mut self, min_events: u32, event_fd: RawFd) -> Source {
-        assert!(min_events >= 1, "min_events should be at least 1");
-        let timer_source = Source::new(
-            IoRequirements::default(),
-            -1,
-            SourceType::Timeout(TimeSpec64::MAX, min_events),
-            None,
-            None,
-        );
-
-        const EVENTFD_WAKEUP: &[u64; 1] = &[1u64; 1];
-        let write_op = UringDescriptor {
-            fd: event_fd,
-            flags: SubmissionFlags::empty(),
-            user_data: 0,
-            args: UringOpDescriptor::Write(EVENTFD_WAKEUP as *const u64 as _, 8, 0),
-        };
-
-        let op = match &*timer_source.source_type() {
-            SourceType::Timeout(ts, events) => {
-                UringOpDescriptor::Timeout(&ts.raw as *const _, *events)
-            }
-            _ => unreachable!(),
-        };
-        let queue = self.submission_queue();
-        queue.borrow_mut().submissions.push_front(write_op);
-        queue.borrow_mut().submissions.push_front(UringDescriptor {
-            args: op,
-            fd: -1,
-            flags: SubmissionFlags::IO_LINK,
-            user_data: to_user_data(
-                self.source_map
-                    .borrow_mut()
-                    .add_source(&timer_source, queue.clone()),
-            ),
-        });
-        timer_source
-    }
+    // PATCH(clock-preempt): upstream's `prepare_latency_preemption_timer`
+    // and `prepare_throughput_preemption_timer` are gone: the preempt
+    // timer is a deadline read from the clock and sleeps time out through
+    // `IORING_ENTER_EXT_ARG` (see `Reactor::wait`).
 
     fn install_eventfd(&mut self, eventfd_src: &Source) -> bool {
         if let Some(mut sqe) = self.ring.sq().prepare_sqe() {
@@ -1045,66 +989,61 @@ impl SleepableRing {
         }
     }
 
-    fn sleep(&mut self, link: &Source) -> io::Result<usize> {
-        assert_eq!(
-            self.waiting_kernel_submission(),
-            0,
-            "sleeping with pending SQEs"
+    /// PATCH(one-enter-park): moves the queued submissions (cancellations
+    /// first) into the SQ ring without entering the kernel, unless the ring
+    /// is full; the next enter submits them.
+    fn prepare_submissions(&mut self) -> io::Result<usize> {
+        let q = self.submission_queue();
+        let mut queue = q.borrow_mut();
+        self.consume_sqe_queue(&mut queue.cancellations, false)?;
+        self.consume_sqe_queue(&mut queue.submissions, false)
+    }
+
+    /// PATCH(one-enter-park): whether this ring may sleep once the SQEs
+    /// already in its SQ ring are submitted by the sleep itself.
+    fn can_sleep_once_submitted(&self) -> bool {
+        self.submission_queue.borrow().is_empty() && self.waiting_kernel_collection() == 0
+    }
+
+    /// PATCH(one-enter-park): prepares `link`'s `POLL_ADD` on the other
+    /// ring's fd, so that a completion there ends a sleep on this ring.
+    /// False when no SQE is free.
+    fn prepare_link(&mut self, link: &Source) -> bool {
+        let mut sq = self.ring.sq();
+        let Some(mut sqe) = sq.prepare_sqe() else {
+            return false;
+        };
+        let op = UringDescriptor {
+            fd: link.raw(),
+            flags: SubmissionFlags::empty(),
+            user_data: to_user_data(
+                self.source_map
+                    .borrow_mut()
+                    .add_source(link, self.submission_queue.clone()),
+            ),
+            args: UringOpDescriptor::PollAdd(common_flags() | read_flags()),
+        };
+        fill_sqe(
+            &mut sqe,
+            &op,
+            DmaBuffer::new,
+            &mut self.source_map.borrow_mut(),
         );
-        if let Some(mut sqe) = self.ring.sq().prepare_sqe() {
-            let sqe_ptr = unsafe { sqe.raw_mut() as *mut _ };
-            let op = UringDescriptor {
-                fd: link.raw(),
-                flags: SubmissionFlags::empty(),
-                user_data: to_user_data(
-                    self.source_map
-                        .borrow_mut()
-                        .add_source(link, self.submission_queue.clone()),
-                ),
-                args: UringOpDescriptor::PollAdd(common_flags() | read_flags()),
-            };
-            fill_sqe(
-                &mut sqe,
-                &op,
-                DmaBuffer::new,
-                &mut self.source_map.borrow_mut(),
-            );
+        true
+    }
 
-            // We have now prepared the SQE that links the two rings. We now need to submit
-            // it successfully to be able to safely sleep.
-
-            if self
-                .submit_sqes()
-                .or_else(Reactor::busy_ok)
-                .or_else(Reactor::again_ok)
-                .or_else(Reactor::intr_ok)?
-                != 1
-            {
-                // We failed to submit the `SQE` that links the rings. Just can't sleep.
-                // Waiting here is unsafe because we could end up waiting much longer than
-                // needed.
-                // We make the SQE a no-op and return
-                unsafe { crate::uring_sys::io_uring_prep_nop(sqe_ptr) };
-                Err(io::Error::from_raw_os_error(libc::EBUSY))
-            } else {
-                // The rings are linked. Goodnight!
-                self.ring
-                    .cq()
-                    .wait(1)
-                    .map(|_| 1)
-                    .or_else(Reactor::busy_ok)
-                    .or_else(Reactor::again_ok)
-                    .or_else(Reactor::intr_ok)
-            }
-        } else {
-            // Can't link rings because we ran out of `CQE`s. Just can't sleep.
-            // Submit what we have, once we're out of here we'll consume them
-            // and at some point will be able to sleep again.
-            self.submit_sqes()
-                .or_else(Reactor::busy_ok)
-                .or_else(Reactor::again_ok)
-                .or_else(Reactor::intr_ok)
-        }
+    /// PATCH(one-enter-park): submits what the SQ ring holds and sleeps
+    /// until one completion or until `limit`, in one `io_uring_enter`.
+    fn submit_and_sleep(&mut self, limit: Option<Duration>) -> io::Result<usize> {
+        let submitted = self
+            .ring
+            .submit_sqes_and_wait_ext(1, limit)
+            .map(|n| n as usize)
+            .or_else(Reactor::busy_ok)
+            .or_else(Reactor::again_ok)
+            .or_else(Reactor::intr_ok)?;
+        self.in_kernel += submitted;
+        Ok(submitted)
     }
 }
 
@@ -1222,14 +1161,15 @@ pub(crate) struct Reactor {
     latency_ring: RefCell<SleepableRing>,
     poll_ring: RefCell<PollRing>,
 
-    latency_preemption_timeout_src: Cell<Option<Source>>,
-    // PATCH(keep-preempt-timer): the latency timer now armed is a preempt
-    // timer (armed between two runs of the task queues), not a sleep's
-    // user timer.
-    latency_timer_is_preempt: Cell<bool>,
-    throughput_preemption_timeout_src: Cell<Option<Source>>,
+    // PATCH(clock-preempt): when the task queues now running should yield
+    // to I/O, in `coarse_now_ns` time; `u64::MAX` while none run.
+    preempt_deadline: Cell<u64>,
 
     link_fd: RawFd,
+    // PATCH(one-enter-park): the main ring's `POLL_ADD` on the latency
+    // ring's fd, kept armed across sleeps (re-armed only once it fired)
+    // instead of being armed before and cancelled after every sleep.
+    link_src: Cell<Option<Source>>,
 
     // This keeps the `eventfd` alive. Drop will close it when we're done
     notifier: Arc<sys::SleepNotifier>,
@@ -1282,6 +1222,23 @@ macro_rules! flush_rings {
         )*
         io::Result::Ok(ret)
     }}
+}
+
+/// PATCH(clock-preempt): `CLOCK_MONOTONIC_COARSE` in nanoseconds. A vDSO
+/// read of a few nanoseconds (the task loop asks before every task), at the
+/// kernel tick's resolution (1 to 4 ms): coarse against the default preempt
+/// period of 100 ms, and only ever late by that much.
+#[inline(always)]
+pub(crate) fn coarse_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 fn align_up(v: usize, align: usize) -> usize {
@@ -1339,6 +1296,13 @@ impl Reactor {
             },
         }
 
+        // PATCH(one-enter-park): sleeps time out through IORING_ENTER_EXT_ARG.
+        if !main_ring.ring.has_ext_arg() {
+            return Err(GlommioError::ReactorError(
+                ReactorErrorKind::MissingKernelFeature("IORING_FEAT_EXT_ARG (Linux 5.11)"),
+            ));
+        }
+
         let link_fd = latency_ring.ring_fd();
 
         let eventfd_src = Source::new(
@@ -1357,11 +1321,10 @@ impl Reactor {
             main_ring: RefCell::new(main_ring),
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
-            latency_preemption_timeout_src: Cell::new(None),
-            latency_timer_is_preempt: Cell::new(false),
-            throughput_preemption_timeout_src: Cell::new(None),
+            preempt_deadline: Cell::new(u64::MAX),
             blocking_thread,
             link_fd,
+            link_src: Cell::new(None),
             notifier,
             eventfd_src,
             source_map,
@@ -1724,27 +1687,30 @@ impl Reactor {
         }
     }
 
-    /// We want to go to sleep, but we can only go to sleep in one of the rings,
-    /// as we only have one thread. There are more than one sleepable rings, so
-    /// what we do is we take advantage of the fact that the ring's `ring_fd` is
-    /// pollable and register a `POLL_ADD` event into the ring we will wait on.
-    ///
-    /// We may not be able to register an `SQE` at this point, so we return an
-    /// Error and will just not sleep.
-    fn link_rings_and_sleep(&self, ring: &mut SleepableRing) -> io::Result<()> {
-        let link_rings = Source::new(
-            IoRequirements::default(),
-            self.link_fd,
-            SourceType::LinkRings,
-            None,
-            None,
-        );
-        ring.sleep(&link_rings).or_else(Self::busy_ok).map(|_| {})
-    }
-
     pub(crate) fn poll_io(&self, woke: &mut usize) -> io::Result<()> {
         self.poll_ring.borrow_mut().poll(woke)?;
         self.main_ring.borrow_mut().poll(woke)?;
+        self.latency_ring.borrow_mut().poll(woke)?;
+        *woke += self.flush_syscall_thread();
+        Ok(())
+    }
+
+    /// PATCH(one-enter-park): `poll_io` for an executor about to park. The
+    /// main ring's queued requests go into its SQ ring, but the kernel is
+    /// not entered to submit them: the park that follows submits them with
+    /// its sleep, in one `io_uring_enter`. If completions wake tasks
+    /// instead, the executor's next `poll_io` submits them.
+    pub(crate) fn poll_io_before_park(&self, woke: &mut usize) -> io::Result<()> {
+        self.poll_ring.borrow_mut().poll(woke)?;
+        {
+            let mut main_ring = self.main_ring.borrow_mut();
+            main_ring
+                .prepare_submissions()
+                .or_else(Self::busy_ok)
+                .or_else(Self::again_ok)
+                .or_else(Self::intr_ok)?;
+            main_ring.consume_completion_queue(woke);
+        }
         self.latency_ring.borrow_mut().poll(woke)?;
         *woke += self.flush_syscall_thread();
         Ok(())
@@ -1759,47 +1725,26 @@ impl Reactor {
         }
     }
 
-    /// This function can be passed two timers. Because they play different
-    /// roles we keep them separate instead of overloading the same
-    /// parameter.
+    /// Polls the rings between two runs of the task queues (`preempt_timer`
+    /// answers `Some`), or parks the thread until an event or `user_timer`
+    /// (it answers `None`).
     ///
-    /// * The first is the preempt timer. It is designed to take the current
-    ///   task queue out of the cpu. If nothing else fires in the latency ring
-    ///   the preempt timer will, making need_preempt return true. Currently, we
-    ///   always install a preempt timer in the upper layers but from the point
-    ///   of view of the io_uring implementation it is optional: it is perfectly
-    ///   valid not to have one. Preempt timers are installed by Glommio
-    ///   executor runtime.
+    /// Upstream armed io_uring timers here on every call and cancelled them
+    /// on the next: a latency-ring TIMEOUT as the preempt timer (or as the
+    /// sleep's `user_timer`), and a main-ring TIMEOUT counting completions
+    /// linked to an eventfd WRITE (the throughput timer). A sleep armed a
+    /// `POLL_ADD` linking the rings, entered the kernel to submit it, again
+    /// to wait and again to cancel it. At low load that came to nine
+    /// `io_uring_enter`s per proxied request (third_party/glommio/PATCHES.md).
     ///
-    /// * The second is the user timer. It is installed per a user request when
-    ///   the user creates a `Timer` (or `TimerAction`).
-    ///
-    /// At some level, those are both just timers and can be coalesced. And they
-    /// certainly are: if there is a user timer that needs to fire in 1ms, and
-    /// we want the preempt_timer to also fire around 1ms, there is no need
-    /// to register two timers. At the end of the day, all that matters is
-    /// that the latency ring flares and that we leave the CPU. That is
-    /// because unlike I/O, we don't have one Source per timer, and
-    /// parking.rs just keeps them on a wheel and just tell us about what is
-    /// the next expiration.
-    ///
-    /// However, they are also different. The main source of difference is sleep
-    /// and wake behavior:
-    ///
-    /// * When there is no more work to do, and we go to sleep, we do not want
-    ///   to register the preempt timer: it is designed to fire periodically to
-    ///   take us out of the CPU and if there is no task queue running, we don't
-    ///   want to wake up and spend power just for that. However, if there is a
-    ///   user timer that needs to fire in the future we must register it.
-    ///   Otherwise, we will sleep and never wake up.
-    ///
-    /// * The user timer point of expiration never changes. So once we register
-    ///   it we don't need to rearm it until it fires. But the preempt timer has
-    ///   to be rearmed every time. Moreover, it needs to give every task queue
-    ///   a fair shot at running. So it needs to be rearmed as close as possible
-    ///   to the point where we *leave* this method. For instance: if we spin
-    ///   here for 3ms and the preempt timer is 10ms that would leave the next
-    ///   task queue just 7ms to run.
+    /// * PATCH(clock-preempt): the preempt timer is a deadline that
+    ///   `need_preempt` compares with the coarse monotonic clock: no SQE.
+    ///   The throughput timer is gone: the task queues yield to I/O at the
+    ///   deadline or as soon as they run dry, whichever comes first.
+    /// * PATCH(one-enter-park): a sleep submits what is queued and waits in
+    ///   one `io_uring_enter`, with `user_timer` as its time limit
+    ///   (`IORING_ENTER_EXT_ARG`), and the ring link stays armed across
+    ///   sleeps.
     pub(crate) fn wait<Preempt, F>(
         &self,
         preempt_timer: Preempt,
@@ -1820,72 +1765,40 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // Cancel the old timer regardless of whether we can sleep:
-        // if we won't sleep, we will register the new timer with its new
-        // value.
-        //
-        // But if we will sleep, there might be a timer registered that needs
-        // to be removed otherwise we'll wake up when it expires.
-        // PATCH(keep-preempt-timer): between two runs of the task queues (a
-        // preempt timer asked for: this call will not sleep), a preempt
-        // timer armed by an earlier such call and not fired yet is kept
-        // instead of being cancelled and armed again, as the throughput
-        // timer below. It fires at most one preempt period after it was
-        // armed, which only makes the task queues yield to I/O sooner. A
-        // sleep's user timer is never kept: doing so made executors miss
-        // wake-ups (PATCHES.md).
-        let keep_lat = preempt_timer().is_some()
-            && self.latency_timer_is_preempt.get()
-            && Self::armed(&self.latency_preemption_timeout_src);
-        if !keep_lat {
-            drop(self.latency_preemption_timeout_src.take());
-            self.latency_timer_is_preempt.set(false);
-        }
+        let preempt = preempt_timer();
+        // PATCH(clock-preempt): a deadline rather than a TIMEOUT SQE, set as
+        // close as possible to where the task queues start running.
+        self.preempt_deadline.set(preempt.map_or(u64::MAX, |d| {
+            coarse_now_ns().saturating_add(d.as_nanos().try_into().unwrap_or(u64::MAX))
+        }));
 
-        // Schedule the throughput-based timeout immediately: it won't matter if we end
-        // up sleeping.
-        //
-        // PATCH(keep-throughput-timer): between two runs of the task queues
-        // (a preempt timer asked for: this call will not sleep), an armed
-        // throughput timer is kept rather than cancelled and re-armed. Under
-        // load this runs once per executor loop, and re-arming cost a
-        // TIMEOUT, its linked eventfd WRITE and an ASYNC_CANCEL per loop. A
-        // kept timer counts completions since it was armed, so it may fire
-        // (and make the task queues yield to I/O) after fewer completions in
-        // one loop than a fresh one would.
-        if preempt_timer().is_none() || !Self::armed(&self.throughput_preemption_timeout_src) {
-            self.throughput_preemption_timeout_src.replace(Some(
-                main_ring.prepare_throughput_preemption_timer(
-                    self.ring_depth() as u32,
-                    self.eventfd_src.raw(),
-                ),
-            ));
-        }
-
-        // This will only dispatch if we run out of sqes. Which means until
-        // flush_rings! nothing is really send to the kernel...
         flush_cancellations!(into &mut woke; lat_ring, poll_ring, main_ring);
-        // ... which happens right here. If you ever reorder this code just
-        // be careful about this dependency.
-        flush_rings!(lat_ring, poll_ring, main_ring)?;
-        // pick up the results of any cancellations
+        if preempt.is_some() {
+            // Between two runs of the task queues: submit everything now.
+            flush_rings!(lat_ring, poll_ring, main_ring)?;
+        } else {
+            // PATCH(one-enter-park): maybe about to sleep; the sleep
+            // submits what the main ring holds.
+            flush_rings!(lat_ring, poll_ring)?;
+            main_ring
+                .prepare_submissions()
+                .or_else(Self::busy_ok)
+                .or_else(Self::again_ok)
+                .or_else(Self::intr_ok)?;
+        }
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
         // If we generated any event so far, we can't sleep. Need to handle them.
-        let should_sleep = preempt_timer().is_none()
+        let should_sleep = preempt.is_none()
             && (woke == 0)
             && poll_ring.can_sleep()
-            && main_ring.can_sleep()
+            && main_ring.can_sleep_once_submitted()
             && lat_ring.can_sleep();
 
-        if should_sleep {
-            // We are about to go to sleep. It's ok to sleep, but if there
-            // is a timer set, we need to make sure we wake up to handle it.
-            if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                assert!(flush_rings!(lat_ring)? > 0);
-            }
+        let mut slept = false;
+        // Without the eventfd in the latency ring another executor could not
+        // wake us: no sleep then.
+        if should_sleep && self.eventfd_src.is_installed().unwrap() {
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
             // last time until now it could be that something happened in a remote executor
@@ -1896,45 +1809,51 @@ impl Reactor {
             // `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
             membarrier::heavy();
             let events = process_remote_channels() + self.flush_syscall_thread();
-            if events == 0 {
-                if self.eventfd_src.is_installed().unwrap() {
-                    self.link_rings_and_sleep(&mut main_ring)
-                        .expect("some error");
-                    // May have new cancellations related to the link ring fd.
-                    flush_cancellations!(into &mut 0; lat_ring, poll_ring, main_ring);
-                    flush_rings!(lat_ring, poll_ring, main_ring)?;
-                    consume_rings!(into &mut 0; lat_ring, poll_ring, main_ring);
-                }
-                // Woke up, so no need to notify us anymore.
-                self.notifier.wake_up();
+            if events == 0 && self.arm_link(&mut main_ring) {
+                main_ring.submit_and_sleep(user_timer)?;
+                slept = true;
             }
+            // Woke up (or did not sleep), so no need to notify us anymore.
+            self.notifier.wake_up();
         }
-
-        // PATCH(keep-preempt-timer): unless the armed one was kept.
-        if let Some(preempt) = preempt_timer().filter(|_| !keep_lat) {
-            self.latency_preemption_timeout_src
-                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
-            self.latency_timer_is_preempt.set(true);
-            flush_rings!(lat_ring, main_ring)?;
+        if !slept && main_ring.needs_kernel_enter() {
+            // Nothing prepared is left unsubmitted when we return.
+            flush_rings!(main_ring)?;
         }
+        consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // A Note about `need_preempt`:
-        //
-        // If in the last call to consume_rings! some events completed, the tail and
-        // head would have moved to match. So it does not matter that events were
-        // generated after we registered the timer: since we consumed them here,
-        // need_preempt() should be false at this point. As soon as the next event
-        // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
     }
 
-    /// PATCH(keep-throughput-timer): whether `slot` holds a timer that has
-    /// not fired (or been cancelled) yet.
-    fn armed(slot: &Cell<Option<Source>>) -> bool {
-        let src = slot.take();
-        let armed = src.as_ref().is_some_and(|s| !s.has_result());
-        slot.set(src);
+    /// PATCH(one-enter-park): makes sure the main ring's link to the
+    /// latency ring is armed (prepared in the SQ ring if it fired since the
+    /// last sleep). False when no SQE was free to arm it: no sleep then.
+    fn arm_link(&self, main_ring: &mut SleepableRing) -> bool {
+        if let Some(link) = self.link_src.take() {
+            if link.is_enqueued() {
+                self.link_src.set(Some(link));
+                return true;
+            }
+        }
+        let link = Source::new(
+            IoRequirements::default(),
+            self.link_fd,
+            SourceType::LinkRings,
+            None,
+            None,
+        );
+        let armed = main_ring.prepare_link(&link);
+        if armed {
+            self.link_src.set(Some(link));
+        }
         armed
+    }
+
+    /// PATCH(clock-preempt): whether the task queues now running should
+    /// yield to I/O.
+    #[inline(always)]
+    pub(crate) fn preempt_deadline_passed(&self) -> bool {
+        coarse_now_ns() >= self.preempt_deadline.get()
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
@@ -2072,8 +1991,8 @@ impl Drop for Reactor {
 
 #[cfg(test)]
 mod tests {
-    use crate::PoolPlacement;
-    use std::time::Instant;
+    use crate::{sys::TimeSpec64, PoolPlacement};
+    use std::{convert::TryFrom, time::Instant};
 
     use super::*;
 

@@ -98,6 +98,8 @@ pub const IORING_FEAT_RW_CUR_POS: libc::__u32 = 1 << 3;
 pub const IORING_FEAT_CUR_PERSONALITY: libc::__u32 = 1 << 4;
 pub const IORING_FEAT_FAST_POLL: libc::__u32 = 1 << 5;
 pub const IORING_FEAT_POLL_32BITS: libc::__u32 = 1 << 6;
+/// PATCH(one-enter-park): `io_uring_enter` takes `IORING_ENTER_EXT_ARG`.
+pub const IORING_FEAT_EXT_ARG: libc::__u32 = 1 << 8;
 
 // io_uring_register opcodes and arguments
 pub const IORING_REGISTER_BUFFERS: libc::c_uint = 0;
@@ -686,4 +688,13 @@ extern "C" {
 
     #[link_name = "rust_io_uring_wait_cqe"]
     pub fn io_uring_wait_cqe(ring: *mut io_uring, cqe_ptr: *mut *mut io_uring_cqe) -> libc::c_int;
+
+    /// PATCH(one-enter-park): submit and wait with an `IORING_ENTER_EXT_ARG`
+    /// time limit, in one `io_uring_enter` (`rusturing.c`).
+    #[link_name = "rust_io_uring_submit_and_wait_ext"]
+    pub fn io_uring_submit_and_wait_ext(
+        ring: *mut io_uring,
+        wait_nr: libc::c_uint,
+        ts: *mut __kernel_timespec,
+    ) -> libc::c_int;
 }
