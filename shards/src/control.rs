@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::os::unix::io::{FromRawFd, IntoRawFd};
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
+use futures_lite::AsyncReadExt;
 use glommio::channels::local_channel::{self, LocalSender};
 use glommio::channels::shared_channel::{self, ConnectedReceiver, ConnectedSender};
 use glommio::{LocalExecutorBuilder, Placement, Task};
@@ -28,7 +30,7 @@ use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse
 
 use crate::admin::{self, AdminState};
 use crate::gateway::{PortReservations, StartError, Started};
-use crate::messages::{Command, ShardMsg, ShardReply};
+use crate::messages::{Command, CommandReceiver, ShardMsg, ShardReply};
 use crate::outlier::OutlierControl;
 use crate::stats::ShardStats;
 use crate::xds::ads::{self, AdsEvent, AdsTarget};
@@ -49,7 +51,6 @@ pub enum Event {
     Tick,
 }
 
-const COMMAND_POLL: Duration = Duration::from_millis(20);
 const TICK: Duration = Duration::from_millis(100);
 
 /// How the data shards are laid out and configured.
@@ -101,7 +102,7 @@ pub(crate) async fn run(
     bootstrap: Bootstrap,
     layout: Layout,
     shard_stats: Vec<Arc<ShardStats>>,
-    commands: mpsc::Receiver<Command>,
+    commands: CommandReceiver,
     started: mpsc::Sender<Started>,
 ) {
     let Layout {
@@ -290,15 +291,21 @@ fn ads_target(b: &Bootstrap) -> Option<AdsTarget> {
 }
 
 /// Commands come from ordinary threads over a std channel, which cannot
-/// wake an executor: poll it.
-async fn forward_commands(commands: mpsc::Receiver<Command>, events: EventSender) {
+/// wake an executor: each rings the doorbell this awaits.
+async fn forward_commands(commands: CommandReceiver, events: EventSender) {
+    let CommandReceiver { commands, bell } = commands;
+    // SAFETY: `bell` is an open, non-blocking socket we own; its fd moves
+    // into the glommio stream, which closes it.
+    let mut bell = unsafe { glommio::net::UnixStream::from_raw_fd(bell.into_raw_fd()) };
+    let mut rings = [0u8; 64];
     loop {
         let cmd = match commands.try_recv() {
             Ok(c) => c,
-            Err(mpsc::TryRecvError::Empty) => {
-                glommio::timer::sleep(COMMAND_POLL).await;
-                continue;
-            }
+            Err(mpsc::TryRecvError::Empty) => match bell.read(&mut rings).await {
+                Ok(n) if n > 0 => continue,
+                // End of file: the handle is gone (its channel first).
+                _ => Command::Shutdown,
+            },
             Err(mpsc::TryRecvError::Disconnected) => Command::Shutdown,
         };
         let last = matches!(cmd, Command::Shutdown);

@@ -6,8 +6,9 @@
 //!   (main thread: CLI,           (own thread:                    (own pinned thread:
 //!    SIGHUP, tests)               HostRegistry, admin)             listeners, pools)
 //! ```
-//! Commands cross from ordinary threads with a std channel the control shard
-//! polls; snapshots cross between executors on glommio shared channels.
+//! Commands cross from ordinary threads with a std channel and a doorbell
+//! socket the control shard awaits; snapshots cross between executors on
+//! glommio shared channels.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,7 +22,7 @@ use engine::{Bootstrap, Listener};
 
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::messages::Command;
+use crate::messages::{command_channel, Command, CommandSender};
 use crate::stats::ShardStats;
 
 /// How to lay out shards on cores.
@@ -59,7 +60,7 @@ pub struct GatewayHandle {
     /// Listener name → bound address (port 0 resolved).
     pub listeners: BTreeMap<String, SocketAddr>,
     pub shard_stats: Vec<Arc<ShardStats>>,
-    commands: mpsc::Sender<Command>,
+    commands: CommandSender,
     control: Option<JoinHandle<()>>,
 }
 
@@ -72,16 +73,16 @@ impl GatewayHandle {
     /// the new snapshot version once every shard has applied it.
     pub fn reload(&self, bootstrap: Bootstrap) -> Result<u64, String> {
         let (tx, rx) = mpsc::channel();
-        self.commands
-            .send(Command::Reload(Box::new(bootstrap), tx))
-            .map_err(|_| "gateway stopped".to_string())?;
+        if !self.commands.send(Command::Reload(Box::new(bootstrap), tx)) {
+            return Err("gateway stopped".to_string());
+        }
         rx.recv().map_err(|_| "gateway stopped".to_string())?
     }
 
     /// Drains connections (GOAWAY, then up to each listener's drain timeout)
     /// and stops every shard.
     pub fn shutdown(mut self) {
-        let _ = self.commands.send(Command::Shutdown);
+        self.commands.send(Command::Shutdown);
         if let Some(t) = self.control.take() {
             let _ = t.join();
         }
@@ -201,7 +202,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
         .max(1);
     let shard_stats: Vec<Arc<ShardStats>> =
         (0..n).map(|_| Arc::new(ShardStats::default())).collect();
-    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let (cmd_tx, cmd_rx) = command_channel().map_err(|e| StartError::Control(e.to_string()))?;
     let (started_tx, started_rx) = mpsc::channel();
     let stats2 = shard_stats.clone();
     let control = std::thread::Builder::new()
