@@ -248,52 +248,6 @@ launch_proxy() { # log-file, command...
 
 # The bootstrap of the gateway and of Envoy (the same one): an h2c listener
 # on $PROXY_PORT routing everything to the backend over HTTP/2.
-write_bootstrap() { # file, node id
-    cat >"$1" <<EOF
-node: { id: $2, cluster: bench }
-admin:
-  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
-static_resources:
-  listeners:
-  - name: ingress
-    address: { socket_address: { address: 127.0.0.1, port_value: $PROXY_PORT } }
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          codec_type: AUTO
-          http2_protocol_options: { max_concurrent_streams: 100 }
-          route_config:
-            name: bench
-            virtual_hosts:
-            - name: bench
-              domains: ["*"]
-              routes:
-              - match: { prefix: "/" }
-                route: { cluster: backend }
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: backend
-    type: STATIC
-    connect_timeout: 1s
-    lb_policy: ROUND_ROBIN
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config:
-          http2_protocol_options: {}
-    load_assignment:
-      cluster_name: backend
-      endpoints:
-      - lb_endpoints:
-        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
-EOF
-}
 
 start_gateway() { # binary [extra arguments...]
     local bin=$1
@@ -306,31 +260,7 @@ start_gateway() { # binary [extra arguments...]
 
 start_haproxy() {
     PROXY_PORT=$(free_port)
-    local maxconn=$((IDLE_CONNS + 1000))
-    cat >"$WORK/haproxy.cfg" <<EOF
-global
-    nbthread $SHARDS
-    cpu-map auto:1/1-$SHARDS $PROXY_CPUS
-    maxconn $maxconn
-    log stdout format raw local0 emerg
-
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 300s
-    timeout server 300s
-    timeout http-request 10s
-    timeout http-keep-alive 300s
-    http-reuse always
-
-frontend fe
-    bind 127.0.0.1:$PROXY_PORT proto h2
-    maxconn $maxconn
-    default_backend be
-
-backend be
-    server s1 127.0.0.1:$BACKEND_PORT proto h2
-EOF
+    write_haproxy_cfg "$WORK/haproxy.cfg" $((IDLE_CONNS + 1000))
     launch_proxy haproxy.log haproxy -db -f "$WORK/haproxy.cfg"
 }
 

@@ -53,3 +53,83 @@ find_envoy() {
 envoy_version() {
     "$1" --version 2>/dev/null | sed -n 's|.*version: [0-9a-f]*/\([^/]*\)/.*|\1|p'
 }
+
+# The proxies' configurations, shared by compare.sh and ring_count.sh. They
+# read PROXY_PORT and BACKEND_PORT (and SHARDS, PROXY_CPUS for HAProxy).
+
+# The gateway's (and Envoy's) bootstrap: an h2c listener on $PROXY_PORT
+# routing everything to a STATIC h2 cluster at $BACKEND_PORT.
+write_bootstrap() { # file, node id
+    cat >"$1" <<EOF
+node: { id: $2, cluster: bench }
+admin:
+  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: $PROXY_PORT } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          codec_type: AUTO
+          http2_protocol_options: { max_concurrent_streams: 100 }
+          route_config:
+            name: bench
+            virtual_hosts:
+            - name: bench
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: backend }
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    lb_policy: ROUND_ROBIN
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {}
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
+EOF
+}
+
+# HAProxy's: the same listener and backend, $2 connections at most.
+write_haproxy_cfg() { # file, maxconn
+    cat >"$1" <<EOF
+global
+    nbthread $SHARDS
+    cpu-map auto:1/1-$SHARDS $PROXY_CPUS
+    maxconn $2
+    log stdout format raw local0 emerg
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+    timeout http-request 10s
+    timeout http-keep-alive 300s
+    http-reuse always
+
+frontend fe
+    bind 127.0.0.1:$PROXY_PORT proto h2
+    maxconn $2
+    default_backend be
+
+backend be
+    server s1 127.0.0.1:$BACKEND_PORT proto h2
+EOF
+}

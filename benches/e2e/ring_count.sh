@@ -41,64 +41,15 @@ PIDS+=($!)
 wait_listen "$BACKEND_PORT" "${PIDS[0]}"
 
 PROXY_PORT=$(free_port)
+# shellcheck disable=SC2034 # read by write_haproxy_cfg (lib.sh)
+SHARDS=1
+# shellcheck disable=SC2034 # read by write_haproxy_cfg (lib.sh)
+PROXY_CPUS=1
 if [ "$TARGET" = haproxy ]; then
-    cat >"$WORK/haproxy.cfg" <<EOF
-global
-    nbthread 1
-    cpu-map auto:1/1-1 1
-    maxconn 1000
-    log stdout format raw local0 emerg
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 300s
-    timeout server 300s
-    http-reuse always
-frontend fe
-    bind 127.0.0.1:$PROXY_PORT proto h2
-    default_backend be
-backend be
-    server s1 127.0.0.1:$BACKEND_PORT proto h2
-EOF
+    write_haproxy_cfg "$WORK/haproxy.cfg" 1000
     taskset -c 1 haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/proxy.log" 2>&1 &
 else
-    cat >"$WORK/gateway.yaml" <<EOF
-static_resources:
-  listeners:
-  - name: ingress
-    address: { socket_address: { address: 127.0.0.1, port_value: $PROXY_PORT } }
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          route_config:
-            virtual_hosts:
-            - name: bench
-              domains: ["*"]
-              routes:
-              - match: { prefix: "/" }
-                route: { cluster: backend }
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: backend
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config:
-          http2_protocol_options: {}
-    load_assignment:
-      cluster_name: backend
-      endpoints:
-      - lb_endpoints:
-        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $BACKEND_PORT } } }
-EOF
+    write_bootstrap "$WORK/gateway.yaml" ring-count
     taskset -c 1 "$TARGET" --config "$WORK/gateway.yaml" --shards 1 --cpu-list 1 --log warn "$@" \
         >"$WORK/proxy.log" 2>&1 &
 fi
