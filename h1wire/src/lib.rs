@@ -1,0 +1,33 @@
+//! Sans-I/O HTTP/1.1 message framing (RFC 9112) for the gateway's
+//! downstream side: bytes in, request heads and body pieces out; response
+//! heads and chunks written into a caller-owned buffer.
+//!
+//! Like `h2wire`, it does no I/O and owns no connection: the caller reads
+//! into a `BytesMut`, asks [`parse_request_head`] for the next request and
+//! a [`BodyDecoder`] for its body, and writes what [`encode`] produces.
+//! Heads are parsed with `httparse`; what this crate adds is everything a
+//! proxy must decide on top of the syntax, where parsers and proxies that
+//! disagree open the door to request smuggling (RFC 9112 §6.3, §11.2):
+//!
+//! - one framing per message: `Transfer-Encoding` and `Content-Length`
+//!   together, a `Content-Length` that is invalid or given twice with
+//!   different values, a transfer coding other than a final `chunked`, or
+//!   any `Transfer-Encoding` in an HTTP/1.0 request is a 400 and the
+//!   connection closes;
+//! - chunk-size lines are parsed strictly (1 to 16 hex digits, extensions
+//!   without control characters, CRLF), and chunk data must end in CRLF;
+//! - `Host` is required once in HTTP/1.1;
+//! - every buffer is bounded: the head (431 beyond it), the number of
+//!   fields (431), a chunk-size line, the trailer section.
+//!
+//! Every [`Error`] carries the status to answer with; after any of them
+//! the connection cannot be trusted to be in sync and must close.
+
+mod body;
+pub mod encode;
+mod error;
+mod head;
+
+pub use body::{BodyDecoder, BodyEvent};
+pub use error::Error;
+pub use head::{parse_request_head, BodyFraming, Limits, RequestHead, Version};
