@@ -60,8 +60,11 @@ pub(crate) struct CommandReceiver {
 pub(crate) fn command_channel() -> std::io::Result<(CommandSender, CommandReceiver)> {
     let (commands, receiver) = mpsc::channel();
     let (bell, bell_rx) = UnixStream::pair()?;
-    // The control shard reads it through glommio, which expects it.
+    // The control shard reads its end through glommio, which expects it
+    // non-blocking; the sending end must never block its thread (see
+    // `CommandSender::send`).
     bell_rx.set_nonblocking(true)?;
+    bell.set_nonblocking(true)?;
     Ok((
         CommandSender { commands, bell },
         CommandReceiver {
