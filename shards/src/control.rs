@@ -47,11 +47,11 @@ pub enum Event {
         kind: ResourceType,
         result: Result<DiscoveryResponse, String>,
     },
-    /// Periodic: initial fetch timeouts, readiness.
+    /// A deadline of the control loop's passed (outlier sweeps, ADS
+    /// requests held back, initial fetch timeouts, readiness): see
+    /// `Control::next_due`.
     Tick,
 }
-
-const TICK: Duration = Duration::from_millis(100);
 
 /// How the data shards are laid out and configured.
 pub(crate) struct Layout {
@@ -207,7 +207,6 @@ pub(crate) async fn run(
     let (events, inbox) = local_channel::new_unbounded::<Event>();
     let events: EventSender = Rc::new(events);
     let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
-    let _ticks = glommio::spawn_local(tick(events.clone()));
     let _watchers: Vec<Task<()>> = watched
         .into_iter()
         .map(|(kind, path, stamp)| {
@@ -245,7 +244,20 @@ pub(crate) async fn run(
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
 
-    while let Some(event) = inbox.recv().await {
+    // The loop sleeps until the next event or its next deadline: an idle
+    // gateway's control shard does not wake up at all.
+    loop {
+        let event = match control.next_due() {
+            None => inbox.recv().await,
+            Some(at) => {
+                let due = async {
+                    glommio::timer::sleep(at.saturating_duration_since(Instant::now())).await;
+                    Some(Event::Tick)
+                };
+                futures_lite::future::or(inbox.recv(), due).await
+            }
+        };
+        let Some(event) = event else { break };
         match event {
             Event::Command(Command::Shutdown) => break,
             Event::Command(Command::Reload(boot, reply)) => {
@@ -310,15 +322,6 @@ async fn forward_commands(commands: CommandReceiver, events: EventSender) {
         };
         let last = matches!(cmd, Command::Shutdown);
         if events.send(Event::Command(cmd)).await.is_err() || last {
-            return;
-        }
-    }
-}
-
-async fn tick(events: EventSender) {
-    loop {
-        glommio::timer::sleep(TICK).await;
-        if events.send(Event::Tick).await.is_err() {
             return;
         }
     }
@@ -425,6 +428,22 @@ impl Control {
     }
 
     /// Sends held-back requests whose time has come.
+    /// The earliest time the loop has something to do without an event:
+    /// an outlier sweep, an ADS request held back, an initial fetch
+    /// timeout, or the end of the wait for the first resources.
+    fn next_due(&self) -> Option<Instant> {
+        let init = self.client.init_deadline().filter(|_| !self.initialized);
+        [
+            self.outlier.next_due(),
+            self.ads.pending.iter().map(|(at, _)| *at).min(),
+            self.client.next_deadline(),
+            init,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     fn send_due(&mut self, now: Instant) {
         if self.ads.pending.is_empty() {
             return;

@@ -90,6 +90,11 @@ impl OutlierControl {
         self.publish()
     }
 
+    /// When the next sweep is due, over all clusters.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.clusters.values().filter_map(|d| d.next_sweep()).min()
+    }
+
     /// Clusters whose sweep is due.
     pub fn due(&self, now: Instant) -> Vec<String> {
         self.clusters

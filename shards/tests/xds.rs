@@ -423,6 +423,38 @@ fn not_ready_until_the_first_fetch_and_serving_through_an_absent_control_plane()
     gw.shutdown();
 }
 
+/// With no control plane, the wait for the first resources ends at the
+/// sources' `initial_fetch_timeout`, as Envoy's init manager does, and not
+/// before. (The control shard has no periodic tick any more; here the ADS
+/// client's reconnect attempts wake it too, so this checks the outcome,
+/// not which wake-up delivered it.)
+#[test]
+fn ready_once_the_initial_fetch_timeout_passes_without_a_control_plane() {
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ads_addr = unused.local_addr().unwrap();
+    drop(unused);
+    let yaml = testsupport::resources::ads_bootstrap_yaml(ads_addr)
+        .replace(
+            "lds_config: { ads: {} }",
+            "lds_config: { ads: {}, initial_fetch_timeout: 0.4s }",
+        )
+        .replace(
+            "cds_config: { ads: {} }",
+            "cds_config: { ads: {}, initial_fetch_timeout: 0.4s }",
+        );
+    let boot = xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap");
+    let started = Instant::now();
+    let gw = start(boot, 1);
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(admin_get(admin, "/ready").0, 503);
+    while admin_get(admin, "/ready").0 != 200 {
+        assert!(started.elapsed() < WAIT, "never ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    gw.shutdown();
+}
+
 #[test]
 fn reload_keeps_xds_resources_and_refuses_to_change_dynamic_resources() {
     let b1 = backend("b1");

@@ -177,6 +177,12 @@ impl XdsClient {
 
     /// Whether the first fetch of every ADS wildcard type is done (or timed
     /// out), as Envoy's init manager waits before the server is ready.
+    /// When the wait for the first resources ends at the latest (the
+    /// smallest initial fetch timeout), if one is set.
+    pub fn init_deadline(&self) -> Option<Instant> {
+        self.init_deadline
+    }
+
     pub fn initialized(&self, now: Instant) -> bool {
         if self.init_deadline.is_some_and(|d| now >= d) {
             return true;
