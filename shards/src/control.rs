@@ -427,7 +427,6 @@ impl Control {
         self.send(outcome.requests);
     }
 
-    /// Sends held-back requests whose time has come.
     /// The earliest time the loop has something to do without an event:
     /// an outlier sweep, an ADS request held back, an initial fetch
     /// timeout, or the end of the wait for the first resources.
@@ -444,6 +443,7 @@ impl Control {
         .min()
     }
 
+    /// Sends held-back requests whose time has come.
     fn send_due(&mut self, now: Instant) {
         if self.ads.pending.is_empty() {
             return;
