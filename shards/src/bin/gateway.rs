@@ -234,3 +234,15 @@ fn main() -> ExitCode {
     drop(backends);
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cpu_list;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+}
