@@ -24,8 +24,7 @@ trap cleanup EXIT
 
 # Waits up to 10 s for a line matching $2 in file $1; prints its last field.
 await_addr() {
-    local i
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         if line=$(grep -m1 "$2" "$1" 2>/dev/null); then
             echo "${line##* }"
             return 0
@@ -41,42 +40,11 @@ await_addr() {
 pids+=($!)
 backend=$(await_addr "$work/backend.log" "listening on")
 
-cat >"$work/bootstrap.yaml" <<EOF
-admin:
-  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
-static_resources:
-  listeners:
-  - name: ingress
-    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes: [{ match: { prefix: / }, route: { cluster: backend } }]
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: backend
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: { http2_protocol_options: {} }
-    load_assignment:
-      cluster_name: backend
-      endpoints:
-      - lb_endpoints:
-        - endpoint: { address: { socket_address: { address: ${backend%:*}, port_value: ${backend##*:} } } }
-EOF
+# The benchmarks' bootstrap (benches/e2e/lib.sh): an h2c listener, here on
+# port 0, routing everything to the backend.
+# shellcheck source=../benches/e2e/lib.sh
+. benches/e2e/lib.sh
+PROXY_PORT=0 BACKEND_PORT=${backend##*:} write_bootstrap "$work/bootstrap.yaml" h2spec-gateway
 
 "$BIN/gateway" -c "$work/bootstrap.yaml" --shards 1 >"$work/gateway.log" 2>&1 &
 pids+=($!)

@@ -363,12 +363,14 @@ pub(crate) async fn serve(
             } else {
                 idle_timeout
             };
-            // An idle connection wakes at its lifetime's end too.
-            let left = lives_until.map(|t| t.saturating_duration_since(Instant::now()));
+            // An idle connection wakes at its lifetime's end too (a
+            // draining one has its close time already).
+            let left = lives_until
+                .filter(|_| close_at.is_none())
+                .map(|t| t.saturating_duration_since(Instant::now()));
             let wait = match (wait, left) {
-                (Some(w), Some(l)) if close_at.is_none() => Some(w.min(l)),
-                (None, Some(l)) if close_at.is_none() => Some(l),
-                (w, _) => w,
+                (Some(w), Some(l)) => Some(w.min(l)),
+                (w, l) => w.or(l),
             };
             timer = wait.map(|d| Box::pin(Timer::new(d)));
             scanning = false;
