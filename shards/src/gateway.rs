@@ -183,6 +183,7 @@ fn reserve(addr: SocketAddr) -> std::io::Result<(socket2::Socket, SocketAddr)> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_reuse_port(true)?;
+    sock.set_reuse_address(true)?; // as the shards' listeners (glommio PATCH(reuse-addr))
     sock.bind(&addr.into())?;
     let bound = sock
         .local_addr()?
@@ -252,3 +253,51 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
 }
 
 pub(crate) type Started = Result<(Option<SocketAddr>, BTreeMap<String, SocketAddr>), StartError>;
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    /// A listener that closed a connection first leaves it in TIME_WAIT
+    /// on the listener's port: a restarted gateway must still bind there
+    /// (glommio's PATCH(reuse-addr)), and still refuse a port someone
+    /// listens on.
+    #[test]
+    fn a_port_left_in_time_wait_binds_again() {
+        let addr = glommio::LocalExecutorBuilder::default()
+            .io_memory(1 << 20)
+            .spawn(|| async {
+                let listener = glommio::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+                let addr = listener.local_addr().expect("addr");
+                let client = std::thread::spawn(move || {
+                    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+                    // Wait for the server's close, then close too.
+                    let _ = c.read(&mut [0u8; 1]);
+                });
+                let conn = listener.accept().await.expect("accept");
+                conn.shutdown(std::net::Shutdown::Both).await.ok();
+                drop(conn);
+                client.join().expect("client");
+                assert!(
+                    super::probe_exclusive(addr).is_err(),
+                    "a port in LISTEN state is refused"
+                );
+                drop(listener);
+                addr
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+        let waiting = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let port = format!(":{:04X} ", addr.port());
+        assert!(
+            waiting.lines().any(|l| l
+                .split_whitespace()
+                .nth(1)
+                .is_some_and(|a| a.ends_with(&port[..port.len() - 1]))
+                && l.split_whitespace().nth(3) == Some("06")),
+            "the server's side is in TIME_WAIT (06)"
+        );
+        super::probe_exclusive(addr).expect("binds over TIME_WAIT");
+    }
+}

@@ -125,6 +125,10 @@ impl TcpListener {
         let sk = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
         let addr = socket2::SockAddr::from(addr);
         sk.set_reuse_port(true)?;
+        // PATCH(reuse-addr): the connections this listener accepts inherit
+        // SO_REUSEADDR, so those we close first (their TIME_WAIT) do not
+        // stop a restarted process from binding the port for a minute.
+        sk.set_reuse_address(true)?;
         sk.bind(&addr)?;
         sk.listen(1024)?;
         let listener = sk.into();
