@@ -68,6 +68,13 @@ pub fn response_head<'a>(
     framing: ResponseFraming,
     keep_alive: bool,
 ) {
+    status_line(out, version, status);
+    self::fields(out, fields);
+    framing_fields(out, version, framing, keep_alive);
+}
+
+/// The status line.
+pub fn status_line(out: &mut BytesMut, version: Version, status: u16) {
     out.put_slice(match version {
         Version::Http10 => b"HTTP/1.0 ",
         Version::Http11 => b"HTTP/1.1 ",
@@ -76,8 +83,21 @@ pub fn response_head<'a>(
     out.put_u8(b' ');
     out.put_slice(reason(status).as_bytes());
     out.put_slice(b"\r\n");
+}
+
+/// Writes `fields`, hop-by-hop ones skipped, and returns the value of the
+/// `content-length` among them when it is a valid one (the framing is the
+/// encoder's to write).
+pub fn fields<'a>(
+    out: &mut BytesMut,
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> Option<u64> {
+    let mut length = None;
     for (name, value) in fields {
         if is_hop_by_hop(name) {
+            if name.eq_ignore_ascii_case(b"content-length") {
+                length = crate::head::decimal(value);
+            }
             continue;
         }
         out.put_slice(name);
@@ -85,12 +105,26 @@ pub fn response_head<'a>(
         out.put_slice(value);
         out.put_slice(b"\r\n");
     }
+    length
+}
+
+/// A `content-length` field.
+pub fn content_length(out: &mut BytesMut, n: u64) {
+    out.put_slice(b"content-length: ");
+    put_decimal(out, n);
+    out.put_slice(b"\r\n");
+}
+
+/// The framing's own fields, the `connection` field the version and
+/// `keep_alive` call for, and the empty line ending the head.
+pub fn framing_fields(
+    out: &mut BytesMut,
+    version: Version,
+    framing: ResponseFraming,
+    keep_alive: bool,
+) {
     match framing {
-        ResponseFraming::Length(n) => {
-            out.put_slice(b"content-length: ");
-            put_decimal(out, n);
-            out.put_slice(b"\r\n");
-        }
+        ResponseFraming::Length(n) => content_length(out, n),
         ResponseFraming::Chunked => out.put_slice(b"transfer-encoding: chunked\r\n"),
         ResponseFraming::NoBody | ResponseFraming::UntilClose => {}
     }
@@ -168,7 +202,7 @@ fn put_hex(out: &mut BytesMut, n: u64) {
 
 /// The reason phrase sent with a status: informational only (clients must
 /// ignore it, RFC 9112 §4), empty for codes not listed.
-fn reason(status: u16) -> &'static str {
+pub fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         101 => "Switching Protocols",
@@ -193,6 +227,7 @@ fn reason(status: u16) -> &'static str {
         413 => "Content Too Large",
         414 => "URI Too Long",
         417 => "Expectation Failed",
+        426 => "Upgrade Required",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",

@@ -18,6 +18,10 @@ pub enum Error {
     BadFraming(&'static str),
     #[error("malformed chunked body: {0}")]
     BadChunk(&'static str),
+    /// An HTTP/1.0 request where only HTTP/1.1 is served (Envoy's
+    /// default, without `accept_http_10`).
+    #[error("HTTP/1.0 not accepted")]
+    Http10NotAccepted,
 }
 
 impl Error {
@@ -26,6 +30,7 @@ impl Error {
         match self {
             Error::HeadTooLarge { .. } | Error::TooManyHeaders { .. } => 431,
             Error::UnsupportedVersion => 505,
+            Error::Http10NotAccepted => 426,
             Error::UnsupportedTransferCoding => 501,
             Error::Malformed(_) | Error::BadFraming(_) | Error::BadChunk(_) => 400,
         }

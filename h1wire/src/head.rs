@@ -287,7 +287,7 @@ impl Framing {
 }
 
 /// 1 to 19 ASCII digits (so no overflow), nothing else.
-fn decimal(v: &[u8]) -> Option<u64> {
+pub(crate) fn decimal(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }
