@@ -59,6 +59,7 @@ envoy_version() {
 
 # The gateway's (and Envoy's) bootstrap: an h2c listener on $PROXY_PORT
 # routing everything to a STATIC h2 cluster at $BACKEND_PORT.
+# CODEC_TYPE overrides AUTO.
 write_bootstrap() { # file, node id
     cat >"$1" <<EOF
 node: { id: $2, cluster: bench }
@@ -74,7 +75,7 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
-          codec_type: AUTO
+          codec_type: ${CODEC_TYPE:-AUTO}
           http2_protocol_options: { max_concurrent_streams: 100 }
           route_config:
             name: bench

@@ -122,6 +122,10 @@ pub struct Listener {
 #[derive(Debug, Clone)]
 pub struct HttpConnectionManager {
     pub stat_prefix: String,
+    /// `codec_type`: which protocols the listener speaks downstream.
+    pub codec_type: CodecType,
+    /// `http_protocol_options`: HTTP/1.1 downstream settings.
+    pub http1: Http1Options,
     /// The route table: inline, or the last one RDS delivered for `rds`.
     pub route_config: Arc<RouteConfig>,
     /// `rds`: the route table comes from RDS under this name (until it
@@ -170,6 +174,45 @@ pub struct HttpConnectionManager {
     /// (gRFC A55), as configured on the listener; virtual hosts and routes
     /// may disable or replace it (`typed_per_filter_config`).
     pub stateful_session: Option<StatefulSession>,
+}
+
+/// `codec_type`: the downstream protocol of a connection manager.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CodecType {
+    /// HTTP/2 when the connection starts with its preface, else HTTP/1.1
+    /// (Envoy's default).
+    #[default]
+    Auto,
+    Http1,
+    Http2,
+}
+
+/// `http_protocol_options` of a connection manager: how HTTP/1.x
+/// requests are taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http1Options {
+    /// `accept_http_10`: serve HTTP/1.0 (Envoy's default: answer 426).
+    pub accept_http_10: bool,
+    /// `default_host_for_http_10`: the authority of an HTTP/1.0 request
+    /// without `Host`.
+    pub default_host_for_http_10: Option<String>,
+    /// `allow_absolute_url` (default true): take `GET http://host/path`
+    /// (a client using us as its HTTP proxy); else such requests get 400.
+    pub allow_absolute_url: bool,
+    /// `enable_trailers` (default false): forward trailers to and from
+    /// HTTP/1.1 clients; else they are dropped, as Envoy does.
+    pub enable_trailers: bool,
+}
+
+impl Default for Http1Options {
+    fn default() -> Self {
+        Self {
+            accept_http_10: false,
+            default_host_for_http_10: None,
+            allow_absolute_url: true,
+            enable_trailers: false,
+        }
+    }
 }
 
 /// `common_http_protocol_options.headers_with_underscores_action`: what

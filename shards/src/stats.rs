@@ -77,6 +77,14 @@ impl StatusClasses {
 pub struct DownstreamStats {
     pub cx_total: Counter,
     pub cx_active: Counter,
+    /// Connections served as HTTP/1.x and as HTTP/2.
+    pub cx_http1_total: Counter,
+    pub cx_http2_total: Counter,
+    /// Requests taken over HTTP/1.x (the rest of `rq_total` is HTTP/2's).
+    pub rq_http1_total: Counter,
+    /// HTTP/1.1 upgrade requests (WebSocket and the like) and CONNECT,
+    /// refused: no route takes them (Envoy without `upgrade_configs`).
+    pub rq_upgrade_refused: Counter,
     pub cx_protocol_error: Counter,
     pub cx_reset_flood: Counter,
     pub cx_idle_timeout: Counter,

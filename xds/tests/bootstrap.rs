@@ -320,10 +320,36 @@ fn http1_upstream_is_rejected() {
 }
 
 #[test]
-fn http1_downstream_codec_is_rejected() {
+fn http1_options_are_taken_and_the_rest_refused_by_name() {
     assert_eq!(
-        bad("codec_type: HTTP2", "codec_type: HTTP1"),
-        format!("{HCM}.codec_type: HTTP1 is not supported: this gateway serves HTTP/2 (h2c) only")
+        bad(
+            "codec_type: HTTP2",
+            "codec_type: HTTP1\n          http_protocol_options: {allow_chunked_length: true}"
+        ),
+        format!("{HCM}.http_protocol_options.allow_chunked_length: not supported")
+    );
+    assert_eq!(
+        bad(
+            "codec_type: HTTP2",
+            "codec_type: HTTP1\n          http_protocol_options: {default_host_for_http_10: a}"
+        ),
+        format!("{HCM}.http_protocol_options.default_host_for_http_10: only meaningful with accept_http_10: true")
+    );
+    let boot = load(&edit(
+        "codec_type: HTTP2",
+        "codec_type: HTTP1\n          http_protocol_options: {accept_http_10: true, default_host_for_http_10: d.example, allow_absolute_url: false, enable_trailers: true}",
+    ))
+    .expect("valid");
+    let hcm = &boot.listeners[0].http;
+    assert_eq!(hcm.codec_type, engine::CodecType::Http1);
+    assert_eq!(
+        hcm.http1,
+        engine::Http1Options {
+            accept_http_10: true,
+            default_host_for_http_10: Some("d.example".into()),
+            allow_absolute_url: false,
+            enable_trailers: true,
+        }
     );
 }
 

@@ -88,6 +88,17 @@ pub(super) fn render(inner: &Inner) -> Value {
                 .collect();
             let mut hcm = json!({
                 "stat_prefix": h.stat_prefix,
+                "codec_type": match h.codec_type {
+                    engine::CodecType::Auto => "AUTO",
+                    engine::CodecType::Http1 => "HTTP1",
+                    engine::CodecType::Http2 => "HTTP2",
+                },
+                "http_protocol_options": {
+                    "accept_http_10": h.http1.accept_http_10,
+                    "default_host_for_http_10": h.http1.default_host_for_http_10,
+                    "allow_absolute_url": h.http1.allow_absolute_url,
+                    "enable_trailers": h.http1.enable_trailers,
+                },
                 "max_concurrent_streams": h.max_concurrent_streams,
                 "max_header_list_size": h.max_header_list_size,
                 "initial_stream_window_size": h.initial_stream_window_size,

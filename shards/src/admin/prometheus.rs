@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 26] = [
+    let simple: [(&str, &str, &str, ShardCounter); 30] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -30,6 +30,30 @@ pub(super) fn render(inner: &Inner) -> String {
             "gauge",
             "Open downstream connections.",
             |s| &s.downstream.cx_active,
+        ),
+        (
+            "gateway_downstream_cx_http1_total",
+            "counter",
+            "Downstream connections served as HTTP/1.x.",
+            |s| &s.downstream.cx_http1_total,
+        ),
+        (
+            "gateway_downstream_cx_http2_total",
+            "counter",
+            "Downstream connections served as HTTP/2.",
+            |s| &s.downstream.cx_http2_total,
+        ),
+        (
+            "gateway_downstream_rq_http1_total",
+            "counter",
+            "Downstream requests taken over HTTP/1.x.",
+            |s| &s.downstream.rq_http1_total,
+        ),
+        (
+            "gateway_downstream_rq_upgrade_refused",
+            "counter",
+            "HTTP/1.1 upgrade (WebSocket) and CONNECT requests refused with 403 or 404.",
+            |s| &s.downstream.rq_upgrade_refused,
         ),
         (
             "gateway_downstream_cx_protocol_error",

@@ -208,10 +208,12 @@ fn main() -> ExitCode {
         let l = gw.listeners.values().next().copied();
         if let (Some(l), Some(a)) = (l, gw.admin_addr) {
             println!(
-                "\ntry:\n  curl --http2-prior-knowledge -i http://{l}/\n  \
-                 curl --http2-prior-knowledge -i http://{l}/one/x          # prefix_rewrite to one backend\n  \
-                 curl --http2-prior-knowledge -d 'echo me' http://{l}/echo  # bodies are echoed\n  \
-                 curl --http2-prior-knowledge -i -c jar -b jar http://{l}/sticky  # stateful session: repeat, same x-backend\n  \
+                "\ntry (HTTP/1.1 and HTTP/2 on the same port):\n  \
+                 curl -i http://{l}/\n  \
+                 curl --http2-prior-knowledge -i http://{l}/\n  \
+                 curl -i http://{l}/one/x          # prefix_rewrite to one backend\n  \
+                 curl -d 'echo me' http://{l}/echo  # bodies are echoed\n  \
+                 curl -i -c jar -b jar http://{l}/sticky  # stateful session: repeat, same x-backend\n  \
                  curl http://{a}/stats\n  curl http://{a}/clusters\n  curl http://{a}/config_dump\n\
                  Ctrl-C drains and stops."
             );

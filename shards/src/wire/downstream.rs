@@ -14,9 +14,11 @@ use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
 use h2wire::conn::{Event, FloodLimits, ServerConfig, ServerConn, UnderscoreAction};
+
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+use super::codec::{self, DownCodec, Proto};
 use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::outbuf::OutBuf;
@@ -35,9 +37,11 @@ const DEADLINE_SCAN: Duration = Duration::from_millis(50);
 /// A client must send the connection preface and its SETTINGS within this
 /// time.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The client preface (24 bytes) and a SETTINGS frame header (9).
-const HANDSHAKE_BYTES: usize = 24 + 9;
-/// How long an abruptly closed connection may take to flush its GOAWAY.
+/// How long an abruptly closed connection may take to flush its GOAWAY,
+/// and how long an HTTP/1.1 connection we close keeps reading (and
+/// dropping) what its client still sends, so that the kernel does not
+/// answer those bytes with a reset that destroys our last response in
+/// the client's buffer (Envoy's `delayed_close_timeout`, also 1 s).
 const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
 /// Turns a connection's task may take in a row without waiting (its
 /// client's bytes keep coming) before it yields to the shard's other
@@ -77,7 +81,7 @@ pub(crate) struct DownConn {
     pub wire: Rc<WireShard>,
     /// This connection's inbox.
     pub inbox: usize,
-    pub conn: ServerConn,
+    pub conn: DownCodec,
     pub streams: AHashMap<u32, DStream>,
     pub peer: SocketAddr,
     /// The config the connection was accepted under: streams fall back to
@@ -267,7 +271,50 @@ pub(crate) async fn serve(
     let max_requests = hcm.max_requests_per_connection;
     let lives_until = hcm.max_connection_duration.map(|d| Instant::now() + d);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
-    let conn = ServerConn::new(server_config(hcm));
+    let codec_type = hcm.codec_type;
+    let drain_sub = drain.subscribe();
+    let shutdown_sub = wire.shutdown.subscribe();
+    let mut rb = ReadBuf::default();
+    // Which protocol: AUTO needs the first bytes (the HTTP/2 preface or
+    // not), which must come within the handshake timeout.
+    let proto = match codec::choose(codec_type, &[]) {
+        Some(p) => Some(p),
+        None => {
+            let within = idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
+            let first = first_bytes(
+                &mut tcp,
+                &mut rb,
+                codec_type,
+                within,
+                &drain_sub,
+                &shutdown_sub,
+            );
+            match first.await {
+                Ok(p) => Some(p),
+                Err(Silent::TimedOut) => {
+                    // Not a client of ours, or a slow one holding a
+                    // connection: as an HTTP/2 client without its preface.
+                    stats.cx_protocol_error.inc();
+                    None
+                }
+                Err(Silent::Gone) => None,
+            }
+        }
+    };
+    let conn = match proto {
+        Some(Proto::H2) => {
+            stats.cx_http2_total.inc();
+            DownCodec::H2(ServerConn::new(server_config(hcm)))
+        }
+        Some(Proto::H1) => {
+            stats.cx_http1_total.inc();
+            DownCodec::h1(hcm, buffer_limit)
+        }
+        None => {
+            stats.cx_active.dec();
+            return;
+        }
+    };
     drop(snap);
     let _ = tcp.set_nodelay(true);
     let inbox = wire.inboxes.open();
@@ -293,25 +340,24 @@ pub(crate) async fn serve(
         now: Instant::now(),
         requests: 0,
     };
-    let drain_sub = drain.subscribe();
-    let shutdown_sub = wire.shutdown.subscribe();
-    let mut rb = ReadBuf::default();
     let mut batch = Deliveries::new();
     // Armed while streams are open (deadline scan) or, on an idle
     // connection, for the idle timeout; `scanning` says which.
     let mut timer: Option<Pin<Box<Timer>>> = None;
     let mut scanning = false;
     // Bytes received so far, and whether the idle-mode timer is the
-    // handshake's (the preface and SETTINGS must come within
-    // HANDSHAKE_TIMEOUT).
-    let mut received = 0usize;
+    // handshake's (the preface and SETTINGS, or a first HTTP/1.1 request
+    // head, must come within HANDSHAKE_TIMEOUT).
+    let mut received = rb.buf.len();
+    // Bytes in `rb` the codec has not seen yet (what `first_bytes` read).
+    let mut unseen = rb.buf.len();
     let mut handshake_timer = false;
     // Set when the connection starts draining (GOAWAY sent): the time it
     // closes by, if its streams have not ended before.
     let mut close_at: Option<Instant> = None;
     let mut eager_turns = 0u32;
 
-    loop {
+    'serve: loop {
         dc.out.take_from(&mut dc.conn);
         if let Err(flood) = dc.conn.check_outbound(dc.out.bytes()) {
             // Frames pile up unwritten: the client reads nothing, so
@@ -342,7 +388,9 @@ pub(crate) async fn serve(
                 continue;
             }
         }
-        if close_at.is_some_and(|t| dc.streams.is_empty() || Instant::now() >= t) {
+        if close_at.is_some_and(|t| dc.streams.is_empty() || Instant::now() >= t)
+            || dc.conn.is_closed()
+        {
             break;
         }
         // The timer is re-armed when it fires, not each time the stream
@@ -355,7 +403,7 @@ pub(crate) async fn serve(
             timer = Some(Box::pin(Timer::new(DEADLINE_SCAN)));
             scanning = true;
         } else if timer.is_none() && !busy {
-            handshake_timer = close_at.is_none() && received < HANDSHAKE_BYTES;
+            handshake_timer = close_at.is_none() && !dc.conn.handshaken(received);
             let wait = if let Some(t) = close_at {
                 Some(t.saturating_duration_since(Instant::now()))
             } else if handshake_timer {
@@ -377,10 +425,15 @@ pub(crate) async fn serve(
         }
         // A quiet connection reads into a small buffer: an idle client
         // holds no 8 KiB of read room.
+        let reads = dc.conn.wants_input(rb.buf.len());
         let room = rb.room(if scanning { READ_SIZE } else { IDLE_READ_SIZE });
         let out = &mut dc.out;
         let mut parked = false;
         let woken = poll_fn(|cx| {
+            // What `first_bytes` read goes to the codec before any wait.
+            if unseen > 0 {
+                return Poll::Ready(Wake::Io(Woken::Nudged));
+            }
             // Writes first, without waiting for them: a socket that does
             // not drain must not stop deliveries, timers or reads.
             if !out.is_empty() {
@@ -394,7 +447,7 @@ pub(crate) async fn serve(
             // Past the cap, the client's bytes wait in its socket: what it
             // sends (PINGs, SETTINGS, requests) makes output that it is not
             // reading, so reading on would grow `out` without bound.
-            if out.takes_input() {
+            if out.takes_input() && reads {
                 if let Poll::Ready(r) = Pin::new(&mut tcp).poll_read(cx, room) {
                     return Poll::Ready(Wake::Io(Woken::Read(r.unwrap_or(0))));
                 }
@@ -466,7 +519,7 @@ pub(crate) async fn serve(
                     // timeout: the top of the loop drains the connection.
                     rb.filled(0);
                     continue;
-                } else if handshake_timer && received < HANDSHAKE_BYTES {
+                } else if handshake_timer && !dc.conn.handshaken(received) {
                     // No preface and SETTINGS in time: not an HTTP/2
                     // client, or a slow one holding a connection.
                     stats.cx_protocol_error.inc();
@@ -485,28 +538,124 @@ pub(crate) async fn serve(
         };
         rb.filled(n);
         received = received.saturating_add(n);
-        if n > 0 && dc.conn.recv(&mut rb.buf).is_err() {
-            // A connection error: GOAWAY is queued; flushed below.
-            stats.conn_error(dc.conn.flood());
-            break;
+        let mut fresh = n + std::mem::take(&mut unseen);
+        loop {
+            let (before, could) = (rb.buf.len(), dc.conn.can_take(rb.buf.len()));
+            if let Err(flood) = dc.conn.recv(&mut rb.buf, fresh) {
+                // A connection error: GOAWAY (HTTP/2) or the error's answer
+                // (HTTP/1.1) is queued; flushed below.
+                dc.conn.count(stats);
+                stats.conn_error(flood);
+                break 'serve;
+            }
+            let took = fresh > 0 || rb.buf.len() != before;
+            fresh = 0;
+            while let Some(ev) = dc.conn.poll_event() {
+                dc.on_event(ev);
+            }
+            // After the events: an HTTP/1.1 head refused while it became
+            // a request is counted too.
+            dc.conn.count(stats);
+            dc.open_deferred();
+            wire.inboxes.swap_items(inbox, &mut batch);
+            dc.on_inbox(&mut batch);
+            dc.forward();
+            dc.flush_upstreams();
+            // An HTTP/1.1 client's pipelined request (or body held back by
+            // its window) waits in `rb` for the exchange before it: taken
+            // as soon as that ends (a local reply, released body bytes),
+            // not at the client's next write. Each pass takes bytes or
+            // follows a change that let the codec take them.
+            if !(dc.conn.can_take(rb.buf.len()) && (took || !could)) {
+                break;
+            }
         }
-        stats.add_codec(dc.conn.take_counts());
-        while let Some(ev) = dc.conn.poll_event() {
-            dc.on_event(ev);
-        }
-        dc.open_deferred();
-        wire.inboxes.swap_items(inbox, &mut batch);
-        dc.on_inbox(&mut batch);
-        dc.forward();
-        dc.flush_upstreams();
     }
     // What is left (a GOAWAY, the last responses) gets a bounded time to
     // go: a client that reads nothing holds the connection no longer.
     dc.out.take_from(&mut dc.conn);
     dc.out.flush_within(&mut tcp, HARD_CLOSE_AFTER).await;
+    if dc.conn.is_h1() {
+        linger(&mut tcp, &mut rb).await;
+    }
     dc.close();
     stats.cx_active.dec();
     trim_lists(shard);
+}
+
+/// Why a connection never told its protocol.
+enum Silent {
+    /// Not enough bytes within the handshake timeout.
+    TimedOut,
+    /// The client closed, or the listener drains.
+    Gone,
+}
+
+/// Reads the first bytes of a connection under `codec_type` AUTO until
+/// they tell HTTP/2 from HTTP/1.1, for at most `within`.
+async fn first_bytes(
+    tcp: &mut TcpStream,
+    rb: &mut ReadBuf,
+    codec_type: engine::CodecType,
+    within: Duration,
+    drain: &crate::signal::Subscription,
+    shutdown: &crate::signal::Subscription,
+) -> Result<Proto, Silent> {
+    let mut timer = Box::pin(Timer::new(within));
+    loop {
+        if let Some(p) = codec::choose(codec_type, &rb.buf) {
+            return Ok(p);
+        }
+        let room = rb.room(IDLE_READ_SIZE);
+        let read = poll_fn(|cx| {
+            if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
+                return Poll::Ready(Ok(r.unwrap_or(0)));
+            }
+            if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
+                return Poll::Ready(Err(Silent::Gone));
+            }
+            timer.as_mut().poll(cx).map(|_| Err(Silent::TimedOut))
+        })
+        .await;
+        match read {
+            Ok(n) if n > 0 => rb.filled(n),
+            Ok(_) => {
+                rb.filled(0);
+                return Err(Silent::Gone);
+            }
+            Err(e) => {
+                rb.filled(0);
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// An HTTP/1.1 connection we close: stop sending, then read and drop what
+/// the client still sends until it closes or `HARD_CLOSE_AFTER` passes.
+/// Closing with unread bytes makes the kernel send a reset, and a client
+/// that receives it may drop the response it has not read yet (the 400
+/// that explains the close).
+async fn linger(tcp: &mut TcpStream, rb: &mut ReadBuf) {
+    if tcp.shutdown(std::net::Shutdown::Write).await.is_err() {
+        return;
+    }
+    let mut timer = Box::pin(Timer::new(HARD_CLOSE_AFTER));
+    loop {
+        rb.buf.clear();
+        let room = rb.room(IDLE_READ_SIZE);
+        let read = poll_fn(|cx| {
+            if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
+                return Poll::Ready(r.unwrap_or(0));
+            }
+            timer.as_mut().poll(cx).map(|_| 0)
+        })
+        .await;
+        rb.filled(read);
+        if read == 0 {
+            return;
+        }
+    }
 }
 
 /// Gives back the shard's pooled header lists beyond what its streams in

@@ -4,6 +4,7 @@ use bytes::Bytes;
 use h2wire::conn::{ClientConn, ServerConn};
 
 use super::body::{Item, ItemQueue};
+use super::codec::DownCodec;
 use super::downstream::DownConn;
 use super::outbuf::Admit;
 
@@ -31,6 +32,7 @@ macro_rules! side {
     };
 }
 side!(ServerConn);
+side!(DownCodec);
 side!(ClientConn);
 
 /// What one [`drain`] moved.

@@ -27,6 +27,7 @@
 
 pub mod accept;
 pub mod body;
+mod codec;
 pub mod downstream;
 mod dstream;
 pub mod forward;

@@ -21,10 +21,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use super::codec::DownCodec;
 use bytes::{Buf, Bytes};
 use futures_lite::AsyncWrite;
 use glommio::timer::Timer;
-use h2wire::conn::ServerConn;
 
 /// Output taken from the codec, oldest first, and its size.
 pub(crate) struct OutBuf {
@@ -54,7 +54,7 @@ impl OutBuf {
     }
 
     /// Moves what the codec has to write here.
-    pub fn take_from(&mut self, conn: &mut ServerConn) {
+    pub fn take_from(&mut self, conn: &mut DownCodec) {
         self.in_codec = 0;
         self.take(|| conn.poll_output());
     }

@@ -158,6 +158,9 @@ impl DownConn {
         let shard = &*wire.shard;
         let stats = &shard.stats.downstream;
         stats.rq_total.inc();
+        if self.conn.is_h1() {
+            stats.rq_http1_total.inc();
+        }
         self.requests = self.requests.saturating_add(1);
         stats.rq_active.inc();
         let grpc = head.get(b"content-type").is_some_and(is_grpc_content_type);

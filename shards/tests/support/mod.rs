@@ -72,6 +72,8 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         http: HttpConnectionManager {
             stat_prefix: "ingress".into(),
+            codec_type: Default::default(),
+            http1: Default::default(),
             route_config: Arc::new(RouteConfig {
                 name: "rc".into(),
                 virtual_hosts: vec![VirtualHost {

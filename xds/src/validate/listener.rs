@@ -158,7 +158,42 @@ pub(crate) fn buffer_limit(v: Option<u32>, path: &Path) -> Result<u32> {
     }
 }
 
-/// Validates an `HttpConnectionManager` (h2c, inline routes).
+/// `http_protocol_options` (`Http1ProtocolOptions`): the fields we honour;
+/// any other set field is refused by name.
+fn http1_options(
+    o: Option<&core::Http1ProtocolOptions>,
+    path: &Path,
+) -> Result<engine::Http1Options> {
+    let Some(o) = o else {
+        return Ok(engine::Http1Options::default());
+    };
+    reject_set!(
+        path,
+        o,
+        header_key_format,
+        allow_chunked_length,
+        override_stream_error_on_invalid_http_message,
+        send_fully_qualified_url,
+        use_balsa_parser,
+        allow_custom_methods,
+        ignore_http_11_upgrade,
+    );
+    if !o.default_host_for_http_10.is_empty() && !o.accept_http_10 {
+        return Err(Error::invalid(
+            path.field("default_host_for_http_10"),
+            "only meaningful with accept_http_10: true",
+        ));
+    }
+    Ok(engine::Http1Options {
+        accept_http_10: o.accept_http_10,
+        default_host_for_http_10: Some(o.default_host_for_http_10.clone())
+            .filter(|h| !h.is_empty()),
+        allow_absolute_url: o.allow_absolute_url.unwrap_or(true),
+        enable_trailers: o.enable_trailers,
+    })
+}
+
+/// Validates an `HttpConnectionManager` (inline routes or RDS).
 pub fn http_connection_manager(
     m: &hcm::HttpConnectionManager,
     path: &Path,
@@ -170,7 +205,6 @@ pub fn http_connection_manager(
         m,
         add_user_agent,
         tracing,
-        http_protocol_options,
         server_name,
         access_log,
         forward_client_cert_details,
@@ -190,14 +224,10 @@ pub fn http_connection_manager(
         strip_port_mode,
         http3_protocol_options,
     );
-    match CodecType::try_from(m.codec_type) {
-        Ok(CodecType::Auto | CodecType::Http2) => {}
-        Ok(CodecType::Http1) => {
-            return Err(Error::unsupported_msg(
-                path.field("codec_type"),
-                "HTTP1 is not supported: this gateway serves HTTP/2 (h2c) only",
-            ))
-        }
+    let codec_type = match CodecType::try_from(m.codec_type) {
+        Ok(CodecType::Auto) => engine::CodecType::Auto,
+        Ok(CodecType::Http1) => engine::CodecType::Http1,
+        Ok(CodecType::Http2) => engine::CodecType::Http2,
         Ok(other) => {
             return Err(Error::unsupported_value(
                 path.field("codec_type"),
@@ -210,7 +240,11 @@ pub fn http_connection_manager(
                 format!("unknown value {}", m.codec_type),
             ))
         }
-    }
+    };
+    let http1 = http1_options(
+        m.http_protocol_options.as_ref(),
+        &path.field("http_protocol_options"),
+    )?;
     if m.stat_prefix.is_empty() {
         return Err(Error::invalid(path.field("stat_prefix"), "required"));
     }
@@ -281,6 +315,8 @@ pub fn http_connection_manager(
     };
     Ok(HttpConnectionManager {
         stat_prefix: m.stat_prefix.clone(),
+        codec_type,
+        http1,
         route_config: Arc::new(route_config),
         rds,
         max_concurrent_streams: u32_in(

@@ -1,0 +1,665 @@
+//! A downstream connection's codec, HTTP/2 (`h2wire`) or HTTP/1.1 (`h1wire`), behind the one set of calls the request phases make; HTTP/1.1 requests become the same header lists and events as HTTP/2's.
+//!
+//! The phases (route, pick, open upstream, forward, finish) are written
+//! once, against HTTP/2's model: streams with ids, a request head as a
+//! header list with pseudo-headers, body pieces released once taken. An
+//! HTTP/1.1 connection fits it as a connection whose client opens one
+//! stream at a time (1, 3, 5, …): its head becomes `:method`, `:scheme`,
+//! `:authority` (from `Host`, or an absolute-form target), `:path` and
+//! the fields in lowercase; its responses are encoded by `h1wire` in
+//! order. Dispatch is a `match` per call, not a trait object: two known
+//! codecs, no allocation, no generic tower above them.
+
+use bytes::{Bytes, BytesMut};
+use engine::{CodecType, HeadersWithUnderscoresAction, Http1Options, HttpConnectionManager};
+use h2wire::conn::{Event, Flood, SendError, ServerConn, ServerCounts};
+use h2wire::message::HeaderList;
+use h2wire::ErrorCode;
+
+use crate::stats::DownstreamStats;
+
+/// The HTTP/2 client preface (RFC 9113 §3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// The client preface and a SETTINGS frame header (9 bytes): an HTTP/2
+/// client's handshake.
+const HANDSHAKE_BYTES: usize = PREFACE.len() + 9;
+
+/// Which codec a new connection gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Proto {
+    H2,
+    H1,
+}
+
+/// The codec for a connection that started with `first` bytes under
+/// `codec_type`; `None`: too few bytes to tell yet. AUTO picks HTTP/2 on
+/// its preface and HTTP/1.1 on anything else (Envoy's rule), so one
+/// listener serves both curl and gRPC clients.
+pub(crate) fn choose(codec_type: CodecType, first: &[u8]) -> Option<Proto> {
+    match codec_type {
+        CodecType::Http2 => Some(Proto::H2),
+        CodecType::Http1 => Some(Proto::H1),
+        CodecType::Auto => {
+            let n = first.len().min(PREFACE.len());
+            if first[..n] != PREFACE[..n] {
+                Some(Proto::H1)
+            } else if n == PREFACE.len() {
+                Some(Proto::H2)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// What the HTTP/1.1 side needs beyond `h1wire`'s connection: how to turn
+/// its heads into header lists.
+pub(crate) struct H1Conn {
+    conn: h1wire::conn::ServerConn,
+    opts: Http1Options,
+    underscores: HeadersWithUnderscoresAction,
+    counts: ServerCounts,
+    /// Upgrade and CONNECT requests refused since the last count.
+    upgrades_refused: u32,
+    /// The status the codec answered a refused request with (it closes
+    /// after it, so there is at most one), for the response counters.
+    refused: Option<u16>,
+    /// The event being converted, for `poll_event`.
+    pending: Option<Event>,
+}
+
+/// A downstream connection's codec.
+// One per connection, inline in its task's state: boxing the HTTP/2 side
+// would add a pointer chase to every codec call on the hot path to save
+// the HTTP/1.1 connections some bytes.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum DownCodec {
+    H2(ServerConn),
+    H1(H1Conn),
+}
+
+impl DownCodec {
+    /// An HTTP/1.1 codec under the connection manager's settings, holding
+    /// at most `body_window` request body bytes not yet released.
+    pub fn h1(hcm: &HttpConnectionManager, body_window: u32) -> Self {
+        let limits = h1wire::Limits {
+            max_head_bytes: hcm.max_header_list_size as usize,
+            max_headers: hcm.max_headers_count as usize,
+        };
+        Self::h1_with(
+            &hcm.http1,
+            hcm.headers_with_underscores_action,
+            limits,
+            body_window,
+        )
+    }
+
+    fn h1_with(
+        opts: &Http1Options,
+        underscores: HeadersWithUnderscoresAction,
+        limits: h1wire::Limits,
+        body_window: u32,
+    ) -> Self {
+        let cfg = h1wire::conn::ServerConfig {
+            limits,
+            body_window,
+            accept_http_10: opts.accept_http_10,
+        };
+        DownCodec::H1(H1Conn {
+            conn: h1wire::conn::ServerConn::new(cfg),
+            opts: opts.clone(),
+            underscores,
+            counts: ServerCounts::default(),
+            upgrades_refused: 0,
+            refused: None,
+            pending: None,
+        })
+    }
+
+    /// Takes what it can of `buf` (`read`: bytes just read into it). An
+    /// HTTP/1.1 connection also looks again at bytes it left there (a
+    /// pipelined request, body held back by its window).
+    pub fn recv(&mut self, buf: &mut BytesMut, read: usize) -> Result<(), Option<Flood>> {
+        match self {
+            DownCodec::H2(c) if read > 0 => c.recv(buf).map_err(|_| c.flood()),
+            DownCodec::H2(_) => Ok(()),
+            DownCodec::H1(_) if buf.is_empty() => Ok(()),
+            DownCodec::H1(c) => c.conn.recv(buf).map_err(|e| {
+                if e.status() == 431 {
+                    c.counts.header_overflow += 1;
+                }
+                c.refused = Some(e.status());
+                None
+            }),
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        match self {
+            DownCodec::H2(c) => c.poll_event(),
+            DownCodec::H1(c) => c.poll_event(),
+        }
+    }
+
+    /// Adds to `stats` what the codec refused or dropped by itself since
+    /// the last call.
+    pub fn count(&mut self, stats: &DownstreamStats) {
+        match self {
+            DownCodec::H2(c) => stats.add_codec(c.take_counts()),
+            DownCodec::H1(c) => {
+                stats.add_codec(std::mem::take(&mut c.counts));
+                if let Some(status) = c.refused.take() {
+                    stats.responses.record(status);
+                }
+                if c.upgrades_refused > 0 {
+                    stats
+                        .rq_upgrade_refused
+                        .add(u64::from(std::mem::take(&mut c.upgrades_refused)));
+                }
+            }
+        }
+    }
+
+    pub fn send_headers<'a>(
+        &mut self,
+        stream: u32,
+        status: u16,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        end_stream: bool,
+    ) -> Result<(), SendError> {
+        match self {
+            DownCodec::H2(c) => c.send_headers(stream, status, fields, end_stream),
+            DownCodec::H1(c) => c
+                .conn
+                .send_headers(stream, status, fields, end_stream)
+                .map_err(h1_send_error),
+        }
+    }
+
+    pub fn send_data(
+        &mut self,
+        stream: u32,
+        data: &mut Bytes,
+        end_stream: bool,
+    ) -> Result<usize, SendError> {
+        match self {
+            DownCodec::H2(c) => c.send_data(stream, data, end_stream),
+            DownCodec::H1(c) => c
+                .conn
+                .send_data(stream, data, end_stream)
+                .map_err(h1_send_error),
+        }
+    }
+
+    pub fn send_trailers<'a>(
+        &mut self,
+        stream: u32,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<(), SendError> {
+        match self {
+            DownCodec::H2(c) => c.send_trailers(stream, fields),
+            // Without `enable_trailers` Envoy drops them: the chunked body
+            // just ends.
+            DownCodec::H1(c) if !c.opts.enable_trailers => c
+                .conn
+                .send_trailers(stream, std::iter::empty())
+                .map_err(h1_send_error),
+            DownCodec::H1(c) => c.conn.send_trailers(stream, fields).map_err(h1_send_error),
+        }
+    }
+
+    /// Gives up on a stream whose response began: RST_STREAM on HTTP/2;
+    /// on HTTP/1.1 the connection closes (there is nothing else to say).
+    pub fn reset(&mut self, stream: u32, code: ErrorCode) {
+        match self {
+            DownCodec::H2(c) => c.reset(stream, code),
+            DownCodec::H1(c) => c.conn.reset(stream),
+        }
+    }
+
+    pub fn release(&mut self, stream: u32, n: u32) {
+        match self {
+            DownCodec::H2(c) => c.release(stream, n),
+            DownCodec::H1(c) => c.conn.release(n),
+        }
+    }
+
+    /// Gives back a header list the connection handed out.
+    pub fn recycle(&mut self, list: HeaderList) {
+        match self {
+            DownCodec::H2(c) => c.recycle(list),
+            DownCodec::H1(_) => list.recycle(),
+        }
+    }
+
+    /// Takes no new requests: GOAWAY on HTTP/2; `connection: close` on
+    /// the current HTTP/1.1 response, or closing at once when idle.
+    pub fn go_away(&mut self, code: ErrorCode) {
+        match self {
+            DownCodec::H2(c) => c.go_away(code),
+            DownCodec::H1(c) => c.conn.go_away(),
+        }
+    }
+
+    pub fn check_outbound(&mut self, unwritten: usize) -> Result<(), Flood> {
+        match self {
+            DownCodec::H2(c) => c.check_outbound(unwritten),
+            DownCodec::H1(_) => Ok(()),
+        }
+    }
+
+    pub fn shrink(&mut self) {
+        match self {
+            DownCodec::H2(c) => c.shrink(),
+            DownCodec::H1(c) => c.conn.shrink(),
+        }
+    }
+
+    pub fn poll_output(&mut self) -> Option<Bytes> {
+        match self {
+            DownCodec::H2(c) => c.poll_output(),
+            DownCodec::H1(c) => c.conn.poll_output(),
+        }
+    }
+
+    /// An HTTP/1.1 connection that takes nothing more (its client asked
+    /// to close, a response could not complete, an error was answered):
+    /// close once the output is written. HTTP/2 closes through its
+    /// drain instead.
+    pub fn is_closed(&self) -> bool {
+        match self {
+            DownCodec::H2(_) => false,
+            DownCodec::H1(c) => c.conn.is_closed(),
+        }
+    }
+
+    /// Whether an HTTP/1.1 connection would take some of the `buffered`
+    /// bytes it left unparsed (see `h1wire`'s `can_take`). HTTP/2 takes
+    /// everything it is given.
+    pub fn can_take(&self, buffered: usize) -> bool {
+        match self {
+            DownCodec::H2(_) => false,
+            DownCodec::H1(c) => buffered > 0 && c.conn.can_take(),
+        }
+    }
+
+    /// Whether to read the socket while `buffered` bytes wait unparsed.
+    pub fn wants_input(&self, buffered: usize) -> bool {
+        match self {
+            DownCodec::H2(_) => true,
+            DownCodec::H1(c) => c.conn.wants_input(buffered),
+        }
+    }
+
+    /// The connection has received what makes it a client of ours: the
+    /// HTTP/2 preface and SETTINGS (`received` bytes), or an HTTP/1.1
+    /// request head. Until then it is held to the handshake timeout.
+    pub fn handshaken(&self, received: usize) -> bool {
+        match self {
+            DownCodec::H2(_) => received >= HANDSHAKE_BYTES,
+            DownCodec::H1(c) => c.conn.requests() > 0,
+        }
+    }
+
+    pub fn is_h1(&self) -> bool {
+        matches!(self, DownCodec::H1(_))
+    }
+}
+
+fn h1_send_error(e: h1wire::conn::SendError) -> SendError {
+    use h1wire::conn::SendError as E;
+    match e {
+        E::UnknownStream => SendError::UnknownStream,
+        E::HeadersSent => SendError::HeadersSent,
+        E::NoHeaders => SendError::NoHeaders,
+        E::Ended => SendError::Ended,
+    }
+}
+
+/// Fields an HTTP/1.1 request carries for its own hop, answered or
+/// replaced here: not forwarded (the rest of RFC 9110 §7.6.1's list is
+/// dropped where any request's fields go upstream).
+fn h1_only(name: &[u8]) -> bool {
+    matches!(name, b"host" | b"expect" | b"http2-settings")
+}
+
+impl H1Conn {
+    fn poll_event(&mut self) -> Option<Event> {
+        loop {
+            if let Some(ev) = self.pending.take() {
+                return Some(ev);
+            }
+            let ev = self.conn.poll_event()?;
+            self.pending = match ev {
+                h1wire::conn::Event::Request {
+                    stream,
+                    head,
+                    end_stream,
+                } => self.request(&head).map(|head| Event::Request {
+                    stream,
+                    head,
+                    end_stream,
+                }),
+                h1wire::conn::Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                } => Some(Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                }),
+                h1wire::conn::Event::Trailers { stream, raw } => {
+                    let mut fields = HeaderList::pooled();
+                    if self.opts.enable_trailers {
+                        for (name, value) in h1wire::trailer_fields(&raw) {
+                            push_lowercase(&mut fields, name, value);
+                        }
+                    }
+                    Some(Event::Trailers { stream, fields })
+                }
+            };
+        }
+    }
+
+    /// Answers the current request `status` and closes.
+    fn refuse(&mut self, status: u16) {
+        self.refused = Some(status);
+        self.conn.reject(status);
+    }
+
+    /// The header list of a request head, or `None` when the request is
+    /// refused here (answered, and the connection closes).
+    fn request(&mut self, head: &h1wire::RequestHead) -> Option<HeaderList> {
+        let method = head.method();
+        let target = head.target();
+        // Without `upgrade_configs` Envoy answers an upgrade 403, and a
+        // CONNECT 404 (no route matches it), and closes: so do we.
+        if method == b"CONNECT" || (head.upgrade && !is_h2c_upgrade(head)) {
+            self.upgrades_refused += 1;
+            self.refuse(if method == b"CONNECT" { 404 } else { 403 });
+            return None;
+        }
+        let (authority, path) = match split_target(target) {
+            Target::Origin => (head.host(), target),
+            Target::Absolute { authority, path } if self.opts.allow_absolute_url => {
+                (Some(authority), path)
+            }
+            Target::Asterisk if method == b"OPTIONS" => (head.host(), target),
+            Target::Absolute { .. } | Target::Asterisk | Target::Invalid => {
+                self.refuse(400);
+                return None;
+            }
+        };
+        // Only HTTP/1.0 may come without `Host` (h1wire checks): then the
+        // configured default, or 400 as Envoy answers.
+        let Some(authority) = authority.or_else(|| {
+            self.opts
+                .default_host_for_http_10
+                .as_deref()
+                .map(str::as_bytes)
+        }) else {
+            self.refuse(400);
+            return None;
+        };
+        let mut list = HeaderList::pooled();
+        list.push(b":method", method, false);
+        list.push(b":scheme", b"http", false);
+        list.push(b":authority", authority, false);
+        list.push(b":path", path, false);
+        for (name, value) in head.fields() {
+            if name.contains(&b'_') {
+                match self.underscores {
+                    HeadersWithUnderscoresAction::Allow => {}
+                    HeadersWithUnderscoresAction::DropHeader => {
+                        self.counts.dropped_headers_with_underscores += 1;
+                        continue;
+                    }
+                    HeadersWithUnderscoresAction::RejectRequest => {
+                        self.counts.rejected_with_underscores += 1;
+                        list.recycle();
+                        self.refuse(400);
+                        return None;
+                    }
+                }
+            }
+            push_lowercase(&mut list, name, value);
+        }
+        Some(list)
+    }
+}
+
+/// `Upgrade: h2c` (RFC 7540 §3.2, withdrawn by RFC 9113): served as the
+/// HTTP/1.1 request it also is, its upgrade ignored.
+fn is_h2c_upgrade(head: &h1wire::RequestHead) -> bool {
+    head.fields()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"upgrade"))
+        .all(|(_, v)| v.eq_ignore_ascii_case(b"h2c"))
+}
+
+/// Pushes a field with its name in lowercase (HTTP/1.1 names are
+/// case-insensitive; HTTP/2's and our matchers' are lowercase).
+fn push_lowercase(list: &mut HeaderList, name: &[u8], value: &[u8]) {
+    let mut lower = [0u8; 64];
+    if name.len() <= lower.len() {
+        let lower = &mut lower[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        if !h1_only(lower) {
+            list.push(lower, value, false);
+        }
+    } else {
+        let lower = name.to_ascii_lowercase();
+        list.push(&lower, value, false);
+    }
+}
+
+/// The forms of a request target (RFC 9112 §3.2).
+#[derive(Debug, PartialEq, Eq)]
+enum Target<'a> {
+    /// `/path?query`.
+    Origin,
+    /// `http://authority/path?query`: the path is `/` when empty.
+    Absolute {
+        authority: &'a [u8],
+        path: &'a [u8],
+    },
+    /// `*` (OPTIONS only).
+    Asterisk,
+    Invalid,
+}
+
+fn split_target(target: &[u8]) -> Target<'_> {
+    if target.first() == Some(&b'/') {
+        return Target::Origin;
+    }
+    if target == b"*" {
+        return Target::Asterisk;
+    }
+    let rest = [&b"http://"[..], b"https://"]
+        .iter()
+        .find(|s| target.len() > s.len() && target[..s.len()].eq_ignore_ascii_case(s))
+        .map(|s| &target[s.len()..]);
+    let Some(rest) = rest else {
+        return Target::Invalid;
+    };
+    let end = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.is_empty() || authority.contains(&b'@') {
+        return Target::Invalid;
+    }
+    let path: &[u8] = match path.first() {
+        None => b"/",
+        // `http://a?q` has an empty path: `/?q` (RFC 9112 §3.2.1).
+        Some(b'?') => return Target::Invalid,
+        Some(_) => path,
+    };
+    Target::Absolute { authority, path }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_picks_http2_on_its_preface_and_http1_on_anything_else() {
+        assert_eq!(
+            choose(CodecType::Auto, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+            Some(Proto::H2)
+        );
+        assert_eq!(choose(CodecType::Auto, b"PRI * HT"), None, "wait for more");
+        assert_eq!(choose(CodecType::Auto, b""), None);
+        assert_eq!(
+            choose(CodecType::Auto, b"GET / HTTP/1.1\r\n"),
+            Some(Proto::H1)
+        );
+        assert_eq!(choose(CodecType::Auto, b"PRX"), Some(Proto::H1));
+        assert_eq!(choose(CodecType::Http2, b"GET /"), Some(Proto::H2));
+        assert_eq!(choose(CodecType::Http1, b"PRI * HTTP/2.0"), Some(Proto::H1));
+    }
+
+    #[test]
+    fn request_targets() {
+        assert_eq!(split_target(b"/a?b"), Target::Origin);
+        assert_eq!(split_target(b"*"), Target::Asterisk);
+        assert_eq!(
+            split_target(b"http://example.com:8080/p?q"),
+            Target::Absolute {
+                authority: b"example.com:8080",
+                path: b"/p?q"
+            }
+        );
+        assert_eq!(
+            split_target(b"HTTP://a"),
+            Target::Absolute {
+                authority: b"a",
+                path: b"/"
+            }
+        );
+        assert_eq!(split_target(b"http://"), Target::Invalid);
+        assert_eq!(split_target(b"http://user@a/"), Target::Invalid);
+        assert_eq!(split_target(b"example.com:443"), Target::Invalid);
+    }
+
+    /// The connection manager settings the codec reads.
+    struct Settings {
+        opts: Http1Options,
+        underscores: HeadersWithUnderscoresAction,
+    }
+
+    fn hcm() -> Settings {
+        Settings {
+            opts: Http1Options::default(),
+            underscores: HeadersWithUnderscoresAction::Allow,
+        }
+    }
+
+    fn h1(m: &Settings, bytes: &[u8]) -> (DownCodec, Option<Event>) {
+        let mut c = DownCodec::h1_with(&m.opts, m.underscores, h1wire::Limits::default(), 1 << 16);
+        let mut buf = BytesMut::from(bytes);
+        let _ = c.recv(&mut buf, bytes.len());
+        let ev = c.poll_event();
+        (c, ev)
+    }
+
+    fn counted(c: &mut DownCodec) -> DownstreamStats {
+        let stats = DownstreamStats::default();
+        c.count(&stats);
+        stats
+    }
+
+    #[test]
+    fn an_http1_head_becomes_pseudo_headers_and_lowercase_fields() {
+        let (_, ev) = h1(
+            &hcm(),
+            b"GET /x HTTP/1.1\r\nHost: a.example\r\nX-Thing: 1\r\nExpect: 100-continue\r\nConnection: keep-alive\r\n\r\n",
+        );
+        let Some(Event::Request {
+            head, end_stream, ..
+        }) = ev
+        else {
+            panic!("a request");
+        };
+        assert!(end_stream);
+        let fields: Vec<(&[u8], &[u8])> = head.iter().map(|(n, v, _)| (n, v)).collect();
+        assert_eq!(
+            fields,
+            vec![
+                (&b":method"[..], &b"GET"[..]),
+                (b":scheme", b"http"),
+                (b":authority", b"a.example"),
+                (b":path", b"/x"),
+                (b"x-thing", b"1"),
+                // Hop-by-hop fields are dropped on the way upstream, for
+                // both protocols (`stream::forwarded`).
+                (b"connection", b"keep-alive"),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_absolute_target_gives_the_authority() {
+        let (_, ev) = h1(
+            &hcm(),
+            b"GET http://b.example/p HTTP/1.1\r\nHost: a\r\n\r\n",
+        );
+        let Some(Event::Request { head, .. }) = ev else {
+            panic!("a request");
+        };
+        assert_eq!(head.get(b":authority"), Some(&b"b.example"[..]));
+        assert_eq!(head.get(b":path"), Some(&b"/p"[..]));
+    }
+
+    #[test]
+    fn upgrades_and_connect_are_refused_with_403_but_h2c_is_ignored() {
+        let (mut c, ev) = h1(
+            &hcm(),
+            b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
+        );
+        assert!(ev.is_none());
+        let out = c.poll_output().expect("an answer");
+        assert!(out.starts_with(b"HTTP/1.1 403 Forbidden\r\n"));
+        assert!(c.is_closed());
+
+        assert_eq!(counted(&mut c).rq_upgrade_refused.get(), 1);
+
+        let (mut c, ev) = h1(&hcm(), b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n");
+        assert!(ev.is_none() && c.is_closed());
+        assert!(c.poll_output().expect("404").starts_with(b"HTTP/1.1 404 "));
+
+        let (_, ev) = h1(
+            &hcm(),
+            b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n",
+        );
+        let Some(Event::Request { head, .. }) = ev else {
+            panic!("served as HTTP/1.1");
+        };
+        assert!(head.get(b"http2-settings").is_none());
+    }
+
+    #[test]
+    fn underscores_follow_the_connection_manager() {
+        let mut m = hcm();
+        m.underscores = HeadersWithUnderscoresAction::DropHeader;
+        let (mut c, ev) = h1(&m, b"GET / HTTP/1.1\r\nHost: a\r\nx_y: 1\r\n\r\n");
+        let Some(Event::Request { head, .. }) = ev else {
+            panic!("a request");
+        };
+        assert!(head.get(b"x_y").is_none());
+        assert_eq!(counted(&mut c).dropped_headers_with_underscores.get(), 1);
+
+        m.underscores = HeadersWithUnderscoresAction::RejectRequest;
+        let (mut c, ev) = h1(&m, b"GET / HTTP/1.1\r\nHost: a\r\nx_y: 1\r\n\r\n");
+        assert!(ev.is_none());
+        assert!(c.poll_output().expect("400").starts_with(b"HTTP/1.1 400 "));
+        assert_eq!(
+            counted(&mut c)
+                .rq_rejected_with_underscores_in_headers
+                .get(),
+            1
+        );
+    }
+}
