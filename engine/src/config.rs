@@ -115,6 +115,8 @@ pub struct Listener {
     /// window granted upstream) per downstream connection before its
     /// streams stop taking response data.
     pub per_connection_buffer_limit_bytes: u32,
+    /// The filter chain's `transport_socket`: TLS, or plaintext (`None`).
+    pub tls: Option<Arc<crate::tls::DownstreamTls>>,
     pub http: HttpConnectionManager,
 }
 

@@ -16,6 +16,7 @@ pub mod override_host;
 pub mod route;
 pub mod session;
 pub mod snapshot;
+pub mod tls;
 
 pub use config::*;
 pub use ejected::EjectedSet;

@@ -86,6 +86,14 @@ pub struct DownstreamStats {
     /// refused: no route takes them (Envoy without `upgrade_configs`).
     pub rq_upgrade_refused: Counter,
     pub cx_protocol_error: Counter,
+    /// TLS handshakes completed, of which resumed; handshakes that failed
+    /// (bad or unexpected bytes, no common version or suite, no
+    /// certificate for the SNI under `require_sni`) or did not complete in
+    /// time.
+    pub tls_handshake: Counter,
+    pub tls_session_reused: Counter,
+    pub tls_handshake_error: Counter,
+    pub tls_handshake_timeout: Counter,
     pub cx_reset_flood: Counter,
     pub cx_idle_timeout: Counter,
     pub rq_total: Counter,

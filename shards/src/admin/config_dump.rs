@@ -126,10 +126,24 @@ pub(super) fn render(inner: &Inner) -> Value {
             if let Some(rds) = &h.rds {
                 hcm["rds"] = json!({ "route_config_name": rds.route_config_name });
             }
+            // Certificates by their names, never their keys.
+            let tls = l.tls.as_ref().map(|t| {
+                let version = |v| match v {
+                    engine::tls::TlsVersion::V1_2 => "TLSv1_2",
+                    engine::tls::TlsVersion::V1_3 => "TLSv1_3",
+                };
+                json!({
+                    "certificates": t.names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
+                    "alpn_protocols": t.alpn,
+                    "tls_minimum_protocol_version": version(t.min_version),
+                    "tls_maximum_protocol_version": version(t.max_version),
+                })
+            });
             json!({
                 "name": l.name,
                 "address": l.address.to_string(),
                 "per_connection_buffer_limit_bytes": l.per_connection_buffer_limit_bytes,
+                "tls": tls,
                 "http_connection_manager": hcm,
             })
         })

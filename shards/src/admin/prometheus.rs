@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 30] = [
+    let simple: [(&str, &str, &str, ShardCounter); 34] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -54,6 +54,30 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "HTTP/1.1 upgrade (WebSocket) and CONNECT requests refused with 403 or 404.",
             |s| &s.downstream.rq_upgrade_refused,
+        ),
+        (
+            "gateway_downstream_tls_handshake",
+            "counter",
+            "Downstream TLS handshakes completed.",
+            |s| &s.downstream.tls_handshake,
+        ),
+        (
+            "gateway_downstream_tls_session_reused",
+            "counter",
+            "Downstream TLS handshakes that resumed a session (ticket or cache).",
+            |s| &s.downstream.tls_session_reused,
+        ),
+        (
+            "gateway_downstream_tls_handshake_error",
+            "counter",
+            "Downstream TLS handshakes that failed.",
+            |s| &s.downstream.tls_handshake_error,
+        ),
+        (
+            "gateway_downstream_tls_handshake_timeout",
+            "counter",
+            "Downstream TLS handshakes not complete within the handshake timeout (10 s, or the idle timeout if shorter).",
+            |s| &s.downstream.tls_handshake_timeout,
         ),
         (
             "gateway_downstream_cx_protocol_error",

@@ -91,6 +91,24 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// Makes the demo's self-signed certificate for `localhost` and
+/// 127.0.0.1, hands it to the demo config in the environment variables
+/// it names, and writes it where curl can trust it (`--cacert`).
+fn demo_certificate() -> Result<std::path::PathBuf, String> {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+        .map_err(|e| format!("demo certificate: {e}"))?;
+    let cert = made.cert.pem();
+    let dir = std::env::temp_dir().join(format!("gateway-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("cert.pem");
+    std::fs::write(&path, &cert).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Set before any other thread starts (the caller is at the top of
+    // `main`): the environment is process-wide.
+    std::env::set_var("GATEWAY_DEMO_TLS_CERT", cert);
+    std::env::set_var("GATEWAY_DEMO_TLS_KEY", made.key_pair.serialize_pem());
+    Ok(path)
+}
+
 fn load(args: &Args) -> Result<engine::Bootstrap, String> {
     match &args.config {
         Some(path) => {
@@ -127,6 +145,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
+    let demo_cert = match args.demo.then(demo_certificate).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let bootstrap = match load(&args) {
         Ok(b) => b,
         Err(e) => {
@@ -205,15 +230,20 @@ fn main() -> ExitCode {
     }
     println!("serving with {} data shard(s)", gw.shard_stats.len());
     if args.demo {
-        let l = gw.listeners.values().next().copied();
-        if let (Some(l), Some(a)) = (l, gw.admin_addr) {
+        let (l, t) = (gw.listener("ingress"), gw.listener("ingress_tls"));
+        if let (Some(l), Some(t), Some(a), Some(ca)) = (l, t, gw.admin_addr, &demo_cert) {
+            let (ca, tp) = (ca.display(), t.port());
             println!(
                 "\ntry (HTTP/1.1 and HTTP/2 on the same port):\n  \
                  curl -i http://{l}/\n  \
                  curl --http2-prior-knowledge -i http://{l}/\n  \
                  curl -i http://{l}/one/x          # prefix_rewrite to one backend\n  \
                  curl -d 'echo me' http://{l}/echo  # bodies are echoed\n  \
-                 curl -i -c jar -b jar http://{l}/sticky  # stateful session: repeat, same x-backend\n  \
+                 curl -i -c jar -b jar http://{l}/sticky  # stateful session: repeat, same x-backend\n\
+                 over TLS (a self-signed certificate for localhost; ALPN picks the protocol):\n  \
+                 curl --cacert {ca} -i https://localhost:{tp}/\n  \
+                 curl --cacert {ca} --http1.1 -i https://localhost:{tp}/\n\
+                 admin:\n  \
                  curl http://{a}/stats\n  curl http://{a}/clusters\n  curl http://{a}/config_dump\n\
                  Ctrl-C drains and stops."
             );
@@ -234,6 +264,9 @@ fn main() -> ExitCode {
     eprintln!("draining and stopping");
     gw.shutdown();
     drop(backends);
+    if let Some(dir) = demo_cert.as_deref().and_then(std::path::Path::parent) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     ExitCode::SUCCESS
 }
 

@@ -23,6 +23,7 @@ use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
+use super::tls::{self, Transport};
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
 use crate::signal::Signal;
@@ -245,12 +246,7 @@ enum Wake {
 }
 
 /// Serves one accepted client connection until it closes.
-pub(crate) async fn serve(
-    wire: Rc<WireShard>,
-    mut tcp: TcpStream,
-    listener: Rc<str>,
-    drain: Signal,
-) {
+pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>, drain: Signal) {
     let shard = &wire.shard;
     let stats = &shard.stats.downstream;
     stats.cx_total.inc();
@@ -275,12 +271,28 @@ pub(crate) async fn serve(
     let drain_sub = drain.subscribe();
     let shutdown_sub = wire.shutdown.subscribe();
     let mut rb = ReadBuf::default();
-    // Which protocol: AUTO needs the first bytes (the HTTP/2 preface or
-    // not), which must come within the handshake timeout.
-    let proto = match codec::choose(codec_type, &[]) {
+    let _ = tcp.set_nodelay(true);
+    // The handshake (TLS, then the first bytes) must be over within this.
+    let within = idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
+    let (mut tcp, alpn) = match &cfg.tls {
+        None => (Transport::Plain(tcp), None),
+        Some(tls) => {
+            let done = tls::handshake(tcp, tls, within, &drain_sub, &shutdown_sub, stats).await;
+            match done {
+                Some(t) => t,
+                None => {
+                    stats.cx_active.dec();
+                    return;
+                }
+            }
+        }
+    };
+    // Which protocol: the listener's, else what ALPN agreed, else (AUTO)
+    // the first bytes tell (the HTTP/2 preface or not).
+    let chosen = codec::choose(codec_type, &[]).or(alpn);
+    let proto = match chosen {
         Some(p) => Some(p),
         None => {
-            let within = idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
             let first = first_bytes(
                 &mut tcp,
                 &mut rb,
@@ -316,7 +328,6 @@ pub(crate) async fn serve(
         }
     };
     drop(snap);
-    let _ = tcp.set_nodelay(true);
     let inbox = wire.inboxes.open();
     let mut dc = DownConn {
         wire: Rc::clone(&wire),
@@ -594,7 +605,7 @@ enum Silent {
 /// Reads the first bytes of a connection under `codec_type` AUTO until
 /// they tell HTTP/2 from HTTP/1.1, for at most `within`.
 async fn first_bytes(
-    tcp: &mut TcpStream,
+    tcp: &mut Transport,
     rb: &mut ReadBuf,
     codec_type: engine::CodecType,
     within: Duration,
@@ -636,8 +647,8 @@ async fn first_bytes(
 /// Closing with unread bytes makes the kernel send a reset, and a client
 /// that receives it may drop the response it has not read yet (the 400
 /// that explains the close).
-async fn linger(tcp: &mut TcpStream, rb: &mut ReadBuf) {
-    if tcp.shutdown(std::net::Shutdown::Write).await.is_err() {
+async fn linger(tcp: &mut Transport, rb: &mut ReadBuf) {
+    if tcp.close_write().await.is_err() {
         return;
     }
     let mut timer = Box::pin(Timer::new(HARD_CLOSE_AFTER));

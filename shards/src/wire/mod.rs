@@ -38,6 +38,7 @@ mod readbuf;
 mod route;
 pub mod runtime;
 mod stream;
+mod tls;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -40,6 +40,10 @@ pub(crate) struct OutBuf {
     /// Response data was refused since the output last fell below half the
     /// limit: the connection's streams wait for [`OutBuf::resumed`].
     paused: bool,
+    /// Bytes went to the writer since it was last flushed: a TLS stream
+    /// holds records it could not write yet until flushed (a plain socket
+    /// holds nothing, and its flush is a no-op).
+    unflushed: bool,
 }
 
 impl OutBuf {
@@ -50,6 +54,7 @@ impl OutBuf {
             in_codec: 0,
             limit: (limit as usize).max(1),
             paused: false,
+            unflushed: false,
         }
     }
 
@@ -113,8 +118,9 @@ impl OutBuf {
         self.in_codec += n as usize;
     }
 
+    /// Nothing left to write or flush.
     pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
+        self.chunks.is_empty() && !self.unflushed
     }
 
     /// Writes what is held until it is all written, the write fails, or
@@ -142,6 +148,7 @@ impl OutBuf {
             match Pin::new(&mut *io).poll_write(cx, front) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => {
+                    self.unflushed = true;
                     self.bytes -= n;
                     if n == front.len() {
                         self.chunks.pop_front();
@@ -149,6 +156,13 @@ impl OutBuf {
                         front.advance(n);
                     }
                 }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        if self.unflushed {
+            match Pin::new(&mut *io).poll_flush(cx) {
+                Poll::Ready(Ok(())) => self.unflushed = false,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }

@@ -70,6 +70,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
         name: "ingress".into(),
         address: SocketAddr::from(([127, 0, 0, 1], 0)),
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+        tls: None,
         http: HttpConnectionManager {
             stat_prefix: "ingress".into(),
             codec_type: Default::default(),

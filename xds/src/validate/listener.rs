@@ -101,9 +101,13 @@ pub fn listener(
         filter_chain_match,
         use_proxy_proto,
         metadata,
-        transport_socket,
         transport_socket_connect_timeout,
     );
+    let tls = fc
+        .transport_socket
+        .as_ref()
+        .map(|ts| super::tls::transport_socket(ts, &fcpath.field("transport_socket")))
+        .transpose()?;
     if fc.filters.len() != 1 {
         return Err(Error::invalid(
             fcpath.field("filters"),
@@ -144,6 +148,7 @@ pub fn listener(
             l.per_connection_buffer_limit_bytes,
             &path.field("per_connection_buffer_limit_bytes"),
         )?,
+        tls,
         http,
     })
 }

@@ -8,6 +8,7 @@ mod outlier;
 mod route;
 mod session;
 mod source;
+mod tls;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

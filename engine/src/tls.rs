@@ -1,0 +1,285 @@
+//! Downstream TLS as a filter chain's `DownstreamTlsContext` sets it: certificates chosen by SNI and key type, protocol versions, TLS 1.2 cipher suites and key-exchange groups by their Envoy (BoringSSL) names, ALPN, session resumption; built into one rustls `ServerConfig`.
+//!
+//! Built once per configuration, on the control shard, and shared by the
+//! data shards through the snapshot: a handshake clones nothing but the
+//! `Arc`. What rustls cannot do (TLS 1.0 and 1.1, CBC and RSA-key-exchange
+//! suites, other groups) is an error naming the value, never a silent
+//! downgrade of what the operator asked for.
+
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::{NamedGroup, ServerConfig, SignatureScheme, SupportedCipherSuite};
+
+/// A TLS protocol version rustls speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TlsVersion {
+    V1_2,
+    V1_3,
+}
+
+/// One certificate chain and its private key, decoded.
+#[derive(Debug)]
+pub struct CertificateSpec {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}
+
+/// What a `DownstreamTlsContext` asks for, decoded (files read, PEM parsed).
+#[derive(Debug)]
+pub struct DownstreamTlsSpec {
+    /// In configuration order: the first is the default when no SNI
+    /// matches.
+    pub certificates: Vec<CertificateSpec>,
+    pub alpn: Vec<Vec<u8>>,
+    pub min_version: TlsVersion,
+    pub max_version: TlsVersion,
+    /// BoringSSL names (`ECDHE-ECDSA-AES128-GCM-SHA256`, `[A|B]` groups
+    /// flattened by the caller); empty: rustls's defaults.
+    pub cipher_suites: Vec<String>,
+    /// `X25519`, `P-256`, `P-384`; empty: rustls's defaults.
+    pub ecdh_curves: Vec<String>,
+    pub require_sni: bool,
+    /// Stateless resumption (tickets, keys made by this process).
+    pub session_tickets: bool,
+    /// Stateful resumption (a session cache per process).
+    pub session_cache: bool,
+    /// The server's cipher suite order wins (Envoy's default).
+    pub prefer_server_ciphers: bool,
+}
+
+/// Why a TLS context cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsError {
+    #[error("at least one certificate is required")]
+    NoCertificate,
+    #[error("certificate {index}: {reason}")]
+    Certificate { index: usize, reason: String },
+    #[error("cipher suite {0:?} is not supported (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305 for TLS 1.2; TLS 1.3 suites are not configurable, as in Envoy)")]
+    CipherSuite(String),
+    #[error("curve {0:?} is not supported (X25519, P-256 and P-384 are)")]
+    Curve(String),
+    #[error("no cipher suite left for the allowed versions")]
+    NoCipherSuite,
+    #[error("minimum version above maximum")]
+    Versions,
+    #[error("{0}")]
+    Rustls(String),
+}
+
+/// TLS 1.2 suites by their BoringSSL names.
+fn suite(name: &str) -> Option<SupportedCipherSuite> {
+    use rustls::crypto::ring::cipher_suite as s;
+    Some(match name {
+        "ECDHE-ECDSA-AES128-GCM-SHA256" => s::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        "ECDHE-RSA-AES128-GCM-SHA256" => s::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        "ECDHE-ECDSA-AES256-GCM-SHA384" => s::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        "ECDHE-RSA-AES256-GCM-SHA384" => s::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        "ECDHE-ECDSA-CHACHA20-POLY1305" => s::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        "ECDHE-RSA-CHACHA20-POLY1305" => s::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        _ => return None,
+    })
+}
+
+fn group(name: &str) -> Option<NamedGroup> {
+    Some(match name {
+        "X25519" => NamedGroup::X25519,
+        "P-256" => NamedGroup::secp256r1,
+        "P-384" => NamedGroup::secp384r1,
+        _ => return None,
+    })
+}
+
+/// A listener's downstream TLS: the built rustls config, and what the
+/// admin's config dump shows of it.
+#[derive(Debug)]
+pub struct DownstreamTls {
+    pub config: Arc<ServerConfig>,
+    /// DNS names of each certificate (SAN), in configuration order.
+    pub names: Vec<Vec<String>>,
+    pub alpn: Vec<String>,
+    pub min_version: TlsVersion,
+    pub max_version: TlsVersion,
+}
+
+impl DownstreamTls {
+    pub fn build(spec: DownstreamTlsSpec) -> Result<Self, TlsError> {
+        if spec.certificates.is_empty() {
+            return Err(TlsError::NoCertificate);
+        }
+        if spec.min_version > spec.max_version {
+            return Err(TlsError::Versions);
+        }
+        let mut provider = rustls::crypto::ring::default_provider();
+        if !spec.cipher_suites.is_empty() {
+            let mut chosen: Vec<SupportedCipherSuite> = provider
+                .cipher_suites
+                .iter()
+                .copied()
+                .filter(|s| s.tls13().is_some())
+                .collect();
+            for name in &spec.cipher_suites {
+                let s = suite(name).ok_or_else(|| TlsError::CipherSuite(name.clone()))?;
+                if !chosen.contains(&s) {
+                    chosen.push(s);
+                }
+            }
+            provider.cipher_suites = chosen;
+        }
+        if !spec.ecdh_curves.is_empty() {
+            let all = std::mem::take(&mut provider.kx_groups);
+            for name in &spec.ecdh_curves {
+                let g = group(name).ok_or_else(|| TlsError::Curve(name.clone()))?;
+                let kx = all
+                    .iter()
+                    .find(|k| k.name() == g)
+                    .ok_or_else(|| TlsError::Curve(name.clone()))?;
+                provider.kx_groups.push(*kx);
+            }
+        }
+        let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
+            (TlsVersion::V1_3, &rustls::version::TLS13),
+            (TlsVersion::V1_2, &rustls::version::TLS12),
+        ]
+        .into_iter()
+        .filter(|(v, _)| (spec.min_version..=spec.max_version).contains(v))
+        .map(|(_, p)| p)
+        .collect();
+        let usable = provider.cipher_suites.iter().any(|s| {
+            let v = if s.tls13().is_some() {
+                TlsVersion::V1_3
+            } else {
+                TlsVersion::V1_2
+            };
+            (spec.min_version..=spec.max_version).contains(&v)
+        });
+        if !usable {
+            return Err(TlsError::NoCipherSuite);
+        }
+        let mut names = Vec::with_capacity(spec.certificates.len());
+        let mut keys = Vec::with_capacity(spec.certificates.len());
+        for (index, cert) in spec.certificates.into_iter().enumerate() {
+            let bad = |reason: String| TlsError::Certificate { index, reason };
+            let Some(leaf) = cert.chain.first() else {
+                return Err(bad("the chain has no certificate".into()));
+            };
+            let dns: Vec<String> = webpki::EndEntityCert::try_from(leaf)
+                .map_err(|e| bad(format!("cannot parse the certificate: {e}")))?
+                .valid_dns_names()
+                .map(|n| n.to_ascii_lowercase())
+                .collect();
+            let signing = provider
+                .key_provider
+                .load_private_key(cert.key)
+                .map_err(|e| bad(format!("private key: {e}")))?;
+            let key = CertifiedKey::new(cert.chain, signing);
+            key.keys_match().map_err(|e| {
+                bad(format!(
+                    "the private key does not match the certificate: {e}"
+                ))
+            })?;
+            names.push(dns.clone());
+            keys.push((Arc::new(key), dns));
+        }
+        let provider = Arc::new(provider);
+        let mut config = ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&versions)
+            .map_err(|e| TlsError::Rustls(e.to_string()))?
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(SniResolver {
+                certs: keys,
+                require_sni: spec.require_sni,
+            }));
+        config.alpn_protocols = spec.alpn.clone();
+        config.ignore_client_order = spec.prefer_server_ciphers;
+        if spec.session_tickets {
+            config.ticketer = rustls::crypto::ring::Ticketer::new()
+                .map_err(|e| TlsError::Rustls(e.to_string()))?;
+        }
+        if !spec.session_cache {
+            config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        }
+        Ok(Self {
+            config: Arc::new(config),
+            names,
+            alpn: spec
+                .alpn
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect(),
+            min_version: spec.min_version,
+            max_version: spec.max_version,
+        })
+    }
+}
+
+/// Picks a listener's certificate for a ClientHello: those whose names
+/// match the SNI exactly, else by wildcard (`*.example.com` for one
+/// label), else all of them (the first is the default); among those, the
+/// first whose key can sign with a scheme the client offers (an ECDSA and
+/// an RSA certificate for the same names serve old and new clients).
+#[derive(Debug)]
+struct SniResolver {
+    certs: Vec<(Arc<CertifiedKey>, Vec<String>)>,
+    require_sni: bool,
+}
+
+impl SniResolver {
+    fn pick(&self, sni: Option<&str>, schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        let sni = sni.map(str::to_ascii_lowercase);
+        if sni.is_none() && self.require_sni {
+            return None;
+        }
+        let exact = |n: &String| Some(n.as_str()) == sni.as_deref();
+        let wildcard = |n: &String| {
+            let (Some(suffix), Some(sni)) = (n.strip_prefix("*."), sni.as_deref()) else {
+                return false;
+            };
+            sni.split_once('.').is_some_and(|(_, rest)| rest == suffix)
+        };
+        let by_exact: Vec<&Arc<CertifiedKey>> = self
+            .certs
+            .iter()
+            .filter(|(_, names)| names.iter().any(exact))
+            .map(|(k, _)| k)
+            .collect();
+        let candidates = if !by_exact.is_empty() {
+            by_exact
+        } else {
+            let by_wildcard: Vec<&Arc<CertifiedKey>> = self
+                .certs
+                .iter()
+                .filter(|(_, names)| names.iter().any(wildcard))
+                .map(|(k, _)| k)
+                .collect();
+            if by_wildcard.is_empty() {
+                self.certs.iter().map(|(k, _)| k).collect()
+            } else {
+                by_wildcard
+            }
+        };
+        candidates
+            .iter()
+            .find(|k| k.key.choose_scheme(schemes).is_some())
+            .or(candidates.first())
+            .map(|k| Arc::clone(k))
+    }
+}
+
+impl ResolvesServerCert for SniResolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.pick(hello.server_name(), hello.signature_schemes())
+    }
+}
+
+/// The provider the gateway's TLS uses (for clients built in tests and
+/// tools, to match).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,201 @@
+//! Building downstream TLS: errors by name, and which certificate a ClientHello gets.
+
+use super::*;
+use rustls::pki_types::PrivatePkcs8KeyDer;
+
+fn cert(names: &[&str], alg: &'static rcgen::SignatureAlgorithm) -> CertificateSpec {
+    let key = rcgen::KeyPair::generate_for(alg).expect("key");
+    let params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .expect("params");
+    let c = params.self_signed(&key).expect("cert");
+    CertificateSpec {
+        chain: vec![c.der().clone()],
+        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    }
+}
+
+fn spec(certificates: Vec<CertificateSpec>) -> DownstreamTlsSpec {
+    DownstreamTlsSpec {
+        certificates,
+        alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        min_version: TlsVersion::V1_2,
+        max_version: TlsVersion::V1_3,
+        cipher_suites: Vec::new(),
+        ecdh_curves: Vec::new(),
+        require_sni: false,
+        session_tickets: true,
+        session_cache: true,
+        prefer_server_ciphers: true,
+    }
+}
+
+const P256: &rcgen::SignatureAlgorithm = &rcgen::PKCS_ECDSA_P256_SHA256;
+const ED25519: &rcgen::SignatureAlgorithm = &rcgen::PKCS_ED25519;
+
+#[test]
+fn a_context_builds_with_its_names_and_alpn() {
+    let tls = DownstreamTls::build(spec(vec![cert(&["a.example", "*.b.example"], P256)])).unwrap();
+    assert_eq!(
+        tls.names,
+        vec![vec!["a.example".to_string(), "*.b.example".to_string()]]
+    );
+    assert_eq!(tls.alpn, ["h2", "http/1.1"]);
+    assert_eq!(
+        tls.config.alpn_protocols,
+        [b"h2".to_vec(), b"http/1.1".to_vec()]
+    );
+}
+
+#[test]
+fn what_rustls_cannot_do_is_named() {
+    assert_eq!(
+        DownstreamTls::build(spec(vec![])).unwrap_err(),
+        TlsError::NoCertificate
+    );
+    let mut s = spec(vec![cert(&["a"], P256)]);
+    s.cipher_suites = vec!["ECDHE-RSA-AES128-GCM-SHA256".into(), "AES128-SHA".into()];
+    assert_eq!(
+        DownstreamTls::build(s).unwrap_err(),
+        TlsError::CipherSuite("AES128-SHA".into())
+    );
+    let mut s = spec(vec![cert(&["a"], P256)]);
+    s.ecdh_curves = vec!["P-521".into()];
+    assert_eq!(
+        DownstreamTls::build(s).unwrap_err(),
+        TlsError::Curve("P-521".into())
+    );
+    let mut s = spec(vec![cert(&["a"], P256)]);
+    s.min_version = TlsVersion::V1_3;
+    s.max_version = TlsVersion::V1_2;
+    assert_eq!(DownstreamTls::build(s).unwrap_err(), TlsError::Versions);
+}
+
+#[test]
+fn a_key_of_another_certificate_is_refused() {
+    let mut a = cert(&["a"], P256);
+    a.key = cert(&["b"], P256).key;
+    let err = DownstreamTls::build(spec(vec![a])).unwrap_err();
+    assert!(
+        matches!(&err, TlsError::Certificate { index: 0, reason } if reason.contains("does not match")),
+        "{err}"
+    );
+}
+
+#[test]
+fn tls12_suites_are_kept_in_the_given_order_after_tls13_s() {
+    let mut s = spec(vec![cert(&["a"], P256)]);
+    s.cipher_suites = vec![
+        "ECDHE-ECDSA-CHACHA20-POLY1305".into(),
+        "ECDHE-ECDSA-AES128-GCM-SHA256".into(),
+    ];
+    let tls = DownstreamTls::build(s).unwrap();
+    let suites: Vec<String> = tls
+        .config
+        .crypto_provider()
+        .cipher_suites
+        .iter()
+        .filter(|s| s.tls13().is_none())
+        .map(|s| format!("{:?}", s.suite()))
+        .collect();
+    assert_eq!(
+        suites,
+        [
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+        ]
+    );
+}
+
+fn resolver(
+    certs: Vec<CertificateSpec>,
+    require_sni: bool,
+) -> (SniResolver, Vec<Arc<CertifiedKey>>) {
+    let provider = rustls::crypto::ring::default_provider();
+    let keys: Vec<(Arc<CertifiedKey>, Vec<String>)> = certs
+        .into_iter()
+        .map(|c| {
+            let names = webpki::EndEntityCert::try_from(&c.chain[0])
+                .unwrap()
+                .valid_dns_names()
+                .map(str::to_string)
+                .collect();
+            let k = provider.key_provider.load_private_key(c.key).unwrap();
+            (Arc::new(CertifiedKey::new(c.chain, k)), names)
+        })
+        .collect();
+    let handles = keys.iter().map(|(k, _)| Arc::clone(k)).collect();
+    (
+        SniResolver {
+            certs: keys,
+            require_sni,
+        },
+        handles,
+    )
+}
+
+#[test]
+fn sni_picks_exact_then_wildcard_then_the_default() {
+    let (r, k) = resolver(
+        vec![
+            cert(&["default.example"], P256),
+            cert(&["*.b.example"], P256),
+            cert(&["x.b.example"], P256),
+        ],
+        false,
+    );
+    let ecdsa = [SignatureScheme::ECDSA_NISTP256_SHA256];
+    let got = |sni| r.pick(sni, &ecdsa).unwrap();
+    assert!(
+        Arc::ptr_eq(&got(Some("x.b.example")), &k[2]),
+        "exact wins over wildcard"
+    );
+    assert!(
+        Arc::ptr_eq(&got(Some("Y.B.example")), &k[1]),
+        "wildcard, case-insensitive"
+    );
+    assert!(
+        Arc::ptr_eq(&got(Some("z.y.b.example")), &k[0]),
+        "a wildcard covers one label"
+    );
+    assert!(
+        Arc::ptr_eq(&got(Some("other.example")), &k[0]),
+        "no match: the first"
+    );
+    assert!(Arc::ptr_eq(&got(None), &k[0]), "no SNI: the first");
+}
+
+#[test]
+fn the_key_type_follows_what_the_client_can_verify() {
+    let (r, k) = resolver(
+        vec![cert(&["a.example"], P256), cert(&["a.example"], ED25519)],
+        false,
+    );
+    let pick = |schemes: &[SignatureScheme]| r.pick(Some("a.example"), schemes).unwrap();
+    assert!(Arc::ptr_eq(&pick(&[SignatureScheme::ED25519]), &k[1]));
+    assert!(Arc::ptr_eq(
+        &pick(&[SignatureScheme::ECDSA_NISTP256_SHA256]),
+        &k[0]
+    ));
+    assert!(
+        Arc::ptr_eq(
+            &pick(&[
+                SignatureScheme::ED25519,
+                SignatureScheme::ECDSA_NISTP256_SHA256
+            ]),
+            &k[0]
+        ),
+        "both: configuration order"
+    );
+}
+
+#[test]
+fn require_sni_refuses_a_hello_without_it() {
+    let (r, _) = resolver(vec![cert(&["a.example"], P256)], true);
+    assert!(r
+        .pick(None, &[SignatureScheme::ECDSA_NISTP256_SHA256])
+        .is_none());
+    assert!(r
+        .pick(Some("a.example"), &[SignatureScheme::ECDSA_NISTP256_SHA256])
+        .is_some());
+}

@@ -1,0 +1,151 @@
+//! A downstream connection's transport: the TCP socket, or TLS over it (rustls through `futures-rustls`); the TLS handshake, bounded in time, counted, and the protocol its ALPN chose.
+//!
+//! The handshake runs in the connection's own task, after accept: a slow
+//! or silent client holds its own task and socket only, never the accept
+//! loop or another client. Past the handshake the connection's task reads
+//! and writes plaintext through [`Transport`] exactly as over TCP.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use engine::tls::DownstreamTls;
+use futures_lite::{AsyncRead, AsyncWrite};
+use glommio::net::TcpStream;
+use glommio::timer::Timer;
+
+use super::codec::Proto;
+use crate::signal::Subscription;
+use crate::stats::DownstreamStats;
+
+/// What a downstream connection reads and writes through.
+pub(crate) enum Transport {
+    Plain(TcpStream),
+    Tls(Box<futures_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl Transport {
+    /// Stops sending: a TLS `close_notify` then the socket's write side
+    /// (HTTP/1.1's lingering close reads on after it).
+    pub async fn close_write(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(tcp) => Ok(tcp.shutdown(std::net::Shutdown::Write).await?),
+            Transport::Tls(tls) => {
+                tls.get_mut().1.send_close_notify();
+                futures_lite::AsyncWriteExt::flush(tls.as_mut()).await?;
+                Ok(tls.get_ref().0.shutdown(std::net::Shutdown::Write).await?)
+            }
+        }
+    }
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(t) => Pin::new(t).poll_read(cx, buf),
+            Transport::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(t) => Pin::new(t).poll_write(cx, buf),
+            Transport::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(t) => Pin::new(t).poll_flush(cx),
+            Transport::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(t) => Pin::new(t).poll_close(cx),
+            Transport::Tls(t) => Pin::new(t.as_mut()).poll_close(cx),
+        }
+    }
+}
+
+/// The protocol ALPN agreed on, if it names one we serve.
+fn alpn_proto(alpn: Option<&[u8]>) -> Option<Proto> {
+    match alpn? {
+        b"h2" => Some(Proto::H2),
+        b"http/1.1" | b"http/1.0" => Some(Proto::H1),
+        _ => None,
+    }
+}
+
+/// Runs the TLS handshake for `tcp` within `within`, unless the listener
+/// drains first. The transport and the protocol ALPN chose, or `None`
+/// (counted: failed, timed out; a drain is not counted).
+pub(crate) async fn handshake(
+    tcp: TcpStream,
+    tls: &Arc<DownstreamTls>,
+    within: Duration,
+    drain: &Subscription,
+    shutdown: &Subscription,
+    stats: &DownstreamStats,
+) -> Option<(Transport, Option<Proto>)> {
+    let accept = futures_rustls::TlsAcceptor::from(Arc::clone(&tls.config)).accept(tcp);
+    let mut accept = std::pin::pin!(accept);
+    let mut timer = std::pin::pin!(Timer::new(within));
+    let done = std::future::poll_fn(|cx| {
+        if let Poll::Ready(r) = accept.as_mut().poll(cx) {
+            return Poll::Ready(Some(r));
+        }
+        if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            stats.tls_handshake_timeout.inc();
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await?;
+    match done {
+        Ok(stream) => {
+            let conn = &stream.get_ref().1;
+            stats.tls_handshake.inc();
+            if conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                stats.tls_session_reused.inc();
+            }
+            let proto = alpn_proto(conn.alpn_protocol());
+            Some((Transport::Tls(Box::new(stream)), proto))
+        }
+        Err(e) => {
+            stats.tls_handshake_error.inc();
+            tracing::debug!("TLS handshake failed: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alpn_names_the_codec() {
+        assert_eq!(alpn_proto(Some(b"h2")), Some(Proto::H2));
+        assert_eq!(alpn_proto(Some(b"http/1.1")), Some(Proto::H1));
+        assert_eq!(alpn_proto(Some(b"h3")), None);
+        assert_eq!(alpn_proto(None), None);
+    }
+}

@@ -1,0 +1,271 @@
+//! Downstream TLS: HTTP/1.1 and HTTP/2 by ALPN (and by preface without it), certificates by SNI, resumption, and handshakes that fail or stall without hurting anyone.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec, TlsVersion};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use support::*;
+use tokio_util::compat::FuturesAsyncReadCompatExt;
+
+/// A self-signed certificate for `names`: what the server presents and
+/// the client trusts.
+struct Cert {
+    der: CertificateDer<'static>,
+    key: Vec<u8>,
+}
+
+fn cert(names: &[&str]) -> Cert {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .expect("params");
+    let c = params.self_signed(&key).expect("cert");
+    Cert {
+        der: c.der().clone(),
+        key: key.serialize_der(),
+    }
+}
+
+fn tls_for(certs: &[&Cert], alpn: &[&str]) -> Arc<DownstreamTls> {
+    Arc::new(
+        DownstreamTls::build(DownstreamTlsSpec {
+            certificates: certs
+                .iter()
+                .map(|c| CertificateSpec {
+                    chain: vec![c.der.clone()],
+                    key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(c.key.clone())),
+                })
+                .collect(),
+            alpn: alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            min_version: TlsVersion::V1_2,
+            max_version: TlsVersion::V1_3,
+            cipher_suites: Vec::new(),
+            ecdh_curves: Vec::new(),
+            require_sni: false,
+            session_tickets: true,
+            session_cache: true,
+            prefer_server_ciphers: true,
+        })
+        .expect("tls builds"),
+    )
+}
+
+/// A gateway whose listener speaks TLS with `tls`, in front of one backend.
+fn gateway(
+    tls: Arc<DownstreamTls>,
+    idle: Option<Duration>,
+) -> (
+    shards::GatewayHandle,
+    SocketAddr,
+    shards::demo_backend::BackendHandle,
+) {
+    let b = backend("b1");
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.tls = Some(tls);
+    if idle.is_some() {
+        l.http.idle_timeout = idle;
+    }
+    let gw = start(bootstrap(Arc::new(l), vec![cluster("c", &[b.addr()])]), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    (gw, addr, b)
+}
+
+fn client_config(trust: &[&Cert], alpn: &[&str]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in trust {
+        roots.add(c.der.clone()).expect("root");
+    }
+    let mut cfg = rustls::ClientConfig::builder_with_provider(engine::tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Arc::new(cfg)
+}
+
+type Tls = rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>;
+
+fn tls_connect(addr: SocketAddr, cfg: &Arc<rustls::ClientConfig>, sni: &str) -> Tls {
+    let tcp = std::net::TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let conn = rustls::ClientConnection::new(
+        Arc::clone(cfg),
+        ServerName::try_from(sni.to_string()).unwrap(),
+    )
+    .expect("client");
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    while s.conn.is_handshaking() {
+        s.conn.complete_io(&mut s.sock).expect("handshake");
+    }
+    s
+}
+
+/// One HTTP/1.1 GET on `s`: the status and body (content-length framing).
+fn get(s: &mut Tls) -> (u16, Vec<u8>) {
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).expect("read");
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&buf));
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len: usize = text[..end]
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .expect("a length")
+                .parse()
+                .unwrap();
+            if buf.len() >= end + 4 + len {
+                let status = text[9..12].parse().unwrap();
+                return (status, buf[end + 4..end + 4 + len].to_vec());
+            }
+        }
+    }
+}
+
+#[test]
+fn http1_over_tls_by_alpn_and_without_it() {
+    let a = cert(&["a.example"]);
+    let (gw, addr, _b) = gateway(tls_for(&[&a], &["h2", "http/1.1"]), None);
+    for alpn in [&["http/1.1"][..], &[]] {
+        let mut s = tls_connect(addr, &client_config(&[&a], alpn), "a.example");
+        for _ in 0..2 {
+            assert_eq!(
+                get(&mut s),
+                (200, b"hello from b1\n".to_vec()),
+                "alpn {alpn:?}"
+            );
+        }
+    }
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(metric(admin, "gateway_downstream_tls_handshake"), 2.0);
+    assert_eq!(metric(admin, "gateway_downstream_cx_http1_total"), 2.0);
+}
+
+#[test]
+fn http2_over_tls_by_alpn() {
+    let a = cert(&["a.example"]);
+    let (gw, addr, _b) = gateway(tls_for(&[&a], &["h2", "http/1.1"]), None);
+    let cfg = client_config(&[&a], &["h2"]);
+    let status = client(move || async move {
+        let tcp = glommio::net::TcpStream::connect(addr)
+            .await
+            .expect("connect");
+        let tls = futures_rustls::TlsConnector::from(cfg)
+            .connect(ServerName::try_from("a.example").unwrap(), tcp)
+            .await
+            .expect("handshake");
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+        let (mut send, conn) = h2::client::Builder::new()
+            .initial_max_send_streams(100)
+            .handshake::<_, Bytes>(tls.compat())
+            .await
+            .expect("h2 handshake");
+        glommio::spawn_local(async move {
+            let _ = conn.await;
+        })
+        .detach();
+        let req = http::Request::get("https://a.example/").body(()).unwrap();
+        let (resp, _) = send.send_request(req, true).expect("send");
+        resp.await.expect("response").status().as_u16()
+    });
+    assert_eq!(status, 200);
+    assert_eq!(
+        metric(gw.admin_addr.unwrap(), "gateway_downstream_cx_http2_total"),
+        1.0
+    );
+}
+
+#[test]
+fn sni_chooses_the_certificate() {
+    let a = cert(&["a.example"]);
+    let b = cert(&["*.b.example"]);
+    let (_gw, addr, _b) = gateway(tls_for(&[&a, &b], &["http/1.1"]), None);
+    // Each client trusts only the certificate it should get.
+    let mut s = tls_connect(addr, &client_config(&[&b], &[]), "x.b.example");
+    assert_eq!(get(&mut s).0, 200);
+    let mut s = tls_connect(addr, &client_config(&[&a], &[]), "a.example");
+    assert_eq!(get(&mut s).0, 200);
+    // No match: the first certificate, which a client of b does not trust.
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    let conn = rustls::ClientConnection::new(
+        client_config(&[&b], &[]),
+        ServerName::try_from("other.example").unwrap(),
+    )
+    .unwrap();
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    let mut failed = false;
+    while s.conn.is_handshaking() {
+        if s.conn.complete_io(&mut s.sock).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    assert!(failed, "the default certificate is not b's");
+}
+
+#[test]
+fn sessions_resume() {
+    let a = cert(&["a.example"]);
+    let (gw, addr, _b) = gateway(tls_for(&[&a], &["http/1.1"]), None);
+    let cfg = client_config(&[&a], &["http/1.1"]);
+    for _ in 0..3 {
+        let mut s = tls_connect(addr, &cfg, "a.example");
+        assert_eq!(get(&mut s).0, 200);
+    }
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(metric(admin, "gateway_downstream_tls_handshake"), 3.0);
+    assert!(metric(admin, "gateway_downstream_tls_session_reused") >= 2.0);
+}
+
+#[test]
+fn bad_and_stalled_handshakes_are_counted_and_hurt_no_one() {
+    let a = cert(&["a.example"]);
+    let (gw, addr, _b) = gateway(
+        tls_for(&[&a], &["http/1.1"]),
+        Some(Duration::from_millis(300)),
+    );
+    let admin = gw.admin_addr.unwrap();
+    // Plaintext to a TLS port: refused at once.
+    let mut plain = std::net::TcpStream::connect(addr).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    plain
+        .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 512];
+    while matches!(plain.read(&mut buf), Ok(n) if n > 0) {}
+    // Silent: cut off at the handshake deadline (the idle timeout here).
+    let t0 = Instant::now();
+    let mut silent = std::net::TcpStream::connect(addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut victim = tls_connect(addr, &client_config(&[&a], &[]), "a.example");
+    assert_eq!(get(&mut victim).0, 200);
+    assert!(
+        matches!(silent.read(&mut buf), Ok(0)),
+        "closed, not timed out"
+    );
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
+    assert_eq!(get(&mut victim).0, 200, "still served");
+    wait_until(Duration::from_secs(2), "both counted", || {
+        metric(admin, "gateway_downstream_tls_handshake_error") == 1.0
+            && metric(admin, "gateway_downstream_tls_handshake_timeout") == 1.0
+    });
+}

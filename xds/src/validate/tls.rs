@@ -1,0 +1,252 @@
+//! A filter chain's `transport_socket`: `envoy.transport_sockets.tls` with a `DownstreamTlsContext`, its files read and PEM decoded, built into `engine::tls::DownstreamTls` with every refusal at its field path.
+
+use std::sync::Arc;
+
+use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec, TlsError, TlsVersion};
+use prost::Name;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use super::reject_set;
+use crate::decode::{any_type_name, unpack};
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
+
+/// Envoy's name for the TLS transport socket.
+const TLS_SOCKET: &str = "envoy.transport_sockets.tls";
+
+/// The downstream TLS of a filter chain's `transport_socket`.
+pub(crate) fn transport_socket(
+    ts: &core::TransportSocket,
+    path: &Path,
+) -> Result<Arc<DownstreamTls>> {
+    let tpath = path.field("typed_config");
+    let any = match &ts.config_type {
+        Some(core::transport_socket::ConfigType::TypedConfig(any)) => any,
+        None => {
+            return Err(Error::invalid(
+                tpath,
+                format!("required ({TLS_SOCKET} with a DownstreamTlsContext)"),
+            ))
+        }
+    };
+    if any_type_name(any, &tpath)? != tls::DownstreamTlsContext::full_name() {
+        return Err(Error::unsupported_msg(
+            tpath,
+            format!(
+                "transport socket {:?} is not supported; only {TLS_SOCKET} ({}) is",
+                ts.name,
+                tls::DownstreamTlsContext::type_url()
+            ),
+        ));
+    }
+    let (ctx, cpath) = unpack::<tls::DownstreamTlsContext>(any, &tpath)?;
+    downstream_tls_context(&ctx, &cpath).map(Arc::new)
+}
+
+fn downstream_tls_context(ctx: &tls::DownstreamTlsContext, path: &Path) -> Result<DownstreamTls> {
+    reject_set!(path, ctx, session_timeout, full_scan_certs_on_sni_mismatch,);
+    if ctx.require_client_certificate.is_some_and(|b| b) {
+        return Err(Error::unsupported_msg(
+            path.field("require_client_certificate"),
+            "client certificates (mTLS) are not supported yet",
+        ));
+    }
+    if ctx.ocsp_staple_policy
+        != tls::downstream_tls_context::OcspStaplePolicy::LenientStapling as i32
+    {
+        return Err(Error::unsupported_value(
+            path.field("ocsp_staple_policy"),
+            "OCSP stapling",
+        ));
+    }
+    use tls::downstream_tls_context::SessionTicketKeysType as T;
+    let session_tickets = match &ctx.session_ticket_keys_type {
+        None => true,
+        Some(T::DisableStatelessSessionResumption(disable)) => !disable,
+        Some(T::SessionTicketKeys(_)) => {
+            return Err(Error::unsupported(path.field("session_ticket_keys")))
+        }
+        Some(T::SessionTicketKeysSdsSecretConfig(_)) => {
+            return Err(Error::unsupported(
+                path.field("session_ticket_keys_sds_secret_config"),
+            ))
+        }
+    };
+    let cpath = path.field("common_tls_context");
+    let common = ctx.common_tls_context.clone().unwrap_or_default();
+    reject_set!(
+        cpath,
+        common,
+        tls_certificate_sds_secret_configs,
+        tls_certificate_certificate_provider,
+        tls_certificate_certificate_provider_instance,
+        custom_handshaker,
+        tls_certificate_provider_instance,
+        key_log,
+        custom_tls_certificate_selector,
+    );
+    if let Some(v) = &common.validation_context_type {
+        use tls::common_tls_context::ValidationContextType as V;
+        let name = match v {
+            V::ValidationContext(_) => "validation_context",
+            V::ValidationContextSdsSecretConfig(_) => "validation_context_sds_secret_config",
+            V::CombinedValidationContext(_) => "combined_validation_context",
+            V::ValidationContextCertificateProvider(_) => "validation_context_certificate_provider",
+            V::ValidationContextCertificateProviderInstance(_) => {
+                "validation_context_certificate_provider_instance"
+            }
+        };
+        return Err(Error::unsupported_msg(
+            cpath.field(name),
+            "client certificate validation (mTLS) is not supported yet",
+        ));
+    }
+    let certs_path = cpath.field("tls_certificates");
+    if common.tls_certificates.is_empty() {
+        return Err(Error::invalid(
+            certs_path,
+            "at least one certificate is required",
+        ));
+    }
+    let certificates = common
+        .tls_certificates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| certificate(c, &certs_path.index(i)))
+        .collect::<Result<Vec<_>>>()?;
+    let params = common.tls_params.clone().unwrap_or_default();
+    let ppath = cpath.field("tls_params");
+    reject_set!(ppath, params, signature_algorithms, compliance_policies);
+    let min_version = version(
+        params.tls_minimum_protocol_version,
+        TlsVersion::V1_2,
+        &ppath.field("tls_minimum_protocol_version"),
+    )?;
+    let max_version = version(
+        params.tls_maximum_protocol_version,
+        TlsVersion::V1_3,
+        &ppath.field("tls_maximum_protocol_version"),
+    )?;
+    let mut alpn = Vec::with_capacity(common.alpn_protocols.len());
+    for (i, p) in common.alpn_protocols.iter().enumerate() {
+        if p.is_empty() || p.len() > 255 {
+            return Err(Error::invalid(
+                cpath.field("alpn_protocols").index(i),
+                "must be 1 to 255 bytes",
+            ));
+        }
+        alpn.push(p.as_bytes().to_vec());
+    }
+    let spec = DownstreamTlsSpec {
+        certificates,
+        alpn,
+        min_version,
+        max_version,
+        cipher_suites: cipher_suites(&params.cipher_suites),
+        ecdh_curves: params.ecdh_curves.clone(),
+        require_sni: ctx.require_sni.unwrap_or(false),
+        session_tickets,
+        session_cache: !ctx.disable_stateful_session_resumption,
+        prefer_server_ciphers: !ctx.prefer_client_ciphers,
+    };
+    DownstreamTls::build(spec).map_err(|e| {
+        let at = match &e {
+            TlsError::NoCertificate => certs_path.clone(),
+            TlsError::Certificate { index, .. } => certs_path.index(*index),
+            TlsError::CipherSuite(_) | TlsError::NoCipherSuite => ppath.field("cipher_suites"),
+            TlsError::Curve(_) => ppath.field("ecdh_curves"),
+            TlsError::Versions => ppath.clone(),
+            TlsError::Rustls(_) => path.clone(),
+        };
+        match e {
+            TlsError::CipherSuite(_) | TlsError::Curve(_) => {
+                Error::unsupported_msg(at, e.to_string())
+            }
+            _ => Error::invalid(at, e.to_string()),
+        }
+    })
+}
+
+/// Envoy's cipher list syntax: names, and `[A|B]` groups of equal
+/// preference (we keep their order). Exclusions (`-X`, `!X`) have no
+/// meaning in a list that only names what is allowed: refused by name.
+fn cipher_suites(list: &[String]) -> Vec<String> {
+    list.iter()
+        .flat_map(|s| s.trim_start_matches('[').trim_end_matches(']').split('|'))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn version(v: i32, default: TlsVersion, path: &Path) -> Result<TlsVersion> {
+    use tls::tls_parameters::TlsProtocol as P;
+    match P::try_from(v) {
+        Ok(P::TlsAuto) => Ok(default),
+        Ok(P::TlSv12) => Ok(TlsVersion::V1_2),
+        Ok(P::TlSv13) => Ok(TlsVersion::V1_3),
+        Ok(old @ (P::TlSv10 | P::TlSv11)) => Err(Error::unsupported_msg(
+            path.clone(),
+            format!(
+                "{} is not supported: TLS 1.2 and 1.3 only (rustls)",
+                old.as_str_name()
+            ),
+        )),
+        Err(_) => Err(Error::invalid(path.clone(), format!("unknown value {v}"))),
+    }
+}
+
+fn certificate(c: &tls::TlsCertificate, path: &Path) -> Result<CertificateSpec> {
+    reject_set!(
+        path,
+        c,
+        password,
+        ocsp_staple,
+        signed_certificate_timestamp,
+        private_key_provider,
+        watched_directory,
+        pkcs12,
+        tls_params,
+    );
+    let cpath = path.field("certificate_chain");
+    let pem = data_source(c.certificate_chain.as_ref(), &cpath)?;
+    let chain = CertificateDer::pem_slice_iter(&pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::invalid(cpath.clone(), format!("invalid PEM certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(Error::invalid(cpath, "no PEM certificate in it"));
+    }
+    let kpath = path.field("private_key");
+    let pem = data_source(c.private_key.as_ref(), &kpath)?;
+    let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
+        Error::invalid(
+            kpath,
+            format!("no PEM private key (PKCS#8, PKCS#1 or SEC1) in it: {e}"),
+        )
+    })?;
+    Ok(CertificateSpec { chain, key })
+}
+
+/// The bytes of a `DataSource`: a file's, inline, or an environment
+/// variable's.
+pub(crate) fn data_source(d: Option<&core::DataSource>, path: &Path) -> Result<Vec<u8>> {
+    use core::data_source::Specifier as S;
+    let Some(d) = d else {
+        return Err(Error::invalid(path.clone(), "required"));
+    };
+    reject_set!(path, d, watched_directory);
+    match &d.specifier {
+        Some(S::Filename(f)) => std::fs::read(f)
+            .map_err(|e| Error::invalid(path.field("filename"), format!("cannot read {f:?}: {e}"))),
+        Some(S::InlineBytes(b)) => Ok(b.clone()),
+        Some(S::InlineString(s)) => Ok(s.as_bytes().to_vec()),
+        Some(S::EnvironmentVariable(v)) => std::env::var(v)
+            .map(String::into_bytes)
+            .map_err(|e| Error::invalid(path.field("environment_variable"), format!("{v}: {e}"))),
+        None => Err(Error::invalid(
+            path.clone(),
+            "one of filename, inline_bytes, inline_string, environment_variable is required",
+        )),
+    }
+}
