@@ -6,8 +6,10 @@
 //! suites, other groups) is an error naming the value, never a silent
 //! downgrade of what the operator asked for.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -93,19 +95,71 @@ fn group(name: &str) -> Option<NamedGroup> {
     })
 }
 
-/// A listener's downstream TLS: the built rustls config, and what the
-/// admin's config dump shows of it.
+/// Reads a TLS context's sources again (its certificate and key files)
+/// and decodes them as at load time: the caller's (`xds`'s) recipe, so
+/// that this crate does no I/O.
+pub type RebuildTls = Arc<dyn Fn() -> Result<DownstreamTlsSpec, String> + Send + Sync>;
+
+/// What a reload replaces as one: the rustls config and the certificate
+/// names shown with it.
 #[derive(Debug)]
-pub struct DownstreamTls {
+pub struct TlsState {
     pub config: Arc<ServerConfig>,
     /// DNS names of each certificate (SAN), in configuration order.
     pub names: Vec<Vec<String>>,
+}
+
+/// A listener's downstream TLS: the built rustls config (swapped in place
+/// when its certificate files change, so every snapshot that holds this
+/// context sees the new certificates and no listener restarts), and what
+/// the admin's config dump shows of it.
+pub struct DownstreamTls {
+    state: ArcSwap<TlsState>,
     pub alpn: Vec<String>,
     pub min_version: TlsVersion,
     pub max_version: TlsVersion,
+    /// The files the certificates and keys came from, to watch.
+    pub files: Vec<PathBuf>,
+    rebuild: Option<RebuildTls>,
+}
+
+impl std::fmt::Debug for DownstreamTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DownstreamTls")
+            .field("names", &self.state().names)
+            .field("alpn", &self.alpn)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DownstreamTls {
+    /// The current config and names; a connection takes them once, at its
+    /// handshake.
+    pub fn state(&self) -> Arc<TlsState> {
+        self.state.load_full()
+    }
+
+    /// Remembers where the certificates came from and how to read them
+    /// again, for [`Self::reload`].
+    pub fn with_source(mut self, files: Vec<PathBuf>, rebuild: RebuildTls) -> Self {
+        self.files = files;
+        self.rebuild = Some(rebuild);
+        self
+    }
+
+    /// Reads the certificate sources again and swaps the new config in:
+    /// new handshakes use it, open connections keep theirs. On any error
+    /// the current config stays.
+    pub fn reload(&self) -> Result<(), String> {
+        let Some(rebuild) = &self.rebuild else {
+            return Ok(());
+        };
+        let built = Self::build(rebuild()?).map_err(|e| e.to_string())?;
+        self.state.store(built.state());
+        Ok(())
+    }
+
     pub fn build(spec: DownstreamTlsSpec) -> Result<Self, TlsError> {
         if spec.certificates.is_empty() {
             return Err(TlsError::NoCertificate);
@@ -203,8 +257,12 @@ impl DownstreamTls {
             config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
         }
         Ok(Self {
-            config: Arc::new(config),
-            names,
+            state: ArcSwap::from_pointee(TlsState {
+                config: Arc::new(config),
+                names,
+            }),
+            files: Vec::new(),
+            rebuild: None,
             alpn: spec
                 .alpn
                 .iter()

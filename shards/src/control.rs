@@ -29,6 +29,7 @@ use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
 use crate::admin::{self, AdminState};
+use crate::certs::CertWatch;
 use crate::gateway::{PortReservations, StartError, Started};
 use crate::messages::{Command, CommandReceiver, ShardMsg, ShardReply};
 use crate::outlier::OutlierControl;
@@ -96,6 +97,8 @@ struct Control {
     /// Monotonic → wall clock, for the admin's timestamps.
     epoch: (Instant, SystemTime),
     outlier: OutlierControl,
+    /// Certificate files of the current listeners.
+    certs: CertWatch,
 }
 
 pub(crate) async fn run(
@@ -227,6 +230,8 @@ pub(crate) async fn run(
     let mut outlier = OutlierControl::new(seed);
     // Nothing is ejected yet, so there is nothing to push.
     let _ = outlier.on_snapshot(&snap, Instant::now());
+    let mut certs = CertWatch::default();
+    certs.track(&snap, Instant::now());
     let mut control = Control {
         links,
         ports,
@@ -240,6 +245,7 @@ pub(crate) async fn run(
         initialized: false,
         epoch: (Instant::now(), SystemTime::now()),
         outlier,
+        certs,
     };
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
@@ -267,6 +273,10 @@ pub(crate) async fn run(
             Event::File { kind, result } => control.on_file(kind, result).await,
             Event::Tick => {
                 let now = Instant::now();
+                let checked = control.certs.check(now);
+                control
+                    .admin
+                    .record_tls_reloads(checked.reloaded, checked.failed);
                 control.sweep_outliers(now).await;
                 control.send_due(now);
                 let expired = control.client.poll(now);
@@ -436,6 +446,7 @@ impl Control {
             self.outlier.next_due(),
             self.ads.pending.iter().map(|(at, _)| *at).min(),
             self.client.next_deadline(),
+            self.certs.next_due(),
             init,
         ]
         .into_iter()
@@ -507,6 +518,7 @@ impl Control {
         }
         self.admin.record_push(started.elapsed());
         self.admin.set_config(Arc::clone(&snap), boot);
+        self.certs.track(&snap, Instant::now());
         self.current = snap;
         if let Some(set) = self.outlier.on_snapshot(&self.current, Instant::now()) {
             self.push_ejections(set).await;

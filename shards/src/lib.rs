@@ -3,6 +3,7 @@
 //! backend used by the README, the tests and the benchmarks.
 
 pub mod admin;
+mod certs;
 pub(crate) mod control;
 pub mod data_shard;
 pub mod demo_backend;

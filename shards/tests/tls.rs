@@ -18,6 +18,8 @@ use tokio_util::compat::FuturesAsyncReadCompatExt;
 struct Cert {
     der: CertificateDer<'static>,
     key: Vec<u8>,
+    /// The same, as PEM files hold them.
+    pem: (String, String),
 }
 
 fn cert(names: &[&str]) -> Cert {
@@ -29,6 +31,7 @@ fn cert(names: &[&str]) -> Cert {
     Cert {
         der: c.der().clone(),
         key: key.serialize_der(),
+        pem: (c.pem(), key.serialize_pem()),
     }
 }
 
@@ -268,4 +271,115 @@ fn bad_and_stalled_handshakes_are_counted_and_hurt_no_one() {
         metric(admin, "gateway_downstream_tls_handshake_error") == 1.0
             && metric(admin, "gateway_downstream_tls_handshake_timeout") == 1.0
     });
+}
+
+/// A bootstrap whose listener reads its certificate from `dir`'s files.
+fn file_bootstrap(dir: &std::path::Path, backend: SocketAddr) -> engine::Bootstrap {
+    let yaml = format!(
+        r#"
+admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates:
+            - certificate_chain: {{ filename: {cert} }}
+              private_key: {{ filename: {key} }}
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{ prefix: "/" }}
+                route: {{ cluster: backend }}
+          http_filters:
+          - name: envoy.filters.http.router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {{ http2_protocol_options: {{}} }}
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }} }}
+"#,
+        cert = dir.join("cert.pem").display(),
+        key = dir.join("key.pem").display(),
+        port = backend.port(),
+    );
+    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("valid bootstrap")
+}
+
+/// Writes `c` as `dir`'s certificate and key, each by an atomic rename.
+fn install(dir: &std::path::Path, c: &Cert) {
+    for (name, text) in [("cert.pem", &c.pem.0), ("key.pem", &c.pem.1)] {
+        let tmp = dir.join(format!("{name}.tmp"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
+    }
+}
+
+#[test]
+fn changed_certificate_files_are_loaded_without_dropping_connections() {
+    let dir = std::env::temp_dir().join(format!("gw-tls-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (old, new) = (cert(&["a.example"]), cert(&["a.example"]));
+    install(&dir, &old);
+    let b = backend("b1");
+    let gw = start(file_bootstrap(&dir, b.addr()), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.unwrap();
+    let mut kept = tls_connect(addr, &client_config(&[&old], &[]), "a.example");
+    assert_eq!(get(&mut kept).0, 200);
+
+    install(&dir, &new);
+    wait_until(
+        Duration::from_secs(10),
+        "the new certificate served",
+        || {
+            let tcp = std::net::TcpStream::connect(addr).unwrap();
+            let conn = rustls::ClientConnection::new(
+                client_config(&[&new], &[]),
+                ServerName::try_from("a.example").unwrap(),
+            )
+            .unwrap();
+            let mut s = rustls::StreamOwned::new(conn, tcp);
+            while s.conn.is_handshaking() {
+                if s.conn.complete_io(&mut s.sock).is_err() {
+                    return false;
+                }
+            }
+            true
+        },
+    );
+    assert!(metric(admin, "gateway_tls_certificate_reloads_total") >= 1.0);
+    assert_eq!(get(&mut kept).0, 200, "the open connection goes on");
+
+    // A broken file: counted, and the current certificate stays.
+    let failed = metric(admin, "gateway_tls_certificate_reload_failures_total");
+    std::fs::write(dir.join("cert.pem.tmp"), "not a certificate").unwrap();
+    std::fs::rename(dir.join("cert.pem.tmp"), dir.join("cert.pem")).unwrap();
+    wait_until(Duration::from_secs(10), "the failure counted", || {
+        metric(admin, "gateway_tls_certificate_reload_failures_total") > failed
+    });
+    let mut s = tls_connect(addr, &client_config(&[&new], &[]), "a.example");
+    assert_eq!(get(&mut s).0, 200);
+    gw.shutdown();
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -658,12 +658,13 @@ fn downstream_tls_from_files_and_inline() {
     let boot = load(&with_tls(&ctx)).expect("valid");
     let tls = boot.listeners[0].tls.as_ref().expect("tls");
     assert_eq!(
-        tls.names,
+        tls.state().names,
         vec![
             vec!["a.example".to_string()],
             vec!["*.b.example".to_string()]
         ]
     );
+    assert_eq!(tls.files, [dir.join("a.pem"), dir.join("a.key")]);
     assert_eq!(tls.alpn, ["h2", "http/1.1"]);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -37,12 +37,12 @@ const ED25519: &rcgen::SignatureAlgorithm = &rcgen::PKCS_ED25519;
 fn a_context_builds_with_its_names_and_alpn() {
     let tls = DownstreamTls::build(spec(vec![cert(&["a.example", "*.b.example"], P256)])).unwrap();
     assert_eq!(
-        tls.names,
+        tls.state().names,
         vec![vec!["a.example".to_string(), "*.b.example".to_string()]]
     );
     assert_eq!(tls.alpn, ["h2", "http/1.1"]);
     assert_eq!(
-        tls.config.alpn_protocols,
+        tls.state().config.alpn_protocols,
         [b"h2".to_vec(), b"http/1.1".to_vec()]
     );
 }
@@ -91,6 +91,7 @@ fn tls12_suites_are_kept_in_the_given_order_after_tls13_s() {
     ];
     let tls = DownstreamTls::build(s).unwrap();
     let suites: Vec<String> = tls
+        .state()
         .config
         .crypto_provider()
         .cipher_suites
@@ -198,4 +199,33 @@ fn require_sni_refuses_a_hello_without_it() {
     assert!(r
         .pick(Some("a.example"), &[SignatureScheme::ECDSA_NISTP256_SHA256])
         .is_some());
+}
+
+#[test]
+fn a_reload_swaps_in_what_the_sources_hold_now_and_keeps_the_old_on_error() {
+    use std::sync::Mutex;
+    // The "files": what the next rebuild will read.
+    let next: Arc<Mutex<Option<Vec<&'static str>>>> = Arc::new(Mutex::new(None));
+    let source = Arc::clone(&next);
+    let rebuild: RebuildTls = Arc::new(move || match source.lock().unwrap().clone() {
+        Some(names) => Ok(spec(vec![cert(&names, P256)])),
+        None => Err("cannot read cert.pem".into()),
+    });
+    let tls = DownstreamTls::build(spec(vec![cert(&["old.example"], P256)]))
+        .unwrap()
+        .with_source(vec!["cert.pem".into()], rebuild);
+    let before = tls.state();
+    assert_eq!(tls.reload(), Err("cannot read cert.pem".into()));
+    assert!(
+        Arc::ptr_eq(&before, &tls.state()),
+        "a failed reload keeps the old"
+    );
+    *next.lock().unwrap() = Some(vec!["new.example"]);
+    tls.reload().unwrap();
+    assert_eq!(tls.state().names, vec![vec!["new.example".to_string()]]);
+    assert_eq!(
+        before.names,
+        vec![vec!["old.example".to_string()]],
+        "held states stay as they were"
+    );
 }

@@ -133,7 +133,7 @@ pub(super) fn render(inner: &Inner) -> Value {
                     engine::tls::TlsVersion::V1_3 => "TLSv1_3",
                 };
                 json!({
-                    "certificates": t.names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
+                    "certificates": t.state().names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
                     "alpn_protocols": t.alpn,
                     "tls_minimum_protocol_version": version(t.min_version),
                     "tls_maximum_protocol_version": version(t.max_version),

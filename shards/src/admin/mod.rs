@@ -34,6 +34,8 @@ struct Inner {
     /// `None` without `dynamic_resources`.
     xds: Option<XdsView>,
     pushes: PushStats,
+    /// TLS certificate reloads: (done, failed).
+    tls_reloads: (u64, u64),
     /// Outlier detection as of the last sweep or snapshot.
     outlier: OutlierView,
     /// Monotonic → wall clock, for ejection times.
@@ -77,6 +79,7 @@ impl AdminState {
             bootstrap,
             xds: None,
             pushes: PushStats::default(),
+            tls_reloads: (0, 0),
             outlier: OutlierView::default(),
             epoch: (Instant::now(), SystemTime::now()),
             accept: None,
@@ -90,6 +93,15 @@ impl AdminState {
     }
 
     /// Records how long one snapshot took from build to every shard's ack.
+    /// Counts certificate reloads of the listeners' TLS contexts.
+    pub fn record_tls_reloads(&self, ok: u32, failed: u32) {
+        if ok + failed > 0 {
+            let mut i = self.0.borrow_mut();
+            i.tls_reloads.0 += u64::from(ok);
+            i.tls_reloads.1 += u64::from(failed);
+        }
+    }
+
     pub fn record_push(&self, took: Duration) {
         let p = &mut self.0.borrow_mut().pushes;
         p.count += 1;

@@ -389,6 +389,24 @@ pub(super) fn render(inner: &Inner) -> String {
             );
         }
     }
+    let (reloaded, failed) = inner.tls_reloads;
+    metric(
+        &mut out,
+        "gateway_tls_certificate_reloads_total",
+        "counter",
+        "Listener TLS contexts read again after their certificate files changed.",
+    );
+    let _ = writeln!(out, "gateway_tls_certificate_reloads_total {reloaded}");
+    metric(
+        &mut out,
+        "gateway_tls_certificate_reload_failures_total",
+        "counter",
+        "Certificate file changes that could not be loaded (the previous certificates stay).",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_tls_certificate_reload_failures_total {failed}"
+    );
     let p = &inner.pushes;
     metric(
         &mut out,

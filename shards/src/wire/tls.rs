@@ -102,7 +102,7 @@ pub(crate) async fn handshake(
     shutdown: &Subscription,
     stats: &DownstreamStats,
 ) -> Option<(Transport, Option<Proto>)> {
-    let accept = futures_rustls::TlsAcceptor::from(Arc::clone(&tls.config)).accept(tcp);
+    let accept = futures_rustls::TlsAcceptor::from(Arc::clone(&tls.state().config)).accept(tcp);
     let mut accept = std::pin::pin!(accept);
     let mut timer = std::pin::pin!(Timer::new(within));
     let done = std::future::poll_fn(|cx| {

@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
-use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec, TlsError, TlsVersion};
+use std::path::PathBuf;
+
+use engine::tls::{
+    CertificateSpec, DownstreamTls, DownstreamTlsSpec, RebuildTls, TlsError, TlsVersion,
+};
 use prost::Name;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -42,10 +46,25 @@ pub(crate) fn transport_socket(
         ));
     }
     let (ctx, cpath) = unpack::<tls::DownstreamTlsContext>(any, &tpath)?;
-    downstream_tls_context(&ctx, &cpath).map(Arc::new)
+    let (spec, files) = downstream_tls_context(&ctx, &cpath)?;
+    let built = build(spec, &cpath)?;
+    if files.is_empty() {
+        return Ok(Arc::new(built));
+    }
+    // When its files change, the context is read again exactly as now.
+    let rebuild: RebuildTls = Arc::new(move || {
+        downstream_tls_context(&ctx, &cpath)
+            .map(|(spec, _)| spec)
+            .map_err(|e| e.to_string())
+    });
+    Ok(Arc::new(built.with_source(files, rebuild)))
 }
 
-fn downstream_tls_context(ctx: &tls::DownstreamTlsContext, path: &Path) -> Result<DownstreamTls> {
+/// What the context asks for, decoded, and the files it was read from.
+fn downstream_tls_context(
+    ctx: &tls::DownstreamTlsContext,
+    path: &Path,
+) -> Result<(DownstreamTlsSpec, Vec<PathBuf>)> {
     reject_set!(path, ctx, session_timeout, full_scan_certs_on_sni_mismatch,);
     if ctx.require_client_certificate.is_some_and(|b| b) {
         return Err(Error::unsupported_msg(
@@ -116,6 +135,15 @@ fn downstream_tls_context(ctx: &tls::DownstreamTlsContext, path: &Path) -> Resul
         .enumerate()
         .map(|(i, c)| certificate(c, &certs_path.index(i)))
         .collect::<Result<Vec<_>>>()?;
+    let files = common
+        .tls_certificates
+        .iter()
+        .flat_map(|c| [c.certificate_chain.as_ref(), c.private_key.as_ref()])
+        .filter_map(|d| match d?.specifier.as_ref()? {
+            core::data_source::Specifier::Filename(f) => Some(PathBuf::from(f)),
+            _ => None,
+        })
+        .collect();
     let params = common.tls_params.clone().unwrap_or_default();
     let ppath = cpath.field("tls_params");
     reject_set!(ppath, params, signature_algorithms, compliance_policies);
@@ -151,6 +179,14 @@ fn downstream_tls_context(ctx: &tls::DownstreamTlsContext, path: &Path) -> Resul
         session_cache: !ctx.disable_stateful_session_resumption,
         prefer_server_ciphers: !ctx.prefer_client_ciphers,
     };
+    Ok((spec, files))
+}
+
+/// Builds the context, each refusal at its field.
+fn build(spec: DownstreamTlsSpec, path: &Path) -> Result<DownstreamTls> {
+    let cpath = path.field("common_tls_context");
+    let certs_path = cpath.field("tls_certificates");
+    let ppath = cpath.field("tls_params");
     DownstreamTls::build(spec).map_err(|e| {
         let at = match &e {
             TlsError::NoCertificate => certs_path.clone(),
