@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end comparison: our gateway vs HAProxy vs direct-to-backend, each
-# driven by our loadgen and by h2load at the same settings.
+# driven by our loadgen and by h2load at the same settings (and, on request,
+# by wrk over HTTP/1.1).
 #
 # Measures, per target and load tool: req/s, p50, p99, CPU-µs per request of
 # the proxy process (utime+stime from /proc/PID/stat over the measured
@@ -15,6 +16,8 @@
 # Usage: benches/e2e/compare.sh [options]      (run from anywhere)
 #   -c N               connections                       [CONNS=16]
 #   -m N               streams per connection            [STREAMS=32]
+#                      (loadgen, h2load; not wrk: HTTP/1.1 has one request
+#                      at a time per connection)
 #   --warmup S         warm-up seconds (integer)         [WARMUP=1]
 #   --duration S       measured seconds (integer)        [DURATION=5]
 #   --rounds N         rounds (targets alternate)        [ROUNDS=3]
@@ -47,10 +50,19 @@
 #   --gateway-args S   extra arguments for target gateway, e.g.
 #                      "--io-batch-us 0"                   [GATEWAY_ARGS]
 #   --baseline-args S  extra arguments for target baseline [BASELINE_ARGS]
-#   --tools LIST       subset of "loadgen h2load"         [TOOLS]
+#   --tools LIST       subset of "loadgen h2load wrk"     [TOOLS: loadgen h2load]
+#                      (wrk: HTTP/1.1 keep-alive, closed loop, -c CONNS,
+#                      -t LOAD_THREADS, one request in flight per connection;
+#                      installed with apt-get unless --no-install. It has no
+#                      warm-up option: a separate wrk run of WARMUP s comes
+#                      first, then the measured run, which the CPU window
+#                      lies inside. Only targets that serve HTTP/1.1:
+#                      gateway, baseline, haproxy, envoy; direct, wire and
+#                      wireproxy speak h2c only and get no wrk run)
 #   --rate R           open loop at R req/s in all (loadgen's --rate; latency
 #                      from the intended send time); loadgen only: h2load's
-#                      rate is connections per second    [RATE: closed loop]
+#                      rate is connections per second, wrk has none
+#                                                        [RATE: closed loop]
 #   --perf             also record `perf` of the gateway (one extra loadgen run)
 #   --no-install       do not apt-get (or pip) install missing tools
 #   --no-build         use existing target/release binaries
@@ -106,7 +118,7 @@ while [ $# -gt 0 ]; do
         --gateway-args) GATEWAY_ARGS=$2; shift ;;
         --baseline-args) BASELINE_ARGS=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
-        -h|--help) sed -n '2,59p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -e/{/^#/p}' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -132,10 +144,17 @@ NPROXY_CPUS=$(cpu_count "$PROXY_CPUS")
 log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 # ---------------------------------------------------------------- tools
+for tool in $TOOLS; do
+    case $tool in
+        loadgen|h2load|wrk) ;;
+        *) echo "compare.sh: unknown tool $tool (loadgen, h2load, wrk)" >&2; exit 2 ;;
+    esac
+done
 if [ "$INSTALL" = 1 ]; then
     need=()
     command -v haproxy >/dev/null || need+=(haproxy)
     command -v h2load >/dev/null || need+=(nghttp2-client)
+    case " $TOOLS " in *" wrk "*) command -v wrk >/dev/null || need+=(wrk) ;; esac
     if [ ${#need[@]} -gt 0 ]; then
         log "installing ${need[*]}"
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -160,8 +179,9 @@ case " $TARGETS " in
         ;;
 esac
 case " $TOOLS " in *" h2load "*) command -v h2load >/dev/null || { echo "h2load not found" >&2; exit 1; } ;; esac
+case " $TOOLS " in *" wrk "*) command -v wrk >/dev/null || { echo "wrk not found" >&2; exit 1; } ;; esac
 if [ -n "$RATE" ]; then
-    case " $TOOLS " in *" h2load "*) echo "compare.sh: --rate drives loadgen only; add --tools loadgen" >&2; exit 2 ;; esac
+    case " $TOOLS " in *" h2load "*|*" wrk "*) echo "compare.sh: --rate drives loadgen only; add --tools loadgen" >&2; exit 2 ;; esac
 fi
 
 if [ "$BUILD" = 1 ]; then
@@ -246,8 +266,9 @@ launch_proxy() { # log-file, command...
     wait_listen "$PROXY_PORT" "$PROXY_PID"
 }
 
-# The bootstrap of the gateway and of Envoy (the same one): an h2c listener
-# on $PROXY_PORT routing everything to the backend over HTTP/2.
+# The bootstrap of the gateway and of Envoy (the same one): a listener on
+# $PROXY_PORT with codec_type AUTO (HTTP/2 on its preface, HTTP/1.1
+# otherwise) routing everything to the backend over HTTP/2.
 
 start_gateway() { # binary [extra arguments...]
     local bin=$1
@@ -297,13 +318,13 @@ printf 'round\ttarget\ttool\trps\tp50_us\tp99_us\tproxy_cpu_us_per_req\tbackend_
 printf 'round\ttarget\tconns\trss_before_kb\trss_after_kb\tbytes_per_conn\testablished\n' >"$IDLE"
 
 # Samples CPU of the proxy and the backend over the measured window of a
-# load run that started at $1 (epoch seconds, fractional). Prints
-# "proxy_ticks backend_ticks load_ticks seconds".
+# load run whose measured part starts at $1 (epoch µs: $MEASURE_START_US,
+# set by run_TOOL). Prints "proxy_ticks backend_ticks load_ticks seconds".
 sample_window() {
-    local t0=$1 wait_us p0 b0 l0 p1 b1 l1 s0 s1 end_us
+    local start_us=$1 wait_us p0 b0 l0 p1 b1 l1 s0 s1 end_us
     # Start 50 ms after the tool's warm-up ends; end 150 ms before its
     # measured window does (the load generator exits right at its end).
-    wait_us=$(( ${t0/./} + (WARMUP * 1000000) + 50000 - ${EPOCHREALTIME/./} ))
+    wait_us=$(( start_us + 50000 - ${EPOCHREALTIME/./} ))
     [ "$wait_us" -gt 0 ] && sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
     s0=${EPOCHREALTIME/./}
     l0=$(cpu_ticks "$LOAD_PID"); p0=$(cpu_ticks "$PROXY_CPU_PID"); b0=$(cpu_ticks "$BACKEND_PID")
@@ -316,7 +337,10 @@ sample_window() {
     echo "$((p1 - p0)) $((b1 - b0)) $((l1 - l0)) $(( (s1 - s0) / 1000 ))e-3"
 }
 
+# run_TOOL starts the tool in the background (LOAD_PID) and sets
+# MEASURE_START_US to when its measured part begins (after its warm-up).
 run_loadgen() { # url, raw-output-file
+    MEASURE_START_US=$(( ${EPOCHREALTIME/./} + WARMUP * 1000000 ))
     "$BIN/loadgen" "$1" -c "$CONNS" -m "$STREAMS" -t "$LOAD_THREADS" --cpu-list "$LOAD_CPUS" \
         -d "${DURATION}s" --warmup "${WARMUP}s" ${RATE:+--rate "$RATE"} --json -q >"$2" 2>"$2.err" &
     local pid=$!
@@ -324,9 +348,29 @@ run_loadgen() { # url, raw-output-file
     LOAD_PID=$pid
 }
 run_h2load() { # url, raw-output-file
+    MEASURE_START_US=$(( ${EPOCHREALTIME/./} + WARMUP * 1000000 ))
     taskset -c "$LOAD_CPUS" h2load -c "$CONNS" -m "$STREAMS" -t "$LOAD_THREADS" \
         -D "$DURATION" --warm-up-time="$WARMUP" --log-file="$2.log" "$1" >"$2" 2>"$2.err" &
     local pid=$!
+    PIDS+=("$pid")
+    LOAD_PID=$pid
+}
+# wrk (HTTP/1.1, one request in flight per connection) has no warm-up
+# option: a first run of WARMUP s warms the proxy up (its output kept in
+# FILE.warmup), then the measured run starts, and the CPU window lies
+# inside it. Its connections are new, opened in the 50 ms before the window.
+run_wrk() { # url, raw-output-file
+    local pid
+    if [ "$WARMUP" -gt 0 ]; then
+        taskset -c "$LOAD_CPUS" wrk -t "$LOAD_THREADS" -c "$CONNS" -d "${WARMUP}s" "$1" >"$2.warmup" 2>&1 &
+        pid=$!
+        PIDS+=("$pid")
+        wait "$pid" || echo "warning: wrk warm-up exited with $?: $(tail -1 "$2.warmup")" >&2
+        forget_pid "$pid"
+    fi
+    MEASURE_START_US=${EPOCHREALTIME/./}
+    taskset -c "$LOAD_CPUS" wrk -t "$LOAD_THREADS" -c "$CONNS" -d "${DURATION}s" --latency "$1" >"$2" 2>"$2.err" &
+    pid=$!
     PIDS+=("$pid")
     LOAD_PID=$pid
 }
@@ -340,7 +384,7 @@ if tool == "loadgen":
     r = json.load(open(path))
     print(r["rps"], r["latency_us"]["p50"], r["latency_us"]["p99"], r["requests"],
           r["requests"] - r["succeeded"] + r["errors_total"])
-else:
+elif tool == "h2load":
     out = open(path).read()
     m = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
     req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", out)
@@ -355,22 +399,51 @@ else:
     def pct(p):
         return lat[min(len(lat) - 1, int(len(lat) * p))] if lat else float("nan")
     print(rps, pct(0.50), pct(0.99), done, done - ok)
+elif tool == "wrk":
+    out = open(path).read()
+    rps = float(re.search(r"^Requests/sec:\s+([\d.]+)", out, re.M).group(1))
+    done = int(re.search(r"^\s*(\d+) requests in ", out, re.M).group(1))
+    # --latency: "     50%  205.00us" (us, ms, s, m, h).
+    unit = {"us": 1, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+    def pct(p):
+        m = re.search(r"^\s+%d%%\s+([\d.]+)(us|ms|s|m|h)\s*$" % p, out, re.M)
+        return f"{float(m.group(1)) * unit[m.group(2)]:.0f}" if m else "nan"
+    # Errors: responses other than 2xx/3xx, and socket errors (connect,
+    # read, write, timeout: a request without an answer after 2 s).
+    errs = 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        errs += int(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        errs += sum(int(g) for g in m.groups())
+    print(rps, pct(50), pct(99), done, errs)
 PY
 }
 
 # One load run against target $1 with tool $2 in round $3.
 load_run() {
-    local target=$1 tool=$2 round=$3 url raw t0 win res
+    local target=$1 tool=$2 round=$3 url raw win res
+    if [ "$tool" = wrk ]; then
+        case $target in direct|wire|wireproxy)
+            log "round $round $target/wrk: skipped ($target speaks h2c only; wrk is HTTP/1.1)"
+            return 0 ;;
+        esac
+    fi
     url="http://127.0.0.1:$TARGET_PORT/"
     raw="$WORK/run-$round-$target-$tool.out"
-    t0=$EPOCHREALTIME
     "run_$tool" "$url" "$raw"
-    win=$(sample_window "$t0")
+    win=$(sample_window "$MEASURE_START_US")
     wait "$LOAD_PID" || { echo "$tool failed on $target:" >&2; cat "$raw.err" >&2; return 1; }
     forget_pid "$LOAD_PID"
     res=$(parse_run "$tool" "$raw")
     rm -f "$raw.log"
     read -r rps p50 p99 reqs errs <<<"$res"
+    if [ "$reqs" = 0 ]; then
+        echo "$tool completed no request on $target ($errs errors):" >&2
+        cat "$raw" "$raw.err" >&2
+        return 1
+    fi
     read -r pt bt lt secs <<<"$win"
     # Requests in the CPU window, from the tool's rate (windows match to a few ms).
     local proxy_us backend_us load_us
@@ -441,7 +514,6 @@ for round in $(seq "$ROUNDS"); do
         done
         if [ "$PERF" = 1 ] && [ "$target" = gateway ] && [ "$round" = 1 ] && command -v perf >/dev/null; then
             log "perf: recording the gateway during one more loadgen run"
-            t0=$(date +%s.%N)
             run_loadgen "http://127.0.0.1:$TARGET_PORT/" "$WORK/perf-load.out"
             sleep "$WARMUP"
             perf record -F 999 -g -p "$PROXY_PID" -o "$WORK/perf.data" -- sleep "$DURATION" >/dev/null 2>&1 || log "perf record failed"
@@ -467,9 +539,13 @@ def med(vals):
     vals = [float(v) for v in vals if v not in ("NA", "", "nan")]
     return statistics.median(vals) if vals else float("nan")
 targets = [t for t in ("gateway", "baseline", "haproxy", "envoy", "wireproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
-tools = [t for t in ("loadgen", "h2load") if any(r["tool"] == t for r in rows)]
+tools = [t for t in ("loadgen", "h2load", "wrk") if any(r["tool"] == t for r in rows)]
 S = {}
 print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
+if "wrk" in tools:
+    skipped = [t for t in ("direct", "wire", "wireproxy") if any(r["target"] == t for r in rows)]
+    print("wrk: HTTP/1.1 keep-alive, one request in flight per connection (-m does not apply)"
+          + (f"; no wrk runs for {', '.join(skipped)} (h2c only)" if skipped else "") + ".\n")
 print("| target | tool | req/s | p50 µs | p99 µs | proxy CPU-µs/req | backend CPU-µs/req | load-gen CPU-µs/req | errors |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for t in targets:
@@ -492,17 +568,24 @@ if irows:
         if rs:
             I[t] = med(r["bytes_per_conn"] for r in rs)
             print(f"| {t} | {rs[0]['conns']} | {med(r['rss_before_kb'] for r in rs):.0f} | {med(r['rss_after_kb'] for r in rs):.0f} | {I[t]:.0f} |")
+# The ratio tables have a column per tool that ran.
+def header():
+    print("| ratio | " + " | ".join(tools) + " | target |")
+    print("|---|" + "---:|" * len(tools) + "---|")
+def line(name, cells, goal):
+    print(f"| {name} | " + " | ".join(cells) + f" | {goal} |")
 print("\n## Ratios\n")
-print("| ratio | loadgen | h2load | target |")
-print("|---|---:|---:|---|")
+header()
 def ratio(a, b, key):
     try:
         return S[a][key] / S[b][key]
     except (KeyError, ZeroDivisionError):
         return float("nan")
 def row(name, a, b, key, goal):
-    vals = [ratio((a, tool), (b, tool), key) for tool in ("loadgen", "h2load")]
-    print(f"| {name} | {vals[0]:.2f} | {vals[1]:.2f} | {goal} |")
+    line(name, [f"{ratio((a, tool), (b, tool), key):.2f}" for tool in tools], goal)
+# A figure that does not depend on the tool, in the first column.
+def single(name, v, goal):
+    line(name, [f"{v:.2f}"] + [""] * (len(tools) - 1), goal)
 row("gateway ÷ HAProxy CPU-µs/req", "gateway", "haproxy", "proxy_cpu_us_per_req", "≤ 0.67")
 row("gateway ÷ HAProxy p99", "gateway", "haproxy", "p99_us", "≤ 1.00")
 row("gateway ÷ HAProxy req/s", "gateway", "haproxy", "rps", "(info)")
@@ -514,7 +597,7 @@ if any(t == "baseline" for t, _ in S):
     row("gateway ÷ baseline CPU-µs/req", "gateway", "baseline", "proxy_cpu_us_per_req", "(A/B)")
     row("gateway ÷ baseline req/s", "gateway", "baseline", "rps", "(A/B)")
     if "gateway" in I and "baseline" in I and I["baseline"]:
-        print(f"| gateway ÷ baseline bytes/idle conn | {I['gateway']/I['baseline']:.2f} | | (A/B) |")
+        single("gateway ÷ baseline bytes/idle conn", I["gateway"] / I["baseline"], "(A/B)")
 if any(t == "wireproxy" for t, _ in S):
     row("wireproxy ÷ HAProxy CPU-µs/req", "wireproxy", "haproxy", "proxy_cpu_us_per_req", "(codec)")
     row("wireproxy ÷ gateway CPU-µs/req", "wireproxy", "gateway", "proxy_cpu_us_per_req", "(codec)")
@@ -523,15 +606,15 @@ if any(t == "wire" for t, _ in S):
     # wire_backend's CPU is measured in the proxy slot, demo-backend's in
     # the backend slot: compare those two columns.
     vals = []
-    for tool in ("loadgen", "h2load"):
+    for tool in tools:
         try:
             vals.append(S[("wire", tool)]["proxy_cpu_us_per_req"] / S[("direct", tool)]["backend_cpu_us_per_req"])
         except (KeyError, ZeroDivisionError):
             vals.append(float("nan"))
-    print(f"| h2wire server ÷ h2 server (wire ÷ direct) CPU-µs/req | {vals[0]:.2f} | {vals[1]:.2f} | (codec) |")
+    line("h2wire server ÷ h2 server (wire ÷ direct) CPU-µs/req", [f"{v:.2f}" for v in vals], "(codec)")
     row("h2wire server ÷ h2 server (wire ÷ direct) req/s", "wire", "direct", "rps", "(codec)")
 if "gateway" in I and "haproxy" in I and I["haproxy"]:
-    print(f"| gateway ÷ HAProxy bytes/idle conn | {I['gateway']/I['haproxy']:.2f} | | ≤ 1.00 |")
+    single("gateway ÷ HAProxy bytes/idle conn", I["gateway"] / I["haproxy"], "≤ 1.00")
 # The VM's speed drifts by up to 2x within minutes, which moves every
 # figure of a round together. Ratios of targets measured in the same round
 # (back to back, order rotated) cancel most of that drift; their median over
@@ -571,17 +654,17 @@ if any(t == "baseline" for t, _ in S):
     prs.append(("gateway ÷ baseline req/s", "gateway", "baseline", "rps", None, "(A/B)"))
 if len(rounds_seen) > 1:
     print(f"\n## Ratios within each round: median (min–max) of {len(rounds_seen)} rounds\n")
-    print("| ratio | loadgen | h2load | target |")
-    print("|---|---:|---:|---|")
+    header()
     for name, a, b, key, f, goal in prs:
-        cells = [cell(paired(a, b, key, tool, f)) for tool in ("loadgen", "h2load")]
-        if cells != ["—", "—"]:
-            print(f"| {name} | {cells[0]} | {cells[1]} | {goal} |")
-print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")
-print("|---|---:|---:|---:|---:|")
-for t in targets:
-    if (t, "loadgen") in S and (t, "h2load") in S:
-        a, b = S[(t, "loadgen")]["rps"], S[(t, "h2load")]["rps"]
-        cl, ch = S[(t, "loadgen")]["load_cpu_us_per_req"], S[(t, "h2load")]["load_cpu_us_per_req"]
-        print(f"| {t} | {a:.0f} | {b:.0f} | {a/b:.2f} | {cl/ch:.2f} |")
+        cells = [cell(paired(a, b, key, tool, f)) for tool in tools]
+        if any(x != "—" for x in cells):
+            line(name, cells, goal)
+if "loadgen" in tools and "h2load" in tools:
+    print("\n| target | loadgen req/s | h2load req/s | loadgen ÷ h2load req/s (goal ≥ 1.00) | loadgen ÷ h2load CPU-µs/req |")
+    print("|---|---:|---:|---:|---:|")
+    for t in targets:
+        if (t, "loadgen") in S and (t, "h2load") in S:
+            a, b = S[(t, "loadgen")]["rps"], S[(t, "h2load")]["rps"]
+            cl, ch = S[(t, "loadgen")]["load_cpu_us_per_req"], S[(t, "h2load")]["load_cpu_us_per_req"]
+            print(f"| {t} | {a:.0f} | {b:.0f} | {a/b:.2f} | {cl/ch:.2f} |")
 PY
