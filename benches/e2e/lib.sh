@@ -54,14 +54,44 @@ envoy_version() {
     "$1" --version 2>/dev/null | sed -n 's|.*version: [0-9a-f]*/\([^/]*\)/.*|\1|p'
 }
 
+# A self-signed ECDSA P-256 certificate for localhost in $1/cert.pem and
+# $1/key.pem (openssl's CLI, installed when missing).
+make_test_cert() { # dir
+    if ! command -v openssl >/dev/null; then
+        sudo -n apt-get install -y -q openssl >/dev/null 2>&1 || apt-get install -y -q openssl >/dev/null
+    fi
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+        -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
+}
+
 # The proxies' configurations, shared by compare.sh and ring_count.sh. They
 # read PROXY_PORT and BACKEND_PORT (and SHARDS, PROXY_CPUS for HAProxy).
 
 # The gateway's (and Envoy's) bootstrap: a listener on $PROXY_PORT with
 # codec_type AUTO (HTTP/2 when a connection starts with its preface, h2c
 # prior knowledge; HTTP/1.1 otherwise) routing everything to a STATIC h2
-# cluster at $BACKEND_PORT. CODEC_TYPE overrides AUTO.
+# cluster at $BACKEND_PORT. With TLS_CERT and TLS_KEY (PEM files) set, the
+# listener speaks TLS with them, ALPN h2 then http/1.1. CODEC_TYPE overrides
+# AUTO.
 write_bootstrap() { # file, node id
+    local tls=""
+    if [[ -n ${TLS_CERT:-} ]]; then
+        tls="
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            alpn_protocols: [h2, http/1.1]
+            tls_certificates:
+            - certificate_chain: { filename: $TLS_CERT }
+              private_key: { filename: $TLS_KEY }
+      filters:"
+    else
+        tls="
+    - filters:"
+    fi
     cat >"$1" <<EOF
 node: { id: $2, cluster: bench }
 admin:
@@ -70,8 +100,7 @@ static_resources:
   listeners:
   - name: ingress
     address: { socket_address: { address: 127.0.0.1, port_value: $PROXY_PORT } }
-    filter_chains:
-    - filters:
+    filter_chains:${tls}
       - name: envoy.filters.network.http_connection_manager
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
