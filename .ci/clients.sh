@@ -12,27 +12,8 @@ if ! command -v curl >/dev/null; then
     sudo -n apt-get install -y -q curl >/dev/null 2>&1 || apt-get install -y -q curl >/dev/null
 fi
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-await_addr() {
-    for _ in $(seq 100); do
-        if line=$(grep -m1 "$2" "$1" 2>/dev/null); then
-            echo "${line##* }"
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "timed out waiting for '$2' in $1:" >&2
-    cat "$1" >&2
-    return 1
-}
+# shellcheck source=common.sh
+. .ci/common.sh
 
 "$BIN/demo-backend" --listen 127.0.0.1:0 >"$work/backend.log" 2>&1 &
 pids+=($!)

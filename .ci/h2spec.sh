@@ -13,28 +13,8 @@ if [[ ! -x $H2SPEC ]]; then
     exit 1
 fi
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits up to 10 s for a line matching $2 in file $1; prints its last field.
-await_addr() {
-    for _ in $(seq 100); do
-        if line=$(grep -m1 "$2" "$1" 2>/dev/null); then
-            echo "${line##* }"
-            return 0
-        fi
-        sleep 0.1
-    done
-    echo "timed out waiting for '$2' in $1:" >&2
-    cat "$1" >&2
-    return 1
-}
+# shellcheck source=common.sh
+. .ci/common.sh
 
 "$BIN/demo-backend" --listen 127.0.0.1:0 >"$work/backend.log" 2>&1 &
 pids+=($!)

@@ -287,9 +287,10 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             }
         }
     };
-    // Which protocol: the listener's, else what ALPN agreed, else (AUTO)
-    // the first bytes tell (the HTTP/2 preface or not).
-    let chosen = codec::choose(codec_type, &[]).or(alpn);
+    // Which protocol: what ALPN agreed (the client speaks it, whatever
+    // codec_type says), else the listener's, else (AUTO) the first bytes
+    // tell (the HTTP/2 preface or not).
+    let chosen = alpn.or(codec::choose(codec_type, &[]));
     let proto = match chosen {
         Some(p) => Some(p),
         None => {
