@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end comparison: our gateway vs HAProxy vs direct-to-backend, each
 # driven by our loadgen and by h2load at the same settings (and, on request,
-# by wrk over HTTP/1.1).
+# by wrk over HTTP/1.1); with --tls, the proxies over TLS.
 #
 # Measures, per target and load tool: req/s, p50, p99, CPU-µs per request of
 # the proxy process (utime+stime from /proc/PID/stat over the measured
@@ -21,7 +21,9 @@
 #   --warmup S         warm-up seconds (integer)         [WARMUP=1]
 #   --duration S       measured seconds (integer)        [DURATION=5]
 #   --rounds N         rounds (targets alternate)        [ROUNDS=3]
-#   --idle-conns N     idle h2c connections per proxy    [IDLE_CONNS=2000]
+#   --idle-conns N     idle h2c connections per proxy    [IDLE_CONNS=2000;
+#                      0 with --tls: idle_conns speaks h2c only, so --tls
+#                      with a non-zero --idle-conns is refused]
 #   --idle-requests K  each idle connection first runs K concurrent GETs
 #                      (idle after use: HPACK table, streams; K <= 100)
 #                                                        [IDLE_REQUESTS=0]
@@ -50,7 +52,8 @@
 #   --gateway-args S   extra arguments for target gateway, e.g.
 #                      "--io-batch-us 0"                   [GATEWAY_ARGS]
 #   --baseline-args S  extra arguments for target baseline [BASELINE_ARGS]
-#   --tools LIST       subset of "loadgen h2load wrk"     [TOOLS: loadgen h2load]
+#   --tools LIST       subset of "loadgen h2load wrk"     [TOOLS: loadgen h2load;
+#                                                         h2load wrk with --tls]
 #                      (wrk: HTTP/1.1 keep-alive, closed loop, -c CONNS,
 #                      -t LOAD_THREADS, one request in flight per connection;
 #                      installed with apt-get unless --no-install. It has no
@@ -63,7 +66,25 @@
 #                      from the intended send time); loadgen only: h2load's
 #                      rate is connections per second, wrk has none
 #                                                        [RATE: closed loop]
-#   --perf             also record `perf` of the gateway (one extra loadgen run)
+#   --tls              every proxy listens with TLS on a self-signed ECDSA
+#                      P-256 certificate made for the run (openssl): the
+#                      gateway and Envoy with the bootstrap's
+#                      DownstreamTlsContext (ALPN h2, http/1.1), HAProxy with
+#                      `bind … ssl crt CERT+KEY.pem alpn h2,http/1.1`; their
+#                      backend stays h2c. h2load takes https:// (ALPN h2,
+#                      checked), wrk https:// (HTTP/1.1, no ALPN). Connections
+#                      and handshakes happen before the CPU window, so
+#                      CPU-µs/req is still the proxy's utime+stime over the
+#                      window ÷ requests: the steady-state cost of proxying
+#                      with TLS records (no kTLS anywhere), not of handshakes
+#                      (benches/e2e/handshakes.sh measures those). loadgen
+#                      has no TLS: --tls with --tools loadgen (or --rate) is
+#                      refused. The h2c-only targets direct, wire and
+#                      wireproxy are skipped (logged)
+#   --tls-version V    with --tls: allow TLS 1.2 or 1.3 only (the proxies'
+#                      min = max version)   [TLS_VERSION: both, 1.3 chosen]
+#   --perf             also record `perf` of the gateway (one extra loadgen
+#                      run; h2load with --tls)
 #   --no-install       do not apt-get (or pip) install missing tools
 #   --no-build         use existing target/release binaries
 #   --out DIR          keep raw results and logs in DIR  [OUT_DIR, default: temp, deleted]
@@ -76,7 +97,7 @@ STREAMS=${STREAMS:-32}
 WARMUP=${WARMUP:-1}
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
-IDLE_CONNS=${IDLE_CONNS:-2000}
+IDLE_CONNS=${IDLE_CONNS:-} # default below: 2000, or 0 with --tls
 IDLE_REQUESTS=${IDLE_REQUESTS:-0}
 SHARDS=${SHARDS:-1}
 PROXY_CPUS=${PROXY_CPUS:-1}
@@ -84,7 +105,7 @@ BACKEND_CPU=${BACKEND_CPU:-0}
 LOAD_CPUS=${LOAD_CPUS:-0}
 LOAD_THREADS=${LOAD_THREADS:-}
 TARGETS=${TARGETS:-gateway haproxy direct}
-TOOLS=${TOOLS:-loadgen h2load}
+TOOLS=${TOOLS:-} # default below: "loadgen h2load", or "h2load wrk" with --tls
 PERF=${PERF:-0}
 INSTALL=${INSTALL:-1}
 BUILD=${BUILD:-1}
@@ -93,6 +114,8 @@ GATEWAY_ARGS=${GATEWAY_ARGS:-}
 BASELINE_ARGS=${BASELINE_ARGS:-}
 OUT_DIR=${OUT_DIR:-}
 RATE=${RATE:-}
+TLS=${TLS:-0}
+TLS_VERSION=${TLS_VERSION:-}
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -111,6 +134,8 @@ while [ $# -gt 0 ]; do
         --targets) TARGETS=$2; shift ;;
         --tools) TOOLS=$2; shift ;;
         --rate) RATE=$2; shift ;;
+        --tls) TLS=1 ;;
+        --tls-version) TLS_VERSION=$2; shift ;;
         --perf) PERF=1 ;;
         --no-install) INSTALL=0 ;;
         --no-build) BUILD=0 ;;
@@ -142,6 +167,37 @@ print(n)' "$1"
 NPROXY_CPUS=$(cpu_count "$PROXY_CPUS")
 
 log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
+
+# ---------------------------------------------------------------- TLS
+# loadgen and idle_conns speak h2c only (prior knowledge, no TLS).
+case "$TLS_VERSION" in
+    ""|1.2|1.3) ;;
+    *) echo "compare.sh: --tls-version: 1.2 or 1.3, not $TLS_VERSION" >&2; exit 2 ;;
+esac
+if [ "$TLS" = 1 ]; then
+    [ -n "$TOOLS" ] || TOOLS="h2load wrk"
+    [ -n "$IDLE_CONNS" ] || IDLE_CONNS=0
+    case " $TOOLS " in *" loadgen "*)
+        echo "compare.sh: --tls: loadgen speaks h2c only (no TLS); use --tools \"h2load wrk\" (the default with --tls)" >&2
+        exit 2 ;;
+    esac
+    if [ -n "$RATE" ]; then
+        echo "compare.sh: --tls: --rate drives loadgen only, which has no TLS" >&2
+        exit 2
+    fi
+    if [ "$IDLE_CONNS" -gt 0 ]; then
+        echo "compare.sh: --tls: idle_conns speaks h2c only (no TLS); pass --idle-conns 0 (the default with --tls)" >&2
+        exit 2
+    fi
+else
+    [ -n "$TOOLS" ] || TOOLS="loadgen h2load"
+    [ -n "$IDLE_CONNS" ] || IDLE_CONNS=2000
+    [ -z "$TLS_VERSION" ] || { echo "compare.sh: --tls-version needs --tls" >&2; exit 2; }
+fi
+SCHEME=http
+[ "$TLS" = 1 ] && SCHEME=https
+# Targets that speak h2c only: no TLS, no HTTP/1.1.
+h2c_only() { case $1 in direct|wire|wireproxy) return 0 ;; *) return 1 ;; esac; }
 
 # ---------------------------------------------------------------- tools
 for tool in $TOOLS; do
@@ -242,6 +298,18 @@ stop_pid() {
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# With --tls: one self-signed ECDSA P-256 certificate for the run. TLS_CERT
+# and TLS_KEY make write_bootstrap and write_haproxy_cfg (lib.sh) listen
+# with TLS; TLS_VERSION, if set, pins the version.
+TLS_CERT=
+TLS_KEY=
+if [ "$TLS" = 1 ]; then
+    mkdir -p "$WORK/tls"
+    make_test_cert "$WORK/tls"
+    TLS_CERT=$WORK/tls/cert.pem
+    TLS_KEY=$WORK/tls/key.pem
+fi
 
 # ---------------------------------------------------------------- backend
 BACKEND_PORT=$(free_port)
@@ -424,18 +492,24 @@ PY
 # One load run against target $1 with tool $2 in round $3.
 load_run() {
     local target=$1 tool=$2 round=$3 url raw win res
-    if [ "$tool" = wrk ]; then
-        case $target in direct|wire|wireproxy)
-            log "round $round $target/wrk: skipped ($target speaks h2c only; wrk is HTTP/1.1)"
-            return 0 ;;
-        esac
+    if [ "$tool" = wrk ] && h2c_only "$target"; then
+        log "round $round $target/wrk: skipped ($target speaks h2c only; wrk is HTTP/1.1)"
+        return 0
     fi
-    url="http://127.0.0.1:$TARGET_PORT/"
+    url="$SCHEME://127.0.0.1:$TARGET_PORT/"
     raw="$WORK/run-$round-$target-$tool.out"
     "run_$tool" "$url" "$raw"
     win=$(sample_window "$MEASURE_START_US")
     wait "$LOAD_PID" || { echo "$tool failed on $target:" >&2; cat "$raw.err" >&2; return 1; }
     forget_pid "$LOAD_PID"
+    if [ "$TLS" = 1 ] && [ "$tool" = h2load ]; then
+        # What was negotiated (h2load prints it); anything but ALPN h2 would
+        # compare HTTP/1.1 with HTTP/2.
+        local tls_info
+        tls_info=$(sed -n 's/^TLS Protocol: //p; s/^Cipher: //p; s/^Server Temp Key: //p; s/^Application protocol: //p' "$raw" | paste -sd' ')
+        log "round $round $target/h2load: TLS $tls_info"
+        grep -q '^Application protocol: h2$' "$raw" || { echo "h2load did not negotiate ALPN h2 with $target:" >&2; cat "$raw" >&2; return 1; }
+    fi
     res=$(parse_run "$tool" "$raw")
     rm -f "$raw.log"
     read -r rps p50 p99 reqs errs <<<"$res"
@@ -479,14 +553,27 @@ idle_run() { # target, round
     sleep 1 # let the proxy notice the closes
 }
 
-log "settings: -c$CONNS -m$STREAMS warm-up ${WARMUP}s measured ${DURATION}s, $ROUNDS round(s); proxy cpus $PROXY_CPUS (shards $SHARDS), backend cpu $BACKEND_CPU, load cpus $LOAD_CPUS ($LOAD_THREADS thread(s))"
+TLS_DESC=
+if [ "$TLS" = 1 ]; then
+    TLS_DESC="TLS ${TLS_VERSION:-1.2–1.3}, ECDSA P-256 certificate"
+fi
+log "settings: -c$CONNS -m$STREAMS warm-up ${WARMUP}s measured ${DURATION}s, $ROUNDS round(s); proxy cpus $PROXY_CPUS (shards $SHARDS), backend cpu $BACKEND_CPU, load cpus $LOAD_CPUS ($LOAD_THREADS thread(s))${TLS_DESC:+; $TLS_DESC}"
 read -ra TARGET_LIST <<<"$TARGETS"
+if [ "$TLS" = 1 ]; then
+    tls_targets=0
+    for target in "${TARGET_LIST[@]}"; do h2c_only "$target" || tls_targets=$((tls_targets + 1)); done
+    [ "$tls_targets" -gt 0 ] || { echo "compare.sh: --tls: no target serves TLS (direct, wire and wireproxy speak h2c only)" >&2; exit 2; }
+fi
 read -ra TOOL_LIST <<<"$TOOLS"
 for round in $(seq "$ROUNDS"); do
     # Rotate the order every round so no target always runs first.
     n=${#TARGET_LIST[@]}
     for i in $(seq 0 $((n - 1))); do
         target=${TARGET_LIST[$(( (i + round - 1) % n ))]}
+        if [ "$TLS" = 1 ] && h2c_only "$target"; then
+            log "round $round $target: skipped ($target speaks h2c only; --tls)"
+            continue
+        fi
         # shellcheck disable=SC2086 # the extra arguments are split into words
         case $target in
             gateway) start_gateway "$BIN/gateway" $GATEWAY_ARGS ;;
@@ -513,8 +600,10 @@ for round in $(seq "$ROUNDS"); do
             load_run "$target" "$tool" "$round"
         done
         if [ "$PERF" = 1 ] && [ "$target" = gateway ] && [ "$round" = 1 ] && command -v perf >/dev/null; then
-            log "perf: recording the gateway during one more loadgen run"
-            run_loadgen "http://127.0.0.1:$TARGET_PORT/" "$WORK/perf-load.out"
+            perf_tool=loadgen
+            [ "$TLS" = 1 ] && perf_tool=h2load
+            log "perf: recording the gateway during one more $perf_tool run"
+            "run_$perf_tool" "$SCHEME://127.0.0.1:$TARGET_PORT/" "$WORK/perf-load.out"
             sleep "$WARMUP"
             perf record -F 999 -g -p "$PROXY_PID" -o "$WORK/perf.data" -- sleep "$DURATION" >/dev/null 2>&1 || log "perf record failed"
             wait "$LOAD_PID" || true
@@ -530,9 +619,9 @@ for round in $(seq "$ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- summary
-python3 - "$RESULTS" "$IDLE" "$CONNS" "$STREAMS" "$DURATION" "$ROUNDS" "$IDLE_REQUESTS" <<'PY'
+python3 - "$RESULTS" "$IDLE" "$CONNS" "$STREAMS" "$DURATION" "$ROUNDS" "$IDLE_REQUESTS" "$TLS_DESC" "$TARGETS" <<'PY'
 import csv, statistics, sys
-res, idle, c, m, d, rounds, idle_req = sys.argv[1:8]
+res, idle, c, m, d, rounds, idle_req, tls, asked = sys.argv[1:10]
 rows = list(csv.DictReader(open(res), delimiter="\t"))
 irows = list(csv.DictReader(open(idle), delimiter="\t"))
 def med(vals):
@@ -541,7 +630,12 @@ def med(vals):
 targets = [t for t in ("gateway", "baseline", "haproxy", "envoy", "wireproxy", "direct", "wire") if any(r["target"] == t for r in rows)]
 tools = [t for t in ("loadgen", "h2load", "wrk") if any(r["tool"] == t for r in rows)]
 S = {}
-print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)\n")
+print(f"\n## Results: -c{c} -m{m}, {d} s measured, median of {rounds} round(s)" + (f", over {tls}" if tls else "") + "\n")
+if tls:
+    skipped = [t for t in ("direct", "wire", "wireproxy") if t in asked.split()]
+    print("Over TLS: h2load negotiates HTTP/2 by ALPN, wrk speaks HTTP/1.1 (no ALPN); the handshakes"
+          " happen before the CPU window, so CPU-µs/req is the steady-state cost with TLS records"
+          + (f"; {', '.join(skipped)} skipped (h2c only)" if skipped else "") + ".\n")
 if "wrk" in tools:
     skipped = [t for t in ("direct", "wire", "wireproxy") if any(r["target"] == t for r in rows)]
     print("wrk: HTTP/1.1 keep-alive, one request in flight per connection (-m does not apply)"

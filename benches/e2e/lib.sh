@@ -65,25 +65,37 @@ make_test_cert() { # dir
         -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
 }
 
-# The proxies' configurations, shared by compare.sh and ring_count.sh. They
-# read PROXY_PORT and BACKEND_PORT (and SHARDS, PROXY_CPUS for HAProxy).
+# The proxies' configurations, shared by compare.sh, handshakes.sh and
+# ring_count.sh. They read PROXY_PORT and BACKEND_PORT (and SHARDS,
+# PROXY_CPUS for HAProxy).
+
+# TLS_VERSION (1.2 or 1.3) as Envoy's tls_params value, e.g. TLSv1_3.
+tls_version_envoy() { echo "TLSv${TLS_VERSION/./_}"; }
+# ... and as HAProxy's ssl-min-ver/ssl-max-ver value, e.g. TLSv1.3.
+tls_version_haproxy() { echo "TLSv$TLS_VERSION"; }
 
 # The gateway's (and Envoy's) bootstrap: a listener on $PROXY_PORT with
 # codec_type AUTO (HTTP/2 when a connection starts with its preface, h2c
 # prior knowledge; HTTP/1.1 otherwise) routing everything to a STATIC h2
 # cluster at $BACKEND_PORT. With TLS_CERT and TLS_KEY (PEM files) set, the
-# listener speaks TLS with them, ALPN h2 then http/1.1. CODEC_TYPE overrides
-# AUTO.
+# listener speaks TLS with them, ALPN h2 then http/1.1; TLS_VERSION (1.2 or
+# 1.3) then allows that version only (tls_params minimum = maximum), else
+# both. CODEC_TYPE overrides AUTO; ADMIN_PORT sets the admin port (default
+# 0: any free one). Envoy 1.40 takes the same file.
 write_bootstrap() { # file, node id
-    local tls=""
+    local tls="" params=""
     if [[ -n ${TLS_CERT:-} ]]; then
+        if [[ -n ${TLS_VERSION:-} ]]; then
+            params="
+            tls_params: { tls_minimum_protocol_version: $(tls_version_envoy), tls_maximum_protocol_version: $(tls_version_envoy) }"
+        fi
         tls="
     - transport_socket:
         name: envoy.transport_sockets.tls
         typed_config:
           \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
           common_tls_context:
-            alpn_protocols: [h2, http/1.1]
+            alpn_protocols: [h2, http/1.1]${params}
             tls_certificates:
             - certificate_chain: { filename: $TLS_CERT }
               private_key: { filename: $TLS_KEY }
@@ -95,7 +107,7 @@ write_bootstrap() { # file, node id
     cat >"$1" <<EOF
 node: { id: $2, cluster: bench }
 admin:
-  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+  address: { socket_address: { address: 127.0.0.1, port_value: ${ADMIN_PORT:-0} } }
 static_resources:
   listeners:
   - name: ingress
@@ -144,13 +156,31 @@ EOF
 # idle_conns), so one port serves every load tool, wrk included. For h2c
 # this measured the same as `proto h2`: CPU per request under h2load and
 # bytes per idle connection (6.4 kB) within the noise.
+# With TLS_CERT and TLS_KEY set, as for write_bootstrap: the bind speaks TLS
+# (`ssl crt FILE.pem alpn h2,http/1.1`, FILE.pem being the certificate and
+# the key concatenated, written next to FILE) and ALPN picks the protocol;
+# TLS_VERSION (1.2 or 1.3) allows that version only. The backend stays h2c.
+# HAPROXY_STATS_SOCKET adds `stats socket PATH` (counters, outside any
+# measured window).
 write_haproxy_cfg() { # file, maxconn
+    local bind="bind 127.0.0.1:$PROXY_PORT" stats=""
+    if [[ -n ${TLS_CERT:-} ]]; then
+        cat "$TLS_CERT" "$TLS_KEY" >"$1.pem"
+        bind+=" ssl crt $1.pem alpn h2,http/1.1"
+        if [[ -n ${TLS_VERSION:-} ]]; then
+            bind+=" ssl-min-ver $(tls_version_haproxy) ssl-max-ver $(tls_version_haproxy)"
+        fi
+    fi
+    if [[ -n ${HAPROXY_STATS_SOCKET:-} ]]; then
+        stats="
+    stats socket $HAPROXY_STATS_SOCKET"
+    fi
     cat >"$1" <<EOF
 global
     nbthread $SHARDS
     cpu-map auto:1/1-$SHARDS $PROXY_CPUS
     maxconn $2
-    log stdout format raw local0 emerg
+    log stdout format raw local0 emerg${stats}
 
 defaults
     mode http
@@ -162,7 +192,7 @@ defaults
     http-reuse always
 
 frontend fe
-    bind 127.0.0.1:$PROXY_PORT
+    $bind
     maxconn $2
     default_backend be
 

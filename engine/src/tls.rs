@@ -51,6 +51,23 @@ pub struct DownstreamTlsSpec {
     pub session_cache: bool,
     /// The server's cipher suite order wins (Envoy's default).
     pub prefer_server_ciphers: bool,
+    /// Client certificates (mTLS): asked for and checked against these
+    /// roots.
+    pub client_auth: Option<ClientAuthSpec>,
+}
+
+/// `validation_context` with `require_client_certificate`: which client
+/// certificates a listener takes.
+#[derive(Debug)]
+pub struct ClientAuthSpec {
+    /// `trusted_ca`: the roots a client certificate must chain to.
+    pub roots: Vec<CertificateDer<'static>>,
+    /// `require_client_certificate`: a client without one fails the
+    /// handshake; otherwise a certificate is asked for but optional (one
+    /// that is sent must still be valid).
+    pub required: bool,
+    /// `suppress_client_ca_list`: the CertificateRequest names no CAs.
+    pub suppress_ca_list: bool,
 }
 
 /// Why a TLS context cannot be built.
@@ -68,6 +85,8 @@ pub enum TlsError {
     NoCipherSuite,
     #[error("minimum version above maximum")]
     Versions,
+    #[error("trusted_ca: {0}")]
+    TrustedCa(String),
     #[error("{0}")]
     Rustls(String),
 }
@@ -239,14 +258,17 @@ impl DownstreamTls {
             keys.push((Arc::new(key), dns));
         }
         let provider = Arc::new(provider);
-        let mut config = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&versions)
-            .map_err(|e| TlsError::Rustls(e.to_string()))?
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::new(SniResolver {
-                certs: keys,
-                require_sni: spec.require_sni,
-            }));
+            .map_err(|e| TlsError::Rustls(e.to_string()))?;
+        let builder = match spec.client_auth {
+            None => builder.with_no_client_auth(),
+            Some(auth) => builder.with_client_cert_verifier(client_verifier(auth, &provider)?),
+        };
+        let mut config = builder.with_cert_resolver(Arc::new(SniResolver {
+            certs: keys,
+            require_sni: spec.require_sni,
+        }));
         config.alpn_protocols = spec.alpn.clone();
         config.ignore_client_order = spec.prefer_server_ciphers;
         if spec.session_tickets {
@@ -272,6 +294,34 @@ impl DownstreamTls {
             max_version: spec.max_version,
         })
     }
+}
+
+/// The verifier of client certificates: chains to `trusted_ca`, checked
+/// by webpki (validity period, key usage, signatures).
+fn client_verifier(
+    auth: ClientAuthSpec,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for root in auth.roots {
+        roots
+            .add(root)
+            .map_err(|e| TlsError::TrustedCa(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(TlsError::TrustedCa("no certificate in it".into()));
+    }
+    let mut b = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        Arc::clone(provider),
+    );
+    if !auth.required {
+        b = b.allow_unauthenticated();
+    }
+    if auth.suppress_ca_list {
+        b = b.clear_root_hint_subjects();
+    }
+    b.build().map_err(|e| TlsError::TrustedCa(e.to_string()))
 }
 
 /// Picks a listener's certificate for a ClientHello: those whose names

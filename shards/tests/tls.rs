@@ -54,6 +54,7 @@ fn tls_for(certs: &[&Cert], alpn: &[&str]) -> Arc<DownstreamTls> {
             session_tickets: true,
             session_cache: true,
             prefer_server_ciphers: true,
+            client_auth: None,
         })
         .expect("tls builds"),
     )
@@ -382,4 +383,122 @@ fn changed_certificate_files_are_loaded_without_dropping_connections() {
     assert_eq!(get(&mut s).0, 200);
     gw.shutdown();
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A CA, and a client certificate it signed: (CA certificate, client
+/// chain, client key).
+fn client_pki() -> (
+    CertificateDer<'static>,
+    Vec<CertificateDer<'static>>,
+    Vec<u8>,
+) {
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("ca");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let leaf = rcgen::CertificateParams::new(vec!["client.example".to_string()])
+        .expect("params")
+        .signed_by(&key, &ca, &ca_key)
+        .expect("leaf");
+    (
+        ca.der().clone(),
+        vec![leaf.der().clone()],
+        key.serialize_der(),
+    )
+}
+
+fn mtls_gateway(
+    server: &Cert,
+    ca: &CertificateDer<'static>,
+    required: bool,
+) -> (
+    shards::GatewayHandle,
+    SocketAddr,
+    shards::demo_backend::BackendHandle,
+) {
+    let tls = DownstreamTls::build(DownstreamTlsSpec {
+        certificates: vec![CertificateSpec {
+            chain: vec![server.der.clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server.key.clone())),
+        }],
+        alpn: Vec::new(),
+        min_version: TlsVersion::V1_2,
+        max_version: TlsVersion::V1_3,
+        cipher_suites: Vec::new(),
+        ecdh_curves: Vec::new(),
+        require_sni: false,
+        session_tickets: true,
+        session_cache: true,
+        prefer_server_ciphers: true,
+        client_auth: Some(engine::tls::ClientAuthSpec {
+            roots: vec![ca.clone()],
+            required,
+            suppress_ca_list: false,
+        }),
+    })
+    .expect("tls builds");
+    gateway(Arc::new(tls), None)
+}
+
+/// A client trusting `server`, presenting `identity` if given; `None` if
+/// the handshake (or the first request) fails.
+fn mtls_get(
+    addr: SocketAddr,
+    server: &Cert,
+    identity: Option<(Vec<CertificateDer<'static>>, Vec<u8>)>,
+) -> Option<u16> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(server.der.clone()).unwrap();
+    let b = rustls::ClientConfig::builder_with_provider(engine::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let cfg = match identity {
+        Some((chain, key)) => b
+            .with_client_auth_cert(chain, PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)))
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let conn =
+        rustls::ClientConnection::new(Arc::new(cfg), ServerName::try_from("a.example").unwrap())
+            .unwrap();
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    // TLS 1.3: the server checks the client's certificate after the
+    // client's side of the handshake is done, so a refusal shows on the
+    // first read.
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n")
+        .ok()?;
+    let mut buf = [0u8; 256];
+    let n = s.read(&mut buf).ok()?;
+    String::from_utf8_lossy(&buf[..n]).get(9..12)?.parse().ok()
+}
+
+#[test]
+fn client_certificates_are_required_and_checked() {
+    let server = cert(&["a.example"]);
+    let (ca, chain, key) = client_pki();
+    let (_, stranger_chain, stranger_key) = client_pki();
+    let (gw, addr, _b) = mtls_gateway(&server, &ca, true);
+    assert_eq!(
+        mtls_get(addr, &server, Some((chain.clone(), key.clone()))),
+        Some(200)
+    );
+    assert_eq!(mtls_get(addr, &server, None), None, "no certificate");
+    assert_eq!(
+        mtls_get(addr, &server, Some((stranger_chain, stranger_key))),
+        None,
+        "a certificate of another CA"
+    );
+    let admin = gw.admin_addr.unwrap();
+    wait_until(Duration::from_secs(2), "refusals counted", || {
+        metric(admin, "gateway_downstream_tls_handshake_error") == 2.0
+    });
+
+    // Not required: a client without a certificate is served too.
+    let (_gw, addr, _b) = mtls_gateway(&server, &ca, false);
+    assert_eq!(mtls_get(addr, &server, None), Some(200));
+    assert_eq!(mtls_get(addr, &server, Some((chain, key))), Some(200));
 }

@@ -693,8 +693,17 @@ fn downstream_tls_refusals_name_their_field() {
     );
     assert_eq!(
         ctx_err(&format!("          require_client_certificate: true\n{common}{certs}")),
-        format!("{tls_path}.require_client_certificate: client certificates (mTLS) are not supported yet")
+        format!("{tls_path}.require_client_certificate: needs common_tls_context.validation_context.trusted_ca")
     );
+    let ca = block(&cert, 18);
+    assert_eq!(
+        ctx_err(&format!("{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}              match_typed_subject_alt_names: [{{san_type: URI, matcher: {{exact: spiffe://a}}}}]\n{certs}")),
+        format!("{tls_path}.common_tls_context.validation_context.match_typed_subject_alt_names: not supported")
+    );
+    let ok = load(&with_tls(&format!(
+        "          require_client_certificate: true\n{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}{certs}"
+    )));
+    assert!(ok.is_ok(), "{ok:?}");
     assert_eq!(
         ctx_err(&format!("{common}            tls_certificates:\n            - certificate_chain: {{filename: /nonexistent/cert.pem}}\n              private_key: {{inline_string: x}}\n")),
         format!("{tls_path}.common_tls_context.tls_certificates[0].certificate_chain.filename: cannot read \"/nonexistent/cert.pem\": No such file or directory (os error 2)")

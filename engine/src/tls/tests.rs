@@ -27,6 +27,7 @@ fn spec(certificates: Vec<CertificateSpec>) -> DownstreamTlsSpec {
         session_tickets: true,
         session_cache: true,
         prefer_server_ciphers: true,
+        client_auth: None,
     }
 }
 

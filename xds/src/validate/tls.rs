@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::path::PathBuf;
 
 use engine::tls::{
-    CertificateSpec, DownstreamTls, DownstreamTlsSpec, RebuildTls, TlsError, TlsVersion,
+    CertificateSpec, ClientAuthSpec, DownstreamTls, DownstreamTlsSpec, RebuildTls, TlsError,
+    TlsVersion,
 };
 use prost::Name;
 use rustls::pki_types::pem::PemObject;
@@ -66,12 +67,6 @@ fn downstream_tls_context(
     path: &Path,
 ) -> Result<(DownstreamTlsSpec, Vec<PathBuf>)> {
     reject_set!(path, ctx, session_timeout, full_scan_certs_on_sni_mismatch,);
-    if ctx.require_client_certificate.is_some_and(|b| b) {
-        return Err(Error::unsupported_msg(
-            path.field("require_client_certificate"),
-            "client certificates (mTLS) are not supported yet",
-        ));
-    }
     if ctx.ocsp_staple_policy
         != tls::downstream_tls_context::OcspStaplePolicy::LenientStapling as i32
     {
@@ -106,22 +101,21 @@ fn downstream_tls_context(
         key_log,
         custom_tls_certificate_selector,
     );
-    if let Some(v) = &common.validation_context_type {
-        use tls::common_tls_context::ValidationContextType as V;
-        let name = match v {
-            V::ValidationContext(_) => "validation_context",
-            V::ValidationContextSdsSecretConfig(_) => "validation_context_sds_secret_config",
-            V::CombinedValidationContext(_) => "combined_validation_context",
-            V::ValidationContextCertificateProvider(_) => "validation_context_certificate_provider",
-            V::ValidationContextCertificateProviderInstance(_) => {
-                "validation_context_certificate_provider_instance"
-            }
-        };
-        return Err(Error::unsupported_msg(
-            cpath.field(name),
-            "client certificate validation (mTLS) is not supported yet",
-        ));
-    }
+    let required = ctx.require_client_certificate.unwrap_or(false);
+    let mut files = Vec::new();
+    let client_auth = match &common.validation_context_type {
+        None if required => {
+            return Err(Error::invalid(
+                path.field("require_client_certificate"),
+                "needs common_tls_context.validation_context.trusted_ca",
+            ))
+        }
+        None => None,
+        Some(tls::common_tls_context::ValidationContextType::ValidationContext(v)) => Some(
+            validation_context(v, required, &cpath.field("validation_context"), &mut files)?,
+        ),
+        Some(other) => return Err(unsupported_validation(other, &cpath)),
+    };
     let certs_path = cpath.field("tls_certificates");
     if common.tls_certificates.is_empty() {
         return Err(Error::invalid(
@@ -135,15 +129,13 @@ fn downstream_tls_context(
         .enumerate()
         .map(|(i, c)| certificate(c, &certs_path.index(i)))
         .collect::<Result<Vec<_>>>()?;
-    let files = common
-        .tls_certificates
-        .iter()
-        .flat_map(|c| [c.certificate_chain.as_ref(), c.private_key.as_ref()])
-        .filter_map(|d| match d?.specifier.as_ref()? {
-            core::data_source::Specifier::Filename(f) => Some(PathBuf::from(f)),
-            _ => None,
-        })
-        .collect();
+    files.extend(
+        common
+            .tls_certificates
+            .iter()
+            .flat_map(|c| [c.certificate_chain.as_ref(), c.private_key.as_ref()])
+            .filter_map(file_of),
+    );
     let params = common.tls_params.clone().unwrap_or_default();
     let ppath = cpath.field("tls_params");
     reject_set!(ppath, params, signature_algorithms, compliance_policies);
@@ -178,6 +170,7 @@ fn downstream_tls_context(
         session_tickets,
         session_cache: !ctx.disable_stateful_session_resumption,
         prefer_server_ciphers: !ctx.prefer_client_ciphers,
+        client_auth,
     };
     Ok((spec, files))
 }
@@ -194,6 +187,7 @@ fn build(spec: DownstreamTlsSpec, path: &Path) -> Result<DownstreamTls> {
             TlsError::CipherSuite(_) | TlsError::NoCipherSuite => ppath.field("cipher_suites"),
             TlsError::Curve(_) => ppath.field("ecdh_curves"),
             TlsError::Versions => ppath.clone(),
+            TlsError::TrustedCa(_) => cpath.field("validation_context").field("trusted_ca"),
             TlsError::Rustls(_) => path.clone(),
         };
         match e {
@@ -203,6 +197,74 @@ fn build(spec: DownstreamTlsSpec, path: &Path) -> Result<DownstreamTls> {
             _ => Error::invalid(at, e.to_string()),
         }
     })
+}
+
+/// The file a `DataSource` reads, if it is one.
+fn file_of(d: Option<&core::DataSource>) -> Option<PathBuf> {
+    match d?.specifier.as_ref()? {
+        core::data_source::Specifier::Filename(f) => Some(PathBuf::from(f)),
+        _ => None,
+    }
+}
+
+/// `validation_context`: client certificates checked against
+/// `trusted_ca`. What would check more (pins, SAN matchers, CRLs, depth)
+/// or less (`ACCEPT_UNTRUSTED`, expired certificates) is refused by name.
+fn validation_context(
+    v: &tls::CertificateValidationContext,
+    required: bool,
+    path: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<ClientAuthSpec> {
+    reject_set!(
+        path,
+        v,
+        verify_certificate_hash,
+        verify_certificate_spki,
+        require_signed_certificate_timestamp,
+        crl,
+        allow_expired_certificate,
+        match_subject_alt_names,
+        trust_chain_verification,
+        watched_directory,
+        custom_validator_config,
+        ca_certificate_provider_instance,
+        only_verify_leaf_cert_crl,
+        match_typed_subject_alt_names,
+        max_verify_depth,
+        system_root_certs,
+    );
+    let capath = path.field("trusted_ca");
+    let pem = data_source(v.trusted_ca.as_ref(), &capath)?;
+    let roots = CertificateDer::pem_slice_iter(&pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::invalid(capath.clone(), format!("invalid PEM certificate: {e}")))?;
+    if roots.is_empty() {
+        return Err(Error::invalid(capath, "no PEM certificate in it"));
+    }
+    files.extend(file_of(v.trusted_ca.as_ref()));
+    Ok(ClientAuthSpec {
+        roots,
+        required,
+        suppress_ca_list: v.suppress_client_ca_list,
+    })
+}
+
+fn unsupported_validation(
+    v: &tls::common_tls_context::ValidationContextType,
+    cpath: &Path,
+) -> Error {
+    use tls::common_tls_context::ValidationContextType as V;
+    let name = match v {
+        V::ValidationContext(_) => "validation_context",
+        V::ValidationContextSdsSecretConfig(_) => "validation_context_sds_secret_config",
+        V::CombinedValidationContext(_) => "combined_validation_context",
+        V::ValidationContextCertificateProvider(_) => "validation_context_certificate_provider",
+        V::ValidationContextCertificateProviderInstance(_) => {
+            "validation_context_certificate_provider_instance"
+        }
+    };
+    Error::unsupported(cpath.field(name))
 }
 
 /// Envoy's cipher list syntax: names, and `[A|B]` groups of equal
