@@ -267,66 +267,13 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     let max_requests = hcm.max_requests_per_connection;
     let lives_until = hcm.max_connection_duration.map(|d| Instant::now() + d);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
-    let codec_type = hcm.codec_type;
     let drain_sub = drain.subscribe();
     let shutdown_sub = wire.shutdown.subscribe();
     let mut rb = ReadBuf::default();
-    let _ = tcp.set_nodelay(true);
-    // The handshake (TLS, then the first bytes) must be over within this.
-    let within = idle_timeout.map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
-    let (mut tcp, alpn) = match &cfg.tls {
-        None => (Transport::Plain(tcp), None),
-        Some(tls) => {
-            let done = tls::handshake(tcp, tls, within, &drain_sub, &shutdown_sub, stats).await;
-            match done {
-                Some(t) => t,
-                None => {
-                    stats.cx_active.dec();
-                    return;
-                }
-            }
-        }
-    };
-    // Which protocol: what ALPN agreed (the client speaks it, whatever
-    // codec_type says), else the listener's, else (AUTO) the first bytes
-    // tell (the HTTP/2 preface or not).
-    let chosen = alpn.or(codec::choose(codec_type, &[]));
-    let proto = match chosen {
-        Some(p) => Some(p),
-        None => {
-            let first = first_bytes(
-                &mut tcp,
-                &mut rb,
-                codec_type,
-                within,
-                &drain_sub,
-                &shutdown_sub,
-            );
-            match first.await {
-                Ok(p) => Some(p),
-                Err(Silent::TimedOut) => {
-                    // Not a client of ours, or a slow one holding a
-                    // connection: as an HTTP/2 client without its preface.
-                    stats.cx_protocol_error.inc();
-                    None
-                }
-                Err(Silent::Gone) => None,
-            }
-        }
-    };
-    let conn = match proto {
-        Some(Proto::H2) => {
-            stats.cx_http2_total.inc();
-            DownCodec::H2(ServerConn::new(server_config(hcm)))
-        }
-        Some(Proto::H1) => {
-            stats.cx_http1_total.inc();
-            DownCodec::h1(hcm, buffer_limit)
-        }
-        None => {
-            stats.cx_active.dec();
-            return;
-        }
+    let Some((mut tcp, conn)) = open(tcp, cfg, &mut rb, &drain_sub, &shutdown_sub, stats).await
+    else {
+        stats.cx_active.dec();
+        return;
     };
     drop(snap);
     let inbox = wire.inboxes.open();
@@ -593,6 +540,62 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     dc.close();
     stats.cx_active.dec();
     trim_lists(shard);
+}
+
+/// A new connection's opening: the TLS handshake if the listener has TLS,
+/// then the protocol (ALPN's, the listener's, or told by the first bytes,
+/// which stay in `rb` for the codec), each within the handshake timeout.
+/// `None`: the connection is over (counted where it failed).
+async fn open(
+    tcp: TcpStream,
+    cfg: &Listener,
+    rb: &mut ReadBuf,
+    drain_sub: &crate::signal::Subscription,
+    shutdown_sub: &crate::signal::Subscription,
+    stats: &crate::stats::DownstreamStats,
+) -> Option<(Transport, DownCodec)> {
+    let hcm = &cfg.http;
+    let codec_type = hcm.codec_type;
+    let _ = tcp.set_nodelay(true);
+    // The handshake (TLS, then the first bytes) must be over within this.
+    let within = hcm
+        .idle_timeout
+        .map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
+    let (mut tcp, alpn) = match &cfg.tls {
+        None => (Transport::Plain(tcp), None),
+        Some(tls) => tls::handshake(tcp, tls, within, drain_sub, shutdown_sub, stats).await?,
+    };
+    // Which protocol: what ALPN agreed (the client speaks it, whatever
+    // codec_type says), else the listener's, else (AUTO) the first bytes
+    // tell (the HTTP/2 preface or not).
+    let chosen = alpn.or(codec::choose(codec_type, &[]));
+    let proto = match chosen {
+        Some(p) => Some(p),
+        None => {
+            let first = first_bytes(&mut tcp, rb, codec_type, within, drain_sub, shutdown_sub);
+            match first.await {
+                Ok(p) => Some(p),
+                Err(Silent::TimedOut) => {
+                    // Not a client of ours, or a slow one holding a
+                    // connection: as an HTTP/2 client without its preface.
+                    stats.cx_protocol_error.inc();
+                    None
+                }
+                Err(Silent::Gone) => None,
+            }
+        }
+    };
+    let conn = match proto? {
+        Proto::H2 => {
+            stats.cx_http2_total.inc();
+            DownCodec::H2(ServerConn::new(server_config(hcm)))
+        }
+        Proto::H1 => {
+            stats.cx_http1_total.inc();
+            DownCodec::h1(hcm, cfg.per_connection_buffer_limit_bytes)
+        }
+    };
+    Some((tcp, conn))
 }
 
 /// Why a connection never told its protocol.
