@@ -198,6 +198,11 @@ SCHEME=http
 [ "$TLS" = 1 ] && SCHEME=https
 # Targets that speak h2c only: no TLS, no HTTP/1.1.
 h2c_only() { case $1 in direct|wire|wireproxy) return 0 ;; *) return 1 ;; esac; }
+if [ "$TLS" = 1 ] && [ -z "$BASELINE" ]; then
+    tls_targets=0
+    for target in $TARGETS; do h2c_only "$target" || tls_targets=$((tls_targets + 1)); done
+    [ "$tls_targets" -gt 0 ] || { echo "compare.sh: --tls: no target serves TLS (direct, wire and wireproxy speak h2c only)" >&2; exit 2; }
+fi
 
 # ---------------------------------------------------------------- tools
 for tool in $TOOLS; do
@@ -559,11 +564,6 @@ if [ "$TLS" = 1 ]; then
 fi
 log "settings: -c$CONNS -m$STREAMS warm-up ${WARMUP}s measured ${DURATION}s, $ROUNDS round(s); proxy cpus $PROXY_CPUS (shards $SHARDS), backend cpu $BACKEND_CPU, load cpus $LOAD_CPUS ($LOAD_THREADS thread(s))${TLS_DESC:+; $TLS_DESC}"
 read -ra TARGET_LIST <<<"$TARGETS"
-if [ "$TLS" = 1 ]; then
-    tls_targets=0
-    for target in "${TARGET_LIST[@]}"; do h2c_only "$target" || tls_targets=$((tls_targets + 1)); done
-    [ "$tls_targets" -gt 0 ] || { echo "compare.sh: --tls: no target serves TLS (direct, wire and wireproxy speak h2c only)" >&2; exit 2; }
-fi
 read -ra TOOL_LIST <<<"$TOOLS"
 for round in $(seq "$ROUNDS"); do
     # Rotate the order every round so no target always runs first.
@@ -676,6 +676,8 @@ def ratio(a, b, key):
     except (KeyError, ZeroDivisionError):
         return float("nan")
 def row(name, a, b, key, goal):
+    if tls and "direct" in (a, b):
+        return  # direct speaks h2c only: never measured over TLS
     line(name, [f"{ratio((a, tool), (b, tool), key):.2f}" for tool in tools], goal)
 # A figure that does not depend on the tool, in the first column.
 def single(name, v, goal):
