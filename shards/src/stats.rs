@@ -94,6 +94,9 @@ pub struct DownstreamStats {
     pub tls_session_reused: Counter,
     pub tls_handshake_error: Counter,
     pub tls_handshake_timeout: Counter,
+    /// Handshakes the client left (closed or reset its socket) before
+    /// they completed.
+    pub tls_handshake_abandoned: Counter,
     pub cx_reset_flood: Counter,
     pub cx_idle_timeout: Counter,
     pub rq_total: Counter,

@@ -268,9 +268,15 @@ fn bad_and_stalled_handshakes_are_counted_and_hurt_no_one() {
         "closed after {waited:?}"
     );
     assert_eq!(get(&mut victim).0, 200, "still served");
-    wait_until(Duration::from_secs(2), "both counted", || {
+    // Half a ClientHello, then gone: abandoned, not refused.
+    let mut half = std::net::TcpStream::connect(addr).unwrap();
+    half.write_all(&[0x16, 0x03, 0x01, 0x00, 0x80, 0x01])
+        .unwrap();
+    drop(half);
+    wait_until(Duration::from_secs(2), "each counted", || {
         metric(admin, "gateway_downstream_tls_handshake_error") == 1.0
             && metric(admin, "gateway_downstream_tls_handshake_timeout") == 1.0
+            && metric(admin, "gateway_downstream_tls_handshake_abandoned") == 1.0
     });
 }
 

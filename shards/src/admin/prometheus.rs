@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 34] = [
+    let simple: [(&str, &str, &str, ShardCounter); 35] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -70,8 +70,14 @@ pub(super) fn render(inner: &Inner) -> String {
         (
             "gateway_downstream_tls_handshake_error",
             "counter",
-            "Downstream TLS handshakes that failed.",
+            "Downstream TLS handshakes refused: bad records, no common version or cipher suite, a client certificate that does not verify.",
             |s| &s.downstream.tls_handshake_error,
+        ),
+        (
+            "gateway_downstream_tls_handshake_abandoned",
+            "counter",
+            "Downstream TLS handshakes the client closed or reset before they completed.",
+            |s| &s.downstream.tls_handshake_abandoned,
         ),
         (
             "gateway_downstream_tls_handshake_timeout",

@@ -129,9 +129,19 @@ pub(crate) async fn handshake(
             let proto = alpn_proto(conn.alpn_protocol());
             Some((Transport::Tls(Box::new(stream)), proto))
         }
-        Err(e) => {
+        // rustls's refusals (bad records, no common version or suite, a
+        // client certificate that does not verify) come as InvalidData;
+        // anything else is the socket: the client went away mid-way (an
+        // `openssl s_time` client closes before our session tickets are
+        // written), which is not a failed handshake of ours.
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
             stats.tls_handshake_error.inc();
             tracing::debug!("TLS handshake failed: {e}");
+            None
+        }
+        Err(e) => {
+            stats.tls_handshake_abandoned.inc();
+            tracing::debug!("TLS handshake abandoned: {e}");
             None
         }
     }
