@@ -128,6 +128,8 @@ pub struct ServerConn {
     out: BytesMut,
     /// Requests parsed, for the caller's counters.
     requests: u64,
+    /// The status of the refusal written since the caller last asked.
+    refused: Option<u16>,
 }
 
 impl ServerConn {
@@ -142,6 +144,7 @@ impl ServerConn {
             events: VecDeque::new(),
             out: BytesMut::new(),
             requests: 0,
+            refused: None,
         }
     }
 
@@ -323,6 +326,7 @@ impl ServerConn {
                 false,
             );
             self.out.put_slice(body);
+            self.refused = Some(status);
         }
         self.exchange = None;
         self.reading = Reading::Closed;
@@ -487,13 +491,23 @@ impl ServerConn {
     /// while the request body is flowing; not when the connection is
     /// closed.
     pub fn wants_input(&self, buffered: usize) -> bool {
+        // Never below what a head (or trailer section) may take, or one
+        // larger than the bound would wait for bytes never read.
+        let bound = MAX_BUFFERED_INPUT.max(self.cfg.limits.max_head_bytes + 1);
         match &self.reading {
             Reading::Closed => false,
             Reading::Body(_) => {
-                buffered < MAX_BUFFERED_INPUT || self.unreleased < u64::from(self.cfg.body_window)
+                buffered < bound || self.unreleased < u64::from(self.cfg.body_window)
             }
-            Reading::Head | Reading::Done => buffered < MAX_BUFFERED_INPUT,
+            Reading::Head | Reading::Done => buffered < bound,
         }
+    }
+
+    /// The status of the refusal answered since the last call (by
+    /// [`Self::recv`] or [`Self::reject`]), if one was written: a refusal
+    /// after a response began writes nothing.
+    pub fn take_refusal(&mut self) -> Option<u16> {
+        self.refused.take()
     }
 
     /// Whether [`Self::recv`] would take bytes now: a next request head

@@ -508,3 +508,25 @@ fn client_certificates_are_required_and_checked() {
     assert_eq!(mtls_get(addr, &server, None), Some(200));
     assert_eq!(mtls_get(addr, &server, Some((chain, key))), Some(200));
 }
+
+#[test]
+fn a_tls_client_that_reads_nothing_is_still_closed() {
+    let a = cert(&["a.example"]);
+    let b = backend("b1");
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.tls = Some(tls_for(&[&a], &["http/1.1"]));
+    // The stream ends at 300 ms; over HTTP/1.1 that closes the connection,
+    // whose last writes (and TLS close_notify) find its socket full.
+    l.http.max_stream_duration = Some(Duration::from_millis(300));
+    let gw = start(bootstrap(Arc::new(l), vec![cluster("c", &[b.addr()])]), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.unwrap();
+    let mut s = tls_connect(addr, &client_config(&[&a], &[]), "a.example");
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a.example\r\nx-response-size: 50000000\r\n\r\n")
+        .unwrap();
+    // Never read: the gateway must give up on its writes on its own.
+    wait_until(Duration::from_secs(10), "the connection closed", || {
+        metric(admin, "gateway_downstream_cx_active") == 0.0
+    });
+    drop(s);
+}

@@ -413,3 +413,39 @@ fn trailers_end_the_request_even_when_the_window_is_full() {
     respond(&mut c, s, "");
     assert!(!c.is_closed(), "the request was complete");
 }
+
+#[test]
+fn a_head_limit_above_the_buffer_bound_is_still_reached() {
+    let mut c = ServerConn::new(ServerConfig {
+        limits: Limits {
+            max_head_bytes: 96 * 1024,
+            max_headers: 100,
+        },
+        ..ServerConfig::default()
+    });
+    let mut buf = BytesMut::from(&b"GET / HTTP/1.1\r\nHost: a\r\nX-Big: "[..]);
+    buf.extend_from_slice(&vec![b'a'; 80 * 1024]);
+    c.recv(&mut buf).unwrap();
+    assert!(
+        c.wants_input(buf.len()),
+        "an 80 KiB head under a 96 KiB limit reads on"
+    );
+    buf.extend_from_slice(&vec![b'a'; 20 * 1024]);
+    assert!(matches!(c.recv(&mut buf), Err(Error::HeadTooLarge { .. })));
+    assert_eq!(c.take_refusal(), Some(431));
+    assert_eq!(c.take_refusal(), None);
+}
+
+#[test]
+fn a_refusal_after_the_response_began_is_not_reported_as_answered() {
+    let mut c = conn();
+    let mut buf =
+        BytesMut::from(&b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"[..]);
+    c.recv(&mut buf).unwrap();
+    let (s, _, _) = request(&mut c);
+    let none: [(&[u8], &[u8]); 0] = [];
+    c.send_headers(s, 200, none, false).unwrap();
+    buf.extend_from_slice(b"zz\r\n");
+    assert!(c.recv(&mut buf).is_err());
+    assert_eq!(c.take_refusal(), None);
+}

@@ -61,9 +61,6 @@ pub(crate) struct H1Conn {
     counts: ServerCounts,
     /// Upgrade and CONNECT requests refused since the last count.
     upgrades_refused: u32,
-    /// The status the codec answered a refused request with (it closes
-    /// after it, so there is at most one), for the response counters.
-    refused: Option<u16>,
     /// The event being converted, for `poll_event`.
     pending: Option<Event>,
 }
@@ -111,7 +108,6 @@ impl DownCodec {
             underscores,
             counts: ServerCounts::default(),
             upgrades_refused: 0,
-            refused: None,
             pending: None,
         })
     }
@@ -128,7 +124,6 @@ impl DownCodec {
                 if e.status() == 431 {
                     c.counts.header_overflow += 1;
                 }
-                c.refused = Some(e.status());
                 None
             }),
         }
@@ -148,7 +143,7 @@ impl DownCodec {
             DownCodec::H2(c) => stats.add_codec(c.take_counts()),
             DownCodec::H1(c) => {
                 stats.add_codec(std::mem::take(&mut c.counts));
-                if let Some(status) = c.refused.take() {
+                if let Some(status) = c.conn.take_refusal() {
                     stats.responses.record(status);
                 }
                 if c.upgrades_refused > 0 {
@@ -364,7 +359,6 @@ impl H1Conn {
 
     /// Answers the current request `status` and closes.
     fn refuse(&mut self, status: u16) {
-        self.refused = Some(status);
         self.conn.reject(status);
     }
 
@@ -407,7 +401,21 @@ impl H1Conn {
         list.push(b":scheme", b"http", false);
         list.push(b":authority", authority, false);
         list.push(b":path", path, false);
+        // Fields the client named in `Connection` are for this hop only
+        // (RFC 9110 §7.6.1), like the fixed hop-by-hop list dropped later.
+        let named = |name: &[u8]| {
+            head.fields()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
+                .flat_map(|(_, v)| v.split(|&b| b == b','))
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(name))
+        };
+        let has_named = head
+            .fields()
+            .any(|(n, v)| n.eq_ignore_ascii_case(b"connection") && !v.is_empty());
         for (name, value) in head.fields() {
+            if has_named && !name.eq_ignore_ascii_case(b"connection") && named(name) {
+                continue;
+            }
             if name.contains(&b'_') {
                 match self.underscores {
                     HeadersWithUnderscoresAction::Allow => {}
@@ -598,6 +606,19 @@ mod tests {
                 (b"connection", b"keep-alive"),
             ]
         );
+    }
+
+    #[test]
+    fn fields_named_in_connection_stay_on_this_hop() {
+        let (_, ev) = h1(
+            &hcm(),
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nX-Other: 2\r\n\r\n",
+        );
+        let Some(Event::Request { head, .. }) = ev else {
+            panic!("a request");
+        };
+        assert!(head.get(b"x-secret").is_none());
+        assert_eq!(head.get(b"x-other"), Some(&b"2"[..]));
     }
 
     #[test]

@@ -525,7 +525,10 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             // as soon as that ends (a local reply, released body bytes),
             // not at the client's next write. Each pass takes bytes or
             // follows a change that let the codec take them.
-            if !(dc.conn.can_take(rb.buf.len()) && (took || !could)) {
+            // At `max_requests_per_connection` the top of the loop drains
+            // the connection before another pipelined request is taken.
+            let served_out = max_requests.is_some_and(|n| dc.requests >= n);
+            if served_out || !(dc.conn.can_take(rb.buf.len()) && (took || !could)) {
                 break;
             }
         }
@@ -652,10 +655,16 @@ async fn first_bytes(
 /// that receives it may drop the response it has not read yet (the 400
 /// that explains the close).
 async fn linger(tcp: &mut Transport, rb: &mut ReadBuf) {
-    if tcp.close_write().await.is_err() {
+    let mut timer = Box::pin(Timer::new(HARD_CLOSE_AFTER));
+    // Over TLS the close_notify must be written first: a client that
+    // reads nothing must not hold the connection in that write either.
+    let closed = futures_lite::future::or(async { tcp.close_write().await.is_ok() }, async {
+        timer.as_mut().await;
+        false
+    });
+    if !closed.await {
         return;
     }
-    let mut timer = Box::pin(Timer::new(HARD_CLOSE_AFTER));
     loop {
         rb.buf.clear();
         let room = rb.room(IDLE_READ_SIZE);
