@@ -182,7 +182,9 @@ fn bench(c: &mut Criterion) {
                 Arc::clone(&snap),
                 Default::default(),
             );
-            let wire = WireShard::new(shard);
+            let logs =
+                std::sync::Arc::new(shards::access_log::LogWriter::start().expect("log writer"));
+            let wire = WireShard::new(shard, logs);
             // Sanity: the request reaches `svc` and rotates over its hosts.
             let a = route_and_pick(&wire, &snap, &parts).unwrap();
             let b = route_and_pick(&wire, &snap, &parts).unwrap();

@@ -128,6 +128,8 @@ pub struct HttpConnectionManager {
     pub codec_type: CodecType,
     /// `http_protocol_options`: HTTP/1.1 downstream settings.
     pub http1: Http1Options,
+    /// `access_log`: where each finished request is logged, and how.
+    pub access_log: Vec<AccessLog>,
     /// The route table: inline, or the last one RDS delivered for `rds`.
     pub route_config: Arc<RouteConfig>,
     /// `rds`: the route table comes from RDS under this name (until it
@@ -176,6 +178,22 @@ pub struct HttpConnectionManager {
     /// (gRFC A55), as configured on the listener; virtual hosts and routes
     /// may disable or replace it (`typed_per_filter_config`).
     pub stateful_session: Option<StatefulSession>,
+}
+
+/// One `access_log` entry of a connection manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessLog {
+    pub sink: LogSink,
+    pub format: Arc<crate::access_log::LogFormat>,
+}
+
+/// Where an access log's lines go.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LogSink {
+    /// `envoy.access_loggers.file`: appended; reopened on SIGUSR1.
+    File(std::path::PathBuf),
+    Stdout,
+    Stderr,
 }
 
 /// `codec_type`: the downstream protocol of a connection manager.

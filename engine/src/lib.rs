@@ -5,6 +5,7 @@
 //! needs time or randomness takes the time (an `Instant`) or an RNG as a parameter,
 //! so the whole crate is testable deterministically.
 
+pub mod access_log;
 pub mod backoff;
 pub mod config;
 pub mod ejected;

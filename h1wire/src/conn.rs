@@ -130,6 +130,8 @@ pub struct ServerConn {
     requests: u64,
     /// The status of the refusal written since the caller last asked.
     refused: Option<u16>,
+    /// The version of the last request taken.
+    version: Version,
 }
 
 impl ServerConn {
@@ -145,6 +147,7 @@ impl ServerConn {
             out: BytesMut::new(),
             requests: 0,
             refused: None,
+            version: Version::Http11,
         }
     }
 
@@ -241,6 +244,7 @@ impl ServerConn {
             return Err(Error::Http10NotAccepted);
         }
         self.requests += 1;
+        self.version = head.version;
         self.last_stream = if self.last_stream == 0 {
             1
         } else {
@@ -526,6 +530,11 @@ impl ServerConn {
     /// complete).
     pub fn in_exchange(&self) -> bool {
         self.exchange.is_some()
+    }
+
+    /// The HTTP version of the last request taken (HTTP/1.1 before any).
+    pub fn version(&self) -> Version {
+        self.version
     }
 
     /// Requests parsed so far.

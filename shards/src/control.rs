@@ -60,6 +60,7 @@ pub(crate) struct Layout {
     pub cpus: Option<Vec<usize>>,
     pub cookie_format: engine::session::CookieFormat,
     pub pacing: crate::pacing::Pacing,
+    pub logs: Arc<crate::access_log::LogWriter>,
 }
 
 struct ShardLink {
@@ -113,6 +114,7 @@ pub(crate) async fn run(
         cpus,
         cookie_format,
         pacing,
+        logs,
     } = layout;
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
@@ -158,6 +160,7 @@ pub(crate) async fn run(
         };
         let stats = Arc::clone(stats);
         let first = Arc::clone(&snap);
+        let logs = Arc::clone(&logs);
         let spawned = LocalExecutorBuilder::new(placement)
             .io_memory(1 << 20)
             .name(&format!("shard-{i}"))
@@ -166,6 +169,7 @@ pub(crate) async fn run(
                     cookie_format,
                     pacing,
                     data_shards: n,
+                    logs,
                 };
                 crate::data_shard::run(i, stats, first, config, rx, ack_tx)
             });

@@ -21,7 +21,7 @@ use crate::stats::ShardStats;
 use crate::wire::runtime::ShardRuntime;
 
 /// How a data shard runs, fixed for the gateway's life.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct ShardConfig {
     /// How new session cookies are written.
     pub cookie_format: CookieFormat,
@@ -29,6 +29,8 @@ pub struct ShardConfig {
     /// How many data shards run (listener connection limits are shared
     /// among them).
     pub data_shards: usize,
+    /// Where access log lines go.
+    pub logs: Arc<crate::access_log::LogWriter>,
 }
 
 pub async fn run(
@@ -39,6 +41,7 @@ pub async fn run(
         cookie_format,
         pacing,
         data_shards,
+        logs,
     }: ShardConfig,
     inbox: SharedReceiver<ShardMsg>,
     acks: SharedSender<ShardReply>,
@@ -53,7 +56,7 @@ pub async fn run(
         Arc::clone(&first),
         cookie_format,
     );
-    let mut runtime = ShardRuntime::new(Rc::clone(&shard));
+    let mut runtime = ShardRuntime::new(Rc::clone(&shard), logs);
     let version = first.version;
     let result = runtime
         .apply(first)

@@ -62,6 +62,8 @@ pub struct GatewayHandle {
     pub shard_stats: Vec<Arc<ShardStats>>,
     commands: CommandSender,
     control: Option<JoinHandle<()>>,
+    /// The access log writer thread, shared with the data shards.
+    logs: Arc<crate::access_log::LogWriter>,
 }
 
 impl GatewayHandle {
@@ -80,12 +82,13 @@ impl GatewayHandle {
     }
 
     /// Drains connections (GOAWAY, then up to each listener's drain timeout)
-    /// and stops every shard.
+    /// and stops every shard, then writes out the access logs.
     pub fn shutdown(mut self) {
         self.commands.send(Command::Shutdown);
         if let Some(t) = self.control.take() {
             let _ = t.join();
         }
+        self.logs.stop();
     }
 
     /// Blocks until the gateway stops.
@@ -93,6 +96,13 @@ impl GatewayHandle {
         if let Some(t) = self.control.take() {
             let _ = t.join();
         }
+        self.logs.stop();
+    }
+
+    /// Closes the access log files; the next line reopens each (SIGUSR1,
+    /// after logrotate moved them).
+    pub fn reopen_logs(&self) {
+        self.logs.reopen();
     }
 }
 
@@ -204,6 +214,10 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
     let shard_stats: Vec<Arc<ShardStats>> =
         (0..n).map(|_| Arc::new(ShardStats::default())).collect();
     let (cmd_tx, cmd_rx) = command_channel().map_err(|e| StartError::Control(e.to_string()))?;
+    let logs = Arc::new(
+        crate::access_log::LogWriter::start().map_err(|e| StartError::Control(e.to_string()))?,
+    );
+    let logs2 = Arc::clone(&logs);
     let (started_tx, started_rx) = mpsc::channel();
     let stats2 = shard_stats.clone();
     let control = std::thread::Builder::new()
@@ -225,6 +239,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 cpus,
                 cookie_format: opts.session_cookie_format,
                 pacing: opts.pacing,
+                logs: logs2,
             };
             ex.run(crate::control::run(
                 bootstrap, layout, stats2, cmd_rx, started_tx,
@@ -238,13 +253,16 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
             shard_stats,
             commands: cmd_tx,
             control: Some(control),
+            logs,
         }),
         Ok(Err(e)) => {
             let _ = control.join();
+            logs.stop();
             Err(e)
         }
         Err(_) => {
             let _ = control.join();
+            logs.stop();
             Err(StartError::Control(
                 "control shard exited during start".into(),
             ))

@@ -2,6 +2,7 @@
 //! the data shards (listeners, HTTP/2 proxying on `h2wire`, upstream pools), plus the demo
 //! backend used by the README, the tests and the benchmarks.
 
+pub mod access_log;
 pub mod admin;
 mod certs;
 pub(crate) mod control;

@@ -97,6 +97,8 @@ pub struct DownstreamStats {
     /// Handshakes the client left (closed or reset its socket) before
     /// they completed.
     pub tls_handshake_abandoned: Counter,
+    /// Access log lines dropped because the writer's queue was full.
+    pub access_log_dropped: Counter,
     pub cx_reset_flood: Counter,
     pub cx_idle_timeout: Counter,
     pub rq_total: Counter,

@@ -726,3 +726,49 @@ fn downstream_tls_refusals_name_their_field() {
         )
     );
 }
+
+#[test]
+fn access_logs_are_taken_and_unknown_operators_named() {
+    let with = |logs: &str| {
+        edit(
+            "codec_type: HTTP2\n",
+            &format!("codec_type: HTTP2\n          access_log:\n{logs}"),
+        )
+    };
+    let boot = load(&with(concat!(
+        "          - name: envoy.access_loggers.stdout\n",
+        "            typed_config:\n",
+        "              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog\n",
+        "              log_format:\n",
+        "                json_format: {status: \"%RESPONSE_CODE%\", path: \"%REQ(:PATH)%\"}\n",
+        "          - name: envoy.access_loggers.file\n",
+        "            typed_config:\n",
+        "              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n",
+        "              path: /tmp/gw-access.log\n",
+        "              log_format:\n",
+        "                text_format_source: {inline_string: \"%PROTOCOL% %UPSTREAM_HOST%\\n\"}\n",
+    )))
+    .expect("valid");
+    let logs = &boot.listeners[0].http.access_log;
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[0].sink, engine::LogSink::Stdout);
+    assert_eq!(logs[0].format.req_fields(), [":path"]);
+    assert_eq!(
+        logs[1].sink,
+        engine::LogSink::File("/tmp/gw-access.log".into())
+    );
+    let err = bad(
+        "codec_type: HTTP2\n",
+        concat!(
+            "codec_type: HTTP2\n          access_log:\n",
+            "          - name: envoy.access_loggers.stderr\n",
+            "            typed_config:\n",
+            "              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog\n",
+            "              log_format: {text_format: \"%UPSTREAM_REQUEST_ATTEMPT_COUNT%\\n\"}\n",
+        ),
+    );
+    assert_eq!(
+        err,
+        format!("{HCM}.access_log[0].typed_config.log_format.text_format: unknown command operator %UPSTREAM_REQUEST_ATTEMPT_COUNT%")
+    );
+}

@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 35] = [
+    let simple: [(&str, &str, &str, ShardCounter); 36] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -72,6 +72,12 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Downstream TLS handshakes refused: bad records, no common version or cipher suite, a client certificate that does not verify.",
             |s| &s.downstream.tls_handshake_error,
+        ),
+        (
+            "gateway_access_log_dropped",
+            "counter",
+            "Access log lines dropped: the writer's queue was full (a data shard never waits on the log).",
+            |s| &s.downstream.access_log_dropped,
         ),
         (
             "gateway_downstream_tls_handshake_abandoned",

@@ -1,5 +1,6 @@
 //! `gateway`: run the edge gateway from an Envoy v3 bootstrap (or the
-//! embedded demo), reload it on SIGHUP, drain on SIGTERM/SIGINT.
+//! embedded demo), reload it on SIGHUP, reopen access logs on SIGUSR1, drain on
+//! SIGTERM/SIGINT.
 
 use shards::pacing::Pacing;
 use std::path::PathBuf;
@@ -182,6 +183,7 @@ fn main() -> ExitCode {
         signal_hook::consts::SIGHUP,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGUSR1,
     ]) {
         Ok(s) => s,
         Err(e) => {
@@ -251,6 +253,11 @@ fn main() -> ExitCode {
     }
 
     for signal in signals.forever() {
+        if signal == signal_hook::consts::SIGUSR1 {
+            // logrotate moved the access log files away: open new ones.
+            gw.reopen_logs();
+            continue;
+        }
         if signal == signal_hook::consts::SIGHUP {
             // Bad config on reload: keep serving what we have.
             match load(&args).and_then(|b| gw.reload(b)) {

@@ -296,6 +296,17 @@ impl DownCodec {
         }
     }
 
+    /// The protocol as access logs name it (`%PROTOCOL%`).
+    pub fn protocol(&self) -> &'static str {
+        match self {
+            DownCodec::H2(_) => "HTTP/2",
+            DownCodec::H1(c) => match c.conn.version() {
+                h1wire::Version::Http10 => "HTTP/1.0",
+                h1wire::Version::Http11 => "HTTP/1.1",
+            },
+        }
+    }
+
     pub fn is_h1(&self) -> bool {
         matches!(self, DownCodec::H1(_))
     }

@@ -21,6 +21,7 @@ use h2wire::ErrorCode;
 use super::codec::{self, DownCodec, Proto};
 use super::dstream::DStream;
 use super::inbox::Deliveries;
+use super::logging::LogTargets;
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
 use super::tls::{self, Transport};
@@ -110,6 +111,10 @@ pub(crate) struct DownConn {
     pub now: Instant,
     /// Requests the connection has taken (for `max_requests_per_connection`).
     pub requests: u32,
+    /// The listener's access logs (empty: nothing is logged).
+    pub logs: LogTargets,
+    /// The TLS server name the client asked for.
+    pub sni: Option<Box<str>>,
 }
 
 impl DownConn {
@@ -150,7 +155,10 @@ impl DownConn {
             } => self.on_request_data(stream, data, end_stream),
             Event::Trailers { stream, fields } => self.on_request_trailers(stream, fields),
             Event::Reset { stream, .. } => {
-                if let Some(s) = self.streams.get(&stream) {
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    if let Some(l) = s.log.as_mut() {
+                        l.flags = "DC";
+                    }
                     let stats = &self.wire.shard.stats.downstream;
                     stats.rq_reset_by_client.inc();
                     if s.never_sent() {
@@ -267,6 +275,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     let max_requests = hcm.max_requests_per_connection;
     let lives_until = hcm.max_connection_duration.map(|d| Instant::now() + d);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
+    let logs = wire.log_targets(hcm);
     let drain_sub = drain.subscribe();
     let shutdown_sub = wire.shutdown.subscribe();
     let mut rb = ReadBuf::default();
@@ -298,6 +307,8 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
         granted: 0,
         now: Instant::now(),
         requests: 0,
+        logs,
+        sni: tcp.server_name().map(Box::from),
     };
     let mut batch = Deliveries::new();
     // Armed while streams are open (deadline scan) or, on an idle

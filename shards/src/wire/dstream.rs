@@ -67,6 +67,8 @@ pub(crate) struct DStream {
     /// The header that (re)binds the client's session to this host, for
     /// the response head (boxed: rare, and streams stay small).
     pub(super) session_header: Option<Box<(HeaderName, HeaderValue)>>,
+    /// What its access log lines need, when the listener logs.
+    pub(super) log: Option<Box<super::logging::LogState>>,
 }
 
 impl DStream {

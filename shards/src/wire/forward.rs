@@ -133,6 +133,9 @@ impl DownConn {
                     Admit::Room => {
                         let d = drain(&mut s.resp, &mut self.conn, stream, conn, up.stream);
                         self.out.note_sent(d.moved);
+                        if let Some(l) = s.log.as_mut() {
+                            l.bytes_sent += u64::from(d.moved);
+                        }
                         moved |= d.moved > 0 || d.ended;
                         if d.ended {
                             done.push(stream);
@@ -157,6 +160,9 @@ impl DownConn {
             if send_request {
                 let d = drain(&mut s.req, conn, up.stream, &mut self.conn, stream);
                 p.sent_request_data(up, d.moved);
+                if let Some(l) = s.log.as_mut() {
+                    l.bytes_received += u64::from(d.moved);
+                }
                 moved |= d.moved > 0 || d.ended;
                 if d.ended {
                     s.deadline = s.timeout.map(|t| now + t);

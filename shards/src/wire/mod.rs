@@ -32,6 +32,7 @@ pub mod downstream;
 mod dstream;
 pub mod forward;
 mod inbox;
+mod logging;
 mod outbuf;
 pub mod pool;
 mod readbuf;
@@ -43,6 +44,8 @@ mod tls;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
+
+use ahash::AHashMap;
 
 use engine::snapshot::Host;
 use engine::{ClusterSnapshot, HostId};
@@ -65,16 +68,41 @@ pub struct WireShard {
     pools: RefCell<Vec<Option<PoolRef>>>,
     /// Fired on shutdown: every connection drains.
     pub(crate) shutdown: Signal,
+    /// Access log output, and sink numbers this shard has looked up.
+    pub(crate) logs: Arc<crate::access_log::LogWriter>,
+    log_sinks: RefCell<AHashMap<engine::LogSink, u32>>,
 }
 
 impl WireShard {
-    pub fn new(shard: Rc<Shard>) -> Rc<Self> {
+    pub fn new(shard: Rc<Shard>, logs: Arc<crate::access_log::LogWriter>) -> Rc<Self> {
         Rc::new(Self {
             shard,
             inboxes: Rc::default(),
             pools: RefCell::default(),
             shutdown: Signal::new(),
+            logs,
+            log_sinks: RefCell::default(),
         })
+    }
+
+    /// The access logs of a connection manager, as a connection uses
+    /// them: each format with its sink's number (looked up once per
+    /// connection, from this shard's cache).
+    pub(crate) fn log_targets(
+        &self,
+        hcm: &engine::HttpConnectionManager,
+    ) -> Vec<(u32, Arc<engine::access_log::LogFormat>)> {
+        hcm.access_log
+            .iter()
+            .map(|l| {
+                let id = *self
+                    .log_sinks
+                    .borrow_mut()
+                    .entry(l.sink.clone())
+                    .or_insert_with(|| self.logs.sink_id(&l.sink));
+                (id, Arc::clone(&l.format))
+            })
+            .collect()
     }
 
     /// Streams in flight to `host` (least request, A48): what

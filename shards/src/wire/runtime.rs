@@ -40,9 +40,9 @@ pub struct ShardRuntime {
 impl ShardRuntime {
     /// A runtime around `shard`, with no listener yet: the first
     /// [`Self::apply`] starts them.
-    pub fn new(shard: Rc<Shard>) -> Self {
+    pub fn new(shard: Rc<Shard>, logs: Arc<crate::access_log::LogWriter>) -> Self {
         Self {
-            wire: WireShard::new(shard),
+            wire: WireShard::new(shard, logs),
             listeners: AHashMap::new(),
         }
     }

@@ -28,6 +28,7 @@ use super::body::{owned, queued, Item, ItemQueue};
 use super::downstream::DownConn;
 use super::dstream::DStream;
 use super::inbox::Delivered;
+use super::logging::{flag_of, LogState};
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::route::{self, text, HeadView, Picked};
 use crate::local_reply::LocalReply;
@@ -199,6 +200,7 @@ impl DownConn {
         });
         let timeout = route.action.timeout;
         let idle = hcm.stream_idle_timeout;
+        let log = (!self.logs.is_empty()).then(|| LogState::new(&self.logs, &head, now));
         let ends_at = hcm.max_stream_duration.map(|d| now + d);
         self.streams.insert(
             stream,
@@ -232,6 +234,7 @@ impl DownConn {
                 served: None,
                 failed: None,
                 session_header,
+                log,
             },
         );
         // Opened at the end of this read's events (`open_deferred`): a
@@ -379,6 +382,9 @@ impl DownConn {
                 // 1xx heads are not forwarded (as Envoy by default).
                 if !informational {
                     let status = status_of(&head);
+                    if let Some(l) = s.log.as_mut() {
+                        l.on_response(&self.logs, status, Some(&head));
+                    }
                     s.resp_started = true;
                     s.served = Some((status, grpc_status(&head)));
                     let host_stats = shard.stats.hosts.host(s.host);
@@ -468,6 +474,16 @@ impl DownConn {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
+        if let Some(l) = s.log.as_mut() {
+            l.flags = flag_of(reply);
+            if !s.resp_started {
+                let status = if s.grpc { 200 } else { reply.status().as_u16() };
+                l.on_response(&self.logs, status, None);
+                if !s.grpc {
+                    l.bytes_sent += reply.body().len() as u64;
+                }
+            }
+        }
         s.failed = match reply {
             LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
             LocalReply::UpstreamReset => Some(CallResult::Reset),
@@ -505,6 +521,16 @@ impl DownConn {
         extra: Option<&(HeaderName, HeaderValue)>,
     ) {
         let head_only = is_head(&head);
+        if !self.logs.is_empty() {
+            let mut l = LogState::new(&self.logs, &head, self.now);
+            l.flags = flag_of(reply);
+            let status = if grpc { 200 } else { reply.status().as_u16() };
+            l.on_response(&self.logs, status, None);
+            if !grpc && !head_only {
+                l.bytes_sent += reply.body().len() as u64;
+            }
+            self.log(&l, None);
+        }
         self.conn.recycle(head);
         self.local_reply(stream, reply, grpc, extra, head_only);
         self.wire.shard.stats.downstream.rq_active.dec();
@@ -603,6 +629,10 @@ impl DownConn {
         }
         self.wire.shard.stats.downstream.rq_active.dec();
         self.wire.shard.stats.hosts.host(s.host).rq_active.dec();
+        if let Some(l) = &s.log {
+            let p = s.pool.borrow();
+            self.log(l, Some((p.addr, p.cluster_name())));
+        }
         // A client that went away is not the host's fault; the status it
         // had answered by then still counts (as Envoy counts it).
         let result = s.failed.or_else(|| {
@@ -616,6 +646,19 @@ impl DownConn {
         if let Some(result) = result {
             self.record_outlier(&s.pool, result);
         }
+    }
+
+    /// Queues the stream's access log lines.
+    fn log(&self, l: &LogState, upstream: Option<(std::net::SocketAddr, &str)>) {
+        l.emit(
+            &self.logs,
+            &self.wire.logs,
+            &self.wire.shard.stats.downstream,
+            self.conn.protocol(),
+            upstream,
+            self.peer,
+            self.sni.as_deref(),
+        );
     }
 
     /// Counts the stream's outcome for outlier detection, when the host's

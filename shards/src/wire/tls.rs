@@ -28,6 +28,14 @@ pub(crate) enum Transport {
 }
 
 impl Transport {
+    /// The server name (SNI) a TLS client asked for.
+    pub fn server_name(&self) -> Option<&str> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls(t) => t.get_ref().1.server_name(),
+        }
+    }
+
     /// Stops sending: a TLS `close_notify` then the socket's write side
     /// (HTTP/1.1's lingering close reads on after it).
     pub async fn close_write(&mut self) -> io::Result<()> {

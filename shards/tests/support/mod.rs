@@ -75,6 +75,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             stat_prefix: "ingress".into(),
             codec_type: Default::default(),
             http1: Default::default(),
+            access_log: Vec::new(),
             route_config: Arc::new(RouteConfig {
                 name: "rc".into(),
                 virtual_hosts: vec![VirtualHost {

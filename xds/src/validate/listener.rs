@@ -211,7 +211,6 @@ pub fn http_connection_manager(
         add_user_agent,
         tracing,
         server_name,
-        access_log,
         forward_client_cert_details,
         proxy_100_continue,
         via,
@@ -246,6 +245,7 @@ pub fn http_connection_manager(
             ))
         }
     };
+    let access_log = super::access_log::access_logs(&m.access_log, &path.field("access_log"))?;
     let http1 = http1_options(
         m.http_protocol_options.as_ref(),
         &path.field("http_protocol_options"),
@@ -322,6 +322,7 @@ pub fn http_connection_manager(
         stat_prefix: m.stat_prefix.clone(),
         codec_type,
         http1,
+        access_log,
         route_config: Arc::new(route_config),
         rds,
         max_concurrent_streams: u32_in(

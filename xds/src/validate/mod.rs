@@ -1,6 +1,7 @@
 //! Envoy protos → validated `engine` config, one entry point per resource
 //! type so bootstrap and (later) xDS responses share the same rules.
 
+mod access_log;
 mod cluster;
 mod lb;
 mod listener;
