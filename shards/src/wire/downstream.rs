@@ -334,6 +334,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             // close without flushing (as Envoy does).
             stats.conn_error(Some(flood));
             dc.close();
+            wire.flush_logs();
             stats.cx_active.dec();
             return;
         }
@@ -460,6 +461,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             Wake::Io(Woken::Nudged) | Wake::Writable => 0,
             Wake::WriteFailed => {
                 dc.close();
+                wire.flush_logs();
                 stats.cx_active.dec();
                 return;
             }
@@ -531,6 +533,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             dc.on_inbox(&mut batch);
             dc.forward();
             dc.flush_upstreams();
+            wire.flush_logs();
             // An HTTP/1.1 client's pipelined request (or body held back by
             // its window) waits in `rb` for the exchange before it: taken
             // as soon as that ends (a local reply, released body bytes),
@@ -552,6 +555,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
         linger(&mut tcp, &mut rb).await;
     }
     dc.close();
+    wire.flush_logs();
     stats.cx_active.dec();
     trim_lists(shard);
 }

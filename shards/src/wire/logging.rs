@@ -9,9 +9,9 @@ use std::time::{Instant, SystemTime};
 
 use engine::access_log::{LogFormat, LogRecord};
 use h2wire::message::HeaderList;
+use smallvec::SmallVec;
 
 use crate::local_reply::LocalReply;
-use crate::stats::DownstreamStats;
 
 /// A connection's access logs: each sink's number and its format.
 pub(crate) type LogTargets = Vec<(u32, Arc<LogFormat>)>;
@@ -20,9 +20,13 @@ pub(crate) type LogTargets = Vec<(u32, Arc<LogFormat>)>;
 pub(crate) struct LogState {
     start: SystemTime,
     started: Instant,
-    /// Per target, the values of its format's request fields.
-    req: Vec<Vec<Option<Box<[u8]>>>>,
-    resp: Vec<Vec<Option<Box<[u8]>>>>,
+    /// The captured field values, back to back, and where each is: for
+    /// each target in order, its format's request fields, then (once the
+    /// response head came) its response fields. Two allocations per
+    /// stream rather than one per field.
+    bytes: Vec<u8>,
+    req: Vec<Option<(u32, u32)>>,
+    resp: Vec<Option<(u32, u32)>>,
     pub bytes_received: u64,
     pub bytes_sent: u64,
     pub status: Option<u16>,
@@ -30,21 +34,7 @@ pub(crate) struct LogState {
     pub flags: &'static str,
 }
 
-fn capture(targets: &LogTargets, head: &HeaderList, req: bool) -> Vec<Vec<Option<Box<[u8]>>>> {
-    targets
-        .iter()
-        .map(|(_, f)| {
-            let names = if req { f.req_fields() } else { f.resp_fields() };
-            names
-                .iter()
-                .map(|n| field(head, n).map(Box::from))
-                .collect()
-        })
-        .collect()
-}
-
-/// A field's value; `host` stands in for a missing `:authority`, and
-/// `:path` is what HTTP/1.1 requests carry too (the codec made them).
+/// A field's value; `host` stands in for a missing `:authority`.
 fn field<'a>(head: &'a HeaderList, name: &str) -> Option<&'a [u8]> {
     head.get(name.as_bytes())
         .or_else(|| (name == ":authority").then(|| head.get(b"host")).flatten())
@@ -53,45 +43,78 @@ fn field<'a>(head: &'a HeaderList, name: &str) -> Option<&'a [u8]> {
 impl LogState {
     /// Starts a stream's record from its request head.
     pub fn new(targets: &LogTargets, head: &HeaderList, now: Instant) -> Box<Self> {
-        Box::new(Self {
+        let mut s = Box::new(Self {
             start: SystemTime::now(),
             started: now,
-            req: capture(targets, head, true),
+            bytes: Vec::new(),
+            req: Vec::new(),
             resp: Vec::new(),
             bytes_received: 0,
             bytes_sent: 0,
             status: None,
             flags: "",
-        })
+        });
+        for (_, f) in targets {
+            for n in f.req_fields() {
+                let span = s.keep(field(head, n));
+                s.req.push(span);
+            }
+        }
+        s
+    }
+
+    fn keep(&mut self, v: Option<&[u8]>) -> Option<(u32, u32)> {
+        let v = v?;
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(v);
+        Some((start, self.bytes.len() as u32))
     }
 
     /// The response head came (from upstream, or made locally).
     pub fn on_response(&mut self, targets: &LogTargets, status: u16, head: Option<&HeaderList>) {
         self.status = Some(status);
         if let Some(head) = head {
-            self.resp = capture(targets, head, false);
+            for (_, f) in targets {
+                for n in f.resp_fields() {
+                    let span = self.keep(head.get(n.as_bytes()));
+                    self.resp.push(span);
+                }
+            }
         }
     }
 
-    /// Renders each target's line and queues it; a full queue drops it
-    /// (counted).
+    /// Renders each target's line into the shard's batch for this turn.
     #[allow(clippy::too_many_arguments)]
     pub fn emit(
         &self,
         targets: &LogTargets,
-        writer: &crate::access_log::LogWriter,
-        stats: &DownstreamStats,
+        wire: &super::WireShard,
         protocol: &str,
         upstream: Option<(SocketAddr, &str)>,
         downstream: SocketAddr,
         sni: Option<&str>,
     ) {
-        fn values(v: &[Option<Box<[u8]>>]) -> Vec<Option<&[u8]>> {
-            v.iter().map(|x| x.as_deref()).collect()
-        }
-        for (i, (sink, format)) in targets.iter().enumerate() {
-            let req = self.req.get(i).map(|v| values(v)).unwrap_or_default();
-            let resp = self.resp.get(i).map(|v| values(v)).unwrap_or_default();
+        // Values of one target's fields, on the stack for the usual few.
+        let values = |spans: &[Option<(u32, u32)>], from: usize, n: usize| {
+            let mut v: SmallVec<[Option<&[u8]>; 8]> = SmallVec::new();
+            for i in from..from + n {
+                v.push(
+                    spans
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .map(|(a, b)| &self.bytes[a as usize..b as usize]),
+                );
+            }
+            v
+        };
+        let (mut req_at, mut resp_at) = (0, 0);
+        for (sink, format) in targets {
+            let (nq, np) = (format.req_fields().len(), format.resp_fields().len());
+            let req = values(&self.req, req_at, nq);
+            let resp = values(&self.resp, resp_at, np);
+            req_at += nq;
+            resp_at += np;
             let record = LogRecord {
                 start: Some(self.start),
                 duration: Some(self.started.elapsed()),
@@ -107,11 +130,7 @@ impl LogState {
                 req: &req,
                 resp: &resp,
             };
-            let mut line = Vec::with_capacity(256);
-            format.render(&record, &mut line);
-            if !writer.send(*sink, line) {
-                stats.access_log_dropped.inc();
-            }
+            wire.log_line(*sink, |lines| format.render(&record, lines));
         }
     }
 }

@@ -71,6 +71,10 @@ pub struct WireShard {
     /// Access log output, and sink numbers this shard has looked up.
     pub(crate) logs: Arc<crate::access_log::LogWriter>,
     log_sinks: RefCell<AHashMap<engine::LogSink, u32>>,
+    /// Lines rendered this turn, by sink, sent to the writer as one batch
+    /// at the end of the turn ([`Self::flush_logs`]): one queue operation
+    /// (and at most one wake-up of the writer) per turn, not per line.
+    log_batch: RefCell<Vec<(u32, Vec<u8>)>>,
 }
 
 impl WireShard {
@@ -82,7 +86,36 @@ impl WireShard {
             shutdown: Signal::new(),
             logs,
             log_sinks: RefCell::default(),
+            log_batch: RefCell::default(),
         })
+    }
+
+    /// Renders a line for `sink` into this turn's batch.
+    pub(crate) fn log_line(&self, sink: u32, render: impl FnOnce(&mut Vec<u8>)) {
+        let mut batch = self.log_batch.borrow_mut();
+        match batch.iter_mut().find(|(s, _)| *s == sink) {
+            Some((_, lines)) => render(lines),
+            None => {
+                let mut lines = Vec::with_capacity(4096);
+                render(&mut lines);
+                batch.push((sink, lines));
+            }
+        }
+    }
+
+    /// Hands this turn's lines to the writer; what its queue cannot take
+    /// is dropped and counted, line by line.
+    pub(crate) fn flush_logs(&self) {
+        let mut batch = self.log_batch.borrow_mut();
+        if batch.is_empty() {
+            return;
+        }
+        for (sink, lines) in batch.drain(..) {
+            let n = lines.iter().filter(|&&b| b == b'\n').count() as u64;
+            if !self.logs.send(sink, lines) {
+                self.shard.stats.downstream.access_log_dropped.add(n.max(1));
+            }
+        }
     }
 
     /// The access logs of a connection manager, as a connection uses

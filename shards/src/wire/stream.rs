@@ -652,8 +652,7 @@ impl DownConn {
     fn log(&self, l: &LogState, upstream: Option<(std::net::SocketAddr, &str)>) {
         l.emit(
             &self.logs,
-            &self.wire.logs,
-            &self.wire.shard.stats.downstream,
+            &self.wire,
             self.conn.protocol(),
             upstream,
             self.peer,
