@@ -36,6 +36,14 @@ fn cert(names: &[&str]) -> Cert {
 }
 
 fn tls_for(certs: &[&Cert], alpn: &[&str]) -> Arc<DownstreamTls> {
+    tls_with(certs, alpn, None)
+}
+
+fn tls_with(
+    certs: &[&Cert],
+    alpn: &[&str],
+    client_auth: Option<engine::tls::ClientAuthSpec>,
+) -> Arc<DownstreamTls> {
     Arc::new(
         DownstreamTls::build(DownstreamTlsSpec {
             certificates: certs
@@ -54,7 +62,7 @@ fn tls_for(certs: &[&Cert], alpn: &[&str]) -> Arc<DownstreamTls> {
             session_tickets: true,
             session_cache: true,
             prefer_server_ciphers: true,
-            client_auth: None,
+            client_auth,
         })
         .expect("tls builds"),
     )
@@ -423,28 +431,12 @@ fn mtls_gateway(
     SocketAddr,
     shards::demo_backend::BackendHandle,
 ) {
-    let tls = DownstreamTls::build(DownstreamTlsSpec {
-        certificates: vec![CertificateSpec {
-            chain: vec![server.der.clone()],
-            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server.key.clone())),
-        }],
-        alpn: Vec::new(),
-        min_version: TlsVersion::V1_2,
-        max_version: TlsVersion::V1_3,
-        cipher_suites: Vec::new(),
-        ecdh_curves: Vec::new(),
-        require_sni: false,
-        session_tickets: true,
-        session_cache: true,
-        prefer_server_ciphers: true,
-        client_auth: Some(engine::tls::ClientAuthSpec {
-            roots: vec![ca.clone()],
-            required,
-            suppress_ca_list: false,
-        }),
-    })
-    .expect("tls builds");
-    gateway(Arc::new(tls), None)
+    let auth = engine::tls::ClientAuthSpec {
+        roots: vec![ca.clone()],
+        required,
+        suppress_ca_list: false,
+    };
+    gateway(tls_with(&[server], &[], Some(auth)), None)
 }
 
 /// A client trusting `server`, presenting `identity` if given; `None` if
