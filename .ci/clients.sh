@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Real clients against the built gateway: curl over HTTP/1.1 (keep-alive,
 # bodies, Expect: 100-continue, HTTP/1.0's 426) and HTTP/2 on the same
-# port, then both over TLS (ALPN), in front of a demo backend; every port
-# chosen by the kernel.
+# port, then both over TLS (ALPN), in front of a demo backend; then a gRPC
+# client (grpcio, pip-installed when missing) over TLS keeping a stateful
+# session across two backends. Every port is chosen by the kernel.
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,76 @@ check "TLS: 2 MB upload over HTTP/2" "$(sha256sum <"$work/upload")" \
     "$(curl -s --cacert "$work/cert.pem" --data-binary "@$work/upload" "$url/echo" | sha256sum)"
 check "TLS: a client that does not trust the certificate is refused" "60" \
     "$(curl -s -o /dev/null "$url/"; echo $?)"
+
+# gRPC (grpcio) over TLS with a stateful session, in front of two backends.
+if ! python3 -c 'import grpc' 2>/dev/null; then
+    python3 -m pip install -q grpcio >/dev/null 2>&1 || pip install -q grpcio >/dev/null
+fi
+"$BIN/demo-backend" --listen 127.0.0.1:0 --name b2 >"$work/backend2.log" 2>&1 &
+pids+=($!)
+backend2=$(await_addr "$work/backend2.log" "listening on")
+cat >"$work/session.yaml" <<YAML
+admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            alpn_protocols: [h2]
+            tls_certificates:
+            - certificate_chain: { filename: $work/cert.pem }
+              private_key: { filename: $work/key.pem }
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: backends }
+          http_filters:
+          - name: envoy.filters.http.stateful_session
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession
+              session_state:
+                name: envoy.http.stateful_session.cookie
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.http.stateful_session.cookie.v3.CookieBasedSessionState
+                  cookie: { name: grpc-session, path: /, ttl: 60s }
+          - name: envoy.filters.http.router
+  clusters:
+  - name: backends
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: backends
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${backend##*:} } } }
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${backend2##*:} } } }
+YAML
+"$BIN/gateway" -c "$work/session.yaml" --shards 1 >"$work/gateway-grpc.log" 2>&1 &
+pids+=($!)
+grpc_gw=$(await_addr "$work/gateway-grpc.log" "listener ingress on")
+if python3 .ci/grpc_session_client.py "localhost:${grpc_gw##*:}" "$work/cert.pem" 10; then
+    echo "ok   gRPC over TLS keeps its stateful session"
+else
+    echo "FAIL gRPC over TLS with a stateful session"
+    failures=$((failures + 1))
+fi
 
 if [[ $failures -gt 0 ]]; then
     echo "clients: $failures failures; gateway log:" >&2
