@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real clients against the built gateway: curl over HTTP/1.1 (keep-alive,
 # bodies, Expect: 100-continue, HTTP/1.0's 426) and HTTP/2 on the same
-# port, then both over TLS (ALPN), in front of a demo backend; then a gRPC
+# port, then both over TLS (ALPN), in front of a demo backend; headless
+# Chromium (apt-installed when missing) loading a page over TLS; a gRPC
 # client (grpcio, pip-installed when missing) over TLS keeping a stateful
 # session across two backends. Every port is chosen by the kernel.
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
@@ -13,13 +14,13 @@ if ! command -v curl >/dev/null; then
     sudo -n apt-get install -y -q curl >/dev/null 2>&1 || apt-get install -y -q curl >/dev/null
 fi
 
-# shellcheck source=common.sh
+# shellcheck source=.ci/common.sh
 . .ci/common.sh
 
 "$BIN/demo-backend" --listen 127.0.0.1:0 >"$work/backend.log" 2>&1 &
 pids+=($!)
 backend=$(await_addr "$work/backend.log" "listening on")
-# shellcheck source=../benches/e2e/lib.sh
+# shellcheck source=benches/e2e/lib.sh
 . benches/e2e/lib.sh
 PROXY_PORT=0 BACKEND_PORT=${backend##*:} write_bootstrap "$work/bootstrap.yaml" clients-gateway
 "$BIN/gateway" -c "$work/bootstrap.yaml" --shards 1 >"$work/gateway.log" 2>&1 &
@@ -63,6 +64,23 @@ check "TLS: 2 MB upload over HTTP/2" "$(sha256sum <"$work/upload")" \
     "$(curl -s --cacert "$work/cert.pem" --data-binary "@$work/upload" "$url/echo" | sha256sum)"
 check "TLS: a client that does not trust the certificate is refused" "60" \
     "$(curl -s -o /dev/null "$url/"; echo $?)"
+
+# A browser: headless Chromium loads a page through the gateway over TLS,
+# trusting exactly our certificate (its key's SPKI hash), then the
+# gateway's counters say it came over HTTP/2 (ALPN).
+if ! command -v chromium >/dev/null; then
+    sudo -n apt-get install -y -q chromium >/dev/null 2>&1 || apt-get install -y -q chromium >/dev/null
+fi
+spki=$(openssl x509 -in "$work/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der |
+    openssl dgst -sha256 -binary | base64)
+tls_admin=$(await_addr "$work/gateway-tls.log" "admin on")
+h2_before=$(curl -s "${tls_admin%/}/stats" | awk '$1 == "gateway_downstream_cx_http2_total" {print $2}')
+page=$(timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --no-first-run --user-data-dir="$work/chromium" --ignore-certificate-errors-spki-list="$spki" \
+    --dump-dom "$url/" 2>"$work/chromium.log" || true)
+h2_after=$(curl -s "${tls_admin%/}/stats" | awk '$1 == "gateway_downstream_cx_http2_total" {print $2}')
+check "Chromium loads a page over TLS" "hello from backend" "$(grep -o 'hello from backend' <<<"$page" | head -1)"
+check "Chromium came over HTTP/2" "more" "$([[ ${h2_after:-0} -gt ${h2_before:-0} ]] && echo more || echo same)"
 
 # gRPC (grpcio) over TLS with a stateful session, in front of two backends.
 if ! python3 -c 'import grpc' 2>/dev/null; then

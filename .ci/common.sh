@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the CI scripts that run the built binaries (h2spec.sh,
 # clients.sh): a work directory removed on exit together with every
 # process recorded in `pids`, and a wait for the address a process prints.

@@ -13,7 +13,7 @@ if [[ ! -x $H2SPEC ]]; then
     exit 1
 fi
 
-# shellcheck source=common.sh
+# shellcheck source=.ci/common.sh
 . .ci/common.sh
 
 "$BIN/demo-backend" --listen 127.0.0.1:0 >"$work/backend.log" 2>&1 &
@@ -23,7 +23,7 @@ backend=$(await_addr "$work/backend.log" "listening on")
 # The benchmarks' bootstrap (benches/e2e/lib.sh): a listener on port 0
 # routing everything to the backend; run once in cleartext (h2c prior
 # knowledge) and once over TLS (ALPN h2, a self-signed certificate).
-# shellcheck source=../benches/e2e/lib.sh
+# shellcheck source=benches/e2e/lib.sh
 . benches/e2e/lib.sh
 make_test_cert "$work"
 
@@ -33,7 +33,7 @@ run_h2spec() {
     shift
     "$BIN/gateway" -c "$work/$name.yaml" --shards 1 >"$work/$name.log" 2>&1 &
     local pid=$!
-    pids+=($pid)
+    pids+=("$pid")
     local gateway
     gateway=$(await_addr "$work/$name.log" "listener ingress on")
     echo "h2spec ($name) against the gateway on $gateway (backend $backend)"
