@@ -151,17 +151,12 @@ done
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
+# shellcheck source-path=SCRIPTDIR source=harness.sh
+. "$ROOT/benches/e2e/harness.sh"
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/release
 
 # Number of CPUs in a list such as 0,2-3.
-cpu_count() {
-    python3 -c 'import sys
-n=0
-for p in sys.argv[1].split(","):
-    a,_,b=p.partition("-"); n+= (int(b)-int(a)+1) if b else 1
-print(n)' "$1"
-}
 [ -n "$LOAD_THREADS" ] || LOAD_THREADS=$(cpu_count "$LOAD_CPUS")
 # shellcheck disable=SC2034 # not used at present
 NPROXY_CPUS=$(cpu_count "$PROXY_CPUS")
@@ -269,38 +264,9 @@ fi
 BIN=$WORK/bin
 [ -n "$OUT_DIR" ] && mkdir -p "$OUT_DIR"
 PIDS=()
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    sleep 0.3
-    for pid in "${PIDS[@]}"; do
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    if [ -n "$OUT_DIR" ]; then
-        cp -r "$WORK"/. "$OUT_DIR"/ 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-    exit $rc
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-forget_pid() { # remove $1 from PIDS after it was stopped
-    local keep=() p
-    for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
-stop_pid() {
-    kill "$1" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    forget_pid "$1"
-}
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
@@ -330,14 +296,6 @@ PROXY_PID=
 PROXY_PORT=
 # Starts a proxy command on the proxy CPUs, logging to $WORK/$1, and waits
 # until it listens on $PROXY_PORT (chosen by the caller).
-launch_proxy() { # log-file, command...
-    local log=$1
-    shift
-    taskset -c "$PROXY_CPUS" "$@" >>"$WORK/$log" 2>&1 &
-    PROXY_PID=$!
-    PIDS+=("$PROXY_PID")
-    wait_listen "$PROXY_PORT" "$PROXY_PID"
-}
 
 # The bootstrap of the gateway and of Envoy (the same one): a listener on
 # $PROXY_PORT with codec_type AUTO (HTTP/2 on its preface, HTTP/1.1
@@ -379,10 +337,6 @@ start_wireproxy() {
         --upstream "127.0.0.1:$BACKEND_PORT"
 }
 
-stop_proxy() {
-    if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
-    PROXY_PID=
-}
 
 # ---------------------------------------------------------------- measurements
 RESULTS=$WORK/results.tsv

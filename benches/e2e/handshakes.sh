@@ -137,15 +137,10 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/release
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$ROOT/benches/e2e/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=harness.sh
+. "$ROOT/benches/e2e/harness.sh"
 
 # Number of CPUs in a list such as 0,2-3.
-cpu_count() {
-    python3 -c 'import sys
-n=0
-for p in sys.argv[1].split(","):
-    a,_,b=p.partition("-"); n+= (int(b)-int(a)+1) if b else 1
-print(n)' "$1"
-}
 [ -n "$LOAD_THREADS" ] || LOAD_THREADS=$(cpu_count "$LOAD_CPUS")
 [ "$CLIENT" != h2load ] || [ "$LOAD_THREADS" -le "$CONNS" ] || LOAD_THREADS=$CONNS
 
@@ -211,38 +206,9 @@ fi
 BIN=$WORK/bin
 [ -n "$OUT_DIR" ] && mkdir -p "$OUT_DIR"
 PIDS=()
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    sleep 0.3
-    for pid in "${PIDS[@]}"; do
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    if [ -n "$OUT_DIR" ]; then
-        cp -r "$WORK"/. "$OUT_DIR"/ 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-    exit $rc
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-forget_pid() { # remove $1 from PIDS after it was stopped
-    local keep=() p
-    for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
-stop_pid() {
-    kill "$1" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-    forget_pid "$1"
-}
 sleep_until() { # epoch µs
     local wait_us=$(( $1 - ${EPOCHREALTIME/./} ))
     [ "$wait_us" -gt 0 ] && sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
@@ -271,14 +237,6 @@ log "backend pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (cpu $BACKEND_CPU)"
 PROXY_PID=
 PROXY_PORT=
 ADMIN_PORT=
-launch_proxy() { # log-file, command...
-    local log=$1
-    shift
-    taskset -c "$PROXY_CPUS" "$@" >>"$WORK/$log" 2>&1 &
-    PROXY_PID=$!
-    PIDS+=("$PROXY_PID")
-    wait_listen "$PROXY_PORT" "$PROXY_PID"
-}
 start_gateway() { # binary [extra arguments...]
     local bin=$1
     shift
@@ -302,10 +260,6 @@ start_envoy() {
     launch_proxy envoy.log "$ENVOY_BIN" -c "$WORK/envoy.yaml" --concurrency "$SHARDS" \
         --base-id "$$" --disable-hot-restart --log-level warn
     wait_listen "$ADMIN_PORT" "$PROXY_PID"
-}
-stop_proxy() {
-    if [ -n "$PROXY_PID" ]; then stop_pid "$PROXY_PID"; fi
-    PROXY_PID=
 }
 
 # The proxy's own TLS counters: "handshakes resumed failed" (outside the

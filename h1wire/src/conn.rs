@@ -526,12 +526,6 @@ impl ServerConn {
         }
     }
 
-    /// A request is in progress (its head came, its response is not
-    /// complete).
-    pub fn in_exchange(&self) -> bool {
-        self.exchange.is_some()
-    }
-
     /// The HTTP version of the last request taken (HTTP/1.1 before any).
     pub fn version(&self) -> Version {
         self.version
@@ -549,10 +543,6 @@ impl ServerConn {
     /// What to write to the socket, if anything.
     pub fn poll_output(&mut self) -> Option<Bytes> {
         (!self.out.is_empty()).then(|| self.out.split().freeze())
-    }
-
-    pub fn has_output(&self) -> bool {
-        !self.out.is_empty()
     }
 
     /// Gives back buffers a burst grew.

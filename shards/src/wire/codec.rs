@@ -414,17 +414,20 @@ impl H1Conn {
         list.push(b":path", path, false);
         // Fields the client named in `Connection` are for this hop only
         // (RFC 9110 §7.6.1), like the fixed hop-by-hop list dropped later.
-        let named = |name: &[u8]| {
-            head.fields()
-                .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
-                .flat_map(|(_, v)| v.split(|&b| b == b','))
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(name))
-        };
-        let has_named = head
+        // Collected once (browsers send `Connection: keep-alive` with
+        // every request), on the stack for the usual few tokens.
+        let named: smallvec::SmallVec<[&[u8]; 4]> = head
             .fields()
-            .any(|(n, v)| n.eq_ignore_ascii_case(b"connection") && !v.is_empty());
+            .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
+            .flat_map(|(_, v)| v.split(|&b| b == b','))
+            .map(<[u8]>::trim_ascii)
+            .filter(|t| !t.is_empty())
+            .collect();
         for (name, value) in head.fields() {
-            if has_named && !name.eq_ignore_ascii_case(b"connection") && named(name) {
+            if !named.is_empty()
+                && !name.eq_ignore_ascii_case(b"connection")
+                && named.iter().any(|t| t.eq_ignore_ascii_case(name))
+            {
                 continue;
             }
             if name.contains(&b'_') {
