@@ -61,6 +61,19 @@ impl BodyDecoder {
         buf: &mut BytesMut,
         limits: &Limits,
     ) -> Result<Option<BodyEvent>, Error> {
+        self.decode_max(buf, limits, usize::MAX)
+    }
+
+    /// [`Self::decode`] giving at most `max` data bytes: a reader's window
+    /// caps what is taken, not what is read. Framing (chunk-size lines,
+    /// trailers, the end) is still taken with `max` 0, so that a body whose
+    /// last byte filled the window is seen to end there.
+    pub fn decode_max(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+        max: usize,
+    ) -> Result<Option<BodyEvent>, Error> {
         loop {
             match self.state {
                 State::Done => return Ok(None),
@@ -69,10 +82,13 @@ impl BodyDecoder {
                     return Ok(Some(BodyEvent::End));
                 }
                 State::Length(left) | State::ChunkData(left) => {
-                    if buf.is_empty() {
+                    if buf.is_empty() || max == 0 {
                         return Ok(None);
                     }
-                    let take = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+                    let take = usize::try_from(left)
+                        .unwrap_or(usize::MAX)
+                        .min(buf.len())
+                        .min(max);
                     let data = buf.split_to(take).freeze();
                     let left = left - take as u64;
                     self.state = match self.state {
@@ -293,6 +309,24 @@ mod tests {
         let mut wire = b"4;".to_vec();
         wire.extend(std::iter::repeat_n(b'x', MAX_CHUNK_LINE));
         assert!(run(BodyFraming::Chunked, &wire, 512).is_err());
+    }
+
+    #[test]
+    fn decode_max_caps_data_but_not_framing() {
+        let limits = Limits::default();
+        let mut buf = BytesMut::from(&b"5\r\nhello\r\n0\r\n\r\n"[..]);
+        let mut dec = BodyDecoder::new(BodyFraming::Chunked);
+        assert_eq!(dec.decode_max(&mut buf, &limits, 0).unwrap(), None);
+        let ev = dec.decode_max(&mut buf, &limits, 3).unwrap();
+        assert_eq!(ev, Some(BodyEvent::Data(Bytes::from_static(b"hel"))));
+        let ev = dec.decode_max(&mut buf, &limits, 3).unwrap();
+        assert_eq!(ev, Some(BodyEvent::Data(Bytes::from_static(b"lo"))));
+        // The window is full, yet the end is seen.
+        assert_eq!(
+            dec.decode_max(&mut buf, &limits, 0).unwrap(),
+            Some(BodyEvent::End)
+        );
+        assert!(buf.is_empty());
     }
 
     #[test]

@@ -1,8 +1,11 @@
-//! Writing responses: the status line and header section, and the body's
-//! framing chosen from what is known about it (RFC 9112 §4, §6, §7).
+//! Writing messages: responses (the server side) and requests (the client
+//! side), heads and the body's framing chosen from what is known about it
+//! (RFC 9112 §3, §4, §6, §7).
 
 use bytes::{BufMut, BytesMut};
 
+use crate::client::SendError;
+use crate::head::decimal;
 use crate::Version;
 
 /// How a response's body is delimited on the wire.
@@ -149,10 +152,101 @@ pub fn chunk(out: &mut BytesMut, data: &[u8]) {
     if data.is_empty() {
         return;
     }
-    put_hex(out, data.len() as u64);
-    out.put_slice(b"\r\n");
+    chunk_head(out, data.len());
     out.put_slice(data);
     out.put_slice(b"\r\n");
+}
+
+/// How a request's body is delimited on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestFraming {
+    /// No body (or `content-length: 0`).
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// Fields a request head never copies from the caller: those the encoder
+/// writes itself (`host`, framing) and those of one hop (RFC 9110 §7.6.1).
+/// `content-length` is not among them: the caller's frames the body.
+pub fn skipped_in_request(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"host")
+        || (is_hop_by_hop(name) && !name.eq_ignore_ascii_case(b"content-length"))
+}
+
+/// Writes a request head: `METHOD target HTTP/1.1`, `host` first (left
+/// out when empty), then `fields` (names in lowercase, names and values
+/// already checked) less [those skipped](skipped_in_request). A
+/// `content-length` among them frames the body; otherwise a body goes
+/// chunked, and `end_stream` means none (announced with
+/// `content-length: 0` for POST, PUT and PATCH, whose servers may
+/// otherwise answer 411). On an error `out` holds a partial head: the
+/// caller truncates it.
+pub fn request_head<'a>(
+    out: &mut BytesMut,
+    method: &[u8],
+    target: &[u8],
+    host: &[u8],
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    end_stream: bool,
+) -> Result<RequestFraming, SendError> {
+    request_line(out, method, target);
+    if !host.is_empty() {
+        out.put_slice(b"host: ");
+        out.put_slice(host);
+        out.put_slice(b"\r\n");
+    }
+    let mut length = None;
+    for (name, value) in fields {
+        if skipped_in_request(name) {
+            continue;
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = decimal(value).ok_or(SendError::InvalidContentLength)?;
+            match length {
+                None => length = Some(n),
+                Some(l) if l == n => continue,
+                Some(_) => return Err(SendError::InvalidContentLength),
+            }
+        }
+        out.put_slice(name);
+        out.put_slice(b": ");
+        out.put_slice(value);
+        out.put_slice(b"\r\n");
+    }
+    let framing = match (end_stream, length) {
+        (true, Some(0)) => RequestFraming::None,
+        (true, Some(_)) => return Err(SendError::LengthMismatch),
+        (true, None) => {
+            if matches!(method, b"POST" | b"PUT" | b"PATCH") {
+                content_length(out, 0);
+            }
+            RequestFraming::None
+        }
+        (false, Some(n)) => RequestFraming::Length(n),
+        (false, None) => {
+            out.put_slice(b"transfer-encoding: chunked\r\n");
+            RequestFraming::Chunked
+        }
+    };
+    out.put_slice(b"\r\n");
+    Ok(framing)
+}
+
+/// A chunk's size line, for data written after it as a buffer of its own
+/// (then `\r\n`); `len` must not be 0, which would end the body.
+pub fn chunk_head(out: &mut BytesMut, len: usize) {
+    put_hex(out, len as u64);
+    out.put_slice(b"\r\n");
+}
+
+/// A request line, `METHOD target HTTP/1.1` (method and target already
+/// checked: they come from an HTTP/2 request).
+pub fn request_line(out: &mut BytesMut, method: &[u8], target: &[u8]) {
+    out.put_slice(method);
+    out.put_u8(b' ');
+    out.put_slice(target);
+    out.put_slice(b" HTTP/1.1\r\n");
 }
 
 /// The end of a chunked body, with trailer fields if any.

@@ -217,18 +217,18 @@ fn parse_with<'b>(
 /// What `Content-Length` and `Transfer-Encoding` fields said, before they
 /// are checked against each other.
 #[derive(Default)]
-struct Framing {
-    length: Option<u64>,
-    codings: u32,
-    chunked_last: bool,
-    other_coding: bool,
-    chunked_twice: bool,
+pub(crate) struct Framing {
+    pub(crate) length: Option<u64>,
+    pub(crate) codings: u32,
+    pub(crate) chunked_last: bool,
+    pub(crate) other_coding: bool,
+    pub(crate) chunked_twice: bool,
 }
 
 impl Framing {
     /// A `Content-Length` field: a list of equal decimal values at most
     /// (RFC 9112 §6.3 item 5), equal to any earlier one.
-    fn content_length(&mut self, value: &[u8]) -> Result<(), Error> {
+    pub(crate) fn content_length(&mut self, value: &[u8]) -> Result<(), Error> {
         let mut any = false;
         for v in value.split(|&b| b == b',').map(trim) {
             let n = decimal(v).ok_or(Error::BadFraming("invalid Content-Length"))?;
@@ -245,7 +245,7 @@ impl Framing {
     }
 
     /// A `Transfer-Encoding` field: codings in order, across fields.
-    fn transfer_encoding(&mut self, value: &[u8]) -> Result<(), Error> {
+    pub(crate) fn transfer_encoding(&mut self, value: &[u8]) -> Result<(), Error> {
         for coding in value.split(|&b| b == b',').map(trim) {
             if coding.is_empty() {
                 continue;
@@ -295,11 +295,11 @@ pub(crate) fn decimal(v: &[u8]) -> Option<u64> {
 }
 
 /// The elements of a comma-separated list, trimmed, empty ones skipped.
-fn list(v: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn list(v: &[u8]) -> impl Iterator<Item = &[u8]> {
     v.split(|&b| b == b',').map(trim).filter(|t| !t.is_empty())
 }
 
-fn trim(v: &[u8]) -> &[u8] {
+pub(crate) fn trim(v: &[u8]) -> &[u8] {
     let start = v
         .iter()
         .position(|&b| b != b' ' && b != b'\t')
