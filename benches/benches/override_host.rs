@@ -115,6 +115,7 @@ fn cluster(endpoints: Vec<Endpoint>) -> Arc<Cluster> {
         endpoints,
         eds: None,
         http2: UpstreamHttp2::default(),
+        upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),

@@ -55,6 +55,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
             .collect(),
         eds: None,
         http2: UpstreamHttp2::default(),
+        upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),

@@ -27,6 +27,7 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
         endpoints,
         eds: None,
         http2: UpstreamHttp2::default(),
+        upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),

@@ -371,6 +371,23 @@ pub enum HeaderMatchKind {
     },
 }
 
+impl HeaderMatchKind {
+    /// Whether a present value matches (`Present(want)`: whether `want`).
+    pub fn matches(&self, v: &str) -> bool {
+        match self {
+            HeaderMatchKind::Present(want) => *want,
+            HeaderMatchKind::Exact(e) => v == e,
+            HeaderMatchKind::Prefix(p) => v.starts_with(p.as_str()),
+            HeaderMatchKind::Suffix(s) => v.ends_with(s.as_str()),
+            HeaderMatchKind::Contains(c) => v.contains(c.as_str()),
+            HeaderMatchKind::Regex(re) => re.is_match(v),
+            HeaderMatchKind::Range { start, end } => {
+                v.parse::<i64>().is_ok_and(|n| *start <= n && n < *end)
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RouteAction {
     pub target: ClusterTarget,
@@ -462,7 +479,7 @@ impl LbPolicy {
     }
 }
 
-/// A `STATIC` or `EDS` cluster with an HTTP/2 upstream.
+/// A `STATIC` or `EDS` cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub name: String,
@@ -472,7 +489,10 @@ pub struct Cluster {
     pub endpoints: Vec<Endpoint>,
     /// `Some` for `type: EDS`.
     pub eds: Option<Eds>,
+    /// `http2_protocol_options`, used when the upstream speaks HTTP/2.
     pub http2: UpstreamHttp2,
+    /// The upstream's protocol and transport.
+    pub upstream: UpstreamOptions,
     /// `outlier_detection`; `None`: no passive ejection (as in Envoy).
     pub outlier_detection: Option<OutlierDetection>,
     /// `common_lb_config` with Envoy's defaults.
@@ -719,6 +739,62 @@ pub enum StatefulSessionPerRoute {
     Disabled,
     /// `stateful_session`: replaces the listener's configuration.
     Override(StatefulSession),
+}
+
+/// Which protocol a cluster's connections speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// `explicit_http_config.http_protocol_options`, or no protocol
+    /// options at all (Envoy's default).
+    Http1,
+    /// `explicit_http_config.http2_protocol_options` (or the deprecated
+    /// `http2_protocol_options` field).
+    Http2,
+    /// `auto_config`: HTTP/2 when the server's ALPN says `h2`, else
+    /// HTTP/1.1; only over TLS.
+    Auto,
+}
+
+impl UpstreamProtocol {
+    /// The name shown in `/config_dump`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http1 => "HTTP1",
+            Self::Http2 => "HTTP2",
+            Self::Auto => "AUTO",
+        }
+    }
+}
+
+/// How a cluster reaches its hosts beyond the address: protocol, TLS,
+/// connection reuse.
+///
+/// `Default` is HTTP/2 over cleartext, what hand-built test clusters
+/// speak; a cluster from xDS with no protocol options is HTTP/1.1, as in
+/// Envoy.
+#[derive(Debug, Clone)]
+pub struct UpstreamOptions {
+    pub protocol: UpstreamProtocol,
+    /// `transport_socket` with an `UpstreamTlsContext`.
+    pub tls: Option<std::sync::Arc<crate::tls::UpstreamTls>>,
+    /// `common_http_protocol_options.max_requests_per_connection` (or the
+    /// cluster's deprecated field): requests one connection carries before
+    /// it is closed and replaced; `None`: no limit.
+    pub max_requests_per_connection: Option<u32>,
+    /// HTTP/1.1 `enable_trailers`: request trailers go out (in a chunked
+    /// body) and response trailers come back; Envoy drops both without it.
+    pub http1_trailers: bool,
+}
+
+impl Default for UpstreamOptions {
+    fn default() -> Self {
+        Self {
+            protocol: UpstreamProtocol::Http2,
+            tls: None,
+            max_requests_per_connection: None,
+            http1_trailers: false,
+        }
+    }
 }
 
 /// `HttpProtocolOptions.explicit_http_config.http2_protocol_options`.

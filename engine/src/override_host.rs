@@ -71,6 +71,7 @@ mod tests {
             ],
             eds: None,
             http2: UpstreamHttp2::default(),
+            upstream: Default::default(),
             outlier_detection: None,
             per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             common_lb: CommonLb {

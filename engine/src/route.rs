@@ -114,14 +114,7 @@ fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
     let matched = match (&h.kind, value) {
         (HeaderMatchKind::Present(want), v) => v.is_some() == *want,
         (_, None) => false,
-        (HeaderMatchKind::Exact(e), Some(v)) => v == e,
-        (HeaderMatchKind::Prefix(p), Some(v)) => v.starts_with(p.as_str()),
-        (HeaderMatchKind::Suffix(s), Some(v)) => v.ends_with(s.as_str()),
-        (HeaderMatchKind::Contains(c), Some(v)) => v.contains(c.as_str()),
-        (HeaderMatchKind::Regex(re), Some(v)) => re.is_match(v),
-        (HeaderMatchKind::Range { start, end }, Some(v)) => {
-            v.parse::<i64>().is_ok_and(|n| *start <= n && n < *end)
-        }
+        (kind, Some(v)) => kind.matches(v),
     };
     // Envoy: an absent header never matches, even when inverted (except
     // present_match, whose inversion is handled like any other result).

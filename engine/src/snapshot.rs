@@ -167,6 +167,7 @@ mod tests {
                 .collect(),
             eds: None,
             http2: UpstreamHttp2::default(),
+            upstream: Default::default(),
             outlier_detection: None,
             common_lb: Default::default(),
             per_connection_buffer_limit_bytes: DEFAULT_PER_CONNECTION_BUFFER_LIMIT,

@@ -68,6 +68,9 @@ pub struct ClientAuthSpec {
     pub required: bool,
     /// `suppress_client_ca_list`: the CertificateRequest names no CAs.
     pub suppress_ca_list: bool,
+    /// `match_typed_subject_alt_names`: a client certificate must also
+    /// have a name one of these takes (none: any good chain).
+    pub san_matchers: Vec<SanMatcher>,
 }
 
 /// Why a TLS context cannot be built.
@@ -183,55 +186,12 @@ impl DownstreamTls {
         if spec.certificates.is_empty() {
             return Err(TlsError::NoCertificate);
         }
-        if spec.min_version > spec.max_version {
-            return Err(TlsError::Versions);
-        }
-        let mut provider = rustls::crypto::ring::default_provider();
-        if !spec.cipher_suites.is_empty() {
-            let mut chosen: Vec<SupportedCipherSuite> = provider
-                .cipher_suites
-                .iter()
-                .copied()
-                .filter(|s| s.tls13().is_some())
-                .collect();
-            for name in &spec.cipher_suites {
-                let s = suite(name).ok_or_else(|| TlsError::CipherSuite(name.clone()))?;
-                if !chosen.contains(&s) {
-                    chosen.push(s);
-                }
-            }
-            provider.cipher_suites = chosen;
-        }
-        if !spec.ecdh_curves.is_empty() {
-            let all = std::mem::take(&mut provider.kx_groups);
-            for name in &spec.ecdh_curves {
-                let g = group(name).ok_or_else(|| TlsError::Curve(name.clone()))?;
-                let kx = all
-                    .iter()
-                    .find(|k| k.name() == g)
-                    .ok_or_else(|| TlsError::Curve(name.clone()))?;
-                provider.kx_groups.push(*kx);
-            }
-        }
-        let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
-            (TlsVersion::V1_3, &rustls::version::TLS13),
-            (TlsVersion::V1_2, &rustls::version::TLS12),
-        ]
-        .into_iter()
-        .filter(|(v, _)| (spec.min_version..=spec.max_version).contains(v))
-        .map(|(_, p)| p)
-        .collect();
-        let usable = provider.cipher_suites.iter().any(|s| {
-            let v = if s.tls13().is_some() {
-                TlsVersion::V1_3
-            } else {
-                TlsVersion::V1_2
-            };
-            (spec.min_version..=spec.max_version).contains(&v)
-        });
-        if !usable {
-            return Err(TlsError::NoCipherSuite);
-        }
+        let (provider, versions) = provider_for(
+            spec.min_version,
+            spec.max_version,
+            &spec.cipher_suites,
+            &spec.ecdh_curves,
+        )?;
         let mut names = Vec::with_capacity(spec.certificates.len());
         let mut keys = Vec::with_capacity(spec.certificates.len());
         for (index, cert) in spec.certificates.into_iter().enumerate() {
@@ -296,6 +256,73 @@ impl DownstreamTls {
     }
 }
 
+/// A ring provider limited to the TLS 1.2 suites and groups named (empty:
+/// rustls's defaults), and the protocol versions from `min` to `max`:
+/// what a server and a client context are both built on.
+fn provider_for(
+    min: TlsVersion,
+    max: TlsVersion,
+    cipher_suites: &[String],
+    ecdh_curves: &[String],
+) -> Result<
+    (
+        CryptoProvider,
+        Vec<&'static rustls::SupportedProtocolVersion>,
+    ),
+    TlsError,
+> {
+    if min > max {
+        return Err(TlsError::Versions);
+    }
+    let mut provider = rustls::crypto::ring::default_provider();
+    if !cipher_suites.is_empty() {
+        let mut chosen: Vec<SupportedCipherSuite> = provider
+            .cipher_suites
+            .iter()
+            .copied()
+            .filter(|s| s.tls13().is_some())
+            .collect();
+        for name in cipher_suites {
+            let s = suite(name).ok_or_else(|| TlsError::CipherSuite(name.clone()))?;
+            if !chosen.contains(&s) {
+                chosen.push(s);
+            }
+        }
+        provider.cipher_suites = chosen;
+    }
+    if !ecdh_curves.is_empty() {
+        let all = std::mem::take(&mut provider.kx_groups);
+        for name in ecdh_curves {
+            let g = group(name).ok_or_else(|| TlsError::Curve(name.clone()))?;
+            let kx = all
+                .iter()
+                .find(|k| k.name() == g)
+                .ok_or_else(|| TlsError::Curve(name.clone()))?;
+            provider.kx_groups.push(*kx);
+        }
+    }
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
+        (TlsVersion::V1_3, &rustls::version::TLS13),
+        (TlsVersion::V1_2, &rustls::version::TLS12),
+    ]
+    .into_iter()
+    .filter(|(v, _)| (min..=max).contains(v))
+    .map(|(_, p)| p)
+    .collect();
+    let usable = provider.cipher_suites.iter().any(|s| {
+        let v = if s.tls13().is_some() {
+            TlsVersion::V1_3
+        } else {
+            TlsVersion::V1_2
+        };
+        (min..=max).contains(&v)
+    });
+    if !usable {
+        return Err(TlsError::NoCipherSuite);
+    }
+    Ok((provider, versions))
+}
+
 /// The verifier of client certificates: chains to `trusted_ca`, checked
 /// by webpki (validity period, key usage, signatures).
 fn client_verifier(
@@ -321,7 +348,75 @@ fn client_verifier(
     if auth.suppress_ca_list {
         b = b.clear_root_hint_subjects();
     }
-    b.build().map_err(|e| TlsError::TrustedCa(e.to_string()))
+    let inner = b.build().map_err(|e| TlsError::TrustedCa(e.to_string()))?;
+    if auth.san_matchers.is_empty() {
+        return Ok(inner);
+    }
+    Ok(Arc::new(SanCheckedClients {
+        inner,
+        matchers: auth.san_matchers,
+    }))
+}
+
+/// A client verifier that also asks for a name `matchers` take.
+#[derive(Debug)]
+struct SanCheckedClients {
+    inner: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    matchers: Vec<SanMatcher>,
+}
+
+impl rustls::server::danger::ClientCertVerifier for SanCheckedClients {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        let ok = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)?;
+        if san::accepts(&self.matchers, end_entity) {
+            Ok(ok)
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// Picks a listener's certificate for a ClientHello: those whose names
@@ -388,6 +483,11 @@ impl ResolvesServerCert for SniResolver {
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
+
+mod san;
+mod upstream;
+pub use san::{SanMatcher, SanType};
+pub use upstream::{UpstreamTls, UpstreamTlsSpec};
 
 #[cfg(test)]
 mod tests;

@@ -192,6 +192,9 @@ pub struct HostStats {
     /// Connections drained (no new streams) after sending their budget of
     /// stream resets, so a backend's rapid-reset defence never fires.
     pub cx_reset_budget: Counter,
+    /// Connections closed after carrying the cluster's
+    /// `max_requests_per_connection` (Envoy's `upstream_cx_max_requests`).
+    pub cx_max_requests: Counter,
     pub cx_active: Counter,
     pub cx_connect_fail: Counter,
     /// Times a connection's unwritten request bytes reached the cluster's
@@ -275,6 +278,7 @@ impl HostStats {
             &self.rq_retry_conn_lost,
             &self.cx_total,
             &self.cx_reset_budget,
+            &self.cx_max_requests,
             &self.cx_connect_fail,
             &self.responses.c1xx,
             &self.responses.c2xx,

@@ -431,10 +431,24 @@ fn mtls_gateway(
     SocketAddr,
     shards::demo_backend::BackendHandle,
 ) {
+    mtls_gateway_matching(server, ca, required, vec![])
+}
+
+fn mtls_gateway_matching(
+    server: &Cert,
+    ca: &CertificateDer<'static>,
+    required: bool,
+    san_matchers: Vec<engine::tls::SanMatcher>,
+) -> (
+    shards::GatewayHandle,
+    SocketAddr,
+    shards::demo_backend::BackendHandle,
+) {
     let auth = engine::tls::ClientAuthSpec {
         roots: vec![ca.clone()],
         required,
         suppress_ca_list: false,
+        san_matchers,
     };
     gateway(tls_with(&[server], &[], Some(auth)), None)
 }
@@ -499,6 +513,33 @@ fn client_certificates_are_required_and_checked() {
     let (_gw, addr, _b) = mtls_gateway(&server, &ca, false);
     assert_eq!(mtls_get(addr, &server, None), Some(200));
     assert_eq!(mtls_get(addr, &server, Some((chain, key))), Some(200));
+}
+
+#[test]
+fn client_certificates_must_carry_a_name_the_matchers_take() {
+    use engine::tls::{SanMatcher, SanType};
+    let server = cert(&["a.example"]);
+    let (ca, chain, key) = client_pki();
+    let matcher = |name: &str| SanMatcher {
+        san_type: SanType::Dns,
+        matcher: engine::HeaderMatchKind::Exact(name.into()),
+    };
+    let (_gw, addr, _b) =
+        mtls_gateway_matching(&server, &ca, true, vec![matcher("client.example")]);
+    assert_eq!(
+        mtls_get(addr, &server, Some((chain.clone(), key.clone()))),
+        Some(200)
+    );
+    let (gw, addr, _b) = mtls_gateway_matching(&server, &ca, true, vec![matcher("other.example")]);
+    assert_eq!(
+        mtls_get(addr, &server, Some((chain, key))),
+        None,
+        "a good chain without a matching name"
+    );
+    let admin = gw.admin_addr.unwrap();
+    wait_until(Duration::from_secs(2), "refusal counted", || {
+        metric(admin, "gateway_downstream_tls_handshake_error") == 1.0
+    });
 }
 
 #[test]

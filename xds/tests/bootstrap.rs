@@ -300,26 +300,6 @@ fn bad_port_and_address_are_rejected() {
 }
 
 #[test]
-fn http1_upstream_is_rejected() {
-    const MSG: &str = "HTTP/1.1 upstreams are not supported; configure explicit_http_config.http2_protocol_options";
-    assert_eq!(
-        bad("    http2_protocol_options: {}\n", ""),
-        format!("static_resources.clusters[1].typed_extension_protocol_options: {MSG}")
-    );
-    assert_eq!(
-        bad(
-            "          http2_protocol_options:\n            max_concurrent_streams: 500\n",
-            "          http_protocol_options: {}\n"
-        ),
-        format!(
-            "static_resources.clusters[0].typed_extension_protocol_options\
-             [\"envoy.extensions.upstreams.http.v3.HttpProtocolOptions\"].explicit_http_config.\
-             http_protocol_options: {MSG}"
-        )
-    );
-}
-
-#[test]
 fn http1_options_are_taken_and_the_rest_refused_by_name() {
     assert_eq!(
         bad(
@@ -697,9 +677,13 @@ fn downstream_tls_refusals_name_their_field() {
     );
     let ca = block(&cert, 18);
     assert_eq!(
-        ctx_err(&format!("{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}              match_typed_subject_alt_names: [{{san_type: URI, matcher: {{exact: spiffe://a}}}}]\n{certs}")),
-        format!("{tls_path}.common_tls_context.validation_context.match_typed_subject_alt_names: not supported")
+        ctx_err(&format!("{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}              match_typed_subject_alt_names: [{{san_type: OTHER_NAME, matcher: {{exact: a}}}}]\n{certs}")),
+        format!("{tls_path}.common_tls_context.validation_context.match_typed_subject_alt_names[0].san_type: OTHER_NAME is not supported")
     );
+    let with_sans = load(&with_tls(&format!(
+        "          require_client_certificate: true\n{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}              match_typed_subject_alt_names: [{{san_type: URI, matcher: {{exact: spiffe://a}}}}]\n{certs}"
+    )));
+    assert!(with_sans.is_ok(), "{with_sans:?}");
     let ok = load(&with_tls(&format!(
         "          require_client_certificate: true\n{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}{certs}"
     )));

@@ -23,6 +23,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
             .collect(),
         eds: None,
         http2: UpstreamHttp2::default(),
+        upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: CommonLb {

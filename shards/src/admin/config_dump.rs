@@ -176,6 +176,17 @@ pub(super) fn render(inner: &Inner) -> Value {
                 "per_connection_buffer_limit_bytes": c.per_connection_buffer_limit_bytes,
                 "endpoints": endpoints,
             });
+            v["upstream_protocol"] = json!(c.upstream.protocol.as_str());
+            if let Some(n) = c.upstream.max_requests_per_connection {
+                v["max_requests_per_connection"] = json!(n);
+            }
+            if let Some(t) = &c.upstream.tls {
+                v["upstream_tls"] = json!({
+                    "sni": t.sni,
+                    "alpn_protocols": t.alpn,
+                    "verifies_server_certificate": t.verifies,
+                });
+            }
             if let LbPolicy::LeastRequest(lr) = &c.lb_policy {
                 v["least_request_lb_config"] = json!({
                     "choice_count": lr.choice_count,

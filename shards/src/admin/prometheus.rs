@@ -291,7 +291,7 @@ pub(super) fn render(inner: &Inner) -> String {
 
     session_and_lb(&mut out, inner);
 
-    let per_host: [(&str, &str, &str, HostCounter); 11] = [
+    let per_host: [(&str, &str, &str, HostCounter); 12] = [
         (
             "gateway_upstream_rq_total",
             "counter",
@@ -333,6 +333,12 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Upstream connections drained after spending their budget of stream resets.",
             |h| &h.cx_reset_budget,
+        ),
+        (
+            "gateway_upstream_cx_max_requests",
+            "counter",
+            "Upstream connections drained after carrying the cluster's max_requests_per_connection.",
+            |h| &h.cx_max_requests,
         ),
         (
             "gateway_upstream_cx_total",

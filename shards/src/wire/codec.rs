@@ -461,7 +461,7 @@ fn is_h2c_upgrade(head: &h1wire::RequestHead) -> bool {
 
 /// Pushes a field with its name in lowercase (HTTP/1.1 names are
 /// case-insensitive; HTTP/2's and our matchers' are lowercase).
-fn push_lowercase(list: &mut HeaderList, name: &[u8], value: &[u8]) {
+pub(super) fn push_lowercase(list: &mut HeaderList, name: &[u8], value: &[u8]) {
     let mut lower = [0u8; 64];
     if name.len() <= lower.len() {
         let lower = &mut lower[..name.len()];

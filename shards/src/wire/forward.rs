@@ -7,6 +7,7 @@ use super::body::{Item, ItemQueue};
 use super::codec::DownCodec;
 use super::downstream::DownConn;
 use super::outbuf::Admit;
+use super::upcodec::UpCodec;
 
 /// Either side, seen as where bytes go (`send_*`) or where they came
 /// from (`release`).
@@ -33,7 +34,21 @@ macro_rules! side {
 }
 side!(ServerConn);
 side!(DownCodec);
+side!(UpCodec);
+// The bare HTTP/2 client, for benches that drive `h2wire` directly.
 side!(ClientConn);
+
+/// The side of a connection that is gone: it takes nothing and has
+/// nothing to release.
+struct Gone;
+
+impl Side for Gone {
+    fn send_data(&mut self, _: u32, _: &mut Bytes, _: bool) -> usize {
+        0
+    }
+    fn send_trailers(&mut self, _: u32, _: &[(Vec<u8>, Vec<u8>)]) {}
+    fn release(&mut self, _: u32, _: u32) {}
+}
 
 /// What one [`drain`] moved.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -126,12 +141,21 @@ impl DownConn {
             let mut p = s.pool.borrow_mut();
             let windows = p.stream_windows();
             let send_request = !s.req.is_empty() && p.takes_request_data(up);
-            let Some(conn) = p.conn(up) else { return true };
+            // A connection gone after the response ended (an HTTP/1.1
+            // body that ran to the close) still has its last bytes here:
+            // they go on, with nothing to release them to.
+            let mut conn = p.conn(up);
+            if conn.is_none() && s.resp.is_empty() {
+                return true;
+            }
             let mut moved = false;
             if !s.resp.is_empty() {
                 match self.out.admit() {
                     Admit::Room => {
-                        let d = drain(&mut s.resp, &mut self.conn, stream, conn, up.stream);
+                        let d = match conn.as_deref_mut() {
+                            Some(c) => drain(&mut s.resp, &mut self.conn, stream, c, up.stream),
+                            None => drain(&mut s.resp, &mut self.conn, stream, &mut Gone, 0),
+                        };
                         self.out.note_sent(d.moved);
                         if let Some(l) = s.log.as_mut() {
                             l.bytes_sent += u64::from(d.moved);
@@ -144,7 +168,11 @@ impl DownConn {
                             let held = self.granted as usize + self.out.bytes();
                             let left = (budget as usize).saturating_sub(held) as u32;
                             let give = grant_size(s.granted, windows, left);
-                            if give > 0 && conn.grant(up.stream, give) {
+                            let granted = give > 0
+                                && conn
+                                    .as_deref_mut()
+                                    .is_some_and(|c| c.grant(up.stream, give));
+                            if granted {
                                 s.granted += give;
                                 self.granted += give;
                             }
@@ -157,7 +185,7 @@ impl DownConn {
                     }
                 }
             }
-            if send_request {
+            if let Some(conn) = conn.filter(|_| send_request) {
                 let d = drain(&mut s.req, conn, up.stream, &mut self.conn, stream);
                 p.sent_request_data(up, d.moved);
                 if let Some(l) = s.log.as_mut() {

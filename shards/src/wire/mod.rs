@@ -40,6 +40,7 @@ mod route;
 pub mod runtime;
 mod stream;
 mod tls;
+mod upcodec;
 
 use std::cell::RefCell;
 use std::rc::Rc;

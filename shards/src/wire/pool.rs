@@ -1,6 +1,6 @@
-//! Shard-local pools of upstream connections on `h2wire::conn::ClientConn`, one pool per host, each connection driven by its own task.
+//! Shard-local pools of upstream connections (HTTP/2 or HTTP/1.1, cleartext or TLS), one pool per host, each connection driven by its own task.
 //!
-//! Isolation rules: a connection carries at most `connection window ÷ stream window` streams
+//! Isolation rules: an HTTP/2 connection carries at most `connection window ÷ stream window` streams
 //! (stalled streams can never use up the window others need); when every
 //! connection is full another is opened, up to [`MAX_CONNS_PER_HOST`];
 //! failed connects back off exponentially. A client connection's streams
@@ -9,6 +9,13 @@
 //! new connection's `ClientConn` at once and go out when the TCP connect
 //! completes, so the first requests to a host do not wait for a
 //! round of the pool.
+//!
+//! An HTTP/1.1 connection carries one stream at a time and is reused once
+//! it is done; a pool opens up to [`MAX_H1_CONNS_PER_HOST`] of them. With
+//! `auto_config` the protocol is what the server's ALPN chose: the pool's
+//! first connection takes no stream until its handshake said which, and
+//! later ones assume the same (one that finds otherwise fails as a lost
+//! connection, and the pool learns the new answer).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -21,19 +28,26 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
+use engine::UpstreamProtocol;
 use engine::{Cluster, HostId};
 use futures_lite::AsyncRead;
-use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
+use h2wire::conn::{ClientConfig, ClientEvent};
 use h2wire::ErrorCode;
 
+use super::codec::Proto;
 use super::inbox::{park, wake, Delivered, Inboxes};
 use super::outbuf::OutBuf;
 use super::readbuf::ReadBuf;
+use super::tls::Transport;
+use super::upcodec::UpCodec;
 use crate::io;
 use crate::stats::ShardStats;
 
-/// Upper bound of upstream connections per host on one shard.
+/// Upper bound of HTTP/2 connections per host on one shard.
 pub const MAX_CONNS_PER_HOST: usize = 32;
+/// Upper bound of HTTP/1.1 connections per host on one shard: one per
+/// request in flight. Envoy's default `max_connections` circuit breaker.
+pub const MAX_H1_CONNS_PER_HOST: usize = 1024;
 const BACKOFF_BASE: Duration = Duration::from_millis(25);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// Streams one upstream connection may reset before their response head
@@ -91,7 +105,12 @@ pub(crate) struct UpRef {
 /// One upstream connection.
 pub(crate) struct UpConn {
     gen: u32,
-    pub conn: ClientConn,
+    pub conn: UpCodec,
+    /// Opened in a pool whose `auto_config` protocol is not known yet: it
+    /// takes no stream until its handshake chose one.
+    alpn_pending: bool,
+    /// Streams opened on it, for `max_requests_per_connection`.
+    requests: u32,
     /// Upstream stream → (inbox of its downstream connection, downstream
     /// stream). Removed by the downstream side when it is done with the
     /// stream, or when the connection fails.
@@ -146,6 +165,8 @@ pub struct Pool {
     next_gen: u32,
     /// Streams of this shard on this host now: what least request compares.
     pub in_flight: u32,
+    /// With `auto_config`: what ALPN chose on the last handshake.
+    auto: Option<Proto>,
     /// The host left the snapshot: no new streams; connections close once
     /// their streams are done.
     retired: bool,
@@ -171,8 +192,18 @@ impl Pool {
             backoff: BACKOFF_BASE,
             next_gen: 0,
             in_flight: 0,
+            auto: None,
             retired: false,
         }))
+    }
+
+    /// The `:scheme` of requests to the host: what its transport is.
+    pub(crate) fn scheme(&self) -> &'static [u8] {
+        if self.cluster.upstream.tls.is_some() {
+            b"https"
+        } else {
+            b"http"
+        }
     }
 
     /// The name of the cluster the pool was made for.
@@ -200,7 +231,7 @@ impl Pool {
     }
 
     /// The live connection a stream was opened on.
-    pub(crate) fn conn(&mut self, r: UpRef) -> Option<&mut ClientConn> {
+    pub(crate) fn conn(&mut self, r: UpRef) -> Option<&mut UpCodec> {
         Self::opened_on(&mut self.conns, r)
             .filter(|c| !c.dead)
             .map(|c| &mut c.conn)
@@ -241,7 +272,7 @@ impl Pool {
     }
 
     /// The live connection in `slot`.
-    pub(crate) fn conn_at(&mut self, slot: usize) -> Option<&mut ClientConn> {
+    pub(crate) fn conn_at(&mut self, slot: usize) -> Option<&mut UpCodec> {
         self.conns
             .get_mut(slot)
             .filter(|c| !c.dead)
@@ -258,8 +289,15 @@ impl Pool {
     /// Records that upstream stream `stream` on `slot` belongs to
     /// downstream stream `down` of connection `inbox`.
     pub(crate) fn route(&mut self, slot: usize, stream: u32, inbox: usize, down: u32) -> UpRef {
+        let max = self.cluster.upstream.max_requests_per_connection;
         let c = &mut self.conns[slot];
         c.routes.insert(stream, (inbox, down));
+        c.requests += 1;
+        if max.is_some_and(|max| c.requests >= max) && !c.draining {
+            // Its streams go on to their end; new ones go elsewhere.
+            c.draining = true;
+            self.stats.hosts.host(self.host).cx_max_requests.inc();
+        }
         UpRef {
             slot,
             gen: c.gen,
@@ -318,8 +356,37 @@ impl Pool {
         }
     }
 
+    /// Every waiter tries again: a connection's protocol became known, and
+    /// an HTTP/2 one may take them all.
+    fn kick_all_waiters(&mut self) {
+        for (inbox, down) in std::mem::take(&mut self.waiters) {
+            let _ = self.inboxes.deliver(inbox, down, Delivered::Retry);
+        }
+    }
+
     fn room(c: &UpConn) -> bool {
-        !c.dead && !c.draining && (c.conn.open_streams() as u32) < c.cap && c.conn.can_open_stream()
+        !c.dead
+            && !c.draining
+            && !c.alpn_pending
+            && (c.conn.open_streams() as u32) < c.cap
+            && c.conn.can_open_stream()
+    }
+
+    /// The protocol a new connection starts with; `None`: not known until
+    /// its handshake (`auto_config`, no handshake yet).
+    fn protocol(&self) -> Option<Proto> {
+        match self.cluster.upstream.protocol {
+            UpstreamProtocol::Http2 => Some(Proto::H2),
+            UpstreamProtocol::Http1 => Some(Proto::H1),
+            UpstreamProtocol::Auto => self.auto,
+        }
+    }
+
+    fn max_conns(&self) -> usize {
+        match self.protocol() {
+            Some(Proto::H1) => MAX_H1_CONNS_PER_HOST,
+            _ => MAX_CONNS_PER_HOST,
+        }
     }
 
     /// A connection slot that may open one more stream now, opening a new
@@ -348,21 +415,40 @@ impl Pool {
         if p.retry_at.is_some_and(|at| Instant::now() < at) {
             return Acquire::Failed;
         }
+        // A handshake that will say which protocol the host speaks: wait
+        // for it rather than open more connections blind.
+        let learning = p.conns.iter().any(|c| c.alpn_pending && !c.dead);
         let live = p.conns.iter().filter(|c| !c.dead).count();
-        if live >= MAX_CONNS_PER_HOST || p.retired {
+        if learning || live >= p.max_conns() || p.retired {
             p.waiters.push_back((inbox, down));
             return Acquire::Wait;
         }
         let (slot, gen) = p.open();
+        let pending = p.conns[slot].alpn_pending;
+        if pending {
+            p.waiters.push_back((inbox, down));
+        }
         drop(p);
         // Spawned with no borrow held: glommio may poll it at once.
         glommio::spawn_local(drive(Rc::clone(pool), slot, gen)).detach();
-        Acquire::Ready(slot)
+        if pending {
+            Acquire::Wait
+        } else {
+            Acquire::Ready(slot)
+        }
     }
 
-    /// A new connection in a free slot (its task is the caller's to
-    /// spawn): the slot and its generation.
-    fn open(&mut self) -> (usize, u32) {
+    /// A codec for a new connection speaking `proto` (HTTP/2 when not
+    /// known yet: replaced before any stream is opened on it), and its cap
+    /// on streams.
+    fn codec(&self, proto: Option<Proto>) -> (UpCodec, u32) {
+        if proto == Some(Proto::H1) {
+            let (initial, _) = self.stream_windows();
+            return (
+                UpCodec::h1(initial, self.cluster.upstream.http1_trailers),
+                1,
+            );
+        }
         let h = &self.cluster.http2;
         let window_cap =
             (h.initial_connection_window_size / h.initial_stream_window_size.max(1)).max(1);
@@ -370,15 +456,25 @@ impl Pool {
         // The cap keeps the connection window larger than the streams'
         // windows at their largest, so one stream's unread response never
         // holds back another's.
-        let conn = ClientConn::new(ClientConfig {
+        let conn = UpCodec::h2(ClientConfig {
             initial_stream_window: self.stream_windows().0,
             connection_window: h.initial_connection_window_size,
             ..ClientConfig::default()
         });
+        (conn, cap)
+    }
+
+    /// A new connection in a free slot (its task is the caller's to
+    /// spawn): the slot and its generation.
+    fn open(&mut self) -> (usize, u32) {
+        let proto = self.protocol();
+        let (conn, cap) = self.codec(proto);
         self.next_gen = self.next_gen.wrapping_add(1);
         let up = UpConn {
             gen: self.next_gen,
             conn,
+            alpn_pending: proto.is_none(),
+            requests: 0,
             routes: AHashMap::default(),
             waker: None,
             dead: false,
@@ -411,21 +507,23 @@ pub(crate) enum Woken {
     Nudged,
 }
 
-/// Drives connection `slot` (generation `gen`) of `pool`: connects, then
-/// writes what the downstream tasks gave it, reads, and routes events to
-/// the downstream connections owning their streams.
+/// Drives connection `slot` (generation `gen`) of `pool`: connects (TCP,
+/// then TLS when the cluster has it), then writes what the downstream
+/// tasks gave it, reads, and routes events to the downstream connections
+/// owning their streams.
 async fn drive(pool: PoolRef, slot: usize, gen: u32) {
-    let (addr, host, timeout, shard_stats) = {
+    let (addr, host, timeout, shard_stats, tls) = {
         let p = pool.borrow();
         (
             p.addr,
             p.host,
             p.cluster.connect_timeout,
             Arc::clone(&p.stats),
+            p.cluster.upstream.tls.clone(),
         )
     };
     let stats = shard_stats.hosts.host(host);
-    let mut tcp = match io::connect(addr, timeout).await {
+    let (mut transport, alpn) = match connect(addr, timeout, tls.as_deref()).await {
         Ok(t) => t,
         Err(e) => {
             tracing::debug!(%addr, "upstream connect failed: {e}");
@@ -440,7 +538,6 @@ async fn drive(pool: PoolRef, slot: usize, gen: u32) {
             return;
         }
     };
-    let _ = tcp.set_nodelay(true);
     {
         let mut p = pool.borrow_mut();
         p.retry_at = None;
@@ -448,11 +545,69 @@ async fn drive(pool: PoolRef, slot: usize, gen: u32) {
     }
     stats.cx_total.inc();
     stats.cx_active.inc();
-    let mut rb = ReadBuf::default();
-    run(&pool, slot, gen, &mut tcp, &mut rb).await;
+    if adopt_protocol(&pool, slot, gen, alpn) {
+        let mut rb = ReadBuf::default();
+        run(&pool, slot, gen, &mut transport, &mut rb).await;
+    } else {
+        tracing::debug!(%addr, "upstream ALPN changed protocol: connection dropped");
+    }
     stats.cx_active.dec();
     fail(&pool, slot, gen, false);
     finish_task(&pool, slot, gen);
+}
+
+/// TCP within the connect timeout, then TLS within what is left of it
+/// (Envoy counts a TLS connection as connected once its handshake is
+/// done): the transport and the protocol ALPN chose.
+async fn connect(
+    addr: SocketAddr,
+    timeout: Duration,
+    tls: Option<&engine::tls::UpstreamTls>,
+) -> std::io::Result<(Transport, Option<Proto>)> {
+    let started = Instant::now();
+    let tcp = io::connect(addr, timeout).await?;
+    let _ = tcp.set_nodelay(true);
+    match tls {
+        None => Ok((Transport::Plain(tcp), None)),
+        Some(t) => {
+            let left = timeout.saturating_sub(started.elapsed());
+            super::tls::connect(tcp, t, addr, left).await
+        }
+    }
+}
+
+/// With `auto_config`, takes the protocol the handshake chose (no ALPN:
+/// HTTP/1.1, as in Envoy): a connection that waited for it gets its codec
+/// and the pool's waiters try again. False: a connection opened on the
+/// pool's last answer found another; it is dropped (its streams learn it
+/// as a lost connection) and the pool keeps the new answer.
+fn adopt_protocol(pool: &PoolRef, slot: usize, gen: u32, alpn: Option<Proto>) -> bool {
+    let mut p = pool.borrow_mut();
+    if p.cluster.upstream.protocol != UpstreamProtocol::Auto || p.conns[slot].gen != gen {
+        return true;
+    }
+    let chosen = alpn.unwrap_or(Proto::H1);
+    let before = p.auto.replace(chosen);
+    if !p.conns[slot].alpn_pending {
+        return before == Some(chosen);
+    }
+    let (codec, cap) = p.codec(Some(chosen));
+    let c = &mut p.conns[slot];
+    c.conn = codec;
+    c.cap = cap;
+    c.alpn_pending = false;
+    p.kick_all_waiters();
+    true
+}
+
+/// How a wait on the connection ended.
+enum UpWoken {
+    /// `n` bytes were read; 0: the server closed its side.
+    Read(usize),
+    /// The socket failed.
+    Failed,
+    /// Another task has work for this one.
+    Nudged,
 }
 
 /// The connection's loop; returns when it is over.
@@ -462,17 +617,16 @@ async fn drive(pool: PoolRef, slot: usize, gen: u32) {
 /// stalled) leaves the request bytes here, while the responses it still
 /// sends for the connection's other streams are read and delivered. The
 /// output stays bounded by the backend's flow-control windows, which
-/// every DATA frame the codec makes is within.
-async fn run(
-    pool: &PoolRef,
-    slot: usize,
-    gen: u32,
-    tcp: &mut glommio::net::TcpStream,
-    rb: &mut ReadBuf,
-) {
+/// every DATA frame the codec makes is within (HTTP/1.1: by the
+/// downstream side's `takes_request_data`).
+///
+/// An HTTP/1.1 response past its window is not read: its bytes wait in
+/// the socket, and those already read wait in `rb` until a release opens
+/// the window and nudges the task.
+async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mut ReadBuf) {
     let mut out = OutBuf::new(u32::MAX);
     loop {
-        let closing = {
+        let (closing, pending) = {
             let mut p = pool.borrow_mut();
             let retired = p.retired;
             let c = &mut p.conns[slot];
@@ -481,81 +635,117 @@ async fn run(
             }
             out.take(|| c.conn.poll_output());
             c.unwritten = out.bytes();
-            // Retired (host left) or failed, and nothing left on it: close.
-            (retired || c.dead || c.draining) && c.routes.is_empty()
+            // Retired (host left), failed or closing, and nothing left on
+            // it: close.
+            let closing =
+                (retired || c.dead || c.draining || c.conn.is_closing()) && c.routes.is_empty();
+            (closing, c.conn.has_pending_input(&rb.buf))
         };
         if closing {
             out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
             return;
         }
-        let room = rb.room(READ_SIZE);
+        if pending {
+            if take_input(pool, slot, rb, &mut out) {
+                out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
+                return;
+            }
+            continue;
+        }
+        let wants = pool.borrow().conns[slot].conn.wants_input();
+        // Reading: room at the buffer's tail. Not reading: the bytes that
+        // wait for the window, to see when they can be taken.
+        let (mut room, waiting) = if wants {
+            (Some(rb.room(READ_SIZE)), None)
+        } else {
+            (None, Some(&rb.buf))
+        };
         let woken = poll_fn(|cx| {
             if let Poll::Ready(Err(_)) = out.poll_write(&mut *tcp, cx) {
-                return Poll::Ready(Woken::Read(0));
+                return Poll::Ready(UpWoken::Failed);
             }
-            match Pin::new(&mut *tcp).poll_read(cx, room) {
-                Poll::Ready(r) => Poll::Ready(Woken::Read(r.unwrap_or(0))),
-                Poll::Pending => {
-                    let mut p = pool.borrow_mut();
-                    let p = &mut *p;
-                    let retired = p.retired;
-                    let limit = p.cluster.per_connection_buffer_limit_bytes as usize;
-                    let c = &mut p.conns[slot];
-                    c.unwritten = out.bytes();
-                    if c.backed_up && c.unwritten < limit / 2 {
-                        c.backed_up = false;
-                        p.inboxes
-                            .wake_each(c.routes.values().map(|&(inbox, _)| inbox));
-                    }
-                    if c.conn.has_output()
-                        || ((retired || c.dead || c.draining) && c.routes.is_empty())
-                    {
-                        return Poll::Ready(Woken::Nudged);
-                    }
-                    park(&mut c.waker, cx);
-                    Poll::Pending
+            if let Some(room) = room.as_deref_mut() {
+                if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
+                    return Poll::Ready(r.map_or(UpWoken::Failed, UpWoken::Read));
                 }
             }
+            let mut p = pool.borrow_mut();
+            let p = &mut *p;
+            let retired = p.retired;
+            let limit = p.cluster.per_connection_buffer_limit_bytes as usize;
+            let c = &mut p.conns[slot];
+            c.unwritten = out.bytes();
+            if c.backed_up && c.unwritten < limit / 2 {
+                c.backed_up = false;
+                p.inboxes
+                    .wake_each(c.routes.values().map(|&(inbox, _)| inbox));
+            }
+            if c.conn.has_output()
+                || c.conn.wants_input() != wants
+                || waiting.is_some_and(|buf| c.conn.has_pending_input(buf))
+                || ((retired || c.dead || c.draining || c.conn.is_closing()) && c.routes.is_empty())
+            {
+                return Poll::Ready(UpWoken::Nudged);
+            }
+            park(&mut c.waker, cx);
+            Poll::Pending
         })
         .await;
         let n = match woken {
-            Woken::Read(0) => return,
-            Woken::Read(n) => n,
-            Woken::Nudged => 0,
-        };
-        rb.filled(n);
-        if n == 0 {
-            continue;
-        }
-        let broken = {
-            let mut p = pool.borrow_mut();
-            let p = &mut *p;
-            let c = &mut p.conns[slot];
-            let broken = c.conn.recv(&mut rb.buf).is_err();
-            let mut limit_changed = false;
-            while let Some(ev) = c.conn.poll_event() {
-                match ev {
-                    ClientEvent::StreamLimit { .. } => limit_changed = true,
-                    // No new streams here; those open go on to their end.
-                    ClientEvent::GoAway { .. } => c.draining = true,
-                    _ => {}
+            UpWoken::Failed => return,
+            UpWoken::Read(0) => {
+                // The server closed: an HTTP/1.1 body that runs to the
+                // close ends here; streams cut short learn it below.
+                let mut p = pool.borrow_mut();
+                let p = &mut *p;
+                let c = &mut p.conns[slot];
+                if c.conn.recv_eof().is_ok() {
+                    while let Some(ev) = c.conn.poll_event() {
+                        route_event(&p.inboxes, c, ev);
+                    }
                 }
-                route_event(&p.inboxes, c, ev);
+                return;
             }
-            if broken {
-                out.take(|| c.conn.poll_output());
-            }
-            if limit_changed {
-                p.kick_waiter();
-            }
-            broken
+            UpWoken::Read(n) => n,
+            UpWoken::Nudged => 0,
         };
-        if broken {
+        if wants {
+            // Gives back the room the read did not fill (only then was
+            // there any).
+            rb.filled(n);
+        }
+        if n > 0 && take_input(pool, slot, rb, &mut out) {
             // A connection error: GOAWAY is queued; write it, then close.
             out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
             return;
         }
     }
+}
+
+/// Hands what `rb` holds to the codec and routes its events; true when
+/// the connection broke (its last output is in `out`).
+fn take_input(pool: &PoolRef, slot: usize, rb: &mut ReadBuf, out: &mut OutBuf) -> bool {
+    let mut p = pool.borrow_mut();
+    let p = &mut *p;
+    let c = &mut p.conns[slot];
+    let broken = c.conn.recv(&mut rb.buf).is_err();
+    let mut limit_changed = false;
+    while let Some(ev) = c.conn.poll_event() {
+        match ev {
+            ClientEvent::StreamLimit { .. } => limit_changed = true,
+            // No new streams here; those open go on to their end.
+            ClientEvent::GoAway { .. } => c.draining = true,
+            _ => {}
+        }
+        route_event(&p.inboxes, c, ev);
+    }
+    if broken {
+        out.take(|| c.conn.poll_output());
+    }
+    if limit_changed {
+        p.kick_waiter();
+    }
+    broken
 }
 
 /// Hands an event to the downstream stream it belongs to; the connection
@@ -572,14 +762,38 @@ fn route_event(inboxes: &Inboxes, c: &mut UpConn, ev: ClientEvent) {
         give_back(&mut c.conn, ev);
         return;
     };
-    if let Err(Delivered::Event(ev)) = inboxes.deliver(inbox, down, Delivered::Event(ev)) {
-        c.routes.remove(&stream);
-        give_back(&mut c.conn, ev);
+    // The last event of a stream's response: the stream is no longer the
+    // connection's to answer for, so a close that follows (an HTTP/1.1
+    // server's, after a body that ran to it) is not a loss for it.
+    let ends = match &ev {
+        ClientEvent::Response {
+            informational,
+            end_stream,
+            ..
+        } => *end_stream && !informational,
+        ClientEvent::Data { end_stream, .. } => *end_stream,
+        ClientEvent::Trailers { .. } | ClientEvent::Reset { .. } | ClientEvent::TooLarge { .. } => {
+            true
+        }
+        _ => false,
+    };
+    match inboxes.deliver(inbox, down, Delivered::Event(ev)) {
+        Ok(()) if ends => {
+            c.routes.remove(&stream);
+        }
+        Ok(()) => {}
+        Err(Delivered::Event(ev)) => {
+            c.routes.remove(&stream);
+            give_back(&mut c.conn, ev);
+        }
+        Err(_) => {
+            c.routes.remove(&stream);
+        }
     }
 }
 
 /// An event nobody takes: its window is released, its header list reused.
-fn give_back(conn: &mut ClientConn, ev: ClientEvent) {
+fn give_back(conn: &mut UpCodec, ev: ClientEvent) {
     match ev {
         ClientEvent::Data { stream, data, .. } => conn.release(stream, data.len() as u32),
         ClientEvent::Response { head, .. } => conn.recycle(head),
@@ -598,6 +812,8 @@ fn fail(pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
         return;
     }
     c.dead = true;
+    // Waiters for the protocol this connection was to learn wait no more.
+    let learning = std::mem::take(&mut c.alpn_pending);
     for (_, (inbox, down)) in c.routes.drain() {
         let what = if connect {
             Delivered::ConnectFailed
@@ -606,7 +822,11 @@ fn fail(pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
         };
         let _ = p.inboxes.deliver(inbox, down, what);
     }
-    p.kick_waiter();
+    if learning {
+        p.kick_all_waiters();
+    } else {
+        p.kick_waiter();
+    }
 }
 
 fn finish_task(pool: &PoolRef, slot: usize, gen: u32) {
@@ -632,6 +852,7 @@ mod tests {
                 initial_stream_window_size: stream_window,
                 ..Default::default()
             },
+            upstream: Default::default(),
             outlier_detection: None,
             common_lb: Default::default(),
             per_connection_buffer_limit_bytes: buffer_limit,

@@ -131,15 +131,9 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
                 .as_deref()
                 .map(|v| (&b"x-forwarded-for"[..], v, false)),
         );
+    let scheme = pool.scheme();
     pool.conn_at(slot)?
-        .send_request(
-            get(b":method"),
-            b"http",
-            authority,
-            path,
-            fields,
-            s.bodyless,
-        )
+        .send_request(get(b":method"), scheme, authority, path, fields, s.bodyless)
         .ok()
 }
 

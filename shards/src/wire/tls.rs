@@ -1,4 +1,4 @@
-//! A downstream connection's transport: the TCP socket, or TLS over it (rustls through `futures-rustls`); the TLS handshake, bounded in time, counted, and the protocol its ALPN chose.
+//! A connection's transport: the TCP socket, or TLS over it (rustls through `futures-rustls`); the TLS handshakes (a client's, bounded and counted; a backend's, within the connect timeout), and the protocol ALPN chose.
 //!
 //! The handshake runs in the connection's own task, after accept: a slow
 //! or silent client holds its own task and socket only, never the accept
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use engine::tls::DownstreamTls;
+use engine::tls::{DownstreamTls, UpstreamTls};
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
@@ -21,18 +21,20 @@ use super::codec::Proto;
 use crate::signal::Subscription;
 use crate::stats::DownstreamStats;
 
-/// What a downstream connection reads and writes through.
+/// What a connection reads and writes through: a downstream one, or an
+/// upstream one (`TlsClient`).
 pub(crate) enum Transport {
     Plain(TcpStream),
     Tls(Box<futures_rustls::server::TlsStream<TcpStream>>),
+    TlsClient(Box<futures_rustls::client::TlsStream<TcpStream>>),
 }
 
 impl Transport {
     /// The server name (SNI) a TLS client asked for.
     pub fn server_name(&self) -> Option<&str> {
         match self {
-            Transport::Plain(_) => None,
             Transport::Tls(t) => t.get_ref().1.server_name(),
+            Transport::Plain(_) | Transport::TlsClient(_) => None,
         }
     }
 
@@ -42,6 +44,11 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => Ok(tcp.shutdown(std::net::Shutdown::Write).await?),
             Transport::Tls(tls) => {
+                tls.get_mut().1.send_close_notify();
+                futures_lite::AsyncWriteExt::flush(tls.as_mut()).await?;
+                Ok(tls.get_ref().0.shutdown(std::net::Shutdown::Write).await?)
+            }
+            Transport::TlsClient(tls) => {
                 tls.get_mut().1.send_close_notify();
                 futures_lite::AsyncWriteExt::flush(tls.as_mut()).await?;
                 Ok(tls.get_ref().0.shutdown(std::net::Shutdown::Write).await?)
@@ -59,6 +66,7 @@ impl AsyncRead for Transport {
         match self.get_mut() {
             Transport::Plain(t) => Pin::new(t).poll_read(cx, buf),
             Transport::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
+            Transport::TlsClient(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -72,6 +80,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(t) => Pin::new(t).poll_write(cx, buf),
             Transport::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
+            Transport::TlsClient(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -79,6 +88,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(t) => Pin::new(t).poll_flush(cx),
             Transport::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+            Transport::TlsClient(t) => Pin::new(t.as_mut()).poll_flush(cx),
         }
     }
 
@@ -86,6 +96,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(t) => Pin::new(t).poll_close(cx),
             Transport::Tls(t) => Pin::new(t.as_mut()).poll_close(cx),
+            Transport::TlsClient(t) => Pin::new(t.as_mut()).poll_close(cx),
         }
     }
 }
@@ -153,6 +164,36 @@ pub(crate) async fn handshake(
             None
         }
     }
+}
+
+/// Opens TLS to a backend over `tcp` within `within`: the transport and
+/// the protocol ALPN chose, if any. Errors are the handshake's (refused,
+/// timed out, or the server went away).
+pub(crate) async fn connect(
+    tcp: TcpStream,
+    tls: &UpstreamTls,
+    addr: std::net::SocketAddr,
+    within: Duration,
+) -> io::Result<(Transport, Option<Proto>)> {
+    let connect = futures_rustls::TlsConnector::from(Arc::clone(&tls.config))
+        .connect(tls.server_name(addr), tcp);
+    let mut connect = std::pin::pin!(connect);
+    let mut timer = std::pin::pin!(Timer::new(within));
+    let stream = std::future::poll_fn(|cx| {
+        if let Poll::Ready(r) = connect.as_mut().poll(cx) {
+            return Poll::Ready(r);
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "TLS handshake timed out",
+            )));
+        }
+        Poll::Pending
+    })
+    .await?;
+    let proto = alpn_proto(stream.get_ref().1.alpn_protocol());
+    Ok((Transport::TlsClient(Box::new(stream)), proto))
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! backends, and a small h2 client running on its own glommio executor.
 #![allow(dead_code)]
 
+pub mod h1_backend;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -41,6 +43,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
             .collect(),
         eds: None,
         http2: UpstreamHttp2::default(),
+        upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),

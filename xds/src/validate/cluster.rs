@@ -1,27 +1,21 @@
 //! `Cluster` / `ClusterLoadAssignment` → `engine::Cluster`: STATIC and EDS
-//! clusters of IP endpoints, HTTP/2 upstreams, round robin / least request
+//! clusters of IP endpoints (protocol and TLS: `upstream`), round robin / least request
 //! / random picking (`lb_policy` or `load_balancing_policy`), outlier
 //! detection and `common_lb_config`.
 
 use ahash::AHashSet;
 
-use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy, UpstreamHttp2};
-use prost::Name;
+use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy};
 
-use super::listener::{buffer_limit, reject_h2_flood_limits, reject_unused_h2};
+use super::listener::buffer_limit;
+use super::upstream::upstream_options;
 use super::{
     common_lb_config, duration, least_request_lb_config, load_balancing_policy, outlier_detection,
     reject_set, socket_address_at, u32_in, Allowed,
 };
-use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
-use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::endpoint::v3 as ep;
-use crate::pb::envoy::extensions::upstreams::http::v3 as upstream;
-
-const NO_H2: &str =
-    "HTTP/1.1 upstreams are not supported; configure explicit_http_config.http2_protocol_options";
 
 /// Validates a cluster (its name is not checked for uniqueness here).
 pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
@@ -30,20 +24,15 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         path,
         c,
         health_checks,
-        max_requests_per_connection,
         circuit_breakers,
-        http_protocol_options,
         dns_refresh_rate,
         dns_lookup_family,
         dns_resolvers,
         cleanup_interval,
         upstream_bind_config,
         lb_subset_config,
-        transport_socket,
         metadata,
-        protocol_selection,
         alt_stat_name,
-        common_http_protocol_options,
         upstream_connection_options,
         close_connections_on_host_health_failure,
         ignore_health_on_host_removal,
@@ -207,13 +196,15 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         Some(cl) => common_lb_config(cl, &path.field("common_lb_config"))?,
         None => CommonLb::default(),
     };
+    let (http2, upstream) = upstream_options(c, path)?;
     Ok(Cluster {
         name: c.name.clone(),
         connect_timeout,
         lb_policy,
         endpoints,
         eds,
-        http2: upstream_http2(c, path)?,
+        http2,
+        upstream,
         outlier_detection,
         common_lb,
         per_connection_buffer_limit_bytes: buffer_limit(
@@ -300,111 +291,4 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint
         weight,
         health,
     })
-}
-
-/// The cluster's HTTP/2 upstream settings. HTTP/2 must be chosen explicitly,
-/// as in Envoy (whose default is HTTP/1.1), either through
-/// `typed_extension_protocol_options` or the deprecated
-/// `http2_protocol_options` field.
-pub fn upstream_http2(c: &pb::Cluster, path: &Path) -> Result<UpstreamHttp2> {
-    let opts_path = path.field("typed_extension_protocol_options");
-    let key = upstream::HttpProtocolOptions::full_name();
-    for k in c.typed_extension_protocol_options.keys() {
-        if *k != key {
-            return Err(Error::unsupported_msg(
-                opts_path.key(k),
-                format!("protocol options {k:?} are not supported; only {key:?} are"),
-            ));
-        }
-    }
-    let explicit = match c.typed_extension_protocol_options.get(&key) {
-        Some(any) => {
-            let p = opts_path.key(&key);
-            if c.http2_protocol_options.is_some() {
-                return Err(Error::invalid(
-                    path.field("http2_protocol_options"),
-                    format!("cannot be combined with typed_extension_protocol_options[{key:?}]"),
-                ));
-            }
-            let (opts, p) = unpack::<upstream::HttpProtocolOptions>(any, &p)?;
-            Some(protocol_options(&opts, &p)?)
-        }
-        None => None,
-    };
-    let (h2, h2path) = match (explicit, &c.http2_protocol_options) {
-        (Some(found), _) => found,
-        (None, Some(h2)) => (h2.clone(), path.field("http2_protocol_options")),
-        (None, None) => return Err(Error::unsupported_msg(opts_path, NO_H2)),
-    };
-    reject_unused_h2(&h2, &h2path)?;
-    reject_h2_flood_limits(&h2, &h2path)?;
-    let d = UpstreamHttp2::default();
-    Ok(UpstreamHttp2 {
-        max_concurrent_streams: u32_in(
-            h2.max_concurrent_streams,
-            1..=2_147_483_647,
-            d.max_concurrent_streams,
-            &h2path.field("max_concurrent_streams"),
-        )?,
-        initial_stream_window_size: u32_in(
-            h2.initial_stream_window_size,
-            65_535..=2_147_483_647,
-            d.initial_stream_window_size,
-            &h2path.field("initial_stream_window_size"),
-        )?,
-        initial_connection_window_size: u32_in(
-            h2.initial_connection_window_size,
-            65_535..=2_147_483_647,
-            d.initial_connection_window_size,
-            &h2path.field("initial_connection_window_size"),
-        )?,
-    })
-}
-
-/// `envoy.extensions.upstreams.http.v3.HttpProtocolOptions` → its
-/// `http2_protocol_options` and their path.
-fn protocol_options(
-    o: &upstream::HttpProtocolOptions,
-    path: &Path,
-) -> Result<(core::Http2ProtocolOptions, Path)> {
-    use upstream::http_protocol_options::explicit_http_config::ProtocolConfig as P;
-    use upstream::http_protocol_options::UpstreamProtocolOptions as U;
-    reject_set!(
-        path,
-        o,
-        common_http_protocol_options,
-        upstream_http_protocol_options,
-        http_filters,
-        header_validation_config,
-    );
-    match &o.upstream_protocol_options {
-        Some(U::ExplicitHttpConfig(e)) => {
-            let epath = path.field("explicit_http_config");
-            match &e.protocol_config {
-                Some(P::Http2ProtocolOptions(h2)) => {
-                    Ok((h2.clone(), epath.field("http2_protocol_options")))
-                }
-                Some(P::HttpProtocolOptions(_)) => Err(Error::unsupported_msg(
-                    epath.field("http_protocol_options"),
-                    NO_H2,
-                )),
-                Some(P::Http3ProtocolOptions(_)) => {
-                    Err(Error::unsupported(epath.field("http3_protocol_options")))
-                }
-                None => Err(Error::invalid(
-                    epath.field("http2_protocol_options"),
-                    "required",
-                )),
-            }
-        }
-        Some(U::UseDownstreamProtocolConfig(_)) => Err(Error::unsupported_msg(
-            path.field("use_downstream_protocol_config"),
-            "not supported; use explicit_http_config.http2_protocol_options",
-        )),
-        Some(U::AutoConfig(_)) => Err(Error::unsupported_msg(
-            path.field("auto_config"),
-            "not supported; use explicit_http_config.http2_protocol_options",
-        )),
-        None => Err(Error::unsupported_msg(path.clone(), NO_H2)),
-    }
 }

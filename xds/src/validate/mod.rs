@@ -10,12 +10,13 @@ mod route;
 mod session;
 mod source;
 mod tls;
+mod upstream;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-pub use cluster::{cluster, cluster_load_assignment, upstream_http2};
+pub use cluster::{cluster, cluster_load_assignment};
 pub use lb::{common_lb_config, least_request_lb_config, load_balancing_policy};
 pub use listener::{http_connection_manager, listener};
 pub use outlier::outlier_detection;

@@ -359,7 +359,7 @@ fn header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
 
 /// `StringMatcher` → header match; `ignore_case` becomes a `(?i)` regex
 /// since the engine's literal matchers are case-sensitive.
-fn string_matcher(sm: &matcher::StringMatcher, path: &Path) -> Result<HeaderMatchKind> {
+pub(super) fn string_matcher(sm: &matcher::StringMatcher, path: &Path) -> Result<HeaderMatchKind> {
     use matcher::string_matcher::MatchPattern as M;
     let nonempty = |s: &str, field: &str| {
         if s.is_empty() {

@@ -5,14 +5,15 @@ use std::sync::Arc;
 use std::path::PathBuf;
 
 use engine::tls::{
-    CertificateSpec, ClientAuthSpec, DownstreamTls, DownstreamTlsSpec, RebuildTls, TlsError,
-    TlsVersion,
+    CertificateSpec, ClientAuthSpec, DownstreamTls, DownstreamTlsSpec, RebuildTls, SanMatcher,
+    SanType, TlsError, TlsVersion,
 };
 use prost::Name;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::reject_set;
+use super::route::string_matcher;
 use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
@@ -136,19 +137,55 @@ fn downstream_tls_context(
             .flat_map(|c| [c.certificate_chain.as_ref(), c.private_key.as_ref()])
             .filter_map(file_of),
     );
+    let params = tls_params(&common, &cpath)?;
+    let alpn = alpn_protocols(&common, &cpath)?;
+    let spec = DownstreamTlsSpec {
+        certificates,
+        alpn,
+        min_version: params.min_version,
+        max_version: params.max_version,
+        cipher_suites: params.cipher_suites,
+        ecdh_curves: params.ecdh_curves,
+        require_sni: ctx.require_sni.unwrap_or(false),
+        session_tickets,
+        session_cache: !ctx.disable_stateful_session_resumption,
+        prefer_server_ciphers: !ctx.prefer_client_ciphers,
+        client_auth,
+    };
+    Ok((spec, files))
+}
+
+/// `common_tls_context.tls_params`, decoded.
+pub(super) struct Params {
+    pub min_version: TlsVersion,
+    pub max_version: TlsVersion,
+    pub cipher_suites: Vec<String>,
+    pub ecdh_curves: Vec<String>,
+}
+
+/// `tls_params` of a downstream or upstream context.
+pub(super) fn tls_params(common: &tls::CommonTlsContext, cpath: &Path) -> Result<Params> {
     let params = common.tls_params.clone().unwrap_or_default();
     let ppath = cpath.field("tls_params");
     reject_set!(ppath, params, signature_algorithms, compliance_policies);
-    let min_version = version(
-        params.tls_minimum_protocol_version,
-        TlsVersion::V1_2,
-        &ppath.field("tls_minimum_protocol_version"),
-    )?;
-    let max_version = version(
-        params.tls_maximum_protocol_version,
-        TlsVersion::V1_3,
-        &ppath.field("tls_maximum_protocol_version"),
-    )?;
+    Ok(Params {
+        min_version: version(
+            params.tls_minimum_protocol_version,
+            TlsVersion::V1_2,
+            &ppath.field("tls_minimum_protocol_version"),
+        )?,
+        max_version: version(
+            params.tls_maximum_protocol_version,
+            TlsVersion::V1_3,
+            &ppath.field("tls_maximum_protocol_version"),
+        )?,
+        cipher_suites: cipher_suites(&params.cipher_suites),
+        ecdh_curves: params.ecdh_curves,
+    })
+}
+
+/// `alpn_protocols`, each 1 to 255 bytes.
+pub(super) fn alpn_protocols(common: &tls::CommonTlsContext, cpath: &Path) -> Result<Vec<Vec<u8>>> {
     let mut alpn = Vec::with_capacity(common.alpn_protocols.len());
     for (i, p) in common.alpn_protocols.iter().enumerate() {
         if p.is_empty() || p.len() > 255 {
@@ -159,28 +196,20 @@ fn downstream_tls_context(
         }
         alpn.push(p.as_bytes().to_vec());
     }
-    let spec = DownstreamTlsSpec {
-        certificates,
-        alpn,
-        min_version,
-        max_version,
-        cipher_suites: cipher_suites(&params.cipher_suites),
-        ecdh_curves: params.ecdh_curves.clone(),
-        require_sni: ctx.require_sni.unwrap_or(false),
-        session_tickets,
-        session_cache: !ctx.disable_stateful_session_resumption,
-        prefer_server_ciphers: !ctx.prefer_client_ciphers,
-        client_auth,
-    };
-    Ok((spec, files))
+    Ok(alpn)
 }
 
 /// Builds the context, each refusal at its field.
 fn build(spec: DownstreamTlsSpec, path: &Path) -> Result<DownstreamTls> {
+    DownstreamTls::build(spec).map_err(|e| tls_error(e, path))
+}
+
+/// A context's build error at the field it is about (`path`: the context).
+pub(super) fn tls_error(e: TlsError, path: &Path) -> Error {
     let cpath = path.field("common_tls_context");
     let certs_path = cpath.field("tls_certificates");
     let ppath = cpath.field("tls_params");
-    DownstreamTls::build(spec).map_err(|e| {
+    {
         let at = match &e {
             TlsError::NoCertificate => certs_path.clone(),
             TlsError::Certificate { index, .. } => certs_path.index(*index),
@@ -196,11 +225,11 @@ fn build(spec: DownstreamTlsSpec, path: &Path) -> Result<DownstreamTls> {
             }
             _ => Error::invalid(at, e.to_string()),
         }
-    })
+    }
 }
 
 /// The file a `DataSource` reads, if it is one.
-fn file_of(d: Option<&core::DataSource>) -> Option<PathBuf> {
+pub(super) fn file_of(d: Option<&core::DataSource>) -> Option<PathBuf> {
     match d?.specifier.as_ref()? {
         core::data_source::Specifier::Filename(f) => Some(PathBuf::from(f)),
         _ => None,
@@ -208,7 +237,7 @@ fn file_of(d: Option<&core::DataSource>) -> Option<PathBuf> {
 }
 
 /// `validation_context`: client certificates checked against
-/// `trusted_ca`. What would check more (pins, SAN matchers, CRLs, depth)
+/// `trusted_ca` and `match_typed_subject_alt_names`. What would check more (pins, CRLs, depth)
 /// or less (`ACCEPT_UNTRUSTED`, expired certificates) is refused by name.
 fn validation_context(
     v: &tls::CertificateValidationContext,
@@ -216,6 +245,62 @@ fn validation_context(
     path: &Path,
     files: &mut Vec<PathBuf>,
 ) -> Result<ClientAuthSpec> {
+    Ok(ClientAuthSpec {
+        roots: trusted_roots(v, path, files)?,
+        required,
+        suppress_ca_list: v.suppress_client_ca_list,
+        san_matchers: san_matchers(v, path)?,
+    })
+}
+
+/// `match_typed_subject_alt_names`. `OTHER_NAME` (matched by OID) is
+/// refused by name; a matcher without a type or a string matcher is
+/// invalid.
+pub(super) fn san_matchers(
+    v: &tls::CertificateValidationContext,
+    path: &Path,
+) -> Result<Vec<SanMatcher>> {
+    use tls::subject_alt_name_matcher::SanType as T;
+    let mpath = path.field("match_typed_subject_alt_names");
+    v.match_typed_subject_alt_names
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let p = mpath.index(i);
+            let san_type = match T::try_from(m.san_type) {
+                Ok(T::Dns) => SanType::Dns,
+                Ok(T::Uri) => SanType::Uri,
+                Ok(T::Email) => SanType::Email,
+                Ok(T::IpAddress) => SanType::IpAddress,
+                Ok(T::OtherName) => {
+                    return Err(Error::unsupported_value(p.field("san_type"), "OTHER_NAME"))
+                }
+                Ok(T::Unspecified) | Err(_) => {
+                    return Err(Error::invalid(
+                        p.field("san_type"),
+                        "one of DNS, URI, EMAIL or IP_ADDRESS is required",
+                    ))
+                }
+            };
+            let Some(sm) = &m.matcher else {
+                return Err(Error::invalid(p.field("matcher"), "required"));
+            };
+            Ok(SanMatcher {
+                san_type,
+                matcher: string_matcher(sm, &p.field("matcher"))?,
+            })
+        })
+        .collect()
+}
+
+/// A validation context's `trusted_ca`, decoded; what the context would
+/// check beyond the chain is refused by name. Adds the file it came from
+/// to `files`.
+pub(super) fn trusted_roots(
+    v: &tls::CertificateValidationContext,
+    path: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<Vec<CertificateDer<'static>>> {
     reject_set!(
         path,
         v,
@@ -230,7 +315,6 @@ fn validation_context(
         custom_validator_config,
         ca_certificate_provider_instance,
         only_verify_leaf_cert_crl,
-        match_typed_subject_alt_names,
         max_verify_depth,
         system_root_certs,
     );
@@ -243,14 +327,10 @@ fn validation_context(
         return Err(Error::invalid(capath, "no PEM certificate in it"));
     }
     files.extend(file_of(v.trusted_ca.as_ref()));
-    Ok(ClientAuthSpec {
-        roots,
-        required,
-        suppress_ca_list: v.suppress_client_ca_list,
-    })
+    Ok(roots)
 }
 
-fn unsupported_validation(
+pub(super) fn unsupported_validation(
     v: &tls::common_tls_context::ValidationContextType,
     cpath: &Path,
 ) -> Error {
@@ -295,7 +375,7 @@ fn version(v: i32, default: TlsVersion, path: &Path) -> Result<TlsVersion> {
     }
 }
 
-fn certificate(c: &tls::TlsCertificate, path: &Path) -> Result<CertificateSpec> {
+pub(super) fn certificate(c: &tls::TlsCertificate, path: &Path) -> Result<CertificateSpec> {
     reject_set!(
         path,
         c,

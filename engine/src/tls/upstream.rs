@@ -1,0 +1,268 @@
+//! Upstream TLS as a cluster's `UpstreamTlsContext` sets it: SNI, ALPN, versions, suites and groups, a client certificate, and server certificates checked the way Envoy checks them; built into one rustls `ClientConfig`.
+//!
+//! Envoy's checks differ from a browser's, and a proxy in its place must
+//! behave like it, or configs that work there break here:
+//!
+//! - without `validation_context` the server's certificate is not checked
+//!   at all (only the handshake's own signatures are);
+//! - with `trusted_ca`, the chain must lead to one of those roots and be
+//!   valid now, but the certificate's names are not compared with `sni`
+//!   (Envoy checks names only through `match_typed_subject_alt_names`):
+//!   backends are often reached by IP, with certificates naming a service.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
+
+use super::san::{self, SanMatcher};
+use super::{provider_for, CertificateSpec, TlsError, TlsVersion};
+
+/// What an `UpstreamTlsContext` asks for, decoded (files read, PEM parsed).
+#[derive(Debug)]
+pub struct UpstreamTlsSpec {
+    /// `sni`: sent, and used for nothing else; `None`: no SNI.
+    pub sni: Option<String>,
+    /// `alpn_protocols`, or the cluster's protocols when none are set.
+    pub alpn: Vec<Vec<u8>>,
+    pub min_version: TlsVersion,
+    pub max_version: TlsVersion,
+    /// BoringSSL names; empty: rustls's defaults.
+    pub cipher_suites: Vec<String>,
+    pub ecdh_curves: Vec<String>,
+    /// A client certificate for backends that ask for one (mTLS).
+    pub client_certificate: Option<CertificateSpec>,
+    /// `validation_context.trusted_ca`; `None`: the server's certificate is
+    /// not checked (Envoy's behaviour without a validation context).
+    pub trusted_ca: Option<Vec<CertificateDer<'static>>>,
+    /// `match_typed_subject_alt_names` (with `trusted_ca` only): the
+    /// server's certificate must also have a name one of these takes.
+    pub san_matchers: Vec<SanMatcher>,
+    /// `max_session_keys` (Envoy's default 1): sessions kept per server
+    /// name for resumption; 0 turns resumption off.
+    pub max_session_keys: usize,
+}
+
+/// A cluster's upstream TLS, built once per configuration and shared by
+/// every connection of every shard through the snapshot.
+pub struct UpstreamTls {
+    pub config: Arc<ClientConfig>,
+    pub sni: Option<String>,
+    pub alpn: Vec<String>,
+    /// Whether server certificates are checked (`trusted_ca` given).
+    pub verifies: bool,
+    sni_name: Option<ServerName<'static>>,
+}
+
+impl std::fmt::Debug for UpstreamTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamTls")
+            .field("sni", &self.sni)
+            .field("alpn", &self.alpn)
+            .field("verifies", &self.verifies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UpstreamTls {
+    pub fn build(spec: UpstreamTlsSpec) -> Result<Self, TlsError> {
+        let (provider, versions) = provider_for(
+            spec.min_version,
+            spec.max_version,
+            &spec.cipher_suites,
+            &spec.ecdh_curves,
+        )?;
+        let provider = Arc::new(provider);
+        let sni_name = match &spec.sni {
+            None => None,
+            Some(s) => Some(
+                ServerName::try_from(s.clone())
+                    .map_err(|e| TlsError::Rustls(format!("sni {s:?}: {e}")))?,
+            ),
+        };
+        let verifies = spec.trusted_ca.is_some();
+        let verifier: Arc<dyn ServerCertVerifier> = match spec.trusted_ca {
+            Some(roots) => Arc::new(ChainOnly::new(roots, spec.san_matchers, &provider)?),
+            None => Arc::new(Unchecked(Arc::clone(&provider))),
+        };
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&versions)
+            .map_err(|e| TlsError::Rustls(e.to_string()))?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier);
+        let mut config = match spec.client_certificate {
+            None => builder.with_no_client_auth(),
+            Some(cert) => builder
+                .with_client_auth_cert(cert.chain, cert.key)
+                .map_err(|e| TlsError::Certificate {
+                    index: 0,
+                    reason: e.to_string(),
+                })?,
+        };
+        config.alpn_protocols = spec.alpn.clone();
+        config.resumption = if spec.max_session_keys == 0 {
+            rustls::client::Resumption::disabled()
+        } else {
+            rustls::client::Resumption::in_memory_sessions(spec.max_session_keys)
+        };
+        Ok(Self {
+            config: Arc::new(config),
+            alpn: spec
+                .alpn
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect(),
+            sni: spec.sni,
+            verifies,
+            sni_name,
+        })
+    }
+
+    /// The name a connection to `addr` is opened with: the configured SNI,
+    /// else the address itself (rustls sends no SNI for an IP address, as
+    /// Envoy sends none without `sni`).
+    pub fn server_name(&self, addr: SocketAddr) -> ServerName<'static> {
+        match &self.sni_name {
+            Some(n) => n.clone(),
+            None => ServerName::IpAddress(addr.ip().into()),
+        }
+    }
+}
+
+/// Checks the chain against `trusted_ca` (validity period, key usage,
+/// signatures), and the names only through `match_typed_subject_alt_names`,
+/// never against the SNI: Envoy's check.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>, Vec<SanMatcher>);
+
+impl ChainOnly {
+    fn new(
+        roots: Vec<CertificateDer<'static>>,
+        matchers: Vec<SanMatcher>,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<Self, TlsError> {
+        let mut store = rustls::RootCertStore::empty();
+        for root in roots {
+            store
+                .add(root)
+                .map_err(|e| TlsError::TrustedCa(e.to_string()))?;
+        }
+        if store.is_empty() {
+            return Err(TlsError::TrustedCa("no certificate in it".into()));
+        }
+        WebPkiServerVerifier::builder_with_provider(Arc::new(store), Arc::clone(provider))
+            .build()
+            .map(|v| Self(v, matchers))
+            .map_err(|e| TlsError::TrustedCa(e.to_string()))
+    }
+}
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // webpki compares the name last, once the chain has verified: a
+        // name mismatch therefore means the chain is good.
+        let verified = match self.0.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => ServerCertVerified::assertion(),
+            other => other?,
+        };
+        if san::accepts(&self.1, end_entity) {
+            Ok(verified)
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// No `validation_context`: any certificate is taken (Envoy's behaviour),
+/// but the handshake's signatures must still be made by its key, so the
+/// session is at least with whoever holds that key.
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
