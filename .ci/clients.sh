@@ -4,7 +4,9 @@
 # port, then both over TLS (ALPN), in front of a demo backend; headless
 # Chromium (apt-installed when missing) loading a page over TLS; a gRPC
 # client (grpcio, pip-installed when missing) over TLS keeping a stateful
-# session across two backends. Every port is chosen by the kernel.
+# session across two backends; a real HTTP/1.1 server (Python's
+# http.server) as an upstream, in cleartext and over TLS. Every port is
+# chosen by the kernel.
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -151,6 +153,74 @@ else
     echo "FAIL gRPC over TLS with a stateful session"
     failures=$((failures + 1))
 fi
+
+# HTTP/1.1 upstreams: a real server (Python's http.server, keep-alive on)
+# behind a cluster with no protocol options (HTTP/1.1, Envoy's default),
+# in cleartext and over TLS (its certificate checked against trusted_ca).
+python3 .ci/h1_backend.py >"$work/h1.log" 2>&1 &
+pids+=($!)
+h1=$(await_addr "$work/h1.log" "listening on")
+python3 .ci/h1_backend.py "$work/cert.pem" "$work/key.pem" >"$work/h1tls.log" 2>&1 &
+pids+=($!)
+h1tls=$(await_addr "$work/h1tls.log" "listening on")
+cat >"$work/upstream.yaml" <<YAML
+admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/tls/" }
+                route: { cluster: h1tls }
+              - match: { prefix: "/" }
+                route: { cluster: h1 }
+          http_filters:
+          - name: envoy.filters.http.router
+  clusters:
+  - name: h1
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: h1
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${h1##*:} } } }
+  - name: h1tls
+    connect_timeout: 1s
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: localhost
+        common_tls_context:
+          validation_context:
+            trusted_ca: { filename: $work/cert.pem }
+            match_typed_subject_alt_names: [{ san_type: DNS, matcher: { exact: localhost } }]
+    load_assignment:
+      cluster_name: h1tls
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${h1tls##*:} } } }
+YAML
+"$BIN/gateway" -c "$work/upstream.yaml" --shards 1 >"$work/gateway-h1.log" 2>&1 &
+pids+=($!)
+up=$(await_addr "$work/gateway-h1.log" "listener ingress on")
+check "HTTP/1.1 upstream: HTTP/2 client" "200 hello h1 from python /a?b=1" \
+    "$(curl -s -w '%{http_code} ' --http2-prior-knowledge "http://$up/a?b=1" -o "$work/h1.out"; cat "$work/h1.out")"
+check "HTTP/1.1 upstream: POST body" "posted" "$(curl -s -d posted "http://$up/echo")"
+peers=$(for _ in 1 2 3; do curl -s -D - -o /dev/null "http://$up/" | tr -d '\r' | awk -F': ' '$1 == "x-peer" {print $2}'; done | sort -u | wc -l)
+check "HTTP/1.1 upstream: one kept-alive connection for three requests" "1" "$peers"
+check "HTTP/1.1 upstream over TLS (trusted_ca, SAN matcher)" "200 hello h1 from python /tls/x" \
+    "$(curl -s -w '%{http_code} ' "http://$up/tls/x" -o "$work/h1tls.out"; cat "$work/h1tls.out")"
 
 if [[ $failures -gt 0 ]]; then
     echo "clients: $failures failures; gateway log:" >&2

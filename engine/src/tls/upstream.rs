@@ -137,7 +137,11 @@ impl UpstreamTls {
 /// signatures), and the names only through `match_typed_subject_alt_names`,
 /// never against the SNI: Envoy's check.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>, Vec<SanMatcher>);
+struct ChainOnly(
+    Arc<WebPkiServerVerifier>,
+    Vec<SanMatcher>,
+    Vec<CertificateDer<'static>>,
+);
 
 impl ChainOnly {
     fn new(
@@ -146,9 +150,9 @@ impl ChainOnly {
         provider: &Arc<CryptoProvider>,
     ) -> Result<Self, TlsError> {
         let mut store = rustls::RootCertStore::empty();
-        for root in roots {
+        for root in &roots {
             store
-                .add(root)
+                .add(root.clone())
                 .map_err(|e| TlsError::TrustedCa(e.to_string()))?;
         }
         if store.is_empty() {
@@ -156,7 +160,7 @@ impl ChainOnly {
         }
         WebPkiServerVerifier::builder_with_provider(Arc::new(store), Arc::clone(provider))
             .build()
-            .map(|v| Self(v, matchers))
+            .map(|v| Self(v, matchers, roots))
             .map_err(|e| TlsError::TrustedCa(e.to_string()))
     }
 }
@@ -182,6 +186,14 @@ impl ServerCertVerifier for ChainOnly {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => ServerCertVerified::assertion(),
+            // webpki's refusal of a CA certificate as an end entity comes
+            // as an `Other` error: whatever it is, a certificate that is
+            // itself trusted and valid now is taken.
+            Err(rustls::Error::InvalidCertificate(_))
+                if trusted_as_is(end_entity, &self.2, now) =>
+            {
+                ServerCertVerified::assertion()
+            }
             other => other?,
         };
         if san::accepts(&self.1, end_entity) {
@@ -214,6 +226,28 @@ impl ServerCertVerifier for ChainOnly {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.supported_verify_schemes()
     }
+}
+
+/// Whether `cert` is itself one of `roots` and valid at `now`: a
+/// self-signed certificate trusted as it is. webpki refuses a CA
+/// certificate as an end entity (`openssl req -x509` makes one);
+/// OpenSSL and BoringSSL, and so Envoy, take any certificate found in the
+/// trust store.
+pub(super) fn trusted_as_is(
+    cert: &CertificateDer<'_>,
+    roots: &[CertificateDer<'static>],
+    now: UnixTime,
+) -> bool {
+    if !roots.iter().any(|r| r.as_ref() == cert.as_ref()) {
+        return false;
+    }
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return false;
+    };
+    let Ok(now) = x509_parser::time::ASN1Time::from_timestamp(now.as_secs() as i64) else {
+        return false;
+    };
+    parsed.validity().is_valid_at(now)
 }
 
 /// No `validation_context`: any certificate is taken (Envoy's behaviour),
@@ -264,5 +298,75 @@ impl ServerCertVerifier for Unchecked {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::SanType;
+
+    fn provider() -> Arc<CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    /// A CA (self-signed, CA:TRUE, as `openssl req -x509` makes) and a
+    /// leaf for `api.internal` it signed.
+    fn pki() -> (CertificateDer<'static>, CertificateDer<'static>) {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["ca.internal".to_string()]).expect("p");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&ca_key).expect("ca");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let leaf = rcgen::CertificateParams::new(vec!["api.internal".to_string()])
+            .expect("p")
+            .signed_by(&key, &ca, &ca_key)
+            .expect("leaf");
+        (ca.der().clone(), leaf.der().clone())
+    }
+
+    fn verify(v: &ChainOnly, cert: &CertificateDer<'_>, name: &str) -> bool {
+        let name = ServerName::try_from(name.to_string()).expect("name");
+        v.verify_server_cert(cert, &[], &name, &[], UnixTime::now())
+            .is_ok()
+    }
+
+    #[test]
+    fn the_chain_is_checked_but_not_the_name_unless_matchers_say() {
+        let (ca, leaf) = pki();
+        let (other_ca, _) = pki();
+        let v = ChainOnly::new(vec![ca.clone()], vec![], &provider()).expect("verifier");
+        assert!(verify(&v, &leaf, "api.internal"));
+        assert!(
+            verify(&v, &leaf, "anything.else"),
+            "Envoy does not compare names"
+        );
+        let stranger = ChainOnly::new(vec![other_ca], vec![], &provider()).expect("verifier");
+        assert!(!verify(&stranger, &leaf, "api.internal"));
+        let dns = |n: &str| SanMatcher {
+            san_type: SanType::Dns,
+            matcher: crate::HeaderMatchKind::Exact(n.into()),
+        };
+        let matching = ChainOnly::new(vec![ca.clone()], vec![dns("api.internal")], &provider())
+            .expect("verifier");
+        assert!(verify(&matching, &leaf, "x"));
+        let other =
+            ChainOnly::new(vec![ca], vec![dns("web.internal")], &provider()).expect("verifier");
+        assert!(!verify(&other, &leaf, "api.internal"));
+    }
+
+    #[test]
+    fn a_self_signed_ca_certificate_in_trusted_ca_is_taken_as_it_is() {
+        let (ca, _) = pki();
+        let (other, _) = pki();
+        let v = ChainOnly::new(vec![ca.clone()], vec![], &provider()).expect("verifier");
+        assert!(verify(&v, &ca, "ca.internal"));
+        assert!(!verify(&v, &other, "ca.internal"), "not in the trust store");
+        // rcgen certificates run to 4096.
+        let later = UnixTime::since_unix_epoch(std::time::Duration::from_secs(80_000_000_000));
+        assert!(
+            !trusted_as_is(&ca, std::slice::from_ref(&ca), later),
+            "expired by then"
+        );
     }
 }
