@@ -158,6 +158,10 @@ pub struct HttpConnectionManager {
     /// `common_http_protocol_options.max_stream_duration`: a stream's whole
     /// life, whatever it does (unset or 0: `None`, no limit).
     pub max_stream_duration: Option<Duration>,
+    /// `request_headers_timeout` (Envoy default: none): an HTTP/1.1 head
+    /// must be complete this long after its first byte, else 408 and the
+    /// connection closes.
+    pub request_headers_timeout: Option<Duration>,
     /// `common_http_protocol_options.max_connection_duration`: at it the
     /// connection drains (GOAWAY, then `drain_timeout`), so that clients
     /// reconnect and spread over the gateways behind an ECMP group (unset

@@ -101,6 +101,9 @@ pub struct DownstreamStats {
     pub access_log_dropped: Counter,
     pub cx_reset_flood: Counter,
     pub cx_idle_timeout: Counter,
+    /// HTTP/1.1 heads not complete within `request_headers_timeout`
+    /// (answered 408, connection closed).
+    pub rq_header_timeout: Counter,
     pub rq_total: Counter,
     pub rq_active: Counter,
     pub rq_reset_by_client: Counter,

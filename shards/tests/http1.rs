@@ -330,6 +330,56 @@ fn a_slow_first_head_is_closed_at_the_handshake_deadline_and_hurts_no_one() {
 }
 
 #[test]
+fn a_head_that_trickles_in_gets_408_at_request_headers_timeout_and_hurts_no_one() {
+    let b = backend("b1");
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.http.request_headers_timeout = Some(Duration::from_millis(400));
+    let gw = start(
+        bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
+        1,
+    );
+    let addr = gw.listener("ingress").expect("listener");
+    // A slowloris on a kept-alive connection: one request served, then a
+    // head sent a byte every 100 ms (the idle timeout, 1 h, never fires).
+    let (mut slow, mut slow_r) = open(addr);
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_response(&mut slow_r, false).status, 200);
+    let t0 = std::time::Instant::now();
+    let trickle = std::thread::spawn(move || {
+        for b in b"GET / HTTP/1.1\r\nHost: a\r\nX-Slow: 1234567890abcdef\r\n" {
+            if slow.write_all(&[*b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (mut s, mut r) = open(addr);
+    for _ in 0..3 {
+        s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        assert_eq!(
+            read_response(&mut r, false).status,
+            200,
+            "the victim is served"
+        );
+    }
+    let answer = read_response(&mut slow_r, false);
+    let waited = t0.elapsed();
+    assert_eq!(answer.status, 408);
+    assert!(closed(&mut slow_r), "then the connection closes");
+    assert!(
+        waited >= Duration::from_millis(350) && waited < Duration::from_secs(3),
+        "answered after {waited:?}"
+    );
+    trickle.join().unwrap();
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(metric(admin, "gateway_downstream_rq_header_timeout"), 1.0);
+    // A head that comes whole in time is served as ever.
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut r, false).status, 200);
+}
+
+#[test]
 fn http_1_0_is_served_when_accepted() {
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();

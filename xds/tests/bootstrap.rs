@@ -583,6 +583,16 @@ fn buffer_limit_and_max_stream_duration() {
     .unwrap();
     assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 32768);
     assert_eq!(b.listeners[0].http.max_stream_duration, None);
+    assert_eq!(b.listeners[0].http.request_headers_timeout, None);
+    let b = load(&edit(
+        "          stream_idle_timeout: 60s\n",
+        "          stream_idle_timeout: 60s\n          request_headers_timeout: 2.5s\n",
+    ))
+    .unwrap();
+    assert_eq!(
+        b.listeners[0].http.request_headers_timeout,
+        Some(Duration::from_millis(2500))
+    );
     assert_eq!(
         bad(
             "  - name: ingress\n",

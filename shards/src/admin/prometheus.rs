@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 36] = [
+    let simple: [(&str, &str, &str, ShardCounter); 37] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -108,6 +108,12 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Downstream connections closed by the idle timeout.",
             |s| &s.downstream.cx_idle_timeout,
+        ),
+        (
+            "gateway_downstream_rq_header_timeout",
+            "counter",
+            "HTTP/1.1 request heads not complete within request_headers_timeout (408, connection closed).",
+            |s| &s.downstream.rq_header_timeout,
         ),
         (
             "gateway_downstream_rq_total",

@@ -310,6 +310,14 @@ impl DownCodec {
     pub fn is_h1(&self) -> bool {
         matches!(self, DownCodec::H1(_))
     }
+
+    /// Answers an HTTP/1.1 connection's unfinished request `status` and
+    /// closes it; HTTP/2 has no such answer.
+    pub fn refuse(&mut self, status: u16) {
+        if let DownCodec::H1(c) = self {
+            c.refuse(status);
+        }
+    }
 }
 
 fn h1_send_error(e: h1wire::conn::SendError) -> SendError {

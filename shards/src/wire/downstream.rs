@@ -270,6 +270,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     let accepted_under = Arc::clone(cfg);
     let hcm = &cfg.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
+    let headers_timeout = hcm.request_headers_timeout;
     // Envoy's connection lifetime limits: past either, the connection
     // drains like one whose listener went away.
     let max_requests = hcm.max_requests_per_connection;
@@ -322,6 +323,9 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     // Bytes in `rb` the codec has not seen yet (what `first_bytes` read).
     let mut unseen = rb.buf.len();
     let mut handshake_timer = false;
+    // When the HTTP/1.1 head now in `rb` began (none in progress: `None`),
+    // for `request_headers_timeout`.
+    let mut head_since: Option<Instant> = None;
     // Set when the connection starts draining (GOAWAY sent): the time it
     // closes by, if its streams have not ended before.
     let mut close_at: Option<Instant> = None;
@@ -387,10 +391,10 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             let left = lives_until
                 .filter(|_| close_at.is_none())
                 .map(|t| t.saturating_duration_since(Instant::now()));
-            let wait = match (wait, left) {
-                (Some(w), Some(l)) => Some(w.min(l)),
-                (w, l) => w.or(l),
-            };
+            let head_left = head_since
+                .zip(headers_timeout)
+                .map(|(since, t)| (since + t).saturating_duration_since(Instant::now()));
+            let wait = [wait, left, head_left].into_iter().flatten().min();
             timer = wait.map(|d| Box::pin(Timer::new(d)));
             scanning = false;
         }
@@ -486,6 +490,16 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
                         trim_lists(shard);
                         continue;
                     }
+                } else if head_since
+                    .zip(headers_timeout)
+                    .is_some_and(|(since, t)| Instant::now() >= since + t)
+                {
+                    // A head that trickles in (slowloris): 408, as Envoy
+                    // answers, and the top of the loop closes.
+                    stats.rq_header_timeout.inc();
+                    dc.conn.refuse(408);
+                    rb.filled(0);
+                    continue;
                 } else if lives_until.is_some_and(|t| dc.now >= t) {
                     // The lifetime's end, not the idle or handshake
                     // timeout: the top of the loop drains the connection.
@@ -544,6 +558,20 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
             let served_out = max_requests.is_some_and(|n| dc.requests >= n);
             if served_out || !(dc.conn.can_take(rb.buf.len()) && (took || !could)) {
                 break;
+            }
+        }
+        // An HTTP/1.1 head begun and not complete, with no exchange in
+        // progress: its deadline runs from now, and an idle timer set
+        // before it came is set again to include it.
+        if headers_timeout.is_some() && dc.conn.is_h1() {
+            let partial = dc.streams.is_empty() && !rb.buf.is_empty();
+            if partial && head_since.is_none() {
+                head_since = Some(Instant::now());
+                if !scanning {
+                    timer = None;
+                }
+            } else if !partial {
+                head_since = None;
             }
         }
     }

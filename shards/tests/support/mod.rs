@@ -99,6 +99,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             idle_timeout: Some(Duration::from_secs(3600)),
             stream_idle_timeout: Some(Duration::from_secs(300)),
             max_stream_duration: None,
+            request_headers_timeout: None,
             max_connection_duration: None,
             max_requests_per_connection: None,
             drain_timeout: Duration::from_secs(1),

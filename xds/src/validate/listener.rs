@@ -224,7 +224,6 @@ pub fn http_connection_manager(
         local_reply_config,
         strip_matching_host_port,
         stream_error_on_invalid_http_message,
-        request_headers_timeout,
         strip_port_mode,
         http3_protocol_options,
     );
@@ -364,6 +363,11 @@ pub fn http_connection_manager(
         )?,
         max_stream_duration: match &common.max_stream_duration {
             Some(d) => Some(super::duration(d, &cpath.field("max_stream_duration"))?)
+                .filter(|d| !d.is_zero()),
+            None => None,
+        },
+        request_headers_timeout: match &m.request_headers_timeout {
+            Some(d) => Some(super::duration(d, &path.field("request_headers_timeout"))?)
                 .filter(|d| !d.is_zero()),
             None => None,
         },
