@@ -790,6 +790,21 @@ pub struct UpstreamOptions {
     pub http1_trailers: bool,
 }
 
+impl PartialEq for UpstreamOptions {
+    /// Whether connections made under either would be the same: TLS
+    /// contexts compare by what they were built from.
+    fn eq(&self, other: &Self) -> bool {
+        self.protocol == other.protocol
+            && self.max_requests_per_connection == other.max_requests_per_connection
+            && self.http1_trailers == other.http1_trailers
+            && match (&self.tls, &other.tls) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            }
+    }
+}
+
 impl Default for UpstreamOptions {
     fn default() -> Self {
         Self {

@@ -141,6 +141,7 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.endpoints == b.endpoints
         && a.eds == b.eds
         && a.http2 == b.http2
+        && a.upstream == b.upstream
         && a.outlier_detection == b.outlier_detection
         && a.common_lb == b.common_lb
         && a.per_connection_buffer_limit_bytes == b.per_connection_buffer_limit_bytes

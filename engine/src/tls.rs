@@ -17,7 +17,7 @@ use rustls::sign::CertifiedKey;
 use rustls::{NamedGroup, ServerConfig, SignatureScheme, SupportedCipherSuite};
 
 /// A TLS protocol version rustls speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TlsVersion {
     V1_2,
     V1_3,

@@ -488,3 +488,51 @@ fn downstream_tls(
         .expect("downstream tls"),
     )
 }
+
+#[test]
+fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
+    let good = cert(&["backend.internal"]);
+    let other = cert(&["other.internal"]);
+    let b = H1Backend::start_with(Some(server_tls(&good, &["http/1.1"])), echo);
+    let with = |upstream: UpstreamOptions| {
+        let mut c = (*cluster("c", &[b.addr()])).clone();
+        c.upstream = upstream;
+        bootstrap(
+            listener(vec![prefix_route("/", "c", Some(Duration::from_secs(5)))]),
+            vec![Arc::new(c)],
+        )
+    };
+    let gw = start(with(upstream_tls(UpstreamProtocol::Http1, None, None)), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    assert_eq!(get_status(addr, "/a").0, 200, "not checked: taken");
+    // Now checked against a CA that did not sign it: the pool's kept
+    // connection must not carry on under the old settings.
+    gw.reload(with(upstream_tls(
+        UpstreamProtocol::Http1,
+        None,
+        Some(&other.0),
+    )))
+    .expect("reload");
+    assert_eq!(get_status(addr, "/b").0, 503);
+    // The same settings again (a new context, built alike): kept.
+    gw.reload(with(upstream_tls(
+        UpstreamProtocol::Http1,
+        None,
+        Some(&good.0),
+    )))
+    .expect("reload");
+    assert_eq!(get_status(addr, "/c").0, 200);
+    let conns = b.connections();
+    gw.reload(with(upstream_tls(
+        UpstreamProtocol::Http1,
+        None,
+        Some(&good.0),
+    )))
+    .expect("reload");
+    assert_eq!(get_status(addr, "/d").0, 200);
+    assert_eq!(
+        b.connections(),
+        conns,
+        "an identical push keeps the connections"
+    );
+}

@@ -56,6 +56,16 @@ pub struct UpstreamTls {
     /// Whether server certificates are checked (`trusted_ca` given).
     pub verifies: bool,
     sni_name: Option<ServerName<'static>>,
+    /// A digest of everything the context was built from: two contexts
+    /// with the same one make the same connections (each configuration
+    /// push builds a new context, so pointers cannot tell).
+    fingerprint: u64,
+}
+
+impl PartialEq for UpstreamTls {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint
+    }
 }
 
 impl std::fmt::Debug for UpstreamTls {
@@ -70,6 +80,7 @@ impl std::fmt::Debug for UpstreamTls {
 
 impl UpstreamTls {
     pub fn build(spec: UpstreamTlsSpec) -> Result<Self, TlsError> {
+        let fingerprint = fingerprint(&spec);
         let (provider, versions) = provider_for(
             spec.min_version,
             spec.max_version,
@@ -119,6 +130,7 @@ impl UpstreamTls {
             sni: spec.sni,
             verifies,
             sni_name,
+            fingerprint,
         })
     }
 
@@ -131,6 +143,27 @@ impl UpstreamTls {
             None => ServerName::IpAddress(addr.ip().into()),
         }
     }
+}
+
+/// A digest of a spec (its certificates and key included).
+fn fingerprint(spec: &UpstreamTlsSpec) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&spec.sni, &spec.alpn, spec.min_version, spec.max_version).hash(&mut h);
+    (
+        &spec.cipher_suites,
+        &spec.ecdh_curves,
+        spec.max_session_keys,
+    )
+        .hash(&mut h);
+    if let Some(c) = &spec.client_certificate {
+        c.chain.hash(&mut h);
+        c.key.secret_der().hash(&mut h);
+    }
+    spec.trusted_ca.hash(&mut h);
+    // Matchers hold regexes, which do not hash: their description does.
+    format!("{:?}", spec.san_matchers).hash(&mut h);
+    h.finish()
 }
 
 /// Checks the chain against `trusted_ca` (validity period, key usage,

@@ -169,11 +169,17 @@ fn parse_with<'b>(
         if framing.chunked_twice {
             return Err(Error::BadFraming("chunked applied twice"));
         }
-        // Item 3: Transfer-Encoding overrides Content-Length, but a
-        // message with both may be an attempt at smuggling or splitting,
-        // and an HTTP/1.0 one cannot have meant it (§6.1): its framing is
-        // taken once, then the connection closes.
-        if framing.length.is_some() || version == Version::Http10 {
+        // Item 3 lets Transfer-Encoding override Content-Length, but a
+        // response with both may be an attempt at smuggling or splitting:
+        // refused, as Envoy 1.40 refuses it (502). An HTTP/1.0 one cannot
+        // have meant it (§6.1): its framing is taken once, then the
+        // connection closes.
+        if framing.length.is_some() {
+            return Err(Error::BadFraming(
+                "both Transfer-Encoding and Content-Length",
+            ));
+        }
+        if version == Version::Http10 {
             keep_alive = false;
         }
         // Item 4: no final chunked, the body runs to the close. Other

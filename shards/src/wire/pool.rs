@@ -222,6 +222,9 @@ impl Pool {
         for c in &mut self.conns {
             wake(&mut c.waker);
         }
+        // Nothing here will take them any more: they try again, and fail
+        // (see `acquire`) rather than wait for a pool that is going.
+        self.kick_all_waiters();
     }
 
     /// The connection a stream was opened on, while its slot holds it
@@ -417,9 +420,14 @@ impl Pool {
         }
         // A handshake that will say which protocol the host speaks: wait
         // for it rather than open more connections blind.
+        if p.retired {
+            // The host left, or its cluster's settings changed: a waiter
+            // here would wait for nothing (no new connection opens).
+            return Acquire::Failed;
+        }
         let learning = p.conns.iter().any(|c| c.alpn_pending && !c.dead);
         let live = p.conns.iter().filter(|c| !c.dead).count();
-        if learning || live >= p.max_conns() || p.retired {
+        if learning || live >= p.max_conns() {
             p.waiters.push_back((inbox, down));
             return Acquire::Wait;
         }
@@ -666,7 +674,15 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             }
             if let Some(room) = room.as_deref_mut() {
                 if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
-                    return Poll::Ready(r.map_or(UpWoken::Failed, UpWoken::Read));
+                    return Poll::Ready(match r {
+                        Ok(n) => UpWoken::Read(n),
+                        // A TLS server that closed without close_notify
+                        // (rustls says UnexpectedEof): still the end of a
+                        // body that runs to the close, as Envoy takes it;
+                        // a framed one cut short is caught as truncated.
+                        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => UpWoken::Read(0),
+                        Err(_) => UpWoken::Failed,
+                    });
                 }
             }
             let mut p = pool.borrow_mut();

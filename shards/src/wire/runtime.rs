@@ -75,6 +75,7 @@ impl ShardRuntime {
                     let (o, n) = (&old_c.config, &new_c.config);
                     let same_settings = o.connect_timeout == n.connect_timeout
                         && o.http2 == n.http2
+                        && o.upstream == n.upstream
                         && o.per_connection_buffer_limit_bytes
                             == n.per_connection_buffer_limit_bytes;
                     // A55: a DRAINING host keeps its connections only while
