@@ -330,9 +330,9 @@ fn client_verifier(
     provider: &Arc<CryptoProvider>,
 ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
-    for root in auth.roots {
+    for root in &auth.roots {
         roots
-            .add(root)
+            .add(root.clone())
             .map_err(|e| TlsError::TrustedCa(e.to_string()))?;
     }
     if roots.is_empty() {
@@ -349,23 +349,25 @@ fn client_verifier(
         b = b.clear_root_hint_subjects();
     }
     let inner = b.build().map_err(|e| TlsError::TrustedCa(e.to_string()))?;
-    if auth.san_matchers.is_empty() {
-        return Ok(inner);
-    }
-    Ok(Arc::new(SanCheckedClients {
+    Ok(Arc::new(ClientChecks {
         inner,
         matchers: auth.san_matchers,
+        roots: auth.roots,
     }))
 }
 
-/// A client verifier that also asks for a name `matchers` take.
+/// webpki's client verifier, and what Envoy checks beyond it: a name
+/// `matchers` take, and a certificate that is itself in `trusted_ca` (a
+/// self-signed one, even marked as a CA) taken as it is while valid, as
+/// BoringSSL takes it.
 #[derive(Debug)]
-struct SanCheckedClients {
+struct ClientChecks {
     inner: Arc<dyn rustls::server::danger::ClientCertVerifier>,
     matchers: Vec<SanMatcher>,
+    roots: Vec<CertificateDer<'static>>,
 }
 
-impl rustls::server::danger::ClientCertVerifier for SanCheckedClients {
+impl rustls::server::danger::ClientCertVerifier for ClientChecks {
     fn offer_client_auth(&self) -> bool {
         self.inner.offer_client_auth()
     }
@@ -384,9 +386,17 @@ impl rustls::server::danger::ClientCertVerifier for SanCheckedClients {
         intermediates: &[CertificateDer<'_>],
         now: rustls::pki_types::UnixTime,
     ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
-        let ok = self
+        let ok = match self
             .inner
-            .verify_client_cert(end_entity, intermediates, now)?;
+            .verify_client_cert(end_entity, intermediates, now)
+        {
+            Err(rustls::Error::InvalidCertificate(_))
+                if upstream::trusted_as_is(end_entity, &self.roots, now) =>
+            {
+                rustls::server::danger::ClientCertVerified::assertion()
+            }
+            other => other?,
+        };
         if san::accepts(&self.matchers, end_entity) {
             Ok(ok)
         } else {

@@ -543,6 +543,33 @@ fn client_certificates_must_carry_a_name_the_matchers_take() {
 }
 
 #[test]
+fn a_self_signed_client_certificate_in_trusted_ca_is_taken_as_it_is() {
+    // `openssl req -x509` makes CA:TRUE certificates; BoringSSL (Envoy)
+    // takes one found in the trust store as a client's certificate.
+    let server = cert(&["a.example"]);
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(vec!["client.example".to_string()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let own = params.self_signed(&key).expect("cert");
+    let (gw, addr, _b) = mtls_gateway(&server, own.der(), true);
+    assert_eq!(
+        mtls_get(
+            addr,
+            &server,
+            Some((vec![own.der().clone()], key.serialize_der()))
+        ),
+        Some(200)
+    );
+    // Another self-signed certificate is still refused.
+    let (_, stranger_chain, stranger_key) = client_pki();
+    assert_eq!(
+        mtls_get(addr, &server, Some((stranger_chain, stranger_key))),
+        None
+    );
+    drop(gw);
+}
+
+#[test]
 fn a_tls_client_that_reads_nothing_is_still_closed() {
     let a = cert(&["a.example"]);
     let b = backend("b1");

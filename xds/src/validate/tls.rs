@@ -27,27 +27,7 @@ pub(crate) fn transport_socket(
     ts: &core::TransportSocket,
     path: &Path,
 ) -> Result<Arc<DownstreamTls>> {
-    let tpath = path.field("typed_config");
-    let any = match &ts.config_type {
-        Some(core::transport_socket::ConfigType::TypedConfig(any)) => any,
-        None => {
-            return Err(Error::invalid(
-                tpath,
-                format!("required ({TLS_SOCKET} with a DownstreamTlsContext)"),
-            ))
-        }
-    };
-    if any_type_name(any, &tpath)? != tls::DownstreamTlsContext::full_name() {
-        return Err(Error::unsupported_msg(
-            tpath,
-            format!(
-                "transport socket {:?} is not supported; only {TLS_SOCKET} ({}) is",
-                ts.name,
-                tls::DownstreamTlsContext::type_url()
-            ),
-        ));
-    }
-    let (ctx, cpath) = unpack::<tls::DownstreamTlsContext>(any, &tpath)?;
+    let (ctx, cpath) = tls_context::<tls::DownstreamTlsContext>(ts, path, "a")?;
     let (spec, files) = downstream_tls_context(&ctx, &cpath)?;
     let built = build(spec, &cpath)?;
     if files.is_empty() {
@@ -60,6 +40,34 @@ pub(crate) fn transport_socket(
             .map_err(|e| e.to_string())
     });
     Ok(Arc::new(built.with_source(files, rebuild)))
+}
+
+/// The `T` (a Downstream- or UpstreamTlsContext) in `envoy.transport_sockets.tls`'s
+/// `typed_config`, and its path; any other transport socket is refused by
+/// name. `article`: "a" or "an", for the message.
+pub(super) fn tls_context<T: prost::Message + Name + Default>(
+    ts: &core::TransportSocket,
+    path: &Path,
+    article: &str,
+) -> Result<(T, Path)> {
+    let tpath = path.field("typed_config");
+    let Some(core::transport_socket::ConfigType::TypedConfig(any)) = &ts.config_type else {
+        return Err(Error::invalid(
+            tpath,
+            format!("required ({TLS_SOCKET} with {article} {})", T::NAME),
+        ));
+    };
+    if any_type_name(any, &tpath)? != T::full_name() {
+        return Err(Error::unsupported_msg(
+            tpath,
+            format!(
+                "transport socket {:?} is not supported; only {TLS_SOCKET} ({}) is",
+                ts.name,
+                T::type_url()
+            ),
+        ));
+    }
+    unpack::<T>(any, &tpath)
 }
 
 /// What the context asks for, decoded, and the files it was read from.

@@ -9,19 +9,16 @@ use prost::Name;
 use super::listener::{reject_h2_flood_limits, reject_unused_h2};
 use super::reject_set;
 use super::tls::{
-    alpn_protocols, certificate, san_matchers, tls_error, tls_params, trusted_roots,
+    alpn_protocols, certificate, san_matchers, tls_context, tls_error, tls_params, trusted_roots,
     unsupported_validation,
 };
 use super::u32_in;
-use crate::decode::{any_type_name, unpack};
+use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
 use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
 use crate::pb::envoy::extensions::upstreams::http::v3 as upstream;
-
-/// Envoy's name for the TLS transport socket.
-const TLS_SOCKET: &str = "envoy.transport_sockets.tls";
 
 /// What the protocol options chose, with where each came from.
 struct Chosen {
@@ -293,24 +290,7 @@ fn transport_socket(
     protocol: UpstreamProtocol,
     path: &Path,
 ) -> Result<Arc<UpstreamTls>> {
-    let tpath = path.field("typed_config");
-    let Some(core::transport_socket::ConfigType::TypedConfig(any)) = &ts.config_type else {
-        return Err(Error::invalid(
-            tpath,
-            format!("required ({TLS_SOCKET} with an UpstreamTlsContext)"),
-        ));
-    };
-    if any_type_name(any, &tpath)? != tls::UpstreamTlsContext::full_name() {
-        return Err(Error::unsupported_msg(
-            tpath,
-            format!(
-                "transport socket {:?} is not supported; only {TLS_SOCKET} ({}) is",
-                ts.name,
-                tls::UpstreamTlsContext::type_url()
-            ),
-        ));
-    }
-    let (ctx, cpath) = unpack::<tls::UpstreamTlsContext>(any, &tpath)?;
+    let (ctx, cpath) = tls_context::<tls::UpstreamTlsContext>(ts, path, "an")?;
     let spec = upstream_tls_context(&ctx, protocol, &cpath)?;
     let built = UpstreamTls::build(spec).map_err(|e| tls_error(e, &cpath))?;
     Ok(Arc::new(built))
