@@ -47,6 +47,10 @@ pub struct DownstreamTlsSpec {
     pub require_sni: bool,
     /// Stateless resumption (tickets, keys made by this process).
     pub session_tickets: bool,
+    /// `session_ticket_keys` (80 bytes each, the first seals): tickets
+    /// every gateway with the same keys opens. Empty: keys this process
+    /// makes.
+    pub ticket_keys: Vec<Vec<u8>>,
     /// Stateful resumption (a session cache per process).
     pub session_cache: bool,
     /// The server's cipher suite order wins (Envoy's default).
@@ -90,6 +94,8 @@ pub enum TlsError {
     Versions,
     #[error("trusted_ca: {0}")]
     TrustedCa(String),
+    #[error("{0}")]
+    TicketKeys(String),
     #[error("{0}")]
     Rustls(String),
 }
@@ -231,7 +237,11 @@ impl DownstreamTls {
         }));
         config.alpn_protocols = spec.alpn.clone();
         config.ignore_client_order = spec.prefer_server_ciphers;
-        if spec.session_tickets {
+        if !spec.ticket_keys.is_empty() {
+            config.ticketer = Arc::new(
+                tickets::SharedTicketer::new(&spec.ticket_keys).map_err(TlsError::TicketKeys)?,
+            );
+        } else if spec.session_tickets {
             config.ticketer = rustls::crypto::ring::Ticketer::new()
                 .map_err(|e| TlsError::Rustls(e.to_string()))?;
         }
@@ -495,8 +505,10 @@ pub fn provider() -> Arc<CryptoProvider> {
 }
 
 mod san;
+mod tickets;
 mod upstream;
 pub use san::{SanMatcher, SanType};
+pub use tickets::TICKET_KEY_LEN;
 pub use upstream::{UpstreamTls, UpstreamTlsSpec};
 
 #[cfg(test)]

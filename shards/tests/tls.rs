@@ -60,6 +60,7 @@ fn tls_with(
             ecdh_curves: Vec::new(),
             require_sni: false,
             session_tickets: true,
+            ticket_keys: Vec::new(),
             session_cache: true,
             prefer_server_ciphers: true,
             client_auth,
@@ -238,6 +239,62 @@ fn sessions_resume() {
     let admin = gw.admin_addr.unwrap();
     assert_eq!(metric(admin, "gateway_downstream_tls_handshake"), 3.0);
     assert!(metric(admin, "gateway_downstream_tls_session_reused") >= 2.0);
+}
+
+/// TLS for `a` with session tickets sealed by `keys` only (no session
+/// cache, so a resumption can only come from a ticket).
+fn tls_with_ticket_keys(a: &Cert, keys: Vec<Vec<u8>>) -> Arc<DownstreamTls> {
+    Arc::new(
+        DownstreamTls::build(DownstreamTlsSpec {
+            certificates: vec![CertificateSpec {
+                chain: vec![a.der.clone()],
+                key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(a.key.clone())),
+            }],
+            alpn: vec![b"http/1.1".to_vec()],
+            min_version: TlsVersion::V1_2,
+            max_version: TlsVersion::V1_3,
+            cipher_suites: Vec::new(),
+            ecdh_curves: Vec::new(),
+            require_sni: false,
+            session_tickets: true,
+            ticket_keys: keys,
+            session_cache: false,
+            prefer_server_ciphers: true,
+            client_auth: None,
+        })
+        .expect("tls builds"),
+    )
+}
+
+#[test]
+fn gateways_sharing_session_ticket_keys_resume_each_other_s_sessions() {
+    let a = cert(&["a.example"]);
+    let key = |fill: u8| vec![fill; engine::tls::TICKET_KEY_LEN];
+    let (_gw1, first, _b1) = gateway(tls_with_ticket_keys(&a, vec![key(1)]), None);
+    // The second holds a newer key first and the shared one after it.
+    let (gw2, second, _b2) = gateway(tls_with_ticket_keys(&a, vec![key(2), key(1)]), None);
+    let (gw3, stranger, _b3) = gateway(tls_with_ticket_keys(&a, vec![key(3)]), None);
+    let cfg = client_config(&[&a], &["http/1.1"]);
+    let mut s = tls_connect(first, &cfg, "a.example");
+    assert_eq!(get(&mut s).0, 200);
+    let mut s = tls_connect(second, &cfg, "a.example");
+    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(
+        s.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Resumed),
+        "the first gateway's ticket opens on the second"
+    );
+    let reused = |gw: &shards::GatewayHandle| {
+        metric(
+            gw.admin_addr.unwrap(),
+            "gateway_downstream_tls_session_reused",
+        )
+    };
+    assert_eq!(reused(&gw2), 1.0);
+    let mut s = tls_connect(stranger, &cfg, "a.example");
+    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Full));
+    assert_eq!(reused(&gw3), 0.0, "other keys: a full handshake");
 }
 
 #[test]

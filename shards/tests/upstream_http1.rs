@@ -481,6 +481,7 @@ fn downstream_tls(
             ecdh_curves: vec![],
             require_sni: false,
             session_tickets: true,
+            ticket_keys: Vec::new(),
             session_cache: true,
             prefer_server_ciphers: true,
             client_auth: None,

@@ -660,6 +660,30 @@ fn downstream_tls_from_files_and_inline() {
 }
 
 #[test]
+fn session_ticket_keys_are_80_bytes_each() {
+    let (cert, key) = pem_pair(&["a.example"]);
+    let certs = format!(
+        "          common_tls_context:\n            tls_certificates:\n            - certificate_chain:\n                inline_string: |\n{}              private_key:\n                inline_string: |\n{}",
+        block(&cert, 18),
+        block(&key, 18)
+    );
+    let keys = |k: &str| {
+        load(&with_tls(&format!(
+            "          session_ticket_keys:\n            keys:\n            - inline_string: \"{}\"\n            - inline_string: \"{k}\"\n{certs}",
+            "a".repeat(80)
+        )))
+    };
+    assert!(keys(&"b".repeat(80)).is_ok());
+    let tls_path = "static_resources.listeners[0].filter_chains[0].transport_socket.typed_config";
+    assert_eq!(
+        keys("short").unwrap_err(),
+        format!(
+            "{tls_path}.session_ticket_keys.keys[1]: 5 bytes; a key is 80 bytes (Envoy's format)"
+        )
+    );
+}
+
+#[test]
 fn downstream_tls_refusals_name_their_field() {
     let (cert, key) = pem_pair(&["a.example"]);
     let certs = format!(

@@ -25,6 +25,7 @@ fn spec(certificates: Vec<CertificateSpec>) -> DownstreamTlsSpec {
         ecdh_curves: Vec::new(),
         require_sni: false,
         session_tickets: true,
+        ticket_keys: Vec::new(),
         session_cache: true,
         prefer_server_ciphers: true,
         client_auth: None,

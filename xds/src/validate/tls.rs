@@ -85,11 +85,32 @@ fn downstream_tls_context(
         ));
     }
     use tls::downstream_tls_context::SessionTicketKeysType as T;
+    let mut files = Vec::new();
+    let mut ticket_keys = Vec::new();
     let session_tickets = match &ctx.session_ticket_keys_type {
         None => true,
         Some(T::DisableStatelessSessionResumption(disable)) => !disable,
-        Some(T::SessionTicketKeys(_)) => {
-            return Err(Error::unsupported(path.field("session_ticket_keys")))
+        Some(T::SessionTicketKeys(k)) => {
+            let kpath = path.field("session_ticket_keys").field("keys");
+            if k.keys.is_empty() {
+                return Err(Error::invalid(kpath, "at least one key is required"));
+            }
+            for (i, d) in k.keys.iter().enumerate() {
+                let key = data_source(Some(d), &kpath.index(i))?;
+                if key.len() != engine::tls::TICKET_KEY_LEN {
+                    return Err(Error::invalid(
+                        kpath.index(i),
+                        format!(
+                            "{} bytes; a key is {} bytes (Envoy's format)",
+                            key.len(),
+                            engine::tls::TICKET_KEY_LEN
+                        ),
+                    ));
+                }
+                files.extend(file_of(Some(d)));
+                ticket_keys.push(key);
+            }
+            true
         }
         Some(T::SessionTicketKeysSdsSecretConfig(_)) => {
             return Err(Error::unsupported(
@@ -111,7 +132,6 @@ fn downstream_tls_context(
         custom_tls_certificate_selector,
     );
     let required = ctx.require_client_certificate.unwrap_or(false);
-    let mut files = Vec::new();
     let client_auth = match &common.validation_context_type {
         None if required => {
             return Err(Error::invalid(
@@ -156,6 +176,7 @@ fn downstream_tls_context(
         ecdh_curves: params.ecdh_curves,
         require_sni: ctx.require_sni.unwrap_or(false),
         session_tickets,
+        ticket_keys,
         session_cache: !ctx.disable_stateful_session_resumption,
         prefer_server_ciphers: !ctx.prefer_client_ciphers,
         client_auth,
@@ -226,6 +247,7 @@ pub(super) fn tls_error(e: TlsError, path: &Path) -> Error {
             TlsError::Versions => ppath.clone(),
             TlsError::TrustedCa(_) => cpath.field("validation_context").field("trusted_ca"),
             TlsError::Rustls(_) => path.clone(),
+            TlsError::TicketKeys(_) => path.field("session_ticket_keys"),
         };
         match e {
             TlsError::CipherSuite(_) | TlsError::Curve(_) => {
