@@ -506,6 +506,19 @@ pub struct Cluster {
     pub per_connection_buffer_limit_bytes: u32,
 }
 
+impl Cluster {
+    /// Whether connections to its hosts made under `other` would be the
+    /// same: what a pool of upstream connections is built from. Snapshot
+    /// reuse and pool reuse both ask it, so a new connection setting is
+    /// added here once.
+    pub fn same_connections(&self, other: &Cluster) -> bool {
+        self.connect_timeout == other.connect_timeout
+            && self.http2 == other.http2
+            && self.upstream == other.upstream
+            && self.per_connection_buffer_limit_bytes == other.per_connection_buffer_limit_bytes
+    }
+}
+
 /// Envoy's default `OutlierDetection.interval`.
 pub const DEFAULT_OUTLIER_INTERVAL: Duration = Duration::from_secs(10);
 /// Envoy's default `OutlierDetection.base_ejection_time`.

@@ -136,15 +136,12 @@ impl Snapshot {
 
 fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
     a.name == b.name
-        && a.connect_timeout == b.connect_timeout
+        && a.same_connections(b)
         && a.lb_policy == b.lb_policy
         && a.endpoints == b.endpoints
         && a.eds == b.eds
-        && a.http2 == b.http2
-        && a.upstream == b.upstream
         && a.outlier_detection == b.outlier_detection
         && a.common_lb == b.common_lb
-        && a.per_connection_buffer_limit_bytes == b.per_connection_buffer_limit_bytes
 }
 
 #[cfg(test)]

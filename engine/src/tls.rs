@@ -401,7 +401,7 @@ impl rustls::server::danger::ClientCertVerifier for ClientChecks {
             .verify_client_cert(end_entity, intermediates, now)
         {
             Err(rustls::Error::InvalidCertificate(_))
-                if upstream::trusted_as_is(end_entity, &self.roots, now) =>
+                if trusted_as_is(end_entity, &self.roots, now) =>
             {
                 rustls::server::danger::ClientCertVerified::assertion()
             }
@@ -437,6 +437,28 @@ impl rustls::server::danger::ClientCertVerifier for ClientChecks {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
+}
+
+/// Whether `cert` is itself one of `roots` and valid at `now`: a
+/// self-signed certificate trusted as it is. webpki refuses a CA
+/// certificate as an end entity (`openssl req -x509` makes one);
+/// OpenSSL and BoringSSL, and so Envoy, take any certificate found in the
+/// trust store.
+fn trusted_as_is(
+    cert: &CertificateDer<'_>,
+    roots: &[CertificateDer<'static>],
+    now: rustls::pki_types::UnixTime,
+) -> bool {
+    if !roots.iter().any(|r| r.as_ref() == cert.as_ref()) {
+        return false;
+    }
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return false;
+    };
+    let Ok(now) = x509_parser::time::ASN1Time::from_timestamp(now.as_secs() as i64) else {
+        return false;
+    };
+    parsed.validity().is_valid_at(now)
 }
 
 /// Picks a listener's certificate for a ClientHello: those whose names

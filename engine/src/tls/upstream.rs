@@ -20,7 +20,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 
 use super::san::{self, SanMatcher};
-use super::{provider_for, CertificateSpec, TlsError, TlsVersion};
+use super::{provider_for, trusted_as_is, CertificateSpec, TlsError, TlsVersion};
 
 /// What an `UpstreamTlsContext` asks for, decoded (files read, PEM parsed).
 #[derive(Debug)]
@@ -259,28 +259,6 @@ impl ServerCertVerifier for ChainOnly {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.supported_verify_schemes()
     }
-}
-
-/// Whether `cert` is itself one of `roots` and valid at `now`: a
-/// self-signed certificate trusted as it is. webpki refuses a CA
-/// certificate as an end entity (`openssl req -x509` makes one);
-/// OpenSSL and BoringSSL, and so Envoy, take any certificate found in the
-/// trust store.
-pub(super) fn trusted_as_is(
-    cert: &CertificateDer<'_>,
-    roots: &[CertificateDer<'static>],
-    now: UnixTime,
-) -> bool {
-    if !roots.iter().any(|r| r.as_ref() == cert.as_ref()) {
-        return false;
-    }
-    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
-        return false;
-    };
-    let Ok(now) = x509_parser::time::ASN1Time::from_timestamp(now.as_secs() as i64) else {
-        return false;
-    };
-    parsed.validity().is_valid_at(now)
 }
 
 /// No `validation_context`: any certificate is taken (Envoy's behaviour),

@@ -424,13 +424,7 @@ impl H1Conn {
         // (RFC 9110 §7.6.1), like the fixed hop-by-hop list dropped later.
         // Collected once (browsers send `Connection: keep-alive` with
         // every request), on the stack for the usual few tokens.
-        let named: smallvec::SmallVec<[&[u8]; 4]> = head
-            .fields()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
-            .flat_map(|(_, v)| v.split(|&b| b == b','))
-            .map(<[u8]>::trim_ascii)
-            .filter(|t| !t.is_empty())
-            .collect();
+        let named = connection_named(head.fields());
         for (name, value) in head.fields() {
             if !named.is_empty()
                 && !name.eq_ignore_ascii_case(b"connection")
@@ -469,6 +463,20 @@ fn is_h2c_upgrade(head: &h1wire::RequestHead) -> bool {
 
 /// Pushes a field with its name in lowercase (HTTP/1.1 names are
 /// case-insensitive; HTTP/2's and our matchers' are lowercase).
+/// The field names an HTTP/1.1 message's `Connection` fields list: for
+/// its hop only (RFC 9110 §7.6.1), like the fixed hop-by-hop list.
+/// Collected once per message, on the stack for the usual few tokens.
+pub(super) fn connection_named<'a>(
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> smallvec::SmallVec<[&'a [u8]; 4]> {
+    fields
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
+        .flat_map(|(_, v)| v.split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
 pub(super) fn push_lowercase(list: &mut HeaderList, name: &[u8], value: &[u8]) {
     let mut lower = [0u8; 64];
     if name.len() <= lower.len() {

@@ -137,6 +137,15 @@ pub(crate) struct UpConn {
     backed_up: bool,
 }
 
+impl UpConn {
+    /// Nothing more will happen on it: it takes no new stream (its pool
+    /// is retired, it failed, drains, or its codec closes) and carries
+    /// none.
+    fn is_over(&self, retired: bool) -> bool {
+        (retired || self.dead || self.draining || self.conn.is_closing()) && self.routes.is_empty()
+    }
+}
+
 /// Why no upstream stream could be opened now.
 pub(crate) enum Acquire {
     /// On this connection slot.
@@ -645,8 +654,7 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             c.unwritten = out.bytes();
             // Retired (host left), failed or closing, and nothing left on
             // it: close.
-            let closing =
-                (retired || c.dead || c.draining || c.conn.is_closing()) && c.routes.is_empty();
+            let closing = c.is_over(retired);
             (closing, c.conn.has_pending_input(&rb.buf))
         };
         if closing {
@@ -699,7 +707,7 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             if c.conn.has_output()
                 || c.conn.wants_input() != wants
                 || waiting.is_some_and(|buf| c.conn.has_pending_input(buf))
-                || ((retired || c.dead || c.draining || c.conn.is_closing()) && c.routes.is_empty())
+                || c.is_over(retired)
             {
                 return Poll::Ready(UpWoken::Nudged);
             }

@@ -72,12 +72,7 @@ impl ShardRuntime {
             match snap.clusters.get(name) {
                 Some(new_c) if Arc::ptr_eq(old_c, new_c) => {}
                 Some(new_c) => {
-                    let (o, n) = (&old_c.config, &new_c.config);
-                    let same_settings = o.connect_timeout == n.connect_timeout
-                        && o.http2 == n.http2
-                        && o.upstream == n.upstream
-                        && o.per_connection_buffer_limit_bytes
-                            == n.per_connection_buffer_limit_bytes;
+                    let same_settings = old_c.config.same_connections(&new_c.config);
                     // A55: a DRAINING host keeps its connections only while
                     // sessions may still reach it (DRAINING in the set).
                     let keep_draining = new_c

@@ -42,17 +42,21 @@ impl Transport {
     /// (HTTP/1.1's lingering close reads on after it).
     pub async fn close_write(&mut self) -> io::Result<()> {
         match self {
-            Transport::Plain(tcp) => Ok(tcp.shutdown(std::net::Shutdown::Write).await?),
-            Transport::Tls(tls) => {
-                tls.get_mut().1.send_close_notify();
-                futures_lite::AsyncWriteExt::flush(tls.as_mut()).await?;
-                Ok(tls.get_ref().0.shutdown(std::net::Shutdown::Write).await?)
-            }
-            Transport::TlsClient(tls) => {
-                tls.get_mut().1.send_close_notify();
-                futures_lite::AsyncWriteExt::flush(tls.as_mut()).await?;
-                Ok(tls.get_ref().0.shutdown(std::net::Shutdown::Write).await?)
-            }
+            Transport::Plain(_) => {}
+            Transport::Tls(t) => t.get_mut().1.send_close_notify(),
+            Transport::TlsClient(t) => t.get_mut().1.send_close_notify(),
+        }
+        // A plain socket holds nothing to flush; TLS holds the alert.
+        futures_lite::AsyncWriteExt::flush(self).await?;
+        Ok(self.tcp().shutdown(std::net::Shutdown::Write).await?)
+    }
+
+    /// The socket under the transport.
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(t) => t,
+            Transport::Tls(t) => t.get_ref().0,
+            Transport::TlsClient(t) => t.get_ref().0,
         }
     }
 }

@@ -17,7 +17,7 @@ use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, SendError};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
-use super::codec::push_lowercase;
+use super::codec::{connection_named, push_lowercase};
 
 /// HTTP/1.1's side: `h1wire`'s connection and the stream it carries now.
 pub(crate) struct H1Up {
@@ -335,13 +335,7 @@ impl H1Up {
 fn response_list(head: &h1wire::client::ResponseHead) -> HeaderList {
     let mut list = HeaderList::pooled();
     list.push(b":status", &status_digits(head.status()), false);
-    let named: smallvec::SmallVec<[&[u8]; 4]> = head
-        .fields()
-        .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
-        .flat_map(|(_, v)| v.split(|&b| b == b','))
-        .map(<[u8]>::trim_ascii)
-        .filter(|t| !t.is_empty())
-        .collect();
+    let named = connection_named(head.fields());
     // A length that does not frame the body (chunked, or with the
     // close) would be wrong downstream: left out.
     let length_frames = !matches!(
