@@ -83,8 +83,8 @@
 #                      wireproxy are skipped (logged)
 #   --tls-version V    with --tls: allow TLS 1.2 or 1.3 only (the proxies'
 #                      min = max version)   [TLS_VERSION: both, 1.3 chosen]
-#   --perf             also record `perf` of the gateway (one extra loadgen
-#                      run; h2load with --tls)
+#   --perf             also record `perf` of the gateway (one extra run of
+#                      the first tool in --tools)
 #   --no-install       do not apt-get (or pip) install missing tools
 #   --no-build         use existing target/release binaries
 #   --out DIR          keep raw results and logs in DIR  [OUT_DIR, default: temp, deleted]
@@ -554,8 +554,7 @@ for round in $(seq "$ROUNDS"); do
             load_run "$target" "$tool" "$round"
         done
         if [ "$PERF" = 1 ] && [ "$target" = gateway ] && [ "$round" = 1 ] && command -v perf >/dev/null; then
-            perf_tool=loadgen
-            [ "$TLS" = 1 ] && perf_tool=h2load
+            perf_tool=${TOOL_LIST[0]}
             log "perf: recording the gateway during one more $perf_tool run"
             "run_$perf_tool" "$SCHEME://127.0.0.1:$TARGET_PORT/" "$WORK/perf-load.out"
             sleep "$WARMUP"
