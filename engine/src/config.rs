@@ -801,7 +801,14 @@ pub struct UpstreamOptions {
     /// HTTP/1.1 `enable_trailers`: request trailers go out (in a chunked
     /// body) and response trailers come back; Envoy drops both without it.
     pub http1_trailers: bool,
+    /// `common_http_protocol_options.idle_timeout`: a connection with no
+    /// stream for this long is closed (Envoy's default 1 h; `0s`: `None`,
+    /// never).
+    pub idle_timeout: Option<std::time::Duration>,
 }
+
+/// Envoy's default for an upstream connection's `idle_timeout`.
+pub const UPSTREAM_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 impl PartialEq for UpstreamOptions {
     /// Whether connections made under either would be the same: TLS
@@ -810,6 +817,7 @@ impl PartialEq for UpstreamOptions {
         self.protocol == other.protocol
             && self.max_requests_per_connection == other.max_requests_per_connection
             && self.http1_trailers == other.http1_trailers
+            && self.idle_timeout == other.idle_timeout
             && match (&self.tls, &other.tls) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a == b,
@@ -825,6 +833,7 @@ impl Default for UpstreamOptions {
             tls: None,
             max_requests_per_connection: None,
             http1_trailers: false,
+            idle_timeout: Some(UPSTREAM_IDLE_TIMEOUT),
         }
     }
 }

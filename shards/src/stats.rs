@@ -198,6 +198,9 @@ pub struct HostStats {
     /// Connections closed after carrying the cluster's
     /// `max_requests_per_connection` (Envoy's `upstream_cx_max_requests`).
     pub cx_max_requests: Counter,
+    /// Connections closed after the cluster's `idle_timeout` without a
+    /// stream (Envoy's `upstream_cx_idle_timeout`).
+    pub cx_idle_timeout: Counter,
     pub cx_active: Counter,
     pub cx_connect_fail: Counter,
     /// Times a connection's unwritten request bytes reached the cluster's
@@ -282,6 +285,7 @@ impl HostStats {
             &self.cx_total,
             &self.cx_reset_budget,
             &self.cx_max_requests,
+            &self.cx_idle_timeout,
             &self.cx_connect_fail,
             &self.responses.c1xx,
             &self.responses.c2xx,

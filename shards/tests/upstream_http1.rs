@@ -245,6 +245,45 @@ fn max_requests_per_connection_replaces_connections() {
     });
 }
 
+/// Requests 100 ms apart for longer than the idle timeout keep one
+/// connection (the idle time runs from the last stream, not the connect);
+/// a pause past it closes the connection, and the next request opens
+/// another. Without the timeout the pause changes nothing.
+#[test]
+fn idle_timeout_closes_connections_without_streams() {
+    let run = |idle_timeout: Option<Duration>| {
+        let b = H1Backend::start(echo);
+        let mut opts = h1();
+        opts.idle_timeout = idle_timeout;
+        let (gw, addr) = gateway_h1(b.addr(), opts);
+        let statuses = client(move || async move {
+            let c = connect(addr).await;
+            let mut out = Vec::new();
+            for _ in 0..8 {
+                out.push(get(&c, "/", &[]).await.expect("reply").status.as_u16());
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            }
+            glommio::timer::sleep(Duration::from_millis(900)).await;
+            out.push(get(&c, "/", &[]).await.expect("reply").status.as_u16());
+            out
+        });
+        assert_eq!(statuses, vec![200; 9]);
+        let admin = gw.admin_addr.expect("admin");
+        let series = format!(
+            "gateway_upstream_cx_idle_timeout{{cluster=\"c\",host=\"{}\"}}",
+            b.addr()
+        );
+        let per_conn: Vec<u64> = b.requests().iter().map(|r| r.conn).collect();
+        (per_conn, metric(admin, &series))
+    };
+    let (per_conn, closed) = run(Some(Duration::from_millis(400)));
+    assert_eq!(per_conn, [vec![0; 8], vec![1]].concat());
+    assert_eq!(closed, 1.0);
+    let (per_conn, closed) = run(None);
+    assert_eq!(per_conn, vec![0; 9]);
+    assert_eq!(closed, 0.0);
+}
+
 #[test]
 fn concurrent_requests_each_get_a_connection() {
     let b = H1Backend::start(|r| {

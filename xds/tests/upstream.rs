@@ -35,15 +35,29 @@ fn typed(body: &str) -> String {
 }
 
 /// A self-signed certificate in a PEM file of its own (named by `tag`),
-/// with its key in the same file.
-fn ca_file(tag: &str) -> String {
+/// with its key in the same file; removed when dropped.
+fn ca_file(tag: &str) -> PemFile {
     let made = rcgen::generate_simple_self_signed(vec!["backend.internal".into()]).expect("cert");
-    let dir = std::env::temp_dir().join(format!("gw-upstream-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join(format!("{tag}.pem"));
+    let path =
+        std::env::temp_dir().join(format!("gw-upstream-tls-{}-{tag}.pem", std::process::id()));
     let pem = format!("{}{}", made.cert.pem(), made.key_pair.serialize_pem());
     std::fs::write(&path, pem).expect("write");
-    path.display().to_string()
+    PemFile(path)
+}
+
+/// A test's PEM file; its `Display` is the path.
+struct PemFile(std::path::PathBuf);
+
+impl std::fmt::Display for PemFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.display().fmt(f)
+    }
+}
+
+impl Drop for PemFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn tls(ctx: &str) -> String {
@@ -109,16 +123,41 @@ fn fields_that_serve_clients_are_refused_on_an_upstream_by_name() {
     );
     assert_eq!(
         bad(&typed(
-            "        common_http_protocol_options: { idle_timeout: 5s }\n        explicit_http_config:\n          http2_protocol_options: {}\n"
+            "        common_http_protocol_options: { max_connection_duration: 5s }\n        explicit_http_config:\n          http2_protocol_options: {}\n"
         )),
         format!(
             "{AT}.typed_extension_protocol_options[\"{OPTS}\"].common_http_protocol_options.\
-             idle_timeout: not supported"
+             max_connection_duration: not supported"
         )
     );
     assert_eq!(
         bad("    protocol_selection: USE_DOWNSTREAM_PROTOCOL\n"),
         format!("{AT}.protocol_selection: USE_DOWNSTREAM_PROTOCOL is not supported")
+    );
+}
+
+#[test]
+fn idle_timeout_defaults_to_an_hour_and_zero_turns_it_off() {
+    use std::time::Duration;
+    assert_eq!(
+        ok("").upstream.idle_timeout,
+        Some(Duration::from_secs(3600))
+    );
+    let h2 = "        explicit_http_config:\n          http2_protocol_options: {}\n";
+    let with = |t: &str| {
+        ok(&typed(&format!(
+            "        common_http_protocol_options: {{ idle_timeout: {t} }}\n{h2}"
+        )))
+        .upstream
+        .idle_timeout
+    };
+    assert_eq!(with("2.5s"), Some(Duration::from_millis(2500)));
+    assert_eq!(with("0s"), None);
+    assert_eq!(
+        ok("    common_http_protocol_options: { idle_timeout: 30s }\n")
+            .upstream
+            .idle_timeout,
+        Some(Duration::from_secs(30))
     );
 }
 

@@ -180,6 +180,10 @@ pub(super) fn render(inner: &Inner) -> Value {
             if let Some(n) = c.upstream.max_requests_per_connection {
                 v["max_requests_per_connection"] = json!(n);
             }
+            v["upstream_idle_timeout"] = json!(c
+                .upstream
+                .idle_timeout
+                .map(|t| format!("{}s", t.as_secs_f64())));
             if let Some(t) = &c.upstream.tls {
                 v["upstream_tls"] = json!({
                     "sni": t.sni,

@@ -297,7 +297,7 @@ pub(super) fn render(inner: &Inner) -> String {
 
     session_and_lb(&mut out, inner);
 
-    let per_host: [(&str, &str, &str, HostCounter); 12] = [
+    let per_host: [(&str, &str, &str, HostCounter); 13] = [
         (
             "gateway_upstream_rq_total",
             "counter",
@@ -345,6 +345,12 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Upstream connections drained after carrying the cluster's max_requests_per_connection.",
             |h| &h.cx_max_requests,
+        ),
+        (
+            "gateway_upstream_cx_idle_timeout",
+            "counter",
+            "Upstream connections closed after the cluster's idle_timeout without a stream.",
+            |h| &h.cx_idle_timeout,
         ),
         (
             "gateway_upstream_cx_total",

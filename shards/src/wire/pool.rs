@@ -19,7 +19,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -31,6 +31,7 @@ use ahash::AHashMap;
 use engine::UpstreamProtocol;
 use engine::{Cluster, HostId};
 use futures_lite::AsyncRead;
+use glommio::timer::Timer;
 use h2wire::conn::{ClientConfig, ClientEvent};
 use h2wire::ErrorCode;
 
@@ -135,6 +136,10 @@ pub(crate) struct UpConn {
     /// Request data was refused for `unwritten`: the task wakes the
     /// connection's streams once it falls below half the limit.
     backed_up: bool,
+    /// When its last stream left it (none routed since): the cluster's
+    /// `idle_timeout` runs from here. Stamped where a route is removed,
+    /// not by the task, which may sleep through it.
+    idle_since: Option<Instant>,
 }
 
 impl UpConn {
@@ -143,6 +148,14 @@ impl UpConn {
     /// none.
     fn is_over(&self, retired: bool) -> bool {
         (retired || self.dead || self.draining || self.conn.is_closing()) && self.routes.is_empty()
+    }
+
+    /// The stream no longer routes here; its last one leaving starts the
+    /// idle time.
+    fn forget(&mut self, stream: u32) {
+        if self.routes.remove(&stream).is_some() && self.routes.is_empty() {
+            self.idle_since = Some(Instant::now());
+        }
     }
 }
 
@@ -304,6 +317,7 @@ impl Pool {
         let max = self.cluster.upstream.max_requests_per_connection;
         let c = &mut self.conns[slot];
         c.routes.insert(stream, (inbox, down));
+        c.idle_since = None;
         c.requests += 1;
         if max.is_some_and(|max| c.requests >= max) && !c.draining {
             // Its streams go on to their end; new ones go elsewhere.
@@ -321,7 +335,7 @@ impl Pool {
     /// the stream's events, and its slot may go to a waiter.
     pub(crate) fn unroute(&mut self, r: UpRef) {
         if let Some(c) = Self::opened_on(&mut self.conns, r) {
-            c.routes.remove(&r.stream);
+            c.forget(r.stream);
             if (c.dead || c.draining) && c.routes.is_empty() {
                 wake(&mut c.waker);
             }
@@ -501,6 +515,7 @@ impl Pool {
             cap,
             unwritten: 0,
             backed_up: false,
+            idle_since: Some(Instant::now()),
         };
         let slot = match self.conns.iter().position(|c| c.dead && c.task_done) {
             Some(i) => {
@@ -625,6 +640,9 @@ enum UpWoken {
     Failed,
     /// Another task has work for this one.
     Nudged,
+    /// The idle timer fired: the connection may have had no stream for
+    /// the cluster's `idle_timeout`.
+    IdleCheck,
 }
 
 /// The connection's loop; returns when it is over.
@@ -640,8 +658,15 @@ enum UpWoken {
 /// An HTTP/1.1 response past its window is not read: its bytes wait in
 /// the socket, and those already read wait in `rb` until a release opens
 /// the window and nudges the task.
+///
+/// The idle timer stays armed while the connection lives and is re-armed
+/// when it fires (for what is left of the idle time, or all of it when
+/// streams are open): arming it whenever the last stream leaves would
+/// cost a timer per request on HTTP/1.1.
 async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mut ReadBuf) {
     let mut out = OutBuf::new(u32::MAX);
+    let idle_timeout = pool.borrow().cluster.upstream.idle_timeout;
+    let mut idle_timer: Option<Pin<Box<Timer>>> = None;
     loop {
         let (closing, pending) = {
             let mut p = pool.borrow_mut();
@@ -652,6 +677,12 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             }
             out.take(|| c.conn.poll_output());
             c.unwritten = out.bytes();
+            if let (None, Some(t)) = (&idle_timer, idle_timeout) {
+                let left = c.idle_since.map_or(t, |since| {
+                    (since + t).saturating_duration_since(Instant::now())
+                });
+                idle_timer = Some(Box::pin(Timer::new(left)));
+            }
             // Retired (host left), failed or closing, and nothing left on
             // it: close.
             let closing = c.is_over(retired);
@@ -679,6 +710,11 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
         let woken = poll_fn(|cx| {
             if let Poll::Ready(Err(_)) = out.poll_write(&mut *tcp, cx) {
                 return Poll::Ready(UpWoken::Failed);
+            }
+            if let Some(timer) = idle_timer.as_mut() {
+                if timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(UpWoken::IdleCheck);
+                }
             }
             if let Some(room) = room.as_deref_mut() {
                 if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
@@ -732,6 +768,11 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             }
             UpWoken::Read(n) => n,
             UpWoken::Nudged => 0,
+            UpWoken::IdleCheck => {
+                idle_timer = None;
+                close_if_idle(pool, slot, idle_timeout);
+                0
+            }
         };
         if wants {
             // Gives back the room the read did not fill (only then was
@@ -743,6 +784,23 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
             return;
         }
+    }
+}
+
+/// A connection without a stream for the cluster's `idle_timeout` takes
+/// no more; the loop then closes it (Envoy's `upstream_cx_idle_timeout`).
+fn close_if_idle(pool: &PoolRef, slot: usize, idle_timeout: Option<Duration>) {
+    let mut p = pool.borrow_mut();
+    let p = &mut *p;
+    let c = &mut p.conns[slot];
+    let idle_for = c.idle_since.map(|since| since.elapsed());
+    if idle_for
+        .zip(idle_timeout)
+        .is_some_and(|(idle, t)| idle >= t)
+        && !c.draining
+    {
+        c.draining = true;
+        p.stats.hosts.host(p.host).cx_idle_timeout.inc();
     }
 }
 
@@ -802,17 +860,13 @@ fn route_event(inboxes: &Inboxes, c: &mut UpConn, ev: ClientEvent) {
         _ => false,
     };
     match inboxes.deliver(inbox, down, Delivered::Event(ev)) {
-        Ok(()) if ends => {
-            c.routes.remove(&stream);
-        }
+        Ok(()) if ends => c.forget(stream),
         Ok(()) => {}
         Err(Delivered::Event(ev)) => {
-            c.routes.remove(&stream);
+            c.forget(stream);
             give_back(&mut c.conn, ev);
         }
-        Err(_) => {
-            c.routes.remove(&stream);
-        }
+        Err(_) => c.forget(stream),
     }
 }
 

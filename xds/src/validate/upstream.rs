@@ -1,9 +1,9 @@
-//! How a cluster reaches its hosts: the protocol (`typed_extension_protocol_options` or the cluster's deprecated fields; HTTP/1.1 when nothing is said, as in Envoy), `max_requests_per_connection`, and `transport_socket` with an `UpstreamTlsContext`.
+//! How a cluster reaches its hosts: the protocol (`typed_extension_protocol_options` or the cluster's deprecated fields; HTTP/1.1 when nothing is said, as in Envoy), `max_requests_per_connection`, `idle_timeout`, and `transport_socket` with an `UpstreamTlsContext`.
 
 use std::sync::Arc;
 
 use engine::tls::{UpstreamTls, UpstreamTlsSpec};
-use engine::{UpstreamHttp2, UpstreamOptions, UpstreamProtocol};
+use engine::{UpstreamHttp2, UpstreamOptions, UpstreamProtocol, UPSTREAM_IDLE_TIMEOUT};
 use prost::Name;
 
 use super::listener::{reject_h2_flood_limits, reject_unused_h2};
@@ -12,7 +12,7 @@ use super::tls::{
     alpn_protocols, certificate, san_matchers, tls_context, tls_error, tls_params, trusted_roots,
     unsupported_validation,
 };
-use super::u32_in;
+use super::{timeout_or, u32_in};
 use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
@@ -51,11 +51,16 @@ pub(super) fn upstream_options(
         None => false,
     };
     let mut max_requests = c.max_requests_per_connection;
+    let mut idle_timeout = Some(UPSTREAM_IDLE_TIMEOUT);
     if let Some((common, cpath)) = &chosen.common {
+        idle_timeout = timeout_or(
+            common.idle_timeout.as_ref(),
+            UPSTREAM_IDLE_TIMEOUT,
+            &cpath.field("idle_timeout"),
+        )?;
         reject_set!(
             cpath,
             common,
-            idle_timeout,
             max_headers_count,
             max_connection_duration,
             max_stream_duration,
@@ -94,6 +99,7 @@ pub(super) fn upstream_options(
             // Envoy: 0 means no limit.
             max_requests_per_connection: max_requests.filter(|&n| n > 0),
             http1_trailers: enable_trailers,
+            idle_timeout,
         },
     ))
 }
