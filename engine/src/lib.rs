@@ -9,6 +9,7 @@ pub mod access_log;
 pub mod backoff;
 pub mod config;
 pub mod ejected;
+pub mod filter_chain;
 pub mod headers;
 pub mod host;
 pub mod lb;
