@@ -157,7 +157,7 @@ fn request() -> Parts {
 fn route_and_pick(wire: &WireShard, snap: &Snapshot, parts: &Parts) -> Option<SocketAddr> {
     let shard = &wire.shard;
     let l = snap.listener("ingress")?;
-    let route = route_request(&l.http.route_config, &PartsView(parts))?;
+    let route = route_request(&l.filter_chains[0].http.route_config, &PartsView(parts))?;
     let name = match &route.action.target {
         ClusterTarget::Cluster(name) => name.as_str(),
         ClusterTarget::Weighted(w) => w.pick(shard.random()),
@@ -203,9 +203,11 @@ fn bench(c: &mut Criterion) {
                     b.iter(|| {
                         let snap = black_box(&snap);
                         let l = snap.listener("ingress").unwrap();
-                        let route =
-                            route_request(&l.http.route_config, &PartsView(black_box(&parts)))
-                                .unwrap();
+                        let route = route_request(
+                            &l.filter_chains[0].http.route_config,
+                            &PartsView(black_box(&parts)),
+                        )
+                        .unwrap();
                         let ClusterTarget::Cluster(name) = &route.action.target else {
                             unreachable!()
                         };

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use crate::listener::Listener;
+
 /// Envoy's default route timeout (`RouteAction.timeout`).
 pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
 /// Envoy's default `Cluster.connect_timeout`.
@@ -104,20 +106,6 @@ pub struct Node {
     /// with our user agent filled in), sent as-is to control planes; the
     /// engine does not interpret it.
     pub proto: Vec<u8>,
-}
-
-/// A listener with exactly one HTTP connection manager filter chain.
-#[derive(Debug, Clone)]
-pub struct Listener {
-    pub name: String,
-    pub address: SocketAddr,
-    /// `per_connection_buffer_limit_bytes`: unwritten output (and response
-    /// window granted upstream) per downstream connection before its
-    /// streams stop taking response data.
-    pub per_connection_buffer_limit_bytes: u32,
-    /// The filter chain's `transport_socket`: TLS, or plaintext (`None`).
-    pub tls: Option<Arc<crate::tls::DownstreamTls>>,
-    pub http: HttpConnectionManager,
 }
 
 /// `envoy.filters.network.http_connection_manager`, the parts we implement.

@@ -43,10 +43,16 @@ impl CertWatch {
     /// just read.
     pub fn track(&mut self, snap: &Snapshot, now: Instant) {
         let old = std::mem::take(&mut self.watched);
-        for l in &snap.listeners {
-            let Some(tls) = l.tls.as_ref().filter(|t| !t.files.is_empty()) else {
+        let contexts = snap
+            .listeners
+            .iter()
+            .flat_map(|l| l.chains().map(move |c| (l, c)))
+            .filter_map(|(l, c)| Some((l, c.tls.as_ref().filter(|t| !t.files.is_empty())?)));
+        for (l, tls) in contexts {
+            // Two chains may share a context (the same `Arc`): watched once.
+            if self.watched.iter().any(|w| Arc::ptr_eq(&w.tls, tls)) {
                 continue;
-            };
+            }
             let stamps = old
                 .iter()
                 .find(|w| Arc::ptr_eq(&w.tls, tls))

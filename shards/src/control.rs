@@ -299,7 +299,8 @@ pub(crate) async fn run(
         .current
         .listeners
         .iter()
-        .map(|l| l.http.drain_timeout)
+        .flat_map(|l| l.chains())
+        .map(|c| c.http.drain_timeout)
         .max()
         .unwrap_or(Duration::ZERO);
     stop_shards(&mut control.links, drain).await;

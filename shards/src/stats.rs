@@ -94,6 +94,13 @@ pub struct DownstreamStats {
     pub tls_session_reused: Counter,
     pub tls_handshake_error: Counter,
     pub tls_handshake_timeout: Counter,
+    /// Connections no filter chain matched (and the listener has no
+    /// default chain): closed unanswered (Envoy's
+    /// `no_filter_chain_match`).
+    pub cx_no_filter_chain_match: Counter,
+    /// Connections whose ClientHello (or first byte) did not come within
+    /// `listener_filters_timeout` (Envoy's `downstream_pre_cx_timeout`).
+    pub cx_listener_filters_timeout: Counter,
     /// Handshakes the client left (closed or reset its socket) before
     /// they completed.
     pub tls_handshake_abandoned: Counter,

@@ -42,7 +42,7 @@ fn each_request_gets_a_line_and_files_reopen() {
     let path = dir.join("access.log");
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/known", "c", None)])).clone();
-    l.http.access_log = vec![AccessLog {
+    l.filter_chains[0].http.access_log = vec![AccessLog {
         sink: LogSink::File(path.clone()),
         format: Arc::new(LogFormat::text(FORMAT).unwrap()),
     }];
@@ -91,7 +91,7 @@ fn failures_carry_their_response_flags() {
         .local_addr()
         .unwrap();
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.access_log = vec![AccessLog {
+    l.filter_chains[0].http.access_log = vec![AccessLog {
         sink: LogSink::File(path.clone()),
         format: Arc::new(
             LogFormat::json(&[

@@ -94,7 +94,7 @@ fn gateway(
     runtime: Runtime,
 ) -> Gw {
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    edit(&mut l.http);
+    edit(&mut l.filter_chains[0].http);
     let mut b = bootstrap(Arc::new(l), vec![cluster("c", &[backend])]);
     b.runtime = runtime;
     let handle = start(b, 1);
@@ -388,7 +388,7 @@ fn the_listener_connection_limit_holds_new_connections_until_one_closes() {
     );
     let l = &dump["static_resources"]["listeners"][0];
     assert_eq!(l["per_connection_buffer_limit_bytes"], 1 << 20);
-    let hcm = &l["http_connection_manager"];
+    let hcm = &l["filter_chains"][0]["http_connection_manager"];
     assert_eq!(hcm["max_headers_count"], 100);
     assert_eq!(hcm["headers_with_underscores_action"], "ALLOW");
     assert_eq!(hcm["http2_flood_limits"]["max_outbound_frames"], 10_000);

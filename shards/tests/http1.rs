@@ -297,7 +297,7 @@ fn http2_clients_share_the_port() {
 fn a_slow_first_head_is_closed_at_the_handshake_deadline_and_hurts_no_one() {
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.idle_timeout = Some(Duration::from_millis(300));
+    l.filter_chains[0].http.idle_timeout = Some(Duration::from_millis(300));
     let gw = start(
         bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
         1,
@@ -333,7 +333,7 @@ fn a_slow_first_head_is_closed_at_the_handshake_deadline_and_hurts_no_one() {
 fn a_head_that_trickles_in_gets_408_at_request_headers_timeout_and_hurts_no_one() {
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.request_headers_timeout = Some(Duration::from_millis(400));
+    l.filter_chains[0].http.request_headers_timeout = Some(Duration::from_millis(400));
     let gw = start(
         bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
         1,
@@ -383,8 +383,8 @@ fn a_head_that_trickles_in_gets_408_at_request_headers_timeout_and_hurts_no_one(
 fn http_1_0_is_served_when_accepted() {
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.http1.accept_http_10 = true;
-    l.http.http1.default_host_for_http_10 = Some("dflt.example".into());
+    l.filter_chains[0].http.http1.accept_http_10 = true;
+    l.filter_chains[0].http.http1.default_host_for_http_10 = Some("dflt.example".into());
     let gw = start(
         bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
         1,

@@ -197,7 +197,7 @@ fn downstream_limits_are_advertised_and_enforced() {
 fn silent_client_is_closed_at_the_handshake_deadline() {
     let b = backend("b");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.idle_timeout = Some(Duration::from_millis(300));
+    l.filter_chains[0].http.idle_timeout = Some(Duration::from_millis(300));
     let gw = start(
         bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
         1,

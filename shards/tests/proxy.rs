@@ -235,7 +235,7 @@ fn admin_endpoints() {
 fn stream_idle_timeout_answers_408_before_headers() {
     let b = backend("b");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.stream_idle_timeout = Some(Duration::from_millis(300));
+    l.filter_chains[0].http.stream_idle_timeout = Some(Duration::from_millis(300));
     let gw = start(
         bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
         1,
@@ -267,7 +267,7 @@ fn stream_idle_timeout_answers_408_before_headers() {
 fn max_stream_duration_answers_408_then_resets_a_started_response() {
     let b = backend("b");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.http.max_stream_duration = Some(Duration::from_millis(400));
+    l.filter_chains[0].http.max_stream_duration = Some(Duration::from_millis(400));
     let gw = start(
         bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
         1,

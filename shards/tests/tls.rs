@@ -10,30 +10,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec, TlsVersion};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use support::tls_client::*;
 use support::*;
 use tokio_util::compat::FuturesAsyncReadCompatExt;
-
-/// A self-signed certificate for `names`: what the server presents and
-/// the client trusts.
-struct Cert {
-    der: CertificateDer<'static>,
-    key: Vec<u8>,
-    /// The same, as PEM files hold them.
-    pem: (String, String),
-}
-
-fn cert(names: &[&str]) -> Cert {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let params =
-        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-            .expect("params");
-    let c = params.self_signed(&key).expect("cert");
-    Cert {
-        der: c.der().clone(),
-        key: key.serialize_der(),
-        pem: (c.pem(), key.serialize_pem()),
-    }
-}
 
 fn tls_for(certs: &[&Cert], alpn: &[&str]) -> Arc<DownstreamTls> {
     tls_with(certs, alpn, None)
@@ -80,70 +59,13 @@ fn gateway(
 ) {
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.tls = Some(tls);
+    l.filter_chains[0].tls = Some(tls);
     if idle.is_some() {
-        l.http.idle_timeout = idle;
+        l.filter_chains[0].http.idle_timeout = idle;
     }
     let gw = start(bootstrap(Arc::new(l), vec![cluster("c", &[b.addr()])]), 1);
     let addr = gw.listener("ingress").expect("listener");
     (gw, addr, b)
-}
-
-fn client_config(trust: &[&Cert], alpn: &[&str]) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in trust {
-        roots.add(c.der.clone()).expect("root");
-    }
-    let mut cfg = rustls::ClientConfig::builder_with_provider(engine::tls::provider())
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
-    Arc::new(cfg)
-}
-
-type Tls = rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>;
-
-fn tls_connect(addr: SocketAddr, cfg: &Arc<rustls::ClientConfig>, sni: &str) -> Tls {
-    let tcp = std::net::TcpStream::connect(addr).expect("connect");
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let conn = rustls::ClientConnection::new(
-        Arc::clone(cfg),
-        ServerName::try_from(sni.to_string()).unwrap(),
-    )
-    .expect("client");
-    let mut s = rustls::StreamOwned::new(conn, tcp);
-    while s.conn.is_handshaking() {
-        s.conn.complete_io(&mut s.sock).expect("handshake");
-    }
-    s
-}
-
-/// One HTTP/1.1 GET on `s`: the status and body (content-length framing).
-fn get(s: &mut Tls) -> (u16, Vec<u8>) {
-    s.write_all(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n")
-        .unwrap();
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = s.read(&mut chunk).expect("read");
-        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&buf));
-        buf.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buf).to_string();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let len: usize = text[..end]
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .expect("a length")
-                .parse()
-                .unwrap();
-            if buf.len() >= end + 4 + len {
-                let status = text[9..12].parse().unwrap();
-                return (status, buf[end + 4..end + 4 + len].to_vec());
-            }
-        }
-    }
 }
 
 #[test]
@@ -154,7 +76,7 @@ fn http1_over_tls_by_alpn_and_without_it() {
         let mut s = tls_connect(addr, &client_config(&[&a], alpn), "a.example");
         for _ in 0..2 {
             assert_eq!(
-                get(&mut s),
+                tls_get(&mut s),
                 (200, b"hello from b1\n".to_vec()),
                 "alpn {alpn:?}"
             );
@@ -206,9 +128,9 @@ fn sni_chooses_the_certificate() {
     let (_gw, addr, _b) = gateway(tls_for(&[&a, &b], &["http/1.1"]), None);
     // Each client trusts only the certificate it should get.
     let mut s = tls_connect(addr, &client_config(&[&b], &[]), "x.b.example");
-    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(tls_get(&mut s).0, 200);
     let mut s = tls_connect(addr, &client_config(&[&a], &[]), "a.example");
-    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(tls_get(&mut s).0, 200);
     // No match: the first certificate, which a client of b does not trust.
     let tcp = std::net::TcpStream::connect(addr).unwrap();
     let conn = rustls::ClientConnection::new(
@@ -234,7 +156,7 @@ fn sessions_resume() {
     let cfg = client_config(&[&a], &["http/1.1"]);
     for _ in 0..3 {
         let mut s = tls_connect(addr, &cfg, "a.example");
-        assert_eq!(get(&mut s).0, 200);
+        assert_eq!(tls_get(&mut s).0, 200);
     }
     let admin = gw.admin_addr.unwrap();
     assert_eq!(metric(admin, "gateway_downstream_tls_handshake"), 3.0);
@@ -276,9 +198,9 @@ fn gateways_sharing_session_ticket_keys_resume_each_other_s_sessions() {
     let (gw3, stranger, _b3) = gateway(tls_with_ticket_keys(&a, vec![key(3)]), None);
     let cfg = client_config(&[&a], &["http/1.1"]);
     let mut s = tls_connect(first, &cfg, "a.example");
-    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(tls_get(&mut s).0, 200);
     let mut s = tls_connect(second, &cfg, "a.example");
-    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(tls_get(&mut s).0, 200);
     assert_eq!(
         s.conn.handshake_kind(),
         Some(rustls::HandshakeKind::Resumed),
@@ -292,7 +214,7 @@ fn gateways_sharing_session_ticket_keys_resume_each_other_s_sessions() {
     };
     assert_eq!(reused(&gw2), 1.0);
     let mut s = tls_connect(stranger, &cfg, "a.example");
-    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(tls_get(&mut s).0, 200);
     assert_eq!(s.conn.handshake_kind(), Some(rustls::HandshakeKind::Full));
     assert_eq!(reused(&gw3), 0.0, "other keys: a full handshake");
 }
@@ -322,7 +244,7 @@ fn bad_and_stalled_handshakes_are_counted_and_hurt_no_one() {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let mut victim = tls_connect(addr, &client_config(&[&a], &[]), "a.example");
-    assert_eq!(get(&mut victim).0, 200);
+    assert_eq!(tls_get(&mut victim).0, 200);
     assert!(
         matches!(silent.read(&mut buf), Ok(0)),
         "closed, not timed out"
@@ -332,7 +254,7 @@ fn bad_and_stalled_handshakes_are_counted_and_hurt_no_one() {
         waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
         "closed after {waited:?}"
     );
-    assert_eq!(get(&mut victim).0, 200, "still served");
+    assert_eq!(tls_get(&mut victim).0, 200, "still served");
     // Half a ClientHello, then gone: abandoned, not refused.
     let mut half = std::net::TcpStream::connect(addr).unwrap();
     half.write_all(&[0x16, 0x03, 0x01, 0x00, 0x80, 0x01])
@@ -418,7 +340,7 @@ fn changed_certificate_files_are_loaded_without_dropping_connections() {
     let addr = gw.listener("ingress").expect("listener");
     let admin = gw.admin_addr.unwrap();
     let mut kept = tls_connect(addr, &client_config(&[&old], &[]), "a.example");
-    assert_eq!(get(&mut kept).0, 200);
+    assert_eq!(tls_get(&mut kept).0, 200);
 
     install(&dir, &new);
     wait_until(
@@ -441,7 +363,7 @@ fn changed_certificate_files_are_loaded_without_dropping_connections() {
         },
     );
     assert!(metric(admin, "gateway_tls_certificate_reloads_total") >= 1.0);
-    assert_eq!(get(&mut kept).0, 200, "the open connection goes on");
+    assert_eq!(tls_get(&mut kept).0, 200, "the open connection goes on");
 
     // A broken file: counted, and the current certificate stays.
     let failed = metric(admin, "gateway_tls_certificate_reload_failures_total");
@@ -451,7 +373,7 @@ fn changed_certificate_files_are_loaded_without_dropping_connections() {
         metric(admin, "gateway_tls_certificate_reload_failures_total") > failed
     });
     let mut s = tls_connect(addr, &client_config(&[&new], &[]), "a.example");
-    assert_eq!(get(&mut s).0, 200);
+    assert_eq!(tls_get(&mut s).0, 200);
     gw.shutdown();
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -631,10 +553,10 @@ fn a_tls_client_that_reads_nothing_is_still_closed() {
     let a = cert(&["a.example"]);
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    l.tls = Some(tls_for(&[&a], &["http/1.1"]));
+    l.filter_chains[0].tls = Some(tls_for(&[&a], &["http/1.1"]));
     // The stream ends at 300 ms; over HTTP/1.1 that closes the connection,
     // whose last writes (and TLS close_notify) find its socket full.
-    l.http.max_stream_duration = Some(Duration::from_millis(300));
+    l.filter_chains[0].http.max_stream_duration = Some(Duration::from_millis(300));
     let gw = start(bootstrap(Arc::new(l), vec![cluster("c", &[b.addr()])]), 1);
     let addr = gw.listener("ingress").expect("listener");
     let admin = gw.admin_addr.unwrap();

@@ -487,7 +487,7 @@ fn auto_config_speaks_what_alpn_chose() {
     // of a demo backend.
     let demo = backend("b2");
     let mut front = (*listener(vec![prefix_route("/", "c", None)])).clone();
-    front.tls = Some(downstream_tls(&c, &["h2"]));
+    front.filter_chains[0].tls = Some(downstream_tls(&c, &["h2"]));
     let front_gw = start(
         bootstrap(Arc::new(front), vec![cluster("c", &[demo.addr()])]),
         1,

@@ -169,7 +169,10 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
                 "needs dynamic_resources.ads_config",
             ));
         }
-        if let Some(i) = listeners.iter().position(|l| l.http.rds.is_some()) {
+        if let Some(i) = listeners
+            .iter()
+            .position(|l| l.chains().any(|c| c.http.rds.is_some()))
+        {
             return Err(Error::invalid(
                 srpath.field("listeners").index(i),
                 "its rds config_source `ads` needs dynamic_resources.ads_config",

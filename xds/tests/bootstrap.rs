@@ -47,7 +47,7 @@ fn good_yaml_maps_every_field() {
     let l = &b.listeners[0];
     assert_eq!(l.name, "ingress");
     assert_eq!(l.address, "0.0.0.0:10000".parse().unwrap());
-    let h = &l.http;
+    let h = &l.filter_chains[0].http;
     assert_eq!(h.stat_prefix, "ingress_http");
     assert_eq!(h.max_concurrent_streams, 256);
     assert_eq!(h.max_header_list_size, 96 * 1024);
@@ -157,7 +157,7 @@ fn defaults_when_unset() {
         "",
     ))
     .unwrap();
-    let h = &b.listeners[0].http;
+    let h = &b.listeners[0].filter_chains[0].http;
     assert_eq!(
         h.max_concurrent_streams,
         engine::DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS
@@ -320,7 +320,7 @@ fn http1_options_are_taken_and_the_rest_refused_by_name() {
         "codec_type: HTTP1\n          http_protocol_options: {accept_http_10: true, default_host_for_http_10: d.example, allow_absolute_url: false, enable_trailers: true}",
     ))
     .expect("valid");
-    let hcm = &boot.listeners[0].http;
+    let hcm = &boot.listeners[0].filter_chains[0].http;
     assert_eq!(hcm.codec_type, engine::CodecType::Http1);
     assert_eq!(
         hcm.http1,
@@ -495,8 +495,11 @@ fn typed_struct_hcm(filter: &str, type_url: &str) -> Result<engine::Bootstrap, S
 fn typed_struct_wrapped_configs() {
     let router = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
     let b = typed_struct_hcm("envoy.filters.http.router", router).unwrap();
-    assert_eq!(b.listeners[0].http.stat_prefix, "ts");
-    assert_eq!(b.listeners[0].http.max_concurrent_streams, 7);
+    assert_eq!(b.listeners[0].filter_chains[0].http.stat_prefix, "ts");
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.max_concurrent_streams,
+        7
+    );
 
     // A TypedStruct of a filter we do not have is reported by its inner type.
     let e = typed_struct_hcm("my.filter", "type.googleapis.com/acme.Filter").unwrap_err();
@@ -530,7 +533,11 @@ fn load_file_reports_io_and_syntax_errors() {
 
 #[test]
 fn forwarded_for_follows_use_remote_address() {
-    let hcm = |yaml: &str| load(yaml).unwrap().listeners[0].http.clone();
+    let hcm = |yaml: &str| {
+        load(yaml).unwrap().listeners[0].filter_chains[0]
+            .http
+            .clone()
+    };
     let base = edit("codec_type: HTTP2\n", "codec_type: HTTP2\n");
     assert!(
         !hcm(&base).append_x_forwarded_for,
@@ -572,7 +579,7 @@ fn buffer_limit_and_max_stream_duration() {
     ));
     let b = b.unwrap();
     assert_eq!(
-        b.listeners[0].http.max_stream_duration,
+        b.listeners[0].filter_chains[0].http.max_stream_duration,
         Some(Duration::from_secs(90))
     );
     assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 1 << 20);
@@ -582,15 +589,21 @@ fn buffer_limit_and_max_stream_duration() {
     ))
     .unwrap();
     assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 32768);
-    assert_eq!(b.listeners[0].http.max_stream_duration, None);
-    assert_eq!(b.listeners[0].http.request_headers_timeout, None);
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.max_stream_duration,
+        None
+    );
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.request_headers_timeout,
+        None
+    );
     let b = load(&edit(
         "          stream_idle_timeout: 60s\n",
         "          stream_idle_timeout: 60s\n          request_headers_timeout: 2.5s\n",
     ))
     .unwrap();
     assert_eq!(
-        b.listeners[0].http.request_headers_timeout,
+        b.listeners[0].filter_chains[0].http.request_headers_timeout,
         Some(Duration::from_millis(2500))
     );
     assert_eq!(
@@ -646,7 +659,10 @@ fn downstream_tls_from_files_and_inline() {
         block(&key_b, 18),
     );
     let boot = load(&with_tls(&ctx)).expect("valid");
-    let tls = boot.listeners[0].tls.as_ref().expect("tls");
+    let tls = boot.listeners[0].filter_chains[0]
+        .tls
+        .as_ref()
+        .expect("tls");
     assert_eq!(
         tls.state().names,
         vec![
@@ -767,7 +783,7 @@ fn access_logs_are_taken_and_unknown_operators_named() {
         "                text_format_source: {inline_string: \"%PROTOCOL% %UPSTREAM_HOST%\\n\"}\n",
     )))
     .expect("valid");
-    let logs = &boot.listeners[0].http.access_log;
+    let logs = &boot.listeners[0].filter_chains[0].http.access_log;
     assert_eq!(logs.len(), 2);
     assert_eq!(logs[0].sink, engine::LogSink::Stdout);
     assert_eq!(logs[0].format.req_fields(), [":path"]);

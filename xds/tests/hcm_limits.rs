@@ -42,7 +42,7 @@ fn runtime(section: &str) -> Result<engine::Bootstrap, String> {
 #[test]
 fn envoy_defaults_when_unset() {
     let b = load(GOOD).unwrap();
-    let h = &b.listeners[0].http;
+    let h = &b.listeners[0].filter_chains[0].http;
     assert_eq!(h.max_headers_count, 100);
     assert_eq!(
         h.headers_with_underscores_action,
@@ -71,7 +71,7 @@ fn limits_as_set() {
         COMMON,
         "            max_headers_count: 20\n            headers_with_underscores_action: DROP_HEADER\n",
     );
-    let h = &b.listeners[0].http;
+    let h = &b.listeners[0].filter_chains[0].http;
     assert_eq!(h.max_headers_count, 20);
     assert_eq!(
         h.headers_with_underscores_action,
@@ -82,7 +82,9 @@ fn limits_as_set() {
         "            headers_with_underscores_action: REJECT_REQUEST\n",
     );
     assert_eq!(
-        b.listeners[0].http.headers_with_underscores_action,
+        b.listeners[0].filter_chains[0]
+            .http
+            .headers_with_underscores_action,
         HeadersWithUnderscoresAction::RejectRequest
     );
     let b = ok(
@@ -90,7 +92,7 @@ fn limits_as_set() {
         "            max_outbound_frames: 500\n            max_outbound_control_frames: 50\n            max_consecutive_inbound_frames_with_empty_payload: 0\n            max_inbound_priority_frames_per_stream: 0\n            max_inbound_window_update_frames_per_data_frame_sent: 3\n",
     );
     assert_eq!(
-        b.listeners[0].http.http2_flood,
+        b.listeners[0].filter_chains[0].http.http2_flood,
         Http2FloodLimits {
             max_outbound_frames: 500,
             max_outbound_control_frames: 50,
@@ -225,14 +227,16 @@ fn other_runtime_content_is_named() {
 
 #[test]
 fn connection_lifetime_limits() {
-    let h = load(GOOD).unwrap().listeners[0].http.clone();
+    let h = load(GOOD).unwrap().listeners[0].filter_chains[0]
+        .http
+        .clone();
     assert_eq!(h.max_connection_duration, None);
     assert_eq!(h.max_requests_per_connection, None);
     let b = ok(
         COMMON,
         "            max_connection_duration: 90s\n            max_requests_per_connection: 1000\n",
     );
-    let h = &b.listeners[0].http;
+    let h = &b.listeners[0].filter_chains[0].http;
     assert_eq!(
         h.max_connection_duration,
         Some(std::time::Duration::from_secs(90))
@@ -243,7 +247,7 @@ fn connection_lifetime_limits() {
         COMMON,
         "            max_connection_duration: 0s\n            max_requests_per_connection: 0\n",
     );
-    let h = &b.listeners[0].http;
+    let h = &b.listeners[0].filter_chains[0].http;
     assert_eq!(
         (h.max_connection_duration, h.max_requests_per_connection),
         (None, None)

@@ -923,6 +923,7 @@ fn valid_stateful_session_filter_is_accepted() {
         load(filters, "")
             .unwrap_or_else(|e| panic!("{filters:?} was rejected: {e}"))
             .listeners[0]
+            .filter_chains[0]
             .http
             .stateful_session
             .clone()
@@ -1204,7 +1205,9 @@ fn stateful_session_over_xds() {
         );
         assert_eq!(rejected, None);
         assert_eq!(
-            client.listeners()["ingress"].http.stateful_session,
+            client.listeners()["ingress"].filter_chains[0]
+                .http
+                .stateful_session,
             Some(StatefulSession {
                 session_state: Some(SessionState::Cookie(SessionCookie {
                     name: "sticky".into(),
@@ -1662,7 +1665,10 @@ fn per_route(
 ) {
     let b = load_per_route(vhost, route)
         .unwrap_or_else(|e| panic!("{vhost} / {route} was rejected: {e}"));
-    let vh = &b.listeners[0].http.route_config.virtual_hosts[0];
+    let vh = &b.listeners[0].filter_chains[0]
+        .http
+        .route_config
+        .virtual_hosts[0];
     (
         vh.stateful_session.clone(),
         vh.routes[0].stateful_session.clone(),
@@ -2004,7 +2010,7 @@ filter_chains:
         ),
     );
     assert_eq!(rejected, None);
-    let vh = &client.listeners()["ingress"]
+    let vh = &client.listeners()["ingress"].filter_chains[0]
         .http
         .route_config
         .virtual_hosts[0];
@@ -2430,7 +2436,10 @@ fn disabled_stateful_session_filter_is_off_until_a_route_enables_it() {
         "            is_optional: false\n            disabled: true\n",
     );
     let boot = load(&disabled, "").unwrap_or_else(|e| panic!("rejected: {e}"));
-    let session = boot.listeners[0].http.stateful_session.clone();
+    let session = boot.listeners[0].filter_chains[0]
+        .http
+        .stateful_session
+        .clone();
     let session = session.expect("the filter is in the chain");
     assert_eq!(session.session_state, None, "off by default");
     // A route's own config turns it on (engine::session::effective).

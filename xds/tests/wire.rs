@@ -397,7 +397,7 @@ fn listener_and_routes_from_envoy_bytes() {
     let known: HashSet<String> = ["backend".to_string(), "other".to_string()].into();
     let l = validate::listener(&ours, &Path::root(), &known).unwrap();
     assert_eq!(l.address, "[::]:8080".parse().unwrap());
-    let h = &l.http;
+    let h = &l.filter_chains[0].http;
     assert_eq!(
         (h.max_concurrent_streams, h.max_header_list_size),
         (64, 16 * 1024)

@@ -1,6 +1,8 @@
 //! `/config_dump`: the loaded configuration as JSON, in Envoy's field names.
 
-use engine::{ClusterTarget, ConfigSource, DomainMatcher, HeaderMatchKind, LbPolicy, PathMatch};
+use engine::{
+    ClusterTarget, ConfigSource, DomainMatcher, FilterChain, HeaderMatchKind, LbPolicy, PathMatch,
+};
 use serde_json::{json, Value};
 
 use super::Inner;
@@ -11,143 +13,20 @@ pub(super) fn render(inner: &Inner) -> Value {
         .listeners
         .iter()
         .map(|l| {
-            let h = &l.http;
-            let vhosts: Vec<Value> = h
-                .route_config
-                .virtual_hosts
-                .iter()
-                .map(|vh| {
-                    let domains: Vec<String> = vh
-                        .domains
-                        .iter()
-                        .map(|d| match d {
-                            DomainMatcher::Exact(e) => e.clone(),
-                            DomainMatcher::Suffix(s) => format!("*{s}"),
-                            DomainMatcher::Prefix(p) => format!("{p}*"),
-                            DomainMatcher::Any => "*".into(),
-                        })
-                        .collect();
-                    let routes: Vec<Value> = vh
-                        .routes
-                        .iter()
-                        .map(|r| {
-                            let m = match &r.matcher.path {
-                                PathMatch::Prefix(p) => json!({ "prefix": p }),
-                                PathMatch::Path(p) => json!({ "path": p }),
-                                PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
-                            };
-                            let headers: Vec<Value> = r
-                                .matcher
-                                .headers
-                                .iter()
-                                .map(|hm| {
-                                    let kind = match &hm.kind {
-                                        HeaderMatchKind::Exact(v) => json!({ "exact": v }),
-                                        HeaderMatchKind::Prefix(v) => json!({ "prefix": v }),
-                                        HeaderMatchKind::Suffix(v) => json!({ "suffix": v }),
-                                        HeaderMatchKind::Contains(v) => json!({ "contains": v }),
-                                        HeaderMatchKind::Regex(re) => json!({ "safe_regex": re.as_str() }),
-                                        HeaderMatchKind::Present(p) => json!({ "present_match": p }),
-                                        HeaderMatchKind::Range { start, end } => {
-                                            json!({ "range_match": { "start": start, "end": end } })
-                                        }
-                                    };
-                                    json!({ "name": hm.name, "match": kind, "invert_match": hm.invert })
-                                })
-                                .collect();
-                            let target = match &r.action.target {
-                                ClusterTarget::Cluster(c) => json!({ "cluster": c }),
-                                ClusterTarget::Weighted(w) => {
-                                    let mut prev = 0;
-                                    let cs: Vec<Value> = w
-                                        .clusters
-                                        .iter()
-                                        .map(|(n, bound)| {
-                                            let weight = bound - prev;
-                                            prev = *bound;
-                                            json!({ "name": n, "weight": weight })
-                                        })
-                                        .collect();
-                                    json!({ "weighted_clusters": { "clusters": cs } })
-                                }
-                            };
-                            json!({
-                                "name": r.name,
-                                "match": m,
-                                "case_sensitive": r.matcher.case_sensitive,
-                                "headers": headers,
-                                "route": target,
-                                "timeout": r.action.timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                                "prefix_rewrite": r.action.prefix_rewrite,
-                                "host_rewrite_literal": r.action.host_rewrite_literal,
-                            })
-                        })
-                        .collect();
-                    json!({ "name": vh.name, "domains": domains, "routes": routes })
-                })
-                .collect();
-            let mut hcm = json!({
-                "stat_prefix": h.stat_prefix,
-                "codec_type": match h.codec_type {
-                    engine::CodecType::Auto => "AUTO",
-                    engine::CodecType::Http1 => "HTTP1",
-                    engine::CodecType::Http2 => "HTTP2",
-                },
-                "http_protocol_options": {
-                    "accept_http_10": h.http1.accept_http_10,
-                    "default_host_for_http_10": h.http1.default_host_for_http_10,
-                    "allow_absolute_url": h.http1.allow_absolute_url,
-                    "enable_trailers": h.http1.enable_trailers,
-                },
-                "max_concurrent_streams": h.max_concurrent_streams,
-                "max_header_list_size": h.max_header_list_size,
-                "initial_stream_window_size": h.initial_stream_window_size,
-                "initial_connection_window_size": h.initial_connection_window_size,
-                "idle_timeout": h.idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
-                "max_stream_duration": h.max_stream_duration.map(|t| format!("{}s", t.as_secs_f64())),
-                "max_connection_duration": h.max_connection_duration.map(|t| format!("{}s", t.as_secs_f64())),
-                "max_requests_per_connection": h.max_requests_per_connection,
-                "max_headers_count": h.max_headers_count,
-                "headers_with_underscores_action": h.headers_with_underscores_action.as_str(),
-                "http2_flood_limits": {
-                    "max_outbound_frames": h.http2_flood.max_outbound_frames,
-                    "max_outbound_control_frames": h.http2_flood.max_outbound_control_frames,
-                    "max_consecutive_inbound_frames_with_empty_payload":
-                        h.http2_flood.max_consecutive_inbound_frames_with_empty_payload,
-                    "max_inbound_priority_frames_per_stream":
-                        h.http2_flood.max_inbound_priority_frames_per_stream,
-                    "max_inbound_window_update_frames_per_data_frame_sent":
-                        h.http2_flood.max_inbound_window_update_frames_per_data_frame_sent,
-                },
-                "route_config": { "name": h.route_config.name, "virtual_hosts": vhosts },
-            });
-            if let Some(rds) = &h.rds {
-                hcm["rds"] = json!({ "route_config_name": rds.route_config_name });
-            }
-            // Certificates by their names, never their keys.
-            let tls = l.tls.as_ref().map(|t| {
-                let version = |v| match v {
-                    engine::tls::TlsVersion::V1_2 => "TLSv1_2",
-                    engine::tls::TlsVersion::V1_3 => "TLSv1_3",
-                };
-                json!({
-                    "certificates": t.state().names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
-                    "alpn_protocols": t.alpn,
-                    "tls_minimum_protocol_version": version(t.min_version),
-                    "tls_maximum_protocol_version": version(t.max_version),
-                })
-            });
             json!({
                 "name": l.name,
                 "address": l.address.to_string(),
                 "per_connection_buffer_limit_bytes": l.per_connection_buffer_limit_bytes,
-                "tls": tls,
-                "http_connection_manager": hcm,
+                "tls_inspector": l.tls_inspector.map(|i| json!({
+                    "listener_filters_timeout": i.timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                    "continue_on_listener_filters_timeout": i.continue_on_timeout,
+                })),
+                "filter_chains": l.filter_chains.iter().map(chain).collect::<Vec<_>>(),
+                "default_filter_chain": l.default_filter_chain.as_ref().map(chain),
             })
         })
         .collect();
+
     let clusters: Vec<Value> = b
         .clusters
         .iter()
@@ -325,4 +204,157 @@ fn outlier_json(o: &engine::OutlierDetection) -> Value {
         v["failure_percentage_request_volume"] = json!(f.request_volume);
     }
     v
+}
+
+/// One filter chain: its match, TLS (certificates by name, never keys) and
+/// HTTP connection manager.
+fn chain(c: &FilterChain) -> Value {
+    let h = &c.http;
+    let vhosts: Vec<Value> = h
+        .route_config
+        .virtual_hosts
+        .iter()
+        .map(|vh| {
+            let domains: Vec<String> = vh
+                .domains
+                .iter()
+                .map(|d| match d {
+                    DomainMatcher::Exact(e) => e.clone(),
+                    DomainMatcher::Suffix(s) => format!("*{s}"),
+                    DomainMatcher::Prefix(p) => format!("{p}*"),
+                    DomainMatcher::Any => "*".into(),
+                })
+                .collect();
+            let routes: Vec<Value> = vh
+                .routes
+                .iter()
+                .map(|r| {
+                    let m = match &r.matcher.path {
+                        PathMatch::Prefix(p) => json!({ "prefix": p }),
+                        PathMatch::Path(p) => json!({ "path": p }),
+                        PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
+                    };
+                    let headers: Vec<Value> = r
+                        .matcher
+                        .headers
+                        .iter()
+                        .map(|hm| {
+                            let kind = match &hm.kind {
+                                HeaderMatchKind::Exact(v) => json!({ "exact": v }),
+                                HeaderMatchKind::Prefix(v) => json!({ "prefix": v }),
+                                HeaderMatchKind::Suffix(v) => json!({ "suffix": v }),
+                                HeaderMatchKind::Contains(v) => json!({ "contains": v }),
+                                HeaderMatchKind::Regex(re) => json!({ "safe_regex": re.as_str() }),
+                                HeaderMatchKind::Present(p) => json!({ "present_match": p }),
+                                HeaderMatchKind::Range { start, end } => {
+                                    json!({ "range_match": { "start": start, "end": end } })
+                                }
+                            };
+                            json!({ "name": hm.name, "match": kind, "invert_match": hm.invert })
+                        })
+                        .collect();
+                    let target = match &r.action.target {
+                        ClusterTarget::Cluster(c) => json!({ "cluster": c }),
+                        ClusterTarget::Weighted(w) => {
+                            let mut prev = 0;
+                            let cs: Vec<Value> = w
+                                .clusters
+                                .iter()
+                                .map(|(n, bound)| {
+                                    let weight = bound - prev;
+                                    prev = *bound;
+                                    json!({ "name": n, "weight": weight })
+                                })
+                                .collect();
+                            json!({ "weighted_clusters": { "clusters": cs } })
+                        }
+                    };
+                    json!({
+                        "name": r.name,
+                        "match": m,
+                        "case_sensitive": r.matcher.case_sensitive,
+                        "headers": headers,
+                        "route": target,
+                        "timeout": r.action.timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                        "prefix_rewrite": r.action.prefix_rewrite,
+                        "host_rewrite_literal": r.action.host_rewrite_literal,
+                    })
+                })
+                .collect();
+            json!({ "name": vh.name, "domains": domains, "routes": routes })
+        })
+        .collect();
+    let mut hcm = json!({
+        "stat_prefix": h.stat_prefix,
+        "codec_type": match h.codec_type {
+            engine::CodecType::Auto => "AUTO",
+            engine::CodecType::Http1 => "HTTP1",
+            engine::CodecType::Http2 => "HTTP2",
+        },
+        "http_protocol_options": {
+            "accept_http_10": h.http1.accept_http_10,
+            "default_host_for_http_10": h.http1.default_host_for_http_10,
+            "allow_absolute_url": h.http1.allow_absolute_url,
+            "enable_trailers": h.http1.enable_trailers,
+        },
+        "max_concurrent_streams": h.max_concurrent_streams,
+        "max_header_list_size": h.max_header_list_size,
+        "initial_stream_window_size": h.initial_stream_window_size,
+        "initial_connection_window_size": h.initial_connection_window_size,
+        "idle_timeout": h.idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+        "stream_idle_timeout": h.stream_idle_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+        "drain_timeout": format!("{}s", h.drain_timeout.as_secs_f64()),
+        "max_stream_duration": h.max_stream_duration.map(|t| format!("{}s", t.as_secs_f64())),
+        "max_connection_duration": h.max_connection_duration.map(|t| format!("{}s", t.as_secs_f64())),
+        "max_requests_per_connection": h.max_requests_per_connection,
+        "max_headers_count": h.max_headers_count,
+        "headers_with_underscores_action": h.headers_with_underscores_action.as_str(),
+        "http2_flood_limits": {
+            "max_outbound_frames": h.http2_flood.max_outbound_frames,
+            "max_outbound_control_frames": h.http2_flood.max_outbound_control_frames,
+            "max_consecutive_inbound_frames_with_empty_payload":
+                h.http2_flood.max_consecutive_inbound_frames_with_empty_payload,
+            "max_inbound_priority_frames_per_stream":
+                h.http2_flood.max_inbound_priority_frames_per_stream,
+            "max_inbound_window_update_frames_per_data_frame_sent":
+                h.http2_flood.max_inbound_window_update_frames_per_data_frame_sent,
+        },
+        "route_config": { "name": h.route_config.name, "virtual_hosts": vhosts },
+    });
+    if let Some(rds) = &h.rds {
+        hcm["rds"] = json!({ "route_config_name": rds.route_config_name });
+    }
+    // Certificates by their names, never their keys.
+    let tls = c.tls.as_ref().map(|t| {
+        let version = |v| match v {
+            engine::tls::TlsVersion::V1_2 => "TLSv1_2",
+            engine::tls::TlsVersion::V1_3 => "TLSv1_3",
+        };
+        json!({
+            "certificates": t.state().names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
+            "alpn_protocols": t.alpn,
+            "tls_minimum_protocol_version": version(t.min_version),
+            "tls_maximum_protocol_version": version(t.max_version),
+        })
+    });
+    let m = &c.filter_chain_match;
+    let ranges = |v: &[engine::filter_chain::CidrRange]| {
+        v.iter().map(ToString::to_string).collect::<Vec<_>>()
+    };
+    json!({
+        "name": c.name,
+        "filter_chain_match": {
+            "destination_port": m.destination_port,
+            "prefix_ranges": ranges(&m.prefix_ranges),
+            "server_names": m.server_names,
+            "transport_protocol": m.transport_protocol,
+            "application_protocols": m.application_protocols,
+            "direct_source_prefix_ranges": ranges(&m.direct_source_prefix_ranges),
+            "source_type": format!("{:?}", m.source_type),
+            "source_prefix_ranges": ranges(&m.source_prefix_ranges),
+            "source_ports": m.source_ports,
+        },
+        "tls": tls,
+        "http_connection_manager": hcm,
+    })
 }

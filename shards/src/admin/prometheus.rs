@@ -18,7 +18,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let sh = &inner.shards;
     let mut out = String::with_capacity(4096);
     type ShardCounter = fn(&ShardStats) -> &Counter;
-    let simple: [(&str, &str, &str, ShardCounter); 37] = [
+    let simple: [(&str, &str, &str, ShardCounter); 39] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -90,6 +90,18 @@ pub(super) fn render(inner: &Inner) -> String {
             "counter",
             "Downstream TLS handshakes not complete within the handshake timeout (10 s, or the idle timeout if shorter).",
             |s| &s.downstream.tls_handshake_timeout,
+        ),
+        (
+            "gateway_downstream_cx_no_filter_chain_match",
+            "counter",
+            "Downstream connections no filter chain matched (no default chain): closed unanswered.",
+            |s| &s.downstream.cx_no_filter_chain_match,
+        ),
+        (
+            "gateway_downstream_cx_listener_filters_timeout",
+            "counter",
+            "Downstream connections whose ClientHello did not come within listener_filters_timeout (tls_inspector).",
+            |s| &s.downstream.cx_listener_filters_timeout,
         ),
         (
             "gateway_downstream_cx_protocol_error",

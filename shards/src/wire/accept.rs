@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use glommio::net::TcpListener;
 
+use super::runtime::ChainDrains;
 use super::WireShard;
 use crate::shard::Shard;
-use crate::signal::Signal;
 
 /// The connections one listener's accept loop has open on this shard,
 /// for its runtime connection limit, and the loop waiting for one to
@@ -71,7 +71,7 @@ pub(crate) async fn accept_loop(
     wire: Rc<WireShard>,
     sock: TcpListener,
     listener: Rc<str>,
-    drain: Signal,
+    drains: Rc<ChainDrains>,
     gate: Rc<ConnGate>,
 ) {
     let shard = &wire.shard;
@@ -90,12 +90,13 @@ pub(crate) async fn accept_loop(
                     .await;
                 }
                 let guard = gate.enter();
-                let (shared, name, drain) = (Rc::clone(&wire), Rc::clone(&listener), drain.clone());
+                let (shared, name, drains) =
+                    (Rc::clone(&wire), Rc::clone(&listener), Rc::clone(&drains));
                 // Detached: a connection outlives the listener's task while
                 // it drains.
                 glommio::spawn_local(async move {
                     let _open = guard;
-                    super::downstream::serve(shared, stream, name, drain).await;
+                    super::downstream::serve(shared, stream, name, drains).await;
                 })
                 .detach();
             }

@@ -9,36 +9,37 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
-use engine::{HeadersWithUnderscoresAction, HttpConnectionManager, Listener};
+use engine::Listener;
 use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
-use h2wire::conn::{Event, FloodLimits, ServerConfig, ServerConn, UnderscoreAction};
+use h2wire::conn::Event;
 
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
-use super::codec::{self, DownCodec, Proto};
+use super::codec::DownCodec;
 use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::logging::LogTargets;
+use super::opening::{open, Opened};
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
-use super::tls::{self, Transport};
+use super::runtime::ChainDrains;
+use super::tls::Transport;
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
-use crate::signal::Signal;
 
 /// Bytes asked of a client socket per read.
 const READ_SIZE: usize = 8 * 1024;
 /// Bytes asked per read while the connection is quiet.
-const IDLE_READ_SIZE: usize = 512;
+pub(super) const IDLE_READ_SIZE: usize = 512;
 /// How often a connection with streams looks for expired deadlines: the
 /// precision of the route timeout on this path.
 const DEADLINE_SCAN: Duration = Duration::from_millis(50);
 /// A client must send the connection preface and its SETTINGS within this
 /// time.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an abruptly closed connection may take to flush its GOAWAY,
 /// and how long an HTTP/1.1 connection we close keeps reading (and
 /// dropping) what its client still sends, so that the kernel does not
@@ -89,6 +90,9 @@ pub(crate) struct DownConn {
     /// The config the connection was accepted under: streams fall back to
     /// it when a reload removed the listener while the connection drains.
     pub listener: Arc<Listener>,
+    /// The id of the filter chain serving it (in `listener`, and in later
+    /// snapshots of the listener while the chain is unchanged).
+    pub chain: u64,
     /// Upstream connections given output this turn: (pool, slot).
     pub touched: Vec<(PoolRef, usize)>,
     /// Streams finished this turn whose upstream events may still sit in
@@ -254,7 +258,12 @@ enum Wake {
 }
 
 /// Serves one accepted client connection until it closes.
-pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>, drain: Signal) {
+pub(crate) async fn serve(
+    wire: Rc<WireShard>,
+    tcp: TcpStream,
+    listener: Rc<str>,
+    drains: Rc<ChainDrains>,
+) {
     let shard = &wire.shard;
     let stats = &shard.stats.downstream;
     stats.cx_total.inc();
@@ -262,13 +271,42 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     let peer = tcp
         .peer_addr()
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let snap = shard.snapshot();
-    let Some(cfg) = snap.listener(&listener) else {
+    let Some(cfg) = shard.snapshot().listener(&listener).map(Arc::clone) else {
         stats.cx_active.dec();
         return;
     };
-    let accepted_under = Arc::clone(cfg);
-    let hcm = &cfg.http;
+    let shutdown_sub = wire.shutdown.subscribe();
+    let mut rb = ReadBuf::default();
+    let opened = {
+        let listener_sub = drains.listener().subscribe();
+        open(
+            tcp,
+            &cfg,
+            peer,
+            &mut rb,
+            &listener_sub,
+            &shutdown_sub,
+            stats,
+        )
+        .await
+    };
+    let Some(Opened {
+        mut tcp,
+        conn,
+        chain: chain_id,
+    }) = opened
+    else {
+        stats.cx_active.dec();
+        return;
+    };
+    let Some(chain) = cfg.chain(chain_id) else {
+        stats.cx_active.dec();
+        return;
+    };
+    // The chain's own drain: fired when an update removes or changes the
+    // chain, or the listener goes.
+    let drain_sub = drains.chain(chain_id).subscribe();
+    let hcm = &chain.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
     let headers_timeout = hcm.request_headers_timeout;
     // Envoy's connection lifetime limits: past either, the connection
@@ -277,15 +315,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     let lives_until = hcm.max_connection_duration.map(|d| Instant::now() + d);
     let buffer_limit = cfg.per_connection_buffer_limit_bytes;
     let logs = wire.log_targets(hcm);
-    let drain_sub = drain.subscribe();
-    let shutdown_sub = wire.shutdown.subscribe();
-    let mut rb = ReadBuf::default();
-    let Some((mut tcp, conn)) = open(tcp, cfg, &mut rb, &drain_sub, &shutdown_sub, stats).await
-    else {
-        stats.cx_active.dec();
-        return;
-    };
-    drop(snap);
+    let accepted_under = Arc::clone(&cfg);
     let inbox = wire.inboxes.open();
     let mut dc = DownConn {
         wire: Rc::clone(&wire),
@@ -294,6 +324,7 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
         streams: AHashMap::default(),
         peer,
         listener: accepted_under,
+        chain: chain_id,
         touched: Vec::new(),
         graveyard: Vec::new(),
         queued: Vec::new(),
@@ -588,110 +619,6 @@ pub(crate) async fn serve(wire: Rc<WireShard>, tcp: TcpStream, listener: Rc<str>
     trim_lists(shard);
 }
 
-/// A new connection's opening: the TLS handshake if the listener has TLS,
-/// then the protocol (ALPN's, the listener's, or told by the first bytes,
-/// which stay in `rb` for the codec), each within the handshake timeout.
-/// `None`: the connection is over (counted where it failed).
-async fn open(
-    tcp: TcpStream,
-    cfg: &Listener,
-    rb: &mut ReadBuf,
-    drain_sub: &crate::signal::Subscription,
-    shutdown_sub: &crate::signal::Subscription,
-    stats: &crate::stats::DownstreamStats,
-) -> Option<(Transport, DownCodec)> {
-    let hcm = &cfg.http;
-    let codec_type = hcm.codec_type;
-    let _ = tcp.set_nodelay(true);
-    // The handshake (TLS, then the first bytes) must be over within this.
-    let within = hcm
-        .idle_timeout
-        .map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
-    let (mut tcp, alpn) = match &cfg.tls {
-        None => (Transport::Plain(tcp), None),
-        Some(tls) => tls::handshake(tcp, tls, within, drain_sub, shutdown_sub, stats).await?,
-    };
-    // Which protocol: what ALPN agreed (the client speaks it, whatever
-    // codec_type says), else the listener's, else (AUTO) the first bytes
-    // tell (the HTTP/2 preface or not).
-    let chosen = alpn.or(codec::choose(codec_type, &[]));
-    let proto = match chosen {
-        Some(p) => Some(p),
-        None => {
-            let first = first_bytes(&mut tcp, rb, codec_type, within, drain_sub, shutdown_sub);
-            match first.await {
-                Ok(p) => Some(p),
-                Err(Silent::TimedOut) => {
-                    // Not a client of ours, or a slow one holding a
-                    // connection: as an HTTP/2 client without its preface.
-                    stats.cx_protocol_error.inc();
-                    None
-                }
-                Err(Silent::Gone) => None,
-            }
-        }
-    };
-    let conn = match proto? {
-        Proto::H2 => {
-            stats.cx_http2_total.inc();
-            DownCodec::H2(ServerConn::new(server_config(hcm)))
-        }
-        Proto::H1 => {
-            stats.cx_http1_total.inc();
-            DownCodec::h1(hcm, cfg.per_connection_buffer_limit_bytes)
-        }
-    };
-    Some((tcp, conn))
-}
-
-/// Why a connection never told its protocol.
-enum Silent {
-    /// Not enough bytes within the handshake timeout.
-    TimedOut,
-    /// The client closed, or the listener drains.
-    Gone,
-}
-
-/// Reads the first bytes of a connection under `codec_type` AUTO until
-/// they tell HTTP/2 from HTTP/1.1, for at most `within`.
-async fn first_bytes(
-    tcp: &mut Transport,
-    rb: &mut ReadBuf,
-    codec_type: engine::CodecType,
-    within: Duration,
-    drain: &crate::signal::Subscription,
-    shutdown: &crate::signal::Subscription,
-) -> Result<Proto, Silent> {
-    let mut timer = Box::pin(Timer::new(within));
-    loop {
-        if let Some(p) = codec::choose(codec_type, &rb.buf) {
-            return Ok(p);
-        }
-        let room = rb.room(IDLE_READ_SIZE);
-        let read = poll_fn(|cx| {
-            if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
-                return Poll::Ready(Ok(r.unwrap_or(0)));
-            }
-            if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
-                return Poll::Ready(Err(Silent::Gone));
-            }
-            timer.as_mut().poll(cx).map(|_| Err(Silent::TimedOut))
-        })
-        .await;
-        match read {
-            Ok(n) if n > 0 => rb.filled(n),
-            Ok(_) => {
-                rb.filled(0);
-                return Err(Silent::Gone);
-            }
-            Err(e) => {
-                rb.filled(0);
-                return Err(e);
-            }
-        }
-    }
-}
-
 /// An HTTP/1.1 connection we close: stop sending, then read and drop what
 /// the client still sends until it closes or `HARD_CLOSE_AFTER` passes.
 /// Closing with unread bytes makes the kernel send a reset, and a client
@@ -731,34 +658,4 @@ async fn linger(tcp: &mut Transport, rb: &mut ReadBuf) {
 fn trim_lists(shard: &Shard) {
     let in_flight = shard.stats.downstream.rq_active.get();
     HeaderList::trim_pool(usize::try_from(in_flight).unwrap_or(usize::MAX));
-}
-
-/// The codec limits of a downstream connection, from its listener's HTTP
-/// connection manager.
-fn server_config(hcm: &HttpConnectionManager) -> ServerConfig {
-    let f = &hcm.http2_flood;
-    ServerConfig {
-        max_concurrent_streams: hcm.max_concurrent_streams,
-        max_header_list_size: hcm.max_header_list_size,
-        initial_stream_window: hcm.initial_stream_window_size,
-        connection_window: hcm.initial_connection_window_size,
-        max_headers_count: Some(hcm.max_headers_count),
-        headers_with_underscores: match hcm.headers_with_underscores_action {
-            HeadersWithUnderscoresAction::Allow => UnderscoreAction::Allow,
-            HeadersWithUnderscoresAction::RejectRequest => UnderscoreAction::Reject,
-            HeadersWithUnderscoresAction::DropHeader => UnderscoreAction::Drop,
-        },
-        flood: FloodLimits {
-            max_outbound_frames: Some(f.max_outbound_frames),
-            max_outbound_control_frames: Some(f.max_outbound_control_frames),
-            max_consecutive_inbound_frames_with_empty_payload: Some(
-                f.max_consecutive_inbound_frames_with_empty_payload,
-            ),
-            max_inbound_priority_frames_per_stream: Some(f.max_inbound_priority_frames_per_stream),
-            max_inbound_window_update_frames_per_data_frame_sent: Some(
-                f.max_inbound_window_update_frames_per_data_frame_sent,
-            ),
-        },
-        ..ServerConfig::default()
-    }
 }

@@ -33,6 +33,7 @@ mod dstream;
 pub mod forward;
 mod inbox;
 mod logging;
+mod opening;
 mod outbuf;
 pub mod pool;
 mod readbuf;

@@ -5,13 +5,14 @@
 //! inboxes, pools, the shutdown signal) stands below them. The data shard's
 //! main task (`crate::data_shard`) is its only caller.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use ahash::AHashMap;
 use engine::snapshot::Host;
-use engine::{HealthStatus, Snapshot};
+use engine::{HealthStatus, Listener, Snapshot};
 use glommio::net::TcpListener;
 use glommio::Task;
 
@@ -20,13 +21,57 @@ use super::WireShard;
 use crate::shard::Shard;
 use crate::signal::Signal;
 
+/// The drain signals of one listener on this shard: the listener's own
+/// (connections still choosing a chain watch it) and one per filter chain
+/// its connections were given, by chain id.
+#[derive(Default)]
+pub(crate) struct ChainDrains {
+    listener: Signal,
+    chains: RefCell<AHashMap<u64, Signal>>,
+}
+
+impl ChainDrains {
+    pub fn listener(&self) -> &Signal {
+        &self.listener
+    }
+
+    /// The signal of chain `id`, made on first use.
+    pub fn chain(&self, id: u64) -> Signal {
+        if self.listener.is_fired() {
+            return self.listener.clone();
+        }
+        self.chains.borrow_mut().entry(id).or_default().clone()
+    }
+
+    /// An update kept the listener: the connections of chains it no longer
+    /// has (removed, or changed: a new id) drain; the others go on.
+    fn keep_chains(&self, listener: &Listener) {
+        self.chains.borrow_mut().retain(|&id, signal| {
+            let kept = listener.chain(id).is_some();
+            if !kept {
+                signal.fire();
+            }
+            kept
+        });
+    }
+
+    /// The listener goes: every connection drains.
+    fn fire_all(&self) {
+        self.listener.fire();
+        for (_, s) in self.chains.borrow_mut().drain() {
+            s.fire();
+        }
+    }
+}
+
 /// A listener socket this shard accepts on.
 struct RunningListener {
     address: SocketAddr,
     /// Dropping the task cancels the accept loop and closes the socket.
     _accept: Task<()>,
-    /// Fired when the listener goes away: its connections drain.
-    drain: Signal,
+    /// Fired when the listener (or one of its chains) goes away: its
+    /// connections drain.
+    drains: Rc<ChainDrains>,
     /// Its open connections, for the runtime connection limit.
     gate: Rc<ConnGate>,
 }
@@ -96,14 +141,15 @@ impl ShardRuntime {
 
     fn reconcile_listeners(&mut self, snap: &Snapshot) -> std::io::Result<()> {
         let running = &mut self.listeners;
-        running.retain(|name, l| {
-            let keep = snap
-                .listener(name)
-                .is_some_and(|cfg| cfg.address == l.address);
-            if !keep {
-                l.drain.fire();
+        running.retain(|name, l| match snap.listener(name) {
+            Some(cfg) if cfg.address == l.address => {
+                l.drains.keep_chains(cfg);
+                true
             }
-            keep
+            _ => {
+                l.drains.fire_all();
+                false
+            }
         });
         // The new snapshot may change a connection limit: a loop waiting
         // for a free slot looks again.
@@ -117,13 +163,13 @@ impl ShardRuntime {
             }
             match TcpListener::bind(cfg.address) {
                 Ok(sock) => {
-                    let drain = Signal::new();
+                    let drains = Rc::new(ChainDrains::default());
                     let gate = Rc::new(ConnGate::default());
                     let task = glommio::spawn_local(accept_loop(
                         Rc::clone(&self.wire),
                         sock,
                         Rc::from(cfg.name.as_str()),
-                        drain.clone(),
+                        Rc::clone(&drains),
                         Rc::clone(&gate),
                     ));
                     running.insert(
@@ -131,7 +177,7 @@ impl ShardRuntime {
                         RunningListener {
                             address: cfg.address,
                             _accept: task,
-                            drain,
+                            drains,
                             gate,
                         },
                     );
@@ -150,7 +196,7 @@ impl ShardRuntime {
     /// Stops accepting everywhere and tells every connection to drain.
     pub fn begin_shutdown(&mut self) {
         for (_, l) in self.listeners.drain() {
-            l.drain.fire();
+            l.drains.fire_all();
         }
         self.wire.shutdown.fire();
     }

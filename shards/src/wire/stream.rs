@@ -160,9 +160,15 @@ impl DownConn {
         stats.rq_active.inc();
         let grpc = head.get(b"content-type").is_some_and(is_grpc_content_type);
         let snap = shard.snapshot();
-        let hcm = match snap.listener(&self.listener.name) {
-            Some(l) => &l.http,
-            None => &self.listener.http,
+        // The chain as the current snapshot has it (RDS may have changed
+        // its routes), else as the connection opened under it.
+        let hcm = match snap
+            .listener(&self.listener.name)
+            .and_then(|l| l.chain(self.chain))
+            .or_else(|| self.listener.chain(self.chain))
+        {
+            Some(c) => &c.http,
+            None => return self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head, None),
         };
         let routed = match route::route(shard, hcm, &snap, &head) {
             Ok(r) => r,

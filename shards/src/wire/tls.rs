@@ -13,6 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use engine::tls::{DownstreamTls, UpstreamTls};
+use engine::TlsInspector;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
@@ -114,18 +115,140 @@ fn alpn_proto(alpn: Option<&[u8]>) -> Option<Proto> {
     }
 }
 
-/// Runs the TLS handshake for `tcp` within `within`, unless the listener
-/// drains first. The transport and the protocol ALPN chose, or `None`
-/// (counted: failed, timed out; a drain is not counted).
-pub(crate) async fn handshake(
+/// What `tls_inspector` found at the start of a connection.
+pub(crate) enum Inspected {
+    /// Not TLS, or no byte within the timeout with
+    /// `continue_on_listener_filters_timeout`: nothing was read.
+    Plain(TcpStream),
+    /// A ClientHello, read: the handshake goes on from it.
+    Tls(Box<futures_rustls::StartHandshake<TcpStream>>),
+}
+
+impl Inspected {
+    /// The ClientHello's SNI (lowercase) and ALPN list, in the client's
+    /// order; none for a plaintext client.
+    pub fn hello(&self) -> (Option<String>, Vec<Vec<u8>>) {
+        match self {
+            Inspected::Plain(_) => (None, Vec::new()),
+            Inspected::Tls(start) => {
+                let hello = start.client_hello();
+                let sni = hello.server_name().map(str::to_ascii_lowercase);
+                let alpn = hello
+                    .alpn()
+                    .map(|list| list.map(<[u8]>::to_vec).collect())
+                    .unwrap_or_default();
+                (sni, alpn)
+            }
+        }
+    }
+}
+
+/// How a wait of the inspector ended.
+enum Waited<T> {
+    Done(T),
+    /// The listener drains or the shard stops.
+    Gone,
+    TimedOut,
+}
+
+/// Waits for `fut` within `timer` (none: for ever), unless `drain` or
+/// `shutdown` fires first.
+async fn within_timer<T>(
+    fut: impl Future<Output = T>,
+    timer: &mut Option<Pin<Box<Timer>>>,
+    drain: &Subscription,
+    shutdown: &Subscription,
+) -> Waited<T> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Waited::Done(v));
+        }
+        if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
+            return Poll::Ready(Waited::Gone);
+        }
+        if let Some(t) = timer.as_mut() {
+            if t.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Waited::TimedOut);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// `tls_inspector`: looks at the first byte (without reading it) and, for
+/// a TLS handshake record, reads the ClientHello, all within the
+/// listener's `listener_filters_timeout`. `None`: the connection is over
+/// (the client left, its ClientHello was malformed, or the timeout passed;
+/// counted).
+///
+/// As in Envoy, bytes that are not a TLS handshake leave the connection
+/// plaintext (`raw_buffer`), and past the timeout with
+/// `continue_on_listener_filters_timeout` a connection that sent nothing
+/// goes on as plaintext. One that timed out inside its ClientHello is
+/// closed even then: the inspector has read part of it (Envoy only peeks),
+/// so no chain could serve it.
+pub(crate) async fn inspect(
     tcp: TcpStream,
+    inspector: TlsInspector,
+    drain: &Subscription,
+    shutdown: &Subscription,
+    stats: &DownstreamStats,
+) -> Option<Inspected> {
+    let mut timer = inspector.timeout.map(|t| Box::pin(Timer::new(t)));
+    let mut first = [0u8; 1];
+    match within_timer(tcp.peek(&mut first), &mut timer, drain, shutdown).await {
+        Waited::Done(Ok(1..)) => {}
+        Waited::Done(_) | Waited::Gone => return None,
+        Waited::TimedOut => {
+            stats.cx_listener_filters_timeout.inc();
+            return inspector
+                .continue_on_timeout
+                .then_some(Inspected::Plain(tcp));
+        }
+    }
+    // 22: a TLS handshake record.
+    if first[0] != 22 {
+        return Some(Inspected::Plain(tcp));
+    }
+    let hello = futures_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), tcp);
+    match within_timer(hello, &mut timer, drain, shutdown).await {
+        Waited::Done(Ok(start)) => Some(Inspected::Tls(Box::new(start))),
+        Waited::Done(Err(e)) => {
+            if e.kind() == io::ErrorKind::InvalidData {
+                stats.tls_handshake_error.inc();
+            } else {
+                stats.tls_handshake_abandoned.inc();
+            }
+            tracing::debug!("ClientHello not read: {e}");
+            None
+        }
+        Waited::Gone => None,
+        Waited::TimedOut => {
+            stats.cx_listener_filters_timeout.inc();
+            None
+        }
+    }
+}
+
+/// Runs the TLS handshake of `start` with the chain's `tls` within
+/// `within`, unless the listener drains first. The transport and the
+/// protocol ALPN chose, or `None` (counted: failed, timed out; a drain is
+/// not counted).
+pub(crate) async fn handshake(
+    start: Inspected,
     tls: &Arc<DownstreamTls>,
     within: Duration,
     drain: &Subscription,
     shutdown: &Subscription,
     stats: &DownstreamStats,
 ) -> Option<(Transport, Option<Proto>)> {
-    let accept = futures_rustls::TlsAcceptor::from(Arc::clone(&tls.state().config)).accept(tcp);
+    let config = Arc::clone(&tls.state().config);
+    let accept = match start {
+        Inspected::Plain(tcp) => futures_rustls::TlsAcceptor::from(config).accept(tcp),
+        Inspected::Tls(start) => start.into_stream(config),
+    };
     let mut accept = std::pin::pin!(accept);
     let mut timer = std::pin::pin!(Timer::new(within));
     let done = std::future::poll_fn(|cx| {

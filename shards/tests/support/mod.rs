@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod h1_backend;
+pub mod tls_client;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -69,12 +70,12 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
 }
 
 pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
-    Arc::new(Listener {
-        name: "ingress".into(),
-        address: SocketAddr::from(([127, 0, 0, 1], 0)),
-        per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
-        tls: None,
-        http: HttpConnectionManager {
+    Arc::new(Listener::single(
+        "ingress",
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+        None,
+        HttpConnectionManager {
             stat_prefix: "ingress".into(),
             codec_type: Default::default(),
             http1: Default::default(),
@@ -106,7 +107,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             append_x_forwarded_for: true,
             stateful_session: None,
         },
-    })
+    ))
 }
 
 pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootstrap {
@@ -334,7 +335,7 @@ pub fn header_session(name: &str) -> StatefulSession {
 /// `l` with the stateful session filter configured on it.
 pub fn with_session(l: Arc<Listener>, session: StatefulSession) -> Arc<Listener> {
     let mut l = (*l).clone();
-    l.http.stateful_session = Some(session);
+    l.filter_chains[0].http.stateful_session = Some(session);
     Arc::new(l)
 }
 

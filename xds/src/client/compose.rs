@@ -31,7 +31,9 @@ struct ActiveCluster {
 #[derive(Debug)]
 struct ActiveListener {
     config: Arc<Listener>,
-    routes: Option<Arc<RouteConfig>>,
+    /// RDS's table for each chain (`Listener::chains` order); `None`
+    /// for a chain with an inline table.
+    routes: Vec<Option<Arc<RouteConfig>>>,
     merged: Arc<Listener>,
 }
 
@@ -104,38 +106,58 @@ impl XdsClient {
             .collect();
         let mut listeners = Vec::new();
         for l in self.statics.listeners.iter().chain(self.listeners.values()) {
-            let routes = match &l.http.rds {
-                None => None,
-                Some(rds) => match self.routes.get(&rds.route_config_name) {
-                    Some(r) => Some(Arc::clone(r)),
-                    None if self.is_timed_out(ResourceType::Route, &rds.route_config_name) => {
-                        Some(Arc::new(RouteConfig {
-                            name: rds.route_config_name.clone(),
-                            virtual_hosts: Vec::new(),
-                        }))
-                    }
+            // Ready once every chain's RDS table came (or timed out) and
+            // the clusters its table sends to are warm.
+            let mut ready = true;
+            let mut routes = Vec::new();
+            for chain in l.chains() {
+                let rds_table = match &chain.http.rds {
                     None => None,
-                },
-            };
-            let table = routes.as_deref().unwrap_or(&l.http.route_config);
-            let ready = (l.http.rds.is_none() || routes.is_some())
-                && referenced_clusters(table)
+                    Some(rds) => match self.routes.get(&rds.route_config_name) {
+                        Some(r) => Some(Arc::clone(r)),
+                        None if self.is_timed_out(ResourceType::Route, &rds.route_config_name) => {
+                            Some(Arc::new(RouteConfig {
+                                name: rds.route_config_name.clone(),
+                                virtual_hosts: Vec::new(),
+                            }))
+                        }
+                        None => {
+                            ready = false;
+                            None
+                        }
+                    },
+                };
+                let table = rds_table.as_deref().unwrap_or(&chain.http.route_config);
+                ready &= referenced_clusters(table)
                     .all(|c| !cds.contains(c) || warm_clusters.contains(c));
+                routes.push(rds_table);
+            }
             let prev = warm.listeners.remove(&l.name);
             let active = match prev {
                 Some(prev) if !ready => prev,
                 None if !ready => continue,
-                Some(prev) if Arc::ptr_eq(&prev.config, l) && opt_ptr_eq(&prev.routes, &routes) => {
+                Some(prev)
+                    if Arc::ptr_eq(&prev.config, l)
+                        && prev.routes.len() == routes.len()
+                        && prev
+                            .routes
+                            .iter()
+                            .zip(&routes)
+                            .all(|(a, b)| opt_ptr_eq(a, b)) =>
+                {
                     prev
                 }
                 _ => {
-                    let merged = match &routes {
-                        None => Arc::clone(l),
-                        Some(r) => {
-                            let mut m = (**l).clone();
-                            m.http.route_config = Arc::clone(r);
-                            Arc::new(m)
+                    let merged = if routes.iter().all(Option::is_none) {
+                        Arc::clone(l)
+                    } else {
+                        let mut m = (**l).clone();
+                        for (chain, r) in m.chains_mut().zip(&routes) {
+                            if let Some(r) = r {
+                                chain.http.route_config = Arc::clone(r);
+                            }
                         }
+                        Arc::new(m)
                     };
                     ActiveListener {
                         config: Arc::clone(l),

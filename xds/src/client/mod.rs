@@ -473,7 +473,8 @@ impl XdsClient {
             .listeners
             .iter()
             .chain(self.listeners.values())
-            .filter_map(|l| l.http.rds.as_ref().map(|r| r.route_config_name.clone()))
+            .flat_map(|l| l.chains())
+            .filter_map(|c| c.http.rds.as_ref().map(|r| r.route_config_name.clone()))
             .collect();
         let endpoints: BTreeSet<String> = self
             .statics
@@ -528,8 +529,14 @@ impl XdsClient {
                 (a, b) => a.or(b),
             };
         };
-        for l in self.statics.listeners.iter().chain(self.listeners.values()) {
-            if let Some(r) = &l.http.rds {
+        let chains = self
+            .statics
+            .listeners
+            .iter()
+            .chain(self.listeners.values())
+            .flat_map(|l| l.chains());
+        for c in chains {
+            if let Some(r) = &c.http.rds {
                 put(
                     (ResourceType::Route, r.route_config_name.clone()),
                     r.initial_fetch_timeout,

@@ -420,8 +420,15 @@ fn listener_waits_for_its_routes_and_their_clusters() {
     );
     let b = c.compose();
     assert_eq!(names(&b).0, ["ingress"]);
-    assert_eq!(b.listeners[0].http.route_config.name, "r");
-    assert_eq!(b.listeners[0].http.route_config.virtual_hosts.len(), 1);
+    assert_eq!(b.listeners[0].filter_chains[0].http.route_config.name, "r");
+    assert_eq!(
+        b.listeners[0].filter_chains[0]
+            .http
+            .route_config
+            .virtual_hosts
+            .len(),
+        1
+    );
 
     // A route change to a warming cluster keeps the old table until it warms.
     c.on_response(
@@ -444,7 +451,11 @@ fn listener_waits_for_its_routes_and_their_clusters() {
         t0,
     );
     let b3 = c.compose();
-    let target = &b3.listeners[0].http.route_config.virtual_hosts[0].routes[0]
+    let target = &b3.listeners[0].filter_chains[0]
+        .http
+        .route_config
+        .virtual_hosts[0]
+        .routes[0]
         .action
         .target;
     assert!(matches!(target, engine::ClusterTarget::Cluster(n) if n == "new"));

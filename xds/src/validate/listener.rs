@@ -1,5 +1,5 @@
-//! `Listener` → `engine::Listener`: one filter chain whose only network
-//! filter is the HTTP connection manager serving h2c.
+//! `Listener` → `engine::Listener`: its address and limits (the chains in
+//! `filter_chain`), and the HTTP connection manager each chain serves.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -46,21 +46,17 @@ pub fn listener(
         use_original_dst,
         metadata,
         drain_type,
-        listener_filters,
         transparent,
         freebind,
         tcp_fast_open_queue_length,
         socket_options,
-        listener_filters_timeout,
         traffic_direction,
-        continue_on_listener_filters_timeout,
         udp_listener_config,
         api_listener,
         connection_balance_config,
         reuse_port,
         access_log,
         tcp_backlog_size,
-        default_filter_chain,
         listener_specifier,
         enable_mptcp,
         ignore_global_conn_limit,
@@ -84,63 +80,7 @@ pub fn listener(
         return Err(Error::invalid(path.field("name"), "required"));
     }
     let address = socket_address(l.address.as_ref(), &path.field("address"), true)?;
-    if l.filter_chains.len() != 1 {
-        return Err(Error::invalid(
-            path.field("filter_chains"),
-            format!(
-                "exactly one filter chain is supported, got {}",
-                l.filter_chains.len()
-            ),
-        ));
-    }
-    let fc = &l.filter_chains[0];
-    let fcpath = path.field("filter_chains").index(0);
-    reject_set!(
-        fcpath,
-        fc,
-        filter_chain_match,
-        use_proxy_proto,
-        metadata,
-        transport_socket_connect_timeout,
-    );
-    let tls = fc
-        .transport_socket
-        .as_ref()
-        .map(|ts| super::tls::transport_socket(ts, &fcpath.field("transport_socket")))
-        .transpose()?;
-    if fc.filters.len() != 1 {
-        return Err(Error::invalid(
-            fcpath.field("filters"),
-            format!(
-                "exactly one filter ({}) is supported, got {}",
-                hcm::HttpConnectionManager::NAME,
-                fc.filters.len()
-            ),
-        ));
-    }
-    let filter = &fc.filters[0];
-    let fpath = fcpath.field("filters").index(0);
-    let any = match &filter.config_type {
-        Some(pb::filter::ConfigType::TypedConfig(any)) => any,
-        Some(pb::filter::ConfigType::ConfigDiscovery(_)) => {
-            return Err(Error::unsupported(fpath.field("config_discovery")))
-        }
-        None => return Err(Error::invalid(fpath.field("typed_config"), "required")),
-    };
-    let tpath = fpath.field("typed_config");
-    if any_type_name(any, &tpath)? != hcm::HttpConnectionManager::full_name() {
-        return Err(Error::unsupported_msg(
-            tpath.clone(),
-            format!(
-                "network filter {:?} ({}) is not supported; only {} is",
-                filter.name,
-                any_type_url(any, &tpath)?,
-                hcm::HttpConnectionManager::type_url()
-            ),
-        ));
-    }
-    let (config, cpath) = unpack::<hcm::HttpConnectionManager>(any, &tpath)?;
-    let http = http_connection_manager(&config, &cpath, known_clusters)?;
+    let chains = super::filter_chain::chains(l, path, known_clusters)?;
     Ok(Listener {
         name: l.name.clone(),
         address,
@@ -148,8 +88,10 @@ pub fn listener(
             l.per_connection_buffer_limit_bytes,
             &path.field("per_connection_buffer_limit_bytes"),
         )?,
-        tls,
-        http,
+        filter_chains: chains.filter_chains,
+        default_filter_chain: chains.default_filter_chain,
+        chain_table: Arc::new(chains.table),
+        tls_inspector: chains.tls_inspector,
     })
 }
 

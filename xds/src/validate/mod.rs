@@ -3,6 +3,7 @@
 
 mod access_log;
 mod cluster;
+mod filter_chain;
 mod lb;
 mod listener;
 mod outlier;

@@ -1,0 +1,117 @@
+//! A listener: its filter chains (each a transport socket and an HTTP connection manager), the table that picks one per connection, and `tls_inspector`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::filter_chain::{ChainTable, Connection, FilterChainMatch};
+use crate::HttpConnectionManager;
+
+/// A listener and its filter chains.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    pub name: String,
+    pub address: SocketAddr,
+    /// `per_connection_buffer_limit_bytes`: unwritten output (and response
+    /// window granted upstream) per downstream connection before its
+    /// streams stop taking response data.
+    pub per_connection_buffer_limit_bytes: u32,
+    /// `filter_chains`, in configuration order.
+    pub filter_chains: Vec<FilterChain>,
+    /// `default_filter_chain`: for connections no chain matches (without
+    /// it they are closed unanswered).
+    pub default_filter_chain: Option<FilterChain>,
+    /// Selection among `filter_chains`, built from their matches.
+    pub chain_table: Arc<ChainTable>,
+    /// `listener_filters`: `envoy.filters.listener.tls_inspector`.
+    pub tls_inspector: Option<TlsInspector>,
+}
+
+/// `envoy.filters.listener.tls_inspector` with the listener's
+/// `listener_filters_timeout`: reads the ClientHello (SNI, ALPN) before a
+/// chain is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsInspector {
+    /// `listener_filters_timeout` (Envoy's default 15 s; `0s`: `None`).
+    pub timeout: Option<Duration>,
+    /// `continue_on_listener_filters_timeout`: past the timeout, choose a
+    /// chain as for a plaintext client instead of closing.
+    pub continue_on_timeout: bool,
+}
+
+/// Envoy's default `listener_filters_timeout`.
+pub const LISTENER_FILTERS_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One filter chain: its match, its transport socket and its HTTP
+/// connection manager.
+#[derive(Debug, Clone)]
+pub struct FilterChain {
+    /// `name` (may be empty).
+    pub name: String,
+    pub filter_chain_match: FilterChainMatch,
+    /// What the chain was configured from (a digest of its resource
+    /// without RDS's routes): the same chain in a later snapshot of the
+    /// listener has the same id, a changed one another.
+    pub id: u64,
+    /// The chain's `transport_socket`: TLS, or plaintext (`None`).
+    pub tls: Option<Arc<crate::tls::DownstreamTls>>,
+    pub http: HttpConnectionManager,
+}
+
+impl Listener {
+    /// A listener with one chain that matches every connection (what
+    /// tests and the demo build by hand).
+    pub fn single(
+        name: impl Into<String>,
+        address: SocketAddr,
+        per_connection_buffer_limit_bytes: u32,
+        tls: Option<Arc<crate::tls::DownstreamTls>>,
+        http: HttpConnectionManager,
+    ) -> Self {
+        let chain = FilterChain {
+            name: String::new(),
+            filter_chain_match: FilterChainMatch::default(),
+            id: 0,
+            tls,
+            http,
+        };
+        let table = ChainTable::build(&[&chain.filter_chain_match])
+            .expect("a single chain overlaps nothing");
+        Self {
+            name: name.into(),
+            address,
+            per_connection_buffer_limit_bytes,
+            filter_chains: vec![chain],
+            default_filter_chain: None,
+            chain_table: Arc::new(table),
+            tls_inspector: None,
+        }
+    }
+
+    /// The chain connection `c` gets: the table's, else the default.
+    pub fn select(&self, c: &Connection<'_>) -> Option<&FilterChain> {
+        match self.chain_table.find(c) {
+            Some(i) => self.filter_chains.get(i),
+            None => self.default_filter_chain.as_ref(),
+        }
+    }
+
+    /// Every chain, the default last.
+    pub fn chains(&self) -> impl Iterator<Item = &FilterChain> {
+        self.filter_chains
+            .iter()
+            .chain(self.default_filter_chain.as_ref())
+    }
+
+    /// Mutable access to every chain, the default last.
+    pub fn chains_mut(&mut self) -> impl Iterator<Item = &mut FilterChain> {
+        self.filter_chains
+            .iter_mut()
+            .chain(self.default_filter_chain.as_mut())
+    }
+
+    /// The chain with this id, if the listener still has it.
+    pub fn chain(&self, id: u64) -> Option<&FilterChain> {
+        self.chains().find(|c| c.id == id)
+    }
+}

@@ -1,0 +1,204 @@
+//! A new downstream connection's opening, before its codec runs: `tls_inspector` reads the ClientHello, the listener's table picks a filter chain (none: closed unanswered), then the chain's TLS handshake and the protocol (ALPN, `codec_type`, or the first bytes).
+
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use engine::filter_chain::Connection;
+use engine::{HeadersWithUnderscoresAction, HttpConnectionManager, Listener};
+use futures_lite::AsyncRead;
+use glommio::net::TcpStream;
+use glommio::timer::Timer;
+use h2wire::conn::{FloodLimits, ServerConfig, ServerConn, UnderscoreAction};
+
+use super::codec::{self, DownCodec, Proto};
+use super::downstream::{HANDSHAKE_TIMEOUT, IDLE_READ_SIZE};
+use smallvec::SmallVec;
+
+use super::tls::{self, Inspected, Transport};
+use super::ReadBuf;
+
+/// How a connection opened.
+pub(super) struct Opened {
+    pub tcp: Transport,
+    pub conn: DownCodec,
+    /// The id of the filter chain serving it.
+    pub chain: u64,
+}
+
+/// A new connection's opening: `tls_inspector` when the listener has it,
+/// the filter chain, the chain's TLS handshake, then the protocol (ALPN's,
+/// the chain's `codec_type`, or told by the first bytes, which stay in
+/// `rb` for the codec), the last two within the handshake timeout.
+/// `None`: the connection is over (counted where it failed; no chain
+/// matching it: closed without a byte, as Envoy and A36 close it).
+pub(super) async fn open(
+    tcp: TcpStream,
+    listener: &Listener,
+    peer: SocketAddr,
+    rb: &mut ReadBuf,
+    drain_sub: &crate::signal::Subscription,
+    shutdown_sub: &crate::signal::Subscription,
+    stats: &crate::stats::DownstreamStats,
+) -> Option<Opened> {
+    let _ = tcp.set_nodelay(true);
+    // A system call per connection, made only when some chain needs it.
+    let local = if listener.chain_table.needs_local_address() {
+        tcp.local_addr().unwrap_or(listener.address)
+    } else {
+        listener.address
+    };
+    let inspected = match listener.tls_inspector {
+        None => Inspected::Plain(tcp),
+        Some(i) => tls::inspect(tcp, i, drain_sub, shutdown_sub, stats).await?,
+    };
+    let (sni, alpn) = inspected.hello();
+    let alpn: SmallVec<[&[u8]; 4]> = alpn.iter().map(Vec::as_slice).collect();
+    let connection = Connection {
+        local,
+        peer,
+        server_name: sni.as_deref(),
+        transport_protocol: match inspected {
+            Inspected::Plain(_) => "raw_buffer",
+            Inspected::Tls(_) => "tls",
+        },
+        application_protocols: &alpn,
+    };
+    let Some(chain) = listener.select(&connection) else {
+        stats.cx_no_filter_chain_match.inc();
+        return None;
+    };
+    let hcm = &chain.http;
+    let codec_type = hcm.codec_type;
+    // The handshake (TLS, then the first bytes) must be over within this.
+    let within = hcm
+        .idle_timeout
+        .map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
+    let (mut tcp, alpn) = match (&chain.tls, inspected) {
+        (None, Inspected::Plain(tcp)) => (Transport::Plain(tcp), None),
+        (None, Inspected::Tls(_)) => {
+            // A TLS client given a plaintext chain: its ClientHello is
+            // read, and no HTTP codec could make sense of the rest.
+            stats.cx_protocol_error.inc();
+            return None;
+        }
+        (Some(tls), start) => {
+            tls::handshake(start, tls, within, drain_sub, shutdown_sub, stats).await?
+        }
+    };
+    // Which protocol: what ALPN agreed (the client speaks it, whatever
+    // codec_type says), else the listener's, else (AUTO) the first bytes
+    // tell (the HTTP/2 preface or not).
+    let chosen = alpn.or(codec::choose(codec_type, &[]));
+    let proto = match chosen {
+        Some(p) => Some(p),
+        None => {
+            let first = first_bytes(&mut tcp, rb, codec_type, within, drain_sub, shutdown_sub);
+            match first.await {
+                Ok(p) => Some(p),
+                Err(Silent::TimedOut) => {
+                    // Not a client of ours, or a slow one holding a
+                    // connection: as an HTTP/2 client without its preface.
+                    stats.cx_protocol_error.inc();
+                    None
+                }
+                Err(Silent::Gone) => None,
+            }
+        }
+    };
+    let conn = match proto? {
+        Proto::H2 => {
+            stats.cx_http2_total.inc();
+            DownCodec::H2(ServerConn::new(server_config(hcm)))
+        }
+        Proto::H1 => {
+            stats.cx_http1_total.inc();
+            DownCodec::h1(hcm, listener.per_connection_buffer_limit_bytes)
+        }
+    };
+    Some(Opened {
+        tcp,
+        conn,
+        chain: chain.id,
+    })
+}
+
+/// Why a connection never told its protocol.
+enum Silent {
+    /// Not enough bytes within the handshake timeout.
+    TimedOut,
+    /// The client closed, or the listener drains.
+    Gone,
+}
+
+/// Reads the first bytes of a connection under `codec_type` AUTO until
+/// they tell HTTP/2 from HTTP/1.1, for at most `within`.
+async fn first_bytes(
+    tcp: &mut Transport,
+    rb: &mut ReadBuf,
+    codec_type: engine::CodecType,
+    within: Duration,
+    drain: &crate::signal::Subscription,
+    shutdown: &crate::signal::Subscription,
+) -> Result<Proto, Silent> {
+    let mut timer = Box::pin(Timer::new(within));
+    loop {
+        if let Some(p) = codec::choose(codec_type, &rb.buf) {
+            return Ok(p);
+        }
+        let room = rb.room(IDLE_READ_SIZE);
+        let read = poll_fn(|cx| {
+            if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
+                return Poll::Ready(Ok(r.unwrap_or(0)));
+            }
+            if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
+                return Poll::Ready(Err(Silent::Gone));
+            }
+            timer.as_mut().poll(cx).map(|_| Err(Silent::TimedOut))
+        })
+        .await;
+        match read {
+            Ok(n) if n > 0 => rb.filled(n),
+            Ok(_) => {
+                rb.filled(0);
+                return Err(Silent::Gone);
+            }
+            Err(e) => {
+                rb.filled(0);
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// The codec limits of a downstream connection, from its listener's HTTP
+/// connection manager.
+fn server_config(hcm: &HttpConnectionManager) -> ServerConfig {
+    let f = &hcm.http2_flood;
+    ServerConfig {
+        max_concurrent_streams: hcm.max_concurrent_streams,
+        max_header_list_size: hcm.max_header_list_size,
+        initial_stream_window: hcm.initial_stream_window_size,
+        connection_window: hcm.initial_connection_window_size,
+        max_headers_count: Some(hcm.max_headers_count),
+        headers_with_underscores: match hcm.headers_with_underscores_action {
+            HeadersWithUnderscoresAction::Allow => UnderscoreAction::Allow,
+            HeadersWithUnderscoresAction::RejectRequest => UnderscoreAction::Reject,
+            HeadersWithUnderscoresAction::DropHeader => UnderscoreAction::Drop,
+        },
+        flood: FloodLimits {
+            max_outbound_frames: Some(f.max_outbound_frames),
+            max_outbound_control_frames: Some(f.max_outbound_control_frames),
+            max_consecutive_inbound_frames_with_empty_payload: Some(
+                f.max_consecutive_inbound_frames_with_empty_payload,
+            ),
+            max_inbound_priority_frames_per_stream: Some(f.max_inbound_priority_frames_per_stream),
+            max_inbound_window_update_frames_per_data_frame_sent: Some(
+                f.max_inbound_window_update_frames_per_data_frame_sent,
+            ),
+        },
+        ..ServerConfig::default()
+    }
+}

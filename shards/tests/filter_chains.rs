@@ -1,0 +1,281 @@
+//! Filter chains on one listener: `tls_inspector` and `filter_chain_match` pick a chain by SNI and transport (each its own certificate and routes), a connection no chain takes is closed unanswered, `default_filter_chain` takes the rest, and an update that changes one chain drains that chain's connections only.
+
+mod support;
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use support::tls_client::*;
+use support::*;
+
+/// A TLS chain for `names` (certificate files in `dir`, named by `tag`)
+/// routing to cluster `cluster`, as Envoy YAML at a chain's indentation.
+fn tls_chain(dir: &Path, tag: &str, names: &[&str], cluster: &str) -> String {
+    format!(
+        "    - name: {tag}\n      filter_chain_match: {{ server_names: {names:?} }}\n{}{}",
+        tls_socket(dir, tag, names),
+        hcm(cluster)
+    )
+}
+
+/// A chain's `transport_socket` with a new certificate for `names`,
+/// written to `dir` as `tag`.pem/.key/.der.
+fn tls_socket(dir: &Path, tag: &str, names: &[&str]) -> String {
+    let c = cert(names);
+    let (cert_path, key_path) = (
+        dir.join(format!("{tag}.pem")),
+        dir.join(format!("{tag}.key")),
+    );
+    std::fs::write(&cert_path, &c.pem.0).unwrap();
+    std::fs::write(&key_path, &c.pem.1).unwrap();
+    std::fs::write(dir.join(format!("{tag}.der")), c.der.as_ref()).unwrap();
+    format!(
+        r#"      transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates:
+            - certificate_chain: {{ filename: {cert} }}
+              private_key: {{ filename: {key} }}
+"#,
+        cert = cert_path.display(),
+        key = key_path.display(),
+    )
+}
+
+/// The HTTP connection manager of a chain routing everything to `cluster`.
+fn hcm(cluster: &str) -> String {
+    format!(
+        r#"      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          drain_timeout: 1s
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{ prefix: "/" }}
+                route: {{ cluster: {cluster} }}
+          http_filters:
+          - name: envoy.filters.http.router
+"#
+    )
+}
+
+/// A bootstrap: listener `ingress` on port 0 (or `port`) with
+/// `tls_inspector` and `chains` (YAML), clusters named after the backends.
+fn bootstrap_yaml(chains: &str, extra: &str, port: u16, backends: &[(&str, SocketAddr)]) -> String {
+    let clusters: String = backends
+        .iter()
+        .map(|(name, addr)| {
+            format!(
+                r#"  - name: {name}
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {{ http2_protocol_options: {{}} }}
+    load_assignment:
+      cluster_name: {name}
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }} }}
+"#,
+                port = addr.port()
+            )
+        })
+        .collect();
+    format!(
+        r#"admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}
+    listener_filters:
+    - name: envoy.filters.listener.tls_inspector
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector
+    filter_chains:
+{chains}{extra}  clusters:
+{clusters}"#
+    )
+}
+
+fn load(yaml: &str) -> engine::Bootstrap {
+    xds::bootstrap::from_str(yaml, xds::bootstrap::Format::Yaml)
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}\n{yaml}"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gw-chains-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The certificate written for `tag`, for the client to trust.
+fn trusted(dir: &Path, tag: &str) -> Cert {
+    Cert {
+        der: std::fs::read(dir.join(format!("{tag}.der")))
+            .unwrap()
+            .into(),
+        key: Vec::new(),
+        pem: (String::new(), String::new()),
+    }
+}
+
+fn plain_get(addr: SocketAddr) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    http1_get(&mut s)
+}
+
+fn body(r: &(u16, Vec<u8>)) -> String {
+    assert_eq!(r.0, 200);
+    String::from_utf8_lossy(&r.1).trim().to_string()
+}
+
+/// Whether the server closes `addr`'s TLS connection for `sni` without a
+/// handshake (no chain): the client sees the connection end.
+fn refused(addr: SocketAddr, trust: &Cert, sni: &str) -> bool {
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let conn = rustls::ClientConnection::new(
+        client_config(&[trust], &["http/1.1"]),
+        rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap(),
+    )
+    .unwrap();
+    let mut s = rustls::StreamOwned::new(conn, tcp);
+    let mut result = Ok(());
+    while s.conn.is_handshaking() && result.is_ok() {
+        result = s.conn.complete_io(&mut s.sock).map(|_| ());
+    }
+    result.is_err()
+}
+
+#[test]
+fn sni_and_transport_choose_the_chain_and_no_match_is_closed_unanswered() {
+    let (a, b, p) = (backend("A"), backend("B"), backend("P"));
+    let dir = tmp("select");
+    let chains = format!(
+        "{}{}    - name: plain\n      filter_chain_match: {{ transport_protocol: raw_buffer }}\n{}",
+        tls_chain(&dir, "a", &["a.example"], "ca"),
+        tls_chain(&dir, "b", &["*.b.example"], "cb"),
+        hcm("cp"),
+    );
+    let yaml = bootstrap_yaml(
+        &chains,
+        "",
+        0,
+        &[("ca", a.addr()), ("cb", b.addr()), ("cp", p.addr())],
+    );
+    let gw = start(load(&yaml), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let (ta, tb) = (trusted(&dir, "a"), trusted(&dir, "b"));
+    let cfg_a = client_config(&[&ta], &["http/1.1"]);
+    let cfg_b = client_config(&[&tb], &["http/1.1"]);
+    assert_eq!(
+        body(&tls_get(&mut tls_connect(addr, &cfg_a, "a.example"))),
+        "hello from A"
+    );
+    // The chain's own certificate: the client trusts only b's.
+    assert_eq!(
+        body(&tls_get(&mut tls_connect(addr, &cfg_b, "x.b.example"))),
+        "hello from B"
+    );
+    let (status, _, plain) = plain_get(addr);
+    assert_eq!(
+        (status, String::from_utf8_lossy(&plain).trim()),
+        (200, "hello from P")
+    );
+    // TLS to a name no chain has: closed before any byte of a handshake.
+    assert!(refused(addr, &ta, "other.example"));
+    let admin = gw.admin_addr.expect("admin");
+    wait_until(Duration::from_secs(2), "counted", || {
+        metric(admin, "gateway_downstream_cx_no_filter_chain_match") == 1.0
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_default_chain_takes_connections_no_chain_matches() {
+    let (a, d) = (backend("A"), backend("D"));
+    let dir = tmp("default");
+    let chains = tls_chain(&dir, "a", &["a.example"], "ca");
+    let default = format!(
+        "    default_filter_chain:\n{}{}",
+        tls_socket(&dir, "d", &["d.example"]),
+        hcm("cd")
+    );
+    let yaml = bootstrap_yaml(&chains, &default, 0, &[("ca", a.addr()), ("cd", d.addr())]);
+    let gw = start(load(&yaml), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let td = trusted(&dir, "d");
+    let cfg_d = client_config(&[&td], &["http/1.1"]);
+    assert_eq!(
+        body(&tls_get(&mut tls_connect(addr, &cfg_d, "d.example"))),
+        "hello from D"
+    );
+    let ta = trusted(&dir, "a");
+    let cfg_a = client_config(&[&ta], &["http/1.1"]);
+    assert_eq!(
+        body(&tls_get(&mut tls_connect(addr, &cfg_a, "a.example"))),
+        "hello from A"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Envoy's filter-chain-only update: the chain whose configuration
+/// changed drains (its idle connection is closed, new connections get the
+/// new routes); the unchanged chain's connection goes on untouched.
+#[test]
+fn an_update_drains_only_the_changed_chain_s_connections() {
+    let (a, p, p2) = (backend("A"), backend("P"), backend("P2"));
+    let dir = tmp("drain");
+    let backends = [("ca", a.addr()), ("cp", p.addr()), ("cp2", p2.addr())];
+    let a_chain = tls_chain(&dir, "a", &["a.example"], "ca");
+    let chains = |plain_cluster: &str| {
+        format!(
+            "{a_chain}    - name: plain\n      filter_chain_match: {{ transport_protocol: raw_buffer }}\n{}",
+            hcm(plain_cluster),
+        )
+    };
+    let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let ta = trusted(&dir, "a");
+    let mut tls = tls_connect(addr, &client_config(&[&ta], &["http/1.1"]), "a.example");
+    assert_eq!(body(&tls_get(&mut tls)), "hello from A");
+    let mut plain = TcpStream::connect(addr).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&http1_get(&mut plain).2).trim(),
+        "hello from P"
+    );
+
+    // The same chains, the plaintext one routing elsewhere.
+    let next = bootstrap_yaml(&chains("cp2"), "", addr.port(), &backends);
+    gw.reload(load(&next)).expect("reload");
+
+    // The changed chain's idle connection is closed…
+    let mut byte = [0u8; 1];
+    assert_eq!(plain.read(&mut byte).expect("closed, not timed out"), 0);
+    // …new ones get the new routes, and the TLS connection goes on.
+    assert_eq!(
+        String::from_utf8_lossy(&plain_get(addr).2).trim(),
+        "hello from P2"
+    );
+    let (status, _, kept) = http1_get(&mut tls);
+    assert_eq!(
+        (status, String::from_utf8_lossy(&kept).trim()),
+        (200, "hello from A")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
