@@ -17,7 +17,7 @@ use std::os::unix::io::{FromRawFd, IntoRawFd};
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
@@ -61,6 +61,7 @@ pub(crate) struct Layout {
     pub cookie_format: engine::session::CookieFormat,
     pub pacing: crate::pacing::Pacing,
     pub logs: Arc<crate::access_log::LogWriter>,
+    pub drain: crate::wire::drain::DrainOptions,
 }
 
 struct ShardLink {
@@ -115,6 +116,7 @@ pub(crate) async fn run(
         cookie_format,
         pacing,
         logs,
+        drain: drain_options,
     } = layout;
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
@@ -170,6 +172,7 @@ pub(crate) async fn run(
                     pacing,
                     data_shards: n,
                     logs,
+                    drain: drain_options,
                 };
                 crate::data_shard::run(i, stats, first, config, rx, ack_tx)
             });
@@ -181,7 +184,7 @@ pub(crate) async fn run(
             }),
             Err(e) => {
                 let _ = started.send(Err(StartError::Shard(i, e.to_string())));
-                stop_shards(&mut links, Duration::ZERO).await;
+                stop_shards(&mut links).await;
                 return;
             }
         }
@@ -189,7 +192,7 @@ pub(crate) async fn run(
     // The first snapshot travels inside `run`; wait for every shard's ack.
     if let Err(e) = collect_acks(&links).await {
         let _ = started.send(Err(StartError::Bind(e)));
-        stop_shards(&mut links, Duration::ZERO).await;
+        stop_shards(&mut links).await;
         return;
     }
 
@@ -199,7 +202,7 @@ pub(crate) async fn run(
             Ok(a) => Some(a),
             Err(e) => {
                 let _ = started.send(Err(StartError::Bind(format!("admin.address {addr}: {e}"))));
-                stop_shards(&mut links, Duration::ZERO).await;
+                stop_shards(&mut links).await;
                 return;
             }
         },
@@ -295,15 +298,7 @@ pub(crate) async fn run(
         }
         control.refresh_admin();
     }
-    let drain = control
-        .current
-        .listeners
-        .iter()
-        .flat_map(|l| l.chains())
-        .map(|c| c.http.drain_timeout)
-        .max()
-        .unwrap_or(Duration::ZERO);
-    stop_shards(&mut control.links, drain).await;
+    stop_shards(&mut control.links).await;
     control.admin.stop();
 }
 
@@ -605,9 +600,9 @@ async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
     first_err.map_or(Ok(()), Err)
 }
 
-async fn stop_shards(links: &mut [ShardLink], drain: Duration) {
+async fn stop_shards(links: &mut [ShardLink]) {
     for l in links.iter() {
-        let _ = l.tx.send(ShardMsg::Shutdown { drain }).await;
+        let _ = l.tx.send(ShardMsg::Shutdown).await;
     }
     for l in links.iter_mut() {
         if let Some(t) = l.thread.take() {

@@ -18,6 +18,7 @@ use crate::messages::{ShardMsg, ShardReply};
 use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;
+use crate::wire::drain::DrainOptions;
 use crate::wire::runtime::ShardRuntime;
 
 /// How a data shard runs, fixed for the gateway's life.
@@ -31,6 +32,8 @@ pub struct ShardConfig {
     pub data_shards: usize,
     /// Where access log lines go.
     pub logs: Arc<crate::access_log::LogWriter>,
+    /// `--drain-time-s`, `--drain-strategy`.
+    pub drain: DrainOptions,
 }
 
 pub async fn run(
@@ -42,6 +45,7 @@ pub async fn run(
         pacing,
         data_shards,
         logs,
+        drain,
     }: ShardConfig,
     inbox: SharedReceiver<ShardMsg>,
     acks: SharedSender<ShardReply>,
@@ -55,6 +59,7 @@ pub async fn run(
         Arc::clone(&stats),
         Arc::clone(&first),
         cookie_format,
+        drain,
     );
     let mut runtime = ShardRuntime::new(Rc::clone(&shard), logs);
     let version = first.version;
@@ -82,10 +87,12 @@ pub async fn run(
                 let report = shard.collect_outlier(&clusters);
                 let _ = acks.send(ShardReply::Outlier(report)).await;
             }
-            ShardMsg::Shutdown { drain } => {
+            ShardMsg::Shutdown => {
                 stats.serving.set(0);
                 runtime.begin_shutdown();
-                let until = Instant::now() + drain + Duration::from_millis(100);
+                // Connections close by the end of the drain time (then
+                // write what is left for at most a second).
+                let until = Instant::now() + drain.time + Duration::from_millis(1100);
                 while stats.downstream.cx_active.get() > 0 && Instant::now() < until {
                     glommio::timer::sleep(Duration::from_millis(10)).await;
                 }

@@ -37,6 +37,9 @@ pub struct Options {
     pub session_cookie_format: CookieFormat,
     /// I/O batching of busy data shards (`--io-batch-us`).
     pub pacing: crate::pacing::Pacing,
+    /// How connections drain on updates and at shutdown
+    /// (`--drain-time-s`, `--drain-strategy`).
+    pub drain: crate::wire::drain::DrainOptions,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -240,6 +243,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 cookie_format: opts.session_cookie_format,
                 pacing: opts.pacing,
                 logs: logs2,
+                drain: opts.drain,
             };
             ex.run(crate::control::run(
                 bootstrap, layout, stats2, cmd_rx, started_tx,

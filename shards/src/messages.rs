@@ -4,7 +4,6 @@ use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use engine::outlier::HostReport;
 use engine::{Bootstrap, EjectedSet, HostId, Snapshot};
@@ -18,9 +17,8 @@ pub enum ShardMsg {
     /// Hand over (and restart) the outlier counters of these clusters' hosts;
     /// answered with [`ShardReply::Outlier`].
     CollectOutlier(Arc<[String]>),
-    Shutdown {
-        drain: Duration,
-    },
+    /// Stop accepting, drain every connection (`--drain-time-s`), stop.
+    Shutdown,
 }
 
 /// A data shard's answer to the control shard. The control loop has at most

@@ -49,6 +49,8 @@ pub struct Shard {
     outlier: RefCell<Vec<HostCounters>>,
     /// How new session cookies are written.
     pub cookie_format: CookieFormat,
+    /// How connections drain (`--drain-time-s`, `--drain-strategy`).
+    pub drain: crate::wire::drain::DrainOptions,
     rng: Cell<u64>,
 }
 
@@ -73,6 +75,7 @@ impl Shard {
         stats: Arc<ShardStats>,
         first: Arc<Snapshot>,
         cookie_format: CookieFormat,
+        drain: crate::wire::drain::DrainOptions,
     ) -> Rc<Self> {
         Rc::new(Self {
             id,
@@ -83,6 +86,7 @@ impl Shard {
             ejected: RefCell::new(Arc::new(EjectedSet::default())),
             outlier: RefCell::new(Vec::new()),
             cookie_format,
+            drain,
             // Seeded per process and shard, so gateways behind one ECMP
             // group (and restarts) do not all sample the same hosts first.
             rng: Cell::new(rng_seed(id)),

@@ -279,3 +279,43 @@ fn an_update_drains_only_the_changed_chain_s_connections() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A request in flight when its chain changes is answered, with
+/// `Connection: close`, and the connection then closes: the drain waits
+/// for streams, it does not cut them.
+#[test]
+fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
+    let (p, p2) = (backend("P"), backend("P2"));
+    let backends = [("cp", p.addr()), ("cp2", p2.addr())];
+    let chains = |cluster: &str| format!("    - name: plain\n{}", hcm(cluster));
+    let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    std::io::Write::write_all(
+        &mut s,
+        b"GET / HTTP/1.1\r\nHost: a\r\nx-delay-ms: 800\r\n\r\n",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    gw.reload(load(&bootstrap_yaml(
+        &chains("cp2"),
+        "",
+        addr.port(),
+        &backends,
+    )))
+    .expect("reload");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(e) => panic!("not closed after the response: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&got).to_lowercase();
+    assert!(text.starts_with("http/1.1 200"), "{text}");
+    assert!(text.contains("connection: close"), "{text}");
+    assert!(text.ends_with("hello from p\n"), "{text}");
+}

@@ -107,6 +107,19 @@ impl ServerConn {
         self.core.release(&mut self.streams, stream, n);
     }
 
+    /// The first GOAWAY of a graceful shutdown (RFC 9113 §6.8): last
+    /// stream id 2^31−1, NO_ERROR. The client opens no new streams, and
+    /// those already on their way are still taken; a later
+    /// [`go_away`](Self::go_away) names the last stream processed.
+    pub fn shutdown_notice(&mut self) {
+        encode_goaway(
+            &mut self.core.out.buf,
+            (1 << 31) - 1,
+            ErrorCode::NO_ERROR,
+            &[],
+        );
+    }
+
     /// Sends GOAWAY naming the last stream we processed: streams the client
     /// opens after it are ignored (§6.8), those up to it go on. Once the
     /// open streams are done the driver may close the connection. May be

@@ -3,6 +3,7 @@
 //! SIGTERM/SIGINT.
 
 use shards::pacing::Pacing;
+use shards::wire::drain::{DrainOptions, DrainStrategy};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -60,6 +61,24 @@ struct Args {
     /// Streams in flight on a shard from which --io-batch-us applies.
     #[arg(long, value_name = "N", default_value_t = Pacing::default().min_streams)]
     io_batch_min_streams: u64,
+    /// Envoy's drain time: connections of a listener (or filter chain) an
+    /// update removed or changed, and all of them at stop, are told to go
+    /// over this many seconds (spread, see --drain-strategy); what is
+    /// left at its end is closed. Idle connections close at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    drain_time_s: u64,
+    /// `gradual` spreads the drain over --drain-time-s so clients do not
+    /// all reconnect at once; `immediate` tells every connection at once.
+    #[arg(long, value_name = "STRATEGY", default_value = "gradual", value_parser = parse_drain_strategy)]
+    drain_strategy: DrainStrategy,
+}
+
+fn parse_drain_strategy(s: &str) -> Result<DrainStrategy, String> {
+    match s {
+        "gradual" => Ok(DrainStrategy::Gradual),
+        "immediate" => Ok(DrainStrategy::Immediate),
+        other => Err(format!("{other:?}: expected gradual or immediate")),
+    }
 }
 
 fn parse_cookie_format(s: &str) -> Result<CookieFormat, String> {
@@ -214,6 +233,10 @@ fn main() -> ExitCode {
             pacing: Pacing {
                 interval: Duration::from_micros(args.io_batch_us),
                 min_streams: args.io_batch_min_streams,
+            },
+            drain: DrainOptions {
+                time: Duration::from_secs(args.drain_time_s),
+                strategy: args.drain_strategy,
             },
         },
     ) {

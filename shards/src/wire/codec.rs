@@ -236,6 +236,15 @@ impl DownCodec {
         }
     }
 
+    /// HTTP/2's first GOAWAY of a graceful drain (2^31−1): no new streams
+    /// from the client, those on their way still taken. HTTP/1.1 has no
+    /// such notice; its drain says `Connection: close` instead.
+    pub fn shutdown_notice(&mut self) {
+        if let DownCodec::H2(c) = self {
+            c.shutdown_notice();
+        }
+    }
+
     pub fn check_outbound(&mut self, unwritten: usize) -> Result<(), Flood> {
         match self {
             DownCodec::H2(c) => c.check_outbound(unwritten),

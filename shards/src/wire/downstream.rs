@@ -19,6 +19,7 @@ use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
 use super::codec::DownCodec;
+use super::drain::{Drain, Step};
 use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::logging::LogTargets;
@@ -360,6 +361,8 @@ pub(crate) async fn serve(
     // Set when the connection starts draining (GOAWAY sent): the time it
     // closes by, if its streams have not ended before.
     let mut close_at: Option<Instant> = None;
+    // Its listener or chain drains: its way through the drain time.
+    let mut drain: Option<Drain> = None;
     let mut eager_turns = 0u32;
 
     'serve: loop {
@@ -378,6 +381,26 @@ pub(crate) async fn serve(
             dc.conn.go_away(ErrorCode::ENHANCE_YOUR_CALM);
             close_at = Some(Instant::now() + HARD_CLOSE_AFTER);
             continue;
+        }
+        if let (Some(d), None) = (drain.as_mut(), close_at) {
+            match d.step(Instant::now(), dc.streams.is_empty()) {
+                Step::Wait => {}
+                Step::Notice if dc.conn.is_h1() => {
+                    // `Connection: close` on the response in flight.
+                    dc.conn.go_away(ErrorCode::NO_ERROR);
+                    close_at = Some(d.deadline());
+                }
+                Step::Notice => dc.conn.shutdown_notice(),
+                Step::Final => {
+                    dc.conn.go_away(ErrorCode::NO_ERROR);
+                    close_at = Some(d.deadline());
+                    timer = None;
+                }
+                Step::Close => {
+                    dc.conn.go_away(ErrorCode::NO_ERROR);
+                    break;
+                }
+            }
         }
         if close_at.is_none() {
             let lived_out = lives_until.is_some_and(|t| dc.now >= t);
@@ -459,6 +482,7 @@ pub(crate) async fn serve(
                 }
             }
             if close_at.is_none()
+                && drain.is_none()
                 && (drain_sub.poll_fired(cx).is_ready() || shutdown_sub.poll_fired(cx).is_ready())
             {
                 return Poll::Ready(Wake::Drain);
@@ -501,8 +525,15 @@ pub(crate) async fn serve(
                 return;
             }
             Wake::Drain => {
-                dc.conn.go_away(ErrorCode::NO_ERROR);
-                close_at = Some(Instant::now() + drain_timeout);
+                // Its place in the spread (module `drain`); the top of the
+                // loop takes each step, an idle connection closing at once.
+                let place = f64::from(shard.random()) / (f64::from(u32::MAX) + 1.0);
+                drain = Some(Drain::new(
+                    Instant::now(),
+                    shard.drain,
+                    drain_timeout,
+                    place,
+                ));
                 timer = None;
                 0
             }

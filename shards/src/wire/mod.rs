@@ -29,6 +29,7 @@ pub mod accept;
 pub mod body;
 mod codec;
 pub mod downstream;
+pub mod drain;
 mod dstream;
 pub mod forward;
 mod inbox;

@@ -121,12 +121,21 @@ pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootst
     }
 }
 
+/// The drain of test gateways.
+pub const DRAIN: shards::wire::drain::DrainOptions = shards::wire::drain::DrainOptions {
+    time: Duration::from_secs(5),
+    strategy: shards::wire::drain::DrainStrategy::Immediate,
+};
+
 pub fn start(b: Bootstrap, shards: usize) -> shards::GatewayHandle {
     shards::start(
         b,
         shards::Options {
             shards: Some(shards),
             cpus: None,
+            // Every connection told at once, closed by 5 s: tests see a
+            // drain's steps without waiting for a spread.
+            drain: DRAIN,
             ..Default::default()
         },
     )

@@ -167,6 +167,35 @@ fn graceful_goaway_ignores_later_streams_but_finishes_earlier_ones() {
     assert!(p.conn.poll_event().is_none());
 }
 
+/// The two-phase shutdown: after the notice (2^31−1) streams that were on
+/// their way are still taken; the final GOAWAY names the last of them.
+#[test]
+fn shutdown_notice_takes_streams_until_the_final_goaway() {
+    let mut p = Peer::connected(ServerConfig::default());
+    p.get(1);
+    p.flush().unwrap();
+    let (_, head, _) = expect_request(p.conn.poll_event());
+    p.conn.recycle(head);
+    p.conn.shutdown_notice();
+    assert_eq!(
+        goaway(&p.read()),
+        Some(((1 << 31) - 1, ErrorCode::NO_ERROR))
+    );
+    p.get(3);
+    p.flush().unwrap();
+    let (stream, head, _) = expect_request(p.conn.poll_event());
+    assert_eq!(
+        stream, 3,
+        "a stream sent before the client saw the notice is served"
+    );
+    p.conn.recycle(head);
+    p.conn.go_away(ErrorCode::NO_ERROR);
+    assert_eq!(goaway(&p.read()), Some((3, ErrorCode::NO_ERROR)));
+    p.get(5);
+    p.flush().unwrap();
+    assert!(p.conn.poll_event().is_none());
+}
+
 #[test]
 fn peer_header_table_size_reaches_our_encoder() {
     let mut p = Peer::connected(ServerConfig::default());

@@ -1,0 +1,175 @@
+//! One connection's way through a drain (Envoy's drain manager, per connection): idle it closes at once; busy it waits for its place in the spread over `--drain-time-s`, is told (HTTP/2: GOAWAY with the last stream id 2^31−1; HTTP/1.1: `Connection: close`), gets the final GOAWAY `drain_timeout` later, and whatever is left closes at the end of the drain time.
+//!
+//! Why a spread: a reload or a stop drains thousands of connections at
+//! once; told together, their clients would all reconnect in the same
+//! second. Envoy's gradual strategy has each response drain-close with a
+//! probability that grows with the time spent; here each connection draws
+//! its place once, uniformly over the drain time less its own
+//! `drain_timeout` (so its streams have that long after the notice), which
+//! spreads the reconnects evenly and keeps the connection's timer single.
+
+use std::time::{Duration, Instant};
+
+/// `--drain-strategy`: Envoy's two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DrainStrategy {
+    /// Spread over the drain time.
+    #[default]
+    Gradual,
+    /// Every connection is told at once.
+    Immediate,
+}
+
+/// How this gateway drains (`--drain-time-s`, `--drain-strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainOptions {
+    pub time: Duration,
+    pub strategy: DrainStrategy,
+}
+
+impl Default for DrainOptions {
+    /// Envoy's: 600 s, gradual.
+    fn default() -> Self {
+        Self {
+            time: Duration::from_secs(600),
+            strategy: DrainStrategy::Gradual,
+        }
+    }
+}
+
+/// What a draining connection does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Nothing yet. A busy connection looks again at its next deadline
+    /// scan (50 ms), which is precise enough for a drain.
+    Wait,
+    /// The first notice: HTTP/2's GOAWAY (2^31−1), HTTP/1.1's
+    /// `Connection: close` on the response in flight.
+    Notice,
+    /// The final GOAWAY (the last stream processed); then close once the
+    /// streams are done, by [`Drain::deadline`] at the latest.
+    Final,
+    /// Close now (idle, or the drain time is over).
+    Close,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Waiting,
+    Noticed,
+    Final,
+}
+
+/// One connection's drain.
+#[derive(Debug, Clone)]
+pub(super) struct Drain {
+    notice_at: Instant,
+    final_at: Instant,
+    deadline: Instant,
+    phase: Phase,
+}
+
+impl Drain {
+    /// A drain that began at `now`; `place` in `[0, 1)` is the
+    /// connection's draw within the spread.
+    pub fn new(now: Instant, opts: DrainOptions, drain_timeout: Duration, place: f64) -> Self {
+        let spread = match opts.strategy {
+            DrainStrategy::Gradual => opts.time.saturating_sub(drain_timeout),
+            DrainStrategy::Immediate => Duration::ZERO,
+        };
+        let notice_at = now + spread.mul_f64(place.clamp(0.0, 1.0));
+        let deadline = now + opts.time;
+        Self {
+            notice_at,
+            final_at: (notice_at + drain_timeout).min(deadline),
+            deadline,
+            phase: Phase::Waiting,
+        }
+    }
+
+    /// What to do at `now`, for a connection with (`idle`) or without
+    /// streams in flight.
+    pub fn step(&mut self, now: Instant, idle: bool) -> Step {
+        if idle || now >= self.deadline {
+            return Step::Close;
+        }
+        match self.phase {
+            Phase::Waiting if now >= self.notice_at => {
+                self.phase = Phase::Noticed;
+                Step::Notice
+            }
+            Phase::Noticed if now >= self.final_at => {
+                self.phase = Phase::Final;
+                Step::Final
+            }
+            _ => Step::Wait,
+        }
+    }
+
+    /// The end of the drain time: the connection closes by then.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+
+    fn opts(secs: u64, strategy: DrainStrategy) -> DrainOptions {
+        DrainOptions {
+            time: S(secs),
+            strategy,
+        }
+    }
+
+    #[test]
+    fn an_idle_connection_closes_at_once() {
+        let t0 = Instant::now();
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9);
+        assert_eq!(d.step(t0, true), Step::Close);
+    }
+
+    #[test]
+    fn a_busy_one_is_told_at_its_place_then_finally_then_closed_at_the_end() {
+        let t0 = Instant::now();
+        // 600 s less the 5 s drain_timeout: place 0.5 is 297.5 s in.
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5);
+        let notice = t0 + Duration::from_millis(297_500);
+        assert_eq!(d.step(notice - S(1), false), Step::Wait);
+        assert_eq!(d.step(notice, false), Step::Notice);
+        assert_eq!(d.step(notice + S(1), false), Step::Wait);
+        assert_eq!(d.step(notice + S(5), false), Step::Final);
+        assert_eq!(d.step(t0 + S(599), false), Step::Wait);
+        assert_eq!(d.step(t0 + S(600), false), Step::Close);
+        // Its streams done before: closed then.
+        assert_eq!(d.step(notice + S(6), true), Step::Close);
+    }
+
+    #[test]
+    fn places_spread_the_notices_over_the_drain_time_less_drain_timeout() {
+        let t0 = Instant::now();
+        let mut last = Drain::new(t0, opts(60, DrainStrategy::Gradual), S(5), 0.999_999);
+        assert_eq!(last.step(t0 + S(54), false), Step::Wait);
+        assert_eq!(last.step(t0 + S(55), false), Step::Notice);
+        // The final GOAWAY never comes after the end of the drain time.
+        let mut short = Drain::new(t0, opts(3, DrainStrategy::Gradual), S(5), 0.7);
+        assert_eq!(short.step(t0, false), Step::Notice);
+        assert_eq!(
+            short.step(t0 + Duration::from_millis(2999), false),
+            Step::Wait
+        );
+        assert_eq!(short.step(t0 + S(3), false), Step::Close);
+    }
+
+    #[test]
+    fn immediate_tells_every_connection_at_once() {
+        let t0 = Instant::now();
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.99);
+        assert_eq!(d.step(t0, false), Step::Notice);
+        assert_eq!(d.step(t0 + S(5), false), Step::Final);
+        assert_eq!(d.deadline(), t0 + S(600));
+    }
+}
