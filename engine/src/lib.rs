@@ -24,5 +24,5 @@ pub mod tls;
 pub use config::*;
 pub use ejected::EjectedSet;
 pub use host::{HostId, HostRegistry};
-pub use listener::{FilterChain, Listener, TlsInspector};
+pub use listener::{DrainType, FilterChain, Listener, TlsInspector};
 pub use snapshot::{ClusterSnapshot, Snapshot};

@@ -25,6 +25,19 @@ pub struct Listener {
     pub chain_table: Arc<ChainTable>,
     /// `listener_filters`: `envoy.filters.listener.tls_inspector`.
     pub tls_inspector: Option<TlsInspector>,
+    /// `drain_type`: whether `/healthcheck/fail` drains it too.
+    pub drain_type: DrainType,
+}
+
+/// `Listener.drain_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DrainType {
+    /// Drains on updates, at stop, and while the health check fails
+    /// (`POST /healthcheck/fail`).
+    #[default]
+    Default,
+    /// Drains on updates and at stop only.
+    ModifyOnly,
 }
 
 /// `envoy.filters.listener.tls_inspector` with the listener's
@@ -85,6 +98,7 @@ impl Listener {
             default_filter_chain: None,
             chain_table: Arc::new(table),
             tls_inspector: None,
+            drain_type: DrainType::Default,
         }
     }
 

@@ -37,6 +37,10 @@ use crate::stats::ShardStats;
 use crate::xds::ads::{self, AdsEvent, AdsTarget};
 use crate::xds::{files, grpc, view};
 
+/// How often a listener that could not bind is tried again (A36 leaves
+/// the period open; Envoy never retries on its own).
+const BIND_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The sending side of the control loop's inbox, shared by its tasks.
 pub type EventSender = Rc<LocalSender<Event>>;
 
@@ -48,6 +52,8 @@ pub enum Event {
         kind: ResourceType,
         result: Result<DiscoveryResponse, String>,
     },
+    /// `POST /healthcheck/…` or `/drain_listeners`.
+    Admin(crate::admin::AdminAction),
     /// A deadline of the control loop's passed (outlier sweeps, ADS
     /// requests held back, initial fetch timeouts, readiness): see
     /// `Control::next_due`.
@@ -101,6 +107,10 @@ struct Control {
     outlier: OutlierControl,
     /// Certificate files of the current listeners.
     certs: CertWatch,
+    /// Listeners of the last update that could not bind, and when to try
+    /// them again.
+    not_serving: Vec<crate::gateway::NotServing>,
+    bind_retry_at: Option<Instant>,
 }
 
 pub(crate) async fn run(
@@ -216,6 +226,7 @@ pub(crate) async fn run(
 
     let (events, inbox) = local_channel::new_unbounded::<Event>();
     let events: EventSender = Rc::new(events);
+    admin_state.set_events(events.clone());
     let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
     let _watchers: Vec<Task<()>> = watched
         .into_iter()
@@ -253,6 +264,8 @@ pub(crate) async fn run(
         epoch: (Instant::now(), SystemTime::now()),
         outlier,
         certs,
+        not_serving: Vec::new(),
+        bind_retry_at: None,
     };
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
@@ -277,6 +290,7 @@ pub(crate) async fn run(
                 let _ = reply.send(control.reload(*boot).await);
             }
             Event::Ads(e) => control.on_ads(e).await,
+            Event::Admin(action) => control.on_admin(action).await,
             Event::File { kind, result } => control.on_file(kind, result).await,
             Event::Tick => {
                 let now = Instant::now();
@@ -287,7 +301,8 @@ pub(crate) async fn run(
                 control.sweep_outliers(now).await;
                 control.send_due(now);
                 let expired = control.client.poll(now);
-                if expired {
+                let rebind = control.bind_retry_at.is_some_and(|at| now >= at);
+                if expired || rebind {
                     control.push_xds(now).await;
                 }
                 // Most ticks change nothing the admin server shows.
@@ -447,6 +462,7 @@ impl Control {
             self.ads.pending.iter().map(|(at, _)| *at).min(),
             self.client.next_deadline(),
             self.certs.next_due(),
+            self.bind_retry_at,
             init,
         ]
         .into_iter()
@@ -480,6 +496,24 @@ impl Control {
         }
     }
 
+    /// Tells every data shard what the admin asked.
+    async fn on_admin(&mut self, action: crate::admin::AdminAction) {
+        use crate::admin::AdminAction as A;
+        let msg = match action {
+            A::HealthCheckFailed(failed) => {
+                tracing::info!(failed, "health check set by the admin");
+                ShardMsg::HealthCheckFailed(failed)
+            }
+            A::DrainListeners { graceful } => {
+                tracing::info!(graceful, "draining listeners (admin)");
+                ShardMsg::DrainListeners { graceful }
+            }
+        };
+        for l in &self.links {
+            let _ = l.tx.send(msg.clone()).await;
+        }
+    }
+
     async fn push_xds(&mut self, started: Instant) {
         let composed = self.client.compose();
         if let Err(e) = self.push(&composed, true, started).await {
@@ -498,8 +532,17 @@ impl Control {
     ) -> Result<u64, String> {
         let (boot, failed) = self.ports.resolve(boot, &self.current.listeners, lenient)?;
         for f in &failed {
-            tracing::warn!("{f}");
+            if !self.not_serving.contains(f) {
+                tracing::warn!(
+                    "{}: not serving; binding again every {}s",
+                    f.error,
+                    BIND_RETRY.as_secs()
+                );
+            }
         }
+        self.bind_retry_at = (!failed.is_empty()).then(|| Instant::now() + BIND_RETRY);
+        self.not_serving = failed;
+        self.admin.set_not_serving(self.not_serving.clone());
         self.version += 1;
         let snap = Arc::new(Snapshot::build(
             self.version,

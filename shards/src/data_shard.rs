@@ -83,6 +83,8 @@ pub async fn run(
                 let _ = acks.send(ShardReply::Applied(r)).await;
             }
             ShardMsg::Ejections(set) => shard.set_ejected(set),
+            ShardMsg::HealthCheckFailed(failed) => runtime.set_health_failed(failed),
+            ShardMsg::DrainListeners { graceful } => runtime.drain_listeners(graceful),
             ShardMsg::CollectOutlier(clusters) => {
                 let report = shard.collect_outlier(&clusters);
                 let _ = acks.send(ShardReply::Outlier(report)).await;

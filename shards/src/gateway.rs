@@ -109,6 +109,25 @@ impl GatewayHandle {
     }
 }
 
+/// A listener left out of the snapshot because its address cannot be
+/// bound (A36's "not serving"): retried until it can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotServing {
+    pub name: String,
+    pub address: SocketAddr,
+    pub error: String,
+}
+
+impl NotServing {
+    fn new(l: &Listener, error: String) -> Self {
+        Self {
+            name: l.name.clone(),
+            address: l.address,
+            error,
+        }
+    }
+}
+
 /// Keeps port-0 listeners on the port first chosen for them, across reloads,
 /// by holding a bound (not listening) SO_REUSEPORT socket on that port: the
 /// data shards then all join the same port.
@@ -130,7 +149,7 @@ impl PortReservations {
         boot: &Bootstrap,
         serving: &[Arc<Listener>],
         lenient: bool,
-    ) -> Result<(Bootstrap, Vec<String>), String> {
+    ) -> Result<(Bootstrap, Vec<NotServing>), String> {
         let mut out = boot.clone();
         let mut next = BTreeMap::new();
         let mut failed = Vec::new();
@@ -147,7 +166,7 @@ impl PortReservations {
                         if !lenient {
                             return Err(bind_err(e));
                         }
-                        failed.push(bind_err(e));
+                        failed.push(NotServing::new(&l, bind_err(e)));
                         continue;
                     }
                 }
@@ -159,7 +178,7 @@ impl PortReservations {
                 _ => match reserve(l.address) {
                     Ok((sock, bound)) => (l.address, bound, Rc::new(sock)),
                     Err(e) if lenient => {
-                        failed.push(bind_err(e));
+                        failed.push(NotServing::new(&l, bind_err(e)));
                         continue;
                     }
                     Err(e) => return Err(bind_err(e)),

@@ -9,6 +9,7 @@ use engine::outlier::HostReport;
 use engine::{Bootstrap, EjectedSet, HostId, Snapshot};
 
 /// Messages from the control shard to a data shard.
+#[derive(Clone)]
 pub enum ShardMsg {
     /// Adopt this snapshot; answered with [`ShardReply::Applied`].
     Apply(Arc<Snapshot>),
@@ -19,6 +20,12 @@ pub enum ShardMsg {
     CollectOutlier(Arc<[String]>),
     /// Stop accepting, drain every connection (`--drain-time-s`), stop.
     Shutdown,
+    /// `POST /healthcheck/fail` (true) or `/healthcheck/ok` (false).
+    HealthCheckFailed(bool),
+    /// `POST /drain_listeners`: every connection drains; the listeners
+    /// stop accepting now, or (`graceful`) at the end of the drain time.
+    /// Not answered.
+    DrainListeners { graceful: bool },
 }
 
 /// A data shard's answer to the control shard. The control loop has at most

@@ -658,6 +658,47 @@ fn sigterm_drains_and_exits_0() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The drain waits for a request in flight (up to --drain-time-s); a
+/// second SIGTERM ends the wait: the gateway exits at once, status 1.
+#[test]
+fn a_second_sigterm_exits_without_waiting_for_the_drain() {
+    let b = backend("a");
+    let dir = temp_dir("term2");
+    let path = dir.join("gateway.yaml");
+    write_config(&path, &config(b.addr().port(), 0));
+    let mut gw = Gateway::start(&path);
+    let listener = gw.listener;
+    // Detached: the request outlives the gateway (it ends in an error).
+    let _slow = std::thread::spawn(move || {
+        client(move || async move {
+            let c = connect(listener).await;
+            let _ = get(&c, "/slow", &[("x-delay-ms", "20000")]).await;
+        })
+    });
+    let deadline = Instant::now() + PATIENCE;
+    while b.requests() < 1 {
+        assert!(Instant::now() < deadline, "slow request never arrived");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    gw.child.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        gw.child.child.try_wait().unwrap().is_none(),
+        "exited before its request in flight was done"
+    );
+    let t0 = Instant::now();
+    gw.child.signal(libc::SIGTERM);
+    let status = gw.child.wait(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(1), "stderr:\n{}", gw.child.stderr());
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert!(
+        gw.child.stderr().contains("second signal"),
+        "{}",
+        gw.child.stderr()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A signal sent as soon as the gateway announces its listener must be
 /// handled like any other: SIGHUP reloads, SIGTERM/SIGINT drain and exit 0.
 /// (Default dispositions would kill the process: SIGHUP, SIGTERM and SIGINT

@@ -1,12 +1,15 @@
 //! The admin server (HTTP/1.1 on `admin.address`), run by the control shard:
 //! `/ready`, `/stats` (Prometheus text, summed over shards), `/config_dump`,
-//! `/clusters`, `/listeners`.
+//! `/clusters`, `/listeners`; `POST` `/healthcheck/fail`, `/healthcheck/ok`,
+//! `/drain_listeners`.
 
+mod actions;
 mod clusters;
 mod config_dump;
 mod prometheus;
 mod xds;
 
+pub use actions::AdminAction;
 pub use xds::{XdsError, XdsTypeView, XdsView};
 
 use std::cell::RefCell;
@@ -41,6 +44,15 @@ struct Inner {
     /// Monotonic → wall clock, for ejection times.
     epoch: (Instant, SystemTime),
     accept: Option<Task<()>>,
+    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
+    /// answers 503.
+    health_failed: bool,
+    /// `POST /drain_listeners` was called.
+    listeners_drained: bool,
+    /// Listeners that could not bind (retried by the control shard).
+    not_serving: Vec<crate::gateway::NotServing>,
+    /// Where admin actions go: the control loop's inbox.
+    events: Option<crate::control::EventSender>,
 }
 
 impl Inner {
@@ -83,6 +95,10 @@ impl AdminState {
             outlier: OutlierView::default(),
             epoch: (Instant::now(), SystemTime::now()),
             accept: None,
+            health_failed: false,
+            listeners_drained: false,
+            not_serving: Vec::new(),
+            events: None,
         })))
     }
 
@@ -120,6 +136,16 @@ impl AdminState {
 
     pub fn set_xds(&self, view: XdsView) {
         self.0.borrow_mut().xds = Some(view);
+    }
+
+    /// The listeners that could not bind at the last update.
+    pub fn set_not_serving(&self, not_serving: Vec<crate::gateway::NotServing>) {
+        self.0.borrow_mut().not_serving = not_serving;
+    }
+
+    /// Where admin actions go (the control loop's inbox).
+    pub(crate) fn set_events(&self, events: crate::control::EventSender) {
+        self.0.borrow_mut().events = Some(events);
     }
 
     /// Closes the admin listener.
@@ -203,10 +229,13 @@ async fn respond(
 }
 
 fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, String) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if actions::is_action(path) {
+        return actions::answer(method, path, query, &mut state.0.borrow_mut());
+    }
     if method != "GET" && method != "HEAD" {
         return (405, "text/plain", "only GET\n".into());
     }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let inner = state.0.borrow();
     match path {
         "/ready" => {
@@ -214,7 +243,11 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
             // As Envoy's init manager: not ready before the first LDS/CDS
             // fetch is done (or its initial_fetch_timeout passed).
             let xds_done = inner.xds.as_ref().is_none_or(|x| x.initialized);
-            if serving && xds_done {
+            if inner.health_failed {
+                // As Envoy: an L4 balancer's health check takes the
+                // instance out before its connections drain.
+                (503, "text/plain", "DRAINING\n".into())
+            } else if serving && xds_done {
                 (200, "text/plain", "LIVE\n".into())
             } else {
                 (503, "text/plain", "NOT READY\n".into())
@@ -231,18 +264,31 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
         }
         "/clusters" => (200, "text/plain", clusters::text(&inner)),
         "/listeners" => {
-            let l: Vec<Value> = inner
-                .snapshot
-                .listeners
-                .iter()
-                .map(|l| json!({"name": l.name, "address": l.address.to_string()}))
-                .collect();
+            let state = if inner.listeners_drained {
+                "draining (drain_listeners)"
+            } else {
+                "serving"
+            };
+            let serving = inner.snapshot.listeners.iter().map(|l| {
+                json!({"name": l.name, "address": l.address.to_string(), "state": state})
+            });
+            let not_serving = inner.not_serving.iter().map(|n| {
+                json!({
+                    "name": n.name,
+                    "address": n.address.to_string(),
+                    "state": "not serving",
+                    "error": n.error,
+                })
+            });
+            let l: Vec<Value> = serving.chain(not_serving).collect();
             (200, "application/json", pretty(json!({ "listeners": l })))
         }
         "/" => (
             200,
             "text/plain",
-            "admin endpoints: /ready /stats /config_dump /clusters /clusters?format=json /listeners\n".into(),
+            "admin endpoints: /ready /stats /config_dump /clusters /clusters?format=json /listeners; \
+             POST /healthcheck/fail /healthcheck/ok /drain_listeners[?graceful]\n"
+                .into(),
         ),
         _ => (404, "text/plain", "not found; see /\n".into()),
     }

@@ -306,6 +306,29 @@ pub(super) fn render(inner: &Inner) -> String {
         "Data shards serving.",
     );
     let _ = writeln!(out, "gateway_shards_serving {}", sum(sh, |s| &s.serving));
+    metric(
+        &mut out,
+        "gateway_listener_serving",
+        "gauge",
+        "1 for a listener that accepts, 0 for one that cannot bind its address (retried every 5 s).",
+    );
+    for l in &inner.snapshot.listeners {
+        let _ = writeln!(out, "gateway_listener_serving{{listener=\"{}\"}} 1", l.name);
+    }
+    for n in &inner.not_serving {
+        let _ = writeln!(out, "gateway_listener_serving{{listener=\"{}\"}} 0", n.name);
+    }
+    metric(
+        &mut out,
+        "gateway_server_live",
+        "gauge",
+        "0 after POST /healthcheck/fail (until /healthcheck/ok), as Envoy's server.live.",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_server_live {}",
+        u8::from(!inner.health_failed)
+    );
 
     session_and_lb(&mut out, inner);
 

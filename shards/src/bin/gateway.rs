@@ -1,6 +1,6 @@
 //! `gateway`: run the edge gateway from an Envoy v3 bootstrap (or the
 //! embedded demo), reload it on SIGHUP, reopen access logs on SIGUSR1, drain on
-//! SIGTERM/SIGINT.
+//! SIGTERM/SIGINT (a second one exits at once).
 
 use shards::pacing::Pacing;
 use shards::wire::drain::{DrainOptions, DrainStrategy};
@@ -291,7 +291,19 @@ fn main() -> ExitCode {
         }
         break;
     }
-    eprintln!("draining and stopping");
+    eprintln!(
+        "draining and stopping (up to --drain-time-s {}s; send the signal again to exit now)",
+        args.drain_time_s
+    );
+    // A second SIGTERM or SIGINT ends the drain: exit at once.
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            if signal == signal_hook::consts::SIGTERM || signal == signal_hook::consts::SIGINT {
+                eprintln!("second signal: exiting without waiting for the drain");
+                std::process::exit(1);
+            }
+        }
+    });
     gw.shutdown();
     drop(backends);
     if let Some(dir) = demo_cert.as_deref().and_then(std::path::Path::parent) {

@@ -307,6 +307,9 @@ pub(crate) async fn serve(
     // The chain's own drain: fired when an update removes or changes the
     // chain, or the listener goes.
     let drain_sub = drains.chain(chain_id).subscribe();
+    // `drain_type: DEFAULT`: it drains while the health check fails too.
+    let health_sub = (cfg.drain_type == engine::DrainType::Default)
+        .then(|| wire.health_drain.borrow().subscribe());
     let hcm = &chain.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
     let headers_timeout = hcm.request_headers_timeout;
@@ -383,7 +386,7 @@ pub(crate) async fn serve(
             continue;
         }
         if let (Some(d), None) = (drain.as_mut(), close_at) {
-            match d.step(Instant::now(), dc.streams.is_empty()) {
+            match d.step(Instant::now(), !dc.streams.is_empty(), dc.requests > 0) {
                 Step::Wait => {}
                 Step::Notice if dc.conn.is_h1() => {
                     // `Connection: close` on the response in flight.
@@ -448,7 +451,15 @@ pub(crate) async fn serve(
             let head_left = head_since
                 .zip(headers_timeout)
                 .map(|(since, t)| (since + t).saturating_duration_since(Instant::now()));
-            let wait = [wait, left, head_left].into_iter().flatten().min();
+            // A new connection waiting in a drain for its first request
+            // closes at the drain's end all the same.
+            let drain_left = drain
+                .as_ref()
+                .map(|d| d.deadline().saturating_duration_since(Instant::now()));
+            let wait = [wait, left, head_left, drain_left]
+                .into_iter()
+                .flatten()
+                .min();
             timer = wait.map(|d| Box::pin(Timer::new(d)));
             scanning = false;
         }
@@ -483,7 +494,11 @@ pub(crate) async fn serve(
             }
             if close_at.is_none()
                 && drain.is_none()
-                && (drain_sub.poll_fired(cx).is_ready() || shutdown_sub.poll_fired(cx).is_ready())
+                && (drain_sub.poll_fired(cx).is_ready()
+                    || shutdown_sub.poll_fired(cx).is_ready()
+                    || health_sub
+                        .as_ref()
+                        .is_some_and(|s| s.poll_fired(cx).is_ready()))
             {
                 return Poll::Ready(Wake::Drain);
             }

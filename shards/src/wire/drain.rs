@@ -87,11 +87,20 @@ impl Drain {
         }
     }
 
-    /// What to do at `now`, for a connection with (`idle`) or without
-    /// streams in flight.
-    pub fn step(&mut self, now: Instant, idle: bool) -> Step {
-        if idle || now >= self.deadline {
+    /// What to do at `now` for a connection with streams in flight
+    /// (`busy`) or not, that has `served` requests before or not.
+    ///
+    /// A connection that has served none yet is not idle but new (it
+    /// opened while its listener drains gracefully, or while the health
+    /// check fails): it waits for its first request, which is answered
+    /// and told, as Envoy answers it, instead of closing under a client
+    /// that just connected.
+    pub fn step(&mut self, now: Instant, busy: bool, served: bool) -> Step {
+        if now >= self.deadline || (!busy && served) {
             return Step::Close;
+        }
+        if !busy {
+            return Step::Wait;
         }
         match self.phase {
             Phase::Waiting if now >= self.notice_at => {
@@ -129,7 +138,7 @@ mod tests {
     fn an_idle_connection_closes_at_once() {
         let t0 = Instant::now();
         let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9);
-        assert_eq!(d.step(t0, true), Step::Close);
+        assert_eq!(d.step(t0, false, true), Step::Close);
     }
 
     #[test]
@@ -138,38 +147,49 @@ mod tests {
         // 600 s less the 5 s drain_timeout: place 0.5 is 297.5 s in.
         let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5);
         let notice = t0 + Duration::from_millis(297_500);
-        assert_eq!(d.step(notice - S(1), false), Step::Wait);
-        assert_eq!(d.step(notice, false), Step::Notice);
-        assert_eq!(d.step(notice + S(1), false), Step::Wait);
-        assert_eq!(d.step(notice + S(5), false), Step::Final);
-        assert_eq!(d.step(t0 + S(599), false), Step::Wait);
-        assert_eq!(d.step(t0 + S(600), false), Step::Close);
+        assert_eq!(d.step(notice - S(1), true, true), Step::Wait);
+        assert_eq!(d.step(notice, true, true), Step::Notice);
+        assert_eq!(d.step(notice + S(1), true, true), Step::Wait);
+        assert_eq!(d.step(notice + S(5), true, true), Step::Final);
+        assert_eq!(d.step(t0 + S(599), true, true), Step::Wait);
+        assert_eq!(d.step(t0 + S(600), true, true), Step::Close);
         // Its streams done before: closed then.
-        assert_eq!(d.step(notice + S(6), true), Step::Close);
+        assert_eq!(d.step(notice + S(6), false, true), Step::Close);
     }
 
     #[test]
     fn places_spread_the_notices_over_the_drain_time_less_drain_timeout() {
         let t0 = Instant::now();
         let mut last = Drain::new(t0, opts(60, DrainStrategy::Gradual), S(5), 0.999_999);
-        assert_eq!(last.step(t0 + S(54), false), Step::Wait);
-        assert_eq!(last.step(t0 + S(55), false), Step::Notice);
+        assert_eq!(last.step(t0 + S(54), true, true), Step::Wait);
+        assert_eq!(last.step(t0 + S(55), true, true), Step::Notice);
         // The final GOAWAY never comes after the end of the drain time.
         let mut short = Drain::new(t0, opts(3, DrainStrategy::Gradual), S(5), 0.7);
-        assert_eq!(short.step(t0, false), Step::Notice);
+        assert_eq!(short.step(t0, true, true), Step::Notice);
         assert_eq!(
-            short.step(t0 + Duration::from_millis(2999), false),
+            short.step(t0 + Duration::from_millis(2999), true, true),
             Step::Wait
         );
-        assert_eq!(short.step(t0 + S(3), false), Step::Close);
+        assert_eq!(short.step(t0 + S(3), true, true), Step::Close);
+    }
+
+    #[test]
+    fn a_new_connection_waits_for_its_first_request() {
+        let t0 = Instant::now();
+        let mut d = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0);
+        assert_eq!(d.step(t0, false, false), Step::Wait);
+        assert_eq!(d.step(t0 + S(1), true, false), Step::Notice);
+        // Never past the drain time, request or not.
+        let mut quiet = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0);
+        assert_eq!(quiet.step(t0 + S(60), false, false), Step::Close);
     }
 
     #[test]
     fn immediate_tells_every_connection_at_once() {
         let t0 = Instant::now();
         let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.99);
-        assert_eq!(d.step(t0, false), Step::Notice);
-        assert_eq!(d.step(t0 + S(5), false), Step::Final);
+        assert_eq!(d.step(t0, true, true), Step::Notice);
+        assert_eq!(d.step(t0 + S(5), true, true), Step::Final);
         assert_eq!(d.deadline(), t0 + S(600));
     }
 }

@@ -71,6 +71,10 @@ pub struct WireShard {
     pools: RefCell<Vec<Option<PoolRef>>>,
     /// Fired on shutdown: every connection drains.
     pub(crate) shutdown: Signal,
+    /// Fired while the health check fails (`POST /healthcheck/fail`):
+    /// connections of `drain_type: DEFAULT` listeners drain, new ones as
+    /// soon as they open. `/healthcheck/ok` puts a fresh one in its place.
+    pub(crate) health_drain: RefCell<Signal>,
     /// Access log output, and sink numbers this shard has looked up.
     pub(crate) logs: Arc<crate::access_log::LogWriter>,
     log_sinks: RefCell<AHashMap<engine::LogSink, u32>>,
@@ -87,6 +91,7 @@ impl WireShard {
             inboxes: Rc::default(),
             pools: RefCell::default(),
             shutdown: Signal::new(),
+            health_drain: RefCell::new(Signal::new()),
             logs,
             log_sinks: RefCell::default(),
             log_batch: RefCell::default(),

@@ -55,6 +55,15 @@ impl ChainDrains {
         });
     }
 
+    /// Every connection open now drains; the listener stays, and
+    /// connections it accepts later get fresh signals
+    /// (`/drain_listeners?graceful`).
+    fn fire_chains(&self) {
+        for (_, s) in self.chains.borrow_mut().drain() {
+            s.fire();
+        }
+    }
+
     /// The listener goes: every connection drains.
     fn fire_all(&self) {
         self.listener.fire();
@@ -80,6 +89,9 @@ struct RunningListener {
 pub struct ShardRuntime {
     wire: Rc<WireShard>,
     listeners: AHashMap<String, RunningListener>,
+    /// `POST /drain_listeners` stopped the listeners: later snapshots
+    /// start none (as in Envoy, until the process restarts).
+    stopped: bool,
 }
 
 impl ShardRuntime {
@@ -89,6 +101,7 @@ impl ShardRuntime {
         Self {
             wire: WireShard::new(shard, logs),
             listeners: AHashMap::new(),
+            stopped: false,
         }
     }
 
@@ -158,7 +171,7 @@ impl ShardRuntime {
         }
         let mut first_err = None;
         for cfg in &snap.listeners {
-            if running.contains_key(&cfg.name) {
+            if running.contains_key(&cfg.name) || self.stopped {
                 continue;
             }
             match TcpListener::bind(cfg.address) {
@@ -191,6 +204,44 @@ impl ShardRuntime {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// `/healthcheck/fail` (true) or `/healthcheck/ok` (false): the
+    /// connections of `drain_type: DEFAULT` listeners drain while it fails.
+    pub fn set_health_failed(&mut self, failed: bool) {
+        let mut signal = self.wire.health_drain.borrow_mut();
+        match (failed, signal.is_fired()) {
+            (true, false) => signal.fire(),
+            (false, true) => *signal = Signal::new(),
+            _ => {}
+        }
+    }
+
+    /// `POST /drain_listeners`: every connection drains (`--drain-time-s`);
+    /// the sockets close now, or with `graceful` at the end of the drain
+    /// time (new connections meanwhile drain as they open), as Envoy's.
+    /// Later snapshots start no listener.
+    pub fn drain_listeners(&mut self, graceful: bool) {
+        self.stopped = true;
+        let listeners: Vec<RunningListener> = self.listeners.drain().map(|(_, l)| l).collect();
+        if !graceful {
+            for l in &listeners {
+                l.drains.fire_all();
+            }
+            return;
+        }
+        for l in &listeners {
+            l.drains.fire_chains();
+        }
+        let drain_time = self.wire.shard.drain.time;
+        glommio::spawn_local(async move {
+            glommio::timer::sleep(drain_time).await;
+            // What opened meanwhile drains now, as the sockets close.
+            for l in &listeners {
+                l.drains.fire_all();
+            }
+        })
+        .detach();
     }
 
     /// Stops accepting everywhere and tells every connection to drain.

@@ -282,9 +282,17 @@ pub async fn get(
 
 /// Fetches an admin page over plain HTTP/1.1.
 pub fn admin_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    admin_request(addr, "GET", path)
+}
+
+pub fn admin_post(addr: SocketAddr, path: &str) -> (u16, String) {
+    admin_request(addr, "POST", path)
+}
+
+pub fn admin_request(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("admin connect");
-    write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let status = out[9..12].parse().unwrap();

@@ -45,7 +45,6 @@ pub fn listener(
         l,
         use_original_dst,
         metadata,
-        drain_type,
         transparent,
         freebind,
         tcp_fast_open_queue_length,
@@ -92,6 +91,16 @@ pub fn listener(
         default_filter_chain: chains.default_filter_chain,
         chain_table: Arc::new(chains.table),
         tls_inspector: chains.tls_inspector,
+        drain_type: match pb::listener::DrainType::try_from(l.drain_type) {
+            Ok(pb::listener::DrainType::ModifyOnly) => engine::DrainType::ModifyOnly,
+            Ok(pb::listener::DrainType::Default) => engine::DrainType::Default,
+            Err(_) => {
+                return Err(Error::invalid(
+                    path.field("drain_type"),
+                    format!("unknown drain type {}", l.drain_type),
+                ))
+            }
+        },
     })
 }
 

@@ -1,0 +1,73 @@
+//! The admin endpoints that change state, `POST` only as in Envoy: `/healthcheck/fail`, `/healthcheck/ok`, `/drain_listeners[?graceful]`; each becomes an [`AdminAction`] for the control shard.
+
+use super::Inner;
+use crate::control::Event;
+
+/// What an admin request asks the control shard to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminAction {
+    /// `/healthcheck/fail` (true) or `/healthcheck/ok` (false).
+    HealthCheckFailed(bool),
+    /// `/drain_listeners`; `?graceful` keeps the listeners accepting for
+    /// the drain time.
+    DrainListeners { graceful: bool },
+}
+
+/// The endpoints [`answer`] serves.
+pub(super) fn is_action(path: &str) -> bool {
+    matches!(
+        path,
+        "/healthcheck/fail" | "/healthcheck/ok" | "/drain_listeners"
+    )
+}
+
+/// Answers an action endpoint: Envoy's 405 for anything but `POST`, else
+/// the action is recorded and queued, and the answer is `OK`.
+pub(super) fn answer(
+    method: &str,
+    path: &str,
+    query: &str,
+    inner: &mut Inner,
+) -> (u16, &'static str, String) {
+    if method != "POST" {
+        return (
+            405,
+            "text/plain",
+            format!("Method {method} not allowed, POST required.\n"),
+        );
+    }
+    let action = match path {
+        "/healthcheck/fail" => AdminAction::HealthCheckFailed(true),
+        "/healthcheck/ok" => AdminAction::HealthCheckFailed(false),
+        _ => {
+            let params: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+            if let Some(p) = params.iter().find(|p| **p != "graceful") {
+                return (
+                    400,
+                    "text/plain",
+                    format!("unsupported parameter {p:?} (only graceful is)\n"),
+                );
+            }
+            AdminAction::DrainListeners {
+                graceful: params.contains(&"graceful"),
+            }
+        }
+    };
+    if let AdminAction::HealthCheckFailed(failed) = action {
+        // `/ready` answers for it at once.
+        inner.health_failed = failed;
+    }
+    if let AdminAction::DrainListeners { .. } = action {
+        inner.listeners_drained = true;
+    }
+    match &inner.events {
+        Some(events) if events.try_send(Event::Admin(action)).is_ok() => {
+            (200, "text/plain", "OK\n".into())
+        }
+        _ => (
+            503,
+            "text/plain",
+            "the control shard is not running\n".into(),
+        ),
+    }
+}
