@@ -542,7 +542,6 @@ impl Control {
         }
         self.bind_retry_at = (!failed.is_empty()).then(|| Instant::now() + BIND_RETRY);
         self.not_serving = failed;
-        self.admin.set_not_serving(self.not_serving.clone());
         self.version += 1;
         let snap = Arc::new(Snapshot::build(
             self.version,
@@ -560,7 +559,9 @@ impl Control {
             result = Err(e);
         }
         self.admin.record_push(started.elapsed());
+        // Together: the admin never shows a listener in neither list.
         self.admin.set_config(Arc::clone(&snap), boot);
+        self.admin.set_not_serving(self.not_serving.clone());
         self.certs.track(&snap, Instant::now());
         self.current = snap;
         if let Some(set) = self.outlier.on_snapshot(&self.current, Instant::now()) {

@@ -366,6 +366,8 @@ pub(crate) async fn serve(
     let mut close_at: Option<Instant> = None;
     // Its listener or chain drains: its way through the drain time.
     let mut drain: Option<Drain> = None;
+    // Since when it has had no stream (a drain closes it once idle).
+    let mut quiet_since: Option<Instant> = Some(Instant::now());
     let mut eager_turns = 0u32;
 
     'serve: loop {
@@ -386,7 +388,8 @@ pub(crate) async fn serve(
             continue;
         }
         if let (Some(d), None) = (drain.as_mut(), close_at) {
-            match d.step(Instant::now(), !dc.streams.is_empty(), dc.requests > 0) {
+            let busy = !dc.streams.is_empty();
+            match d.step(Instant::now(), busy, dc.requests > 0, quiet_since) {
                 Step::Wait => {}
                 Step::Notice if dc.conn.is_h1() => {
                     // `Connection: close` on the response in flight.
@@ -431,6 +434,11 @@ pub(crate) async fn serve(
         // one quiet scan switches it to the idle timeout (or the drain
         // deadline), and the first stream after that back to scanning.
         let busy = !dc.streams.is_empty();
+        if busy {
+            quiet_since = None;
+        } else if quiet_since.is_none() {
+            quiet_since = Some(dc.now);
+        }
         if busy && (!scanning || timer.is_none()) {
             timer = Some(Box::pin(Timer::new(DEADLINE_SCAN)));
             scanning = true;
@@ -453,9 +461,10 @@ pub(crate) async fn serve(
                 .map(|(since, t)| (since + t).saturating_duration_since(Instant::now()));
             // A new connection waiting in a drain for its first request
             // closes at the drain's end all the same.
-            let drain_left = drain
-                .as_ref()
-                .map(|d| d.deadline().saturating_duration_since(Instant::now()));
+            let drain_left = drain.as_ref().map(|d| {
+                d.next(quiet_since)
+                    .saturating_duration_since(Instant::now())
+            });
             let wait = [wait, left, head_left, drain_left]
                 .into_iter()
                 .flatten()
@@ -589,6 +598,11 @@ pub(crate) async fn serve(
                     break;
                 } else if handshake_timer {
                     // The handshake came; the idle timeout governs now.
+                    rb.filled(0);
+                    continue;
+                } else if drain.is_some() {
+                    // A drain's step is due (an idle connection would
+                    // close there before its idle timeout).
                     rb.filled(0);
                     continue;
                 } else if close_at.is_none() {

@@ -1,4 +1,4 @@
-//! One connection's way through a drain (Envoy's drain manager, per connection): idle it closes at once; busy it waits for its place in the spread over `--drain-time-s`, is told (HTTP/2: GOAWAY with the last stream id 2^31−1; HTTP/1.1: `Connection: close`), gets the final GOAWAY `drain_timeout` later, and whatever is left closes at the end of the drain time.
+//! One connection's way through a drain (Envoy's drain manager, per connection): idle (no stream for [`QUIET`]) it closes at once; in use it waits for its place in the spread over `--drain-time-s`, is told (HTTP/2: GOAWAY with the last stream id 2^31−1; HTTP/1.1: `Connection: close`), gets the final GOAWAY `drain_timeout` later, closes once its streams are done, and whatever is left closes at the end of the drain time.
 //!
 //! Why a spread: a reload or a stop drains thousands of connections at
 //! once; told together, their clients would all reconnect in the same
@@ -9,6 +9,13 @@
 //! spreads the reconnects evenly and keeps the connection's timer single.
 
 use std::time::{Duration, Instant};
+
+/// A connection without a stream for this long is idle: in a drain it
+/// closes at once. A shorter gap is a client in use between two requests
+/// (at load, nearly every HTTP/2 connection has no stream open at some
+/// instants); closing it then would reconnect every client at once, which
+/// the spread is there to avoid.
+pub const QUIET: Duration = Duration::from_secs(1);
 
 /// `--drain-strategy`: Envoy's two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,19 +95,33 @@ impl Drain {
     }
 
     /// What to do at `now` for a connection with streams in flight
-    /// (`busy`) or not, that has `served` requests before or not.
+    /// (`busy`) or without since `quiet_since`, that has `served` requests
+    /// before or not.
     ///
-    /// A connection that has served none yet is not idle but new (it
-    /// opened while its listener drains gracefully, or while the health
-    /// check fails): it waits for its first request, which is answered
-    /// and told, as Envoy answers it, instead of closing under a client
-    /// that just connected.
-    pub fn step(&mut self, now: Instant, busy: bool, served: bool) -> Step {
-        if now >= self.deadline || (!busy && served) {
+    /// Without streams it closes when idle ([`QUIET`]), at its place, or
+    /// once told. A connection that has served nothing yet is new, not
+    /// idle (it opened while its listener drains gracefully, or while the
+    /// health check fails): it waits for its first request, which is
+    /// answered and told, as Envoy answers it, instead of closing under a
+    /// client that just connected.
+    pub fn step(
+        &mut self,
+        now: Instant,
+        busy: bool,
+        served: bool,
+        quiet_since: Option<Instant>,
+    ) -> Step {
+        if now >= self.deadline {
             return Step::Close;
         }
         if !busy {
-            return Step::Wait;
+            let idle = quiet_since.is_some_and(|q| now.saturating_duration_since(q) >= QUIET);
+            let due = self.phase != Phase::Waiting || now >= self.notice_at;
+            return if served && (idle || due) {
+                Step::Close
+            } else {
+                Step::Wait
+            };
         }
         match self.phase {
             Phase::Waiting if now >= self.notice_at => {
@@ -113,6 +134,19 @@ impl Drain {
             }
             _ => Step::Wait,
         }
+    }
+
+    /// When [`Self::step`] may next have something to do for a connection
+    /// without streams (one with streams looks at every deadline scan).
+    pub fn next(&self, quiet_since: Option<Instant>) -> Instant {
+        let at = match self.phase {
+            Phase::Waiting => {
+                quiet_since.map_or(self.notice_at, |q| (q + QUIET).min(self.notice_at))
+            }
+            Phase::Noticed => self.final_at,
+            Phase::Final => self.deadline,
+        };
+        at.min(self.deadline)
     }
 
     /// The end of the drain time: the connection closes by then.
@@ -136,9 +170,34 @@ mod tests {
 
     #[test]
     fn an_idle_connection_closes_at_once() {
+        let t0 = Instant::now() + S(10);
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9);
+        assert_eq!(d.step(t0, false, true, Some(t0 - S(2))), Step::Close);
+    }
+
+    /// The herd this avoids: at load a connection often has no stream for
+    /// a moment. It keeps its place; quiet for a second, it is idle.
+    #[test]
+    fn a_connection_between_two_requests_is_not_idle() {
         let t0 = Instant::now();
         let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9);
-        assert_eq!(d.step(t0, false, true), Step::Close);
+        let gap = Some(t0 - Duration::from_millis(10));
+        assert_eq!(d.step(t0, false, true, gap), Step::Wait);
+        assert_eq!(d.next(gap), t0 + Duration::from_millis(990));
+        assert_eq!(d.step(t0 + S(1), false, true, gap), Step::Close);
+        // Busy again before that: it keeps its place in the spread.
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5);
+        assert_eq!(d.step(t0 + S(1), true, true, None), Step::Wait);
+        // At its place without a stream: closed rather than told.
+        assert_eq!(
+            d.step(
+                t0 + S(298),
+                false,
+                true,
+                Some(t0 + S(297) + Duration::from_millis(900))
+            ),
+            Step::Close
+        );
     }
 
     #[test]
@@ -147,49 +206,49 @@ mod tests {
         // 600 s less the 5 s drain_timeout: place 0.5 is 297.5 s in.
         let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5);
         let notice = t0 + Duration::from_millis(297_500);
-        assert_eq!(d.step(notice - S(1), true, true), Step::Wait);
-        assert_eq!(d.step(notice, true, true), Step::Notice);
-        assert_eq!(d.step(notice + S(1), true, true), Step::Wait);
-        assert_eq!(d.step(notice + S(5), true, true), Step::Final);
-        assert_eq!(d.step(t0 + S(599), true, true), Step::Wait);
-        assert_eq!(d.step(t0 + S(600), true, true), Step::Close);
+        assert_eq!(d.step(notice - S(1), true, true, None), Step::Wait);
+        assert_eq!(d.step(notice, true, true, None), Step::Notice);
+        assert_eq!(d.step(notice + S(1), true, true, None), Step::Wait);
+        assert_eq!(d.step(notice + S(5), true, true, None), Step::Final);
+        assert_eq!(d.step(t0 + S(599), true, true, None), Step::Wait);
+        assert_eq!(d.step(t0 + S(600), true, true, None), Step::Close);
         // Its streams done before: closed then.
-        assert_eq!(d.step(notice + S(6), false, true), Step::Close);
+        assert_eq!(d.step(notice + S(6), false, true, None), Step::Close);
     }
 
     #[test]
     fn places_spread_the_notices_over_the_drain_time_less_drain_timeout() {
         let t0 = Instant::now();
         let mut last = Drain::new(t0, opts(60, DrainStrategy::Gradual), S(5), 0.999_999);
-        assert_eq!(last.step(t0 + S(54), true, true), Step::Wait);
-        assert_eq!(last.step(t0 + S(55), true, true), Step::Notice);
+        assert_eq!(last.step(t0 + S(54), true, true, None), Step::Wait);
+        assert_eq!(last.step(t0 + S(55), true, true, None), Step::Notice);
         // The final GOAWAY never comes after the end of the drain time.
         let mut short = Drain::new(t0, opts(3, DrainStrategy::Gradual), S(5), 0.7);
-        assert_eq!(short.step(t0, true, true), Step::Notice);
+        assert_eq!(short.step(t0, true, true, None), Step::Notice);
         assert_eq!(
-            short.step(t0 + Duration::from_millis(2999), true, true),
+            short.step(t0 + Duration::from_millis(2999), true, true, None),
             Step::Wait
         );
-        assert_eq!(short.step(t0 + S(3), true, true), Step::Close);
+        assert_eq!(short.step(t0 + S(3), true, true, None), Step::Close);
     }
 
     #[test]
     fn a_new_connection_waits_for_its_first_request() {
         let t0 = Instant::now();
         let mut d = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0);
-        assert_eq!(d.step(t0, false, false), Step::Wait);
-        assert_eq!(d.step(t0 + S(1), true, false), Step::Notice);
+        assert_eq!(d.step(t0, false, false, None), Step::Wait);
+        assert_eq!(d.step(t0 + S(1), true, false, None), Step::Notice);
         // Never past the drain time, request or not.
         let mut quiet = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0);
-        assert_eq!(quiet.step(t0 + S(60), false, false), Step::Close);
+        assert_eq!(quiet.step(t0 + S(60), false, false, None), Step::Close);
     }
 
     #[test]
     fn immediate_tells_every_connection_at_once() {
         let t0 = Instant::now();
         let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.99);
-        assert_eq!(d.step(t0, true, true), Step::Notice);
-        assert_eq!(d.step(t0 + S(5), true, true), Step::Final);
+        assert_eq!(d.step(t0, true, true, None), Step::Notice);
+        assert_eq!(d.step(t0 + S(5), true, true, None), Step::Final);
         assert_eq!(d.deadline(), t0 + S(600));
     }
 }
