@@ -7,41 +7,18 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use support::tls_client::http1_get;
-use support::*;
+use support::{yaml, *};
 
 fn listener_yaml(name: &str, port: u16, drain_type: &str) -> String {
     format!(
-        r#"  - name: {name}
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}
-    drain_type: {drain_type}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: {name}
-          drain_timeout: 1s
-          route_config: {{ virtual_hosts: [ {{ name: all, domains: ["*"], routes: [ {{ match: {{ prefix: "/" }}, route: {{ cluster: echo }} }} ] }} ] }}
-          http_filters: [ {{ name: envoy.filters.http.router }} ]
-"#
+        "  - name: {name}\n    address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }}\n    \
+         drain_type: {drain_type}\n    filter_chains:\n    - name: main\n{}",
+        yaml::hcm("echo")
     )
 }
 
 fn cluster_yaml(backend: SocketAddr) -> String {
-    format!(
-        r#"  clusters:
-  - name: echo
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
-      cluster_name: echo
-      endpoints: [ {{ lb_endpoints: [ {{ endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {} }} }} }} }} ] }} ]
-"#,
-        backend.port()
-    )
+    format!("  clusters:\n{}", yaml::h2_cluster("echo", backend))
 }
 
 /// A gateway with listeners `def` (drain_type DEFAULT) and `mod`

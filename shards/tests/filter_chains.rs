@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::tls_client::*;
-use support::*;
+use support::{yaml, *};
 
 /// A TLS chain for `names` (certificate files in `dir`, named by `tag`)
 /// routing to cluster `cluster`, as Envoy YAML at a chain's indentation.
@@ -16,7 +16,7 @@ fn tls_chain(dir: &Path, tag: &str, names: &[&str], cluster: &str) -> String {
     format!(
         "    - name: {tag}\n      filter_chain_match: {{ server_names: {names:?} }}\n{}{}",
         tls_socket(dir, tag, names),
-        hcm(cluster)
+        yaml::hcm(cluster)
     )
 }
 
@@ -31,41 +31,7 @@ fn tls_socket(dir: &Path, tag: &str, names: &[&str]) -> String {
     std::fs::write(&cert_path, &c.pem.0).unwrap();
     std::fs::write(&key_path, &c.pem.1).unwrap();
     std::fs::write(dir.join(format!("{tag}.der")), c.der.as_ref()).unwrap();
-    format!(
-        r#"      transport_socket:
-        name: envoy.transport_sockets.tls
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
-          common_tls_context:
-            tls_certificates:
-            - certificate_chain: {{ filename: {cert} }}
-              private_key: {{ filename: {key} }}
-"#,
-        cert = cert_path.display(),
-        key = key_path.display(),
-    )
-}
-
-/// The HTTP connection manager of a chain routing everything to `cluster`.
-fn hcm(cluster: &str) -> String {
-    format!(
-        r#"      filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          drain_timeout: 1s
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: "/" }}
-                route: {{ cluster: {cluster} }}
-          http_filters:
-          - name: envoy.filters.http.router
-"#
-    )
+    yaml::tls_socket(&cert_path, &key_path)
 }
 
 /// A bootstrap: listener `ingress` on port 0 (or `port`) with
@@ -73,24 +39,7 @@ fn hcm(cluster: &str) -> String {
 fn bootstrap_yaml(chains: &str, extra: &str, port: u16, backends: &[(&str, SocketAddr)]) -> String {
     let clusters: String = backends
         .iter()
-        .map(|(name, addr)| {
-            format!(
-                r#"  - name: {name}
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
-      cluster_name: {name}
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }} }}
-"#,
-                port = addr.port()
-            )
-        })
+        .map(|(name, addr)| yaml::h2_cluster(name, *addr))
         .collect();
     format!(
         r#"admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
@@ -167,7 +116,7 @@ fn sni_and_transport_choose_the_chain_and_no_match_is_closed_unanswered() {
         "{}{}    - name: plain\n      filter_chain_match: {{ transport_protocol: raw_buffer }}\n{}",
         tls_chain(&dir, "a", &["a.example"], "ca"),
         tls_chain(&dir, "b", &["*.b.example"], "cb"),
-        hcm("cp"),
+        yaml::hcm("cp"),
     );
     let yaml = bootstrap_yaml(
         &chains,
@@ -211,7 +160,7 @@ fn the_default_chain_takes_connections_no_chain_matches() {
     let default = format!(
         "    default_filter_chain:\n{}{}",
         tls_socket(&dir, "d", &["d.example"]),
-        hcm("cd")
+        yaml::hcm("cd")
     );
     let yaml = bootstrap_yaml(&chains, &default, 0, &[("ca", a.addr()), ("cd", d.addr())]);
     let gw = start(load(&yaml), 1);
@@ -243,7 +192,7 @@ fn an_update_drains_only_the_changed_chain_s_connections() {
     let chains = |plain_cluster: &str| {
         format!(
             "{a_chain}    - name: plain\n      filter_chain_match: {{ transport_protocol: raw_buffer }}\n{}",
-            hcm(plain_cluster),
+            yaml::hcm(plain_cluster),
         )
     };
     let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
@@ -287,7 +236,7 @@ fn an_update_drains_only_the_changed_chain_s_connections() {
 fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
     let (p, p2) = (backend("P"), backend("P2"));
     let backends = [("cp", p.addr()), ("cp2", p2.addr())];
-    let chains = |cluster: &str| format!("    - name: plain\n{}", hcm(cluster));
+    let chains = |cluster: &str| format!("    - name: plain\n{}", yaml::hcm(cluster));
     let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
     let addr = gw.listener("ingress").expect("listener");
     let mut s = TcpStream::connect(addr).unwrap();

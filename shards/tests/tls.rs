@@ -270,52 +270,13 @@ fn bad_and_stalled_handshakes_are_counted_and_hurt_no_one() {
 /// A bootstrap whose listener reads its certificate from `dir`'s files.
 fn file_bootstrap(dir: &std::path::Path, backend: SocketAddr) -> engine::Bootstrap {
     let yaml = format!(
-        r#"
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - transport_socket:
-        name: envoy.transport_sockets.tls
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
-          common_tls_context:
-            tls_certificates:
-            - certificate_chain: {{ filename: {cert} }}
-              private_key: {{ filename: {key} }}
-      filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: "/" }}
-                route: {{ cluster: backend }}
-          http_filters:
-          - name: envoy.filters.http.router
-  clusters:
-  - name: backend
-    type: STATIC
-    connect_timeout: 1s
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
-      cluster_name: backend
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }} }}
-"#,
-        cert = dir.join("cert.pem").display(),
-        key = dir.join("key.pem").display(),
-        port = backend.port(),
+        "admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}\n\
+         static_resources:\n  listeners:\n  - name: ingress\n    \
+         address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\n    \
+         filter_chains:\n    - name: main\n{}{}  clusters:\n{}",
+        support::yaml::tls_socket(&dir.join("cert.pem"), &dir.join("key.pem")),
+        support::yaml::hcm("backend"),
+        support::yaml::h2_cluster("backend", backend),
     );
     xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("valid bootstrap")
 }

@@ -4,6 +4,7 @@
 
 pub mod h1_backend;
 pub mod tls_client;
+pub mod yaml;
 
 use std::collections::BTreeMap;
 use std::future::Future;
