@@ -301,7 +301,15 @@ pub(crate) async fn run(
                 control.sweep_outliers(now).await;
                 control.send_due(now);
                 let expired = control.client.poll(now);
-                let rebind = control.bind_retry_at.is_some_and(|at| now >= at);
+                // A listener that could not bind is pushed again once its
+                // address is free (probed first: no snapshot per retry).
+                let rebind = control.bind_retry_at.is_some_and(|at| now >= at) && {
+                    control.bind_retry_at = Some(now + BIND_RETRY);
+                    control
+                        .not_serving
+                        .iter()
+                        .any(|n| crate::gateway::probe_exclusive(n.address).is_ok())
+                };
                 if expired || rebind {
                     control.push_xds(now).await;
                 }
@@ -648,10 +656,19 @@ async fn stop_shards(links: &mut [ShardLink]) {
     for l in links.iter() {
         let _ = l.tx.send(ShardMsg::Shutdown).await;
     }
-    for l in links.iter_mut() {
-        if let Some(t) = l.thread.take() {
-            // Joining blocks this thread, which only runs control work.
+    // Joined on a thread of their own: the admin server runs on this one
+    // and answers (`/stats`, `/ready`) through the drain.
+    let threads: Vec<_> = links.iter_mut().filter_map(|l| l.thread.take()).collect();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&done);
+    let joiner = std::thread::spawn(move || {
+        for t in threads {
             let _ = t.join();
         }
+        flag.store(true, std::sync::atomic::Ordering::Release);
+    });
+    while !done.load(std::sync::atomic::Ordering::Acquire) {
+        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
     }
+    let _ = joiner.join();
 }

@@ -198,7 +198,7 @@ impl PortReservations {
 /// Binds `addr` without SO_REUSEPORT and lets go: fails if anyone listens
 /// there — in particular a stale gateway, which SO_REUSEPORT would otherwise
 /// let us share traffic with silently.
-fn probe_exclusive(addr: SocketAddr) -> std::io::Result<()> {
+pub(crate) fn probe_exclusive(addr: SocketAddr) -> std::io::Result<()> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_reuse_address(true)?; // TIME_WAIT leftovers are no conflict

@@ -61,6 +61,10 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    pub fn is_fired(&self) -> bool {
+        self.signal.is_fired()
+    }
+
     /// `Ready` once fired; otherwise remembers `cx`'s waker.
     pub fn poll_fired(&self, cx: &mut Context<'_>) -> Poll<()> {
         let inner = &self.signal.0;

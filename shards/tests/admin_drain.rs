@@ -131,8 +131,14 @@ fn graceful_drain_listeners_accepts_for_the_drain_time_then_stops() {
     assert_eq!(admin_post(admin, "/drain_listeners?graceful").0, 200);
     assert!(closed(&mut idle));
     // New clients are still served while the drain time (5 s in tests)
-    // runs…
-    let _still = served(def);
+    // runs, and told to go…
+    let mut still = TcpStream::connect(def).unwrap();
+    still
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (status, head, _) = http1_get(&mut still);
+    assert_eq!(status, 200);
+    assert!(head.to_lowercase().contains("connection: close"), "{head}");
     // …and refused after it.
     wait_until(
         Duration::from_secs(8),

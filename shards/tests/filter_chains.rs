@@ -268,3 +268,35 @@ fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
     assert!(text.contains("connection: close"), "{text}");
     assert!(text.ends_with("hello from p\n"), "{text}");
 }
+
+/// A connection still opening (the inspector waits for its first byte)
+/// when an update changes its chain is served by the chain it was accepted
+/// under, once, and told to go: it never keeps a chain the listener has
+/// dropped.
+#[test]
+fn a_connection_opening_across_an_update_is_told_to_go() {
+    let (p, p2) = (backend("P"), backend("P2"));
+    let backends = [("cp", p.addr()), ("cp2", p2.addr())];
+    let chains = |cluster: &str| format!("    - name: plain\n{}", yaml::hcm(cluster));
+    let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    gw.reload(load(&bootstrap_yaml(
+        &chains("cp2"),
+        "",
+        addr.port(),
+        &backends,
+    )))
+    .expect("reload");
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, head, body) = http1_get(&mut s);
+    assert_eq!(status, 200);
+    assert!(head.to_lowercase().contains("connection: close"), "{head}");
+    assert_eq!(String::from_utf8_lossy(&body).trim(), "hello from P");
+    assert_eq!(
+        String::from_utf8_lossy(&plain_get(addr).2).trim(),
+        "hello from P2"
+    );
+}

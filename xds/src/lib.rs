@@ -7,6 +7,7 @@
 pub mod bootstrap;
 pub mod client;
 pub mod decode;
+pub mod digest;
 pub mod error;
 pub mod file;
 pub mod pb;

@@ -53,21 +53,21 @@ pub(super) fn answer(
             }
         }
     };
-    if let AdminAction::HealthCheckFailed(failed) = action {
-        // `/ready` answers for it at once.
-        inner.health_failed = failed;
-    }
-    if let AdminAction::DrainListeners { .. } = action {
-        inner.listeners_drained = true;
-    }
-    match &inner.events {
-        Some(events) if events.try_send(Event::Admin(action)).is_ok() => {
-            (200, "text/plain", "OK\n".into())
-        }
-        _ => (
+    let queued = inner
+        .events
+        .as_ref()
+        .is_some_and(|events| events.try_send(Event::Admin(action)).is_ok());
+    if !queued {
+        return (
             503,
             "text/plain",
             "the control shard is not running\n".into(),
-        ),
+        );
     }
+    // What `/ready` and `/listeners` say follows at once.
+    match action {
+        AdminAction::HealthCheckFailed(failed) => inner.health_failed = failed,
+        AdminAction::DrainListeners { .. } => inner.listeners_drained = true,
+    }
+    (200, "text/plain", "OK\n".into())
 }

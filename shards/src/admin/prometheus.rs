@@ -313,10 +313,12 @@ pub(super) fn render(inner: &Inner) -> String {
         "1 for a listener that accepts, 0 for one that cannot bind its address (retried every 5 s).",
     );
     for l in &inner.snapshot.listeners {
-        let _ = writeln!(out, "gateway_listener_serving{{listener=\"{}\"}} 1", l.name);
+        let name = super::xds::escape(&l.name);
+        let _ = writeln!(out, "gateway_listener_serving{{listener=\"{name}\"}} 1");
     }
     for n in &inner.not_serving {
-        let _ = writeln!(out, "gateway_listener_serving{{listener=\"{}\"}} 0", n.name);
+        let name = super::xds::escape(&n.name);
+        let _ = writeln!(out, "gateway_listener_serving{{listener=\"{name}\"}} 0");
     }
     metric(
         &mut out,

@@ -170,7 +170,7 @@ pub(super) fn prometheus(v: &XdsView, out: &mut String) {
 }
 
 /// A Prometheus label value: `\\`, `\"` and `\n` escaped.
-fn escape(s: &str) -> String {
+pub(super) fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

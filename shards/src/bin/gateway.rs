@@ -65,7 +65,8 @@ struct Args {
     /// update removed or changed, and all of them at stop, are told to go
     /// over this many seconds (spread, see --drain-strategy); what is
     /// left at its end is closed. Idle connections close at once.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
     drain_time_s: u64,
     /// `gradual` spreads the drain over --drain-time-s so clients do not
     /// all reconnect at once; `immediate` tells every connection at once.

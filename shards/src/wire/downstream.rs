@@ -310,6 +310,11 @@ pub(crate) async fn serve(
     // `drain_type: DEFAULT`: it drains while the health check fails too.
     let health_sub = (cfg.drain_type == engine::DrainType::Default)
         .then(|| wire.health_drain.borrow().subscribe());
+    // Opened into a drain (graceful drain_listeners, a failed health
+    // check): it is answered once and told, not closed as idle.
+    let born_draining = drain_sub.is_fired()
+        || health_sub.as_ref().is_some_and(|s| s.is_fired())
+        || shutdown_sub.is_fired();
     let hcm = &chain.http;
     let (idle_timeout, drain_timeout) = (hcm.idle_timeout, hcm.drain_timeout);
     let headers_timeout = hcm.request_headers_timeout;
@@ -462,7 +467,7 @@ pub(crate) async fn serve(
             // A new connection waiting in a drain for its first request
             // closes at the drain's end all the same.
             let drain_left = drain.as_ref().map(|d| {
-                d.next(quiet_since)
+                d.next(dc.requests > 0, quiet_since)
                     .saturating_duration_since(Instant::now())
             });
             let wait = [wait, left, head_left, drain_left]
@@ -551,12 +556,21 @@ pub(crate) async fn serve(
             Wake::Drain => {
                 // Its place in the spread (module `drain`); the top of the
                 // loop takes each step, an idle connection closing at once.
-                let place = f64::from(shard.random()) / (f64::from(u32::MAX) + 1.0);
+                // A failed health check drains at once, as Envoy's
+                // drainClose() does; so does a connection opened into a
+                // drain.
+                let health_only = !drain_sub.is_fired() && !shutdown_sub.is_fired();
+                let place = if born_draining || health_only {
+                    0.0
+                } else {
+                    f64::from(shard.random()) / (f64::from(u32::MAX) + 1.0)
+                };
                 drain = Some(Drain::new(
                     Instant::now(),
                     shard.drain,
                     drain_timeout,
                     place,
+                    born_draining,
                 ));
                 timer = None;
                 0
@@ -591,6 +605,11 @@ pub(crate) async fn serve(
                     // timeout: the top of the loop drains the connection.
                     rb.filled(0);
                     continue;
+                } else if drain.is_some() {
+                    // A drain's step is due (an idle connection closes
+                    // there, before its idle or handshake timeout).
+                    rb.filled(0);
+                    continue;
                 } else if handshake_timer && !dc.conn.handshaken(received) {
                     // No preface and SETTINGS in time: not an HTTP/2
                     // client, or a slow one holding a connection.
@@ -598,11 +617,6 @@ pub(crate) async fn serve(
                     break;
                 } else if handshake_timer {
                     // The handshake came; the idle timeout governs now.
-                    rb.filled(0);
-                    continue;
-                } else if drain.is_some() {
-                    // A drain's step is due (an idle connection would
-                    // close there before its idle timeout).
                     rb.filled(0);
                     continue;
                 } else if close_at.is_none() {

@@ -74,12 +74,22 @@ pub(super) struct Drain {
     final_at: Instant,
     deadline: Instant,
     phase: Phase,
+    /// Opened while its listener already drained: it waits for its first
+    /// request instead of counting as idle.
+    fresh: bool,
 }
 
 impl Drain {
     /// A drain that began at `now`; `place` in `[0, 1)` is the
-    /// connection's draw within the spread.
-    pub fn new(now: Instant, opts: DrainOptions, drain_timeout: Duration, place: f64) -> Self {
+    /// connection's draw within the spread (0: told at once). `fresh`: the
+    /// connection opened into the drain (see [`Self::step`]).
+    pub fn new(
+        now: Instant,
+        opts: DrainOptions,
+        drain_timeout: Duration,
+        place: f64,
+        fresh: bool,
+    ) -> Self {
         let spread = match opts.strategy {
             DrainStrategy::Gradual => opts.time.saturating_sub(drain_timeout),
             DrainStrategy::Immediate => Duration::ZERO,
@@ -91,6 +101,7 @@ impl Drain {
             final_at: (notice_at + drain_timeout).min(deadline),
             deadline,
             phase: Phase::Waiting,
+            fresh,
         }
     }
 
@@ -98,12 +109,16 @@ impl Drain {
     /// (`busy`) or without since `quiet_since`, that has `served` requests
     /// before or not.
     ///
-    /// Without streams it closes when idle ([`QUIET`]), at its place, or
-    /// once told. A connection that has served nothing yet is new, not
-    /// idle (it opened while its listener drains gracefully, or while the
-    /// health check fails): it waits for its first request, which is
-    /// answered and told, as Envoy answers it, instead of closing under a
-    /// client that just connected.
+    /// - Busy: told at its place ([`Step::Notice`]), the final GOAWAY
+    ///   `drain_timeout` later ([`Step::Final`]).
+    /// - Without streams: closed when idle ([`QUIET`]), or once the final
+    ///   GOAWAY is due or sent. A short gap between two requests (at its
+    ///   place or not) is not a reason to close: the client may have the
+    ///   next request on the wire, so it is told with the next response.
+    /// - Fresh, nothing served yet (it opened while its listener drains
+    ///   gracefully, or while the health check fails): it waits for its
+    ///   first request, answered and told as Envoy answers it, instead of
+    ///   closing under a client that just connected.
     pub fn step(
         &mut self,
         now: Instant,
@@ -115,9 +130,16 @@ impl Drain {
             return Step::Close;
         }
         if !busy {
+            if self.fresh && !served {
+                return Step::Wait;
+            }
             let idle = quiet_since.is_some_and(|q| now.saturating_duration_since(q) >= QUIET);
-            let due = self.phase != Phase::Waiting || now >= self.notice_at;
-            return if served && (idle || due) {
+            let finished = match self.phase {
+                Phase::Waiting => false,
+                Phase::Noticed => now >= self.final_at,
+                Phase::Final => true,
+            };
+            return if idle || finished {
                 Step::Close
             } else {
                 Step::Wait
@@ -138,12 +160,14 @@ impl Drain {
 
     /// When [`Self::step`] may next have something to do for a connection
     /// without streams (one with streams looks at every deadline scan).
-    pub fn next(&self, quiet_since: Option<Instant>) -> Instant {
+    pub fn next(&self, served: bool, quiet_since: Option<Instant>) -> Instant {
+        if self.fresh && !served {
+            return self.deadline;
+        }
+        let idle_at = quiet_since.map_or(self.deadline, |q| q + QUIET);
         let at = match self.phase {
-            Phase::Waiting => {
-                quiet_since.map_or(self.notice_at, |q| (q + QUIET).min(self.notice_at))
-            }
-            Phase::Noticed => self.final_at,
+            Phase::Waiting => idle_at,
+            Phase::Noticed => idle_at.min(self.final_at),
             Phase::Final => self.deadline,
         };
         at.min(self.deadline)
@@ -171,7 +195,7 @@ mod tests {
     #[test]
     fn an_idle_connection_closes_at_once() {
         let t0 = Instant::now() + S(10);
-        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9);
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9, false);
         assert_eq!(d.step(t0, false, true, Some(t0 - S(2))), Step::Close);
     }
 
@@ -180,21 +204,47 @@ mod tests {
     #[test]
     fn a_connection_between_two_requests_is_not_idle() {
         let t0 = Instant::now();
-        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9);
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.9, false);
         let gap = Some(t0 - Duration::from_millis(10));
         assert_eq!(d.step(t0, false, true, gap), Step::Wait);
-        assert_eq!(d.next(gap), t0 + Duration::from_millis(990));
+        assert_eq!(d.next(true, gap), t0 + Duration::from_millis(990));
         assert_eq!(d.step(t0 + S(1), false, true, gap), Step::Close);
-        // Busy again before that: it keeps its place in the spread.
-        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5);
-        assert_eq!(d.step(t0 + S(1), true, true, None), Step::Wait);
-        // At its place without a stream: closed rather than told.
+        // In a gap at its place it is not cut (the next request may be on
+        // the wire): the next request is answered and told.
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5, false);
+        let at = t0 + Duration::from_millis(297_500);
+        let gap = Some(at - Duration::from_millis(5));
+        assert_eq!(d.step(at, false, true, gap), Step::Wait);
+        assert_eq!(
+            d.step(at + Duration::from_millis(1), true, true, None),
+            Step::Notice
+        );
+    }
+
+    /// Told, without streams: closed only once the final GOAWAY is due
+    /// (streams sent before the client saw the notice are still taken).
+    #[test]
+    fn told_it_waits_for_drain_timeout_before_closing() {
+        let t0 = Instant::now();
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.0, false);
+        assert_eq!(d.step(t0, true, true, None), Step::Notice);
+        let quiet = Some(t0 + Duration::from_millis(100));
+        assert_eq!(
+            d.step(t0 + Duration::from_millis(1100), false, true, quiet),
+            Step::Close,
+            "idle"
+        );
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.0, false);
+        assert_eq!(d.step(t0, true, true, None), Step::Notice);
+        let quiet = Some(t0 + Duration::from_millis(800));
+        assert_eq!(d.step(t0 + S(1), false, true, quiet), Step::Wait);
+        assert_eq!(d.next(true, quiet), t0 + Duration::from_millis(1800));
         assert_eq!(
             d.step(
-                t0 + S(298),
+                t0 + S(5),
                 false,
                 true,
-                Some(t0 + S(297) + Duration::from_millis(900))
+                Some(t0 + Duration::from_millis(4500))
             ),
             Step::Close
         );
@@ -204,7 +254,7 @@ mod tests {
     fn a_busy_one_is_told_at_its_place_then_finally_then_closed_at_the_end() {
         let t0 = Instant::now();
         // 600 s less the 5 s drain_timeout: place 0.5 is 297.5 s in.
-        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5);
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Gradual), S(5), 0.5, false);
         let notice = t0 + Duration::from_millis(297_500);
         assert_eq!(d.step(notice - S(1), true, true, None), Step::Wait);
         assert_eq!(d.step(notice, true, true, None), Step::Notice);
@@ -219,11 +269,11 @@ mod tests {
     #[test]
     fn places_spread_the_notices_over_the_drain_time_less_drain_timeout() {
         let t0 = Instant::now();
-        let mut last = Drain::new(t0, opts(60, DrainStrategy::Gradual), S(5), 0.999_999);
+        let mut last = Drain::new(t0, opts(60, DrainStrategy::Gradual), S(5), 0.999_999, false);
         assert_eq!(last.step(t0 + S(54), true, true, None), Step::Wait);
         assert_eq!(last.step(t0 + S(55), true, true, None), Step::Notice);
         // The final GOAWAY never comes after the end of the drain time.
-        let mut short = Drain::new(t0, opts(3, DrainStrategy::Gradual), S(5), 0.7);
+        let mut short = Drain::new(t0, opts(3, DrainStrategy::Gradual), S(5), 0.7, false);
         assert_eq!(short.step(t0, true, true, None), Step::Notice);
         assert_eq!(
             short.step(t0 + Duration::from_millis(2999), true, true, None),
@@ -235,18 +285,25 @@ mod tests {
     #[test]
     fn a_new_connection_waits_for_its_first_request() {
         let t0 = Instant::now();
-        let mut d = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0);
-        assert_eq!(d.step(t0, false, false, None), Step::Wait);
-        assert_eq!(d.step(t0 + S(1), true, false, None), Step::Notice);
+        let mut d = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0, true);
+        let opened = Some(t0);
+        assert_eq!(d.step(t0 + S(2), false, false, opened), Step::Wait);
+        // Its timer waits for the drain's end, not a second: no spinning.
+        assert_eq!(d.next(false, opened), t0 + S(60));
+        assert_eq!(d.step(t0 + S(3), true, false, None), Step::Notice);
+        // One that opened before the drain and never asked is idle.
+        let mut old = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0, false);
+        let long_ago = Some(t0 - S(30));
+        assert_eq!(old.step(t0, false, false, long_ago), Step::Close);
         // Never past the drain time, request or not.
-        let mut quiet = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0);
+        let mut quiet = Drain::new(t0, opts(60, DrainStrategy::Immediate), S(5), 0.0, true);
         assert_eq!(quiet.step(t0 + S(60), false, false, None), Step::Close);
     }
 
     #[test]
     fn immediate_tells_every_connection_at_once() {
         let t0 = Instant::now();
-        let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.99);
+        let mut d = Drain::new(t0, opts(600, DrainStrategy::Immediate), S(5), 0.99, false);
         assert_eq!(d.step(t0, true, true, None), Step::Notice);
         assert_eq!(d.step(t0 + S(5), true, true, None), Step::Final);
         assert_eq!(d.deadline(), t0 + S(600));

@@ -5,12 +5,12 @@
 //! inboxes, pools, the shutdown signal) stands below them. The data shard's
 //! main task (`crate::data_shard`) is its only caller.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use engine::snapshot::Host;
 use engine::{HealthStatus, Listener, Snapshot};
 use glommio::net::TcpListener;
@@ -24,21 +24,39 @@ use crate::signal::Signal;
 /// The drain signals of one listener on this shard: the listener's own
 /// (connections still choosing a chain watch it) and one per filter chain
 /// its connections were given, by chain id.
-#[derive(Default)]
 pub(crate) struct ChainDrains {
     listener: Signal,
     chains: RefCell<AHashMap<u64, Signal>>,
+    /// The ids of the chains the listener has now: a connection that
+    /// opened under a chain an update has since removed (it was still
+    /// reading its ClientHello) drains at once.
+    live: RefCell<AHashSet<u64>>,
+    /// `/drain_listeners?graceful`: the listener still accepts, and what
+    /// it accepts drains from the start.
+    draining: Cell<bool>,
 }
 
 impl ChainDrains {
+    fn new(listener: &Listener) -> Self {
+        Self {
+            listener: Signal::new(),
+            chains: RefCell::default(),
+            live: RefCell::new(listener.chains().map(|c| c.id).collect()),
+            draining: Cell::new(false),
+        }
+    }
+
     pub fn listener(&self) -> &Signal {
         &self.listener
     }
 
-    /// The signal of chain `id`, made on first use.
+    /// The signal of chain `id`, made on first use; one already fired
+    /// when the listener or the chain is gone or draining.
     pub fn chain(&self, id: u64) -> Signal {
-        if self.listener.is_fired() {
-            return self.listener.clone();
+        if self.listener.is_fired() || self.draining.get() || !self.live.borrow().contains(&id) {
+            let gone = Signal::new();
+            gone.fire();
+            return gone;
         }
         self.chains.borrow_mut().entry(id).or_default().clone()
     }
@@ -46,6 +64,7 @@ impl ChainDrains {
     /// An update kept the listener: the connections of chains it no longer
     /// has (removed, or changed: a new id) drain; the others go on.
     fn keep_chains(&self, listener: &Listener) {
+        *self.live.borrow_mut() = listener.chains().map(|c| c.id).collect();
         self.chains.borrow_mut().retain(|&id, signal| {
             let kept = listener.chain(id).is_some();
             if !kept {
@@ -55,10 +74,10 @@ impl ChainDrains {
         });
     }
 
-    /// Every connection open now drains; the listener stays, and
-    /// connections it accepts later get fresh signals
-    /// (`/drain_listeners?graceful`).
+    /// Every connection drains, those the listener accepts from now on
+    /// too, while it keeps accepting (`/drain_listeners?graceful`).
     fn fire_chains(&self) {
+        self.draining.set(true);
         for (_, s) in self.chains.borrow_mut().drain() {
             s.fire();
         }
@@ -176,7 +195,7 @@ impl ShardRuntime {
             }
             match TcpListener::bind(cfg.address) {
                 Ok(sock) => {
-                    let drains = Rc::new(ChainDrains::default());
+                    let drains = Rc::new(ChainDrains::new(cfg));
                     let gate = Rc::new(ConnGate::default());
                     let task = glommio::spawn_local(accept_loop(
                         Rc::clone(&self.wire),
@@ -236,7 +255,7 @@ impl ShardRuntime {
         let drain_time = self.wire.shard.drain.time;
         glommio::spawn_local(async move {
             glommio::timer::sleep(drain_time).await;
-            // What opened meanwhile drains now, as the sockets close.
+            // The sockets close; connections still opening end.
             for l in &listeners {
                 l.drains.fire_all();
             }

@@ -1,13 +1,12 @@
 //! A listener's `filter_chains`, `default_filter_chain` and `listener_filters` → engine filter chains, their selection table and `tls_inspector`, with Envoy's refusals (overlapping matches name both chains; partial wildcards; unimplemented fields).
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
 use engine::filter_chain::{ChainTable, CidrRange, FilterChainMatch, SourceType};
 use engine::listener::LISTENER_FILTERS_TIMEOUT;
 use engine::{FilterChain, TlsInspector};
-use prost::{Message, Name};
+use prost::Name;
 
 use super::listener::http_connection_manager;
 use super::{reject_set, timeout_or};
@@ -228,11 +227,10 @@ fn filter_chain(
 }
 
 /// A digest of the chain's resource: the same chain pushed again has the
-/// same id (RDS routes are not part of it: they come separately).
+/// same id, however its maps were encoded (RDS routes are not part of it:
+/// they come separately).
 fn chain_id(fc: &pb::FilterChain) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    fc.encode_to_vec().hash(&mut h);
-    h.finish()
+    crate::digest::digest(fc)
 }
 
 /// `filter_chain_match`, validated and normalised.
