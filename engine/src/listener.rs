@@ -128,4 +128,20 @@ impl Listener {
     pub fn chain(&self, id: u64) -> Option<&FilterChain> {
         self.chains().find(|c| c.id == id)
     }
+
+    /// The chain with this id, looked for first at position `hint` (in
+    /// [`Self::chains`] order, where it was when the connection opened):
+    /// a request costs no scan of a listener with many chains unless an
+    /// update moved its chain.
+    pub fn chain_at(&self, hint: usize, id: u64) -> Option<&FilterChain> {
+        match self.chains().nth(hint) {
+            Some(c) if c.id == id => Some(c),
+            _ => self.chain(id),
+        }
+    }
+
+    /// The position of chain `id` in [`Self::chains`] order.
+    pub fn position(&self, id: u64) -> Option<usize> {
+        self.chains().position(|c| c.id == id)
+    }
 }

@@ -300,3 +300,41 @@ fn a_connection_opening_across_an_update_is_told_to_go() {
         "hello from P2"
     );
 }
+
+/// `listener_filters_timeout`: a client that sends nothing is closed when
+/// it passes (counted); with `continue_on_listener_filters_timeout` it is
+/// given a chain as plaintext instead and served when it speaks.
+#[test]
+fn the_inspector_s_timeout_closes_or_continues_as_plaintext() {
+    let p = backend("P");
+    let chains = format!(
+        "    - name: plain\n      filter_chain_match: {{ transport_protocol: raw_buffer }}\n{}",
+        yaml::hcm("cp")
+    );
+    let run = |extra: &str| {
+        let yaml = bootstrap_yaml(&chains, "", 0, &[("cp", p.addr())]).replace(
+            "    filter_chains:\n",
+            &format!("{extra}    filter_chains:\n"),
+        );
+        let gw = start(load(&yaml), 1);
+        let addr = gw.listener("ingress").expect("listener");
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        (gw, s)
+    };
+    let (gw, mut silent) = run("    listener_filters_timeout: 0.3s\n");
+    assert!(
+        matches!(silent.read(&mut [0u8; 1]), Ok(0)),
+        "closed at the timeout"
+    );
+    let admin = gw.admin_addr.expect("admin");
+    wait_until(Duration::from_secs(2), "counted", || {
+        metric(admin, "gateway_downstream_cx_listener_filters_timeout") == 1.0
+    });
+    let (_gw, mut late) =
+        run("    listener_filters_timeout: 0.3s\n    continue_on_listener_filters_timeout: true\n");
+    let (status, _, body) = http1_get(&mut late);
+    assert_eq!(status, 200);
+    assert_eq!(String::from_utf8_lossy(&body).trim(), "hello from P");
+}

@@ -94,6 +94,8 @@ pub(crate) struct DownConn {
     /// The id of the filter chain serving it (in `listener`, and in later
     /// snapshots of the listener while the chain is unchanged).
     pub chain: u64,
+    /// Where that chain was among the listener's chains.
+    pub chain_hint: usize,
     /// Upstream connections given output this turn: (pool, slot).
     pub touched: Vec<(PoolRef, usize)>,
     /// Streams finished this turn whose upstream events may still sit in
@@ -334,6 +336,7 @@ pub(crate) async fn serve(
         peer,
         listener: accepted_under,
         chain: chain_id,
+        chain_hint: cfg.position(chain_id).unwrap_or(0),
         touched: Vec::new(),
         graveyard: Vec::new(),
         queued: Vec::new(),

@@ -164,8 +164,8 @@ impl DownConn {
         // its routes), else as the connection opened under it.
         let hcm = match snap
             .listener(&self.listener.name)
-            .and_then(|l| l.chain(self.chain))
-            .or_else(|| self.listener.chain(self.chain))
+            .and_then(|l| l.chain_at(self.chain_hint, self.chain))
+            .or_else(|| self.listener.chain_at(self.chain_hint, self.chain))
         {
             Some(c) => &c.http,
             None => return self.reply_and_forget(stream, LocalReply::NoRoute, grpc, head, None),
