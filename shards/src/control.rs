@@ -37,6 +37,32 @@ use crate::stats::ShardStats;
 use crate::xds::ads::{self, AdsEvent, AdsTarget};
 use crate::xds::{files, grpc, view};
 
+/// Says at info level what an update did to the listeners: those added,
+/// removed or moved, and the chains whose connections now drain (an
+/// operator reading the log sees why clients reconnect).
+fn log_listener_changes(old: &Snapshot, new: &Snapshot) {
+    for l in &new.listeners {
+        match old.listener(&l.name) {
+            None => tracing::info!(listener = %l.name, address = %l.address, "listener added"),
+            Some(o) if o.address != l.address => {
+                tracing::info!(listener = %l.name, address = %l.address, "listener moved: the old one drains");
+            }
+            Some(o) if Arc::ptr_eq(o, l) => {}
+            Some(o) => {
+                let changed = o.chains().filter(|c| l.chain(c.id).is_none()).count();
+                if changed > 0 {
+                    tracing::info!(listener = %l.name, chains = changed, "filter chains changed: their connections drain");
+                }
+            }
+        }
+    }
+    for o in &old.listeners {
+        if new.listener(&o.name).is_none() {
+            tracing::info!(listener = %o.name, "listener removed: its connections drain");
+        }
+    }
+}
+
 /// How often a listener that could not bind is tried again (A36 leaves
 /// the period open; Envoy never retries on its own).
 const BIND_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -571,6 +597,7 @@ impl Control {
         self.admin.set_config(Arc::clone(&snap), boot);
         self.admin.set_not_serving(self.not_serving.clone());
         self.certs.track(&snap, Instant::now());
+        log_listener_changes(&self.current, &snap);
         self.current = snap;
         if let Some(set) = self.outlier.on_snapshot(&self.current, Instant::now()) {
             self.push_ejections(set).await;

@@ -229,31 +229,61 @@ fn an_update_drains_only_the_changed_chain_s_connections() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A gateway whose one plaintext chain routes to backend P; `switch`
+/// changes the chain to route to P2.
+struct PlainChain {
+    gw: shards::GatewayHandle,
+    addr: SocketAddr,
+    backends: [shards::demo_backend::BackendHandle; 2],
+}
+
+impl PlainChain {
+    fn yaml(&self, cluster: &str, port: u16) -> String {
+        let chain = format!("    - name: plain\n{}", yaml::hcm(cluster));
+        let [p, p2] = &self.backends;
+        bootstrap_yaml(&chain, "", port, &[("cp", p.addr()), ("cp2", p2.addr())])
+    }
+
+    fn start() -> Self {
+        let backends = [backend("P"), backend("P2")];
+        let chain = format!("    - name: plain\n{}", yaml::hcm("cp"));
+        let yaml = bootstrap_yaml(
+            &chain,
+            "",
+            0,
+            &[("cp", backends[0].addr()), ("cp2", backends[1].addr())],
+        );
+        let gw = start(load(&yaml), 1);
+        let addr = gw.listener("ingress").expect("listener");
+        Self { gw, addr, backends }
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s
+    }
+
+    fn switch(&self) {
+        let yaml = self.yaml("cp2", self.addr.port());
+        self.gw.reload(load(&yaml)).expect("reload");
+    }
+}
+
 /// A request in flight when its chain changes is answered, with
 /// `Connection: close`, and the connection then closes: the drain waits
 /// for streams, it does not cut them.
 #[test]
 fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
-    let (p, p2) = (backend("P"), backend("P2"));
-    let backends = [("cp", p.addr()), ("cp2", p2.addr())];
-    let chains = |cluster: &str| format!("    - name: plain\n{}", yaml::hcm(cluster));
-    let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
-    let addr = gw.listener("ingress").expect("listener");
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let g = PlainChain::start();
+    let mut s = g.connect();
     std::io::Write::write_all(
         &mut s,
         b"GET / HTTP/1.1\r\nHost: a\r\nx-delay-ms: 800\r\n\r\n",
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    gw.reload(load(&bootstrap_yaml(
-        &chains("cp2"),
-        "",
-        addr.port(),
-        &backends,
-    )))
-    .expect("reload");
+    g.switch();
     let mut got = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -275,28 +305,17 @@ fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
 /// dropped.
 #[test]
 fn a_connection_opening_across_an_update_is_told_to_go() {
-    let (p, p2) = (backend("P"), backend("P2"));
-    let backends = [("cp", p.addr()), ("cp2", p2.addr())];
-    let chains = |cluster: &str| format!("    - name: plain\n{}", yaml::hcm(cluster));
-    let gw = start(load(&bootstrap_yaml(&chains("cp"), "", 0, &backends)), 1);
-    let addr = gw.listener("ingress").expect("listener");
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let g = PlainChain::start();
+    let mut s = g.connect();
     std::thread::sleep(Duration::from_millis(200));
-    gw.reload(load(&bootstrap_yaml(
-        &chains("cp2"),
-        "",
-        addr.port(),
-        &backends,
-    )))
-    .expect("reload");
+    g.switch();
     std::thread::sleep(Duration::from_millis(200));
     let (status, head, body) = http1_get(&mut s);
     assert_eq!(status, 200);
     assert!(head.to_lowercase().contains("connection: close"), "{head}");
     assert_eq!(String::from_utf8_lossy(&body).trim(), "hello from P");
     assert_eq!(
-        String::from_utf8_lossy(&plain_get(addr).2).trim(),
+        String::from_utf8_lossy(&plain_get(g.addr).2).trim(),
         "hello from P2"
     );
 }
