@@ -102,11 +102,15 @@ impl Listener {
         }
     }
 
-    /// The chain connection `c` gets: the table's, else the default.
-    pub fn select(&self, c: &Connection<'_>) -> Option<&FilterChain> {
+    /// The chain connection `c` gets (the table's, else the default),
+    /// with its position in [`Self::chains`] order.
+    pub fn select(&self, c: &Connection<'_>) -> Option<(usize, &FilterChain)> {
         match self.chain_table.find(c) {
-            Some(i) => self.filter_chains.get(i),
-            None => self.default_filter_chain.as_ref(),
+            Some(i) => self.filter_chains.get(i).map(|f| (i, f)),
+            None => self
+                .default_filter_chain
+                .as_ref()
+                .map(|f| (self.filter_chains.len(), f)),
         }
     }
 
@@ -138,10 +142,5 @@ impl Listener {
             Some(c) if c.id == id => Some(c),
             _ => self.chain(id),
         }
-    }
-
-    /// The position of chain `id` in [`Self::chains`] order.
-    pub fn position(&self, id: u64) -> Option<usize> {
-        self.chains().position(|c| c.id == id)
     }
 }

@@ -23,29 +23,39 @@ fn tls_with(
     alpn: &[&str],
     client_auth: Option<engine::tls::ClientAuthSpec>,
 ) -> Arc<DownstreamTls> {
-    Arc::new(
-        DownstreamTls::build(DownstreamTlsSpec {
-            certificates: certs
-                .iter()
-                .map(|c| CertificateSpec {
-                    chain: vec![c.der.clone()],
-                    key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(c.key.clone())),
-                })
-                .collect(),
-            alpn: alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            min_version: TlsVersion::V1_2,
-            max_version: TlsVersion::V1_3,
-            cipher_suites: Vec::new(),
-            ecdh_curves: Vec::new(),
-            require_sni: false,
-            session_tickets: true,
-            ticket_keys: Vec::new(),
-            session_cache: true,
-            prefer_server_ciphers: true,
-            client_auth,
-        })
-        .expect("tls builds"),
-    )
+    build(DownstreamTlsSpec {
+        client_auth,
+        ..spec(certs, alpn)
+    })
+}
+
+/// What the tests serve unless they say otherwise: `certs`, `alpn`,
+/// TLS 1.2–1.3, tickets and a session cache.
+fn spec(certs: &[&Cert], alpn: &[&str]) -> DownstreamTlsSpec {
+    DownstreamTlsSpec {
+        certificates: certs
+            .iter()
+            .map(|c| CertificateSpec {
+                chain: vec![c.der.clone()],
+                key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(c.key.clone())),
+            })
+            .collect(),
+        alpn: alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        min_version: TlsVersion::V1_2,
+        max_version: TlsVersion::V1_3,
+        cipher_suites: Vec::new(),
+        ecdh_curves: Vec::new(),
+        require_sni: false,
+        session_tickets: true,
+        ticket_keys: Vec::new(),
+        session_cache: true,
+        prefer_server_ciphers: true,
+        client_auth: None,
+    }
+}
+
+fn build(spec: DownstreamTlsSpec) -> Arc<DownstreamTls> {
+    Arc::new(DownstreamTls::build(spec).expect("tls builds"))
 }
 
 /// A gateway whose listener speaks TLS with `tls`, in front of one backend.
@@ -166,26 +176,11 @@ fn sessions_resume() {
 /// TLS for `a` with session tickets sealed by `keys` only (no session
 /// cache, so a resumption can only come from a ticket).
 fn tls_with_ticket_keys(a: &Cert, keys: Vec<Vec<u8>>) -> Arc<DownstreamTls> {
-    Arc::new(
-        DownstreamTls::build(DownstreamTlsSpec {
-            certificates: vec![CertificateSpec {
-                chain: vec![a.der.clone()],
-                key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(a.key.clone())),
-            }],
-            alpn: vec![b"http/1.1".to_vec()],
-            min_version: TlsVersion::V1_2,
-            max_version: TlsVersion::V1_3,
-            cipher_suites: Vec::new(),
-            ecdh_curves: Vec::new(),
-            require_sni: false,
-            session_tickets: true,
-            ticket_keys: keys,
-            session_cache: false,
-            prefer_server_ciphers: true,
-            client_auth: None,
-        })
-        .expect("tls builds"),
-    )
+    build(DownstreamTlsSpec {
+        ticket_keys: keys,
+        session_cache: false,
+        ..spec(&[a], &["http/1.1"])
+    })
 }
 
 #[test]

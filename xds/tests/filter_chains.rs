@@ -63,7 +63,7 @@ fn conn<'a>(peer: &str, sni: Option<&'a str>) -> Connection<'a> {
 }
 
 fn chosen(l: &Listener, c: &Connection<'_>) -> Option<String> {
-    l.select(c).map(|c| c.name.clone())
+    l.select(c).map(|(_, c)| c.name.clone())
 }
 
 #[test]

@@ -296,16 +296,17 @@ pub(crate) async fn serve(
     let Some(Opened {
         mut tcp,
         conn,
-        chain: chain_id,
+        chain: position,
     }) = opened
     else {
         stats.cx_active.dec();
         return;
     };
-    let Some(chain) = cfg.chain(chain_id) else {
+    let Some(chain) = cfg.chains().nth(position) else {
         stats.cx_active.dec();
         return;
     };
+    let chain_id = chain.id;
     // The chain's own drain: fired when an update removes or changes the
     // chain, or the listener goes.
     let drain_sub = drains.chain(chain_id).subscribe();
@@ -336,7 +337,7 @@ pub(crate) async fn serve(
         peer,
         listener: accepted_under,
         chain: chain_id,
-        chain_hint: cfg.position(chain_id).unwrap_or(0),
+        chain_hint: position,
         touched: Vec::new(),
         graveyard: Vec::new(),
         queued: Vec::new(),

@@ -24,8 +24,9 @@ use super::ReadBuf;
 pub(super) struct Opened {
     pub tcp: Transport,
     pub conn: DownCodec,
-    /// The id of the filter chain serving it.
-    pub chain: u64,
+    /// The position of the filter chain serving it, in the listener's
+    /// `chains()` order.
+    pub chain: usize,
 }
 
 /// A new connection's opening: `tls_inspector` when the listener has it,
@@ -66,7 +67,7 @@ pub(super) async fn open(
         },
         application_protocols: &alpn,
     };
-    let Some(chain) = listener.select(&connection) else {
+    let Some((position, chain)) = listener.select(&connection) else {
         stats.cx_no_filter_chain_match.inc();
         return None;
     };
@@ -121,7 +122,7 @@ pub(super) async fn open(
     Some(Opened {
         tcp,
         conn,
-        chain: chain.id,
+        chain: position,
     })
 }
 
