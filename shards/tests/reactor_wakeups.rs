@@ -1,9 +1,10 @@
 //! glommio's patched reactor loop (third_party/glommio/PATCHES.md:
-//! `clock-preempt`, `one-enter-park`, `coop-taskrun`): an executor that
-//! parks submits what its tasks queued and sleeps in one `io_uring_enter`,
-//! keeps the link between its rings armed across sleeps, times its sleep out
-//! without a TIMEOUT request, and yields to I/O at a deadline read from the
-//! clock. Each test drives one of the ways an executor is woken, many times
+//! `clock-preempt`, `one-enter-park`, `coop-taskrun`, `loop-clock`): an
+//! executor that parks submits what its tasks queued and sleeps in one
+//! `io_uring_enter`, keeps the link between its rings armed across sleeps,
+//! times its sleep out without a TIMEOUT request, yields to I/O at a
+//! deadline read from the clock, and lets timers compare their deadlines
+//! with the time its loop last read. Each test drives one of the ways an executor is woken, many times
 //! in a row, and fails instead of hanging if a wake-up is lost.
 
 use std::sync::mpsc;
@@ -173,4 +174,69 @@ fn a_busy_task_that_yields_when_asked_lets_a_due_timer_run() {
     });
     assert!(timer_ran_first, "the busy task was never asked to yield");
     assert!(spun < Duration::from_secs(5));
+}
+
+/// `loop-clock`: a timer compares its deadline with the loop's time, which
+/// lags the clock while tasks run. A timer already due by the clock but not
+/// by the loop's time when it is first polled is registered, and the next
+/// I/O poll (which reads the clock) must wake it: a lost wake-up otherwise.
+#[test]
+fn a_timer_due_only_by_the_clock_when_polled_still_fires() {
+    const ROUNDS: u32 = 50;
+    let waited = on_executor(executor(), || async {
+        let mut longest = Duration::ZERO;
+        for _ in 0..ROUNDS {
+            let timer = glommio::timer::Timer::new(Duration::from_micros(200));
+            // Run past the deadline without letting the loop read the clock.
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(1) {
+                std::hint::spin_loop();
+            }
+            assert!(glommio::timer::loop_time() <= Instant::now());
+            let polled = Instant::now();
+            timer.await;
+            longest = longest.max(polled.elapsed());
+        }
+        longest
+    });
+    // One more loop, not a wait for some later event.
+    assert!(waited < Duration::from_secs(1), "waited {waited:?}");
+}
+
+/// `loop-clock`: after a park, the loop's time is read again: a task woken
+/// by I/O after a long sleep sees a time no older than its wake-up (stream
+/// deadlines and log times are taken from it).
+#[test]
+fn the_loop_time_is_read_again_after_a_park() {
+    const SLEEP: Duration = Duration::from_millis(100);
+    let (addr_tx, addr_rx) = mpsc::channel();
+    let writer = thread::spawn(move || {
+        let addr = addr_rx.recv_timeout(GIVE_UP).expect("address");
+        let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+        for _ in 0..3 {
+            thread::sleep(SLEEP);
+            std::io::Write::write_all(&mut conn, b"x").expect("write");
+        }
+    });
+    let lags = on_executor(executor(), move || async move {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        addr_tx
+            .send(listener.local_addr().expect("addr"))
+            .expect("addr");
+        let mut conn = listener.accept().await.expect("accept");
+        let mut lags = Vec::new();
+        let mut byte = [0u8; 1];
+        for _ in 0..3 {
+            conn.read_exact(&mut byte).await.expect("read");
+            lags.push(Instant::now() - glommio::timer::loop_time());
+        }
+        lags
+    });
+    writer.join().expect("writer");
+    for lag in lags {
+        assert!(
+            lag < SLEEP / 2,
+            "the loop's time lags by {lag:?} after a park"
+        );
+    }
 }

@@ -543,7 +543,9 @@ pub(crate) async fn serve(
             eager_turns = 0;
             futures_lite::future::yield_now().await;
         }
-        dc.now = Instant::now();
+        // The loop's time, not a clock read per wake-up: stream deadlines
+        // and log start times can be a loop late (glommio's `loop_time`).
+        dc.now = glommio::timer::loop_time();
         let n = match woken {
             Wake::Io(Woken::Read(0)) => {
                 rb.filled(0);

@@ -6,7 +6,7 @@
 //!
 
 use std::{
-    cell::RefCell,
+    cell::{Cell, RefCell},
     collections::BTreeMap,
     ffi::CString,
     fmt,
@@ -134,8 +134,7 @@ impl Timers {
 
     /// Return the duration until next event and the number of
     /// ready and woke timers.
-    fn process_timers(&mut self) -> (Option<Duration>, usize) {
-        let now = Instant::now();
+    fn process_timers(&mut self, now: Instant) -> (Option<Duration>, usize) {
 
         // PATCH(timer-split): nothing due is the common case on a busy
         // executor (this runs at every I/O poll); `split_off` allocates a
@@ -176,6 +175,12 @@ pub(crate) struct Reactor {
 
     timers: RefCell<Timers>,
 
+    /// PATCH(loop-clock): the time the executor's loop last read, where it
+    /// looks for due timers: at each I/O poll, and so after each park (the
+    /// loop polls before it runs the task queues). Never ahead of the
+    /// clock, behind it by the time the tasks have run since.
+    loop_now: Cell<Instant>,
+
     shared_channels: RefCell<SharedChannels>,
 
     io_scheduler: Rc<IoScheduler>,
@@ -208,6 +213,7 @@ impl Reactor {
         Ok(Reactor {
             sys,
             timers: RefCell::new(Timers::new()),
+            loop_now: Cell::new(Instant::now()),
             shared_channels: RefCell::new(SharedChannels::new()),
             io_scheduler: Rc::new(IoScheduler::new()),
             record_io_latencies,
@@ -842,8 +848,19 @@ impl Reactor {
     ///
     /// Returns the duration until the next timer
     fn process_timers(&self) -> (Option<Duration>, usize) {
+        let now = Instant::now();
+        self.loop_now.set(now);
         let mut timers = self.timers.borrow_mut();
-        timers.process_timers()
+        timers.process_timers(now)
+    }
+
+    /// PATCH(loop-clock): the loop's time (see `loop_now`). A pending timer
+    /// compares its deadline with it instead of reading the clock at each
+    /// poll: it is never early (this time is never ahead), and a timer it
+    /// finds not yet due is registered, so the next I/O poll, which reads
+    /// the clock, wakes it when it is.
+    pub(crate) fn loop_now(&self) -> Instant {
+        self.loop_now.get()
     }
 
     fn process_shared_channels(&self) -> usize {

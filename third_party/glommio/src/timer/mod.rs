@@ -7,7 +7,7 @@
 mod timer_impl;
 
 use std::{future::Future, time::Duration};
-pub use timer_impl::{Timer, TimerActionOnce, TimerActionRepeat};
+pub use timer_impl::{loop_time, Timer, TimerActionOnce, TimerActionRepeat};
 
 type Result<T> = crate::Result<T, ()>;
 

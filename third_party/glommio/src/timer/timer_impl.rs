@@ -165,7 +165,10 @@ impl Future for Timer {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut inner = self.inner.borrow_mut();
 
-        if Instant::now() >= inner.when {
+        // PATCH(loop-clock): the loop's time, not a clock read per poll (a
+        // connection task polls its timer at every wake-up); never early.
+        let now = inner.reactor.upgrade().unwrap().loop_now();
+        if now >= inner.when {
             // Deregister the timer from the reactor if needed
             inner.reactor.upgrade().unwrap().remove_timer(inner.id);
             Poll::Ready(inner.when)
@@ -180,6 +183,19 @@ impl Future for Timer {
             Poll::Pending
         }
     }
+}
+
+/// PATCH(loop-clock): the time the executor's loop last read the clock, at
+/// its last I/O poll or park: never ahead of [`Instant::now`], behind it by
+/// at most the time the tasks have run since (one loop). For deadlines and
+/// timestamps that a loop's lag does not matter to, without a clock read
+/// per call (Envoy's dispatcher keeps such an approximate time too).
+///
+/// # Panics
+///
+/// Outside an executor.
+pub fn loop_time() -> Instant {
+    crate::executor().reactor().loop_now()
 }
 
 /// The TimerActionOnce struct provides an ergonomic way to fire an action at a
