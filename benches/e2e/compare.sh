@@ -30,7 +30,14 @@
 #   --shards N         gateway shards / HAProxy threads / Envoy workers
 #                                                        [SHARDS=1]
 #   --proxy-cpus LIST  CPUs of the proxy (taskset list)  [PROXY_CPUS=1]
-#   --backend-cpu C    CPU of the demo backend           [BACKEND_CPU=0]
+#   --backend-cpu C    CPU of the backend                [BACKEND_CPU=0]
+#   --backend KIND     demo: the demo backend, reached over h2c; nginx: an
+#                      HTTP/1.1 backend (Debian's nginx, one process, one
+#                      keep-alive connection per request in flight), the
+#                      proxies' clusters speaking HTTP/1.1 (Envoy's default:
+#                      no protocol options; HAProxy: no `proto h2`).
+#                      Targets direct, wire and wireproxy need the demo
+#                      backend                            [BACKEND=demo]
 #   --load-cpus LIST   CPUs of the load generator        [LOAD_CPUS=0]
 #   --load-threads N   load generator threads            [LOAD_THREADS=#LOAD_CPUS]
 #   --targets LIST     subset of "gateway haproxy envoy direct wire wireproxy"
@@ -102,6 +109,7 @@ IDLE_REQUESTS=${IDLE_REQUESTS:-0}
 SHARDS=${SHARDS:-1}
 PROXY_CPUS=${PROXY_CPUS:-1}
 BACKEND_CPU=${BACKEND_CPU:-0}
+BACKEND=${BACKEND:-demo}
 LOAD_CPUS=${LOAD_CPUS:-0}
 LOAD_THREADS=${LOAD_THREADS:-}
 TARGETS=${TARGETS:-gateway haproxy direct}
@@ -129,6 +137,7 @@ while [ $# -gt 0 ]; do
         --shards) SHARDS=$2; shift ;;
         --proxy-cpus|--cpu-list) PROXY_CPUS=$2; shift ;;
         --backend-cpu) BACKEND_CPU=$2; shift ;;
+        --backend) BACKEND=$2; shift ;;
         --load-cpus) LOAD_CPUS=$2; shift ;;
         --load-threads) LOAD_THREADS=$2; shift ;;
         --targets) TARGETS=$2; shift ;;
@@ -199,6 +208,22 @@ if [ "$TLS" = 1 ] && [ -z "$BASELINE" ]; then
     [ "$tls_targets" -gt 0 ] || { echo "compare.sh: --tls: no target serves TLS (direct, wire and wireproxy speak h2c only)" >&2; exit 2; }
 fi
 
+# ---------------------------------------------------------------- backend kind
+case "$BACKEND" in
+    demo) UPSTREAM_PROTO=h2 ;;
+    nginx)
+        UPSTREAM_PROTO=http1
+        for target in $TARGETS; do
+            if h2c_only "$target"; then
+                echo "compare.sh: --backend nginx: target $target needs the demo backend (h2c)" >&2
+                exit 2
+            fi
+        done ;;
+    *) echo "compare.sh: --backend: demo or nginx, not $BACKEND" >&2; exit 2 ;;
+esac
+# Read by write_bootstrap and write_haproxy_cfg (lib.sh).
+export UPSTREAM_PROTO
+
 # ---------------------------------------------------------------- tools
 for tool in $TOOLS; do
     case $tool in
@@ -211,6 +236,7 @@ if [ "$INSTALL" = 1 ]; then
     command -v haproxy >/dev/null || need+=(haproxy)
     command -v h2load >/dev/null || need+=(nghttp2-client)
     case " $TOOLS " in *" wrk "*) command -v wrk >/dev/null || need+=(wrk) ;; esac
+    if [ "$BACKEND" = nginx ]; then command -v nginx >/dev/null || need+=(nginx-light); fi
     if [ ${#need[@]} -gt 0 ]; then
         log "installing ${need[*]}"
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -284,12 +310,19 @@ fi
 
 # ---------------------------------------------------------------- backend
 BACKEND_PORT=$(free_port)
-taskset -c "$BACKEND_CPU" "$BIN/demo-backend" --listen "127.0.0.1:$BACKEND_PORT" \
-    --name bench --cpu "$BACKEND_CPU" >"$WORK/backend.log" 2>&1 &
+if [ "$BACKEND" = nginx ]; then
+    command -v nginx >/dev/null || { echo "nginx not found" >&2; exit 1; }
+    write_nginx_cfg "$WORK/nginx"
+    taskset -c "$BACKEND_CPU" nginx -e stderr -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" \
+        >"$WORK/backend.log" 2>&1 &
+else
+    taskset -c "$BACKEND_CPU" "$BIN/demo-backend" --listen "127.0.0.1:$BACKEND_PORT" \
+        --name bench --cpu "$BACKEND_CPU" >"$WORK/backend.log" 2>&1 &
+fi
 BACKEND_PID=$!
 PIDS+=("$BACKEND_PID")
 wait_listen "$BACKEND_PORT" "$BACKEND_PID"
-log "backend pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (cpu $BACKEND_CPU)"
+log "backend ($BACKEND, upstream $UPSTREAM_PROTO) pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (cpu $BACKEND_CPU)"
 
 # ---------------------------------------------------------------- proxies
 PROXY_PID=
@@ -299,7 +332,8 @@ PROXY_PORT=
 
 # The bootstrap of the gateway and of Envoy (the same one): a listener on
 # $PROXY_PORT with codec_type AUTO (HTTP/2 on its preface, HTTP/1.1
-# otherwise) routing everything to the backend over HTTP/2.
+# otherwise) routing everything to the backend over HTTP/2 (HTTP/1.1 with
+# --backend nginx).
 
 start_gateway() { # binary [extra arguments...]
     local bin=$1

@@ -81,9 +81,11 @@ tls_version_haproxy() { echo "TLSv$TLS_VERSION"; }
 # listener speaks TLS with them, ALPN h2 then http/1.1; TLS_VERSION (1.2 or
 # 1.3) then allows that version only (tls_params minimum = maximum), else
 # both. CODEC_TYPE overrides AUTO; ADMIN_PORT sets the admin port (default
-# 0: any free one). Envoy 1.40 takes the same file.
+# 0: any free one). UPSTREAM_PROTO=http1 makes the cluster speak HTTP/1.1
+# (no protocol options, Envoy's default), else HTTP/2. Envoy 1.40 takes the
+# same file.
 write_bootstrap() { # file, node id
-    local tls="" params=""
+    local tls="" params="" upstream=""
     if [[ -n ${TLS_CERT:-} ]]; then
         if [[ -n ${TLS_VERSION:-} ]]; then
             params="
@@ -103,6 +105,14 @@ write_bootstrap() { # file, node id
     else
         tls="
     - filters:"
+    fi
+    if [[ ${UPSTREAM_PROTO:-h2} != http1 ]]; then
+        upstream="
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        \"@type\": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {}"
     fi
     cat >"$1" <<EOF
 node: { id: $2, cluster: bench }
@@ -135,12 +145,7 @@ static_resources:
   - name: backend
     type: STATIC
     connect_timeout: 1s
-    lb_policy: ROUND_ROBIN
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config:
-          http2_protocol_options: {}
+    lb_policy: ROUND_ROBIN${upstream}
     load_assignment:
       cluster_name: backend
       endpoints:
@@ -159,11 +164,13 @@ EOF
 # With TLS_CERT and TLS_KEY set, as for write_bootstrap: the bind speaks TLS
 # (`ssl crt FILE.pem alpn h2,http/1.1`, FILE.pem being the certificate and
 # the key concatenated, written next to FILE) and ALPN picks the protocol;
-# TLS_VERSION (1.2 or 1.3) allows that version only. The backend stays h2c.
+# TLS_VERSION (1.2 or 1.3) allows that version only. The backend stays h2c,
+# or HTTP/1.1 with UPSTREAM_PROTO=http1.
 # HAPROXY_STATS_SOCKET adds `stats socket PATH` (counters, outside any
 # measured window).
 write_haproxy_cfg() { # file, maxconn
-    local bind="bind 127.0.0.1:$PROXY_PORT" stats=""
+    local bind="bind 127.0.0.1:$PROXY_PORT" stats="" proto=" proto h2"
+    [[ ${UPSTREAM_PROTO:-h2} == http1 ]] && proto=""
     if [[ -n ${TLS_CERT:-} ]]; then
         cat "$TLS_CERT" "$TLS_KEY" >"$1.pem"
         bind+=" ssl crt $1.pem alpn h2,http/1.1"
@@ -197,6 +204,38 @@ frontend fe
     default_backend be
 
 backend be
-    server s1 127.0.0.1:$BACKEND_PORT proto h2
+    server s1 127.0.0.1:$BACKEND_PORT${proto}
+EOF
+}
+
+# An HTTP/1.1 backend on $BACKEND_PORT for UPSTREAM_PROTO=http1: nginx in
+# one process (no master: its CPU is the PID's), answering every request
+# with the demo backend's hello (200, text/plain), keep-alive without a
+# request limit. The prefix directory $1 holds the config and nginx's
+# temporary paths.
+write_nginx_cfg() { # prefix directory
+    mkdir -p "$1/logs"
+    cat >"$1/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $1/nginx.pid;
+error_log stderr warn;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    default_type text/plain;
+    keepalive_requests 100000000;
+    keepalive_timeout 300s;
+    client_body_temp_path $1/body;
+    proxy_temp_path $1/proxy;
+    fastcgi_temp_path $1/fastcgi;
+    uwsgi_temp_path $1/uwsgi;
+    scgi_temp_path $1/scgi;
+    server {
+        listen 127.0.0.1:$BACKEND_PORT;
+        location / { return 200 "hello from bench\n"; }
+    }
+}
 EOF
 }
