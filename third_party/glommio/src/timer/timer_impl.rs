@@ -10,7 +10,7 @@ use std::{
     future::Future,
     pin::Pin,
     rc::{Rc, Weak},
-    task::{Context, Poll},
+    task::{Context, Poll, Waker},
     time::{Duration, Instant},
 };
 
@@ -21,6 +21,11 @@ struct Inner {
     id: u64,
 
     is_charged: bool,
+
+    /// PATCH(timer-repoll): the waker the reactor holds for this timer
+    /// while it is charged, so that a poll from the same task with the
+    /// deadline unchanged does not look the timer up in the reactor.
+    registered: Option<Waker>,
 
     /// When this timer fires.
     when: Instant,
@@ -101,6 +106,7 @@ impl Timer {
             inner: Rc::new(RefCell::new(Inner {
                 id: reactor.register_timer(),
                 is_charged: false,
+                registered: None,
                 when: Instant::now() + dur,
                 reactor: Rc::downgrade(&reactor),
             })),
@@ -114,6 +120,7 @@ impl Timer {
             inner: Rc::new(RefCell::new(Inner {
                 id,
                 is_charged: false,
+                registered: None,
                 when: Instant::now() + dur,
                 reactor: Rc::downgrade(&crate::executor().reactor()),
             })),
@@ -171,7 +178,19 @@ impl Future for Timer {
         if now >= inner.when {
             // Deregister the timer from the reactor if needed
             inner.reactor.upgrade().unwrap().remove_timer(inner.id);
+            inner.registered = None;
             Poll::Ready(inner.when)
+        } else if inner.is_charged
+            && inner
+                .registered
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            // PATCH(timer-repoll): still registered with this task's waker
+            // and deadline. Only `reset` changes the deadline (and keeps the
+            // waker), and the reactor drops the entry only when the timer
+            // fires, after which the loop's time has passed the deadline.
+            Poll::Pending
         } else {
             // Register the timer in the reactor.
             inner
@@ -179,6 +198,7 @@ impl Future for Timer {
                 .upgrade()
                 .unwrap()
                 .insert_timer(inner.id, inner.when, cx.waker()); // PATCH(timer-repoll): cloned only when kept
+            inner.registered = Some(cx.waker().clone());
             inner.is_charged = true;
             Poll::Pending
         }
