@@ -135,7 +135,6 @@ impl Timers {
     /// Return the duration until next event and the number of
     /// ready and woke timers.
     fn process_timers(&mut self, now: Instant) -> (Option<Duration>, usize) {
-
         // PATCH(timer-split): nothing due is the common case on a busy
         // executor (this runs at every I/O poll); `split_off` allocates a
         // node even then.
