@@ -1,7 +1,9 @@
 //! glommio `PATCH(timer-repoll)` (third_party/glommio/PATCHES.md): a pending
-//! `Timer` polled again keeps its registration instead of being re-inserted.
-//! These check that such a timer still wakes its task on its own, and wakes
-//! the task that polled it last when that changed.
+//! `Timer` polled again keeps its registration instead of being re-inserted,
+//! and one that knows the waker it registered skips the reactor altogether.
+//! These check that such a timer still wakes its task on its own, wakes the
+//! task that polled it last when that changed, and registers again after a
+//! reset that found it fired.
 
 mod support;
 
@@ -102,4 +104,21 @@ fn a_timer_wakes_the_task_that_polled_it_last() {
         glommio::spawn_local(async move { fires(&mut timer).await }).await
     });
     assert!(fired, "the second task was never woken");
+}
+
+/// A timer that fired (its task not yet polled it) and is then reset to a
+/// later deadline is no longer held by the reactor: the next poll must
+/// register it again, or its task is never woken.
+#[test]
+fn a_fired_timer_reset_to_later_wakes_its_task() {
+    let fired = client(|| async {
+        let mut timer = Box::pin(Timer::new(Duration::from_millis(5)));
+        let pending = poll_fn(|cx| Poll::Ready(timer.as_mut().poll(cx).is_pending())).await;
+        assert!(pending, "a 5 ms timer is pending at once");
+        // Let the reactor fire it without this task polling it.
+        glommio::timer::sleep(Duration::from_millis(20)).await;
+        timer.as_mut().get_mut().reset(Duration::from_millis(30));
+        fires(&mut timer).await
+    });
+    assert!(fired, "the reset timer never woke its task");
 }

@@ -44,13 +44,16 @@ impl Inner {
         // Update the timeout.
         self.when = Instant::now() + dur;
 
-        if let Some(waker) = waker {
+        if let Some(waker) = &waker {
             // Re-register the timer with the new timeout.
             self.reactor
                 .upgrade()
                 .unwrap()
-                .insert_timer(self.id, self.when, &waker);
+                .insert_timer(self.id, self.when, waker);
         }
+        // PATCH(timer-repoll): what the reactor holds now. A timer that had
+        // fired is held no more: its next poll must register it again.
+        self.registered = waker;
     }
 }
 
