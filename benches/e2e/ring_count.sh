@@ -31,7 +31,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$ROOT/benches/e2e/lib.sh"
 
 BACKEND_PORT=$(free_port)

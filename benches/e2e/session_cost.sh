@@ -58,7 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$ROOT/benches/e2e/lib.sh"
 
 # The cookie the filter writes for ADDR (Envoy's format, ttl 3600 s).
