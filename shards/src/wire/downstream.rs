@@ -543,9 +543,11 @@ pub(crate) async fn serve(
             eager_turns = 0;
             futures_lite::future::yield_now().await;
         }
-        // The loop's time, not a clock read per wake-up: stream deadlines
-        // and log start times can be a loop late (glommio's `loop_time`).
-        dc.now = glommio::timer::loop_time();
+        // A clock read per wake-up, not glommio's `loop_time`: deadlines set
+        // from it (route timeout, max_stream_duration, stream idle) must
+        // never run from before the bytes they time arrived, and the loop's
+        // time can be a whole run of the task queues old.
+        dc.now = Instant::now();
         let n = match woken {
             Wake::Io(Woken::Read(0)) => {
                 rb.filled(0);
