@@ -143,9 +143,7 @@ mkdir -p "$WORK/target/release"
 for b in gateway demo-backend loadgen idle_conns wire_backend wire_proxy; do
     if [ -x "$TARGET_DIR/release/$b" ]; then cp "$TARGET_DIR/release/$b" "$WORK/target/release/"; fi
 done
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-# Uncommitted changes outside the docs and these scripts may be in the binaries: say so.
-if [ "$COMMIT" != unknown ] && ! git diff --quiet HEAD -- . ':(exclude)docs' ':(exclude)benches/e2e' 2>/dev/null; then COMMIT+="+dirty"; fi
+COMMIT=$(commit_label)
 DATE=$(date +%Y-%m-%d)
 
 CPID=

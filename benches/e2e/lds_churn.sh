@@ -163,13 +163,6 @@ await_field() { # file, pattern, pid
     return 1
 }
 
-# A free port on every address (the listener binds 0.0.0.0 so that
-# 127.0.0.1 and 127.0.0.2 reach it and select different chains).
-free_port_any() {
-    python3 -c 'import socket
-s=socket.socket(); s.bind(("0.0.0.0",0)); print(s.getsockname()[1]); s.close()'
-}
-
 # ---------------------------------------------------------------- backends
 declare -A BACKEND_PORT
 for name in A B; do
@@ -182,7 +175,9 @@ for name in A B; do
 done
 
 # ---------------------------------------------------------------- gateway
-PROXY_PORT=$(free_port_any)
+# A free port on every address (the listener binds 0.0.0.0 so that
+# 127.0.0.1 and 127.0.0.2 reach it and select different chains).
+PROXY_PORT=$(free_port 0.0.0.0)
 cluster() { # name, backend port
     cat <<EOF
   - name: $1
@@ -404,10 +399,7 @@ curl -s -m 5 "$ADMIN/config_dump" >"$WORK/config_dump.json" || true
 curl -s -m 5 "$ADMIN/stats" >"$WORK/stats.txt" || true
 
 # ---------------------------------------------------------------- report
-if [ -z "${COMMIT:-}" ]; then
-    COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    if [ "$COMMIT" != unknown ] && ! git diff --quiet HEAD -- . ':(exclude)docs' ':(exclude)benches/e2e' 2>/dev/null; then COMMIT+="+dirty"; fi
-fi
+[ -n "${COMMIT:-}" ] || COMMIT=$(commit_label)
 SETTINGS="rate $RATE req/s open loop, -c $CONNS -m $STREAMS; stable chain ${STABLE_RATE} req/s -c $STABLE_CONNS; warm-up ${WARMUP} s, ${DURATION} s measured; one LDS update per ${UPDATE_MS} ms; /stats every ${SAMPLE_MS} ms; gateway --shards $SHARDS on cpus $PROXY_CPUS, clients on cpus $CLIENT_CPUS; $DRAIN_NOTE"
 RC=0
 python3 - "$WORK" "$COMMIT" "$SETTINGS" "$DURATION" "$RATE" "$STABLE_RATE" "$UPDATE_MS" "$SAMPLE_MS" "$WARMUP" <<'PY' || RC=$?

@@ -1,10 +1,23 @@
 # shellcheck shell=bash
 # Shell helpers shared by the end-to-end benchmark scripts (sourced).
 
-# A free TCP port on 127.0.0.1 (racy by nature; the scripts bind at once).
+# A free TCP port on address $1 (default 127.0.0.1; racy by nature: the
+# scripts bind at once).
+# shellcheck disable=SC2120 # $1 is optional
 free_port() {
-    python3 -c 'import socket
-s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+    python3 -c 'import socket, sys
+s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1]); s.close()' "${1:-127.0.0.1}"
+}
+
+# The commit a report is labelled with: git HEAD, "+dirty" when changes
+# outside the docs and these scripts may be in the binaries.
+commit_label() {
+    local commit
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- . ':(exclude)docs' ':(exclude)benches/e2e' 2>/dev/null; then
+        commit+="+dirty"
+    fi
+    echo "$commit"
 }
 
 # Waits until something listens on port $1, or fails if process $2 died.

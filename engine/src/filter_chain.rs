@@ -227,8 +227,8 @@ impl<N: Default> IpLevel<N> {
 }
 
 impl<N> IpLevel<N> {
+    /// `ip` is canonical already ([`ChainTable::find`] made it so).
     fn get(&self, ip: IpAddr) -> Option<&N> {
-        let ip = canonical(ip);
         let v4 = ip.is_ipv4();
         self.by_len
             .iter()

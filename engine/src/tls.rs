@@ -60,6 +60,29 @@ pub struct DownstreamTlsSpec {
     pub client_auth: Option<ClientAuthSpec>,
 }
 
+impl DownstreamTlsSpec {
+    /// `certificates` and `alpn` with what an otherwise empty
+    /// `DownstreamTlsContext` means: TLS 1.2–1.3, rustls's suites and
+    /// curves, session tickets (keys made by this process) and a session
+    /// cache, the server's cipher order, no client certificates.
+    pub fn new(certificates: Vec<CertificateSpec>, alpn: Vec<Vec<u8>>) -> Self {
+        Self {
+            certificates,
+            alpn,
+            min_version: TlsVersion::V1_2,
+            max_version: TlsVersion::V1_3,
+            cipher_suites: Vec::new(),
+            ecdh_curves: Vec::new(),
+            require_sni: false,
+            session_tickets: true,
+            ticket_keys: Vec::new(),
+            session_cache: true,
+            prefer_server_ciphers: true,
+            client_auth: None,
+        }
+    }
+}
+
 /// `validation_context` with `require_client_certificate`: which client
 /// certificates a listener takes.
 #[derive(Debug)]

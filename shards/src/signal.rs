@@ -81,15 +81,12 @@ impl Subscription {
         if registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             return Poll::Pending;
         }
+        // A first poll, or another task's: the map's entry follows.
         *registered = Some(cx.waker().clone());
-        let mut wakers = inner.wakers.borrow_mut();
-        match wakers.get_mut(&self.id) {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            Some(w) => *w = cx.waker().clone(),
-            None => {
-                wakers.insert(self.id, cx.waker().clone());
-            }
-        }
+        inner
+            .wakers
+            .borrow_mut()
+            .insert(self.id, cx.waker().clone());
         Poll::Pending
     }
 }

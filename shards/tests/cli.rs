@@ -675,11 +675,7 @@ fn a_second_sigterm_exits_without_waiting_for_the_drain() {
             let _ = get(&c, "/slow", &[("x-delay-ms", "20000")]).await;
         })
     });
-    let deadline = Instant::now() + PATIENCE;
-    while b.requests() < 1 {
-        assert!(Instant::now() < deadline, "slow request never arrived");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(PATIENCE, "slow request never arrived", || b.requests() >= 1);
     gw.child.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
     assert!(

@@ -93,19 +93,7 @@ fn body(r: &(u16, Vec<u8>)) -> String {
 /// Whether the server closes `addr`'s TLS connection for `sni` without a
 /// handshake (no chain): the client sees the connection end.
 fn refused(addr: SocketAddr, trust: &Cert, sni: &str) -> bool {
-    let tcp = TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let conn = rustls::ClientConnection::new(
-        client_config(&[trust], &["http/1.1"]),
-        rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap(),
-    )
-    .unwrap();
-    let mut s = rustls::StreamOwned::new(conn, tcp);
-    let mut result = Ok(());
-    while s.conn.is_handshaking() && result.is_ok() {
-        result = s.conn.complete_io(&mut s.sock).map(|_| ());
-    }
-    result.is_err()
+    tls_handshake(addr, &client_config(&[trust], &["http/1.1"]), sni).is_err()
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec, TlsVersion};
+use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use support::tls_client::*;
 use support::*;
@@ -32,26 +32,16 @@ fn tls_with(
 /// What the tests serve unless they say otherwise: `certs`, `alpn`,
 /// TLS 1.2–1.3, tickets and a session cache.
 fn spec(certs: &[&Cert], alpn: &[&str]) -> DownstreamTlsSpec {
-    DownstreamTlsSpec {
-        certificates: certs
+    DownstreamTlsSpec::new(
+        certs
             .iter()
             .map(|c| CertificateSpec {
                 chain: vec![c.der.clone()],
                 key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(c.key.clone())),
             })
             .collect(),
-        alpn: alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
-        min_version: TlsVersion::V1_2,
-        max_version: TlsVersion::V1_3,
-        cipher_suites: Vec::new(),
-        ecdh_curves: Vec::new(),
-        require_sni: false,
-        session_tickets: true,
-        ticket_keys: Vec::new(),
-        session_cache: true,
-        prefer_server_ciphers: true,
-        client_auth: None,
-    }
+        alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+    )
 }
 
 fn build(spec: DownstreamTlsSpec) -> Arc<DownstreamTls> {
@@ -142,20 +132,7 @@ fn sni_chooses_the_certificate() {
     let mut s = tls_connect(addr, &client_config(&[&a], &[]), "a.example");
     assert_eq!(tls_get(&mut s).0, 200);
     // No match: the first certificate, which a client of b does not trust.
-    let tcp = std::net::TcpStream::connect(addr).unwrap();
-    let conn = rustls::ClientConnection::new(
-        client_config(&[&b], &[]),
-        ServerName::try_from("other.example").unwrap(),
-    )
-    .unwrap();
-    let mut s = rustls::StreamOwned::new(conn, tcp);
-    let mut failed = false;
-    while s.conn.is_handshaking() {
-        if s.conn.complete_io(&mut s.sock).is_err() {
-            failed = true;
-            break;
-        }
-    }
+    let failed = tls_handshake(addr, &client_config(&[&b], &[]), "other.example").is_err();
     assert!(failed, "the default certificate is not b's");
 }
 

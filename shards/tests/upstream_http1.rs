@@ -506,25 +506,15 @@ fn downstream_tls(
     c: &(CertificateDer<'static>, PrivateKeyDer<'static>),
     alpn: &[&str],
 ) -> Arc<engine::tls::DownstreamTls> {
-    use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec, TlsVersion};
+    use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec};
     Arc::new(
-        DownstreamTls::build(DownstreamTlsSpec {
-            certificates: vec![CertificateSpec {
+        DownstreamTls::build(DownstreamTlsSpec::new(
+            vec![CertificateSpec {
                 chain: vec![c.0.clone()],
                 key: c.1.clone_key(),
             }],
-            alpn: alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
-            min_version: TlsVersion::V1_2,
-            max_version: TlsVersion::V1_3,
-            cipher_suites: vec![],
-            ecdh_curves: vec![],
-            require_sni: false,
-            session_tickets: true,
-            ticket_keys: Vec::new(),
-            session_cache: true,
-            prefer_server_ciphers: true,
-            client_auth: None,
-        })
+            alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        ))
         .expect("downstream tls"),
     )
 }

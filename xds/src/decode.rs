@@ -263,7 +263,7 @@ pub fn unpack<T: Message + Name + Default>(
     ))
 }
 
-fn type_name(type_url: &str) -> &str {
+pub(crate) fn type_name(type_url: &str) -> &str {
     type_url.rsplit('/').next().unwrap_or_default()
 }
 

@@ -32,7 +32,7 @@ fn message(m: &DynamicMessage, h: &mut DefaultHasher) {
         if let (Some(Value::String(url)), Some(Value::Bytes(bytes))) =
             (url.as_deref(), value.as_deref())
         {
-            let name = url.rsplit('/').next().unwrap_or_default();
+            let name = crate::decode::type_name(url);
             if let Some(inner) = pool()
                 .get_message_by_name(name)
                 .and_then(|d| DynamicMessage::decode(d, bytes.as_ref()).ok())

@@ -16,20 +16,7 @@ fn cert(names: &[&str], alg: &'static rcgen::SignatureAlgorithm) -> CertificateS
 }
 
 fn spec(certificates: Vec<CertificateSpec>) -> DownstreamTlsSpec {
-    DownstreamTlsSpec {
-        certificates,
-        alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-        min_version: TlsVersion::V1_2,
-        max_version: TlsVersion::V1_3,
-        cipher_suites: Vec::new(),
-        ecdh_curves: Vec::new(),
-        require_sni: false,
-        session_tickets: true,
-        ticket_keys: Vec::new(),
-        session_cache: true,
-        prefer_server_ciphers: true,
-        client_auth: None,
-    }
+    DownstreamTlsSpec::new(certificates, vec![b"h2".to_vec(), b"http/1.1".to_vec()])
 }
 
 const P256: &rcgen::SignatureAlgorithm = &rcgen::PKCS_ECDSA_P256_SHA256;

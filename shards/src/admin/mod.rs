@@ -230,8 +230,8 @@ async fn respond(
 
 fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, String) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if actions::is_action(path) {
-        return actions::answer(method, path, query, &mut state.0.borrow_mut());
+    if let Some(answer) = actions::answer(method, path, query, &state.0) {
+        return answer;
     }
     if method != "GET" && method != "HEAD" {
         return (405, "text/plain", "only GET\n".into());

@@ -46,8 +46,18 @@ pub fn client_config(trust: &[&Cert], alpn: &[&str]) -> Arc<rustls::ClientConfig
 pub type Tls = rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>;
 
 pub fn tls_connect(addr: SocketAddr, cfg: &Arc<rustls::ClientConfig>, sni: &str) -> Tls {
-    let tcp = std::net::TcpStream::connect(addr).expect("connect");
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tls_handshake(addr, cfg, sni).expect("handshake")
+}
+
+/// A TLS connection to `addr` for `sni`, or the error its handshake ended
+/// with (a refused or closed connection, a certificate not trusted).
+pub fn tls_handshake(
+    addr: SocketAddr,
+    cfg: &Arc<rustls::ClientConfig>,
+    sni: &str,
+) -> std::io::Result<Tls> {
+    let tcp = std::net::TcpStream::connect(addr)?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))?;
     let conn = rustls::ClientConnection::new(
         Arc::clone(cfg),
         ServerName::try_from(sni.to_string()).unwrap(),
@@ -55,9 +65,9 @@ pub fn tls_connect(addr: SocketAddr, cfg: &Arc<rustls::ClientConfig>, sni: &str)
     .expect("client");
     let mut s = rustls::StreamOwned::new(conn, tcp);
     while s.conn.is_handshaking() {
-        s.conn.complete_io(&mut s.sock).expect("handshake");
+        s.conn.complete_io(&mut s.sock)?;
     }
-    s
+    Ok(s)
 }
 
 /// One HTTP/1.1 GET on `s`: the status and body (content-length framing).

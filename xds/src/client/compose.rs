@@ -137,8 +137,8 @@ impl XdsClient {
                 Some(prev) if !ready => prev,
                 None if !ready => continue,
                 Some(prev)
+                    // Both route lists come from this listener's chains.
                     if Arc::ptr_eq(&prev.config, l)
-                        && prev.routes.len() == routes.len()
                         && prev
                             .routes
                             .iter()

@@ -220,17 +220,13 @@ fn filter_chain(
     Ok(FilterChain {
         name: fc.name.clone(),
         filter_chain_match,
-        id: chain_id(fc),
+        // A digest of the chain's resource: the same chain pushed again
+        // has the same id, however its maps were encoded (RDS routes are
+        // not part of it: they come separately).
+        id: crate::digest::digest(fc),
         tls,
         http,
     })
-}
-
-/// A digest of the chain's resource: the same chain pushed again has the
-/// same id, however its maps were encoded (RDS routes are not part of it:
-/// they come separately).
-fn chain_id(fc: &pb::FilterChain) -> u64 {
-    crate::digest::digest(fc)
 }
 
 /// `filter_chain_match`, validated and normalised.
