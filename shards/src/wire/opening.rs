@@ -1,9 +1,8 @@
 //! A new downstream connection's opening, before its codec runs: `tls_inspector` reads the ClientHello, the listener's table picks a filter chain (none: closed unanswered), then the chain's TLS handshake and the protocol (ALPN, `codec_type`, or the first bytes).
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::Poll;
 use std::time::Duration;
 
 use engine::filter_chain::Connection;
@@ -17,7 +16,7 @@ use super::codec::{self, DownCodec, Proto};
 use super::downstream::{HANDSHAKE_TIMEOUT, IDLE_READ_SIZE};
 use smallvec::SmallVec;
 
-use super::tls::{self, Inspected, Transport};
+use super::tls::{self, within_timer, Inspected, Transport, Waited};
 use super::ReadBuf;
 
 /// How a connection opened.
@@ -144,33 +143,23 @@ async fn first_bytes(
     drain: &crate::signal::Subscription,
     shutdown: &crate::signal::Subscription,
 ) -> Result<Proto, Silent> {
-    let mut timer = Box::pin(Timer::new(within));
+    let mut timer = Some(Box::pin(Timer::new(within)));
     loop {
         if let Some(p) = codec::choose(codec_type, &rb.buf) {
             return Ok(p);
         }
         let room = rb.room(IDLE_READ_SIZE);
-        let read = poll_fn(|cx| {
-            if let Poll::Ready(r) = Pin::new(&mut *tcp).poll_read(cx, room) {
-                return Poll::Ready(Ok(r.unwrap_or(0)));
+        let read = poll_fn(|cx| Pin::new(&mut *tcp).poll_read(cx, room));
+        let silent = match within_timer(read, &mut timer, drain, shutdown).await {
+            Waited::Done(Ok(n)) if n > 0 => {
+                rb.filled(n);
+                continue;
             }
-            if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
-                return Poll::Ready(Err(Silent::Gone));
-            }
-            timer.as_mut().poll(cx).map(|_| Err(Silent::TimedOut))
-        })
-        .await;
-        match read {
-            Ok(n) if n > 0 => rb.filled(n),
-            Ok(_) => {
-                rb.filled(0);
-                return Err(Silent::Gone);
-            }
-            Err(e) => {
-                rb.filled(0);
-                return Err(e);
-            }
-        }
+            Waited::Done(_) | Waited::Gone => Silent::Gone,
+            Waited::TimedOut => Silent::TimedOut,
+        };
+        rb.filled(0);
+        return Err(silent);
     }
 }
 

@@ -143,8 +143,8 @@ impl Inspected {
     }
 }
 
-/// How a wait of the inspector ended.
-enum Waited<T> {
+/// How a wait of a connection's opening ended.
+pub(super) enum Waited<T> {
     Done(T),
     /// The listener drains or the shard stops.
     Gone,
@@ -153,7 +153,7 @@ enum Waited<T> {
 
 /// Waits for `fut` within `timer` (none: for ever), unless `drain` or
 /// `shutdown` fires first.
-async fn within_timer<T>(
+pub(super) async fn within_timer<T>(
     fut: impl Future<Output = T>,
     timer: &mut Option<Pin<Box<Timer>>>,
     drain: &Subscription,
@@ -249,22 +249,15 @@ pub(crate) async fn handshake(
         Inspected::Plain(tcp) => futures_rustls::TlsAcceptor::from(config).accept(tcp),
         Inspected::Tls(start) => start.into_stream(config),
     };
-    let mut accept = std::pin::pin!(accept);
-    let mut timer = std::pin::pin!(Timer::new(within));
-    let done = std::future::poll_fn(|cx| {
-        if let Poll::Ready(r) = accept.as_mut().poll(cx) {
-            return Poll::Ready(Some(r));
-        }
-        if drain.poll_fired(cx).is_ready() || shutdown.poll_fired(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        if timer.as_mut().poll(cx).is_ready() {
+    let mut timer = Some(Box::pin(Timer::new(within)));
+    let done = match within_timer(accept, &mut timer, drain, shutdown).await {
+        Waited::Done(r) => r,
+        Waited::Gone => return None,
+        Waited::TimedOut => {
             stats.tls_handshake_timeout.inc();
-            return Poll::Ready(None);
+            return None;
         }
-        Poll::Pending
-    })
-    .await?;
+    };
     match done {
         Ok(stream) => {
             let conn = &stream.get_ref().1;
