@@ -1,7 +1,7 @@
 //! Heap held by one connection's HPACK decoder after traffic: `h2wire`
 //! against the `h2` crate's, counted by a global allocator that tracks live
 //! bytes (exact, no sampling). This is most of what an idle client
-//! connection keeps after use (docs/benchmarks.md, idle memory).
+//! connection keeps after use (docs/benchmarks-history.md, idle connection memory).
 //!
 //! For 1, 16 and 64 browser-like request blocks on one connection (each
 //! with a fresh `x-request-id`, so the 4 KiB table churns), it prints the
