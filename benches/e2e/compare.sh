@@ -268,7 +268,7 @@ fi
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
-    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend --bin wire_proxy
+    cargo build --release -q -p gateway -p demo-backend -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend --bin wire_proxy
 fi
 case " $TARGETS " in *" wire "*) [ -x "$BIN/wire_backend" ] || { echo "missing $BIN/wire_backend (build first)" >&2; exit 1; } ;; esac
 case " $TARGETS " in *" wireproxy "*) [ -x "$BIN/wire_proxy" ] || { echo "missing $BIN/wire_proxy (build first)" >&2; exit 1; } ;; esac

@@ -125,7 +125,7 @@ esac
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
-    cargo build --release -q -p shards -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend --bin wire_proxy
+    cargo build --release -q -p gateway -p demo-backend -p loadgen -p benches --bin gateway --bin demo-backend --bin loadgen --bin idle_conns --bin wire_backend --bin wire_proxy
 fi
 for b in gateway demo-backend loadgen idle_conns; do
     [ -x "$TARGET_DIR/release/$b" ] || { echo "missing $TARGET_DIR/release/$b (build first)" >&2; exit 1; }

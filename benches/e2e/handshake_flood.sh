@@ -31,7 +31,7 @@ case $TARGET in
     gateway|haproxy) ;;
     *) echo "--target: gateway or haproxy, not $TARGET" >&2; exit 2 ;;
 esac
-[[ $BUILD == 1 ]] && cargo build --release -q -p shards --bins
+[[ $BUILD == 1 ]] && cargo build --release -q -p gateway -p demo-backend --bins
 # shellcheck source=.ci/common.sh
 . .ci/common.sh
 # shellcheck source=benches/e2e/lib.sh

@@ -188,7 +188,7 @@ esac
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
-    cargo build --release -q -p shards --bin gateway --bin demo-backend
+    cargo build --release -q -p gateway -p demo-backend --bin gateway --bin demo-backend
 fi
 for b in gateway demo-backend; do
     [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first)" >&2; exit 1; }

@@ -133,7 +133,7 @@ log() { printf '[lds_churn %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 if [ "$BUILD" = 1 ]; then
     log "building release binaries"
-    cargo build --release -q -p shards -p loadgen --bin gateway --bin demo-backend --bin loadgen
+    cargo build --release -q -p gateway -p demo-backend -p loadgen --bin gateway --bin demo-backend --bin loadgen
 fi
 for b in gateway demo-backend loadgen; do
     [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build first, or drop --no-build)" >&2; exit 1; }

@@ -13,7 +13,7 @@
 #   TARGET: gateway (target/release/gateway), haproxy, or a gateway binary's
 #           path (an A/B of two builds)
 # Needs perf, haproxy for TARGET haproxy, and release builds
-# (cargo build --release -p shards -p loadgen --bins).
+# (cargo build --release -p gateway -p demo-backend -p loadgen --bins).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

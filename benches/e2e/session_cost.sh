@@ -47,7 +47,7 @@ done
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/target/release
 if [ "$BUILD" = 1 ]; then
-    (cd "$ROOT" && cargo build --release -q -p shards -p loadgen --bin gateway --bin demo-backend --bin loadgen)
+    (cd "$ROOT" && cargo build --release -q -p gateway -p demo-backend -p loadgen --bin gateway --bin demo-backend --bin loadgen)
 fi
 WORK=$(mktemp -d)
 PIDS=()

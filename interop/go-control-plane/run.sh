@@ -13,7 +13,7 @@
 # Usage:  interop/go-control-plane/run.sh
 # Env:    GOCP_DIR     toolchain + Go sources + server binary (default /tmp/gocp-interop)
 #         GW_BIN_DIR   where gateway and demo-backend are (default <repo>/target/release)
-#         SKIP_CARGO=1 do not run `cargo build --release -p shards --bins`
+#         SKIP_CARGO=1 do not run `cargo build --release -p gateway -p demo-backend --bins`
 #         IDLE_SECS    idle time for each keepalive check (default 130: long
 #                      enough for grpc-go to act on 30 s PINGs, were any sent)
 #         SKIP_PING_POLICY=1  skip the check against grpc-go's default server options
@@ -226,8 +226,8 @@ go_env
 build_server || { echo "cannot build the go-control-plane server"; exit 2; }
 [ -f "$GOCP_DIR/versions.txt" ] && info "Debian packages: $(tr '\n' ',' <"$GOCP_DIR/versions.txt")"
 if [ "${SKIP_CARGO:-0}" != 1 ]; then
-	log "cargo build --release -p shards --bins"
-	(cd "$REPO" && cargo build --release -p shards --bins) || { echo "cargo build failed"; exit 2; }
+	log "cargo build --release -p gateway -p demo-backend --bins"
+	(cd "$REPO" && cargo build --release -p gateway -p demo-backend --bins) || { echo "cargo build failed"; exit 2; }
 fi
 for b in gateway demo-backend; do
 	[ -x "$GW_BIN_DIR/$b" ] || { echo "missing $GW_BIN_DIR/$b"; exit 2; }

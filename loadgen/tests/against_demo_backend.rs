@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use demo_backend::{spawn_thread, BackendHandle, BackendOptions};
 use loadgen::{Args, SessionStats};
-use shards::demo_backend::{spawn_thread, BackendHandle, BackendOptions};
 
 fn backend() -> BackendHandle {
     spawn_thread(

@@ -221,9 +221,9 @@ fn run(a: &Args) -> Result<(), String> {
     );
     server.set(type_url::ROUTE, "r1", vec![routes("routes", "echo")]);
 
-    let gw = shards::start(
+    let gw = gateway::start(
         ads_bootstrap(server.addr()),
-        shards::Options {
+        gateway::Options {
             shards: Some(a.shards),
             cpus: None,
             ..Default::default()

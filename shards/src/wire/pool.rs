@@ -41,7 +41,6 @@ use super::outbuf::OutBuf;
 use super::readbuf::ReadBuf;
 use super::tls::Transport;
 use super::upcodec::UpCodec;
-use crate::io;
 use crate::stats::ShardStats;
 
 mod task;

@@ -60,7 +60,9 @@ async fn connect(
     tls: Option<&engine::tls::UpstreamTls>,
 ) -> std::io::Result<(Transport, Option<Proto>)> {
     let started = Instant::now();
-    let tcp = io::connect(addr, timeout).await?;
+    let tcp = glommio::net::TcpStream::connect_timeout(addr, timeout)
+        .await
+        .map_err(std::io::Error::from)?;
     let _ = tcp.set_nodelay(true);
     match tls {
         None => Ok((Transport::Plain(tcp), None)),

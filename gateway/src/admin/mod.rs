@@ -1,0 +1,302 @@
+//! The admin server (HTTP/1.1 on `admin.address`), run by the control shard:
+//! `/ready`, `/stats` (Prometheus text, summed over shards), `/config_dump`,
+//! `/clusters`, `/listeners`; `POST` `/healthcheck/fail`, `/healthcheck/ok`,
+//! `/drain_listeners`.
+
+mod actions;
+mod clusters;
+mod config_dump;
+mod exposition;
+mod prometheus;
+mod xds;
+
+pub use crate::events::AdminAction;
+pub use xds::{XdsError, XdsTypeView, XdsView};
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use engine::{Bootstrap, Snapshot};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::{TcpListener, TcpStream};
+use glommio::Task;
+use serde_json::{json, Value};
+
+use crate::outlier::OutlierView;
+use shards::stats::{HostCounter, ShardStats};
+
+const MAX_REQUEST: usize = 16 * 1024;
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+struct Inner {
+    shards: Vec<Arc<ShardStats>>,
+    snapshot: Arc<Snapshot>,
+    bootstrap: Bootstrap,
+    /// `None` without `dynamic_resources`.
+    xds: Option<XdsView>,
+    pushes: PushStats,
+    /// TLS certificate reloads: (done, failed).
+    tls_reloads: (u64, u64),
+    /// Outlier detection as of the last sweep or snapshot.
+    outlier: OutlierView,
+    /// Monotonic → wall clock, for ejection times.
+    epoch: (Instant, SystemTime),
+    accept: Option<Task<()>>,
+    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
+    /// answers 503.
+    health_failed: bool,
+    /// `POST /drain_listeners` was called.
+    listeners_drained: bool,
+    /// Listeners that could not bind (retried by the control shard).
+    not_serving: Vec<crate::ports::NotServing>,
+    /// Where admin actions go: the control loop's inbox.
+    events: Option<crate::events::EventSender>,
+}
+
+impl Inner {
+    /// A host's counter summed over the shards that have touched it.
+    fn host_sum(&self, id: engine::HostId, f: HostCounter) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|s| s.hosts.get(id))
+            .map(|h| f(h).get())
+            .sum()
+    }
+}
+
+/// Snapshot pushes since start (config reloads and xDS updates).
+#[derive(Debug, Default, Clone, Copy)]
+struct PushStats {
+    count: u64,
+    total: Duration,
+    last: Duration,
+    max: Duration,
+}
+
+/// What the admin server reports from; owned by the control shard.
+#[derive(Clone)]
+pub struct AdminState(Rc<RefCell<Inner>>);
+
+impl AdminState {
+    pub fn new(
+        shards: Vec<Arc<ShardStats>>,
+        snapshot: Arc<Snapshot>,
+        bootstrap: Bootstrap,
+    ) -> Self {
+        Self(Rc::new(RefCell::new(Inner {
+            shards,
+            snapshot,
+            bootstrap,
+            xds: None,
+            pushes: PushStats::default(),
+            tls_reloads: (0, 0),
+            outlier: OutlierView::default(),
+            epoch: (Instant::now(), SystemTime::now()),
+            accept: None,
+            health_failed: false,
+            listeners_drained: false,
+            not_serving: Vec::new(),
+            events: None,
+        })))
+    }
+
+    pub fn set_config(&self, snapshot: Arc<Snapshot>, bootstrap: Bootstrap) {
+        let mut i = self.0.borrow_mut();
+        i.snapshot = snapshot;
+        i.bootstrap = bootstrap;
+    }
+
+    /// Records how long one snapshot took from build to every shard's ack.
+    /// Counts certificate reloads of the listeners' TLS contexts.
+    pub fn record_tls_reloads(&self, ok: u32, failed: u32) {
+        if ok + failed > 0 {
+            let mut i = self.0.borrow_mut();
+            i.tls_reloads.0 += u64::from(ok);
+            i.tls_reloads.1 += u64::from(failed);
+        }
+    }
+
+    pub fn record_push(&self, took: Duration) {
+        let p = &mut self.0.borrow_mut().pushes;
+        p.count += 1;
+        p.total += took;
+        p.last = took;
+        p.max = p.max.max(took);
+    }
+
+    /// The control shard's outlier detectors changed (a sweep or a new
+    /// snapshot); `epoch` maps their instants to wall-clock time.
+    pub fn set_outlier(&self, view: OutlierView, epoch: (Instant, SystemTime)) {
+        let mut i = self.0.borrow_mut();
+        i.outlier = view;
+        i.epoch = epoch;
+    }
+
+    pub fn set_xds(&self, view: XdsView) {
+        self.0.borrow_mut().xds = Some(view);
+    }
+
+    /// The listeners that could not bind at the last update.
+    pub fn set_not_serving(&self, not_serving: Vec<crate::ports::NotServing>) {
+        self.0.borrow_mut().not_serving = not_serving;
+    }
+
+    /// Where admin actions go (the control loop's inbox).
+    pub(crate) fn set_events(&self, events: crate::events::EventSender) {
+        self.0.borrow_mut().events = Some(events);
+    }
+
+    /// Closes the admin listener.
+    pub fn stop(&self) {
+        self.0.borrow_mut().accept = None;
+    }
+}
+
+/// Binds the admin listener and serves it on the current executor.
+pub fn start(addr: SocketAddr, state: AdminState) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).map_err(std::io::Error::from)?;
+    let bound = listener.local_addr().map_err(std::io::Error::from)?;
+    let st = state.clone();
+    let task = glommio::spawn_local(async move {
+        loop {
+            match listener.accept().await {
+                Ok(stream) => {
+                    glommio::spawn_local(serve(stream, st.clone())).detach();
+                }
+                Err(_) => glommio::timer::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    });
+    state.0.borrow_mut().accept = Some(task);
+    Ok(bound)
+}
+
+async fn serve(mut stream: TcpStream, state: AdminState) {
+    // A client that connects and never sends a request must not hold a task
+    // and a buffer for ever.
+    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let mut buf = vec![0u8; MAX_REQUEST];
+    let mut len = 0;
+    let (method, path) = loop {
+        let n = match stream.read(&mut buf[len..]).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        len += n;
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf[..len]) {
+            Ok(httparse::Status::Complete(_)) => {
+                break (
+                    req.method.unwrap_or("GET").to_string(),
+                    req.path.unwrap_or("/").to_string(),
+                );
+            }
+            Ok(httparse::Status::Partial) if len < MAX_REQUEST => continue,
+            _ => {
+                let _ = respond(&mut stream, 400, "text/plain", "bad request\n").await;
+                return;
+            }
+        }
+    };
+    let (status, ctype, body) = route(&method, &path, &state);
+    let _ = respond(&mut stream, status, ctype, &body).await;
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    ctype: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Service Unavailable",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await?;
+    stream.close().await
+}
+
+fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, String) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if let Some(answer) = actions::answer(method, path, query, &state.0) {
+        return answer;
+    }
+    if method != "GET" && method != "HEAD" {
+        return (405, "text/plain", "only GET\n".into());
+    }
+    let inner = state.0.borrow();
+    match path {
+        "/ready" => {
+            let serving = inner.shards.iter().all(|s| s.serving.get() == 1);
+            // As Envoy's init manager: not ready before the first LDS/CDS
+            // fetch is done (or its initial_fetch_timeout passed).
+            let xds_done = inner.xds.as_ref().is_none_or(|x| x.initialized);
+            if inner.health_failed {
+                // As Envoy: an L4 balancer's health check takes the
+                // instance out before its connections drain.
+                (503, "text/plain", "DRAINING\n".into())
+            } else if serving && xds_done {
+                (200, "text/plain", "LIVE\n".into())
+            } else {
+                (503, "text/plain", "NOT READY\n".into())
+            }
+        }
+        "/stats" | "/stats/prometheus" => (
+            200,
+            "text/plain; version=0.0.4",
+            prometheus::render(&inner),
+        ),
+        "/config_dump" => (200, "application/json", pretty(config_dump::render(&inner))),
+        "/clusters" if query.contains("format=json") => {
+            (200, "application/json", pretty(clusters::json(&inner)))
+        }
+        "/clusters" => (200, "text/plain", clusters::text(&inner)),
+        "/listeners" => {
+            let state = if inner.listeners_drained {
+                "draining (drain_listeners)"
+            } else {
+                "serving"
+            };
+            let serving = inner.snapshot.listeners.iter().map(|l| {
+                json!({"name": l.name, "address": l.address.to_string(), "state": state})
+            });
+            let not_serving = inner.not_serving.iter().map(|n| {
+                json!({
+                    "name": n.name,
+                    "address": n.address.to_string(),
+                    "state": "not serving",
+                    "error": n.error,
+                })
+            });
+            let l: Vec<Value> = serving.chain(not_serving).collect();
+            (200, "application/json", pretty(json!({ "listeners": l })))
+        }
+        "/" => (
+            200,
+            "text/plain",
+            "admin endpoints: /ready /stats /config_dump /clusters /clusters?format=json /listeners; \
+             POST /healthcheck/fail /healthcheck/ok /drain_listeners[?graceful]\n"
+                .into(),
+        ),
+        _ => (404, "text/plain", "not found; see /\n".into()),
+    }
+}
+
+fn pretty(v: Value) -> String {
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,326 @@
+//! `gateway`: run the edge gateway from an Envoy v3 bootstrap (or the
+//! embedded demo), reload it on SIGHUP, reopen access logs on SIGUSR1, drain on
+//! SIGTERM/SIGINT (a second one exits at once).
+
+use shards::pacing::Pacing;
+use shards::wire::drain::{DrainOptions, DrainStrategy};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use demo_backend::BackendOptions;
+use engine::session::CookieFormat;
+
+/// The demo bootstrap, embedded so `gateway --demo` needs no files.
+const DEMO_CONFIG: &str = include_str!("../../../deploy/examples/demo.yaml");
+/// Ports of the demo backends named in the demo bootstrap.
+const DEMO_BACKENDS: [(&str, u16); 3] = [
+    ("backend-1", 18081),
+    ("backend-2", 18082),
+    ("backend-3", 18083),
+];
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gateway",
+    version,
+    about = "Thread-per-core HTTP/2 edge gateway configured like Envoy"
+)]
+struct Args {
+    /// Envoy v3 bootstrap (YAML or JSON).
+    #[arg(short, long, value_name = "FILE", required_unless_present = "demo")]
+    config: Option<PathBuf>,
+    /// Run the embedded demo config and start its three demo backends.
+    #[arg(long, conflicts_with = "config")]
+    demo: bool,
+    /// Number of data shards (default: one per CPU of --cpu-list, else per core).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// CPUs to pin data shards to, e.g. `0-3,6`.
+    #[arg(long, value_name = "LIST")]
+    cpu_list: Option<String>,
+    /// Validate the config and exit (status 0 if valid, 2 if not).
+    #[arg(long)]
+    check: bool,
+    /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shards=debug`.
+    #[arg(long, default_value = "info")]
+    log: String,
+    /// How new stateful-session cookies are written: `envoy` (base64 of
+    /// Envoy's `envoy.Cookie` message, shared with Envoy fleets) or `a55`
+    /// (gRFC A55's plain base64("ip:port")). Every form is read either way.
+    #[arg(long, value_name = "FORMAT", default_value = "envoy", value_parser = parse_cookie_format)]
+    session_cookie_format: CookieFormat,
+    /// I/O batching: a data shard with at least --io-batch-min-streams
+    /// streams in flight polls its sockets at most every this many
+    /// microseconds, so each poll reads and writes more at once (fewer
+    /// syscalls per request; up to this much added latency per read).
+    /// 0 turns it off. See docs/architecture.md, "I/O batching".
+    #[arg(long, value_name = "MICROS", default_value_t = Pacing::default().interval.as_micros() as u64)]
+    io_batch_us: u64,
+    /// Streams in flight on a shard from which --io-batch-us applies.
+    #[arg(long, value_name = "N", default_value_t = Pacing::default().min_streams)]
+    io_batch_min_streams: u64,
+    /// Envoy's drain time: connections of a listener (or filter chain) an
+    /// update removed or changed, and all of them at stop, are told to go
+    /// over this many seconds (spread, see --drain-strategy); what is
+    /// left at its end is closed. Idle connections close at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(0..=31_536_000))]
+    drain_time_s: u64,
+    /// `gradual` spreads the drain over --drain-time-s so clients do not
+    /// all reconnect at once; `immediate` tells every connection at once.
+    #[arg(long, value_name = "STRATEGY", default_value = "gradual", value_parser = parse_drain_strategy)]
+    drain_strategy: DrainStrategy,
+}
+
+fn parse_drain_strategy(s: &str) -> Result<DrainStrategy, String> {
+    match s {
+        "gradual" => Ok(DrainStrategy::Gradual),
+        "immediate" => Ok(DrainStrategy::Immediate),
+        other => Err(format!("{other:?}: expected gradual or immediate")),
+    }
+}
+
+fn parse_cookie_format(s: &str) -> Result<CookieFormat, String> {
+    match s {
+        "envoy" => Ok(CookieFormat::Envoy),
+        "a55" | "plain" => Ok(CookieFormat::Plain),
+        other => Err(format!("{other:?}: expected envoy or a55")),
+    }
+}
+
+fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("--cpu-list: bad entry {part:?} (expected N or N-M)");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err("--cpu-list: empty".into());
+    }
+    Ok(out)
+}
+
+/// Makes the demo's self-signed certificate for `localhost` and
+/// 127.0.0.1, hands it to the demo config in the environment variables
+/// it names, and writes it where curl can trust it (`--cacert`).
+fn demo_certificate() -> Result<std::path::PathBuf, String> {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+        .map_err(|e| format!("demo certificate: {e}"))?;
+    let cert = made.cert.pem();
+    let dir = std::env::temp_dir().join(format!("gateway-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("cert.pem");
+    std::fs::write(&path, &cert).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Set before any other thread starts (the caller is at the top of
+    // `main`): the environment is process-wide.
+    std::env::set_var("GATEWAY_DEMO_TLS_CERT", cert);
+    std::env::set_var("GATEWAY_DEMO_TLS_KEY", made.key_pair.serialize_pem());
+    Ok(path)
+}
+
+fn load(args: &Args) -> Result<engine::Bootstrap, String> {
+    match &args.config {
+        Some(path) => {
+            xds::bootstrap::load_file(path).map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => xds::bootstrap::from_str(DEMO_CONFIG, xds::bootstrap::Format::Yaml)
+            .map_err(|e| format!("embedded demo config: {e}")),
+    }
+}
+
+/// `--check` also validates the files `path_config_source` names, as a
+/// start would.
+fn check_file_sources(b: &engine::Bootstrap) -> Result<(), String> {
+    use xds::client::{ResourceType, XdsClient};
+    let now = std::time::Instant::now();
+    let mut client = XdsClient::new(b, now);
+    for kind in [ResourceType::Cluster, ResourceType::Listener] {
+        if let Some(engine::ConfigSource::Path(path)) = client.source(kind).cloned() {
+            let resp = xds::file::load_discovery_response(&path).map_err(|e| e.to_string())?;
+            if let Some(e) = client.on_file(kind, &resp, now).rejected {
+                return Err(format!("{}: {e}", path.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&args.log).unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let demo_cert = match args.demo.then(demo_certificate).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let bootstrap = match load(&args) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check {
+        if let Err(e) = check_file_sources(&bootstrap) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+        println!("configuration OK");
+        return ExitCode::SUCCESS;
+    }
+    let cpus = match args.cpu_list.as_deref().map(parse_cpu_list).transpose() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+
+    // Handlers go in before anything serves: a SIGHUP or SIGTERM that
+    // arrives the moment we print our addresses must not kill the process.
+    // The main thread then blocks on them: no polling while idle.
+    let mut signals = match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGUSR1,
+    ]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: installing signal handler: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut backends = Vec::new();
+    if args.demo {
+        for (name, port) in DEMO_BACKENDS {
+            let addr = ([127, 0, 0, 1], port).into();
+            match demo_backend::spawn_thread(addr, BackendOptions::new(name), None) {
+                Ok(b) => backends.push(b),
+                Err(e) => {
+                    eprintln!("error: demo backend {name} on {addr}: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+
+    let gw = match gateway::start(
+        bootstrap,
+        gateway::Options {
+            shards: args.shards,
+            cpus,
+            session_cookie_format: args.session_cookie_format,
+            pacing: Pacing {
+                interval: Duration::from_micros(args.io_batch_us),
+                min_streams: args.io_batch_min_streams,
+            },
+            drain: DrainOptions {
+                time: Duration::from_secs(args.drain_time_s),
+                strategy: args.drain_strategy,
+            },
+        },
+    ) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let config_error = matches!(e, gateway::StartError::Config(_));
+            return ExitCode::from(if config_error { 2 } else { 1 });
+        }
+    };
+    for (name, addr) in &gw.listeners {
+        println!("listener {name} on {addr}");
+    }
+    if let Some(a) = gw.admin_addr {
+        println!("admin on http://{a}/");
+    }
+    println!("serving with {} data shard(s)", gw.shard_stats.len());
+    if args.demo {
+        let (l, t) = (gw.listener("ingress"), gw.listener("ingress_tls"));
+        if let (Some(l), Some(t), Some(a), Some(ca)) = (l, t, gw.admin_addr, &demo_cert) {
+            let (ca, tp) = (ca.display(), t.port());
+            println!(
+                "\ntry (HTTP/1.1 and HTTP/2 on the same port):\n  \
+                 curl -i http://{l}/\n  \
+                 curl --http2-prior-knowledge -i http://{l}/\n  \
+                 curl -i http://{l}/one/x          # prefix_rewrite to one backend\n  \
+                 curl -d 'echo me' http://{l}/echo  # bodies are echoed\n  \
+                 curl -i -c jar -b jar http://{l}/sticky  # stateful session: repeat, same x-backend\n\
+                 over TLS (a self-signed certificate for localhost; ALPN picks the protocol):\n  \
+                 curl --cacert {ca} -i https://localhost:{tp}/\n  \
+                 curl --cacert {ca} --http1.1 -i https://localhost:{tp}/\n\
+                 admin:\n  \
+                 curl http://{a}/stats\n  curl http://{a}/clusters\n  curl http://{a}/config_dump\n\
+                 Ctrl-C drains and stops."
+            );
+        }
+    }
+
+    for signal in signals.forever() {
+        if signal == signal_hook::consts::SIGUSR1 {
+            // logrotate moved the access log files away: open new ones.
+            gw.reopen_logs();
+            continue;
+        }
+        if signal == signal_hook::consts::SIGHUP {
+            // Bad config on reload: keep serving what we have.
+            match load(&args).and_then(|b| gw.reload(b)) {
+                Ok(v) => eprintln!("reloaded configuration (version {v})"),
+                Err(e) => eprintln!("reload rejected, keeping current configuration: {e}"),
+            }
+            continue;
+        }
+        break;
+    }
+    eprintln!(
+        "draining and stopping (up to --drain-time-s {}s; send the signal again to exit now)",
+        args.drain_time_s
+    );
+    // A second SIGTERM or SIGINT ends the drain: exit at once.
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            if signal == signal_hook::consts::SIGTERM || signal == signal_hook::consts::SIGINT {
+                eprintln!("second signal: exiting without waiting for the drain");
+                std::process::exit(1);
+            }
+        }
+    });
+    gw.shutdown();
+    drop(backends);
+    if let Some(dir) = demo_cert.as_deref().and_then(std::path::Path::parent) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cpu_list;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+}

@@ -1,0 +1,685 @@
+//! The control shard's main loop: one place where every config change —
+//! SIGHUP reloads, ADS responses, file sources, initial fetch timeouts —
+//! turns into a new `Snapshot` pushed to every data shard.
+//!
+//! ```text
+//!  commands (std mpsc, polled) ─┐
+//!  ADS task (AdsEvent) ─────────┼─▶ Event ─▶ XdsClient ─▶ compose ─▶ Snapshot::build ─▶ shards
+//!  file watchers ───────────────┤                 │                                       │
+//!  tick (timeouts) ─────────────┘                 └── ACK/NACK on the ADS stream ◀── acks ┘
+//! ```
+//! An update is acknowledged to the control plane only after every shard
+//! applied it, so an ACK means "serving".
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::os::unix::io::{FromRawFd, IntoRawFd};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
+use futures_lite::AsyncReadExt;
+use glommio::channels::local_channel;
+use glommio::channels::shared_channel::{self, ConnectedReceiver, ConnectedSender};
+use glommio::{LocalExecutorBuilder, Placement, Task};
+use xds::client::{ResourceType, XdsClient};
+use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+
+use crate::admin::{self, AdminState};
+use crate::certs::CertWatch;
+use crate::error::{StartError, Started};
+use crate::events::AdsEvent;
+use crate::events::{Command, CommandReceiver, Event, EventSender};
+use crate::outlier::OutlierControl;
+use crate::ports::PortReservations;
+use crate::xds::ads::{self, AdsTarget};
+use crate::xds::{files, grpc, view};
+use shards::messages::{ShardMsg, ShardReply};
+use shards::stats::ShardStats;
+
+/// Says at info level what an update did to the listeners: those added,
+/// removed or moved, and the chains whose connections now drain (an
+/// operator reading the log sees why clients reconnect).
+fn log_listener_changes(old: &Snapshot, new: &Snapshot) {
+    for l in &new.listeners {
+        match old.listener(&l.name) {
+            None => tracing::info!(listener = %l.name, address = %l.address, "listener added"),
+            Some(o) if o.address != l.address => {
+                tracing::info!(listener = %l.name, address = %l.address, "listener moved: the old one drains");
+            }
+            Some(o) if Arc::ptr_eq(o, l) => {}
+            Some(o) => {
+                let changed = o.chains().filter(|c| l.chain(c.id).is_none()).count();
+                if changed > 0 {
+                    tracing::info!(listener = %l.name, chains = changed, "filter chains changed: their connections drain");
+                }
+            }
+        }
+    }
+    for o in &old.listeners {
+        if new.listener(&o.name).is_none() {
+            tracing::info!(listener = %o.name, "listener removed: its connections drain");
+        }
+    }
+}
+
+/// How often a listener that could not bind is tried again (A36 leaves
+/// the period open; Envoy never retries on its own).
+const BIND_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How the data shards are laid out and configured.
+pub(crate) struct Layout {
+    pub shards: usize,
+    pub cpus: Option<Vec<usize>>,
+    pub cookie_format: engine::session::CookieFormat,
+    pub pacing: shards::pacing::Pacing,
+    pub logs: Arc<shards::access_log::LogWriter>,
+    pub drain: shards::wire::drain::DrainOptions,
+}
+
+struct ShardLink {
+    tx: ConnectedSender<ShardMsg>,
+    acks: ConnectedReceiver<ShardReply>,
+    thread: Option<glommio::ExecutorJoinHandle<()>>,
+}
+
+/// The ADS stream as the control loop sees it.
+#[derive(Default)]
+struct AdsLink {
+    gen: u64,
+    send: Option<h2::SendStream<Bytes>>,
+    server: Option<SocketAddr>,
+    restarts: u64,
+    connect_failures: u64,
+    /// Requests held back until their time (repeated NACKs, see
+    /// `xds::client::Outcome::delay`).
+    pending: Vec<(Instant, DiscoveryRequest)>,
+}
+
+struct Control {
+    links: Vec<ShardLink>,
+    ports: PortReservations,
+    registry: HostRegistry,
+    admin: AdminState,
+    current: Arc<Snapshot>,
+    version: u64,
+    client: XdsClient,
+    ads: AdsLink,
+    /// `dynamic_resources` as started (a reload may not change them).
+    dynamic: Option<engine::DynamicResources>,
+    /// `initialized` as last shown by the admin server.
+    initialized: bool,
+    /// Monotonic → wall clock, for the admin's timestamps.
+    epoch: (Instant, SystemTime),
+    outlier: OutlierControl,
+    /// Certificate files of the current listeners.
+    certs: CertWatch,
+    /// Listeners of the last update that could not bind, and when to try
+    /// them again.
+    not_serving: Vec<crate::ports::NotServing>,
+    bind_retry_at: Option<Instant>,
+}
+
+pub(crate) async fn run(
+    bootstrap: Bootstrap,
+    layout: Layout,
+    shard_stats: Vec<Arc<ShardStats>>,
+    commands: CommandReceiver,
+    started: mpsc::Sender<Started>,
+) {
+    let Layout {
+        shards: n,
+        cpus,
+        cookie_format,
+        pacing,
+        logs,
+        drain: drain_options,
+    } = layout;
+    let now = Instant::now();
+    let mut client = XdsClient::new(&bootstrap, now);
+    // File sources are read before the first snapshot, so the gateway
+    // starts with what they hold (or fails to start if they are invalid).
+    let mut watched = Vec::new();
+    for kind in [ResourceType::Cluster, ResourceType::Listener] {
+        if let Some(ConfigSource::Path(path)) = client.source(kind).cloned() {
+            let stamp = files::stamp(&path);
+            let outcome = match files::read(&path) {
+                Ok(resp) => client.on_file(kind, &resp, now),
+                Err(e) => {
+                    let _ = started.send(Err(StartError::Config(e)));
+                    return;
+                }
+            };
+            if let Some(e) = outcome.rejected {
+                let _ = started.send(Err(StartError::Config(format!("{}: {e}", path.display()))));
+                return;
+            }
+            watched.push((kind, path, stamp));
+        }
+    }
+    let mut ports = PortReservations::default();
+    let mut registry = HostRegistry::new();
+    let boot = match ports.resolve(&client.compose(), &[], false) {
+        Ok((b, _)) => b,
+        Err(e) => {
+            let _ = started.send(Err(StartError::Bind(e)));
+            return;
+        }
+    };
+    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
+
+    // Data shards.
+    let mut links = Vec::with_capacity(n);
+    for (i, stats) in shard_stats.iter().enumerate() {
+        let (tx, rx) = shared_channel::new_bounded::<ShardMsg>(4);
+        let (ack_tx, ack_rx) = shared_channel::new_bounded::<ShardReply>(4);
+        let placement = match &cpus {
+            Some(c) => Placement::Fixed(c[i % c.len()]),
+            None => Placement::Unbound,
+        };
+        let stats = Arc::clone(stats);
+        let first = Arc::clone(&snap);
+        let logs = Arc::clone(&logs);
+        let spawned = LocalExecutorBuilder::new(placement)
+            .io_memory(1 << 20)
+            .name(&format!("shard-{i}"))
+            .spawn(move || {
+                let config = shards::data_shard::ShardConfig {
+                    cookie_format,
+                    pacing,
+                    data_shards: n,
+                    logs,
+                    drain: drain_options,
+                };
+                shards::data_shard::run(i, stats, first, config, rx, ack_tx)
+            });
+        match spawned {
+            Ok(thread) => links.push(ShardLink {
+                tx: tx.connect().await,
+                acks: ack_rx.connect().await,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                let _ = started.send(Err(StartError::Shard(i, e.to_string())));
+                stop_shards(&mut links).await;
+                return;
+            }
+        }
+    }
+    // The first snapshot travels inside `run`; wait for every shard's ack.
+    if let Err(e) = collect_acks(&links).await {
+        let _ = started.send(Err(StartError::Bind(e)));
+        stop_shards(&mut links).await;
+        return;
+    }
+
+    let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
+    let admin_addr = match boot.admin {
+        Some(addr) => match admin::start(addr, admin_state.clone()) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                let _ = started.send(Err(StartError::Bind(format!("admin.address {addr}: {e}"))));
+                stop_shards(&mut links).await;
+                return;
+            }
+        },
+        None => None,
+    };
+    let listeners = snap
+        .listeners
+        .iter()
+        .map(|l| (l.name.clone(), l.address))
+        .collect::<BTreeMap<_, _>>();
+
+    let (events, inbox) = local_channel::new_unbounded::<Event>();
+    let events: EventSender = Rc::new(events);
+    admin_state.set_events(events.clone());
+    let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
+    let _watchers: Vec<Task<()>> = watched
+        .into_iter()
+        .map(|(kind, path, stamp)| {
+            glommio::spawn_local(files::watch(kind, path, stamp, events.clone()))
+        })
+        .collect();
+    let _ads = ads_target(&bootstrap).map(|target| {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        glommio::spawn_local(ads::run(target, events.clone(), seed))
+    });
+    drop(events);
+
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let mut outlier = OutlierControl::new(seed);
+    // Nothing is ejected yet, so there is nothing to push.
+    let _ = outlier.on_snapshot(&snap, Instant::now());
+    let mut certs = CertWatch::default();
+    certs.track(&snap, Instant::now());
+    let mut control = Control {
+        links,
+        ports,
+        registry,
+        admin: admin_state,
+        current: snap,
+        version: 1,
+        client,
+        ads: AdsLink::default(),
+        dynamic: bootstrap.dynamic.clone(),
+        initialized: false,
+        epoch: (Instant::now(), SystemTime::now()),
+        outlier,
+        certs,
+        not_serving: Vec::new(),
+        bind_retry_at: None,
+    };
+    control.refresh_admin();
+    let _ = started.send(Ok((admin_addr, listeners)));
+
+    // The loop sleeps until the next event or its next deadline: an idle
+    // gateway's control shard does not wake up at all.
+    loop {
+        let event = match control.next_due() {
+            None => inbox.recv().await,
+            Some(at) => {
+                let due = async {
+                    glommio::timer::sleep(at.saturating_duration_since(Instant::now())).await;
+                    Some(Event::Tick)
+                };
+                futures_lite::future::or(inbox.recv(), due).await
+            }
+        };
+        let Some(event) = event else { break };
+        match event {
+            Event::Command(Command::Shutdown) => break,
+            Event::Command(Command::Reload(boot, reply)) => {
+                let _ = reply.send(control.reload(*boot).await);
+            }
+            Event::Ads(e) => control.on_ads(e).await,
+            Event::Admin(action) => control.on_admin(action).await,
+            Event::File { kind, result } => control.on_file(kind, result).await,
+            Event::Tick => {
+                let now = Instant::now();
+                let checked = control.certs.check(now);
+                control
+                    .admin
+                    .record_tls_reloads(checked.reloaded, checked.failed);
+                control.sweep_outliers(now).await;
+                control.send_due(now);
+                let expired = control.client.poll(now);
+                // A listener that could not bind is pushed again once its
+                // address is free (probed first: no snapshot per retry).
+                let rebind = control.bind_retry_at.is_some_and(|at| now >= at) && {
+                    control.bind_retry_at = Some(now + BIND_RETRY);
+                    control
+                        .not_serving
+                        .iter()
+                        .any(|n| crate::ports::probe_exclusive(n.address).is_ok())
+                };
+                if expired || rebind {
+                    control.push_xds(now).await;
+                }
+                // Most ticks change nothing the admin server shows.
+                if !expired && control.initialized == control.client.initialized(now) {
+                    continue;
+                }
+            }
+        }
+        control.refresh_admin();
+    }
+    stop_shards(&mut control.links).await;
+    control.admin.stop();
+}
+
+/// The static cluster `ads_config` names (validation made sure it exists).
+fn ads_target(b: &Bootstrap) -> Option<AdsTarget> {
+    let ads = b.dynamic.as_ref()?.ads.as_ref()?;
+    let cluster = b.clusters.iter().find(|c| c.name == ads.cluster)?;
+    Some(AdsTarget {
+        cluster: Arc::clone(cluster),
+        authority: ads.authority.clone(),
+    })
+}
+
+/// Commands come from ordinary threads over a std channel, which cannot
+/// wake an executor: each rings the doorbell this awaits.
+async fn forward_commands(commands: CommandReceiver, events: EventSender) {
+    let CommandReceiver { commands, bell } = commands;
+    // SAFETY: `bell` is an open, non-blocking socket we own; its fd moves
+    // into the glommio stream, which closes it.
+    let mut bell = unsafe { glommio::net::UnixStream::from_raw_fd(bell.into_raw_fd()) };
+    let mut rings = [0u8; 64];
+    loop {
+        let cmd = match commands.try_recv() {
+            Ok(c) => c,
+            Err(mpsc::TryRecvError::Empty) => match bell.read(&mut rings).await {
+                Ok(n) if n > 0 => continue,
+                // End of file: the handle is gone (its channel first).
+                _ => Command::Shutdown,
+            },
+            Err(mpsc::TryRecvError::Disconnected) => Command::Shutdown,
+        };
+        let last = matches!(cmd, Command::Shutdown);
+        if events.send(Event::Command(cmd)).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+impl Control {
+    async fn reload(&mut self, boot: Bootstrap) -> Result<u64, String> {
+        let started = Instant::now();
+        if boot.dynamic != self.dynamic {
+            return Err("dynamic_resources cannot change on reload; restart the gateway".into());
+        }
+        let now = Instant::now();
+        let previous = self.client.statics().clone();
+        let requests = self.client.set_statics(&boot, now);
+        let composed = self.client.compose();
+        match self.push(&composed, false, started).await {
+            Ok(v) => {
+                self.send(requests);
+                Ok(v)
+            }
+            Err(e) => {
+                // Nothing was applied (a listener could not bind): forget
+                // the new statics so the next xDS update does not apply them.
+                self.client.set_statics(&previous, now);
+                self.client.compose();
+                Err(e)
+            }
+        }
+    }
+
+    async fn on_ads(&mut self, event: AdsEvent) {
+        match event {
+            AdsEvent::Connected { gen, send, server } => {
+                tracing::info!(%server, "ADS stream open");
+                self.ads.gen = gen;
+                self.ads.send = Some(send);
+                self.ads.server = Some(server);
+                let requests = self.client.on_stream_open();
+                self.send(requests);
+            }
+            AdsEvent::Response { gen, response } if gen == self.ads.gen => {
+                let started = Instant::now();
+                let type_url = response.type_url.clone();
+                let version = response.version_info.clone();
+                let outcome = self.client.on_response(response, started);
+                let n = outcome.repeated;
+                match &outcome.rejected {
+                    // A control plane resending the same bad version would
+                    // flood the log: say it again at 1, 2, 4, 8… repeats.
+                    Some(e) if n == 0 || n.is_power_of_two() => tracing::warn!(
+                        %type_url,
+                        %version,
+                        repeated = n,
+                        "xDS update rejected: {e}"
+                    ),
+                    _ => {}
+                }
+                if outcome.changed {
+                    self.push_xds(started).await;
+                }
+                // After the push: an ACK means every shard serves it.
+                if outcome.delay.is_zero() {
+                    self.send(outcome.requests);
+                } else {
+                    let at = Instant::now() + outcome.delay;
+                    self.ads
+                        .pending
+                        .extend(outcome.requests.into_iter().map(|r| (at, r)));
+                }
+            }
+            AdsEvent::Response { .. } => {} // from a stream already given up
+            AdsEvent::Lost { gen, reason } if gen == self.ads.gen => {
+                tracing::warn!("ADS stream lost: {reason}");
+                self.ads.send = None;
+                self.ads.pending.clear();
+                self.client.on_stream_closed();
+                self.ads.restarts += 1;
+            }
+            AdsEvent::Lost { reason, .. } => {
+                // Never opened: the next attempt follows the backoff.
+                tracing::warn!("ADS server unreachable: {reason}");
+                self.ads.connect_failures += 1;
+            }
+        }
+    }
+
+    async fn on_file(&mut self, kind: ResourceType, result: Result<DiscoveryResponse, String>) {
+        let started = Instant::now();
+        let outcome = match result {
+            Ok(resp) => self.client.on_file(kind, &resp, started),
+            Err(e) => {
+                self.client.note_rejection(kind, "", &e, Instant::now());
+                tracing::warn!("{e}");
+                return;
+            }
+        };
+        if let Some(e) = &outcome.rejected {
+            tracing::warn!(kind = kind.name(), "file update rejected: {e}");
+        }
+        if outcome.changed {
+            self.push_xds(started).await;
+        }
+        self.send(outcome.requests);
+    }
+
+    /// The earliest time the loop has something to do without an event:
+    /// an outlier sweep, an ADS request held back, an initial fetch
+    /// timeout, or the end of the wait for the first resources.
+    fn next_due(&self) -> Option<Instant> {
+        let init = self.client.init_deadline().filter(|_| !self.initialized);
+        [
+            self.outlier.next_due(),
+            self.ads.pending.iter().map(|(at, _)| *at).min(),
+            self.client.next_deadline(),
+            self.certs.next_due(),
+            self.bind_retry_at,
+            init,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Sends held-back requests whose time has come.
+    fn send_due(&mut self, now: Instant) {
+        if self.ads.pending.is_empty() {
+            return;
+        }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ads.pending)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.ads.pending = later;
+        self.send(due.into_iter().map(|(_, r)| r).collect());
+    }
+
+    /// Writes requests on the ADS stream, if one is up. h2 queues them
+    /// (they are small); a broken stream is noticed by the reader task.
+    fn send(&mut self, requests: Vec<DiscoveryRequest>) {
+        let Some(send) = &mut self.ads.send else {
+            return; // re-requested with current state when a stream opens
+        };
+        for r in requests {
+            if let Err(e) = send.send_data(grpc::encode(&r), false) {
+                tracing::warn!("ADS send: {e}");
+                break;
+            }
+        }
+    }
+
+    /// Tells every data shard what the admin asked.
+    async fn on_admin(&mut self, action: crate::admin::AdminAction) {
+        use crate::admin::AdminAction as A;
+        let msg = match action {
+            A::HealthCheckFailed(failed) => {
+                tracing::info!(failed, "health check set by the admin");
+                ShardMsg::HealthCheckFailed(failed)
+            }
+            A::DrainListeners { graceful } => {
+                tracing::info!(graceful, "draining listeners (admin)");
+                ShardMsg::DrainListeners { graceful }
+            }
+        };
+        for l in &self.links {
+            let _ = l.tx.send(msg.clone()).await;
+        }
+    }
+
+    async fn push_xds(&mut self, started: Instant) {
+        let composed = self.client.compose();
+        if let Err(e) = self.push(&composed, true, started).await {
+            tracing::warn!("applying xDS update: {e}");
+        }
+    }
+
+    /// Builds the next snapshot and waits until every shard applied it.
+    /// `started`: when the change arrived (push time in `/stats` covers
+    /// validation and composition too).
+    async fn push(
+        &mut self,
+        boot: &Bootstrap,
+        lenient: bool,
+        started: Instant,
+    ) -> Result<u64, String> {
+        let (boot, failed) = self.ports.resolve(boot, &self.current.listeners, lenient)?;
+        for f in &failed {
+            if !self.not_serving.contains(f) {
+                tracing::warn!(
+                    "{}: not serving; binding again every {}s",
+                    f.error,
+                    BIND_RETRY.as_secs()
+                );
+            }
+        }
+        self.bind_retry_at = (!failed.is_empty()).then(|| Instant::now() + BIND_RETRY);
+        self.not_serving = failed;
+        self.version += 1;
+        let snap = Arc::new(Snapshot::build(
+            self.version,
+            &boot,
+            Some(&self.current),
+            &mut self.registry,
+        ));
+        let mut result = Ok(self.version);
+        for l in &self.links {
+            if l.tx.send(ShardMsg::Apply(Arc::clone(&snap))).await.is_err() {
+                result = Err("a data shard has stopped".to_string());
+            }
+        }
+        if let Err(e) = collect_acks(&self.links).await {
+            result = Err(e);
+        }
+        self.admin.record_push(started.elapsed());
+        // Together: the admin never shows a listener in neither list.
+        self.admin.set_config(Arc::clone(&snap), boot);
+        self.admin.set_not_serving(self.not_serving.clone());
+        self.certs.track(&snap, Instant::now());
+        log_listener_changes(&self.current, &snap);
+        self.current = snap;
+        if let Some(set) = self.outlier.on_snapshot(&self.current, Instant::now()) {
+            self.push_ejections(set).await;
+        }
+        self.admin
+            .set_outlier(self.outlier.view(&self.current), self.epoch);
+        result
+    }
+
+    /// Runs the outlier sweeps that are due: collects every shard's counts
+    /// for those clusters, sweeps, and pushes the ejected set if it changed.
+    async fn sweep_outliers(&mut self, now: Instant) {
+        let due = self.outlier.due(now);
+        if due.is_empty() {
+            return;
+        }
+        let due: Arc<[String]> = due.into();
+        for l in &self.links {
+            let _ = l.tx.send(ShardMsg::CollectOutlier(Arc::clone(&due))).await;
+        }
+        let mut reports = ahash::AHashMap::new();
+        for l in &self.links {
+            if let Some(ShardReply::Outlier(list)) = l.acks.recv().await {
+                for (id, r) in list {
+                    reports
+                        .entry(id)
+                        .or_insert_with(engine::outlier::HostReport::default)
+                        .merge(&r);
+                }
+            }
+        }
+        if let Some(set) = self.outlier.sweep(now, &due, &reports) {
+            self.push_ejections(set).await;
+        }
+        self.admin
+            .set_outlier(self.outlier.view(&self.current), self.epoch);
+    }
+
+    /// Tells every shard which hosts are ejected now. Not acknowledged: the
+    /// channel is ordered, so a later snapshot or collection follows it.
+    async fn push_ejections(&self, set: Arc<engine::EjectedSet>) {
+        for l in &self.links {
+            let _ = l.tx.send(ShardMsg::Ejections(Arc::clone(&set))).await;
+        }
+    }
+
+    fn refresh_admin(&mut self) {
+        if self.dynamic.is_none() {
+            return;
+        }
+        self.initialized = self.client.initialized(Instant::now());
+        let link = view::StreamState {
+            connected: self.ads.send.is_some(),
+            server: self.ads.server,
+            restarts: self.ads.restarts,
+            connect_failures: self.ads.connect_failures,
+        };
+        let v = view::xds_view(&self.client, &link, self.initialized, self.epoch);
+        self.admin.set_xds(v);
+    }
+}
+
+async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
+    let mut first_err = None;
+    for (i, l) in links.iter().enumerate() {
+        match l.acks.recv().await {
+            Some(ShardReply::Applied(Ok(_))) => {}
+            Some(ShardReply::Applied(Err(e))) => {
+                first_err.get_or_insert(e);
+            }
+            Some(ShardReply::Outlier(_)) => {
+                first_err.get_or_insert(format!("shard {i}: unexpected outlier report"));
+            }
+            None => {
+                first_err.get_or_insert(format!("shard {i} stopped"));
+            }
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+async fn stop_shards(links: &mut [ShardLink]) {
+    for l in links.iter() {
+        let _ = l.tx.send(ShardMsg::Shutdown).await;
+    }
+    // Joined on a thread of their own: the admin server runs on this one
+    // and answers (`/stats`, `/ready`) through the drain.
+    let threads: Vec<_> = links.iter_mut().filter_map(|l| l.thread.take()).collect();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&done);
+    let joiner = std::thread::spawn(move || {
+        for t in threads {
+            let _ = t.join();
+        }
+        flag.store(true, std::sync::atomic::Ordering::Release);
+    });
+    while !done.load(std::sync::atomic::Ordering::Acquire) {
+        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _ = joiner.join();
+}

@@ -1,0 +1,18 @@
+//! The control plane and the gateway's start-up: the control shard (xDS
+//! transport, snapshot builds, outlier sweeps, certificate watching), the
+//! admin server, ports, and the data shards it starts (crate `shards`).
+
+pub mod admin;
+mod certs;
+mod control;
+mod error;
+mod events;
+mod io;
+mod outlier;
+mod ports;
+mod start;
+mod xds;
+
+pub use error::StartError;
+pub use ports::NotServing;
+pub use start::{start, GatewayHandle, Options};

@@ -1,0 +1,568 @@
+//! Clusters that speak HTTP/1.1 (Envoy's default), in cleartext and over TLS, and `auto_config` choosing by ALPN: pooled keep-alive connections, both body framings, bodies that run to the close, `max_requests_per_connection`, malformed answers, SNI and certificate checks.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use engine::tls::{UpstreamTls, UpstreamTlsSpec};
+use engine::{UpstreamOptions, UpstreamProtocol};
+use http::HeaderMap;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use support::h1_backend::{H1Answer, H1Backend, H1Request};
+use support::*;
+
+/// A gateway in front of one HTTP/1.1 cluster `c` with `upstream`.
+fn gateway_h1(
+    backend: std::net::SocketAddr,
+    upstream: UpstreamOptions,
+) -> (gateway::GatewayHandle, std::net::SocketAddr) {
+    let mut c = (*cluster("c", &[backend])).clone();
+    c.upstream = upstream;
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", Some(Duration::from_secs(5)))]),
+            vec![Arc::new(c)],
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").expect("listener");
+    (gw, addr)
+}
+
+fn h1() -> UpstreamOptions {
+    UpstreamOptions {
+        protocol: UpstreamProtocol::Http1,
+        ..Default::default()
+    }
+}
+
+fn echo(r: &H1Request) -> H1Answer {
+    H1Answer::ok(&format!(
+        "{} {} {}",
+        r.method,
+        r.target,
+        String::from_utf8_lossy(&r.body)
+    ))
+}
+
+#[test]
+fn requests_reuse_one_keep_alive_connection() {
+    let b = H1Backend::start(echo);
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    let replies = client(move || async move {
+        let c = connect(addr).await;
+        let mut out = Vec::new();
+        for i in 0..10 {
+            let r = get(&c, &format!("/n/{i}?q=1"), &[("te", "trailers")])
+                .await
+                .expect("reply");
+            out.push((r.status.as_u16(), r.body));
+        }
+        out
+    });
+    for (i, (status, body)) in replies.iter().enumerate() {
+        assert_eq!(*status, 200);
+        assert_eq!(&body[..], format!("GET /n/{i}?q=1 ").as_bytes());
+    }
+    assert_eq!(b.connections(), 1, "one kept-alive connection");
+    let seen = b.requests();
+    assert_eq!(seen.len(), 10);
+    let r = &seen[0];
+    assert_eq!(r.field("host"), Some("test.local"));
+    assert_eq!(r.field("te"), None, "te is hop-by-hop on HTTP/1.1");
+    assert!(r.field("x-forwarded-for").is_some());
+    assert!(seen.iter().all(|r| r.conn == 0));
+}
+
+#[test]
+fn request_bodies_go_with_either_framing_and_response_trailers_when_enabled() {
+    let b = H1Backend::start(|r| {
+        if r.target == "/trailers" {
+            return H1Answer::raw(
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-check: yes\r\n\r\n",
+            );
+        }
+        echo(r)
+    });
+    let mut with_trailers = h1();
+    with_trailers.http1_trailers = true;
+    let (_gw, addr) = gateway_h1(b.addr(), with_trailers);
+    let (sized, unsized_, trailed) = client(move || async move {
+        let c = connect(addr).await;
+        let sized = request(
+            &c,
+            "POST",
+            "/sized",
+            &[("content-length", "11")],
+            Some(Bytes::from_static(b"hello world")),
+            None,
+        )
+        .await
+        .expect("sized");
+        let mut t = HeaderMap::new();
+        t.insert("x-sum", "42".parse().unwrap());
+        let unsized_ = request(
+            &c,
+            "POST",
+            "/chunked",
+            &[],
+            Some(Bytes::from(vec![b'a'; 100_000])),
+            Some(t),
+        )
+        .await
+        .expect("chunked");
+        let trailed = get(&c, "/trailers", &[]).await.expect("trailers");
+        (sized, unsized_, trailed)
+    });
+    assert_eq!(&sized.body[..], b"POST /sized hello world");
+    assert_eq!(unsized_.status, 200);
+    assert_eq!(unsized_.body.len(), "POST /chunked ".len() + 100_000);
+    assert_eq!(&trailed.body[..], b"hello");
+    assert_eq!(
+        trailed
+            .trailers
+            .as_ref()
+            .and_then(|t| t.get("x-check"))
+            .map(|v| v.to_str().unwrap()),
+        Some("yes")
+    );
+    let seen = b.requests();
+    assert_eq!(seen[0].field("content-length"), Some("11"));
+    assert_eq!(seen[0].field("transfer-encoding"), None);
+    assert_eq!(seen[1].field("transfer-encoding"), Some("chunked"));
+    assert_eq!(seen[1].body.len(), 100_000);
+    assert_eq!(
+        seen[1].trailers.as_deref().map(str::trim),
+        Some("x-sum: 42")
+    );
+}
+
+#[test]
+fn trailers_are_dropped_without_enable_trailers_as_in_envoy() {
+    let b = H1Backend::start(|_| {
+        H1Answer::raw(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nx-check: yes\r\n\r\n",
+        )
+    });
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    let r = client(move || async move {
+        let c = connect(addr).await;
+        let mut t = HeaderMap::new();
+        t.insert("x-sum", "42".parse().unwrap());
+        request(
+            &c,
+            "POST",
+            "/",
+            &[],
+            Some(Bytes::from_static(b"abc")),
+            Some(t),
+        )
+        .await
+        .expect("reply")
+    });
+    assert_eq!(&r.body[..], b"ok");
+    assert!(r.trailers.is_none_or(|t| t.get("x-check").is_none()));
+    let seen = b.requests();
+    assert_eq!(seen[0].body, b"abc");
+    assert_eq!(seen[0].trailers, None);
+}
+
+#[test]
+fn a_body_that_runs_to_the_close_arrives_whole_and_the_next_request_reconnects() {
+    let big = "x".repeat(300_000);
+    let body = big.clone();
+    let b = H1Backend::start(move |r| {
+        if r.target == "/close" {
+            H1Answer::raw(format!(
+                "HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{body}"
+            ))
+            .closing()
+        } else {
+            echo(r)
+        }
+    });
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    let (first, second) = client(move || async move {
+        let c = connect(addr).await;
+        let first = get(&c, "/close", &[]).await.expect("first");
+        let second = get(&c, "/after", &[]).await.expect("second");
+        (first, second)
+    });
+    assert_eq!(first.status, 200);
+    assert_eq!(first.body.len(), big.len(), "the whole body, to the close");
+    assert_eq!(&second.body[..], b"GET /after ");
+    assert_eq!(b.connections(), 2);
+}
+
+#[test]
+fn a_large_response_flows_through_the_window() {
+    let b = H1Backend::start(|_| {
+        let body = "y".repeat(4 << 20);
+        H1Answer::raw(format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+    });
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    let lens = client(move || async move {
+        let c = connect(addr).await;
+        let mut lens = Vec::new();
+        for _ in 0..3 {
+            lens.push(get(&c, "/big", &[]).await.expect("reply").body.len());
+        }
+        lens
+    });
+    assert_eq!(lens, vec![4 << 20; 3]);
+    assert_eq!(b.connections(), 1);
+}
+
+#[test]
+fn max_requests_per_connection_replaces_connections() {
+    let b = H1Backend::start(echo);
+    let mut opts = h1();
+    opts.max_requests_per_connection = Some(2);
+    let (gw, addr) = gateway_h1(b.addr(), opts);
+    let statuses = client(move || async move {
+        let c = connect(addr).await;
+        let mut out = Vec::new();
+        for _ in 0..5 {
+            out.push(get(&c, "/", &[]).await.expect("reply").status.as_u16());
+        }
+        out
+    });
+    assert_eq!(statuses, vec![200; 5]);
+    let per_conn: Vec<u64> = b.requests().iter().map(|r| r.conn).collect();
+    assert_eq!(per_conn, vec![0, 0, 1, 1, 2]);
+    let admin = gw.admin_addr.expect("admin");
+    let series = format!(
+        "gateway_upstream_cx_max_requests{{cluster=\"c\",host=\"{}\"}}",
+        b.addr()
+    );
+    wait_until(Duration::from_secs(5), "counted", || {
+        metric(admin, &series) >= 2.0
+    });
+}
+
+/// Requests 100 ms apart for longer than the idle timeout keep one
+/// connection (the idle time runs from the last stream, not the connect);
+/// a pause past it closes the connection, and the next request opens
+/// another. Without the timeout the pause changes nothing.
+#[test]
+fn idle_timeout_closes_connections_without_streams() {
+    let run = |idle_timeout: Option<Duration>| {
+        let b = H1Backend::start(echo);
+        let mut opts = h1();
+        opts.idle_timeout = idle_timeout;
+        let (gw, addr) = gateway_h1(b.addr(), opts);
+        let statuses = client(move || async move {
+            let c = connect(addr).await;
+            let mut out = Vec::new();
+            for _ in 0..8 {
+                out.push(get(&c, "/", &[]).await.expect("reply").status.as_u16());
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            }
+            glommio::timer::sleep(Duration::from_millis(900)).await;
+            out.push(get(&c, "/", &[]).await.expect("reply").status.as_u16());
+            out
+        });
+        assert_eq!(statuses, vec![200; 9]);
+        let admin = gw.admin_addr.expect("admin");
+        let series = format!(
+            "gateway_upstream_cx_idle_timeout{{cluster=\"c\",host=\"{}\"}}",
+            b.addr()
+        );
+        let per_conn: Vec<u64> = b.requests().iter().map(|r| r.conn).collect();
+        (per_conn, metric(admin, &series))
+    };
+    let (per_conn, closed) = run(Some(Duration::from_millis(400)));
+    assert_eq!(per_conn, [vec![0; 8], vec![1]].concat());
+    assert_eq!(closed, 1.0);
+    let (per_conn, closed) = run(None);
+    assert_eq!(per_conn, vec![0; 9]);
+    assert_eq!(closed, 0.0);
+}
+
+#[test]
+fn concurrent_requests_each_get_a_connection() {
+    let b = H1Backend::start(|r| {
+        std::thread::sleep(Duration::from_millis(100));
+        echo(r)
+    });
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    let statuses = client(move || async move {
+        let c = connect(addr).await;
+        let all = (0..20).map(|i| {
+            let c = c.clone();
+            glommio::spawn_local(async move {
+                get(&c, &format!("/{i}"), &[])
+                    .await
+                    .expect("reply")
+                    .status
+                    .as_u16()
+            })
+        });
+        let mut out = Vec::new();
+        for t in all.collect::<Vec<_>>() {
+            out.push(t.await);
+        }
+        out
+    });
+    assert_eq!(statuses, vec![200; 20]);
+    let conns = b.connections();
+    assert!((2..=20).contains(&conns), "{conns} connections");
+}
+
+#[test]
+fn a_malformed_answer_fails_its_request_only() {
+    let b = H1Backend::start(|r| match r.target.as_str() {
+        "/garbage" => H1Answer::raw("HTTP/1.1 abc\r\n\r\n"),
+        "/switch" => H1Answer::raw("HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\n\r\n"),
+        "/head" => H1Answer::raw("HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n"),
+        _ => echo(r),
+    });
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    let (bad, switch, head, after) = client(move || async move {
+        let c = connect(addr).await;
+        let bad = get(&c, "/garbage", &[]).await.expect("reply");
+        let switch = get(&c, "/switch", &[]).await.expect("reply");
+        let head = request(&c, "HEAD", "/head", &[], None, None)
+            .await
+            .expect("reply");
+        let after = get(&c, "/after", &[]).await.expect("reply");
+        (bad, switch, head, after)
+    });
+    // Envoy answers a protocol error before the response head 502.
+    assert_eq!(bad.status, 502);
+    assert_eq!(switch.status, 502);
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-length"), Some("1000"));
+    assert!(head.body.is_empty());
+    assert_eq!(&after.body[..], b"GET /after ");
+}
+
+/// A self-signed certificate for `names`, with its key.
+fn cert(names: &[&str]) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let c = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+        .expect("params")
+        .self_signed(&key)
+        .expect("cert");
+    (
+        c.der().clone(),
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    )
+}
+
+fn server_tls(
+    cert: &(CertificateDer<'static>, PrivateKeyDer<'static>),
+    alpn: &[&str],
+) -> Arc<rustls::ServerConfig> {
+    let mut cfg = rustls::ServerConfig::builder_with_provider(engine::tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.0.clone()], cert.1.clone_key())
+        .expect("server config");
+    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Arc::new(cfg)
+}
+
+fn upstream_tls(
+    protocol: UpstreamProtocol,
+    sni: Option<&str>,
+    trusted: Option<&CertificateDer<'static>>,
+) -> UpstreamOptions {
+    upstream_tls_matching(protocol, sni, trusted, vec![])
+}
+
+fn upstream_tls_matching(
+    protocol: UpstreamProtocol,
+    sni: Option<&str>,
+    trusted: Option<&CertificateDer<'static>>,
+    san_matchers: Vec<engine::tls::SanMatcher>,
+) -> UpstreamOptions {
+    let alpn: Vec<Vec<u8>> = match protocol {
+        UpstreamProtocol::Http1 => vec![b"http/1.1".to_vec()],
+        UpstreamProtocol::Http2 => vec![b"h2".to_vec()],
+        UpstreamProtocol::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
+    let tls = UpstreamTls::build(UpstreamTlsSpec {
+        sni: sni.map(str::to_string),
+        alpn,
+        min_version: engine::tls::TlsVersion::V1_2,
+        max_version: engine::tls::TlsVersion::V1_3,
+        cipher_suites: vec![],
+        ecdh_curves: vec![],
+        client_certificate: None,
+        trusted_ca: trusted.map(|c| vec![c.clone()]),
+        san_matchers,
+        max_session_keys: 1,
+    })
+    .expect("upstream tls");
+    UpstreamOptions {
+        protocol,
+        tls: Some(Arc::new(tls)),
+        ..Default::default()
+    }
+}
+
+fn get_status(addr: std::net::SocketAddr, path: &'static str) -> (u16, Option<String>) {
+    client(move || async move {
+        let c = connect(addr).await;
+        let r = get(&c, path, &[]).await.expect("reply");
+        (r.status.as_u16(), r.header("x-backend").map(str::to_string))
+    })
+}
+
+#[test]
+fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
+    let good = cert(&["backend.internal"]);
+    let other = cert(&["other.internal"]);
+    let b = H1Backend::start_with(Some(server_tls(&good, &["http/1.1"])), echo);
+    // Trusted, named otherwise than the SNI: Envoy does not compare names.
+    let (_gw, addr) = gateway_h1(
+        b.addr(),
+        upstream_tls(UpstreamProtocol::Http1, Some("api.example"), Some(&good.0)),
+    );
+    assert_eq!(get_status(addr, "/a").0, 200);
+    assert_eq!(b.requests()[0].sni.as_deref(), Some("api.example"));
+    // No SNI configured: none sent; no validation context: any certificate.
+    let (_gw2, addr2) = gateway_h1(b.addr(), upstream_tls(UpstreamProtocol::Http1, None, None));
+    assert_eq!(get_status(addr2, "/b").0, 200);
+    assert_eq!(b.requests()[1].sni, None);
+    // A chain that does not lead to trusted_ca: the connect fails.
+    let (gw3, addr3) = gateway_h1(
+        b.addr(),
+        upstream_tls(UpstreamProtocol::Http1, None, Some(&other.0)),
+    );
+    assert_eq!(get_status(addr3, "/c").0, 503);
+    let admin = gw3.admin_addr.expect("admin");
+    let series = format!(
+        "gateway_upstream_cx_connect_fail{{cluster=\"c\",host=\"{}\"}}",
+        b.addr()
+    );
+    assert!(metric(admin, &series) >= 1.0);
+    assert_eq!(b.requests().len(), 2);
+    // Names are checked through match_typed_subject_alt_names only.
+    let dns = |name: &str| engine::tls::SanMatcher {
+        san_type: engine::tls::SanType::Dns,
+        matcher: engine::HeaderMatchKind::Exact(name.into()),
+    };
+    let (_gw4, addr4) = gateway_h1(
+        b.addr(),
+        upstream_tls_matching(
+            UpstreamProtocol::Http1,
+            None,
+            Some(&good.0),
+            vec![dns("backend.internal")],
+        ),
+    );
+    assert_eq!(get_status(addr4, "/d").0, 200);
+    let (_gw5, addr5) = gateway_h1(
+        b.addr(),
+        upstream_tls_matching(
+            UpstreamProtocol::Http1,
+            None,
+            Some(&good.0),
+            vec![dns("other.internal")],
+        ),
+    );
+    assert_eq!(get_status(addr5, "/e").0, 503);
+    assert_eq!(b.requests().len(), 3);
+}
+
+#[test]
+fn auto_config_speaks_what_alpn_chose() {
+    let c = cert(&["backend.internal"]);
+    // An HTTP/1.1-only TLS backend.
+    let h1b = H1Backend::start_with(Some(server_tls(&c, &["http/1.1"])), echo);
+    let (_gw, addr) = gateway_h1(h1b.addr(), upstream_tls(UpstreamProtocol::Auto, None, None));
+    for _ in 0..3 {
+        assert_eq!(get_status(addr, "/h1").0, 200);
+    }
+    assert_eq!(h1b.requests().len(), 3);
+    // An HTTP/2 TLS backend: a gateway serving TLS with ALPN h2 in front
+    // of a demo backend.
+    let demo = backend("b2");
+    let mut front = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    front.filter_chains[0].tls = Some(downstream_tls(&c, &["h2"]));
+    let front_gw = start(
+        bootstrap(Arc::new(front), vec![cluster("c", &[demo.addr()])]),
+        1,
+    );
+    let front_addr = front_gw.listener("ingress").expect("listener");
+    let (_gw2, addr2) = gateway_h1(front_addr, upstream_tls(UpstreamProtocol::Auto, None, None));
+    for _ in 0..3 {
+        assert_eq!(get_status(addr2, "/h2"), (200, Some("b2".into())));
+    }
+    let admin = front_gw.admin_addr.expect("admin");
+    assert_eq!(metric(admin, "gateway_downstream_cx_http2_total"), 1.0);
+    assert_eq!(metric(admin, "gateway_downstream_cx_http1_total"), 0.0);
+}
+
+fn downstream_tls(
+    c: &(CertificateDer<'static>, PrivateKeyDer<'static>),
+    alpn: &[&str],
+) -> Arc<engine::tls::DownstreamTls> {
+    use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec};
+    Arc::new(
+        DownstreamTls::build(DownstreamTlsSpec::new(
+            vec![CertificateSpec {
+                chain: vec![c.0.clone()],
+                key: c.1.clone_key(),
+            }],
+            alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        ))
+        .expect("downstream tls"),
+    )
+}
+
+#[test]
+fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
+    let good = cert(&["backend.internal"]);
+    let other = cert(&["other.internal"]);
+    let b = H1Backend::start_with(Some(server_tls(&good, &["http/1.1"])), echo);
+    let with = |upstream: UpstreamOptions| {
+        let mut c = (*cluster("c", &[b.addr()])).clone();
+        c.upstream = upstream;
+        bootstrap(
+            listener(vec![prefix_route("/", "c", Some(Duration::from_secs(5)))]),
+            vec![Arc::new(c)],
+        )
+    };
+    let gw = start(with(upstream_tls(UpstreamProtocol::Http1, None, None)), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    assert_eq!(get_status(addr, "/a").0, 200, "not checked: taken");
+    // Now checked against a CA that did not sign it: the pool's kept
+    // connection must not carry on under the old settings.
+    gw.reload(with(upstream_tls(
+        UpstreamProtocol::Http1,
+        None,
+        Some(&other.0),
+    )))
+    .expect("reload");
+    assert_eq!(get_status(addr, "/b").0, 503);
+    // The same settings again (a new context, built alike): kept.
+    gw.reload(with(upstream_tls(
+        UpstreamProtocol::Http1,
+        None,
+        Some(&good.0),
+    )))
+    .expect("reload");
+    assert_eq!(get_status(addr, "/c").0, 200);
+    let conns = b.connections();
+    gw.reload(with(upstream_tls(
+        UpstreamProtocol::Http1,
+        None,
+        Some(&good.0),
+    )))
+    .expect("reload");
+    assert_eq!(get_status(addr, "/d").0, 200);
+    assert_eq!(
+        b.connections(),
+        conns,
+        "an identical push keeps the connections"
+    );
+}
