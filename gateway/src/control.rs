@@ -77,7 +77,7 @@ pub(crate) struct Layout {
     pub cookie_format: engine::session::CookieFormat,
     pub pacing: shards::pacing::Pacing,
     pub logs: Arc<shards::access_log::LogWriter>,
-    pub drain: shards::wire::drain::DrainOptions,
+    pub drain: shards::drain::DrainOptions,
 }
 
 struct ShardLink {

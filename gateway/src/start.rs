@@ -40,7 +40,7 @@ pub struct Options {
     pub pacing: shards::pacing::Pacing,
     /// How connections drain on updates and at shutdown
     /// (`--drain-time-s`, `--drain-strategy`).
-    pub drain: shards::wire::drain::DrainOptions,
+    pub drain: shards::drain::DrainOptions,
 }
 
 /// A running gateway. Dropping it does not stop it; call [`shutdown`].

@@ -18,7 +18,7 @@ use crate::messages::{ShardMsg, ShardReply};
 use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;
-use crate::wire::drain::DrainOptions;
+use crate::drain::DrainOptions;
 use crate::wire::runtime::ShardRuntime;
 
 /// How a data shard runs, fixed for the gateway's life.

@@ -9,6 +9,7 @@
 
 pub mod access_log;
 pub mod data_shard;
+pub mod drain;
 pub mod local_reply;
 pub mod messages;
 pub mod pacing;

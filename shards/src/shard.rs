@@ -50,7 +50,7 @@ pub struct Shard {
     /// How new session cookies are written.
     pub cookie_format: CookieFormat,
     /// How connections drain (`--drain-time-s`, `--drain-strategy`).
-    pub drain: crate::wire::drain::DrainOptions,
+    pub drain: crate::drain::DrainOptions,
     rng: Cell<u64>,
 }
 
@@ -75,7 +75,7 @@ impl Shard {
         stats: Arc<ShardStats>,
         first: Arc<Snapshot>,
         cookie_format: CookieFormat,
-        drain: crate::wire::drain::DrainOptions,
+        drain: crate::drain::DrainOptions,
     ) -> Rc<Self> {
         Rc::new(Self {
             id,

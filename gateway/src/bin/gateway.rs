@@ -3,7 +3,7 @@
 //! SIGTERM/SIGINT (a second one exits at once).
 
 use shards::pacing::Pacing;
-use shards::wire::drain::{DrainOptions, DrainStrategy};
+use shards::drain::{DrainOptions, DrainStrategy};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

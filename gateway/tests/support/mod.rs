@@ -123,9 +123,9 @@ pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootst
 }
 
 /// The drain of test gateways.
-pub const DRAIN: shards::wire::drain::DrainOptions = shards::wire::drain::DrainOptions {
+pub const DRAIN: shards::drain::DrainOptions = shards::drain::DrainOptions {
     time: Duration::from_secs(5),
-    strategy: shards::wire::drain::DrainStrategy::Immediate,
+    strategy: shards::drain::DrainStrategy::Immediate,
 };
 
 pub fn start(b: Bootstrap, shards: usize) -> gateway::GatewayHandle {

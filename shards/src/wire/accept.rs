@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use glommio::net::TcpListener;
 
-use super::runtime::ChainDrains;
+use super::chain_drains::ChainDrains;
 use super::WireShard;
 use crate::shard::Shard;
 

@@ -19,14 +19,14 @@ use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
 use super::codec::DownCodec;
-use super::drain::{Drain, Step};
+use crate::drain::{Drain, Step};
 use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::logging::LogTargets;
 use super::opening::{open, Opened};
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef, Woken};
-use super::runtime::ChainDrains;
+use super::chain_drains::ChainDrains;
 use super::tls::Transport;
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;

@@ -27,9 +27,9 @@
 
 pub mod accept;
 pub mod body;
+mod chain_drains;
 mod codec;
 pub mod downstream;
-pub mod drain;
 mod dstream;
 pub mod forward;
 mod inbox;

@@ -46,7 +46,7 @@ impl Default for DrainOptions {
 
 /// What a draining connection does now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Step {
+pub(crate) enum Step {
     /// Nothing yet. A busy connection looks again at its next deadline
     /// scan (50 ms), which is precise enough for a drain.
     Wait,
@@ -69,7 +69,7 @@ enum Phase {
 
 /// One connection's drain.
 #[derive(Debug, Clone)]
-pub(super) struct Drain {
+pub(crate) struct Drain {
     notice_at: Instant,
     final_at: Instant,
     deadline: Instant,
