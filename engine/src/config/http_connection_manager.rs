@@ -1,0 +1,185 @@
+//! `envoy.filters.network.http_connection_manager`: the downstream HTTP
+//! settings of a listener, its route table and its HTTP filters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::access_log::AccessLog;
+use super::route::RouteConfig;
+use super::session::StatefulSession;
+
+/// Envoy's edge guidance for `http2_protocol_options.max_concurrent_streams`.
+pub const DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS: u32 = 100;
+/// Envoy's default `max_request_headers_kb` (60 KiB).
+pub const DEFAULT_MAX_HEADER_LIST_SIZE: u32 = 60 * 1024;
+/// Envoy's default `common_http_protocol_options.max_headers_count`.
+pub const DEFAULT_MAX_HEADERS_COUNT: u32 = 100;
+
+/// `envoy.filters.network.http_connection_manager`, the parts we implement.
+#[derive(Debug, Clone)]
+pub struct HttpConnectionManager {
+    pub stat_prefix: String,
+    /// `codec_type`: which protocols the listener speaks downstream.
+    pub codec_type: CodecType,
+    /// `http_protocol_options`: HTTP/1.1 downstream settings.
+    pub http1: Http1Options,
+    /// `access_log`: where each finished request is logged, and how.
+    pub access_log: Vec<AccessLog>,
+    /// The route table: inline, or the last one RDS delivered for `rds`.
+    pub route_config: Arc<RouteConfig>,
+    /// `rds`: the route table comes from RDS under this name (until it
+    /// arrives `route_config` is an empty table of that name).
+    pub rds: Option<Rds>,
+    /// `http2_protocol_options.max_concurrent_streams` (per downstream connection).
+    pub max_concurrent_streams: u32,
+    /// `max_request_headers_kb` in bytes.
+    pub max_header_list_size: u32,
+    /// `common_http_protocol_options.max_headers_count` (Envoy default 100):
+    /// a request (or trailer section) with more fields, pseudo-headers and
+    /// each `cookie` crumb included, is reset.
+    pub max_headers_count: u32,
+    /// `common_http_protocol_options.headers_with_underscores_action`.
+    pub headers_with_underscores_action: HeadersWithUnderscoresAction,
+    /// The flood limits of `http2_protocol_options`.
+    pub http2_flood: Http2FloodLimits,
+    /// `http2_protocol_options.initial_stream_window_size`.
+    pub initial_stream_window_size: u32,
+    /// `http2_protocol_options.initial_connection_window_size`.
+    pub initial_connection_window_size: u32,
+    /// `common_http_protocol_options.idle_timeout` (Envoy default 1 h; `None` disables).
+    pub idle_timeout: Option<Duration>,
+    /// `stream_idle_timeout` (Envoy default 5 min; `None` disables).
+    pub stream_idle_timeout: Option<Duration>,
+    /// `common_http_protocol_options.max_stream_duration`: a stream's whole
+    /// life, whatever it does (unset or 0: `None`, no limit).
+    pub max_stream_duration: Option<Duration>,
+    /// `request_headers_timeout` (Envoy default: none): an HTTP/1.1 head
+    /// must be complete this long after its first byte, else 408 and the
+    /// connection closes.
+    pub request_headers_timeout: Option<Duration>,
+    /// `common_http_protocol_options.max_connection_duration`: at it the
+    /// connection drains (GOAWAY, then `drain_timeout`), so that clients
+    /// reconnect and spread over the gateways behind an ECMP group (unset
+    /// or 0: `None`, no limit).
+    pub max_connection_duration: Option<Duration>,
+    /// `common_http_protocol_options.max_requests_per_connection`: the
+    /// connection drains once it has taken this many requests (unset or 0:
+    /// `None`, no limit; approximate for HTTP/2, as in Envoy: streams the
+    /// client opened before the GOAWAY reached it are still served).
+    pub max_requests_per_connection: Option<u32>,
+    /// `drain_timeout` for GOAWAY on reload/shutdown (Envoy default 5 s).
+    pub drain_timeout: Duration,
+    /// Append the downstream peer to `x-forwarded-for`: Envoy's
+    /// `use_remote_address: true` without `skip_xff_append` (Envoy's default
+    /// is false; edge deployments set it).
+    pub append_x_forwarded_for: bool,
+    /// The `envoy.filters.http.stateful_session` filter in `http_filters`
+    /// (gRFC A55), as configured on the listener; virtual hosts and routes
+    /// may disable or replace it (`typed_per_filter_config`).
+    pub stateful_session: Option<StatefulSession>,
+}
+
+/// `rds` of an HTTP connection manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rds {
+    pub route_config_name: String,
+    /// `config_source.initial_fetch_timeout`.
+    pub initial_fetch_timeout: Option<Duration>,
+}
+
+/// `codec_type`: the downstream protocol of a connection manager.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CodecType {
+    /// HTTP/2 when the connection starts with its preface, else HTTP/1.1
+    /// (Envoy's default).
+    #[default]
+    Auto,
+    Http1,
+    Http2,
+}
+
+/// `http_protocol_options` of a connection manager: how HTTP/1.x
+/// requests are taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http1Options {
+    /// `accept_http_10`: serve HTTP/1.0 (Envoy's default: answer 426).
+    pub accept_http_10: bool,
+    /// `default_host_for_http_10`: the authority of an HTTP/1.0 request
+    /// without `Host`.
+    pub default_host_for_http_10: Option<String>,
+    /// `allow_absolute_url` (default true): take `GET http://host/path`
+    /// (a client using us as its HTTP proxy); else such requests get 400.
+    pub allow_absolute_url: bool,
+    /// `enable_trailers` (default false): forward trailers to and from
+    /// HTTP/1.1 clients; else they are dropped, as Envoy does.
+    pub enable_trailers: bool,
+}
+
+impl Default for Http1Options {
+    fn default() -> Self {
+        Self {
+            accept_http_10: false,
+            default_host_for_http_10: None,
+            allow_absolute_url: true,
+            enable_trailers: false,
+        }
+    }
+}
+
+/// `common_http_protocol_options.headers_with_underscores_action`: what
+/// to do with request header fields whose name holds an underscore.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HeadersWithUnderscoresAction {
+    /// Pass them on (Envoy's default).
+    #[default]
+    Allow,
+    /// Reset the stream (HTTP/2: RST_STREAM, as Envoy).
+    RejectRequest,
+    /// Drop the field, keep the request.
+    DropHeader,
+}
+
+impl HeadersWithUnderscoresAction {
+    /// Envoy's enum name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Allow => "ALLOW",
+            Self::RejectRequest => "REJECT_REQUEST",
+            Self::DropHeader => "DROP_HEADER",
+        }
+    }
+}
+
+/// The flood limits of a listener's `http2_protocol_options`, with
+/// Envoy's defaults. Each ends the connection when passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2FloodLimits {
+    /// `max_outbound_frames` (10000): frames queued and not yet written to
+    /// the socket.
+    pub max_outbound_frames: u32,
+    /// `max_outbound_control_frames` (1000): of those, PING and SETTINGS
+    /// acknowledgements and RST_STREAM.
+    pub max_outbound_control_frames: u32,
+    /// `max_consecutive_inbound_frames_with_empty_payload` (1): HEADERS,
+    /// CONTINUATION and DATA frames in a row without payload or END_STREAM.
+    pub max_consecutive_inbound_frames_with_empty_payload: u32,
+    /// `max_inbound_priority_frames_per_stream` (100): PRIORITY frames
+    /// over the connection's life may be this times (1 + streams opened).
+    pub max_inbound_priority_frames_per_stream: u32,
+    /// `max_inbound_window_update_frames_per_data_frame_sent` (10):
+    /// WINDOW_UPDATE frames may be `5 + 2 * (streams opened + this * DATA
+    /// frames sent)`.
+    pub max_inbound_window_update_frames_per_data_frame_sent: u32,
+}
+
+impl Default for Http2FloodLimits {
+    fn default() -> Self {
+        Self {
+            max_outbound_frames: 10_000,
+            max_outbound_control_frames: 1_000,
+            max_consecutive_inbound_frames_with_empty_payload: 1,
+            max_inbound_priority_frames_per_stream: 100,
+            max_inbound_window_update_frames_per_data_frame_sent: 10,
+        }
+    }
+}

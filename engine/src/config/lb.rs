@@ -1,0 +1,78 @@
+//! A cluster's load-balancing settings: the policy and
+//! `common_lb_config`.
+
+use super::health::HealthStatusSet;
+
+/// How a cluster's policy picks hosts: `Cluster.lb_policy` (with
+/// `least_request_lb_config`) or the first supported entry of
+/// `Cluster.load_balancing_policy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LbPolicy {
+    /// Smooth weighted round robin (Envoy's EDF scheduler when weights differ).
+    RoundRobin,
+    /// Uniformly random over the usable hosts (weights ignored, as Envoy).
+    Random,
+    /// gRFC A48 / Envoy least request.
+    LeastRequest(LeastRequest),
+}
+
+impl LbPolicy {
+    /// The name used in stats and `/config_dump`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::RoundRobin => "ROUND_ROBIN",
+            Self::Random => "RANDOM",
+            Self::LeastRequest(_) => "LEAST_REQUEST",
+        }
+    }
+}
+
+/// The most hosts a least-request pick samples (gRFC A48 caps
+/// `choice_count` here; larger configured values are lowered to it).
+pub const MAX_LEAST_REQUEST_CHOICES: u32 = 10;
+
+/// `lb_policy: LEAST_REQUEST` with `least_request_lb_config` (gRFC A48), or
+/// the `envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest`
+/// policy: with equal weights each pick samples `choice_count` usable hosts
+/// (without replacement) and takes the one with the fewest active requests;
+/// with unequal weights Envoy's weighted variant schedules hosts by
+/// `weight / (active + 1) ^ active_request_bias`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeastRequest {
+    /// `2..=MAX_LEAST_REQUEST_CHOICES`; default 2.
+    pub choice_count: u32,
+    /// `active_request_bias.default_value` (`>= 0`, default 1.0); only used
+    /// when weights differ.
+    pub active_request_bias: f64,
+}
+
+impl Default for LeastRequest {
+    fn default() -> Self {
+        Self {
+            choice_count: 2,
+            active_request_bias: 1.0,
+        }
+    }
+}
+
+/// `Cluster.common_lb_config`: the parts we model, with Envoy's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommonLb {
+    /// `healthy_panic_threshold` in whole percent (`0..=100`, rounded as
+    /// Envoy does; default 50, 0 disables panic mode).
+    pub healthy_panic_threshold: u32,
+    /// `override_host_status`: the health states a host chosen by a host
+    /// override (the stateful session filter) may be in. Default
+    /// `[UNKNOWN, HEALTHY, DEGRADED]` as in Envoy; an explicitly empty set
+    /// disables host overrides.
+    pub override_host_status: HealthStatusSet,
+}
+
+impl Default for CommonLb {
+    fn default() -> Self {
+        Self {
+            healthy_panic_threshold: 50,
+            override_host_status: HealthStatusSet::DEFAULT_OVERRIDE_HOST_STATUS,
+        }
+    }
+}

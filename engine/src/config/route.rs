@@ -1,0 +1,172 @@
+//! `RouteConfiguration`: virtual hosts, routes, their matchers and the
+//! clusters they send to.
+
+use std::time::Duration;
+
+use regex::Regex;
+
+use super::session::StatefulSessionPerRoute;
+
+/// Envoy's default route timeout (`RouteAction.timeout`).
+pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// `route_config` (inline `RouteConfiguration`).
+#[derive(Debug, Clone)]
+pub struct RouteConfig {
+    pub name: String,
+    pub virtual_hosts: Vec<VirtualHost>,
+}
+
+#[derive(Debug, Clone)]
+pub struct VirtualHost {
+    pub name: String,
+    pub domains: Vec<DomainMatcher>,
+    pub routes: Vec<Route>,
+    /// `typed_per_filter_config["envoy.filters.http.stateful_session"]`.
+    pub stateful_session: Option<StatefulSessionPerRoute>,
+}
+
+/// One entry of `VirtualHost.domains`, classified as Envoy does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DomainMatcher {
+    /// `example.com` (stored lowercase).
+    Exact(String),
+    /// `*.example.com` or `*-bar.foo.com`: stores the part after `*`.
+    Suffix(String),
+    /// `foo.*`: stores the part before `*`.
+    Prefix(String),
+    /// `*`.
+    Any,
+}
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub name: String,
+    pub matcher: RouteMatch,
+    pub action: RouteAction,
+    /// `typed_per_filter_config["envoy.filters.http.stateful_session"]`.
+    pub stateful_session: Option<StatefulSessionPerRoute>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RouteMatch {
+    pub path: PathMatch,
+    /// `case_sensitive` (default true) for `prefix` and `path`.
+    pub case_sensitive: bool,
+    pub headers: Vec<HeaderMatcher>,
+}
+
+#[derive(Debug, Clone)]
+pub enum PathMatch {
+    Prefix(String),
+    Path(String),
+    /// `safe_regex`: must match the whole path (query stripped), as in Envoy.
+    Regex(Regex),
+}
+
+#[derive(Debug, Clone)]
+pub struct HeaderMatcher {
+    /// Lowercase header name; `:authority`, `:path`, `:method`, `:scheme` allowed.
+    pub name: String,
+    pub kind: HeaderMatchKind,
+    pub invert: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum HeaderMatchKind {
+    Exact(String),
+    Prefix(String),
+    Suffix(String),
+    Contains(String),
+    Regex(Regex),
+    /// `present_match: true|false`.
+    Present(bool),
+    /// `range_match`: `start <= value < end` for an integer value.
+    Range {
+        start: i64,
+        end: i64,
+    },
+}
+
+impl HeaderMatchKind {
+    /// Whether a present value matches (`Present(want)`: whether `want`).
+    pub fn matches(&self, v: &str) -> bool {
+        match self {
+            HeaderMatchKind::Present(want) => *want,
+            HeaderMatchKind::Exact(e) => v == e,
+            HeaderMatchKind::Prefix(p) => v.starts_with(p.as_str()),
+            HeaderMatchKind::Suffix(s) => v.ends_with(s.as_str()),
+            HeaderMatchKind::Contains(c) => v.contains(c.as_str()),
+            HeaderMatchKind::Regex(re) => re.is_match(v),
+            HeaderMatchKind::Range { start, end } => {
+                v.parse::<i64>().is_ok_and(|n| *start <= n && n < *end)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RouteAction {
+    pub target: ClusterTarget,
+    /// `timeout`; `None` when configured as 0 (disabled).
+    pub timeout: Option<Duration>,
+    pub prefix_rewrite: Option<String>,
+    pub host_rewrite_literal: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum ClusterTarget {
+    Cluster(String),
+    Weighted(WeightedClusters),
+}
+
+/// `weighted_clusters`: cumulative weights so a pick is one binary search.
+#[derive(Debug, Clone)]
+pub struct WeightedClusters {
+    /// `(cluster name, cumulative upper bound)`, strictly increasing bounds.
+    pub clusters: Vec<(String, u32)>,
+    pub total_weight: u32,
+}
+
+impl WeightedClusters {
+    /// Builds from `(name, weight)` pairs; zero weights are dropped.
+    /// Returns `None` when the total is 0.
+    pub fn new(entries: impl IntoIterator<Item = (String, u32)>) -> Option<Self> {
+        let mut total: u32 = 0;
+        let mut clusters = Vec::new();
+        for (name, w) in entries {
+            if w == 0 {
+                continue;
+            }
+            total = total.checked_add(w)?;
+            clusters.push((name, total));
+        }
+        (total > 0).then_some(Self {
+            clusters,
+            total_weight: total,
+        })
+    }
+
+    /// Picks the cluster for a random value in `0..total_weight`.
+    pub fn pick(&self, random: u32) -> &str {
+        let r = random % self.total_weight;
+        let i = self.clusters.partition_point(|(_, bound)| *bound <= r);
+        &self.clusters[i].0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weighted_pick_follows_cumulative_bounds() {
+        let w = WeightedClusters::new([("a".into(), 1), ("z".into(), 0), ("b".into(), 3)]).unwrap();
+        assert_eq!(w.total_weight, 4);
+        assert_eq!(w.pick(0), "a");
+        assert_eq!(w.pick(1), "b");
+        assert_eq!(w.pick(3), "b");
+        assert_eq!(w.pick(4), "a");
+        assert!(WeightedClusters::new([("a".into(), 0)]).is_none());
+    }
+}
