@@ -722,6 +722,12 @@ fn downstream_tls_refusals_name_their_field() {
         format!("{tls_path}.common_tls_context.tls_params.cipher_suites: cipher suite \"AES128-SHA\" is not supported (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305 for TLS 1.2; TLS 1.3 suites are not configurable, as in Envoy)")
     );
     assert_eq!(
+        ctx_err(&format!(
+            "{common}            key_log: {{path: /tmp/keys}}\n{certs}"
+        )),
+        format!("{tls_path}.common_tls_context.key_log: not supported")
+    );
+    assert_eq!(
         ctx_err(&format!("          require_client_certificate: true\n{common}{certs}")),
         format!("{tls_path}.require_client_certificate: needs common_tls_context.validation_context.trusted_ca")
     );

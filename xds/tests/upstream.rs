@@ -237,6 +237,12 @@ fn what_upstream_tls_cannot_do_is_refused_by_name() {
     );
     assert_eq!(
         bad(&tls(
+            "        common_tls_context:\n          key_log: { path: /tmp/keys }\n"
+        )),
+        format!("{AT}.{CTX}.common_tls_context.key_log: not supported")
+    );
+    assert_eq!(
+        bad(&tls(
             "        common_tls_context:\n          tls_params: { tls_minimum_protocol_version: TLSv1_0 }\n"
         )),
         format!(

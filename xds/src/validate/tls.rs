@@ -120,17 +120,7 @@ fn downstream_tls_context(
     };
     let cpath = path.field("common_tls_context");
     let common = ctx.common_tls_context.clone().unwrap_or_default();
-    reject_set!(
-        cpath,
-        common,
-        tls_certificate_sds_secret_configs,
-        tls_certificate_certificate_provider,
-        tls_certificate_certificate_provider_instance,
-        custom_handshaker,
-        tls_certificate_provider_instance,
-        key_log,
-        custom_tls_certificate_selector,
-    );
+    reject_unimplemented_common(&common, &cpath)?;
     let required = ctx.require_client_certificate.unwrap_or(false);
     let client_auth = match &common.validation_context_type {
         None if required => {
@@ -182,6 +172,28 @@ fn downstream_tls_context(
         client_auth,
     };
     Ok((spec, files))
+}
+
+/// The `common_tls_context` fields neither a downstream nor an upstream
+/// context implements (certificates from SDS or a provider, a custom
+/// handshaker or certificate selector, a key log), refused by name.
+/// `cpath`: the `common_tls_context` itself.
+pub(super) fn reject_unimplemented_common(
+    common: &tls::CommonTlsContext,
+    cpath: &Path,
+) -> Result<()> {
+    reject_set!(
+        cpath,
+        common,
+        tls_certificate_sds_secret_configs,
+        tls_certificate_certificate_provider,
+        tls_certificate_certificate_provider_instance,
+        custom_handshaker,
+        tls_certificate_provider_instance,
+        key_log,
+        custom_tls_certificate_selector,
+    );
+    Ok(())
 }
 
 /// `common_tls_context.tls_params`, decoded.

@@ -9,8 +9,8 @@ use prost::Name;
 use super::listener::{reject_h2_flood_limits, reject_unused_h2};
 use super::reject_set;
 use super::tls::{
-    alpn_protocols, certificate, san_matchers, tls_context, tls_error, tls_params, trusted_roots,
-    unsupported_validation,
+    alpn_protocols, certificate, reject_unimplemented_common, san_matchers, tls_context, tls_error,
+    tls_params, trusted_roots, unsupported_validation,
 };
 use super::{timeout_or, u32_in};
 use crate::decode::unpack;
@@ -317,17 +317,7 @@ fn upstream_tls_context(
     );
     let cpath = path.field("common_tls_context");
     let common = ctx.common_tls_context.clone().unwrap_or_default();
-    reject_set!(
-        cpath,
-        common,
-        tls_certificate_sds_secret_configs,
-        tls_certificate_certificate_provider,
-        tls_certificate_certificate_provider_instance,
-        custom_handshaker,
-        tls_certificate_provider_instance,
-        key_log,
-        custom_tls_certificate_selector,
-    );
+    reject_unimplemented_common(&common, &cpath)?;
     let mut files = Vec::new();
     let (trusted_ca, san_matchers) = match &common.validation_context_type {
         None => (None, Vec::new()),
