@@ -31,8 +31,9 @@ mod response;
 
 /// How a response's body is delimited ([`ResponseHead::framing`]).
 pub use crate::encode::ResponseFraming;
+pub use crate::error::SendError;
 use response::decode_body;
-pub use response::ResponseHead;
+pub use response::{ClientEvent, ResponseHead};
 
 /// A connection's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,51 +52,6 @@ impl Default for ClientConfig {
             body_window: 64 * 1024,
         }
     }
-}
-
-/// What the connection received, in order.
-#[derive(Debug)]
-pub enum ClientEvent {
-    /// A response head. `informational`: a 1xx other than 101 (which is an
-    /// error), the final head still to come. `end_stream`: no body follows
-    /// (an answer to HEAD, 204, 304, `Content-Length: 0`).
-    Response {
-        head: ResponseHead,
-        informational: bool,
-        end_stream: bool,
-    },
-    /// Response body bytes, zero-copy out of the caller's buffer
-    /// (`end_stream`: the last of them; the data may then be empty). Hand
-    /// their count to [`ClientConn::release`] once consumed.
-    Data { data: Bytes, end_stream: bool },
-    /// The trailer section of a chunked response (raw field lines; see
-    /// [`crate::trailer_fields`]); it ends the response.
-    Trailers { raw: Bytes },
-}
-
-/// A request command the connection's state does not allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SendError {
-    /// `send_request` while an exchange is in progress or the connection
-    /// will close.
-    #[error("an exchange is in progress or the connection is closing")]
-    Busy,
-    #[error("no request in progress")]
-    NoRequest,
-    #[error("request already complete")]
-    RequestComplete,
-    /// More body than the request's `Content-Length`, or an end short of
-    /// it: the request cannot be completed and the connection closes.
-    #[error("request body longer or shorter than its Content-Length")]
-    LengthMismatch,
-    /// A `content-length` given to `send_request` that is no decimal
-    /// number, or two different ones; nothing was written.
-    #[error("invalid request Content-Length")]
-    InvalidContentLength,
-    /// The exchange failed or was aborted (a response error, a length
-    /// mismatch, [`ClientConn::abort`]): close the connection.
-    #[error("connection failed")]
-    Broken,
 }
 
 /// Where the request stands.

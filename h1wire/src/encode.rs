@@ -4,7 +4,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::client::SendError;
+use crate::error::SendError;
 use crate::head::decimal;
 use crate::Version;
 

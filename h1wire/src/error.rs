@@ -1,4 +1,5 @@
-//! Why a message was refused, and the status to refuse it with.
+//! Why a message was refused, and the status to refuse it with; and why a
+//! client connection refused a request command.
 
 /// A message the gateway refuses: a request from downstream (the status
 /// is what Envoy and HAProxy answer for the same input; the connection
@@ -52,4 +53,30 @@ impl Error {
             Error::BadResponse(_) | Error::UnsolicitedResponse | Error::ResponseTruncated => 502,
         }
     }
+}
+
+/// A request command the connection's state does not allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// `send_request` while an exchange is in progress or the connection
+    /// will close.
+    #[error("an exchange is in progress or the connection is closing")]
+    Busy,
+    #[error("no request in progress")]
+    NoRequest,
+    #[error("request already complete")]
+    RequestComplete,
+    /// More body than the request's `Content-Length`, or an end short of
+    /// it: the request cannot be completed and the connection closes.
+    #[error("request body longer or shorter than its Content-Length")]
+    LengthMismatch,
+    /// A `content-length` given to `send_request` that is no decimal
+    /// number, or two different ones; nothing was written.
+    #[error("invalid request Content-Length")]
+    InvalidContentLength,
+    /// The exchange failed or was aborted (a response error, a length
+    /// mismatch, [`ClientConn::abort`](crate::client::ClientConn::abort)):
+    /// close the connection.
+    #[error("connection failed")]
+    Broken,
 }

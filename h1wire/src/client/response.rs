@@ -5,10 +5,31 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
-use super::ClientEvent;
 use crate::encode::ResponseFraming;
 use crate::head::{list, trim, Framing};
 use crate::{BodyDecoder, BodyEvent, Error, Limits, Version};
+
+/// What the connection received, in order.
+#[derive(Debug)]
+pub enum ClientEvent {
+    /// A response head. `informational`: a 1xx other than 101 (which is an
+    /// error), the final head still to come. `end_stream`: no body follows
+    /// (an answer to HEAD, 204, 304, `Content-Length: 0`).
+    Response {
+        head: ResponseHead,
+        informational: bool,
+        end_stream: bool,
+    },
+    /// Response body bytes, zero-copy out of the caller's buffer
+    /// (`end_stream`: the last of them; the data may then be empty). Hand
+    /// their count to
+    /// [`ClientConn::release`](crate::client::ClientConn::release) once
+    /// consumed.
+    Data { data: Bytes, end_stream: bool },
+    /// The trailer section of a chunked response (raw field lines; see
+    /// [`crate::trailer_fields`]); it ends the response.
+    Trailers { raw: Bytes },
+}
 
 /// A parsed response head. Field names and values are slices of the head's
 /// bytes as received (names keep their case; values are trimmed of
