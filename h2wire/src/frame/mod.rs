@@ -15,6 +15,7 @@ mod encode;
 mod head;
 mod parse;
 mod reader;
+mod rules;
 mod settings;
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 use bytes::{Buf, Bytes};
 
 use super::head::FrameHeader;
-use super::{flags, kind, settings, Settings, R_BIT};
+use super::rules::{bad_size, on_connection, on_stream};
+use super::settings::{self, Settings};
+use super::{flags, kind, R_BIT};
 use crate::{ErrorCode, FrameError};
 
 /// A stream dependency (§5.3, deprecated by RFC 9113 but still parsed: a
@@ -100,7 +102,10 @@ impl Frame {
             kind::HEADERS => parse_headers(head, payload),
             kind::PRIORITY => parse_priority(head, &payload),
             kind::RST_STREAM => parse_rst_stream(head, &payload),
-            kind::SETTINGS => settings::parse(head, &payload),
+            kind::SETTINGS => Ok(match settings::parse(head, &payload)? {
+                Some(s) => Frame::Settings(s),
+                None => Frame::SettingsAck,
+            }),
             kind::PUSH_PROMISE => parse_push_promise(head, payload),
             kind::PING => parse_ping(head, &payload),
             kind::GOAWAY => parse_goaway(head, payload),
@@ -253,26 +258,6 @@ fn parse_window_update(head: FrameHeader, payload: &[u8]) -> Result<Frame, Frame
 
 fn has(head: FrameHeader, flag: u8) -> bool {
     head.flags & flag != 0
-}
-
-pub(super) fn on_stream(head: FrameHeader, reason: &'static str) -> Result<(), FrameError> {
-    match head.stream {
-        0 => Err(FrameError::conn(ErrorCode::PROTOCOL_ERROR, reason)),
-        _ => Ok(()),
-    }
-}
-
-pub(super) fn on_connection(head: FrameHeader, reason: &'static str) -> Result<(), FrameError> {
-    match head.stream {
-        0 => Ok(()),
-        _ => Err(FrameError::conn(ErrorCode::PROTOCOL_ERROR, reason)),
-    }
-}
-
-/// A payload too short for its mandatory fields, or of the wrong fixed
-/// size: a connection FRAME_SIZE_ERROR (§4.2).
-pub(super) fn bad_size(reason: &'static str) -> FrameError {
-    FrameError::conn(ErrorCode::FRAME_SIZE_ERROR, reason)
 }
 
 /// Removes the pad length byte of a PADDED frame and returns its value

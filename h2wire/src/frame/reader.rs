@@ -3,7 +3,7 @@
 use bytes::{Buf, BytesMut};
 
 use super::head::FrameHeader;
-use super::parse::bad_size;
+use super::rules::bad_size;
 use super::{Frame, HEADER_LEN};
 use crate::FrameError;
 

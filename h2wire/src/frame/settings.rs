@@ -3,8 +3,8 @@
 use bytes::{BufMut, BytesMut};
 
 use super::head::FrameHeader;
-use super::parse::{bad_size, on_connection};
-use super::{flags, kind, Frame, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
+use super::rules::{bad_size, on_connection};
+use super::{flags, kind, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
 use crate::{ErrorCode, FrameError};
 
 const HEADER_TABLE_SIZE: u16 = 0x1;
@@ -47,15 +47,19 @@ impl Settings {
     }
 }
 
+/// Parses a SETTINGS frame's payload: the parameters it carries, or `None`
+/// for an acknowledgement (ACK, no payload). [`Frame`](super::Frame) is
+/// built from it by the caller, so that this file need not know the
+/// other frame types.
 // `is_multiple_of` is newer than the workspace's MSRV (1.80).
 #[allow(clippy::manual_is_multiple_of)]
-pub(super) fn parse(head: FrameHeader, payload: &[u8]) -> Result<Frame, FrameError> {
+pub(super) fn parse(head: FrameHeader, payload: &[u8]) -> Result<Option<Settings>, FrameError> {
     on_connection(head, "SETTINGS on a stream")?;
     if head.flags & flags::ACK != 0 {
         if !payload.is_empty() {
             return Err(bad_size("SETTINGS ACK with a payload"));
         }
-        return Ok(Frame::SettingsAck);
+        return Ok(None);
     }
     if payload.len() % 6 != 0 {
         return Err(bad_size("SETTINGS length not a multiple of 6"));
@@ -94,7 +98,7 @@ pub(super) fn parse(head: FrameHeader, payload: &[u8]) -> Result<Frame, FrameErr
             _ => {}
         }
     }
-    Ok(Frame::Settings(s))
+    Ok(Some(s))
 }
 
 fn boolean(value: u32, reason: &'static str) -> Result<bool, FrameError> {
