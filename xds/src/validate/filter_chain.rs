@@ -8,7 +8,7 @@ use engine::listener::LISTENER_FILTERS_TIMEOUT;
 use engine::{FilterChain, TlsInspector};
 use prost::Name;
 
-use super::listener::http_connection_manager;
+use super::http_connection_manager::http_connection_manager;
 use super::{reject_set, timeout_or};
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};

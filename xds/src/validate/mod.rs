@@ -4,6 +4,7 @@
 mod access_log;
 mod cluster;
 mod filter_chain;
+mod http_connection_manager;
 mod lb;
 mod listener;
 mod outlier;
@@ -18,8 +19,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 pub use cluster::{cluster, cluster_load_assignment};
+pub use http_connection_manager::http_connection_manager;
 pub use lb::{common_lb_config, least_request_lb_config, load_balancing_policy};
-pub use listener::{http_connection_manager, listener};
+pub use listener::listener;
 pub use outlier::outlier_detection;
 pub use route::{route_config, typed_per_filter_config, virtual_host};
 pub use session::{stateful_session, stateful_session_per_route};

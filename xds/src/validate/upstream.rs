@@ -6,7 +6,7 @@ use engine::tls::{UpstreamTls, UpstreamTlsSpec};
 use engine::{UpstreamHttp2, UpstreamOptions, UpstreamProtocol, UPSTREAM_IDLE_TIMEOUT};
 use prost::Name;
 
-use super::listener::{reject_h2_flood_limits, reject_unused_h2};
+use super::http_connection_manager::{reject_h2_flood_limits, reject_unused_h2};
 use super::reject_set;
 use super::tls::{
     alpn_protocols, certificate, reject_unimplemented_common, san_matchers, tls_context, tls_error,

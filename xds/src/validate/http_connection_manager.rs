@@ -1,0 +1,435 @@
+//! `HttpConnectionManager` → `engine::HttpConnectionManager`: codec,
+//! routes (inline or RDS), HTTP/1.1 and HTTP/2 options and limits,
+//! timeouts, and the HTTP filters (the router, the stateful session).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::{
+    HeadersWithUnderscoresAction, Http2FloodLimits, HttpConnectionManager, Rds, RouteConfig,
+};
+use prost::Name;
+
+use super::{reject_set, route_config, timeout_or, u32_in, Allowed};
+use crate::decode::{any_type_name, any_type_url, unpack};
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::extensions::filters::http::router::v3::Router;
+use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSession;
+use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+
+/// Envoy's name for the router filter; with no `typed_config` the filter is
+/// identified by it (older configs do this).
+const ROUTER_NAME: &str = "envoy.filters.http.router";
+
+const WINDOW_RANGE: std::ops::RangeInclusive<u32> = 65_535..=2_147_483_647;
+/// Our defaults when unset (Envoy's are 256 MiB for both): enough for a
+/// fast stream without letting one connection pin much memory per core.
+const DEFAULT_STREAM_WINDOW: u32 = 1024 * 1024;
+const DEFAULT_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `http_protocol_options` (`Http1ProtocolOptions`): the fields we honour;
+/// any other set field is refused by name.
+fn http1_options(
+    o: Option<&core::Http1ProtocolOptions>,
+    path: &Path,
+) -> Result<engine::Http1Options> {
+    let Some(o) = o else {
+        return Ok(engine::Http1Options::default());
+    };
+    reject_set!(
+        path,
+        o,
+        header_key_format,
+        allow_chunked_length,
+        override_stream_error_on_invalid_http_message,
+        send_fully_qualified_url,
+        use_balsa_parser,
+        allow_custom_methods,
+        ignore_http_11_upgrade,
+    );
+    if !o.default_host_for_http_10.is_empty() && !o.accept_http_10 {
+        return Err(Error::invalid(
+            path.field("default_host_for_http_10"),
+            "only meaningful with accept_http_10: true",
+        ));
+    }
+    Ok(engine::Http1Options {
+        accept_http_10: o.accept_http_10,
+        default_host_for_http_10: Some(o.default_host_for_http_10.clone())
+            .filter(|h| !h.is_empty()),
+        allow_absolute_url: o.allow_absolute_url.unwrap_or(true),
+        enable_trailers: o.enable_trailers,
+    })
+}
+
+/// Validates an `HttpConnectionManager` (inline routes or RDS).
+pub fn http_connection_manager(
+    m: &hcm::HttpConnectionManager,
+    path: &Path,
+    known_clusters: &HashSet<String>,
+) -> Result<HttpConnectionManager> {
+    use hcm::http_connection_manager::{CodecType, RouteSpecifier};
+    reject_set!(
+        path,
+        m,
+        add_user_agent,
+        tracing,
+        server_name,
+        forward_client_cert_details,
+        proxy_100_continue,
+        via,
+        upgrade_configs,
+        delayed_close_timeout,
+        request_timeout,
+        normalize_path,
+        preserve_external_request_id,
+        merge_slashes,
+        server_header_transformation,
+        local_reply_config,
+        strip_matching_host_port,
+        stream_error_on_invalid_http_message,
+        strip_port_mode,
+        http3_protocol_options,
+    );
+    let codec_type = match CodecType::try_from(m.codec_type) {
+        Ok(CodecType::Auto) => engine::CodecType::Auto,
+        Ok(CodecType::Http1) => engine::CodecType::Http1,
+        Ok(CodecType::Http2) => engine::CodecType::Http2,
+        Ok(other) => {
+            return Err(Error::unsupported_value(
+                path.field("codec_type"),
+                other.as_str_name(),
+            ))
+        }
+        Err(_) => {
+            return Err(Error::invalid(
+                path.field("codec_type"),
+                format!("unknown value {}", m.codec_type),
+            ))
+        }
+    };
+    let access_log = super::access_log::access_logs(&m.access_log, &path.field("access_log"))?;
+    let http1 = http1_options(
+        m.http_protocol_options.as_ref(),
+        &path.field("http_protocol_options"),
+    )?;
+    if m.stat_prefix.is_empty() {
+        return Err(Error::invalid(path.field("stat_prefix"), "required"));
+    }
+    // We trust only the connection's peer address (no XFF hops), and never
+    // generate `x-request-id`: accept the settings that say exactly that.
+    if m.xff_num_trusted_hops != 0 {
+        return Err(Error::unsupported_msg(
+            path.field("xff_num_trusted_hops"),
+            "only 0 is supported",
+        ));
+    }
+    if m.generate_request_id.is_some_and(|v| v) {
+        return Err(Error::unsupported_msg(
+            path.field("generate_request_id"),
+            "request id generation is not supported; set it to false",
+        ));
+    }
+    let append_x_forwarded_for = m.use_remote_address.unwrap_or(false) && !m.skip_xff_append;
+    let mut rds = None;
+    let route_config = match &m.route_specifier {
+        Some(RouteSpecifier::RouteConfig(rc)) => {
+            route_config(rc, &path.field("route_config"), known_clusters, true)?
+        }
+        Some(RouteSpecifier::Rds(r)) => {
+            let rpath = path.field("rds");
+            if r.route_config_name.is_empty() {
+                return Err(Error::invalid(rpath.field("route_config_name"), "required"));
+            }
+            let source = match &r.config_source {
+                Some(s) => {
+                    super::config_source(s, &rpath.field("config_source"), Allowed::AdsOnly)?
+                }
+                None => return Err(Error::invalid(rpath.field("config_source"), "required")),
+            };
+            rds = Some(Rds {
+                route_config_name: r.route_config_name.clone(),
+                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+            });
+            RouteConfig {
+                name: r.route_config_name.clone(),
+                virtual_hosts: Vec::new(),
+            }
+        }
+        Some(RouteSpecifier::ScopedRoutes(_)) => {
+            return Err(Error::unsupported(path.field("scoped_routes")))
+        }
+        None => return Err(Error::invalid(path.field("route_config"), "required")),
+    };
+    let stateful_session = http_filters(&m.http_filters, &path.field("http_filters"))?;
+
+    let h2 = m.http2_protocol_options.clone().unwrap_or_default();
+    let h2path = path.field("http2_protocol_options");
+    reject_unused_h2(&h2, &h2path)?;
+    let common = m.common_http_protocol_options.unwrap_or_default();
+    let cpath = path.field("common_http_protocol_options");
+    reject_set!(cpath, common, max_response_headers_kb);
+    let headers_with_underscores_action =
+        underscores_action(common.headers_with_underscores_action, &cpath)?;
+    let headers_kb = u32_in(
+        m.max_request_headers_kb,
+        1..=8192,
+        60,
+        &path.field("max_request_headers_kb"),
+    )?;
+    let drain_timeout = match &m.drain_timeout {
+        Some(d) => super::duration(d, &path.field("drain_timeout"))?,
+        None => DEFAULT_DRAIN_TIMEOUT,
+    };
+    Ok(HttpConnectionManager {
+        stat_prefix: m.stat_prefix.clone(),
+        codec_type,
+        http1,
+        access_log,
+        route_config: Arc::new(route_config),
+        rds,
+        max_concurrent_streams: u32_in(
+            h2.max_concurrent_streams,
+            1..=2_147_483_647,
+            engine::DEFAULT_DOWNSTREAM_MAX_CONCURRENT_STREAMS,
+            &h2path.field("max_concurrent_streams"),
+        )?,
+        max_header_list_size: headers_kb * 1024,
+        max_headers_count: u32_in(
+            common.max_headers_count,
+            1..=u32::MAX,
+            engine::DEFAULT_MAX_HEADERS_COUNT,
+            &cpath.field("max_headers_count"),
+        )?,
+        headers_with_underscores_action,
+        http2_flood: http2_flood_limits(&h2, &h2path)?,
+        initial_stream_window_size: u32_in(
+            h2.initial_stream_window_size,
+            WINDOW_RANGE,
+            DEFAULT_STREAM_WINDOW,
+            &h2path.field("initial_stream_window_size"),
+        )?,
+        initial_connection_window_size: u32_in(
+            h2.initial_connection_window_size,
+            WINDOW_RANGE,
+            DEFAULT_CONNECTION_WINDOW,
+            &h2path.field("initial_connection_window_size"),
+        )?,
+        idle_timeout: timeout_or(
+            common.idle_timeout.as_ref(),
+            DEFAULT_IDLE_TIMEOUT,
+            &cpath.field("idle_timeout"),
+        )?,
+        stream_idle_timeout: timeout_or(
+            m.stream_idle_timeout.as_ref(),
+            DEFAULT_STREAM_IDLE_TIMEOUT,
+            &path.field("stream_idle_timeout"),
+        )?,
+        max_stream_duration: match &common.max_stream_duration {
+            Some(d) => Some(super::duration(d, &cpath.field("max_stream_duration"))?)
+                .filter(|d| !d.is_zero()),
+            None => None,
+        },
+        request_headers_timeout: match &m.request_headers_timeout {
+            Some(d) => Some(super::duration(d, &path.field("request_headers_timeout"))?)
+                .filter(|d| !d.is_zero()),
+            None => None,
+        },
+        max_connection_duration: match &common.max_connection_duration {
+            Some(d) => Some(super::duration(d, &cpath.field("max_connection_duration"))?)
+                .filter(|d| !d.is_zero()),
+            None => None,
+        },
+        max_requests_per_connection: common.max_requests_per_connection.filter(|&n| n > 0),
+        drain_timeout,
+        append_x_forwarded_for,
+        stateful_session,
+    })
+}
+
+/// `Http2ProtocolOptions` fields other than the stream limit, the windows
+/// and the flood limits.
+pub(crate) fn reject_unused_h2(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<()> {
+    reject_set!(
+        path,
+        h2,
+        hpack_table_size,
+        allow_connect,
+        allow_metadata,
+        stream_error_on_invalid_http_messaging,
+        custom_settings_parameters,
+        override_stream_error_on_invalid_http_message,
+        connection_keepalive,
+    );
+    Ok(())
+}
+
+/// The flood limits of `Http2ProtocolOptions`: implemented for downstream
+/// connections only, so a cluster rejects them.
+pub(crate) fn reject_h2_flood_limits(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<()> {
+    reject_set!(
+        path,
+        h2,
+        max_outbound_frames,
+        max_outbound_control_frames,
+        max_consecutive_inbound_frames_with_empty_payload,
+        max_inbound_priority_frames_per_stream,
+        max_inbound_window_update_frames_per_data_frame_sent,
+    );
+    Ok(())
+}
+
+/// A listener's flood limits, Envoy's defaults where unset (and Envoy's
+/// ranges: the outbound limits and the WINDOW_UPDATE ratio at least 1).
+fn http2_flood_limits(h2: &core::Http2ProtocolOptions, path: &Path) -> Result<Http2FloodLimits> {
+    let d = Http2FloodLimits::default();
+    Ok(Http2FloodLimits {
+        max_outbound_frames: u32_in(
+            h2.max_outbound_frames,
+            1..=u32::MAX,
+            d.max_outbound_frames,
+            &path.field("max_outbound_frames"),
+        )?,
+        max_outbound_control_frames: u32_in(
+            h2.max_outbound_control_frames,
+            1..=u32::MAX,
+            d.max_outbound_control_frames,
+            &path.field("max_outbound_control_frames"),
+        )?,
+        max_consecutive_inbound_frames_with_empty_payload: h2
+            .max_consecutive_inbound_frames_with_empty_payload
+            .unwrap_or(d.max_consecutive_inbound_frames_with_empty_payload),
+        max_inbound_priority_frames_per_stream: h2
+            .max_inbound_priority_frames_per_stream
+            .unwrap_or(d.max_inbound_priority_frames_per_stream),
+        max_inbound_window_update_frames_per_data_frame_sent: u32_in(
+            h2.max_inbound_window_update_frames_per_data_frame_sent,
+            1..=u32::MAX,
+            d.max_inbound_window_update_frames_per_data_frame_sent,
+            &path.field("max_inbound_window_update_frames_per_data_frame_sent"),
+        )?,
+    })
+}
+
+/// `common_http_protocol_options.headers_with_underscores_action`.
+fn underscores_action(v: i32, cpath: &Path) -> Result<HeadersWithUnderscoresAction> {
+    use core::http_protocol_options::HeadersWithUnderscoresAction as Pb;
+    match Pb::try_from(v) {
+        Ok(Pb::Allow) => Ok(HeadersWithUnderscoresAction::Allow),
+        Ok(Pb::RejectRequest) => Ok(HeadersWithUnderscoresAction::RejectRequest),
+        Ok(Pb::DropHeader) => Ok(HeadersWithUnderscoresAction::DropHeader),
+        Err(_) => Err(Error::invalid(
+            cpath.field("headers_with_underscores_action"),
+            format!("unknown value {v}"),
+        )),
+    }
+}
+
+/// The filter list must end in the router; any other filter is an error
+/// unless `is_optional` (then it is skipped, as gRFC A39 specifies). The
+/// stateful session filter (gRFC A55) is supported: its config is returned
+/// when present (at most one may be configured).
+fn http_filters(
+    filters: &[hcm::HttpFilter],
+    path: &Path,
+) -> Result<Option<engine::StatefulSession>> {
+    use hcm::http_filter::ConfigType;
+    let mut stateful_session: Option<(usize, engine::StatefulSession)> = None;
+    if filters.is_empty() {
+        return Err(Error::invalid(
+            path.clone(),
+            format!("must end with the router filter ({ROUTER_NAME})"),
+        ));
+    }
+    let last = filters.len() - 1;
+    for (i, f) in filters.iter().enumerate() {
+        let fpath = path.index(i);
+        // Reaching the end of this match means `f` is the router.
+        match &f.config_type {
+            Some(ConfigType::TypedConfig(any)) => {
+                let tpath = fpath.field("typed_config");
+                let type_name = any_type_name(any, &tpath)?;
+                if type_name == StatefulSession::full_name() {
+                    let (config, cpath) = unpack::<StatefulSession>(any, &tpath)?;
+                    let mut config = super::stateful_session(&config, &cpath)?;
+                    if f.disabled {
+                        // Envoy: off unless a route or virtual host enables
+                        // it with its own per-route config. A filter with no
+                        // session state is exactly that (`session::effective`).
+                        config.session_state = None;
+                    }
+                    if let Some((first, _)) = &stateful_session {
+                        return Err(Error::unsupported_msg(
+                            tpath.clone(),
+                            format!(
+                                "only one stateful session filter is supported (another is http_filters[{first}])"
+                            ),
+                        ));
+                    }
+                    stateful_session = Some((i, config));
+                    continue;
+                }
+                reject_set!(fpath, f, disabled);
+                if type_name == Router::full_name() {
+                    let (router, rpath) = unpack::<Router>(any, &tpath)?;
+                    reject_set!(
+                        rpath,
+                        router,
+                        dynamic_stats,
+                        start_child_span,
+                        upstream_log,
+                        suppress_envoy_headers,
+                        strict_check_headers,
+                        respect_expected_rq_timeout,
+                        suppress_grpc_request_failure_code_stats,
+                        upstream_http_filters,
+                    );
+                } else if f.is_optional {
+                    continue;
+                } else {
+                    return Err(Error::unsupported_msg(
+                        tpath.clone(),
+                        format!(
+                            "HTTP filter {:?} ({}) is not supported (set is_optional: true to skip it)",
+                            f.name,
+                            any_type_url(any, &tpath)?
+                        ),
+                    ));
+                }
+            }
+            _ if f.disabled => return Err(Error::unsupported(fpath.field("disabled"))),
+            Some(ConfigType::ConfigDiscovery(_)) if f.is_optional => continue,
+            Some(ConfigType::ConfigDiscovery(_)) => {
+                return Err(Error::unsupported(fpath.field("config_discovery")))
+            }
+            None if f.name == ROUTER_NAME => {}
+            None if f.is_optional => continue,
+            None => {
+                return Err(Error::unsupported_msg(
+                    fpath.field("name"),
+                    format!(
+                        "HTTP filter {:?} is not supported (set is_optional: true to skip it)",
+                        f.name
+                    ),
+                ))
+            }
+        };
+        if i != last {
+            return Err(Error::invalid(
+                fpath,
+                "the router filter must be the last filter",
+            ));
+        }
+        return Ok(stateful_session.map(|(_, s)| s));
+    }
+    // The last filter was an optional one we skipped.
+    Err(Error::invalid(
+        path.clone(),
+        format!("must end with the router filter ({ROUTER_NAME})"),
+    ))
+}
