@@ -3,6 +3,8 @@
 //! / random picking (`lb_policy` or `load_balancing_policy`), outlier
 //! detection and `common_lb_config`.
 
+use std::time::Duration;
+
 use ahash::AHashSet;
 
 use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy};
@@ -19,7 +21,6 @@ use crate::pb::envoy::config::endpoint::v3 as ep;
 
 /// Validates a cluster (its name is not checked for uniqueness here).
 pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
-    use pb::cluster::{ClusterDiscoveryType, DiscoveryType, LbConfig, LbPolicy as PbLb};
     reject_set!(
         path,
         c,
@@ -50,134 +51,11 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     if c.name.is_empty() {
         return Err(Error::invalid(path.field("name"), "required"));
     }
-    let mut is_eds = false;
-    match &c.cluster_discovery_type {
-        None => {} // STATIC is the default
-        Some(ClusterDiscoveryType::Type(t)) => match DiscoveryType::try_from(*t) {
-            Ok(DiscoveryType::Static) => {}
-            Ok(DiscoveryType::Eds) => is_eds = true,
-            Ok(other) => {
-                return Err(Error::unsupported_value(
-                    path.field("type"),
-                    other.as_str_name(),
-                ))
-            }
-            Err(_) => {
-                return Err(Error::invalid(
-                    path.field("type"),
-                    format!("unknown value {t}"),
-                ))
-            }
-        },
-        Some(ClusterDiscoveryType::ClusterType(_)) => {
-            return Err(Error::unsupported(path.field("cluster_type")))
-        }
-    }
-    let connect_timeout = match &c.connect_timeout {
-        None => engine::DEFAULT_CONNECT_TIMEOUT,
-        Some(d) => {
-            let d = duration(d, &path.field("connect_timeout"))?;
-            if d.is_zero() {
-                return Err(Error::invalid(
-                    path.field("connect_timeout"),
-                    "must be greater than 0",
-                ));
-            }
-            d
-        }
-    };
-    let lrpath = path.field("least_request_lb_config");
-    let lr_config = match &c.lb_config {
-        None => None,
-        Some(LbConfig::LeastRequestLbConfig(l)) => Some(l),
-        Some(LbConfig::RingHashLbConfig(_)) => {
-            return Err(Error::unsupported(path.field("ring_hash_lb_config")))
-        }
-        Some(LbConfig::MaglevLbConfig(_)) => {
-            return Err(Error::unsupported(path.field("maglev_lb_config")))
-        }
-        Some(LbConfig::OriginalDstLbConfig(_)) => {
-            return Err(Error::unsupported(path.field("original_dst_lb_config")))
-        }
-        Some(LbConfig::RoundRobinLbConfig(_)) => {
-            return Err(Error::unsupported(path.field("round_robin_lb_config")))
-        }
-    };
-    let legacy = PbLb::try_from(c.lb_policy).map_err(|_| {
-        Error::invalid(
-            path.field("lb_policy"),
-            format!("unknown value {}", c.lb_policy),
-        )
-    })?;
-    let lb_policy = match &c.load_balancing_policy {
-        // As in Envoy, load_balancing_policy wins: lb_policy and
-        // least_request_lb_config are then not used (the latter must still
-        // be valid).
-        Some(p) => {
-            if lr_config.is_some() {
-                least_request_lb_config(lr_config, &lrpath)?;
-            }
-            load_balancing_policy(p, &path.field("load_balancing_policy"))?
-        }
-        None => {
-            let lb_policy = match legacy {
-                PbLb::RoundRobin => LbPolicy::RoundRobin,
-                PbLb::Random => LbPolicy::Random,
-                PbLb::LeastRequest => {
-                    LbPolicy::LeastRequest(least_request_lb_config(lr_config, &lrpath)?)
-                }
-                PbLb::LoadBalancingPolicyConfig => {
-                    return Err(Error::invalid(
-                        path.field("lb_policy"),
-                        "LOAD_BALANCING_POLICY_CONFIG requires load_balancing_policy",
-                    ))
-                }
-                other => {
-                    return Err(Error::unsupported_value(
-                        path.field("lb_policy"),
-                        other.as_str_name(),
-                    ))
-                }
-            };
-            if lr_config.is_some() && !matches!(lb_policy, LbPolicy::LeastRequest(_)) {
-                return Err(Error::invalid(
-                    lrpath,
-                    "only allowed with lb_policy LEAST_REQUEST",
-                ));
-            }
-            lb_policy
-        }
-    };
-    let eds = match (&c.eds_cluster_config, is_eds) {
-        (Some(e), true) => {
-            let epath = path.field("eds_cluster_config");
-            let source = match &e.eds_config {
-                Some(s) => super::config_source(s, &epath.field("eds_config"), Allowed::AdsOnly)?,
-                None => return Err(Error::invalid(epath.field("eds_config"), "required")),
-            };
-            Some(Eds {
-                service_name: if e.service_name.is_empty() {
-                    c.name.clone()
-                } else {
-                    e.service_name.clone()
-                },
-                initial_fetch_timeout: super::initial_fetch_timeout(&source),
-            })
-        }
-        (None, true) => {
-            return Err(Error::invalid(
-                path.field("eds_cluster_config"),
-                "required with type EDS",
-            ))
-        }
-        (Some(_), false) => {
-            return Err(Error::invalid(
-                path.field("eds_cluster_config"),
-                "only allowed with type EDS",
-            ))
-        }
-        (None, false) => None,
-    };
+    // Order matters: of several errors, the first one checked is reported.
+    let is_eds = is_eds(c, path)?;
+    let connect_timeout = connect_timeout(c, path)?;
+    let lb_policy = lb_policy(c, path)?;
+    let eds = eds(c, is_eds, path)?;
     let endpoints = match &c.load_assignment {
         Some(_) if is_eds => {
             return Err(Error::invalid(
@@ -212,6 +90,159 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             &path.field("per_connection_buffer_limit_bytes"),
         )?,
     })
+}
+
+/// The discovery `type`: whether the cluster is EDS (else STATIC, the
+/// default); any other type is refused.
+fn is_eds(c: &pb::Cluster, path: &Path) -> Result<bool> {
+    use pb::cluster::{ClusterDiscoveryType, DiscoveryType};
+    let mut is_eds = false;
+    match &c.cluster_discovery_type {
+        None => {} // STATIC is the default
+        Some(ClusterDiscoveryType::Type(t)) => match DiscoveryType::try_from(*t) {
+            Ok(DiscoveryType::Static) => {}
+            Ok(DiscoveryType::Eds) => is_eds = true,
+            Ok(other) => {
+                return Err(Error::unsupported_value(
+                    path.field("type"),
+                    other.as_str_name(),
+                ))
+            }
+            Err(_) => {
+                return Err(Error::invalid(
+                    path.field("type"),
+                    format!("unknown value {t}"),
+                ))
+            }
+        },
+        Some(ClusterDiscoveryType::ClusterType(_)) => {
+            return Err(Error::unsupported(path.field("cluster_type")))
+        }
+    }
+    Ok(is_eds)
+}
+
+/// `connect_timeout`: Envoy's default when unset, never 0.
+fn connect_timeout(c: &pb::Cluster, path: &Path) -> Result<Duration> {
+    Ok(match &c.connect_timeout {
+        None => engine::DEFAULT_CONNECT_TIMEOUT,
+        Some(d) => {
+            let d = duration(d, &path.field("connect_timeout"))?;
+            if d.is_zero() {
+                return Err(Error::invalid(
+                    path.field("connect_timeout"),
+                    "must be greater than 0",
+                ));
+            }
+            d
+        }
+    })
+}
+
+/// The policy: `load_balancing_policy` when set, else `lb_policy` with
+/// `least_request_lb_config`.
+fn lb_policy(c: &pb::Cluster, path: &Path) -> Result<LbPolicy> {
+    use pb::cluster::{LbConfig, LbPolicy as PbLb};
+    let lrpath = path.field("least_request_lb_config");
+    let lr_config = match &c.lb_config {
+        None => None,
+        Some(LbConfig::LeastRequestLbConfig(l)) => Some(l),
+        Some(LbConfig::RingHashLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("ring_hash_lb_config")))
+        }
+        Some(LbConfig::MaglevLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("maglev_lb_config")))
+        }
+        Some(LbConfig::OriginalDstLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("original_dst_lb_config")))
+        }
+        Some(LbConfig::RoundRobinLbConfig(_)) => {
+            return Err(Error::unsupported(path.field("round_robin_lb_config")))
+        }
+    };
+    let legacy = PbLb::try_from(c.lb_policy).map_err(|_| {
+        Error::invalid(
+            path.field("lb_policy"),
+            format!("unknown value {}", c.lb_policy),
+        )
+    })?;
+    match &c.load_balancing_policy {
+        // As in Envoy, load_balancing_policy wins: lb_policy and
+        // least_request_lb_config are then not used (the latter must still
+        // be valid).
+        Some(p) => {
+            if lr_config.is_some() {
+                least_request_lb_config(lr_config, &lrpath)?;
+            }
+            load_balancing_policy(p, &path.field("load_balancing_policy"))
+        }
+        None => legacy_lb_policy(legacy, lr_config, &lrpath, path),
+    }
+}
+
+/// `lb_policy` (`legacy`) with its `least_request_lb_config`
+/// (`lr_config`, at `lrpath`), which only LEAST_REQUEST may have.
+fn legacy_lb_policy(
+    legacy: pb::cluster::LbPolicy,
+    lr_config: Option<&pb::cluster::LeastRequestLbConfig>,
+    lrpath: &Path,
+    path: &Path,
+) -> Result<LbPolicy> {
+    use pb::cluster::LbPolicy as PbLb;
+    let lb_policy = match legacy {
+        PbLb::RoundRobin => LbPolicy::RoundRobin,
+        PbLb::Random => LbPolicy::Random,
+        PbLb::LeastRequest => LbPolicy::LeastRequest(least_request_lb_config(lr_config, lrpath)?),
+        PbLb::LoadBalancingPolicyConfig => {
+            return Err(Error::invalid(
+                path.field("lb_policy"),
+                "LOAD_BALANCING_POLICY_CONFIG requires load_balancing_policy",
+            ))
+        }
+        other => {
+            return Err(Error::unsupported_value(
+                path.field("lb_policy"),
+                other.as_str_name(),
+            ))
+        }
+    };
+    if lr_config.is_some() && !matches!(lb_policy, LbPolicy::LeastRequest(_)) {
+        return Err(Error::invalid(
+            lrpath.clone(),
+            "only allowed with lb_policy LEAST_REQUEST",
+        ));
+    }
+    Ok(lb_policy)
+}
+
+/// `eds_cluster_config`: required with type EDS, and only allowed with it.
+fn eds(c: &pb::Cluster, is_eds: bool, path: &Path) -> Result<Option<Eds>> {
+    match (&c.eds_cluster_config, is_eds) {
+        (Some(e), true) => {
+            let epath = path.field("eds_cluster_config");
+            let source = match &e.eds_config {
+                Some(s) => super::config_source(s, &epath.field("eds_config"), Allowed::AdsOnly)?,
+                None => return Err(Error::invalid(epath.field("eds_config"), "required")),
+            };
+            Ok(Some(Eds {
+                service_name: if e.service_name.is_empty() {
+                    c.name.clone()
+                } else {
+                    e.service_name.clone()
+                },
+                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+            }))
+        }
+        (None, true) => Err(Error::invalid(
+            path.field("eds_cluster_config"),
+            "required with type EDS",
+        )),
+        (Some(_), false) => Err(Error::invalid(
+            path.field("eds_cluster_config"),
+            "only allowed with type EDS",
+        )),
+        (None, false) => Ok(None),
+    }
 }
 
 /// Validates endpoints (inline `load_assignment` now, EDS later). Only
