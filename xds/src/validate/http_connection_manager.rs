@@ -73,46 +73,9 @@ pub fn http_connection_manager(
     path: &Path,
     known_clusters: &HashSet<String>,
 ) -> Result<HttpConnectionManager> {
-    use hcm::http_connection_manager::{CodecType, RouteSpecifier};
-    reject_set!(
-        path,
-        m,
-        add_user_agent,
-        tracing,
-        server_name,
-        forward_client_cert_details,
-        proxy_100_continue,
-        via,
-        upgrade_configs,
-        delayed_close_timeout,
-        request_timeout,
-        normalize_path,
-        preserve_external_request_id,
-        merge_slashes,
-        server_header_transformation,
-        local_reply_config,
-        strip_matching_host_port,
-        stream_error_on_invalid_http_message,
-        strip_port_mode,
-        http3_protocol_options,
-    );
-    let codec_type = match CodecType::try_from(m.codec_type) {
-        Ok(CodecType::Auto) => engine::CodecType::Auto,
-        Ok(CodecType::Http1) => engine::CodecType::Http1,
-        Ok(CodecType::Http2) => engine::CodecType::Http2,
-        Ok(other) => {
-            return Err(Error::unsupported_value(
-                path.field("codec_type"),
-                other.as_str_name(),
-            ))
-        }
-        Err(_) => {
-            return Err(Error::invalid(
-                path.field("codec_type"),
-                format!("unknown value {}", m.codec_type),
-            ))
-        }
-    };
+    // Order matters: of several errors, the first one checked is reported.
+    reject_unimplemented(m, path)?;
+    let codec_type = codec_type(m.codec_type, &path.field("codec_type"))?;
     let access_log = super::access_log::access_logs(&m.access_log, &path.field("access_log"))?;
     let http1 = http1_options(
         m.http_protocol_options.as_ref(),
@@ -121,51 +84,8 @@ pub fn http_connection_manager(
     if m.stat_prefix.is_empty() {
         return Err(Error::invalid(path.field("stat_prefix"), "required"));
     }
-    // We trust only the connection's peer address (no XFF hops), and never
-    // generate `x-request-id`: accept the settings that say exactly that.
-    if m.xff_num_trusted_hops != 0 {
-        return Err(Error::unsupported_msg(
-            path.field("xff_num_trusted_hops"),
-            "only 0 is supported",
-        ));
-    }
-    if m.generate_request_id.is_some_and(|v| v) {
-        return Err(Error::unsupported_msg(
-            path.field("generate_request_id"),
-            "request id generation is not supported; set it to false",
-        ));
-    }
-    let append_x_forwarded_for = m.use_remote_address.unwrap_or(false) && !m.skip_xff_append;
-    let mut rds = None;
-    let route_config = match &m.route_specifier {
-        Some(RouteSpecifier::RouteConfig(rc)) => {
-            route_config(rc, &path.field("route_config"), known_clusters, true)?
-        }
-        Some(RouteSpecifier::Rds(r)) => {
-            let rpath = path.field("rds");
-            if r.route_config_name.is_empty() {
-                return Err(Error::invalid(rpath.field("route_config_name"), "required"));
-            }
-            let source = match &r.config_source {
-                Some(s) => {
-                    super::config_source(s, &rpath.field("config_source"), Allowed::AdsOnly)?
-                }
-                None => return Err(Error::invalid(rpath.field("config_source"), "required")),
-            };
-            rds = Some(Rds {
-                route_config_name: r.route_config_name.clone(),
-                initial_fetch_timeout: super::initial_fetch_timeout(&source),
-            });
-            RouteConfig {
-                name: r.route_config_name.clone(),
-                virtual_hosts: Vec::new(),
-            }
-        }
-        Some(RouteSpecifier::ScopedRoutes(_)) => {
-            return Err(Error::unsupported(path.field("scoped_routes")))
-        }
-        None => return Err(Error::invalid(path.field("route_config"), "required")),
-    };
+    let append_x_forwarded_for = append_x_forwarded_for(m, path)?;
+    let (route_config, rds) = routes(m, path, known_clusters)?;
     let stateful_session = http_filters(&m.http_filters, &path.field("http_filters"))?;
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
@@ -230,26 +150,131 @@ pub fn http_connection_manager(
             DEFAULT_STREAM_IDLE_TIMEOUT,
             &path.field("stream_idle_timeout"),
         )?,
-        max_stream_duration: match &common.max_stream_duration {
-            Some(d) => Some(super::duration(d, &cpath.field("max_stream_duration"))?)
-                .filter(|d| !d.is_zero()),
-            None => None,
-        },
-        request_headers_timeout: match &m.request_headers_timeout {
-            Some(d) => Some(super::duration(d, &path.field("request_headers_timeout"))?)
-                .filter(|d| !d.is_zero()),
-            None => None,
-        },
-        max_connection_duration: match &common.max_connection_duration {
-            Some(d) => Some(super::duration(d, &cpath.field("max_connection_duration"))?)
-                .filter(|d| !d.is_zero()),
-            None => None,
-        },
+        max_stream_duration: limit(
+            common.max_stream_duration.as_ref(),
+            &cpath.field("max_stream_duration"),
+        )?,
+        request_headers_timeout: limit(
+            m.request_headers_timeout.as_ref(),
+            &path.field("request_headers_timeout"),
+        )?,
+        max_connection_duration: limit(
+            common.max_connection_duration.as_ref(),
+            &cpath.field("max_connection_duration"),
+        )?,
         max_requests_per_connection: common.max_requests_per_connection.filter(|&n| n > 0),
         drain_timeout,
         append_x_forwarded_for,
         stateful_session,
     })
+}
+
+/// The connection manager's fields we do not implement, refused by name.
+fn reject_unimplemented(m: &hcm::HttpConnectionManager, path: &Path) -> Result<()> {
+    reject_set!(
+        path,
+        m,
+        add_user_agent,
+        tracing,
+        server_name,
+        forward_client_cert_details,
+        proxy_100_continue,
+        via,
+        upgrade_configs,
+        delayed_close_timeout,
+        request_timeout,
+        normalize_path,
+        preserve_external_request_id,
+        merge_slashes,
+        server_header_transformation,
+        local_reply_config,
+        strip_matching_host_port,
+        stream_error_on_invalid_http_message,
+        strip_port_mode,
+        http3_protocol_options,
+    );
+    Ok(())
+}
+
+/// `codec_type` (at `path`): AUTO, HTTP1 or HTTP2.
+fn codec_type(v: i32, path: &Path) -> Result<engine::CodecType> {
+    use hcm::http_connection_manager::CodecType;
+    match CodecType::try_from(v) {
+        Ok(CodecType::Auto) => Ok(engine::CodecType::Auto),
+        Ok(CodecType::Http1) => Ok(engine::CodecType::Http1),
+        Ok(CodecType::Http2) => Ok(engine::CodecType::Http2),
+        Ok(other) => Err(Error::unsupported_value(path.clone(), other.as_str_name())),
+        Err(_) => Err(Error::invalid(path.clone(), format!("unknown value {v}"))),
+    }
+}
+
+/// Whether the peer is appended to `x-forwarded-for` (`use_remote_address`
+/// without `skip_xff_append`).
+fn append_x_forwarded_for(m: &hcm::HttpConnectionManager, path: &Path) -> Result<bool> {
+    // We trust only the connection's peer address (no XFF hops), and never
+    // generate `x-request-id`: accept the settings that say exactly that.
+    if m.xff_num_trusted_hops != 0 {
+        return Err(Error::unsupported_msg(
+            path.field("xff_num_trusted_hops"),
+            "only 0 is supported",
+        ));
+    }
+    if m.generate_request_id.is_some_and(|v| v) {
+        return Err(Error::unsupported_msg(
+            path.field("generate_request_id"),
+            "request id generation is not supported; set it to false",
+        ));
+    }
+    Ok(m.use_remote_address.unwrap_or(false) && !m.skip_xff_append)
+}
+
+/// The route table: `route_config` inline (checked against
+/// `known_clusters`), or `rds`, whose table starts empty under its name.
+fn routes(
+    m: &hcm::HttpConnectionManager,
+    path: &Path,
+    known_clusters: &HashSet<String>,
+) -> Result<(RouteConfig, Option<Rds>)> {
+    use hcm::http_connection_manager::RouteSpecifier;
+    match &m.route_specifier {
+        Some(RouteSpecifier::RouteConfig(rc)) => Ok((
+            route_config(rc, &path.field("route_config"), known_clusters, true)?,
+            None,
+        )),
+        Some(RouteSpecifier::Rds(r)) => {
+            let rpath = path.field("rds");
+            if r.route_config_name.is_empty() {
+                return Err(Error::invalid(rpath.field("route_config_name"), "required"));
+            }
+            let source = match &r.config_source {
+                Some(s) => {
+                    super::config_source(s, &rpath.field("config_source"), Allowed::AdsOnly)?
+                }
+                None => return Err(Error::invalid(rpath.field("config_source"), "required")),
+            };
+            let rds = Rds {
+                route_config_name: r.route_config_name.clone(),
+                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+            };
+            let empty = RouteConfig {
+                name: r.route_config_name.clone(),
+                virtual_hosts: Vec::new(),
+            };
+            Ok((empty, Some(rds)))
+        }
+        Some(RouteSpecifier::ScopedRoutes(_)) => {
+            Err(Error::unsupported(path.field("scoped_routes")))
+        }
+        None => Err(Error::invalid(path.field("route_config"), "required")),
+    }
+}
+
+/// An optional duration limit: unset or 0 is `None`, no limit.
+fn limit(d: Option<&prost_types::Duration>, path: &Path) -> Result<Option<Duration>> {
+    match d {
+        Some(d) => Ok(Some(super::duration(d, path)?).filter(|d| !d.is_zero())),
+        None => Ok(None),
+    }
 }
 
 /// `Http2ProtocolOptions` fields other than the stream limit, the windows
