@@ -1,0 +1,291 @@
+//! A bootstrap's listener beyond its routes: the connection manager's
+//! `x-forwarded-for` handling and limits, downstream TLS on its filter
+//! chain, and access logs; each refusal with its exact message.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{bad, edit, load, HCM};
+
+#[test]
+fn forwarded_for_follows_use_remote_address() {
+    let hcm = |yaml: &str| {
+        load(yaml).unwrap().listeners[0].filter_chains[0]
+            .http
+            .clone()
+    };
+    let base = edit("codec_type: HTTP2\n", "codec_type: HTTP2\n");
+    assert!(
+        !hcm(&base).append_x_forwarded_for,
+        "Envoy's default: XFF untouched"
+    );
+    let on = edit(
+        "          codec_type: HTTP2\n",
+        "          codec_type: HTTP2\n          use_remote_address: true\n          generate_request_id: false\n",
+    );
+    assert!(hcm(&on).append_x_forwarded_for);
+    let skip = edit(
+        "          codec_type: HTTP2\n",
+        "          codec_type: HTTP2\n          use_remote_address: true\n          skip_xff_append: true\n",
+    );
+    assert!(!hcm(&skip).append_x_forwarded_for);
+    assert_eq!(
+        bad(
+            "          codec_type: HTTP2\n",
+            "          codec_type: HTTP2\n          xff_num_trusted_hops: 1\n"
+        ),
+        format!("{HCM}.xff_num_trusted_hops: only 0 is supported")
+    );
+    assert_eq!(
+        bad(
+            "          codec_type: HTTP2\n",
+            "          codec_type: HTTP2\n          generate_request_id: true\n"
+        ),
+        format!(
+            "{HCM}.generate_request_id: request id generation is not supported; set it to false"
+        )
+    );
+}
+
+#[test]
+fn buffer_limit_and_max_stream_duration() {
+    let b = load(&edit(
+        "            idle_timeout: 0s\n",
+        "            idle_timeout: 0s\n            max_stream_duration: 90s\n",
+    ));
+    let b = b.unwrap();
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.max_stream_duration,
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 1 << 20);
+    let b = load(&edit(
+        "  - name: ingress\n",
+        "  - name: ingress\n    per_connection_buffer_limit_bytes: 32768\n",
+    ))
+    .unwrap();
+    assert_eq!(b.listeners[0].per_connection_buffer_limit_bytes, 32768);
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.max_stream_duration,
+        None
+    );
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.request_headers_timeout,
+        None
+    );
+    let b = load(&edit(
+        "          stream_idle_timeout: 60s\n",
+        "          stream_idle_timeout: 60s\n          request_headers_timeout: 2.5s\n",
+    ))
+    .unwrap();
+    assert_eq!(
+        b.listeners[0].filter_chains[0].http.request_headers_timeout,
+        Some(Duration::from_millis(2500))
+    );
+    assert_eq!(
+        bad(
+            "  - name: ingress\n",
+            "  - name: ingress\n    per_connection_buffer_limit_bytes: 0\n"
+        ),
+        "static_resources.listeners[0].per_connection_buffer_limit_bytes: must be at least 1"
+    );
+}
+
+/// The good config with a TLS transport socket on its filter chain, `ctx`
+/// being the `DownstreamTlsContext`'s YAML body (indented 10 spaces).
+fn with_tls(ctx: &str) -> String {
+    edit(
+        "    filter_chains:\n    - filters:\n",
+        &format!(
+            "    filter_chains:\n    - transport_socket:\n        name: envoy.transport_sockets.tls\n        typed_config:\n          \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext\n{ctx}      filters:\n"
+        ),
+    )
+}
+
+/// A self-signed certificate and its key, PEM, indented for a YAML block.
+fn pem_pair(names: &[&str]) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+    (cert.pem(), key.serialize_pem())
+}
+
+fn block(pem: &str, indent: usize) -> String {
+    pem.lines()
+        .map(|l| format!("{}{l}\n", " ".repeat(indent)))
+        .collect()
+}
+
+#[test]
+fn downstream_tls_from_files_and_inline() {
+    let dir = std::env::temp_dir().join(format!("gw-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_a, key_a) = pem_pair(&["a.example"]);
+    let (cert_b, key_b) = pem_pair(&["*.b.example"]);
+    std::fs::write(dir.join("a.pem"), &cert_a).unwrap();
+    std::fs::write(dir.join("a.key"), &key_a).unwrap();
+    let ctx = format!(
+        "          common_tls_context:\n            alpn_protocols: [h2, http/1.1]\n            tls_params:\n              tls_minimum_protocol_version: TLSv1_2\n              cipher_suites: [\"[ECDHE-ECDSA-AES128-GCM-SHA256|ECDHE-ECDSA-CHACHA20-POLY1305]\", ECDHE-RSA-AES128-GCM-SHA256]\n              ecdh_curves: [X25519, P-256]\n            tls_certificates:\n            - certificate_chain: {{filename: {}}}\n              private_key: {{filename: {}}}\n            - certificate_chain:\n                inline_string: |\n{}              private_key:\n                inline_string: |\n{}",
+        dir.join("a.pem").display(),
+        dir.join("a.key").display(),
+        block(&cert_b, 18),
+        block(&key_b, 18),
+    );
+    let boot = load(&with_tls(&ctx)).expect("valid");
+    let tls = boot.listeners[0].filter_chains[0]
+        .tls
+        .as_ref()
+        .expect("tls");
+    assert_eq!(
+        tls.state().names,
+        vec![
+            vec!["a.example".to_string()],
+            vec!["*.b.example".to_string()]
+        ]
+    );
+    assert_eq!(tls.files, [dir.join("a.pem"), dir.join("a.key")]);
+    assert_eq!(tls.alpn, ["h2", "http/1.1"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn session_ticket_keys_are_80_bytes_each() {
+    let (cert, key) = pem_pair(&["a.example"]);
+    let certs = format!(
+        "          common_tls_context:\n            tls_certificates:\n            - certificate_chain:\n                inline_string: |\n{}              private_key:\n                inline_string: |\n{}",
+        block(&cert, 18),
+        block(&key, 18)
+    );
+    let keys = |k: &str| {
+        load(&with_tls(&format!(
+            "          session_ticket_keys:\n            keys:\n            - inline_string: \"{}\"\n            - inline_string: \"{k}\"\n{certs}",
+            "a".repeat(80)
+        )))
+    };
+    assert!(keys(&"b".repeat(80)).is_ok());
+    let tls_path = "static_resources.listeners[0].filter_chains[0].transport_socket.typed_config";
+    assert_eq!(
+        keys("short").unwrap_err(),
+        format!(
+            "{tls_path}.session_ticket_keys.keys[1]: 5 bytes; a key is 80 bytes (Envoy's format)"
+        )
+    );
+}
+
+#[test]
+fn downstream_tls_refusals_name_their_field() {
+    let (cert, key) = pem_pair(&["a.example"]);
+    let certs = format!(
+        "            tls_certificates:\n            - certificate_chain:\n                inline_string: |\n{}              private_key:\n                inline_string: |\n{}",
+        block(&cert, 18),
+        block(&key, 18)
+    );
+    let common = "          common_tls_context:\n";
+    let ctx_err = |ctx: &str| match load(&with_tls(ctx)) {
+        Ok(_) => panic!("accepted: {ctx}"),
+        Err(e) => e,
+    };
+    let tls_path = "static_resources.listeners[0].filter_chains[0].transport_socket.typed_config";
+    assert_eq!(
+        ctx_err(&format!("{common}            tls_params: {{tls_minimum_protocol_version: TLSv1_0}}\n{certs}")),
+        format!("{tls_path}.common_tls_context.tls_params.tls_minimum_protocol_version: TLSv1_0 is not supported: TLS 1.2 and 1.3 only (rustls)")
+    );
+    assert_eq!(
+        ctx_err(&format!("{common}            tls_params: {{cipher_suites: [AES128-SHA]}}\n{certs}")),
+        format!("{tls_path}.common_tls_context.tls_params.cipher_suites: cipher suite \"AES128-SHA\" is not supported (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305 for TLS 1.2; TLS 1.3 suites are not configurable, as in Envoy)")
+    );
+    assert_eq!(
+        ctx_err(&format!(
+            "{common}            key_log: {{path: /tmp/keys}}\n{certs}"
+        )),
+        format!("{tls_path}.common_tls_context.key_log: not supported")
+    );
+    assert_eq!(
+        ctx_err(&format!("          require_client_certificate: true\n{common}{certs}")),
+        format!("{tls_path}.require_client_certificate: needs common_tls_context.validation_context.trusted_ca")
+    );
+    let ca = block(&cert, 18);
+    assert_eq!(
+        ctx_err(&format!("{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}              match_typed_subject_alt_names: [{{san_type: OTHER_NAME, matcher: {{exact: a}}}}]\n{certs}")),
+        format!("{tls_path}.common_tls_context.validation_context.match_typed_subject_alt_names[0].san_type: OTHER_NAME is not supported")
+    );
+    let with_sans = load(&with_tls(&format!(
+        "          require_client_certificate: true\n{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}              match_typed_subject_alt_names: [{{san_type: URI, matcher: {{exact: spiffe://a}}}}]\n{certs}"
+    )));
+    assert!(with_sans.is_ok(), "{with_sans:?}");
+    let ok = load(&with_tls(&format!(
+        "          require_client_certificate: true\n{common}            validation_context:\n              trusted_ca:\n                inline_string: |\n{ca}{certs}"
+    )));
+    assert!(ok.is_ok(), "{ok:?}");
+    assert_eq!(
+        ctx_err(&format!("{common}            tls_certificates:\n            - certificate_chain: {{filename: /nonexistent/cert.pem}}\n              private_key: {{inline_string: x}}\n")),
+        format!("{tls_path}.common_tls_context.tls_certificates[0].certificate_chain.filename: cannot read \"/nonexistent/cert.pem\": No such file or directory (os error 2)")
+    );
+    let (_, other_key) = pem_pair(&["b"]);
+    let mismatched = format!(
+        "{common}            tls_certificates:\n            - certificate_chain:\n                inline_string: |\n{}              private_key:\n                inline_string: |\n{}",
+        block(&cert, 18),
+        block(&other_key, 18)
+    );
+    let e = ctx_err(&mismatched);
+    assert!(
+        e.starts_with(&format!("{tls_path}.common_tls_context.tls_certificates[0]: certificate 0: the private key does not match")),
+        "{e}"
+    );
+    assert_eq!(
+        ctx_err(&format!("{common}            alpn_protocols: [h2]\n")),
+        format!(
+            "{tls_path}.common_tls_context.tls_certificates: at least one certificate is required"
+        )
+    );
+}
+
+#[test]
+fn access_logs_are_taken_and_unknown_operators_named() {
+    let with = |logs: &str| {
+        edit(
+            "codec_type: HTTP2\n",
+            &format!("codec_type: HTTP2\n          access_log:\n{logs}"),
+        )
+    };
+    let boot = load(&with(concat!(
+        "          - name: envoy.access_loggers.stdout\n",
+        "            typed_config:\n",
+        "              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog\n",
+        "              log_format:\n",
+        "                json_format: {status: \"%RESPONSE_CODE%\", path: \"%REQ(:PATH)%\"}\n",
+        "          - name: envoy.access_loggers.file\n",
+        "            typed_config:\n",
+        "              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog\n",
+        "              path: /tmp/gw-access.log\n",
+        "              log_format:\n",
+        "                text_format_source: {inline_string: \"%PROTOCOL% %UPSTREAM_HOST%\\n\"}\n",
+    )))
+    .expect("valid");
+    let logs = &boot.listeners[0].filter_chains[0].http.access_log;
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[0].sink, engine::LogSink::Stdout);
+    assert_eq!(logs[0].format.req_fields(), [":path"]);
+    assert_eq!(
+        logs[1].sink,
+        engine::LogSink::File("/tmp/gw-access.log".into())
+    );
+    let err = bad(
+        "codec_type: HTTP2\n",
+        concat!(
+            "codec_type: HTTP2\n          access_log:\n",
+            "          - name: envoy.access_loggers.stderr\n",
+            "            typed_config:\n",
+            "              \"@type\": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog\n",
+            "              log_format: {text_format: \"%UPSTREAM_REQUEST_ATTEMPT_COUNT%\\n\"}\n",
+        ),
+    );
+    assert_eq!(
+        err,
+        format!("{HCM}.access_log[0].typed_config.log_format.text_format: unknown command operator %UPSTREAM_REQUEST_ATTEMPT_COUNT%")
+    );
+}
