@@ -14,11 +14,11 @@ use engine::session::CookieFormat;
 use engine::Snapshot;
 use glommio::channels::shared_channel::{SharedReceiver, SharedSender};
 
+use crate::drain::DrainOptions;
 use crate::messages::{ShardMsg, ShardReply};
 use crate::pacing::Pacing;
 use crate::shard::Shard;
 use crate::stats::ShardStats;
-use crate::drain::DrainOptions;
 use crate::wire::runtime::ShardRuntime;
 
 /// How a data shard runs, fixed for the gateway's life.

@@ -42,8 +42,8 @@ use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent, Event, ServerConfig, ServerConn};
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
+use shards::wire::body::drain;
 use shards::wire::body::{owned, queued, Item, ItemQueue};
-use shards::wire::forward::drain;
 use shards::wire::ReadBuf;
 
 /// Bytes asked of a client socket per read.

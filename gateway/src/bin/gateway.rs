@@ -2,8 +2,8 @@
 //! embedded demo), reload it on SIGHUP, reopen access logs on SIGUSR1, drain on
 //! SIGTERM/SIGINT (a second one exits at once).
 
-use shards::pacing::Pacing;
 use shards::drain::{DrainOptions, DrainStrategy};
+use shards::pacing::Pacing;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

@@ -96,7 +96,7 @@ pub(crate) async fn accept_loop(
                 // it drains.
                 glommio::spawn_local(async move {
                     let _open = guard;
-                    super::downstream::serve(shared, stream, name, drains).await;
+                    super::connection::serve(shared, stream, name, drains).await;
                 })
                 .detach();
             }

@@ -1,9 +1,13 @@
-//! Body items waiting to cross a proxied stream one way (data chunks, trailers), in a queue that allocates only past the first.
+//! Body items waiting to cross a proxied stream one way (data chunks, trailers), in a queue that allocates only past the first, and how they cross: sent on one side as far as its windows allow, released on the other.
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
+use h2wire::conn::{ClientConn, ServerConn};
 use h2wire::message::HeaderList;
+
+use super::codec::DownCodec;
+use super::upcodec::UpCodec;
 
 /// A body chunk waiting for window on the side it goes to, or the trailers
 /// that end it.
@@ -110,5 +114,123 @@ mod tests {
         q.clear();
         assert!(q.is_empty());
         assert_eq!(queued(&q), 0);
+    }
+}
+
+/// Either side, seen as where bytes go (`send_*`) or where they came
+/// from (`release`).
+pub trait Side {
+    fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize;
+    fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]);
+    fn release(&mut self, stream: u32, n: u32);
+}
+
+macro_rules! side {
+    ($t:ty) => {
+        impl Side for $t {
+            fn send_data(&mut self, stream: u32, data: &mut Bytes, end: bool) -> usize {
+                <$t>::send_data(self, stream, data, end).unwrap_or(0)
+            }
+            fn send_trailers(&mut self, stream: u32, t: &[(Vec<u8>, Vec<u8>)]) {
+                let _ = <$t>::send_trailers(self, stream, t.iter().map(|(n, v)| (&n[..], &v[..])));
+            }
+            fn release(&mut self, stream: u32, n: u32) {
+                <$t>::release(self, stream, n)
+            }
+        }
+    };
+}
+side!(ServerConn);
+side!(DownCodec);
+side!(UpCodec);
+// The bare HTTP/2 client, for benches that drive `h2wire` directly.
+side!(ClientConn);
+
+/// The side of a connection that is gone: it takes nothing and has
+/// nothing to release.
+pub(crate) struct Gone;
+
+impl Side for Gone {
+    fn send_data(&mut self, _: u32, _: &mut Bytes, _: bool) -> usize {
+        0
+    }
+    fn send_trailers(&mut self, _: u32, _: &[(Vec<u8>, Vec<u8>)]) {}
+    fn release(&mut self, _: u32, _: u32) {}
+}
+
+/// What one [`drain`] moved.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Body bytes that went across.
+    pub moved: u32,
+    /// The end of the body (END_STREAM or trailers) went out.
+    pub ended: bool,
+}
+
+/// Sends what `queue` holds on `to`'s stream, releasing it on `from`'s.
+pub fn drain(
+    queue: &mut ItemQueue,
+    to: &mut impl Side,
+    to_stream: u32,
+    from: &mut impl Side,
+    from_stream: u32,
+) -> Drained {
+    let mut out = Drained::default();
+    while let Some(item) = queue.front_mut() {
+        match item {
+            Item::Data(data, end) => {
+                let end = *end;
+                let sent = to.send_data(to_stream, data, end);
+                if sent > 0 {
+                    from.release(from_stream, sent as u32);
+                    out.moved += sent as u32;
+                }
+                if !data.is_empty() {
+                    return out; // out of window: WindowOpen brings us back
+                }
+                queue.pop_front();
+                if end {
+                    out.ended = true;
+                    return out;
+                }
+            }
+            Item::Trailers(t) => {
+                to.send_trailers(to_stream, t);
+                queue.pop_front();
+                out.ended = true;
+                return out;
+            }
+        }
+    }
+    out
+}
+
+/// More response window for a stream whose client took all it had: as much
+/// again as it has (doubling, like TCP's slow start, so a long download
+/// soon runs at the cluster's full window), never past `max` (the
+/// cluster's `initial_stream_window_size`) nor past what the downstream
+/// connection's budget has left. With the initial windows, that bounds what
+/// a connection's unread responses can hold.
+pub fn grant_size(granted: u32, (initial, max): (u32, u32), budget_left: u32) -> u32 {
+    let have = initial.saturating_add(granted);
+    have.min(max.saturating_sub(have)).min(budget_left)
+}
+
+#[cfg(test)]
+mod grant_tests {
+    use super::*;
+
+    #[test]
+    fn grants_double_the_window_up_to_the_cluster_s_and_the_budget() {
+        let w = (16, 256);
+        assert_eq!(grant_size(0, w, 1000), 16);
+        assert_eq!(grant_size(16, w, 1000), 32);
+        assert_eq!(grant_size(48, w, 1000), 64);
+        assert_eq!(grant_size(112, w, 1000), 128);
+        assert_eq!(grant_size(240, w, 1000), 0, "at the cluster's window");
+        assert_eq!(grant_size(48, w, 10), 10, "the budget's rest");
+        assert_eq!(grant_size(0, w, 0), 0);
+        // A cluster window below our initial one: never grown.
+        assert_eq!(grant_size(0, (16, 16), 1000), 0);
     }
 }

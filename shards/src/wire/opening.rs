@@ -13,7 +13,8 @@ use glommio::timer::Timer;
 use h2wire::conn::{FloodLimits, ServerConfig, ServerConn, UnderscoreAction};
 
 use super::codec::{self, DownCodec, Proto};
-use super::downstream::{HANDSHAKE_TIMEOUT, IDLE_READ_SIZE};
+use super::lifecycle::HANDSHAKE_TIMEOUT;
+use super::readbuf::IDLE_READ_SIZE;
 use smallvec::SmallVec;
 
 use super::tls::{self, within_timer, Inspected, Transport, Waited};

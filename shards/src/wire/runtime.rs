@@ -5,7 +5,6 @@
 //! inboxes, pools, the shutdown signal) stands below them. The data shard's
 //! main task (`crate::data_shard`) is its only caller.
 
-
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;

@@ -24,15 +24,16 @@ use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 use http::header::{HeaderName, HeaderValue};
 
-use super::body::{owned, queued, Item, ItemQueue};
-use super::downstream::DownConn;
-use super::dstream::DStream;
-use super::inbox::Delivered;
-use super::logging::{flag_of, LogState};
-use super::pool::{Acquire, Pool, PoolRef, UpRef};
-use super::route::{self, text, HeadView, Picked};
+use super::enqueue;
+use super::Streams;
 use crate::local_reply::LocalReply;
 use crate::stats::HostCounter;
+use crate::wire::body::{owned, queued, Item, ItemQueue};
+use crate::wire::dstream::DStream;
+use crate::wire::inbox::Delivered;
+use crate::wire::logging::{flag_of, LogState};
+use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
+use crate::wire::route::{self, text, HeadView, Picked};
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them.
@@ -137,7 +138,7 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .ok()
 }
 
-impl DownConn {
+impl Streams {
     /// A new request: phase 1 (route) and 2 (pick, [`super::route`]), then
     /// its stream waits for phase 3 (open upstream) at the end of the read.
     pub(super) fn on_request(
@@ -202,7 +203,7 @@ impl DownConn {
         let idle = hcm.stream_idle_timeout;
         let log = (!self.logs.is_empty()).then(|| LogState::new(&self.logs, &head, now));
         let ends_at = hcm.max_stream_duration.map(|d| now + d);
-        self.streams.insert(
+        self.table.insert(
             stream,
             DStream {
                 grpc,
@@ -259,20 +260,20 @@ impl DownConn {
 
     /// Opens the upstream stream from the kept head, or waits for room.
     fn open_upstream(&mut self, stream: u32) {
-        let Some(pool) = self.streams.get(&stream).map(|s| Rc::clone(&s.pool)) else {
+        let Some(pool) = self.table.get(&stream).map(|s| Rc::clone(&s.pool)) else {
             return;
         };
         let slot = match Pool::acquire(&pool, self.inbox, stream) {
             Acquire::Ready(slot) => slot,
             Acquire::Wait => {
-                if let Some(s) = self.streams.get_mut(&stream) {
+                if let Some(s) = self.table.get_mut(&stream) {
                     s.waiting = true;
                 }
                 return;
             }
             Acquire::Failed => return self.fail(stream, LocalReply::ConnectFailure),
         };
-        let sent = match self.streams.get_mut(&stream) {
+        let sent = match self.table.get_mut(&stream) {
             Some(s) => {
                 s.attempts += 1;
                 send_request(s, &mut pool.borrow_mut(), slot)
@@ -283,14 +284,14 @@ impl DownConn {
             return self.fail(stream, LocalReply::ConnectFailure);
         };
         let up = pool.borrow_mut().route(slot, up_stream, self.inbox, stream);
-        if let Some(s) = self.streams.get_mut(&stream) {
+        if let Some(s) = self.table.get_mut(&stream) {
             s.up = Some(up);
         }
         self.touch(&pool, slot);
     }
 
     pub(super) fn on_request_data(&mut self, stream: u32, data: Bytes, end_stream: bool) {
-        match self.streams.get_mut(&stream) {
+        match self.table.get_mut(&stream) {
             Some(s) => {
                 s.active_at = self.now;
                 s.req.push_back(Item::Data(data, end_stream));
@@ -301,7 +302,7 @@ impl DownConn {
     }
 
     pub(super) fn on_request_trailers(&mut self, stream: u32, fields: HeaderList) {
-        if let Some(s) = self.streams.get_mut(&stream) {
+        if let Some(s) = self.table.get_mut(&stream) {
             s.req.push_back(Item::Trailers(owned(&fields)));
             enqueue(&mut self.queued, s, stream);
         }
@@ -315,7 +316,7 @@ impl DownConn {
         match what {
             Delivered::Event(ev) => self.on_upstream(stream, ev),
             Delivered::Retry => {
-                if let Some(s) = self.streams.get_mut(&stream) {
+                if let Some(s) = self.table.get_mut(&stream) {
                     if s.waiting {
                         s.waiting = false;
                         self.open_upstream(stream);
@@ -332,7 +333,7 @@ impl DownConn {
     /// another connection (Envoy's `reset` retry, without a policy);
     /// anything else fails as an upstream reset.
     fn connection_lost(&mut self, stream: u32) {
-        let Some(s) = self.streams.get_mut(&stream) else {
+        let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
         let retry = !s.resp_started
@@ -365,7 +366,7 @@ impl DownConn {
 
     fn on_upstream(&mut self, stream: u32, ev: ClientEvent) {
         let shard = Rc::clone(&self.wire.shard);
-        let Some(s) = self.streams.get_mut(&stream) else {
+        let Some(s) = self.table.get_mut(&stream) else {
             return self.give_back(stream, Delivered::Event(ev));
         };
         s.active_at = self.now;
@@ -443,7 +444,7 @@ impl DownConn {
 
     /// The route timeout passed.
     pub(super) fn timed_out(&mut self, stream: u32) {
-        let Some(s) = self.streams.get(&stream) else {
+        let Some(s) = self.table.get(&stream) else {
             return;
         };
         self.wire.shard.stats.downstream.rq_timeout.inc();
@@ -471,7 +472,7 @@ impl DownConn {
     /// Ends a stream that failed: a local reply if no response head went
     /// out yet, else a reset.
     fn fail(&mut self, stream: u32, reply: LocalReply) {
-        let Some(s) = self.streams.get_mut(&stream) else {
+        let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
         if let Some(l) = s.log.as_mut() {
@@ -591,7 +592,7 @@ impl DownConn {
     /// Leaves the upstream stream (cancelling it if still open) and gives
     /// back what was held for it; the stream may open another.
     fn detach_upstream(&mut self, stream: u32) {
-        let Some(s) = self.streams.get_mut(&stream) else {
+        let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
         let pool = Rc::clone(&s.pool);
@@ -616,7 +617,7 @@ impl DownConn {
     /// The stream is done on both connections.
     pub(super) fn finish(&mut self, stream: u32) {
         self.detach_upstream(stream);
-        let Some(s) = self.streams.remove(&stream) else {
+        let Some(s) = self.table.remove(&stream) else {
             return;
         };
         self.conn.release(stream, queued(&s.req));
@@ -695,13 +696,5 @@ impl DownConn {
             conn.release(up.stream, data.len() as u32);
         }
         self.touch(&pool, up.slot);
-    }
-}
-
-/// Notes that `s` (stream `id`) has body items to move: `forward` visits it.
-fn enqueue(queued: &mut Vec<u32>, s: &mut DStream, id: u32) {
-    if !s.queued {
-        s.queued = true;
-        queued.push(id);
     }
 }

@@ -1,0 +1,135 @@
+//! What reaches a connection's streams: the codec's events (a request, its body, a client reset) and the inbox's deliveries from upstream connections, handed to the phases; the streams' deadlines; the end of the connection.
+
+use std::time::Instant;
+
+use h2wire::conn::Event;
+
+use super::{Streams, FLOOD_MIN_RESETS};
+use crate::stats::DownstreamStats;
+use crate::wire::inbox::Deliveries;
+
+/// Which of a stream's timers ran out.
+enum Expired {
+    Duration,
+    Route,
+    Idle,
+}
+
+impl Streams {
+    /// One pass of a turn over what the codec decoded and what upstream
+    /// connections delivered: the phases run for each, new requests go
+    /// upstream once the read's events are all in, bodies move, and the
+    /// upstream tasks given output and the access log writer are woken.
+    pub fn dispatch(&mut self, batch: &mut Deliveries, stats: &DownstreamStats) {
+        while let Some(ev) = self.conn.poll_event() {
+            self.on_event(ev);
+        }
+        // After the events: an HTTP/1.1 head refused while it became a
+        // request is counted too.
+        self.conn.count(stats);
+        self.open_deferred();
+        self.wire.inboxes.swap_items(self.inbox, batch);
+        self.on_inbox(batch);
+        self.forward();
+        self.flush_upstreams();
+        self.wire.flush_logs();
+    }
+
+    fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Request {
+                stream,
+                head,
+                end_stream,
+            } => {
+                let now = self.now;
+                self.flood.roll(now);
+                self.flood.streams += 1;
+                self.on_request(stream, head, end_stream, now);
+            }
+            Event::Data {
+                stream,
+                data,
+                end_stream,
+            } => self.on_request_data(stream, data, end_stream),
+            Event::Trailers { stream, fields } => self.on_request_trailers(stream, fields),
+            Event::Reset { stream, .. } => {
+                if let Some(s) = self.table.get_mut(&stream) {
+                    if let Some(l) = s.log.as_mut() {
+                        l.flags = "DC";
+                    }
+                    let stats = &self.wire.shard.stats.downstream;
+                    stats.rq_reset_by_client.inc();
+                    if s.never_sent() {
+                        stats.rq_reset_before_upstream.inc();
+                    }
+                    self.client_reset();
+                    self.finish(stream);
+                }
+            }
+            Event::WindowOpen { .. } | Event::GoAway { .. } => {}
+        }
+    }
+
+    fn client_reset(&mut self) {
+        self.flood.roll(Instant::now());
+        self.flood.resets += 1;
+        if self.flood.resets >= FLOOD_MIN_RESETS && self.flood.resets * 2 >= self.flood.streams {
+            self.flooded = true;
+        }
+    }
+
+    /// Processes what the upstream tasks delivered.
+    fn on_inbox(&mut self, items: &mut Deliveries) {
+        for (stream, what) in items.drain(..) {
+            self.on_delivery(stream, what);
+        }
+        self.bury();
+    }
+
+    /// Forgets the streams finished before this turn's deliveries.
+    fn bury(&mut self) {
+        self.graveyard.clear();
+    }
+
+    /// Ends every stream (the connection is over) and leaves the shard's
+    /// inbox, giving back what was still in it.
+    pub fn close(&mut self) {
+        let ids: Vec<u32> = self.table.keys().copied().collect();
+        for id in ids {
+            self.finish(id);
+        }
+        if let Some(mut left) = self.wire.inboxes.close(self.inbox) {
+            self.on_inbox(&mut left);
+        }
+        self.bury();
+        self.flush_upstreams();
+    }
+
+    /// Ends streams whose route timeout, stream idle timeout or
+    /// `max_stream_duration` passed.
+    pub fn expire(&mut self, now: Instant) {
+        let due: Vec<(u32, Expired)> = self
+            .table
+            .iter()
+            .filter_map(|(&id, s)| {
+                if s.ends_at.is_some_and(|t| now >= t) {
+                    Some((id, Expired::Duration))
+                } else if s.deadline.is_some_and(|d| now >= d) {
+                    Some((id, Expired::Route))
+                } else if s.idle.is_some_and(|d| now >= s.active_at + d) {
+                    Some((id, Expired::Idle))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (id, why) in due {
+            match why {
+                Expired::Duration => self.lived_out(id),
+                Expired::Route => self.timed_out(id),
+                Expired::Idle => self.idled_out(id),
+            }
+        }
+    }
+}
