@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::unix::io::{FromRawFd, IntoRawFd};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -22,9 +23,8 @@ use std::time::{Instant, SystemTime};
 use bytes::Bytes;
 use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
 use futures_lite::AsyncReadExt;
-use glommio::channels::local_channel;
-use glommio::channels::shared_channel::{self, ConnectedReceiver, ConnectedSender};
-use glommio::{LocalExecutorBuilder, Placement, Task};
+use glommio::channels::local_channel::{self, LocalReceiver};
+use glommio::Task;
 use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
@@ -35,6 +35,7 @@ use crate::events::AdsEvent;
 use crate::events::{Command, CommandReceiver, Event, EventSender};
 use crate::outlier::OutlierControl;
 use crate::ports::PortReservations;
+use crate::shard_links::{self, stop_shards, Layout, ShardLink};
 use crate::xds::ads::{self, AdsTarget};
 use crate::xds::{files, grpc, view};
 use shards::messages::{ShardMsg, ShardReply};
@@ -69,22 +70,6 @@ fn log_listener_changes(old: &Snapshot, new: &Snapshot) {
 /// How often a listener that could not bind is tried again (A36 leaves
 /// the period open; Envoy never retries on its own).
 const BIND_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How the data shards are laid out and configured.
-pub(crate) struct Layout {
-    pub shards: usize,
-    pub cpus: Option<Vec<usize>>,
-    pub cookie_format: engine::session::CookieFormat,
-    pub pacing: shards::pacing::Pacing,
-    pub logs: Arc<shards::access_log::LogWriter>,
-    pub drain: shards::drain::DrainOptions,
-}
-
-struct ShardLink {
-    tx: ConnectedSender<ShardMsg>,
-    acks: ConnectedReceiver<ShardReply>,
-    thread: Option<glommio::ExecutorJoinHandle<()>>,
-}
 
 /// The ADS stream as the control loop sees it.
 #[derive(Default)]
@@ -123,6 +108,9 @@ struct Control {
     bind_retry_at: Option<Instant>,
 }
 
+/// The control shard: reads the file sources, starts the data shards and
+/// the admin server, says on `started` whether it serves, then handles
+/// events until shutdown and stops the shards.
 pub(crate) async fn run(
     bootstrap: Bootstrap,
     layout: Layout,
@@ -130,103 +118,38 @@ pub(crate) async fn run(
     commands: CommandReceiver,
     started: mpsc::Sender<Started>,
 ) {
-    let Layout {
-        shards: n,
-        cpus,
-        cookie_format,
-        pacing,
-        logs,
-        drain: drain_options,
-    } = layout;
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
-    // File sources are read before the first snapshot, so the gateway
-    // starts with what they hold (or fails to start if they are invalid).
-    let mut watched = Vec::new();
-    for kind in [ResourceType::Cluster, ResourceType::Listener] {
-        if let Some(ConfigSource::Path(path)) = client.source(kind).cloned() {
-            let stamp = files::stamp(&path);
-            let outcome = match files::read(&path) {
-                Ok(resp) => client.on_file(kind, &resp, now),
-                Err(e) => {
-                    let _ = started.send(Err(StartError::Config(e)));
-                    return;
-                }
-            };
-            if let Some(e) = outcome.rejected {
-                let _ = started.send(Err(StartError::Config(format!("{}: {e}", path.display()))));
-                return;
-            }
-            watched.push((kind, path, stamp));
-        }
-    }
-    let mut ports = PortReservations::default();
-    let mut registry = HostRegistry::new();
-    let boot = match ports.resolve(&client.compose(), &[], false) {
-        Ok((b, _)) => b,
+    // Nothing runs yet: a failure here only has to be reported.
+    let Initial {
+        watched,
+        ports,
+        registry,
+        boot,
+        snap,
+    } = match initial_snapshot(&mut client, now) {
+        Ok(initial) => initial,
         Err(e) => {
-            let _ = started.send(Err(StartError::Bind(e)));
+            let _ = started.send(Err(e));
             return;
         }
     };
-    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
-
-    // Data shards.
-    let mut links = Vec::with_capacity(n);
-    for (i, stats) in shard_stats.iter().enumerate() {
-        let (tx, rx) = shared_channel::new_bounded::<ShardMsg>(4);
-        let (ack_tx, ack_rx) = shared_channel::new_bounded::<ShardReply>(4);
-        let placement = match &cpus {
-            Some(c) => Placement::Fixed(c[i % c.len()]),
-            None => Placement::Unbound,
-        };
-        let stats = Arc::clone(stats);
-        let first = Arc::clone(&snap);
-        let logs = Arc::clone(&logs);
-        let spawned = LocalExecutorBuilder::new(placement)
-            .io_memory(1 << 20)
-            .name(&format!("shard-{i}"))
-            .spawn(move || {
-                let config = shards::data_shard::ShardConfig {
-                    cookie_format,
-                    pacing,
-                    data_shards: n,
-                    logs,
-                    drain: drain_options,
-                };
-                shards::data_shard::run(i, stats, first, config, rx, ack_tx)
-            });
-        match spawned {
-            Ok(thread) => links.push(ShardLink {
-                tx: tx.connect().await,
-                acks: ack_rx.connect().await,
-                thread: Some(thread),
-            }),
-            Err(e) => {
-                let _ = started.send(Err(StartError::Shard(i, e.to_string())));
-                stop_shards(&mut links).await;
-                return;
-            }
+    // The data shards, then the admin server: a failure of either stops
+    // the shards started so far.
+    let mut links = Vec::with_capacity(layout.shards);
+    let serving = shard_links::start(&mut links, &layout, &shard_stats, &snap)
+        .await
+        .and_then(|()| {
+            let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
+            start_admin(boot.admin, &admin_state).map(|addr| (admin_state, addr))
+        });
+    let (admin_state, admin_addr) = match serving {
+        Ok(serving) => serving,
+        Err(e) => {
+            let _ = started.send(Err(e));
+            stop_shards(&mut links).await;
+            return;
         }
-    }
-    // The first snapshot travels inside `run`; wait for every shard's ack.
-    if let Err(e) = collect_acks(&links).await {
-        let _ = started.send(Err(StartError::Bind(e)));
-        stop_shards(&mut links).await;
-        return;
-    }
-
-    let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
-    let admin_addr = match boot.admin {
-        Some(addr) => match admin::start(addr, admin_state.clone()) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                let _ = started.send(Err(StartError::Bind(format!("admin.address {addr}: {e}"))));
-                stop_shards(&mut links).await;
-                return;
-            }
-        },
-        None => None,
     };
     let listeners = snap
         .listeners
@@ -237,102 +160,115 @@ pub(crate) async fn run(
     let (events, inbox) = local_channel::new_unbounded::<Event>();
     let events: EventSender = Rc::new(events);
     admin_state.set_events(events.clone());
-    let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
-    let _watchers: Vec<Task<()>> = watched
-        .into_iter()
-        .map(|(kind, path, stamp)| {
-            glommio::spawn_local(files::watch(kind, path, stamp, events.clone()))
-        })
-        .collect();
-    let _ads = ads_target(&bootstrap).map(|target| {
-        let seed = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64);
-        glommio::spawn_local(ads::run(target, events.clone(), seed))
-    });
+    let _sources = Sources::spawn(commands, watched, &bootstrap, &events);
     drop(events);
 
-    let seed = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64);
-    let mut outlier = OutlierControl::new(seed);
-    // Nothing is ejected yet, so there is nothing to push.
-    let _ = outlier.on_snapshot(&snap, Instant::now());
-    let mut certs = CertWatch::default();
-    certs.track(&snap, Instant::now());
-    let mut control = Control {
-        links,
-        ports,
-        registry,
-        admin: admin_state,
-        current: snap,
-        version: 1,
-        client,
-        ads: AdsLink::default(),
-        dynamic: bootstrap.dynamic.clone(),
-        initialized: false,
-        epoch: (Instant::now(), SystemTime::now()),
-        outlier,
-        certs,
-        not_serving: Vec::new(),
-        bind_retry_at: None,
-    };
+    let dynamic = bootstrap.dynamic.clone();
+    let mut control = Control::new(links, ports, registry, admin_state, snap, client, dynamic);
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
-
-    // The loop sleeps until the next event or its next deadline: an idle
-    // gateway's control shard does not wake up at all.
-    loop {
-        let event = match control.next_due() {
-            None => inbox.recv().await,
-            Some(at) => {
-                let due = async {
-                    glommio::timer::sleep(at.saturating_duration_since(Instant::now())).await;
-                    Some(Event::Tick)
-                };
-                futures_lite::future::or(inbox.recv(), due).await
-            }
-        };
-        let Some(event) = event else { break };
-        match event {
-            Event::Command(Command::Shutdown) => break,
-            Event::Command(Command::Reload(boot, reply)) => {
-                let _ = reply.send(control.reload(*boot).await);
-            }
-            Event::Ads(e) => control.on_ads(e).await,
-            Event::Admin(action) => control.on_admin(action).await,
-            Event::File { kind, result } => control.on_file(kind, result).await,
-            Event::Tick => {
-                let now = Instant::now();
-                let checked = control.certs.check(now);
-                control
-                    .admin
-                    .record_tls_reloads(checked.reloaded, checked.failed);
-                control.sweep_outliers(now).await;
-                control.send_due(now);
-                let expired = control.client.poll(now);
-                // A listener that could not bind is pushed again once its
-                // address is free (probed first: no snapshot per retry).
-                let rebind = control.bind_retry_at.is_some_and(|at| now >= at) && {
-                    control.bind_retry_at = Some(now + BIND_RETRY);
-                    control
-                        .not_serving
-                        .iter()
-                        .any(|n| crate::ports::probe_exclusive(n.address).is_ok())
-                };
-                if expired || rebind {
-                    control.push_xds(now).await;
-                }
-                // Most ticks change nothing the admin server shows.
-                if !expired && control.initialized == control.client.initialized(now) {
-                    continue;
-                }
-            }
-        }
-        control.refresh_admin();
-    }
+    control.event_loop(&inbox).await;
     stop_shards(&mut control.links).await;
     control.admin.stop();
+}
+
+/// A file source to watch: what it holds, where, and its state when read.
+type Watched = (ResourceType, PathBuf, Option<files::Stamp>);
+
+/// What the gateway starts with, before any shard runs.
+struct Initial {
+    /// The file sources read, to be watched from now on.
+    watched: Vec<Watched>,
+    ports: PortReservations,
+    registry: HostRegistry,
+    /// The composed bootstrap, its listener ports reserved.
+    boot: Bootstrap,
+    /// Version 1, which the data shards start with.
+    snap: Arc<Snapshot>,
+}
+
+/// Reads the file sources and builds the first snapshot. File sources are
+/// read before it, so the gateway starts with what they hold (or fails to
+/// start if they are invalid).
+fn initial_snapshot(client: &mut XdsClient, now: Instant) -> Result<Initial, StartError> {
+    let mut watched = Vec::new();
+    for kind in [ResourceType::Cluster, ResourceType::Listener] {
+        if let Some(ConfigSource::Path(path)) = client.source(kind).cloned() {
+            let stamp = files::stamp(&path);
+            let resp = files::read(&path).map_err(StartError::Config)?;
+            if let Some(e) = client.on_file(kind, &resp, now).rejected {
+                return Err(StartError::Config(format!("{}: {e}", path.display())));
+            }
+            watched.push((kind, path, stamp));
+        }
+    }
+    let mut ports = PortReservations::default();
+    let mut registry = HostRegistry::new();
+    let (boot, _) = ports
+        .resolve(&client.compose(), &[], false)
+        .map_err(StartError::Bind)?;
+    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
+    Ok(Initial {
+        watched,
+        ports,
+        registry,
+        boot,
+        snap,
+    })
+}
+
+/// Starts the admin server if the bootstrap has an `admin.address`.
+fn start_admin(
+    addr: Option<SocketAddr>,
+    state: &AdminState,
+) -> Result<Option<SocketAddr>, StartError> {
+    let Some(addr) = addr else { return Ok(None) };
+    admin::start(addr, state.clone())
+        .map(Some)
+        .map_err(|e| StartError::Bind(format!("admin.address {addr}: {e}")))
+}
+
+/// The tasks that turn what happens outside into events. Dropping a task
+/// cancels it, so this lives as long as the control loop; the fields are
+/// in the order they are dropped in: the ADS task first, commands last.
+struct Sources {
+    _ads: Option<Task<()>>,
+    _watchers: Vec<Task<()>>,
+    _commands: Task<()>,
+}
+
+impl Sources {
+    /// Spawns the command forwarder, one watcher per file source, and the
+    /// ADS task if the bootstrap has `ads_config`.
+    fn spawn(
+        commands: CommandReceiver,
+        watched: Vec<Watched>,
+        bootstrap: &Bootstrap,
+        events: &EventSender,
+    ) -> Sources {
+        let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
+        let _watchers: Vec<Task<()>> = watched
+            .into_iter()
+            .map(|(kind, path, stamp)| {
+                glommio::spawn_local(files::watch(kind, path, stamp, events.clone()))
+            })
+            .collect();
+        let _ads = ads_target(bootstrap)
+            .map(|target| glommio::spawn_local(ads::run(target, events.clone(), clock_seed())));
+        Sources {
+            _ads,
+            _watchers,
+            _commands,
+        }
+    }
+}
+
+/// A seed for random draws (ADS backoff jitter, outlier enforcement),
+/// from the wall clock so that gateways do not all draw alike.
+fn clock_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
 
 /// The static cluster `ads_config` names (validation made sure it exists).
@@ -371,6 +307,109 @@ async fn forward_commands(commands: CommandReceiver, events: EventSender) {
 }
 
 impl Control {
+    /// The control state once the shards serve the first snapshot: nothing
+    /// is ejected yet and the certificates are those of `snap`.
+    fn new(
+        links: Vec<ShardLink>,
+        ports: PortReservations,
+        registry: HostRegistry,
+        admin: AdminState,
+        snap: Arc<Snapshot>,
+        client: XdsClient,
+        dynamic: Option<engine::DynamicResources>,
+    ) -> Control {
+        let mut outlier = OutlierControl::new(clock_seed());
+        // Nothing is ejected yet, so there is nothing to push.
+        let _ = outlier.on_snapshot(&snap, Instant::now());
+        let mut certs = CertWatch::default();
+        certs.track(&snap, Instant::now());
+        Control {
+            links,
+            ports,
+            registry,
+            admin,
+            current: snap,
+            version: 1,
+            client,
+            ads: AdsLink::default(),
+            dynamic,
+            initialized: false,
+            epoch: (Instant::now(), SystemTime::now()),
+            outlier,
+            certs,
+            not_serving: Vec::new(),
+            bind_retry_at: None,
+        }
+    }
+
+    /// Handles events until a shutdown or until every sender is gone.
+    /// The loop sleeps until the next event or its next deadline: an idle
+    /// gateway's control shard does not wake up at all.
+    async fn event_loop(&mut self, inbox: &LocalReceiver<Event>) {
+        loop {
+            let event = match self.next_due() {
+                None => inbox.recv().await,
+                Some(at) => {
+                    let due = async {
+                        glommio::timer::sleep(at.saturating_duration_since(Instant::now())).await;
+                        Some(Event::Tick)
+                    };
+                    futures_lite::future::or(inbox.recv(), due).await
+                }
+            };
+            let Some(event) = event else { break };
+            let refresh = match event {
+                Event::Command(Command::Shutdown) => break,
+                Event::Command(Command::Reload(boot, reply)) => {
+                    let _ = reply.send(self.reload(*boot).await);
+                    true
+                }
+                Event::Ads(e) => {
+                    self.on_ads(e).await;
+                    true
+                }
+                Event::Admin(action) => {
+                    self.on_admin(action).await;
+                    true
+                }
+                Event::File { kind, result } => {
+                    self.on_file(kind, result).await;
+                    true
+                }
+                Event::Tick => self.on_tick().await,
+            };
+            if refresh {
+                self.refresh_admin();
+            }
+        }
+    }
+
+    /// Does what is due: certificate checks, outlier sweeps, held-back ADS
+    /// requests, initial fetch timeouts, bind retries. Returns whether the
+    /// admin server's xDS view may have changed.
+    async fn on_tick(&mut self) -> bool {
+        let now = Instant::now();
+        let checked = self.certs.check(now);
+        self.admin
+            .record_tls_reloads(checked.reloaded, checked.failed);
+        self.sweep_outliers(now).await;
+        self.send_due(now);
+        let expired = self.client.poll(now);
+        // A listener that could not bind is pushed again once its
+        // address is free (probed first: no snapshot per retry).
+        let rebind = self.bind_retry_at.is_some_and(|at| now >= at) && {
+            self.bind_retry_at = Some(now + BIND_RETRY);
+            self.not_serving
+                .iter()
+                .any(|n| crate::ports::probe_exclusive(n.address).is_ok())
+        };
+        if expired || rebind {
+            self.push_xds(now).await;
+        }
+        // Most ticks change nothing the admin server shows.
+        expired || self.initialized != self.client.initialized(now)
+    }
+
     async fn reload(&mut self, boot: Bootstrap) -> Result<u64, String> {
         let started = Instant::now();
         if boot.dynamic != self.dynamic {
@@ -573,7 +612,7 @@ impl Control {
                 result = Err("a data shard has stopped".to_string());
             }
         }
-        if let Err(e) = collect_acks(&self.links).await {
+        if let Err(e) = shard_links::collect_acks(&self.links).await {
             result = Err(e);
         }
         self.admin.record_push(started.elapsed());
@@ -642,44 +681,4 @@ impl Control {
         let v = view::xds_view(&self.client, &link, self.initialized, self.epoch);
         self.admin.set_xds(v);
     }
-}
-
-async fn collect_acks(links: &[ShardLink]) -> Result<(), String> {
-    let mut first_err = None;
-    for (i, l) in links.iter().enumerate() {
-        match l.acks.recv().await {
-            Some(ShardReply::Applied(Ok(_))) => {}
-            Some(ShardReply::Applied(Err(e))) => {
-                first_err.get_or_insert(e);
-            }
-            Some(ShardReply::Outlier(_)) => {
-                first_err.get_or_insert(format!("shard {i}: unexpected outlier report"));
-            }
-            None => {
-                first_err.get_or_insert(format!("shard {i} stopped"));
-            }
-        }
-    }
-    first_err.map_or(Ok(()), Err)
-}
-
-async fn stop_shards(links: &mut [ShardLink]) {
-    for l in links.iter() {
-        let _ = l.tx.send(ShardMsg::Shutdown).await;
-    }
-    // Joined on a thread of their own: the admin server runs on this one
-    // and answers (`/stats`, `/ready`) through the drain.
-    let threads: Vec<_> = links.iter_mut().filter_map(|l| l.thread.take()).collect();
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = Arc::clone(&done);
-    let joiner = std::thread::spawn(move || {
-        for t in threads {
-            let _ = t.join();
-        }
-        flag.store(true, std::sync::atomic::Ordering::Release);
-    });
-    while !done.load(std::sync::atomic::Ordering::Acquire) {
-        glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let _ = joiner.join();
 }

@@ -10,6 +10,7 @@ mod events;
 mod io;
 mod outlier;
 mod ports;
+mod shard_links;
 mod start;
 mod xds;
 

@@ -129,7 +129,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                     return;
                 }
             };
-            let layout = crate::control::Layout {
+            let layout = crate::shard_links::Layout {
                 shards: n,
                 cpus,
                 cookie_format: opts.session_cookie_format,
