@@ -123,8 +123,8 @@ fn demo_certificate() -> Result<std::path::PathBuf, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join("cert.pem");
     std::fs::write(&path, &cert).map_err(|e| format!("{}: {e}", path.display()))?;
-    // Set before any other thread starts (the caller is at the top of
-    // `main`): the environment is process-wide.
+    // Set before any other thread starts (it is the first thing `run`
+    // does): the environment is process-wide.
     std::env::set_var("GATEWAY_DEMO_TLS_CERT", cert);
     std::env::set_var("GATEWAY_DEMO_TLS_KEY", made.key_pair.serialize_pem());
     Ok(path)
@@ -165,89 +165,113 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-
-    let demo_cert = match args.demo.then(demo_certificate).transpose() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let bootstrap = match load(&args) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if args.check {
-        if let Err(e) = check_file_sources(&bootstrap) {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-        println!("configuration OK");
-        return ExitCode::SUCCESS;
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
     }
-    let cpus = match args.cpu_list.as_deref().map(parse_cpu_list).transpose() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+}
 
-    // Handlers go in before anything serves: a SIGHUP or SIGTERM that
-    // arrives the moment we print our addresses must not kill the process.
-    // The main thread then blocks on them: no polling while idle.
-    let mut signals = match signal_hook::iterator::Signals::new([
+/// Says why the process stops early and gives its exit status (1: could
+/// not start, 2: invalid configuration or arguments). The message is
+/// printed where the error happens, before whatever was started stops.
+fn fail(status: u8) -> impl FnOnce(String) -> ExitCode {
+    move |e| {
+        eprintln!("error: {e}");
+        ExitCode::from(status)
+    }
+}
+
+/// Everything after logging: check or start, serve until a signal says
+/// stop, drain.
+fn run(args: &Args) -> Result<(), ExitCode> {
+    let demo_cert = args
+        .demo
+        .then(demo_certificate)
+        .transpose()
+        .map_err(fail(1))?;
+    let bootstrap = load(args).map_err(fail(2))?;
+    if args.check {
+        check_file_sources(&bootstrap).map_err(fail(2))?;
+        println!("configuration OK");
+        return Ok(());
+    }
+    let cpus = args
+        .cpu_list
+        .as_deref()
+        .map(parse_cpu_list)
+        .transpose()
+        .map_err(fail(2))?;
+    let mut signals = install_signal_handlers()?;
+    let backends = if args.demo {
+        start_demo_backends()?
+    } else {
+        Vec::new()
+    };
+    let gw = start_gateway(args, bootstrap, cpus)?;
+    print_addresses(&gw, args.demo, demo_cert.as_deref());
+    serve_until_stop(args, &gw, &mut signals);
+    drain_and_stop(gw, signals, args.drain_time_s);
+    drop(backends);
+    if let Some(dir) = demo_cert.as_deref().and_then(std::path::Path::parent) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    Ok(())
+}
+
+/// Handlers go in before anything serves: a SIGHUP or SIGTERM that
+/// arrives the moment we print our addresses must not kill the process.
+/// The main thread then blocks on them: no polling while idle.
+fn install_signal_handlers() -> Result<signal_hook::iterator::Signals, ExitCode> {
+    signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGHUP,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGUSR1,
-    ]) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: installing signal handler: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    ])
+    .map_err(|e| fail(1)(format!("installing signal handler: {e}")))
+}
+
+/// Starts the demo bootstrap's three backends, each on a thread of its own.
+fn start_demo_backends() -> Result<Vec<demo_backend::BackendHandle>, ExitCode> {
     let mut backends = Vec::new();
-    if args.demo {
-        for (name, port) in DEMO_BACKENDS {
-            let addr = ([127, 0, 0, 1], port).into();
-            match demo_backend::spawn_thread(addr, BackendOptions::new(name), None) {
-                Ok(b) => backends.push(b),
-                Err(e) => {
-                    eprintln!("error: demo backend {name} on {addr}: {e}");
-                    return ExitCode::from(1);
-                }
-            }
+    for (name, port) in DEMO_BACKENDS {
+        let addr = ([127, 0, 0, 1], port).into();
+        match demo_backend::spawn_thread(addr, BackendOptions::new(name), None) {
+            Ok(b) => backends.push(b),
+            Err(e) => return Err(fail(1)(format!("demo backend {name} on {addr}: {e}"))),
         }
     }
+    Ok(backends)
+}
 
-    let gw = match gateway::start(
-        bootstrap,
-        gateway::Options {
-            shards: args.shards,
-            cpus,
-            session_cookie_format: args.session_cookie_format,
-            pacing: Pacing {
-                interval: Duration::from_micros(args.io_batch_us),
-                min_streams: args.io_batch_min_streams,
-            },
-            drain: DrainOptions {
-                time: Duration::from_secs(args.drain_time_s),
-                strategy: args.drain_strategy,
-            },
+/// Starts the gateway with the options the command line gave; an invalid
+/// configuration (a file source) exits with 2, anything else with 1.
+fn start_gateway(
+    args: &Args,
+    bootstrap: engine::Bootstrap,
+    cpus: Option<Vec<usize>>,
+) -> Result<gateway::GatewayHandle, ExitCode> {
+    let opts = gateway::Options {
+        shards: args.shards,
+        cpus,
+        session_cookie_format: args.session_cookie_format,
+        pacing: Pacing {
+            interval: Duration::from_micros(args.io_batch_us),
+            min_streams: args.io_batch_min_streams,
         },
-    ) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("error: {e}");
-            let config_error = matches!(e, gateway::StartError::Config(_));
-            return ExitCode::from(if config_error { 2 } else { 1 });
-        }
+        drain: DrainOptions {
+            time: Duration::from_secs(args.drain_time_s),
+            strategy: args.drain_strategy,
+        },
     };
+    gateway::start(bootstrap, opts).map_err(|e| {
+        let config_error = matches!(e, gateway::StartError::Config(_));
+        fail(if config_error { 2 } else { 1 })(e.to_string())
+    })
+}
+
+/// Prints where the gateway listens, and for the demo what to try.
+fn print_addresses(gw: &gateway::GatewayHandle, demo: bool, demo_cert: Option<&std::path::Path>) {
     for (name, addr) in &gw.listeners {
         println!("listener {name} on {addr}");
     }
@@ -255,9 +279,9 @@ fn main() -> ExitCode {
         println!("admin on http://{a}/");
     }
     println!("serving with {} data shard(s)", gw.shard_stats.len());
-    if args.demo {
+    if demo {
         let (l, t) = (gw.listener("ingress"), gw.listener("ingress_tls"));
-        if let (Some(l), Some(t), Some(a), Some(ca)) = (l, t, gw.admin_addr, &demo_cert) {
+        if let (Some(l), Some(t), Some(a), Some(ca)) = (l, t, gw.admin_addr, demo_cert) {
             let (ca, tp) = (ca.display(), t.port());
             println!(
                 "\ntry (HTTP/1.1 and HTTP/2 on the same port):\n  \
@@ -275,7 +299,15 @@ fn main() -> ExitCode {
             );
         }
     }
+}
 
+/// Serves until SIGTERM or SIGINT: SIGUSR1 reopens the access logs, SIGHUP
+/// reloads the configuration.
+fn serve_until_stop(
+    args: &Args,
+    gw: &gateway::GatewayHandle,
+    signals: &mut signal_hook::iterator::Signals,
+) {
     for signal in signals.forever() {
         if signal == signal_hook::consts::SIGUSR1 {
             // logrotate moved the access log files away: open new ones.
@@ -284,7 +316,7 @@ fn main() -> ExitCode {
         }
         if signal == signal_hook::consts::SIGHUP {
             // Bad config on reload: keep serving what we have.
-            match load(&args).and_then(|b| gw.reload(b)) {
+            match load(args).and_then(|b| gw.reload(b)) {
                 Ok(v) => eprintln!("reloaded configuration (version {v})"),
                 Err(e) => eprintln!("reload rejected, keeping current configuration: {e}"),
             }
@@ -292,11 +324,18 @@ fn main() -> ExitCode {
         }
         break;
     }
+}
+
+/// Drains and stops the gateway; a second SIGTERM or SIGINT meanwhile
+/// ends the drain: the process exits at once.
+fn drain_and_stop(
+    gw: gateway::GatewayHandle,
+    mut signals: signal_hook::iterator::Signals,
+    drain_time_s: u64,
+) {
     eprintln!(
-        "draining and stopping (up to --drain-time-s {}s; send the signal again to exit now)",
-        args.drain_time_s
+        "draining and stopping (up to --drain-time-s {drain_time_s}s; send the signal again to exit now)"
     );
-    // A second SIGTERM or SIGINT ends the drain: exit at once.
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if signal == signal_hook::consts::SIGTERM || signal == signal_hook::consts::SIGINT {
@@ -306,11 +345,6 @@ fn main() -> ExitCode {
         }
     });
     gw.shutdown();
-    drop(backends);
-    if let Some(dir) = demo_cert.as_deref().and_then(std::path::Path::parent) {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]
