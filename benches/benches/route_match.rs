@@ -107,7 +107,7 @@ fn route(v: usize, r: usize) -> Route {
             prefix_rewrite: None,
             host_rewrite_literal: None,
         },
-        stateful_session: None,
+        per_filter: Default::default(),
     }
 }
 
@@ -122,7 +122,7 @@ fn route_config() -> RouteConfig {
                 DomainMatcher::Prefix(format!("svc{v}.internal.")),
             ],
             routes: (0..ROUTES).map(|r| route(v, r)).collect(),
-            stateful_session: None,
+            per_filter: Default::default(),
         })
         .collect();
     RouteConfig {

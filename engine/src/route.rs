@@ -88,6 +88,48 @@ pub fn route_request_in<'a, R: RequestView + ?Sized>(
     select_route(vh, req).map(|r| (vh, r))
 }
 
+/// Where a route is in its table: its virtual host's position and its
+/// own. A stream keeps this rather than a reference, so that it can find
+/// its route again in the snapshot it holds (response-side filters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteAt {
+    pub vhost: u32,
+    pub route: u32,
+}
+
+impl RouteAt {
+    /// The route at this position of `rc`.
+    pub fn get(self, rc: &RouteConfig) -> Option<(&VirtualHost, &Route)> {
+        let vh = rc.virtual_hosts.get(self.vhost as usize)?;
+        vh.routes.get(self.route as usize).map(|r| (vh, r))
+    }
+}
+
+/// Like [`route_request_in`], also returning where the route is.
+pub fn route_request_at<'a, R: RequestView + ?Sized>(
+    rc: &'a RouteConfig,
+    req: &R,
+) -> Option<(RouteAt, &'a Route)> {
+    let vh = select_virtual_host(rc, req.authority())?;
+    let (route, r) = vh
+        .routes
+        .iter()
+        .enumerate()
+        .find(|(_, r)| route_matches(&r.matcher, req))?;
+    let at = RouteAt {
+        vhost: position_of(&rc.virtual_hosts, vh) as u32,
+        route: route as u32,
+    };
+    Some((at, r))
+}
+
+/// The position of `item`, an element of `items`, found from its address
+/// (no scan).
+fn position_of<T>(items: &[T], item: &T) -> usize {
+    let size = std::mem::size_of::<T>().max(1);
+    (item as *const T as usize - items.as_ptr() as usize) / size
+}
+
 fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R) -> bool {
     let full = req.path();
     // Path matchers ignore the query string, as Envoy does.
@@ -200,7 +242,7 @@ mod tests {
                 prefix_rewrite: None,
                 host_rewrite_literal: None,
             },
-            stateful_session: None,
+            per_filter: Default::default(),
         }
     }
 
@@ -209,7 +251,7 @@ mod tests {
             name: name.into(),
             domains,
             routes: vec![route(name, PathMatch::Prefix("/".into()), vec![])],
-            stateful_session: None,
+            per_filter: Default::default(),
         }
     }
 
@@ -225,6 +267,37 @@ mod tests {
                 vh("exact", vec![Exact("a.example.com".into())]),
             ],
         }
+    }
+
+    #[test]
+    fn a_route_is_found_again_at_its_position() {
+        let mut rc = rc();
+        rc.virtual_hosts[2]
+            .routes
+            .insert(0, route("api", PathMatch::Prefix("/api".into()), vec![]));
+        let req = |authority, path| Req {
+            authority,
+            path,
+            method: "GET",
+            headers: vec![],
+        };
+        for (authority, path, vhost, route, name) in [
+            ("x.example.com", "/api/v1", 2, 0, "api"),
+            ("x.example.com", "/", 2, 1, "suffix"),
+            ("a.example.com", "/", 4, 0, "exact"),
+            ("other", "/", 0, 0, "any"),
+        ] {
+            let (at, r) = route_request_at(&rc, &req(authority, path)).expect("routed");
+            assert_eq!((at.vhost, at.route, r.name.as_str()), (vhost, route, name));
+            let (vh, again) = at.get(&rc).expect("there");
+            assert!(std::ptr::eq(again, r));
+            assert_eq!(
+                vh.routes.len(),
+                rc.virtual_hosts[vhost as usize].routes.len()
+            );
+        }
+        let gone = RouteAt { vhost: 9, route: 0 };
+        assert!(gone.get(&rc).is_none());
     }
 
     #[test]

@@ -10,10 +10,10 @@
 pub mod access_log;
 pub mod data_shard;
 pub mod drain;
+pub mod http_filter;
 pub mod local_reply;
 pub mod messages;
 pub mod pacing;
-pub mod session;
 pub mod shard;
 pub mod signal;
 pub mod stats;

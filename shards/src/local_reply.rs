@@ -58,4 +58,19 @@ impl LocalReply {
             Self::SessionHostUnavailable(_) => "no healthy upstream",
         }
     }
+
+    /// Envoy's response flag for it, in access logs.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::NoRoute => "NR",
+            Self::UnknownCluster => "NC",
+            Self::NoHealthyUpstream | Self::SessionHostUnavailable(_) => "UH",
+            Self::ConnectFailure => "UF",
+            Self::UpstreamReset => "UR",
+            Self::UpstreamTimeout => "UT",
+            Self::StreamIdleTimeout => "SI",
+            Self::MaxDurationTimeout => "DT",
+            Self::BadRequest => "DPE",
+        }
+    }
 }

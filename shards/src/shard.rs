@@ -9,7 +9,6 @@
 //! request.
 
 use crate::local_reply::LocalReply;
-use crate::session::RequestSession;
 use crate::stats::recent_now;
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -28,6 +27,27 @@ use engine::{
 
 use crate::stats::ShardStats;
 
+/// The host a stream asks for ahead of its cluster's policy (Envoy's
+/// upstream override host): what the stateful session filter found in the
+/// request, which the router honours when the host may serve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OverrideHost {
+    /// The host, when the request named a valid, unexpired one.
+    pub address: Option<SocketAddr>,
+    /// The cluster a gRPC session names too (its `ip:port;cluster`
+    /// dialect): on a weighted split the stream stays on it.
+    pub cluster: Option<Box<str>>,
+    /// `strict`: the host or nothing, answered with this status when it
+    /// cannot serve.
+    pub strict: Option<u16>,
+}
+
+/// A snapshot as a shard hands it to a stream: `Rc` around the `Arc` so
+/// that taking it per stream is a shard-local increment, not an atomic one
+/// on a cache line every shard shares.
+#[allow(clippy::redundant_allocation)]
+pub type SnapshotRef = Rc<Arc<Snapshot>>;
+
 /// The routing context of one data shard; shard-local (`Rc`, `RefCell`).
 pub struct Shard {
     pub id: usize,
@@ -35,11 +55,8 @@ pub struct Shard {
     /// listener's connection limit.
     pub data_shards: usize,
     pub stats: Arc<ShardStats>,
-    /// The snapshot new streams start with. `Rc` around the `Arc` so that
-    /// taking it per stream is a shard-local increment, not an atomic one on
-    /// a cache line every shard shares.
-    #[allow(clippy::redundant_allocation)]
-    current: RefCell<Rc<Arc<Snapshot>>>,
+    /// The snapshot new streams start with.
+    current: RefCell<SnapshotRef>,
     /// Balancing state per cluster name (cursor, schedules, usable hosts).
     lb: RefCell<AHashMap<String, ClusterLb>>,
     /// Hosts outlier detection ejected, as last pushed by the control shard.
@@ -95,8 +112,7 @@ impl Shard {
 
     /// The snapshot a new stream should use.
     #[inline]
-    #[allow(clippy::redundant_allocation)] // deliberate: see `current`
-    pub fn snapshot(&self) -> Rc<Arc<Snapshot>> {
+    pub fn snapshot(&self) -> SnapshotRef {
         Rc::clone(&self.current.borrow())
     }
 
@@ -159,7 +175,7 @@ impl Shard {
     pub fn choose_cluster<'a>(
         &self,
         route: &'a Route,
-        session: Option<&RequestSession<'_>>,
+        session: Option<&OverrideHost>,
         snap: &Snapshot,
     ) -> &'a str {
         match &route.action.target {
@@ -177,12 +193,12 @@ impl Shard {
     pub fn choose_host<'a>(
         &self,
         cluster: &'a ClusterSnapshot,
-        session: Option<&RequestSession<'_>>,
+        session: Option<&OverrideHost>,
         active: impl Fn(HostId) -> u32,
     ) -> Result<&'a Host, LocalReply> {
         let sess_stats = &self.stats.session;
         if let Some(s) = session {
-            if let Some(addr) = &s.host {
+            if let Some(addr) = &s.address {
                 match self.override_host(cluster, addr) {
                     Ok(h) => {
                         sess_stats.override_used.inc();
@@ -199,12 +215,10 @@ impl Shard {
                             OverrideMiss::StatusNotInSet => sess_stats.status_not_in_set.inc(),
                             OverrideMiss::Ejected => sess_stats.host_ejected.inc(),
                         }
-                        if s.config.strict {
+                        if let Some(status) = s.strict {
                             // `strict`: the session's host or nothing.
                             sess_stats.strict_refused.inc();
-                            return Err(LocalReply::SessionHostUnavailable(
-                                s.config.strict_not_found_status,
-                            ));
+                            return Err(LocalReply::SessionHostUnavailable(status));
                         }
                     }
                 }
@@ -339,16 +353,16 @@ impl Shard {
 /// usual.
 fn session_cluster<'a>(
     w: &'a WeightedClusters,
-    session: &RequestSession<'_>,
+    session: &OverrideHost,
     snap: &Snapshot,
 ) -> Option<&'a str> {
     let names = || w.clusters.iter().map(|(n, _)| n.as_str());
     if let Some(named) = &session.cluster {
-        if let Some(n) = names().find(|n| n == named) {
+        if let Some(n) = names().find(|n| *n == &**named) {
             return Some(n);
         }
     }
-    let addr = session.host?;
+    let addr = session.address?;
     names().find(|n| {
         snap.cluster(n)
             .is_some_and(|c| c.host_by_addr(&addr).is_some())

@@ -925,8 +925,8 @@ fn valid_stateful_session_filter_is_accepted() {
             .listeners[0]
             .filter_chains[0]
             .http
-            .stateful_session
-            .clone()
+            .stateful_session()
+            .cloned()
     };
     let expected = StatefulSession {
         session_state: Some(SessionState::Cookie(SessionCookie {
@@ -1207,7 +1207,8 @@ fn stateful_session_over_xds() {
         assert_eq!(
             client.listeners()["ingress"].filter_chains[0]
                 .http
-                .stateful_session,
+                .stateful_session()
+                .cloned(),
             Some(StatefulSession {
                 session_state: Some(SessionState::Cookie(SessionCookie {
                     name: "sticky".into(),
@@ -1670,8 +1671,8 @@ fn per_route(
         .route_config
         .virtual_hosts[0];
     (
-        vh.stateful_session.clone(),
-        vh.routes[0].stateful_session.clone(),
+        vh.per_filter.stateful_session.clone(),
+        vh.routes[0].per_filter.stateful_session.clone(),
     )
 }
 
@@ -1706,12 +1707,17 @@ fn sticky_yaml() -> String {
 fn per_route_stateful_session_lands_on_vhost_and_route() {
     let disabled = format!("{{ \"@type\": {SSPR}, disabled: true }}");
     assert_eq!(per_route("{}", "{}"), (None, None));
+    // A route without its own config has its virtual host's, resolved when
+    // the route table is validated.
     assert_eq!(
         per_route(
             &format!("{{ envoy.filters.http.stateful_session: {disabled} }}"),
             "{}"
         ),
-        (Some(StatefulSessionPerRoute::Disabled), None)
+        (
+            Some(StatefulSessionPerRoute::Disabled),
+            Some(StatefulSessionPerRoute::Disabled)
+        )
     );
     // The key does not matter: the type says which filter it is for.
     assert_eq!(
@@ -1784,7 +1790,8 @@ fn per_route_filter_config_wrapper() {
                 ),
                 "{}"
             ),
-            (Some(sticky_override()), None)
+            // The route has its virtual host's (resolved at validation).
+            (Some(sticky_override()), Some(sticky_override()))
         );
     }
     // disabled: true disables the filter whatever `config` holds: it is the
@@ -2014,9 +2021,12 @@ filter_chains:
         .http
         .route_config
         .virtual_hosts[0];
-    assert_eq!(vh.stateful_session, Some(StatefulSessionPerRoute::Disabled));
     assert_eq!(
-        vh.routes[0].stateful_session,
+        vh.per_filter.stateful_session,
+        Some(StatefulSessionPerRoute::Disabled)
+    );
+    assert_eq!(
+        vh.routes[0].per_filter.stateful_session,
         Some(StatefulSessionPerRoute::Override(StatefulSession {
             session_state: Some(SessionState::Cookie(SessionCookie {
                 name: "sticky".into(),
@@ -2054,7 +2064,7 @@ filter_chains:
     );
     let t = validate::route_config(&rc, &Path::root(), &Default::default(), false).unwrap();
     assert!(matches!(
-        t.virtual_hosts[0].stateful_session,
+        t.virtual_hosts[0].per_filter.stateful_session,
         Some(StatefulSessionPerRoute::Override(_))
     ));
 }
@@ -2413,11 +2423,11 @@ mod wire {
         assert_eq!(ours.routes[0].typed_per_filter_config.len(), 1);
         let v = xds::validate::virtual_host(&ours, &xds::Path::root(), None).unwrap();
         assert_eq!(
-            v.stateful_session,
+            v.per_filter.stateful_session,
             Some(engine::StatefulSessionPerRoute::Disabled)
         );
         assert_eq!(
-            v.routes[0].stateful_session,
+            v.routes[0].per_filter.stateful_session,
             Some(engine::StatefulSessionPerRoute::Disabled)
         );
     }
@@ -2438,8 +2448,8 @@ fn disabled_stateful_session_filter_is_off_until_a_route_enables_it() {
     let boot = load(&disabled, "").unwrap_or_else(|e| panic!("rejected: {e}"));
     let session = boot.listeners[0].filter_chains[0]
         .http
-        .stateful_session
-        .clone();
+        .stateful_session()
+        .cloned();
     let session = session.expect("the filter is in the chain");
     assert_eq!(session.session_state, None, "off by default");
     // A route's own config turns it on (engine::session::effective).

@@ -250,7 +250,7 @@ impl Client {
                 data,
                 end_stream,
             } => match self.d2u.get_mut(&stream) {
-                Some(h) => h.queue.push_back(Item::Data(data, end_stream)),
+                Some(h) => h.queue.push_back(Item::data(data, end_stream)),
                 None => self.down.release(stream, data.len() as u32),
             },
             Event::Trailers { stream, fields } => {
@@ -305,7 +305,7 @@ impl Client {
                 data,
                 end_stream,
             } => match self.u2d.get_mut(&up_key(i, stream)) {
-                Some(h) => h.queue.push_back(Item::Data(data, end_stream)),
+                Some(h) => h.queue.push_back(Item::data(data, end_stream)),
                 None => {
                     up.conn.release(stream, data.len() as u32);
                     self.touched |= 1 << i;

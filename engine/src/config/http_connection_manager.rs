@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::access_log::AccessLog;
+use super::http_filter::{HttpFilter, HttpFilterConfig};
 use super::route::RouteConfig;
 use super::session::StatefulSession;
 
@@ -73,10 +74,23 @@ pub struct HttpConnectionManager {
     /// `use_remote_address: true` without `skip_xff_append` (Envoy's default
     /// is false; edge deployments set it).
     pub append_x_forwarded_for: bool,
-    /// The `envoy.filters.http.stateful_session` filter in `http_filters`
-    /// (gRFC A55), as configured on the listener; virtual hosts and routes
-    /// may disable or replace it (`typed_per_filter_config`).
-    pub stateful_session: Option<StatefulSession>,
+    /// `http_filters` in their order, the router last; virtual hosts and
+    /// routes may disable or replace a filter's config
+    /// (`typed_per_filter_config`, [`Route::per_filter`]).
+    ///
+    /// [`Route::per_filter`]: super::route::Route::per_filter
+    pub http_filters: Vec<HttpFilter>,
+}
+
+impl HttpConnectionManager {
+    /// The stateful session filter's listener-level config, if the
+    /// manager has the filter.
+    pub fn stateful_session(&self) -> Option<&StatefulSession> {
+        self.http_filters.iter().find_map(|f| match &f.config {
+            HttpFilterConfig::StatefulSession(s) => Some(s),
+            _ => None,
+        })
+    }
 }
 
 /// `rds` of an HTTP connection manager.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use super::session::StatefulSessionPerRoute;
+use super::http_filter::PerFilterConfig;
 
 /// Envoy's default route timeout (`RouteAction.timeout`).
 pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -22,8 +22,9 @@ pub struct VirtualHost {
     pub name: String,
     pub domains: Vec<DomainMatcher>,
     pub routes: Vec<Route>,
-    /// `typed_per_filter_config["envoy.filters.http.stateful_session"]`.
-    pub stateful_session: Option<StatefulSessionPerRoute>,
+    /// Its own `typed_per_filter_config` (its routes have it resolved into
+    /// theirs).
+    pub per_filter: PerFilterConfig,
 }
 
 /// One entry of `VirtualHost.domains`, classified as Envoy does.
@@ -44,8 +45,9 @@ pub struct Route {
     pub name: String,
     pub matcher: RouteMatch,
     pub action: RouteAction,
-    /// `typed_per_filter_config["envoy.filters.http.stateful_session"]`.
-    pub stateful_session: Option<StatefulSessionPerRoute>,
+    /// `typed_per_filter_config`, its own or else its virtual host's, per
+    /// filter type.
+    pub per_filter: PerFilterConfig,
 }
 
 #[derive(Debug, Clone)]

@@ -66,7 +66,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             prefix_rewrite: None,
             host_rewrite_literal: None,
         },
-        stateful_session: None,
+        per_filter: Default::default(),
     }
 }
 
@@ -87,7 +87,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
                     name: "all".into(),
                     domains: vec![DomainMatcher::Any],
                     routes,
-                    stateful_session: None,
+                    per_filter: Default::default(),
                 }],
             }),
             rds: None,
@@ -106,7 +106,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             max_requests_per_connection: None,
             drain_timeout: Duration::from_secs(1),
             append_x_forwarded_for: true,
-            stateful_session: None,
+            http_filters: vec![engine::HttpFilter::router()],
         },
     ))
 }
@@ -353,7 +353,13 @@ pub fn header_session(name: &str) -> StatefulSession {
 /// `l` with the stateful session filter configured on it.
 pub fn with_session(l: Arc<Listener>, session: StatefulSession) -> Arc<Listener> {
     let mut l = (*l).clone();
-    l.filter_chains[0].http.stateful_session = Some(session);
+    l.filter_chains[0].http.http_filters.insert(
+        0,
+        engine::HttpFilter {
+            name: "envoy.filters.http.stateful_session".into(),
+            config: engine::HttpFilterConfig::StatefulSession(session),
+        },
+    );
     Arc::new(l)
 }
 

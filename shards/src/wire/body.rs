@@ -12,8 +12,25 @@ use super::upcodec::UpCodec;
 /// A body chunk waiting for window on the side it goes to, or the trailers
 /// that end it.
 pub enum Item {
-    Data(Bytes, bool),
+    Data {
+        data: Bytes,
+        /// The last chunk (END_STREAM).
+        end: bool,
+        /// Bytes still to release on the side it came from: its length as
+        /// it came, which a filter that changed the chunk (compression)
+        /// does not change. Released as the chunk goes, the rest when all
+        /// of it went, so flow control counts what the sender sent.
+        credit: u32,
+    },
     Trailers(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+impl Item {
+    /// A chunk as it came.
+    pub fn data(data: Bytes, end: bool) -> Self {
+        let credit = data.len() as u32;
+        Self::Data { data, end, credit }
+    }
 }
 
 /// A stream's items waiting one way, oldest first. Almost every stream
@@ -74,7 +91,7 @@ pub fn owned(list: &HeaderList) -> Vec<(Vec<u8>, Vec<u8>)> {
 pub fn queued(q: &ItemQueue) -> u32 {
     q.iter()
         .map(|i| match i {
-            Item::Data(d, _) => d.len() as u32,
+            Item::Data { credit, .. } => *credit,
             Item::Trailers(_) => 0,
         })
         .sum()
@@ -85,12 +102,12 @@ mod tests {
     use super::*;
 
     fn data(n: u8) -> Item {
-        Item::Data(Bytes::from(vec![n]), false)
+        Item::data(Bytes::from(vec![n]), false)
     }
 
     fn first_byte(item: Option<Item>) -> Option<u8> {
         match item? {
-            Item::Data(d, _) => d.first().copied(),
+            Item::Data { data, .. } => data.first().copied(),
             Item::Trailers(_) => None,
         }
     }
@@ -178,15 +195,21 @@ pub fn drain(
     let mut out = Drained::default();
     while let Some(item) = queue.front_mut() {
         match item {
-            Item::Data(data, end) => {
+            Item::Data { data, end, credit } => {
                 let end = *end;
-                let sent = to.send_data(to_stream, data, end);
-                if sent > 0 {
-                    from.release(from_stream, sent as u32);
-                    out.moved += sent as u32;
+                let sent = to.send_data(to_stream, data, end) as u32;
+                let give = sent.min(*credit);
+                if give > 0 {
+                    from.release(from_stream, give);
+                    *credit -= give;
                 }
+                out.moved += sent;
                 if !data.is_empty() {
                     return out; // out of window: WindowOpen brings us back
+                }
+                // All of it went: what it still owes its sender goes too.
+                if *credit > 0 {
+                    from.release(from_stream, std::mem::take(credit));
                 }
                 queue.pop_front();
                 if end {

@@ -279,7 +279,7 @@ impl Connection {
         let room = self.rb.room(size);
         let (tcp, out) = (&mut self.tcp, &mut self.streams.out);
         let (unseen, lifecycle, drains) = (self.unseen, &self.lifecycle, &self.drains);
-        let (timer, wire, inbox) = (&mut self.timer, &self.wire, self.streams.inbox);
+        let (timer, wire, inbox) = (&mut self.timer, &self.wire, self.streams.cx.inbox);
         let mut parked = false;
         let woken = poll_fn(|cx| {
             // What `opening` read goes to the codec before any wait.

@@ -1,25 +1,46 @@
 //! One proxied stream's record in its downstream connection's table.
 //!
 //! A stream is data, not a task: the phases that act on it are methods of
-//! the connection that owns it (`stream`, `forward`).
+//! the connection's streams (`streams`), and what its filters keep between
+//! hooks lives here too.
 
 use std::time::{Duration, Instant};
 
 use engine::outlier::CallResult;
+use engine::route::RouteAt;
 use engine::HostId;
 use h2wire::message::HeaderList;
-use http::header::{HeaderName, HeaderValue};
 
 use super::body::ItemQueue;
 use super::pool::{PoolRef, UpRef};
+use crate::http_filter::HeaderEdits;
+use crate::shard::{OverrideHost, SnapshotRef};
+
+/// The host the router chose for a stream, and its pool on this shard
+/// (where the stream counts as in flight).
+pub(crate) struct Target {
+    pub host: HostId,
+    pub pool: PoolRef,
+}
 
 /// One proxied stream, keyed by its downstream stream id.
 pub(crate) struct DStream {
+    /// The snapshot the stream started with: its route and filters stay
+    /// those of that snapshot, whatever an update does meanwhile.
+    pub(super) snap: SnapshotRef,
+    /// Where its route is in its connection manager's table.
+    pub(super) route: Option<RouteAt>,
     pub(super) grpc: bool,
     /// The request head, kept until the response head arrives or the
     /// first body byte goes upstream: a refused stream (REFUSED_STREAM, or
     /// above an upstream GOAWAY's last stream) is resent from it.
     pub(super) head: Option<HeaderList>,
+    /// What the filters changed in the head, applied as it goes upstream.
+    pub(super) edits: HeaderEdits,
+    /// The host the filters asked for ahead of the cluster's policy.
+    pub(super) override_host: Option<OverrideHost>,
+    /// A filter paused the stream: the position of that filter.
+    pub(super) paused: Option<usize>,
     /// `:path` and `:authority` after the route's rewrites, and the new
     /// `x-forwarded-for`, when they differ from the head's.
     pub(super) path: Option<Vec<u8>>,
@@ -29,9 +50,8 @@ pub(crate) struct DStream {
     pub(super) bodyless: bool,
     /// Retried once already after its upstream connection died.
     pub(super) retried_lost: bool,
-    /// The chosen host and its pool.
-    pub(super) host: HostId,
-    pub(super) pool: PoolRef,
+    /// The chosen host and its pool, once the router chose.
+    pub(super) target: Option<Target>,
     /// The upstream stream, once opened.
     pub(super) up: Option<UpRef>,
     /// Waiting for room in the pool.
@@ -41,7 +61,7 @@ pub(crate) struct DStream {
     /// Response body (and trailers) on their way downstream.
     pub(super) resp: ItemQueue,
     /// Response window granted on the upstream stream beyond the initial
-    /// one (`DownConn::forward`); counted in the connection's `granted`.
+    /// one (`Streams::forward`); counted in the connection's `granted`.
     pub(super) granted: u32,
     /// In the connection's `queued` list (`req` or `resp` had items).
     pub(super) queued: bool,
@@ -59,22 +79,64 @@ pub(crate) struct DStream {
     pub(super) ends_at: Option<Instant>,
     /// When something last moved, to the connection loop's clock.
     pub(super) active_at: Instant,
-    /// The upstream's status and `grpc-status` (trailers-only or
-    /// trailers), once its head arrived: what outlier detection counts.
+    /// The status that went downstream, and the upstream's `grpc-status`
+    /// (trailers-only or trailers), once its head arrived: what outlier
+    /// detection counts.
     pub(super) served: Option<(u16, Option<u32>)>,
-    /// How the stream failed, if it did (set just before `finish`).
+    /// How the stream failed, if it did (set just before `finish`), and
+    /// Envoy's response flag for it.
     pub(super) failed: Option<CallResult>,
-    /// The header that (re)binds the client's session to this host, for
-    /// the response head (boxed: rare, and streams stay small).
-    pub(super) session_header: Option<Box<(HeaderName, HeaderValue)>>,
+    pub(super) flag: &'static str,
     /// What its access log lines need, when the listener logs.
     pub(super) log: Option<Box<super::logging::LogState>>,
 }
 
 impl DStream {
+    /// A stream that just came, under `snap`; its route and filters fill
+    /// in the rest.
+    pub(super) fn new(snap: SnapshotRef, grpc: bool, bodyless: bool, now: Instant) -> Self {
+        Self {
+            snap,
+            route: None,
+            grpc,
+            head: None,
+            edits: HeaderEdits::default(),
+            override_host: None,
+            paused: None,
+            path: None,
+            authority: None,
+            xff: None,
+            bodyless,
+            retried_lost: false,
+            target: None,
+            up: None,
+            waiting: false,
+            req: ItemQueue::default(),
+            resp: ItemQueue::default(),
+            granted: 0,
+            queued: false,
+            resp_started: false,
+            attempts: 0,
+            timeout: None,
+            deadline: None,
+            idle: None,
+            ends_at: None,
+            active_at: now,
+            served: None,
+            failed: None,
+            flag: "",
+            log: None,
+        }
+    }
+
     /// No upstream stream was ever opened for it, nor is it waiting for
     /// one: its request reached no backend.
     pub(super) fn never_sent(&self) -> bool {
         self.up.is_none() && !self.waiting && self.attempts == 0
+    }
+
+    /// Its host's address, once the router chose one.
+    pub(super) fn served_by(&self) -> Option<std::net::SocketAddr> {
+        self.target.as_ref().map(|t| t.pool.borrow().addr)
     }
 }

@@ -19,6 +19,8 @@ pub(crate) enum Delivered {
     /// The connection the stream was on closed or failed before the
     /// stream ended.
     ConnectionLost,
+    /// A filter that paused the stream is done (`http_filter::Resume`).
+    Resume,
 }
 
 /// Deliveries in arrival order: (downstream stream id, what came).
@@ -94,6 +96,15 @@ impl Inboxes {
                 wake(&mut b.waker);
             }
         }
+    }
+}
+
+/// A paused stream's resume arrives through its connection's inbox, like
+/// an upstream delivery: the connection's task runs the rest of the
+/// stream's filters.
+impl crate::http_filter::ResumeSink for Inboxes {
+    fn resume(&self, inbox: usize, stream: u32) {
+        let _ = self.deliver(inbox, stream, Delivered::Resume);
     }
 }
 

@@ -11,8 +11,6 @@ use engine::access_log::{LogFormat, LogRecord};
 use h2wire::message::HeaderList;
 use smallvec::SmallVec;
 
-use crate::local_reply::LocalReply;
-
 /// A connection's access logs: each sink's number and its format.
 pub(crate) type LogTargets = Vec<(u32, Arc<LogFormat>)>;
 
@@ -132,20 +130,5 @@ impl LogState {
             };
             wire.log_line(*sink, |lines| format.render(&record, lines));
         }
-    }
-}
-
-/// Envoy's response flag for a local reply.
-pub(crate) fn flag_of(reply: LocalReply) -> &'static str {
-    match reply {
-        LocalReply::NoRoute => "NR",
-        LocalReply::UnknownCluster => "NC",
-        LocalReply::NoHealthyUpstream | LocalReply::SessionHostUnavailable(_) => "UH",
-        LocalReply::ConnectFailure => "UF",
-        LocalReply::UpstreamReset => "UR",
-        LocalReply::UpstreamTimeout => "UT",
-        LocalReply::StreamIdleTimeout => "SI",
-        LocalReply::MaxDurationTimeout => "DT",
-        LocalReply::BadRequest => "DPE",
     }
 }

@@ -6,10 +6,10 @@
 //!   snapshots (pools, listeners, then the routing context), runs a task
 //!   per listener socket and starts the drain on shutdown;
 //! - [`accept`] spawns a task per accepted connection;
-//! - one task per downstream connection ([`downstream`]) owns its socket
-//!   and its `ServerConn`, and runs the request phases for its streams
-//!   as events arrive (`route`: route and pick; `stream`: open upstream,
-//!   finish; [`forward`]: bodies);
+//! - one task per downstream connection (`connection`) owns its socket
+//!   and its codec; its deadlines and drain are one state machine
+//!   (`lifecycle`), and its streams (`streams`) run the request phases and
+//!   HTTP filters as events arrive;
 //! - one task per upstream connection ([`pool`]) owns its socket and its
 //!   `ClientConn`; the connections of one host form a shard-local
 //!   [`pool::Pool`] that downstream tasks open streams on directly;
@@ -38,7 +38,6 @@ mod opening;
 mod outbuf;
 pub mod pool;
 mod readbuf;
-mod route;
 pub mod runtime;
 mod streams;
 mod tls;
@@ -67,6 +66,8 @@ pub struct WireShard {
     /// Inboxes of downstream connections; every pool holds them too, to
     /// deliver what its connections receive.
     pub(crate) inboxes: Rc<Inboxes>,
+    /// The same inboxes, where paused streams' resumes go.
+    pub(crate) resume: Rc<dyn crate::http_filter::ResumeSink>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<PoolRef>>>,
     /// Fired on shutdown: every connection drains.
@@ -86,9 +87,11 @@ pub struct WireShard {
 
 impl WireShard {
     pub fn new(shard: Rc<Shard>, logs: Arc<crate::access_log::LogWriter>) -> Rc<Self> {
+        let inboxes: Rc<Inboxes> = Rc::default();
         Rc::new(Self {
             shard,
-            inboxes: Rc::default(),
+            resume: Rc::clone(&inboxes) as Rc<dyn crate::http_filter::ResumeSink>,
+            inboxes,
             pools: RefCell::default(),
             shutdown: Signal::new(),
             health_drain: RefCell::new(Signal::new()),

@@ -86,7 +86,7 @@ pub fn http_connection_manager(
     }
     let append_x_forwarded_for = append_x_forwarded_for(m, path)?;
     let (route_config, rds) = routes(m, path, known_clusters)?;
-    let stateful_session = http_filters(&m.http_filters, &path.field("http_filters"))?;
+    let http_filters = http_filters(&m.http_filters, &path.field("http_filters"))?;
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
     let h2path = path.field("http2_protocol_options");
@@ -165,7 +165,7 @@ pub fn http_connection_manager(
         max_requests_per_connection: common.max_requests_per_connection.filter(|&n| n > 0),
         drain_timeout,
         append_x_forwarded_for,
-        stateful_session,
+        http_filters,
     })
 }
 
@@ -357,14 +357,12 @@ fn underscores_action(v: i32, cpath: &Path) -> Result<HeadersWithUnderscoresActi
 
 /// The filter list must end in the router; any other filter is an error
 /// unless `is_optional` (then it is skipped, as gRFC A39 specifies). The
-/// stateful session filter (gRFC A55) is supported: its config is returned
-/// when present (at most one may be configured).
-fn http_filters(
-    filters: &[hcm::HttpFilter],
-    path: &Path,
-) -> Result<Option<engine::StatefulSession>> {
+/// stateful session filter (gRFC A55) is supported (at most one may be
+/// configured). The filters we run, in order, the router last.
+fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::HttpFilter>> {
     use hcm::http_filter::ConfigType;
-    let mut stateful_session: Option<(usize, engine::StatefulSession)> = None;
+    let mut stateful_session: Option<usize> = None;
+    let mut out = Vec::with_capacity(2);
     if filters.is_empty() {
         return Err(Error::invalid(
             path.clone(),
@@ -388,7 +386,7 @@ fn http_filters(
                         // session state is exactly that (`session::effective`).
                         config.session_state = None;
                     }
-                    if let Some((first, _)) = &stateful_session {
+                    if let Some(first) = stateful_session {
                         return Err(Error::unsupported_msg(
                             tpath.clone(),
                             format!(
@@ -396,7 +394,11 @@ fn http_filters(
                             ),
                         ));
                     }
-                    stateful_session = Some((i, config));
+                    stateful_session = Some(i);
+                    out.push(engine::HttpFilter {
+                        name: f.name.clone(),
+                        config: engine::HttpFilterConfig::StatefulSession(config),
+                    });
                     continue;
                 }
                 reject_set!(fpath, f, disabled);
@@ -450,7 +452,11 @@ fn http_filters(
                 "the router filter must be the last filter",
             ));
         }
-        return Ok(stateful_session.map(|(_, s)| s));
+        out.push(engine::HttpFilter {
+            name: f.name.clone(),
+            config: engine::HttpFilterConfig::Router,
+        });
+        return Ok(out);
     }
     // The last filter was an optional one we skipped.
     Err(Error::invalid(

@@ -5,8 +5,9 @@
 use std::collections::{HashMap, HashSet};
 
 use engine::{
-    ClusterTarget, DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, Route, RouteAction,
-    RouteConfig, RouteMatch, StatefulSessionPerRoute, VirtualHost, WeightedClusters,
+    ClusterTarget, DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, PerFilterConfig,
+    Route, RouteAction, RouteConfig, RouteMatch, StatefulSessionPerRoute, VirtualHost,
+    WeightedClusters,
 };
 use prost::Name;
 use regex::Regex;
@@ -142,16 +143,27 @@ pub fn virtual_host(
         .iter()
         .enumerate()
         .map(|(i, r)| route(r, &path.field("routes").index(i), known_clusters))
-        .collect::<Result<_>>()?;
-    let stateful_session = typed_per_filter_config(
-        &vh.typed_per_filter_config,
-        &path.field("typed_per_filter_config"),
-    )?;
+        .collect::<Result<Vec<Route>>>()?;
+    let per_filter = PerFilterConfig {
+        stateful_session: typed_per_filter_config(
+            &vh.typed_per_filter_config,
+            &path.field("typed_per_filter_config"),
+        )?,
+    };
+    // Each route's own per-filter configs fill in from the virtual host's,
+    // once here rather than per request.
+    let routes = routes
+        .into_iter()
+        .map(|r| Route {
+            per_filter: r.per_filter.or(&per_filter),
+            ..r
+        })
+        .collect();
     Ok(VirtualHost {
         name: vh.name.clone(),
         domains,
         routes,
-        stateful_session,
+        per_filter,
     })
 }
 
@@ -234,15 +246,17 @@ fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -
         }
         None => return Err(Error::invalid(path.field("route"), "required")),
     };
-    let stateful_session = typed_per_filter_config(
-        &r.typed_per_filter_config,
-        &path.field("typed_per_filter_config"),
-    )?;
+    let per_filter = PerFilterConfig {
+        stateful_session: typed_per_filter_config(
+            &r.typed_per_filter_config,
+            &path.field("typed_per_filter_config"),
+        )?,
+    };
     Ok(Route {
         name: r.name.clone(),
         matcher,
         action,
-        stateful_session,
+        per_filter,
     })
 }
 

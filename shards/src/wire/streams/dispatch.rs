@@ -5,7 +5,9 @@ use std::time::Instant;
 use h2wire::conn::Event;
 
 use super::{Streams, FLOOD_MIN_RESETS};
+use crate::local_reply::LocalReply;
 use crate::stats::DownstreamStats;
+use crate::wire::inbox::Delivered;
 use crate::wire::inbox::Deliveries;
 
 /// Which of a stream's timers ran out.
@@ -28,11 +30,13 @@ impl Streams {
         // request is counted too.
         self.conn.count(stats);
         self.open_deferred();
-        self.wire.inboxes.swap_items(self.inbox, batch);
+        self.cx.wire.inboxes.swap_items(self.cx.inbox, batch);
         self.on_inbox(batch);
-        self.forward();
+        for stream in self.forward() {
+            self.finish(stream);
+        }
         self.flush_upstreams();
-        self.wire.flush_logs();
+        self.cx.wire.flush_logs();
     }
 
     fn on_event(&mut self, ev: Event) {
@@ -42,10 +46,9 @@ impl Streams {
                 head,
                 end_stream,
             } => {
-                let now = self.now;
-                self.flood.roll(now);
+                self.flood.roll(self.now);
                 self.flood.streams += 1;
-                self.on_request(stream, head, end_stream, now);
+                self.on_request(stream, head, end_stream);
             }
             Event::Data {
                 stream,
@@ -58,7 +61,8 @@ impl Streams {
                     if let Some(l) = s.log.as_mut() {
                         l.flags = "DC";
                     }
-                    let stats = &self.wire.shard.stats.downstream;
+                    s.flag = "DC";
+                    let stats = &self.cx.wire.shard.stats.downstream;
                     stats.rq_reset_by_client.inc();
                     if s.never_sent() {
                         stats.rq_reset_before_upstream.inc();
@@ -87,6 +91,30 @@ impl Streams {
         self.bury();
     }
 
+    /// What an upstream connection (or a paused filter) delivered for
+    /// `stream`.
+    fn on_delivery(&mut self, stream: u32, what: Delivered) {
+        let failed = match what {
+            Delivered::Event(ev) => {
+                self.on_upstream(stream, ev);
+                false
+            }
+            Delivered::Retry => self.retry_open(stream).is_err(),
+            Delivered::ConnectFailed => true,
+            Delivered::ConnectionLost => {
+                self.connection_lost(stream);
+                false
+            }
+            Delivered::Resume => {
+                self.resume(stream);
+                false
+            }
+        };
+        if failed {
+            self.fail(stream, LocalReply::ConnectFailure);
+        }
+    }
+
     /// Forgets the streams finished before this turn's deliveries.
     fn bury(&mut self) {
         self.graveyard.clear();
@@ -99,7 +127,7 @@ impl Streams {
         for id in ids {
             self.finish(id);
         }
-        if let Some(mut left) = self.wire.inboxes.close(self.inbox) {
+        if let Some(mut left) = self.cx.wire.inboxes.close(self.cx.inbox) {
             self.on_inbox(&mut left);
         }
         self.bury();

@@ -3,7 +3,7 @@
 use crate::wire::body::{drain, grant_size, Gone};
 use crate::wire::outbuf::Admit;
 
-use super::Streams;
+use super::{touch, Streams};
 
 impl Streams {
     /// Moves queued body chunks across as far as the windows allow,
@@ -17,17 +17,18 @@ impl Streams {
     /// ([`super::outbuf`]): past it the data waits here unreleased, so its
     /// upstream windows stay shut and the backend stops sending. A stream
     /// whose client took everything it had is granted more upstream window
-    /// ([`grant_size`]).
-    pub(super) fn forward(&mut self) {
+    /// ([`grant_size`]). Returns the streams whose response ended, for
+    /// the caller to finish.
+    pub(super) fn forward(&mut self) -> smallvec::SmallVec<[u32; 32]> {
+        let mut done = smallvec::SmallVec::<[u32; 32]>::new();
         if self.queued.is_empty() {
-            return;
+            return done;
         }
         // Inline: a turn rarely ends more streams than this, and a heap
         // `Vec` here was an allocation per turn that ended any.
-        let mut done = smallvec::SmallVec::<[u32; 32]>::new();
         let now = self.now;
         let budget = self.out.limit();
-        let stats = &self.wire.shard.stats.downstream;
+        let stats = &self.cx.wire.shard.stats.downstream;
         let mut queued = std::mem::take(&mut self.queued);
         queued.retain(|&stream| {
             // Finished streams leave their id behind: dropped here.
@@ -38,7 +39,9 @@ impl Streams {
                 s.queued = false;
                 return false;
             }
-            let Some(up) = s.up else { return true };
+            let (Some(up), Some(target)) = (s.up, s.target.as_ref()) else {
+                return true;
+            };
             if !s.req.is_empty() && !s.bodyless {
                 // The body starts upstream: a refusal can no longer be
                 // resent (the bytes are not kept), so the head goes back.
@@ -46,7 +49,8 @@ impl Streams {
                     self.conn.recycle(head);
                 }
             }
-            let mut p = s.pool.borrow_mut();
+            let pool = std::rc::Rc::clone(&target.pool);
+            let mut p = pool.borrow_mut();
             let windows = p.stream_windows();
             let send_request = !s.req.is_empty() && p.takes_request_data(up);
             // A connection gone after the response ended (an HTTP/1.1
@@ -110,22 +114,13 @@ impl Streams {
                 s.active_at = now;
             }
             drop(p);
-            let pool = std::rc::Rc::clone(&s.pool);
-            if !self
-                .touched
-                .iter()
-                .any(|(q, slot)| *slot == up.slot && std::rc::Rc::ptr_eq(q, &pool))
-            {
-                self.touched.push((pool, up.slot));
-            }
+            touch(&mut self.touched, &pool, up.slot);
             s.queued = !(s.req.is_empty() && s.resp.is_empty());
             s.queued
         });
         // Nothing can queue while the list is out (the closure holds the
         // streams); putting it back keeps its allocation.
         self.queued = queued;
-        for stream in done {
-            self.finish(stream);
-        }
+        done
     }
 }

@@ -1,13 +1,17 @@
 //! One downstream connection's streams: the table of streams in flight and what their phases share (the codec, the output, the upstream connections touched this turn), owned by the connection's task.
 //!
 //! The files below are layered, each calling only those after it:
-//! `dispatch` (codec events and inbox deliveries, deadlines) → `phases`
-//! (the request phases, in order) → `forward` (bodies) and the stream's
-//! record (`dstream`) and body queues (`body`) beside this module.
+//! `dispatch` (codec events, inbox deliveries, stream deadlines) →
+//! `phases` (the request phases in order, with the HTTP filters) →
+//! `upstream` (the stream's upstream side) and `reply` (local replies on
+//! the wire) → this module (the table, and what a filter sees); `forward`
+//! (bodies) is called by `dispatch` and returns what ended.
 
 mod dispatch;
 mod forward;
 mod phases;
+mod reply;
+mod upstream;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -15,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
-use engine::Listener;
+use engine::{HttpConnectionManager, Listener, Snapshot};
 
 use super::codec::DownCodec;
 use super::dstream::DStream;
@@ -23,23 +27,24 @@ use super::logging::LogTargets;
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef};
 use super::WireShard;
+use crate::http_filter::{ConnInfo, FilterCx};
 
 /// Reset-flood window and thresholds: a connection is cut off when, within
 /// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
 /// least half of the streams it opened. Ordinary cancellation (deadlines) is
 /// far below that ratio; a rapid-reset attack is at 100 %.
 const FLOOD_WINDOW: Duration = Duration::from_secs(10);
-pub(super) const FLOOD_MIN_RESETS: u32 = 100;
+const FLOOD_MIN_RESETS: u32 = 100;
 
 /// Client resets per window, for the flood cut-off.
-pub(super) struct FloodCount {
+struct FloodCount {
     window_start: Instant,
-    pub(super) streams: u32,
-    pub(super) resets: u32,
+    streams: u32,
+    resets: u32,
 }
 
 impl FloodCount {
-    pub(super) fn roll(&mut self, now: Instant) {
+    fn roll(&mut self, now: Instant) {
         if now.duration_since(self.window_start) >= FLOOD_WINDOW {
             *self = Self {
                 window_start: now,
@@ -50,17 +55,14 @@ impl FloodCount {
     }
 }
 
-/// One downstream connection's streams and what their phases share, owned
-/// by the connection's task.
-pub(crate) struct Streams {
+/// What a connection's streams share that stays as it is while the
+/// connection lives.
+pub(crate) struct ConnCx {
     /// The routing context (`wire.shard`), inboxes and pools this
     /// connection shares with the shard's other tasks.
     pub wire: Rc<WireShard>,
     /// This connection's inbox.
     pub inbox: usize,
-    pub conn: DownCodec,
-    /// The streams in flight, by downstream stream id.
-    pub table: AHashMap<u32, DStream>,
     pub peer: SocketAddr,
     /// The config the connection was accepted under: streams fall back to
     /// it when a reload removed the listener while the connection drains.
@@ -70,63 +72,103 @@ pub(crate) struct Streams {
     pub chain: u64,
     /// Where that chain was among the listener's chains.
     pub chain_hint: usize,
+    /// The listener's access logs (empty: nothing is logged).
+    pub logs: LogTargets,
+    /// The TLS server name the client asked for.
+    pub sni: Option<Box<str>>,
+    /// `HTTP/1.1` or `HTTP/2`.
+    pub protocol: &'static str,
+}
+
+impl ConnCx {
+    /// The connection manager of this connection's chain in `snap` (RDS may
+    /// have changed its routes), else as the connection opened under it.
+    pub fn hcm<'a>(&'a self, snap: &'a Snapshot) -> Option<&'a HttpConnectionManager> {
+        snap.listener(&self.listener.name)
+            .and_then(|l| l.chain_at(self.chain_hint, self.chain))
+            .or_else(|| self.listener.chain_at(self.chain_hint, self.chain))
+            .map(|c| &c.http)
+    }
+
+    /// Runs `hooks` with stream `s`'s connection manager's filters and a
+    /// filter context over it; `None` when the manager has no filter but
+    /// the router and `all` is false (the response side then has nothing
+    /// to run).
+    fn filters<R>(
+        &self,
+        s: &mut DStream,
+        stream: u32,
+        now: Instant,
+        all: bool,
+        hooks: impl FnOnce(&[engine::HttpFilter], &mut FilterCx<'_>) -> R,
+    ) -> Option<R> {
+        let snap = Rc::clone(&s.snap);
+        let hcm = self.hcm(&snap)?;
+        if !all && hcm.http_filters.len() <= 1 {
+            return None;
+        }
+        let route = s
+            .route
+            .and_then(|at| at.get(&hcm.route_config))
+            .map(|(_, r)| r);
+        let served = s.served_by();
+        let wire = &*self.wire;
+        let in_flight = |id| wire.in_flight(id);
+        let mut cx = FilterCx {
+            shard: &wire.shard,
+            snapshot: &snap,
+            route,
+            conn: ConnInfo {
+                peer: self.peer,
+                sni: self.sni.as_deref(),
+                protocol: self.protocol,
+            },
+            stream,
+            grpc: s.grpc,
+            now,
+            override_host: &mut s.override_host,
+            served,
+            in_flight: &in_flight,
+            pick: None,
+            resumer: &wire.resume,
+            inbox: self.inbox,
+        };
+        Some(hooks(&hcm.http_filters, &mut cx))
+    }
+}
+
+/// One downstream connection's streams and what their phases share, owned
+/// by the connection's task.
+pub(crate) struct Streams {
+    pub cx: ConnCx,
+    pub conn: DownCodec,
+    /// The streams in flight, by downstream stream id.
+    pub table: AHashMap<u32, DStream>,
     /// Upstream connections given output this turn: (pool, slot).
-    pub touched: Vec<(PoolRef, usize)>,
+    touched: Vec<(PoolRef, usize)>,
     /// Streams finished this turn whose upstream events may still sit in
     /// the inbox: their windows must still be released.
-    pub graveyard: Vec<(u32, PoolRef, UpRef)>,
+    graveyard: Vec<(u32, PoolRef, UpRef)>,
     /// Streams with body items queued either way, for `forward`.
-    pub queued: Vec<u32>,
+    queued: Vec<u32>,
     /// New requests of this read, opened upstream once its events are
     /// all in (`open_deferred`).
-    pub to_open: Vec<u32>,
-    pub(super) flood: FloodCount,
-    pub(super) flooded: bool,
+    to_open: Vec<u32>,
+    flood: FloodCount,
+    flooded: bool,
     /// Output not yet written, and its cap.
     pub out: OutBuf,
     /// Response window granted upstream beyond the initial windows, over
     /// this connection's streams: at most `out`'s limit.
-    pub granted: u32,
+    granted: u32,
     /// The loop's clock, read once per turn: what stream activity and
     /// deadlines are measured with.
     pub now: Instant,
     /// Requests the connection has taken (for `max_requests_per_connection`).
     pub requests: u32,
-    /// The listener's access logs (empty: nothing is logged).
-    pub logs: LogTargets,
-    /// The TLS server name the client asked for.
-    pub sni: Option<Box<str>>,
 }
 
 impl Streams {
-    /// Notes that `slot` of `pool` has output to write.
-    pub fn touch(&mut self, pool: &PoolRef, slot: usize) {
-        if !self
-            .touched
-            .iter()
-            .any(|(p, s)| *s == slot && Rc::ptr_eq(p, pool))
-        {
-            self.touched.push((Rc::clone(pool), slot));
-        }
-    }
-
-    /// Wakes the upstream tasks that were given output.
-    pub(super) fn flush_upstreams(&mut self) {
-        for (pool, slot) in self.touched.drain(..) {
-            pool.borrow_mut().flush(slot);
-        }
-    }
-
-    /// Streams are in flight.
-    pub fn is_busy(&self) -> bool {
-        !self.table.is_empty()
-    }
-
-    /// The client reset streams past the flood cut-off.
-    pub fn flooded(&self) -> bool {
-        self.flooded
-    }
-
     /// The streams of a connection just opened under `listener`'s chain at
     /// `chain` (its position), served by `conn`.
     pub fn new(
@@ -141,15 +183,21 @@ impl Streams {
             Some(c) => (c.id, wire.log_targets(&c.http)),
             None => (0, Vec::new()),
         };
+        let protocol = conn.protocol();
         Self {
-            wire: Rc::clone(wire),
-            inbox: wire.inboxes.open(),
+            cx: ConnCx {
+                wire: Rc::clone(wire),
+                inbox: wire.inboxes.open(),
+                peer,
+                listener: Arc::clone(listener),
+                chain: chain_id,
+                chain_hint: chain,
+                logs,
+                sni,
+                protocol,
+            },
             conn,
             table: AHashMap::default(),
-            peer,
-            listener: Arc::clone(listener),
-            chain: chain_id,
-            chain_hint: chain,
             touched: Vec::new(),
             graveyard: Vec::new(),
             queued: Vec::new(),
@@ -164,9 +212,39 @@ impl Streams {
             granted: 0,
             now: Instant::now(),
             requests: 0,
-            logs,
-            sni,
         }
+    }
+
+    /// Streams are in flight.
+    pub fn is_busy(&self) -> bool {
+        !self.table.is_empty()
+    }
+
+    /// The client reset streams past the flood cut-off.
+    pub fn flooded(&self) -> bool {
+        self.flooded
+    }
+
+    /// Notes that `slot` of `pool` has output to write.
+    fn touch(&mut self, pool: &PoolRef, slot: usize) {
+        touch(&mut self.touched, pool, slot);
+    }
+
+    /// Wakes the upstream tasks that were given output.
+    fn flush_upstreams(&mut self) {
+        for (pool, slot) in self.touched.drain(..) {
+            pool.borrow_mut().flush(slot);
+        }
+    }
+}
+
+/// Notes in `touched` that `slot` of `pool` has output to write.
+fn touch(touched: &mut Vec<(PoolRef, usize)>, pool: &PoolRef, slot: usize) {
+    if !touched
+        .iter()
+        .any(|(p, s)| *s == slot && Rc::ptr_eq(p, pool))
+    {
+        touched.push((Rc::clone(pool), slot));
     }
 }
 

@@ -1,0 +1,75 @@
+//! A connection manager's `http_filters`, in their order (the router last), and the per-route configs a route gives them (`typed_per_filter_config`), resolved once per route table.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use super::session::{StatefulSession, StatefulSessionPerRoute};
+
+/// One entry of `http_filters`.
+#[derive(Debug, Clone)]
+pub struct HttpFilter {
+    /// `name`: what logs and errors call the filter.
+    pub name: String,
+    pub config: HttpFilterConfig,
+}
+
+impl HttpFilter {
+    /// The router, named as Envoy's examples name it.
+    pub fn router() -> Self {
+        Self {
+            name: "envoy.filters.http.router".into(),
+            config: HttpFilterConfig::Router,
+        }
+    }
+}
+
+/// What a filter is, with its listener-level config.
+#[derive(Debug, Clone)]
+pub enum HttpFilterConfig {
+    /// `envoy.filters.http.stateful_session` (gRFC A55).
+    StatefulSession(StatefulSession),
+    /// A filter compiled in by a program that embeds the gateway
+    /// (`shards::http_filter::Native`): not expressible in Envoy's config,
+    /// so never from xDS or a bootstrap file.
+    Native(NativeFilter),
+    /// `envoy.filters.http.router`: the last filter, which sends the
+    /// request upstream.
+    Router,
+}
+
+/// An embedder's filter: opaque to the config model, which is below the
+/// data plane that defines the filter interface; the data plane
+/// downcasts it.
+#[derive(Clone)]
+pub struct NativeFilter(pub Arc<dyn Any + Send + Sync>);
+
+impl fmt::Debug for NativeFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NativeFilter")
+    }
+}
+
+/// The per-route configs one route gives its connection manager's filters,
+/// by filter type: the route's own `typed_per_filter_config` entry for a
+/// filter type, else its virtual host's (resolved when the route table is
+/// validated, so a request reads one field, not three levels). Each
+/// filter that takes per-route config adds its field here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerFilterConfig {
+    /// `StatefulSessionPerRoute`: disables or replaces the stateful
+    /// session filter's config.
+    pub stateful_session: Option<StatefulSessionPerRoute>,
+}
+
+impl PerFilterConfig {
+    /// A route's own configs, each filling in from its virtual host's
+    /// where the route has none.
+    pub fn or(self, vhost: &PerFilterConfig) -> Self {
+        Self {
+            stateful_session: self
+                .stateful_session
+                .or_else(|| vhost.stateful_session.clone()),
+        }
+    }
+}

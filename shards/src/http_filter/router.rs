@@ -1,0 +1,65 @@
+//! The router (`envoy.filters.http.router`), the last filter: the route's cluster (a weighted pick, or the one a session names) and its host (the override host if it may serve, else the cluster's policy, skipping ejected hosts); each refusal a local reply. The phases then open the upstream stream on that host's pool.
+
+use engine::route::RequestView;
+use h2wire::message::HeaderList;
+
+use super::{FilterCx, HttpFilter, Pick, Reply, RequestFlow, RequestHead};
+use crate::local_reply::LocalReply;
+
+/// The router filter: no config of its own that we run.
+#[derive(Debug, Clone, Copy)]
+pub struct Router;
+
+impl HttpFilter for Router {
+    fn on_request_headers(
+        &self,
+        cx: &mut FilterCx<'_>,
+        _head: &mut RequestHead<'_>,
+    ) -> RequestFlow {
+        let shard = cx.shard;
+        let Some(route) = cx.route else {
+            shard.stats.downstream.rq_no_route.inc();
+            return RequestFlow::Reply(Reply::from(LocalReply::NoRoute));
+        };
+        let session = cx.override_host.as_ref();
+        let cluster_name = shard.choose_cluster(route, session, cx.snapshot);
+        let Some(cluster) = cx.snapshot.cluster(cluster_name) else {
+            shard.stats.rq_unknown_cluster.inc();
+            return RequestFlow::Reply(Reply::from(LocalReply::UnknownCluster));
+        };
+        let in_flight = cx.in_flight;
+        match shard.choose_host(cluster, session, in_flight) {
+            Ok(host) => {
+                let host_stats = shard.stats.hosts.host(host.id);
+                host_stats.rq_total.inc();
+                host_stats.rq_active.inc();
+                cx.pick = Some(Pick { cluster, host });
+                RequestFlow::Continue
+            }
+            Err(reply) => RequestFlow::Reply(Reply::from(reply)),
+        }
+    }
+}
+
+/// Lets the engine's route matcher read a request head without copying it.
+pub(crate) struct HeadView<'a>(pub &'a HeaderList);
+
+/// A field's value as text, if it is UTF-8.
+pub(crate) fn text(v: Option<&[u8]>) -> Option<&str> {
+    v.and_then(|v| std::str::from_utf8(v).ok())
+}
+
+impl RequestView for HeadView<'_> {
+    fn authority(&self) -> &str {
+        text(self.0.get(b":authority").or_else(|| self.0.get(b"host"))).unwrap_or("")
+    }
+    fn path(&self) -> &str {
+        text(self.0.get(b":path")).unwrap_or("/")
+    }
+    fn method(&self) -> &str {
+        text(self.0.get(b":method")).unwrap_or("")
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        text(self.0.get(name.as_bytes()))
+    }
+}

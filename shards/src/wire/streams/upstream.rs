@@ -1,0 +1,165 @@
+//! A stream's upstream side: its stream on the host's pool (opened from the kept head, rewritten on the way), left when it is refused, fails or ends, and what arrives for it after that.
+
+use std::rc::Rc;
+
+use engine::headers::{is_hop_by_hop, keep_te};
+use h2wire::conn::ClientEvent;
+use h2wire::message::HeaderList;
+
+use super::{touch, Streams};
+use crate::wire::body::queued;
+use crate::wire::dstream::DStream;
+use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
+
+/// Whether a request field goes upstream as it is: not a pseudo-header
+/// (rebuilt), `host` (it is `:authority`), hop-by-hop, a `te` other than
+/// `trailers`, or an `x-forwarded-for` we replace.
+fn forwarded(name: &[u8], value: &[u8], replace_xff: bool) -> bool {
+    if name.first() == Some(&b':') || name == b"host" {
+        return false;
+    }
+    if name == b"te" {
+        return keep_te(value);
+    }
+    if replace_xff && name == b"x-forwarded-for" {
+        return false;
+    }
+    !is_hop_by_hop(name)
+}
+
+/// Writes the request head of `s` on connection `slot` of `pool`, with
+/// the route's rewrites and the filters' edits: the upstream stream id, or
+/// `None` if the connection could not take it.
+fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
+    let head = s.head.as_ref()?;
+    let get = |n: &[u8]| head.get(n).unwrap_or(b"");
+    let authority = s
+        .authority
+        .as_deref()
+        .or_else(|| head.get(b":authority"))
+        .or_else(|| head.get(b"host"))
+        .unwrap_or(b"");
+    let path = s.path.as_deref().unwrap_or_else(|| get(b":path"));
+    let replace_xff = s.xff.is_some();
+    let edits = &s.edits;
+    // Cookies go out never indexed: they differ per client, and one
+    // upstream connection carries many clients (RFC 7541 §7.1.3).
+    let fields = head
+        .iter()
+        .filter(|(n, v, _)| forwarded(n, v, replace_xff) && !edits.removes(n))
+        .map(|(n, v, never)| (n, v, never || n == b"cookie"))
+        .chain(
+            s.xff
+                .as_deref()
+                .map(|v| (&b"x-forwarded-for"[..], v, false)),
+        )
+        .chain(
+            edits
+                .added()
+                .filter(|(n, v)| forwarded(n, v, false))
+                .map(|(n, v)| (n, v, n == b"cookie")),
+        );
+    let scheme = pool.scheme();
+    pool.conn_at(slot)?
+        .send_request(get(b":method"), scheme, authority, path, fields, s.bodyless)
+        .ok()
+}
+
+/// Gives a header list back to the upstream connection it came from.
+pub(super) fn recycle(from: Option<(PoolRef, UpRef)>, list: HeaderList) {
+    let Some((pool, up)) = from else { return };
+    let mut p = pool.borrow_mut();
+    if let Some(conn) = p.conn(up) {
+        conn.recycle(list);
+    }
+}
+
+impl Streams {
+    /// Opens the upstream stream from the kept head, or waits for room in
+    /// the pool. `Err`: no connection can be had (the stream fails).
+    pub(super) fn try_open(&mut self, stream: u32) -> Result<(), ()> {
+        let Some(pool) = self
+            .table
+            .get(&stream)
+            .and_then(|s| s.target.as_ref())
+            .map(|t| Rc::clone(&t.pool))
+        else {
+            return Ok(());
+        };
+        let slot = match Pool::acquire(&pool, self.cx.inbox, stream) {
+            Acquire::Ready(slot) => slot,
+            Acquire::Wait => {
+                if let Some(s) = self.table.get_mut(&stream) {
+                    s.waiting = true;
+                }
+                return Ok(());
+            }
+            Acquire::Failed => return Err(()),
+        };
+        let Some(s) = self.table.get_mut(&stream) else {
+            return Ok(());
+        };
+        s.attempts += 1;
+        let up_stream = send_request(s, &mut pool.borrow_mut(), slot).ok_or(())?;
+        let up = pool
+            .borrow_mut()
+            .route(slot, up_stream, self.cx.inbox, stream);
+        s.up = Some(up);
+        self.touch(&pool, slot);
+        Ok(())
+    }
+
+    /// A stream waiting for room in its pool: the pool has room now.
+    pub(super) fn retry_open(&mut self, stream: u32) -> Result<(), ()> {
+        match self.table.get_mut(&stream) {
+            Some(s) if s.waiting => {
+                s.waiting = false;
+                self.try_open(stream)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Leaves the upstream stream (cancelling it if still open) and gives
+    /// back what was held for it; the stream may open another.
+    pub(super) fn detach_upstream(&mut self, stream: u32) {
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
+        let Some(pool) = s.target.as_ref().map(|t| Rc::clone(&t.pool)) else {
+            return;
+        };
+        if s.waiting {
+            pool.borrow_mut().cancel_wait(self.cx.inbox, stream);
+            s.waiting = false;
+        }
+        let Some(up) = s.up.take() else {
+            return;
+        };
+        self.granted -= std::mem::take(&mut s.granted);
+        let resp_held = queued(&s.resp);
+        s.resp.clear();
+        let mut p = pool.borrow_mut();
+        p.cancel(up, s.resp_started, resp_held);
+        p.unroute(up);
+        drop(p);
+        touch(&mut self.touched, &pool, up.slot);
+        self.graveyard.push((stream, pool, up));
+    }
+
+    /// An event for a stream already finished: a body's window is released
+    /// on the upstream connection, a header list dropped.
+    pub(super) fn give_back(&mut self, stream: u32, ev: ClientEvent) {
+        let ClientEvent::Data { data, .. } = ev else {
+            return;
+        };
+        let Some((_, pool, up)) = self.graveyard.iter().find(|(s, _, _)| *s == stream) else {
+            return;
+        };
+        let (pool, up) = (Rc::clone(pool), *up);
+        if let Some(conn) = pool.borrow_mut().conn(up) {
+            conn.release(up.stream, data.len() as u32);
+        }
+        self.touch(&pool, up.slot);
+    }
+}
