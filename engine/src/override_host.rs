@@ -73,7 +73,7 @@ mod tests {
             http2: UpstreamHttp2::default(),
             upstream: Default::default(),
             outlier_detection: None,
-            per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+            per_connection_buffer_limit_bytes: crate::config::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             common_lb: CommonLb {
                 override_host_status: status,
                 ..CommonLb::default()

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use ahash::AHashMap;
 
+use crate::config::Listener;
 use crate::config::{Bootstrap, Cluster, HealthStatus, Runtime};
 use crate::host::{HostId, HostRegistry};
-use crate::listener::Listener;
 
 /// One host of a cluster as the data path sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::{BodyFraming, Error, Limits};
+use crate::error::Error;
+use crate::head::{BodyFraming, Limits};
 
 /// The longest chunk-size line taken (size, extensions, CRLF): extensions
 /// are ignored, so there is no reason to buffer many of them.
@@ -216,6 +217,31 @@ fn trailer_section(buf: &[u8], limits: &Limits) -> Result<Option<usize>, Error> 
             limit: limits.max_headers,
         }),
         Err(_) => Err(Error::BadChunk("malformed trailer section")),
+    }
+}
+
+/// The fields of a trailer section as [`BodyEvent::Trailers`] gives it
+/// (already checked while the body was decoded): `(name, value)` pairs,
+/// values trimmed.
+pub fn trailer_fields(raw: &[u8]) -> Vec<(&[u8], &[u8])> {
+    let mut slots = vec![httparse::EMPTY_HEADER; raw.iter().filter(|&&b| b == b'\n').count() + 1];
+    let mut with_end = Vec::with_capacity(raw.len() + 2);
+    with_end.extend_from_slice(raw);
+    with_end.extend_from_slice(b"\r\n");
+    match httparse::parse_headers(&with_end, &mut slots) {
+        Ok(httparse::Status::Complete((_, parsed))) => parsed
+            .iter()
+            .map(|h| {
+                // Back into `raw` (the copy only added the end).
+                let start = h.value.as_ptr() as usize - with_end.as_ptr() as usize;
+                let name_start = h.name.as_ptr() as usize - with_end.as_ptr() as usize;
+                (
+                    &raw[name_start..name_start + h.name.len()],
+                    &raw[start..start + h.value.len()],
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

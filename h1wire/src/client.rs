@@ -24,8 +24,10 @@ use std::collections::VecDeque;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::body::BodyDecoder;
 use crate::encode::{self, skipped_in_request, RequestFraming};
-use crate::{BodyDecoder, BodyFraming, Error, Limits};
+use crate::error::Error;
+use crate::head::{BodyFraming, Limits};
 
 mod response;
 

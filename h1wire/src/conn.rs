@@ -20,9 +20,16 @@ use std::collections::VecDeque;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::body::{BodyDecoder, BodyEvent};
 use crate::encode::{self, ResponseFraming};
-use crate::{parse_request_head, BodyDecoder, BodyEvent, BodyFraming, Error, Limits, RequestHead};
-use crate::{Version, MAX_BUFFERED_INPUT};
+use crate::error::Error;
+use crate::head::Version;
+use crate::head::{parse_request_head, BodyFraming, Limits, RequestHead};
+
+/// Unparsed request bytes a connection holds at most before it stops
+/// reading its socket (a pipelining client's queue): the default head
+/// limit plus a little.
+pub const MAX_BUFFERED_INPUT: usize = 64 * 1024;
 
 /// A connection's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::error::SendError;
 use crate::head::decimal;
-use crate::Version;
+use crate::head::Version;
 
 /// How a response's body is delimited on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,7 +337,8 @@ pub fn reason(status: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{parse_request_head, BodyDecoder, BodyEvent, BodyFraming, Limits};
+    use crate::body::{BodyDecoder, BodyEvent};
+    use crate::head::{parse_request_head, BodyFraming, Limits};
 
     fn text(b: &BytesMut) -> &str {
         std::str::from_utf8(b).unwrap()

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::Error;
+use crate::error::Error;
 
 /// Bounds on a request head; `Limits::default()` is Envoy's defaults
 /// (`max_request_headers_kb: 60`, `max_headers_count: 100`).

@@ -40,36 +40,7 @@ pub mod encode;
 mod error;
 mod head;
 
-pub use body::{BodyDecoder, BodyEvent};
+pub use body::{trailer_fields, BodyDecoder, BodyEvent};
+pub use conn::MAX_BUFFERED_INPUT;
 pub use error::Error;
 pub use head::{parse_request_head, BodyFraming, Limits, RequestHead, Version};
-
-/// Unparsed request bytes a connection holds at most before it stops
-/// reading its socket (a pipelining client's queue): the default head
-/// limit plus a little.
-pub const MAX_BUFFERED_INPUT: usize = 64 * 1024;
-
-/// The fields of a trailer section as [`BodyEvent::Trailers`] gives it
-/// (already checked while the body was decoded): `(name, value)` pairs,
-/// values trimmed.
-pub fn trailer_fields(raw: &[u8]) -> Vec<(&[u8], &[u8])> {
-    let mut slots = vec![httparse::EMPTY_HEADER; raw.iter().filter(|&&b| b == b'\n').count() + 1];
-    let mut with_end = Vec::with_capacity(raw.len() + 2);
-    with_end.extend_from_slice(raw);
-    with_end.extend_from_slice(b"\r\n");
-    match httparse::parse_headers(&with_end, &mut slots) {
-        Ok(httparse::Status::Complete((_, parsed))) => parsed
-            .iter()
-            .map(|h| {
-                // Back into `raw` (the copy only added the end).
-                let start = h.value.as_ptr() as usize - with_end.as_ptr() as usize;
-                let name_start = h.name.as_ptr() as usize - with_end.as_ptr() as usize;
-                (
-                    &raw[name_start..name_start + h.name.len()],
-                    &raw[start..start + h.value.len()],
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}

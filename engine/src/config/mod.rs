@@ -15,6 +15,7 @@ mod health;
 mod http_connection_manager;
 mod http_filter;
 mod lb;
+mod listener;
 mod outlier;
 mod route;
 mod session;
@@ -27,6 +28,7 @@ pub use health::*;
 pub use http_connection_manager::*;
 pub use http_filter::*;
 pub use lb::*;
+pub use listener::*;
 pub use outlier::*;
 pub use route::*;
 pub use session::*;
@@ -34,8 +36,6 @@ pub use upstream::*;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-use crate::listener::Listener;
 
 /// Envoy's default `per_connection_buffer_limit_bytes` (1 MiB), for
 /// listeners and clusters.

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use rustls::pki_types::CertificateDer;
 use x509_parser::extensions::GeneralName;
 
-use crate::HeaderMatchKind;
+use crate::matcher::HeaderMatchKind;
 
 /// The kind of name a matcher looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -356,7 +356,7 @@ mod tests {
         assert!(!verify(&stranger, &leaf, "api.internal"));
         let dns = |n: &str| SanMatcher {
             san_type: SanType::Dns,
-            matcher: crate::HeaderMatchKind::Exact(n.into()),
+            matcher: crate::matcher::HeaderMatchKind::Exact(n.into()),
         };
         let matching = ChainOnly::new(vec![ca.clone()], vec![dns("api.internal")], &provider())
             .expect("verifier");

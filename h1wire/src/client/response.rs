@@ -5,9 +5,11 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::body::{BodyDecoder, BodyEvent};
 use crate::encode::ResponseFraming;
+use crate::error::Error;
 use crate::head::{list, trim, Framing};
-use crate::{BodyDecoder, BodyEvent, Error, Limits, Version};
+use crate::head::{Limits, Version};
 
 /// What the connection received, in order.
 #[derive(Debug)]

@@ -1,12 +1,23 @@
 //! Running a connection manager's filters for one hook: in order on the way in, in reverse on the way out, until one answers.
 
 use bytes::Bytes;
-use engine::HttpFilter as FilterConfig;
+use engine::{HttpFilter as FilterConfig, HttpFilterConfig};
 
+use super::router::Router;
 use super::{
-    filter_of, FilterCx, Flow, Reply, RequestFlow, RequestHead, ResponseHead, StreamSummary,
-    Trailers,
+    FilterCx, Flow, HttpFilter, Native, Reply, RequestFlow, RequestHead, ResponseHead,
+    StreamSummary, Trailers,
 };
+
+/// The filter a config entry runs (a native entry that is not a
+/// [`Native`] runs nothing).
+pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
+    match config {
+        HttpFilterConfig::StatefulSession(s) => Some(s),
+        HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
+        HttpFilterConfig::Router => Some(&Router),
+    }
+}
 
 /// Where the request-headers hook left a stream.
 #[derive(Debug)]
@@ -42,7 +53,7 @@ pub fn request_headers(
 /// Runs `hook` on each filter in `order` until one answers.
 fn run<'f>(
     filters: impl Iterator<Item = &'f FilterConfig>,
-    mut hook: impl FnMut(&dyn super::HttpFilter) -> Flow,
+    mut hook: impl FnMut(&dyn HttpFilter) -> Flow,
 ) -> Option<Reply> {
     for f in filters {
         if let Some(filter) = filter_of(&f.config) {

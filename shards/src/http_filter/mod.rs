@@ -167,16 +167,6 @@ impl Native {
     }
 }
 
-/// The filter a config entry runs (a native entry that is not a
-/// [`Native`] runs nothing).
-pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
-    match config {
-        HttpFilterConfig::StatefulSession(s) => Some(s),
-        HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
-        HttpFilterConfig::Router => Some(&router::Router),
-    }
-}
-
 /// The connection a stream came on.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnInfo<'a> {

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 
 use engine::filter_chain::{ChainTable, CidrRange, FilterChainMatch, SourceType};
-use engine::listener::LISTENER_FILTERS_TIMEOUT;
+use engine::LISTENER_FILTERS_TIMEOUT;
 use engine::{FilterChain, TlsInspector};
 use prost::Name;
 

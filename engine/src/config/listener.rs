@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::http_connection_manager::HttpConnectionManager;
 use crate::filter_chain::{ChainTable, Connection, FilterChainMatch};
-use crate::HttpConnectionManager;
 
 /// A listener and its filter chains.
 #[derive(Debug, Clone)]
