@@ -110,7 +110,6 @@ impl Streams {
             s.idle = hcm.stream_idle_timeout;
             s.ends_at = hcm.max_stream_duration.map(|d| now + d);
         }
-        s.deadline = s.timeout.filter(|_| end_stream).map(|t| now + t);
         s.log = (!self.cx.logs.is_empty()).then(|| LogState::new(&self.cx.logs, &head, now));
         s.head = Some(head);
         self.admit(stream, s, 0, true);
@@ -153,6 +152,12 @@ impl Streams {
         match (reached, target) {
             (Reached::Router, Some(t)) => {
                 s.target = Some(t);
+                // The route timeout runs from the end of the request as
+                // the router sees it (Envoy's): a filter's pause before
+                // it does not count.
+                if s.bodyless {
+                    s.deadline = s.timeout.map(|t| now + t);
+                }
                 self.table.insert(stream, s);
                 if defer {
                     self.to_open.push(stream);
