@@ -6,10 +6,11 @@ use bytes::{Bytes, BytesMut};
 
 use super::config::ClientConfig;
 use super::dispatch::Dispatch;
+use super::errors::ConnError;
+use super::events::ClientEvent;
 use super::output::Output;
 use super::shared::{pop_event, ConnCore};
 use super::streams::StreamMap;
-use super::{ClientEvent, ConnError};
 use crate::frame::{encode_goaway, CLIENT_PREFACE};
 use crate::message::HeaderList;
 use crate::ErrorCode;

@@ -4,9 +4,9 @@ use bytes::Bytes;
 
 use super::client::ClientConn;
 use super::dispatch::{ConnResult, Dispatch};
+use super::events::ClientEvent;
 use super::shared::{decode_block, ConnCore};
 use super::streams::StreamMap;
-use super::ClientEvent;
 use crate::frame::{encode_rst_stream, encode_settings_ack, Frame, Settings};
 use crate::message::{check_response, check_trailers, HeaderList};
 use crate::stream_state::Accept;

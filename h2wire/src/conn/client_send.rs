@@ -3,9 +3,9 @@
 use bytes::Bytes;
 
 use super::client::{ClientConn, MAX_STREAM_ID};
+use super::errors::SendError;
 use super::shared::{send_capacity, sendable};
 use super::streams::Stream;
-use super::SendError;
 use crate::frame::{
     begin_headers, encode_goaway, encode_rst_stream, encode_window_update, finish_headers,
 };

@@ -4,11 +4,11 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use super::config::UnderscoreAction;
 use super::dispatch::{ConnResult, Dispatch};
+use super::events::Event;
 use super::limits::Inbound;
 use super::server::{Phase, ServerConn};
 use super::shared::{decode_with, ConnCore};
 use super::streams::{Stream, StreamMap};
-use super::Event;
 use crate::frame::{encode_rst_stream, encode_settings_ack, Frame, Settings, CLIENT_PREFACE};
 use crate::message::{check_request, check_trailers, HeaderList};
 use crate::stream_state::{Accept, StreamState};

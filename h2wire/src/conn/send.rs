@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 
+use super::errors::SendError;
 use super::server::ServerConn;
 use super::shared::{send_capacity, sendable};
-use super::SendError;
 use crate::frame::{begin_headers, encode_goaway, encode_rst_stream, finish_headers};
 use crate::ErrorCode;
 

@@ -6,11 +6,12 @@ use bytes::BytesMut;
 
 use super::config::ServerConfig;
 use super::dispatch::{ConnResult, Dispatch};
+use super::errors::ConnError;
+use super::events::Event;
 use super::limits::{outbound_flood, Flood, Inbound, InboundCounts, ServerCounts};
 use super::output::Output;
 use super::shared::{pop_event, ConnCore};
 use super::streams::{ResetRing, StreamMap};
-use super::{ConnError, Event};
 use crate::frame::encode_goaway;
 use crate::message::HeaderList;
 use crate::ErrorCode;

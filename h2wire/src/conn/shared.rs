@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::config::DEFAULT_WINDOW;
+use super::errors::SendError;
 use super::output::Output;
 use super::streams::{Stream, StreamMap};
-use super::SendError;
 use crate::frame::{
     begin_headers, encode_settings, encode_window_update, finish_headers, Settings,
     DEFAULT_MAX_FRAME_SIZE,

@@ -2,8 +2,8 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::consts::{flags, kind, HEADER_LEN, MAX_MAX_FRAME_SIZE, MAX_WINDOW, R_BIT};
 use super::head::FrameHeader;
-use super::{flags, kind, HEADER_LEN, MAX_MAX_FRAME_SIZE, MAX_WINDOW, R_BIT};
 use crate::ErrorCode;
 
 /// Writes only the header of a DATA frame of `len` bytes: the caller sends

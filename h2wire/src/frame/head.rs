@@ -2,7 +2,7 @@
 
 use bytes::BytesMut;
 
-use super::{HEADER_LEN, MAX_MAX_FRAME_SIZE, R_BIT};
+use super::consts::{HEADER_LEN, MAX_MAX_FRAME_SIZE, R_BIT};
 
 /// A frame header as on the wire. `stream` never carries the reserved bit:
 /// §4.1 says it must be ignored on receipt, so it is dropped on parse.

@@ -2,10 +2,10 @@
 
 use bytes::{Buf, Bytes};
 
+use super::consts::{flags, kind, R_BIT};
 use super::head::FrameHeader;
 use super::rules::{bad_size, on_connection, on_stream};
 use super::settings::{self, Settings};
-use super::{flags, kind, R_BIT};
 use crate::{ErrorCode, FrameError};
 
 /// A stream dependency (§5.3, deprecated by RFC 9113 but still parsed: a

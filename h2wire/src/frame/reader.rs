@@ -2,9 +2,10 @@
 
 use bytes::{Buf, BytesMut};
 
+use super::consts::HEADER_LEN;
 use super::head::FrameHeader;
+use super::parse::Frame;
 use super::rules::bad_size;
-use super::{Frame, HEADER_LEN};
 use crate::FrameError;
 
 /// Splits one complete frame off the front of `buf` if it holds one

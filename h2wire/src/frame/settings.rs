@@ -2,9 +2,11 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::consts::{
+    flags, kind, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN, MAX_MAX_FRAME_SIZE, MAX_WINDOW,
+};
 use super::head::FrameHeader;
 use super::rules::{bad_size, on_connection};
-use super::{flags, kind, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW};
 use crate::{ErrorCode, FrameError};
 
 const HEADER_TABLE_SIZE: u16 = 0x1;
@@ -114,7 +116,7 @@ pub fn encode_settings(dst: &mut BytesMut, s: &Settings) {
     let pairs = s.pairs();
     let count = pairs.iter().filter(|(_, v)| v.is_some()).count();
     let len = 6 * count as u32;
-    dst.reserve(super::HEADER_LEN + len as usize);
+    dst.reserve(HEADER_LEN + len as usize);
     FrameHeader {
         len,
         kind: kind::SETTINGS,

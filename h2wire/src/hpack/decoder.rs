@@ -1,8 +1,9 @@
 //! HPACK decoding (RFC 7541 §3, §6): a header block into fields borrowed
 //! from the block, the tables or one reused scratch buffer.
 
+use super::error::DecodeError;
 use super::table::{DynamicTable, NameRef, ENTRY_OVERHEAD, STATIC_LEN, STATIC_TABLE};
-use super::{huffman, int, DecodeError};
+use super::{huffman, int};
 
 /// A decoded header field. The slices live only for the `sink` call they
 /// are passed to.

@@ -7,8 +7,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use ahash::RandomState;
 use bytes::BytesMut;
 
-use super::table::{find_static, DynamicTable, StaticMatch, ENTRY_OVERHEAD, STATIC_LEN};
-use super::{huffman, int, DEFAULT_TABLE_SIZE};
+use super::table::{
+    find_static, DynamicTable, StaticMatch, DEFAULT_TABLE_SIZE, ENTRY_OVERHEAD, STATIC_LEN,
+};
+use super::{huffman, int};
 
 /// The largest dynamic table we keep whatever the peer allows: memory per
 /// connection is what a gateway with many idle connections runs out of.

@@ -9,7 +9,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::DecodeError;
+use super::error::DecodeError;
 
 /// End of string, never valid inside a string (its prefix is the padding).
 const EOS: u16 = 256;

@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::DecodeError;
+use super::error::DecodeError;
 
 /// Continuation octets after the prefix: 5 carry 35 bits, enough for any
 /// value up to 2^32 - 1 with room for a non-minimal encoding, and a peer

@@ -27,8 +27,4 @@ mod tests;
 pub use decoder::{Decoder, Field};
 pub use encoder::Encoder;
 pub use error::DecodeError;
-pub use table::{DynamicTable, ENTRY_OVERHEAD, STATIC_TABLE};
-
-/// SETTINGS_HEADER_TABLE_SIZE until a peer's SETTINGS say otherwise
-/// (RFC 9113 §6.5.2).
-pub const DEFAULT_TABLE_SIZE: usize = 4096;
+pub use table::{DynamicTable, DEFAULT_TABLE_SIZE, ENTRY_OVERHEAD, STATIC_TABLE};

@@ -7,6 +7,10 @@ use std::fmt;
 /// What an entry costs beyond its name and value (§4.1).
 pub const ENTRY_OVERHEAD: usize = 32;
 
+/// SETTINGS_HEADER_TABLE_SIZE until a peer's SETTINGS say otherwise
+/// (RFC 9113 §6.5.2).
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
+
 /// Static table entries; HPACK index `i` (1-based) is `STATIC_TABLE[i - 1]`.
 #[rustfmt::skip]
 pub static STATIC_TABLE: [(&[u8], &[u8]); 61] = [

@@ -1,6 +1,8 @@
 //! The RFC 9113 §8 checks on a decoded header list: one pass over the fields, then the rules for the message's kind.
 
-use super::{HeaderList, Malformed, RequestHead, ResponseHead};
+use super::head::{RequestHead, ResponseHead};
+use super::list::HeaderList;
+use super::malformed::Malformed;
 
 /// Which section of a message a list is: the rules differ for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

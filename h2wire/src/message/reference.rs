@@ -2,7 +2,9 @@
 //! optimized ones in `check.rs` are held to (`tests.rs`, randomized lists).
 //! Test-only; keep it simple rather than fast.
 
-use super::{HeaderList, Malformed, RequestHead, ResponseHead};
+use super::head::{RequestHead, ResponseHead};
+use super::list::HeaderList;
+use super::malformed::Malformed;
 
 /// Which section of a message a list is: the rules differ for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

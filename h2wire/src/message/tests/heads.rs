@@ -3,6 +3,7 @@
 //! responses, content-length; and the error they give.
 
 use super::*;
+use crate::{ErrorCode, FrameError};
 
 // --- §8.3.1 requests ------------------------------------------------------
 
