@@ -1,6 +1,32 @@
 //! One upstream connection's task: it connects (TCP, then TLS), learns the protocol, then writes what its pool's streams give it, reads, routes responses to the downstream connections that own the streams, and closes when it is over (failed, drained, idle past the cluster's `idle_timeout`).
 
-use super::*;
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use engine::UpstreamProtocol;
+use futures_lite::AsyncRead;
+use glommio::timer::Timer;
+use h2wire::conn::ClientEvent;
+
+use super::conn::UpConn;
+use super::state::{PoolRef, BACKOFF_BASE, BACKOFF_MAX};
+use crate::wire::codec::Proto;
+use crate::wire::inbox::{park, Delivered, Inboxes};
+use crate::wire::outbuf::OutBuf;
+use crate::wire::readbuf::ReadBuf;
+use crate::wire::tls::Transport;
+use crate::wire::upcodec::UpCodec;
+
+/// How long a closing upstream connection may take to write its last
+/// frames (GOAWAY, resets) to a backend that may not be reading.
+const CLOSE_FLUSH: Duration = Duration::from_secs(1);
+/// Bytes asked of an upstream socket per read: one read brings the
+/// answers of many clients' streams.
+const READ_SIZE: usize = 32 * 1024;
 
 /// Drives connection `slot` (generation `gen`) of `pool`: connects (TCP,
 /// then TLS when the cluster has it), then writes what the downstream
