@@ -13,8 +13,26 @@ use std::sync::Arc;
 
 use engine::{Bootstrap, Cluster, ClusterTarget, Endpoint, Listener, RouteConfig};
 
-use super::{ResourceType, XdsClient};
+use super::resources::ResourceType;
 
+/// What composing reads from the client: the bootstrap's own resources,
+/// every held dynamic one, and the names whose initial fetch timed out.
+pub(super) struct Held<'a> {
+    pub(super) statics: &'a Bootstrap,
+    pub(super) listeners: &'a BTreeMap<String, Arc<Listener>>,
+    pub(super) clusters: &'a BTreeMap<String, Arc<Cluster>>,
+    pub(super) routes: &'a BTreeMap<String, Arc<RouteConfig>>,
+    pub(super) endpoints: &'a BTreeMap<String, Arc<Vec<Endpoint>>>,
+    pub(super) timed_out: &'a HashSet<(ResourceType, String)>,
+}
+
+impl Held<'_> {
+    fn is_timed_out(&self, kind: ResourceType, name: &str) -> bool {
+        self.timed_out.contains(&(kind, name.to_owned()))
+    }
+}
+
+/// The version of each listener and cluster the data shards get.
 #[derive(Debug, Default)]
 pub(super) struct Warm {
     clusters: BTreeMap<String, ActiveCluster>,
@@ -37,27 +55,27 @@ struct ActiveListener {
     merged: Arc<Listener>,
 }
 
-impl XdsClient {
-    /// The config the data shards should serve now: static resources plus
-    /// every warm dynamic one (or its previous version while it warms).
-    pub fn compose(&mut self) -> Bootstrap {
-        let mut warm = std::mem::take(&mut self.warm);
+impl Warm {
+    /// The config the data shards should serve now from `held`, and the
+    /// warm set that replaces this one.
+    pub(super) fn compose(self, held: &Held) -> (Warm, Bootstrap) {
+        let mut warm = self;
         let mut next = Warm::default();
 
-        let all_clusters: Vec<Arc<Cluster>> = self
+        let all_clusters: Vec<Arc<Cluster>> = held
             .statics
             .clusters
             .iter()
-            .chain(self.clusters.values())
+            .chain(held.clusters.values())
             .cloned()
             .collect();
         let mut clusters = Vec::with_capacity(all_clusters.len());
         for c in all_clusters {
             let endpoints = match &c.eds {
                 None => None,
-                Some(eds) => match self.endpoints.get(&eds.service_name) {
+                Some(eds) => match held.endpoints.get(&eds.service_name) {
                     Some(e) => Some(Arc::clone(e)),
-                    None if self.is_timed_out(ResourceType::Endpoint, &eds.service_name) => {
+                    None if held.is_timed_out(ResourceType::Endpoint, &eds.service_name) => {
                         Some(Arc::new(Vec::new()))
                     }
                     None => {
@@ -97,15 +115,15 @@ impl XdsClient {
         }
 
         let warm_clusters: HashSet<&str> = next.clusters.keys().map(String::as_str).collect();
-        let cds: HashSet<&str> = self
+        let cds: HashSet<&str> = held
             .statics
             .clusters
             .iter()
-            .chain(self.clusters.values())
+            .chain(held.clusters.values())
             .map(|c| c.name.as_str())
             .collect();
         let mut listeners = Vec::new();
-        for l in self.statics.listeners.iter().chain(self.listeners.values()) {
+        for l in held.statics.listeners.iter().chain(held.listeners.values()) {
             // Ready once every chain's RDS table came (or timed out) and
             // the clusters its table sends to are warm.
             let mut ready = true;
@@ -113,9 +131,9 @@ impl XdsClient {
             for chain in l.chains() {
                 let rds_table = match &chain.http.rds {
                     None => None,
-                    Some(rds) => match self.routes.get(&rds.route_config_name) {
+                    Some(rds) => match held.routes.get(&rds.route_config_name) {
                         Some(r) => Some(Arc::clone(r)),
-                        None if self.is_timed_out(ResourceType::Route, &rds.route_config_name) => {
+                        None if held.is_timed_out(ResourceType::Route, &rds.route_config_name) => {
                             Some(Arc::new(RouteConfig {
                                 name: rds.route_config_name.clone(),
                                 virtual_hosts: Vec::new(),
@@ -169,44 +187,38 @@ impl XdsClient {
             listeners.push(Arc::clone(&active.merged));
             next.listeners.insert(l.name.clone(), active);
         }
-        self.warm = next;
-        Bootstrap {
-            node: self.statics.node.clone(),
-            admin: self.statics.admin,
+        let bootstrap = Bootstrap {
+            node: held.statics.node.clone(),
+            admin: held.statics.admin,
             listeners,
             clusters,
-            dynamic: self.statics.dynamic.clone(),
-            runtime: self.statics.runtime.clone(),
-        }
+            dynamic: held.statics.dynamic.clone(),
+            runtime: held.statics.runtime.clone(),
+        };
+        (next, bootstrap)
     }
 
-    fn is_timed_out(&self, kind: ResourceType, name: &str) -> bool {
-        self.timed_out.contains(&(kind, name.to_owned()))
-    }
-
-    /// Names of listeners and clusters that are held but not serving yet.
-    pub fn warming(&self) -> (Vec<&str>, Vec<&str>) {
-        let l = self
+    /// Names of listeners and clusters in `held` that are not serving yet.
+    pub(super) fn warming<'a>(&self, held: &Held<'a>) -> (Vec<&'a str>, Vec<&'a str>) {
+        let l = held
             .statics
             .listeners
             .iter()
-            .chain(self.listeners.values())
+            .chain(held.listeners.values())
             .filter(|l| {
-                self.warm
-                    .listeners
+                self.listeners
                     .get(&l.name)
                     .is_none_or(|a| !Arc::ptr_eq(&a.config, l))
             })
             .map(|l| l.name.as_str())
             .collect();
-        let c = self
+        let c = held
             .statics
             .clusters
             .iter()
-            .chain(self.clusters.values())
+            .chain(held.clusters.values())
             .filter(|c| {
-                self.warm
-                    .clusters
+                self.clusters
                     .get(&c.name)
                     .is_none_or(|a| !Arc::ptr_eq(&a.config, c))
             })

@@ -175,6 +175,32 @@ impl XdsClient {
         &self.statics
     }
 
+    /// The config the data shards should serve now: static resources plus
+    /// every warm dynamic one (or its previous version while it warms).
+    pub fn compose(&mut self) -> Bootstrap {
+        let warm = std::mem::take(&mut self.warm);
+        let (warm, bootstrap) = warm.compose(&self.held());
+        self.warm = warm;
+        bootstrap
+    }
+
+    /// Names of listeners and clusters that are held but not serving yet.
+    pub fn warming(&self) -> (Vec<&str>, Vec<&str>) {
+        self.warm.warming(&self.held())
+    }
+
+    /// What composing reads: statics, held resources, timed-out names.
+    fn held(&self) -> compose::Held<'_> {
+        compose::Held {
+            statics: &self.statics,
+            listeners: &self.listeners,
+            clusters: &self.clusters,
+            routes: &self.routes,
+            endpoints: &self.endpoints,
+            timed_out: &self.timed_out,
+        }
+    }
+
     /// Whether the first fetch of every ADS wildcard type is done (or timed
     /// out), as Envoy's init manager waits before the server is ready.
     /// When the wait for the first resources ends at the latest (the

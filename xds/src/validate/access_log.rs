@@ -6,7 +6,7 @@ use engine::access_log::{LogFormat, DEFAULT_FORMAT};
 use engine::{AccessLog, LogSink};
 use prost::Name;
 
-use super::reject_set;
+use super::common::reject_set;
 use super::tls::data_source;
 use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};

@@ -9,12 +9,12 @@ use ahash::AHashSet;
 
 use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy};
 
+use super::common::{duration, reject_set, socket_address_at, u32_in};
+use super::lb::{common_lb_config, least_request_lb_config, load_balancing_policy};
 use super::listener::buffer_limit;
+use super::outlier::outlier_detection;
+use super::source::Allowed;
 use super::upstream::upstream_options;
-use super::{
-    common_lb_config, duration, least_request_lb_config, load_balancing_policy, outlier_detection,
-    reject_set, socket_address_at, u32_in, Allowed,
-};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
 use crate::pb::envoy::config::endpoint::v3 as ep;
@@ -221,7 +221,9 @@ fn eds(c: &pb::Cluster, is_eds: bool, path: &Path) -> Result<Option<Eds>> {
         (Some(e), true) => {
             let epath = path.field("eds_cluster_config");
             let source = match &e.eds_config {
-                Some(s) => super::config_source(s, &epath.field("eds_config"), Allowed::AdsOnly)?,
+                Some(s) => {
+                    super::source::config_source(s, &epath.field("eds_config"), Allowed::AdsOnly)?
+                }
                 None => return Err(Error::invalid(epath.field("eds_config"), "required")),
             };
             Ok(Some(Eds {
@@ -230,7 +232,7 @@ fn eds(c: &pb::Cluster, is_eds: bool, path: &Path) -> Result<Option<Eds>> {
                 } else {
                     e.service_name.clone()
                 },
-                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+                initial_fetch_timeout: super::source::initial_fetch_timeout(&source),
             }))
         }
         (None, true) => Err(Error::invalid(

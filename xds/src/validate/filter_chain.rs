@@ -8,8 +8,8 @@ use engine::LISTENER_FILTERS_TIMEOUT;
 use engine::{FilterChain, TlsInspector};
 use prost::Name;
 
+use super::common::{reject_set, timeout_or};
 use super::http_connection_manager::http_connection_manager;
-use super::{reject_set, timeout_or};
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;

@@ -11,7 +11,9 @@ use engine::{
 };
 use prost::Name;
 
-use super::{reject_set, route_config, timeout_or, u32_in, Allowed};
+use super::common::{reject_set, timeout_or, u32_in};
+use super::route::route_config;
+use super::source::Allowed;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
@@ -103,7 +105,7 @@ pub fn http_connection_manager(
         &path.field("max_request_headers_kb"),
     )?;
     let drain_timeout = match &m.drain_timeout {
-        Some(d) => super::duration(d, &path.field("drain_timeout"))?,
+        Some(d) => super::common::duration(d, &path.field("drain_timeout"))?,
         None => DEFAULT_DRAIN_TIMEOUT,
     };
     Ok(HttpConnectionManager {
@@ -247,14 +249,16 @@ fn routes(
                 return Err(Error::invalid(rpath.field("route_config_name"), "required"));
             }
             let source = match &r.config_source {
-                Some(s) => {
-                    super::config_source(s, &rpath.field("config_source"), Allowed::AdsOnly)?
-                }
+                Some(s) => super::source::config_source(
+                    s,
+                    &rpath.field("config_source"),
+                    Allowed::AdsOnly,
+                )?,
                 None => return Err(Error::invalid(rpath.field("config_source"), "required")),
             };
             let rds = Rds {
                 route_config_name: r.route_config_name.clone(),
-                initial_fetch_timeout: super::initial_fetch_timeout(&source),
+                initial_fetch_timeout: super::source::initial_fetch_timeout(&source),
             };
             let empty = RouteConfig {
                 name: r.route_config_name.clone(),
@@ -272,7 +276,7 @@ fn routes(
 /// An optional duration limit: unset or 0 is `None`, no limit.
 fn limit(d: Option<&prost_types::Duration>, path: &Path) -> Result<Option<Duration>> {
     match d {
-        Some(d) => Ok(Some(super::duration(d, path)?).filter(|d| !d.is_zero())),
+        Some(d) => Ok(Some(super::common::duration(d, path)?).filter(|d| !d.is_zero())),
         None => Ok(None),
     }
 }
@@ -379,7 +383,7 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::
                 let type_name = any_type_name(any, &tpath)?;
                 if type_name == StatefulSession::full_name() {
                     let (config, cpath) = unpack::<StatefulSession>(any, &tpath)?;
-                    let mut config = super::stateful_session(&config, &cpath)?;
+                    let mut config = super::session::stateful_session(&config, &cpath)?;
                     if f.disabled {
                         // Envoy: off unless a route or virtual host enables
                         // it with its own per-route config. A filter with no

@@ -8,7 +8,7 @@ use engine::{
 };
 use prost::Name;
 
-use super::reject_set;
+use super::common::reject_set;
 use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use engine::Listener;
 
-use super::{reject_set, socket_address};
+use super::common::{reject_set, socket_address};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::listener::v3 as pb;
 
 /// Validates a listener. Its inline route config is checked against
-/// `known_clusters` (see [`route_config`](super::route_config)).
+/// `known_clusters` (see [`route_config`](super::route::route_config)).
 pub fn listener(
     l: &pb::Listener,
     path: &Path,

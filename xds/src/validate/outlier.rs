@@ -9,7 +9,7 @@ use engine::{
     DEFAULT_BASE_EJECTION_TIME, DEFAULT_MAX_EJECTION_TIME, DEFAULT_OUTLIER_INTERVAL,
 };
 
-use super::{reject_set, strict_duration};
+use super::common::{reject_set, strict_duration};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
 

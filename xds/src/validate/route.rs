@@ -12,7 +12,8 @@ use engine::{
 use prost::Name;
 use regex::Regex;
 
-use super::{reject_set, stateful_session_per_route, timeout_or};
+use super::common::{reject_set, timeout_or};
+use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::route::v3 as pb;

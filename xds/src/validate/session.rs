@@ -8,7 +8,7 @@ use engine::{
 };
 use prost::Name;
 
-use super::{is_token, reject_set, strict_duration};
+use super::common::{is_token, reject_set, strict_duration};
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;

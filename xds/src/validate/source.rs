@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use engine::{AdsConfig, ConfigSource, DynamicResources, DEFAULT_INITIAL_FETCH_TIMEOUT};
 
-use super::reject_set;
+use super::common::reject_set;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::bootstrap::v3::bootstrap::DynamicResources as PbDynamic;
 use crate::pb::envoy::config::core::v3::{
@@ -36,7 +36,7 @@ pub fn config_source(
             ))
         }
     }
-    let initial_fetch_timeout = super::timeout_or(
+    let initial_fetch_timeout = super::common::timeout_or(
         c.initial_fetch_timeout.as_ref(),
         DEFAULT_INITIAL_FETCH_TIMEOUT,
         &path.field("initial_fetch_timeout"),

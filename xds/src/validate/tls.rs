@@ -12,7 +12,7 @@ use prost::Name;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::reject_set;
+use super::common::reject_set;
 use super::route::string_matcher;
 use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};

@@ -6,13 +6,12 @@ use engine::tls::{UpstreamTls, UpstreamTlsSpec};
 use engine::{UpstreamHttp2, UpstreamOptions, UpstreamProtocol, UPSTREAM_IDLE_TIMEOUT};
 use prost::Name;
 
+use super::common::{reject_set, timeout_or, u32_in};
 use super::http_connection_manager::{reject_h2_flood_limits, reject_unused_h2};
-use super::reject_set;
 use super::tls::{
     alpn_protocols, certificate, reject_unimplemented_common, san_matchers, tls_context, tls_error,
     tls_params, trusted_roots, unsupported_validation,
 };
-use super::{timeout_or, u32_in};
 use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
