@@ -11,24 +11,10 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use rustls::{NamedGroup, ServerConfig, SignatureScheme, SupportedCipherSuite};
-
-/// A TLS protocol version rustls speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TlsVersion {
-    V1_2,
-    V1_3,
-}
-
-/// One certificate chain and its private key, decoded.
-#[derive(Debug)]
-pub struct CertificateSpec {
-    pub chain: Vec<CertificateDer<'static>>,
-    pub key: PrivateKeyDer<'static>,
-}
+use rustls::{ServerConfig, SignatureScheme};
 
 /// What a `DownstreamTlsContext` asks for, decoded (files read, PEM parsed).
 #[derive(Debug)]
@@ -98,52 +84,6 @@ pub struct ClientAuthSpec {
     /// `match_typed_subject_alt_names`: a client certificate must also
     /// have a name one of these takes (none: any good chain).
     pub san_matchers: Vec<SanMatcher>,
-}
-
-/// Why a TLS context cannot be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TlsError {
-    #[error("at least one certificate is required")]
-    NoCertificate,
-    #[error("certificate {index}: {reason}")]
-    Certificate { index: usize, reason: String },
-    #[error("cipher suite {0:?} is not supported (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305 for TLS 1.2; TLS 1.3 suites are not configurable, as in Envoy)")]
-    CipherSuite(String),
-    #[error("curve {0:?} is not supported (X25519, P-256 and P-384 are)")]
-    Curve(String),
-    #[error("no cipher suite left for the allowed versions")]
-    NoCipherSuite,
-    #[error("minimum version above maximum")]
-    Versions,
-    #[error("trusted_ca: {0}")]
-    TrustedCa(String),
-    #[error("{0}")]
-    TicketKeys(String),
-    #[error("{0}")]
-    Rustls(String),
-}
-
-/// TLS 1.2 suites by their BoringSSL names.
-fn suite(name: &str) -> Option<SupportedCipherSuite> {
-    use rustls::crypto::ring::cipher_suite as s;
-    Some(match name {
-        "ECDHE-ECDSA-AES128-GCM-SHA256" => s::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-        "ECDHE-RSA-AES128-GCM-SHA256" => s::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-        "ECDHE-ECDSA-AES256-GCM-SHA384" => s::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-        "ECDHE-RSA-AES256-GCM-SHA384" => s::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-        "ECDHE-ECDSA-CHACHA20-POLY1305" => s::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-        "ECDHE-RSA-CHACHA20-POLY1305" => s::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-        _ => return None,
-    })
-}
-
-fn group(name: &str) -> Option<NamedGroup> {
-    Some(match name {
-        "X25519" => NamedGroup::X25519,
-        "P-256" => NamedGroup::secp256r1,
-        "P-384" => NamedGroup::secp384r1,
-        _ => return None,
-    })
 }
 
 /// Reads a TLS context's sources again (its certificate and key files)
@@ -289,73 +229,6 @@ impl DownstreamTls {
     }
 }
 
-/// A ring provider limited to the TLS 1.2 suites and groups named (empty:
-/// rustls's defaults), and the protocol versions from `min` to `max`:
-/// what a server and a client context are both built on.
-fn provider_for(
-    min: TlsVersion,
-    max: TlsVersion,
-    cipher_suites: &[String],
-    ecdh_curves: &[String],
-) -> Result<
-    (
-        CryptoProvider,
-        Vec<&'static rustls::SupportedProtocolVersion>,
-    ),
-    TlsError,
-> {
-    if min > max {
-        return Err(TlsError::Versions);
-    }
-    let mut provider = rustls::crypto::ring::default_provider();
-    if !cipher_suites.is_empty() {
-        let mut chosen: Vec<SupportedCipherSuite> = provider
-            .cipher_suites
-            .iter()
-            .copied()
-            .filter(|s| s.tls13().is_some())
-            .collect();
-        for name in cipher_suites {
-            let s = suite(name).ok_or_else(|| TlsError::CipherSuite(name.clone()))?;
-            if !chosen.contains(&s) {
-                chosen.push(s);
-            }
-        }
-        provider.cipher_suites = chosen;
-    }
-    if !ecdh_curves.is_empty() {
-        let all = std::mem::take(&mut provider.kx_groups);
-        for name in ecdh_curves {
-            let g = group(name).ok_or_else(|| TlsError::Curve(name.clone()))?;
-            let kx = all
-                .iter()
-                .find(|k| k.name() == g)
-                .ok_or_else(|| TlsError::Curve(name.clone()))?;
-            provider.kx_groups.push(*kx);
-        }
-    }
-    let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
-        (TlsVersion::V1_3, &rustls::version::TLS13),
-        (TlsVersion::V1_2, &rustls::version::TLS12),
-    ]
-    .into_iter()
-    .filter(|(v, _)| (min..=max).contains(v))
-    .map(|(_, p)| p)
-    .collect();
-    let usable = provider.cipher_suites.iter().any(|s| {
-        let v = if s.tls13().is_some() {
-            TlsVersion::V1_3
-        } else {
-            TlsVersion::V1_2
-        };
-        (min..=max).contains(&v)
-    });
-    if !usable {
-        return Err(TlsError::NoCipherSuite);
-    }
-    Ok((provider, versions))
-}
-
 /// The verifier of client certificates: chains to `trusted_ca`, checked
 /// by webpki (validity period, key usage, signatures).
 fn client_verifier(
@@ -462,28 +335,6 @@ impl rustls::server::danger::ClientCertVerifier for ClientChecks {
     }
 }
 
-/// Whether `cert` is itself one of `roots` and valid at `now`: a
-/// self-signed certificate trusted as it is. webpki refuses a CA
-/// certificate as an end entity (`openssl req -x509` makes one);
-/// OpenSSL and BoringSSL, and so Envoy, take any certificate found in the
-/// trust store.
-fn trusted_as_is(
-    cert: &CertificateDer<'_>,
-    roots: &[CertificateDer<'static>],
-    now: rustls::pki_types::UnixTime,
-) -> bool {
-    if !roots.iter().any(|r| r.as_ref() == cert.as_ref()) {
-        return false;
-    }
-    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
-        return false;
-    };
-    let Ok(now) = x509_parser::time::ASN1Time::from_timestamp(now.as_secs() as i64) else {
-        return false;
-    };
-    parsed.validity().is_valid_at(now)
-}
-
 /// Picks a listener's certificate for a ClientHello: those whose names
 /// match the SNI exactly, else by wildcard (`*.example.com` for one
 /// label), else all of them (the first is the default); among those, the
@@ -549,9 +400,12 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+mod common;
 mod san;
 mod tickets;
 mod upstream;
+use common::{provider_for, trusted_as_is};
+pub use common::{CertificateSpec, TlsError, TlsVersion};
 pub use san::{SanMatcher, SanType};
 pub use tickets::TICKET_KEY_LEN;
 pub use upstream::{UpstreamTls, UpstreamTlsSpec};

@@ -1,7 +1,7 @@
 //! Hand-written base64: standard padded encoding, decoding of either
 //! alphabet with optional padding.
 
-use super::MAX_DECODED;
+use super::value::MAX_DECODED;
 
 const BASE64_STANDARD: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

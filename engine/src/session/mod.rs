@@ -11,6 +11,7 @@ mod proto;
 mod stack_buf;
 #[cfg(test)]
 mod tests;
+mod value;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -21,6 +22,8 @@ use crate::config::{SessionCookie, StatefulSession, StatefulSessionPerRoute};
 use base64::{base64_decode, base64_encode};
 use proto::{decode_envoy_proto, TAG_ADDRESS, TAG_EXPIRES};
 use stack_buf::StackBuf;
+pub use value::SessionValue;
+use value::MAX_DECODED;
 
 /// Which form the gateway writes session cookie values in (it reads every form).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -34,25 +37,6 @@ pub enum CookieFormat {
     /// gRFC A55's plain form: base64("ip:port").
     Plain,
 }
-
-/// What a session cookie/header value decodes to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionValue {
-    /// A usable override host; `cluster` is set for gRPC's `ip:port;cluster` dialect.
-    Valid {
-        address: SocketAddr,
-        cluster: Option<String>,
-    },
-    /// Undecodable (bad base64, bad protobuf, not an ip:port, empty).
-    Invalid,
-    /// Envoy format with `expires` != 0 and now > expires.
-    Expired,
-}
-
-/// Largest decoded value accepted: far above any real address (an IPv6
-/// socket address with scope id is < 64 bytes) plus a cluster name, and small
-/// enough to live on the stack.
-const MAX_DECODED: usize = 512;
 
 // ---------------------------------------------------------------------------
 // Cookie header parsing and path matching.

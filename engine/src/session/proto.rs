@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use super::SessionValue;
+use super::value::SessionValue;
 
 /// Protobuf tag of `envoy.Cookie.address` (field 1, length-delimited).
 pub(super) const TAG_ADDRESS: u8 = 0x0A;

@@ -1,7 +1,7 @@
 //! Building downstream TLS: errors by name, and which certificate a ClientHello gets.
 
 use super::*;
-use rustls::pki_types::PrivatePkcs8KeyDer;
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 fn cert(names: &[&str], alg: &'static rcgen::SignatureAlgorithm) -> CertificateSpec {
     let key = rcgen::KeyPair::generate_for(alg).expect("key");

@@ -19,8 +19,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 
+use super::common::{provider_for, trusted_as_is, CertificateSpec, TlsError, TlsVersion};
 use super::san::{self, SanMatcher};
-use super::{provider_for, trusted_as_is, CertificateSpec, TlsError, TlsVersion};
 
 /// What an `UpstreamTlsContext` asks for, decoded (files read, PEM parsed).
 #[derive(Debug)]
