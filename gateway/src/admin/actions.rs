@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 
-use super::Inner;
+use super::state::Inner;
 use crate::events::{AdminAction, Event};
 
 /// Answers an action endpoint (`None`: `path` is not one): Envoy's 405

@@ -11,8 +11,8 @@ use engine::snapshot::Host;
 use engine::ClusterSnapshot;
 use serde_json::{json, Map, Value};
 
+use super::state::Inner;
 use super::xds::rfc3339;
-use super::Inner;
 use shards::stats::{recent_now, HostCounter};
 
 /// The per-host counters both forms report, summed over shards.

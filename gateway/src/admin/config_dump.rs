@@ -1,95 +1,20 @@
 //! `/config_dump`: the loaded configuration as JSON, in Envoy's field names.
 
+use engine::tls::DownstreamTls;
 use engine::{
-    ClusterTarget, ConfigSource, DomainMatcher, FilterChain, HeaderMatchKind, LbPolicy, PathMatch,
+    Cluster, ClusterTarget, ConfigSource, DomainMatcher, DynamicResources, FilterChain,
+    HeaderMatchKind, HeaderMatcher, HttpConnectionManager, LbPolicy, Listener, PathMatch, Route,
+    VirtualHost,
 };
 use serde_json::{json, Value};
 
-use super::Inner;
+use super::state::Inner;
 
 pub(super) fn render(inner: &Inner) -> Value {
     let b = &inner.bootstrap;
-    let listeners: Vec<Value> = b
-        .listeners
-        .iter()
-        .map(|l| {
-            json!({
-                "name": l.name,
-                "address": l.address.to_string(),
-                "per_connection_buffer_limit_bytes": l.per_connection_buffer_limit_bytes,
-                "tls_inspector": l.tls_inspector.map(|i| json!({
-                    "listener_filters_timeout": i.timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                    "continue_on_listener_filters_timeout": i.continue_on_timeout,
-                })),
-                "filter_chains": l.filter_chains.iter().map(chain).collect::<Vec<_>>(),
-                "default_filter_chain": l.default_filter_chain.as_ref().map(chain),
-            })
-        })
-        .collect();
+    let listeners: Vec<Value> = b.listeners.iter().map(|l| listener(l)).collect();
 
-    let clusters: Vec<Value> = b
-        .clusters
-        .iter()
-        .map(|c| {
-            let endpoints: Vec<Value> = c
-                .endpoints
-                .iter()
-                .map(|e| {
-                    json!({
-                        "address": e.address.to_string(),
-                        "load_balancing_weight": e.weight,
-                        "health_status": e.health.as_str(),
-                    })
-                })
-                .collect();
-            let mut v = json!({
-                "name": c.name,
-                "type": "STATIC",
-                "lb_policy": c.lb_policy.as_str(),
-                "connect_timeout": format!("{}s", c.connect_timeout.as_secs_f64()),
-                "http2": {
-                    "max_concurrent_streams": c.http2.max_concurrent_streams,
-                    "initial_stream_window_size": c.http2.initial_stream_window_size,
-                    "initial_connection_window_size": c.http2.initial_connection_window_size,
-                },
-                "per_connection_buffer_limit_bytes": c.per_connection_buffer_limit_bytes,
-                "endpoints": endpoints,
-            });
-            v["upstream_protocol"] = json!(c.upstream.protocol.as_str());
-            if let Some(n) = c.upstream.max_requests_per_connection {
-                v["max_requests_per_connection"] = json!(n);
-            }
-            v["upstream_idle_timeout"] = json!(c
-                .upstream
-                .idle_timeout
-                .map(|t| format!("{}s", t.as_secs_f64())));
-            if let Some(t) = &c.upstream.tls {
-                v["upstream_tls"] = json!({
-                    "sni": t.sni,
-                    "alpn_protocols": t.alpn,
-                    "verifies_server_certificate": t.verifies,
-                });
-            }
-            if let LbPolicy::LeastRequest(lr) = &c.lb_policy {
-                v["least_request_lb_config"] = json!({
-                    "choice_count": lr.choice_count,
-                    "active_request_bias": lr.active_request_bias,
-                });
-            }
-            v["common_lb_config"] = json!({
-                "healthy_panic_threshold": c.common_lb.healthy_panic_threshold,
-                "override_host_status": c.common_lb.override_host_status.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-            });
-            if let Some(o) = &c.outlier_detection {
-                v["outlier_detection"] = outlier_json(o);
-            }
-            if let Some(e) = &c.eds {
-                v["type"] = json!("EDS");
-                v["eds_cluster_config"] = json!({ "service_name": e.service_name });
-            }
-            v
-        })
-        .collect();
+    let clusters: Vec<Value> = b.clusters.iter().map(|c| cluster(c)).collect();
     // Resources that came over xDS or from files are listed apart from the
     // bootstrap's own, with the version they arrived in (as Envoy's
     // `dynamic_listeners` / `dynamic_active_clusters`).
@@ -122,20 +47,102 @@ pub(super) fn render(inner: &Inner) -> Value {
         dump["dynamic_active"] = json!({ "listeners": dyn_listeners, "clusters": dyn_clusters });
     }
     if let Some(d) = &b.dynamic {
-        dump["dynamic_resources"] = json!({
-            "ads_config": d.ads.as_ref().map(|a| json!({
-                "cluster_name": a.cluster,
-                "authority": a.authority,
-                "set_node_on_first_message_only": a.set_node_on_first_message_only,
-            })),
-            "lds_config": d.lds.as_ref().map(source),
-            "cds_config": d.cds.as_ref().map(source),
-        });
+        dump["dynamic_resources"] = dynamic_resources(d);
     }
     if let Some(x) = &inner.xds {
         dump["xds"] = super::xds::dump(x);
     }
     dump
+}
+
+/// One listener: its address, listener filters and filter chains.
+fn listener(l: &Listener) -> Value {
+    json!({
+        "name": l.name,
+        "address": l.address.to_string(),
+        "per_connection_buffer_limit_bytes": l.per_connection_buffer_limit_bytes,
+        "tls_inspector": l.tls_inspector.map(|i| json!({
+            "listener_filters_timeout": i.timeout.map(|t| format!("{}s", t.as_secs_f64())),
+            "continue_on_listener_filters_timeout": i.continue_on_timeout,
+        })),
+        "filter_chains": l.filter_chains.iter().map(chain).collect::<Vec<_>>(),
+        "default_filter_chain": l.default_filter_chain.as_ref().map(chain),
+    })
+}
+
+/// One cluster: endpoints, upstream protocol and TLS, load balancing and
+/// outlier detection.
+fn cluster(c: &Cluster) -> Value {
+    let endpoints: Vec<Value> = c
+        .endpoints
+        .iter()
+        .map(|e| {
+            json!({
+                "address": e.address.to_string(),
+                "load_balancing_weight": e.weight,
+                "health_status": e.health.as_str(),
+            })
+        })
+        .collect();
+    let mut v = json!({
+        "name": c.name,
+        "type": "STATIC",
+        "lb_policy": c.lb_policy.as_str(),
+        "connect_timeout": format!("{}s", c.connect_timeout.as_secs_f64()),
+        "http2": {
+            "max_concurrent_streams": c.http2.max_concurrent_streams,
+            "initial_stream_window_size": c.http2.initial_stream_window_size,
+            "initial_connection_window_size": c.http2.initial_connection_window_size,
+        },
+        "per_connection_buffer_limit_bytes": c.per_connection_buffer_limit_bytes,
+        "endpoints": endpoints,
+    });
+    v["upstream_protocol"] = json!(c.upstream.protocol.as_str());
+    if let Some(n) = c.upstream.max_requests_per_connection {
+        v["max_requests_per_connection"] = json!(n);
+    }
+    v["upstream_idle_timeout"] = json!(c
+        .upstream
+        .idle_timeout
+        .map(|t| format!("{}s", t.as_secs_f64())));
+    if let Some(t) = &c.upstream.tls {
+        v["upstream_tls"] = json!({
+            "sni": t.sni,
+            "alpn_protocols": t.alpn,
+            "verifies_server_certificate": t.verifies,
+        });
+    }
+    if let LbPolicy::LeastRequest(lr) = &c.lb_policy {
+        v["least_request_lb_config"] = json!({
+            "choice_count": lr.choice_count,
+            "active_request_bias": lr.active_request_bias,
+        });
+    }
+    v["common_lb_config"] = json!({
+        "healthy_panic_threshold": c.common_lb.healthy_panic_threshold,
+        "override_host_status": c.common_lb.override_host_status.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    });
+    if let Some(o) = &c.outlier_detection {
+        v["outlier_detection"] = outlier_json(o);
+    }
+    if let Some(e) = &c.eds {
+        v["type"] = json!("EDS");
+        v["eds_cluster_config"] = json!({ "service_name": e.service_name });
+    }
+    v
+}
+
+/// `dynamic_resources`: the ADS server and where LDS and CDS come from.
+fn dynamic_resources(d: &DynamicResources) -> Value {
+    json!({
+        "ads_config": d.ads.as_ref().map(|a| json!({
+            "cluster_name": a.cluster,
+            "authority": a.authority,
+            "set_node_on_first_message_only": a.set_node_on_first_message_only,
+        })),
+        "lds_config": d.lds.as_ref().map(source),
+        "cds_config": d.cds.as_ref().map(source),
+    })
 }
 
 /// Splits rendered resources into (dynamic, static) by whether xDS holds a
@@ -209,80 +216,39 @@ fn outlier_json(o: &engine::OutlierDetection) -> Value {
 /// One filter chain: its match, TLS (certificates by name, never keys) and
 /// HTTP connection manager.
 fn chain(c: &FilterChain) -> Value {
-    let h = &c.http;
+    let hcm = http_connection_manager(&c.http);
+    // Certificates by their names, never their keys.
+    let tls = c.tls.as_deref().map(downstream_tls);
+    let m = &c.filter_chain_match;
+    let ranges = |v: &[engine::filter_chain::CidrRange]| {
+        v.iter().map(ToString::to_string).collect::<Vec<_>>()
+    };
+    json!({
+        "name": c.name,
+        "filter_chain_match": {
+            "destination_port": m.destination_port,
+            "prefix_ranges": ranges(&m.prefix_ranges),
+            "server_names": m.server_names,
+            "transport_protocol": m.transport_protocol,
+            "application_protocols": m.application_protocols,
+            "direct_source_prefix_ranges": ranges(&m.direct_source_prefix_ranges),
+            "source_type": format!("{:?}", m.source_type),
+            "source_prefix_ranges": ranges(&m.source_prefix_ranges),
+            "source_ports": m.source_ports,
+        },
+        "tls": tls,
+        "http_connection_manager": hcm,
+    })
+}
+
+/// A chain's HTTP connection manager: codec, limits, timeouts and its
+/// route table (inline, or the one RDS sent).
+fn http_connection_manager(h: &HttpConnectionManager) -> Value {
     let vhosts: Vec<Value> = h
         .route_config
         .virtual_hosts
         .iter()
-        .map(|vh| {
-            let domains: Vec<String> = vh
-                .domains
-                .iter()
-                .map(|d| match d {
-                    DomainMatcher::Exact(e) => e.clone(),
-                    DomainMatcher::Suffix(s) => format!("*{s}"),
-                    DomainMatcher::Prefix(p) => format!("{p}*"),
-                    DomainMatcher::Any => "*".into(),
-                })
-                .collect();
-            let routes: Vec<Value> = vh
-                .routes
-                .iter()
-                .map(|r| {
-                    let m = match &r.matcher.path {
-                        PathMatch::Prefix(p) => json!({ "prefix": p }),
-                        PathMatch::Path(p) => json!({ "path": p }),
-                        PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
-                    };
-                    let headers: Vec<Value> = r
-                        .matcher
-                        .headers
-                        .iter()
-                        .map(|hm| {
-                            let kind = match &hm.kind {
-                                HeaderMatchKind::Exact(v) => json!({ "exact": v }),
-                                HeaderMatchKind::Prefix(v) => json!({ "prefix": v }),
-                                HeaderMatchKind::Suffix(v) => json!({ "suffix": v }),
-                                HeaderMatchKind::Contains(v) => json!({ "contains": v }),
-                                HeaderMatchKind::Regex(re) => json!({ "safe_regex": re.as_str() }),
-                                HeaderMatchKind::Present(p) => json!({ "present_match": p }),
-                                HeaderMatchKind::Range { start, end } => {
-                                    json!({ "range_match": { "start": start, "end": end } })
-                                }
-                            };
-                            json!({ "name": hm.name, "match": kind, "invert_match": hm.invert })
-                        })
-                        .collect();
-                    let target = match &r.action.target {
-                        ClusterTarget::Cluster(c) => json!({ "cluster": c }),
-                        ClusterTarget::Weighted(w) => {
-                            let mut prev = 0;
-                            let cs: Vec<Value> = w
-                                .clusters
-                                .iter()
-                                .map(|(n, bound)| {
-                                    let weight = bound - prev;
-                                    prev = *bound;
-                                    json!({ "name": n, "weight": weight })
-                                })
-                                .collect();
-                            json!({ "weighted_clusters": { "clusters": cs } })
-                        }
-                    };
-                    json!({
-                        "name": r.name,
-                        "match": m,
-                        "case_sensitive": r.matcher.case_sensitive,
-                        "headers": headers,
-                        "route": target,
-                        "timeout": r.action.timeout.map(|t| format!("{}s", t.as_secs_f64())),
-                        "prefix_rewrite": r.action.prefix_rewrite,
-                        "host_rewrite_literal": r.action.host_rewrite_literal,
-                    })
-                })
-                .collect();
-            json!({ "name": vh.name, "domains": domains, "routes": routes })
-        })
+        .map(virtual_host)
         .collect();
     let mut hcm = json!({
         "stat_prefix": h.stat_prefix,
@@ -324,37 +290,94 @@ fn chain(c: &FilterChain) -> Value {
     if let Some(rds) = &h.rds {
         hcm["rds"] = json!({ "route_config_name": rds.route_config_name });
     }
-    // Certificates by their names, never their keys.
-    let tls = c.tls.as_ref().map(|t| {
-        let version = |v| match v {
-            engine::tls::TlsVersion::V1_2 => "TLSv1_2",
-            engine::tls::TlsVersion::V1_3 => "TLSv1_3",
-        };
-        json!({
-            "certificates": t.state().names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
-            "alpn_protocols": t.alpn,
-            "tls_minimum_protocol_version": version(t.min_version),
-            "tls_maximum_protocol_version": version(t.max_version),
+    hcm
+}
+
+/// One virtual host: its domains as Envoy writes them and its routes.
+fn virtual_host(vh: &VirtualHost) -> Value {
+    let domains: Vec<String> = vh
+        .domains
+        .iter()
+        .map(|d| match d {
+            DomainMatcher::Exact(e) => e.clone(),
+            DomainMatcher::Suffix(s) => format!("*{s}"),
+            DomainMatcher::Prefix(p) => format!("{p}*"),
+            DomainMatcher::Any => "*".into(),
         })
-    });
-    let m = &c.filter_chain_match;
-    let ranges = |v: &[engine::filter_chain::CidrRange]| {
-        v.iter().map(ToString::to_string).collect::<Vec<_>>()
+        .collect();
+    let routes: Vec<Value> = vh.routes.iter().map(route).collect();
+    json!({ "name": vh.name, "domains": domains, "routes": routes })
+}
+
+/// One route: its path and header match, target and action.
+fn route(r: &Route) -> Value {
+    let m = match &r.matcher.path {
+        PathMatch::Prefix(p) => json!({ "prefix": p }),
+        PathMatch::Path(p) => json!({ "path": p }),
+        PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
+    };
+    let headers: Vec<Value> = r.matcher.headers.iter().map(header_matcher).collect();
+    let target = route_target(&r.action.target);
+    json!({
+        "name": r.name,
+        "match": m,
+        "case_sensitive": r.matcher.case_sensitive,
+        "headers": headers,
+        "route": target,
+        "timeout": r.action.timeout.map(|t| format!("{}s", t.as_secs_f64())),
+        "prefix_rewrite": r.action.prefix_rewrite,
+        "host_rewrite_literal": r.action.host_rewrite_literal,
+    })
+}
+
+/// A route's header matcher, in Envoy's field names.
+fn header_matcher(hm: &HeaderMatcher) -> Value {
+    let kind = match &hm.kind {
+        HeaderMatchKind::Exact(v) => json!({ "exact": v }),
+        HeaderMatchKind::Prefix(v) => json!({ "prefix": v }),
+        HeaderMatchKind::Suffix(v) => json!({ "suffix": v }),
+        HeaderMatchKind::Contains(v) => json!({ "contains": v }),
+        HeaderMatchKind::Regex(re) => json!({ "safe_regex": re.as_str() }),
+        HeaderMatchKind::Present(p) => json!({ "present_match": p }),
+        HeaderMatchKind::Range { start, end } => {
+            json!({ "range_match": { "start": start, "end": end } })
+        }
+    };
+    json!({ "name": hm.name, "match": kind, "invert_match": hm.invert })
+}
+
+/// Where a route sends: one cluster, or weighted clusters with each
+/// weight (the engine holds cumulative bounds).
+fn route_target(target: &ClusterTarget) -> Value {
+    match target {
+        ClusterTarget::Cluster(c) => json!({ "cluster": c }),
+        ClusterTarget::Weighted(w) => {
+            let mut prev = 0;
+            let cs: Vec<Value> = w
+                .clusters
+                .iter()
+                .map(|(n, bound)| {
+                    let weight = bound - prev;
+                    prev = *bound;
+                    json!({ "name": n, "weight": weight })
+                })
+                .collect();
+            json!({ "weighted_clusters": { "clusters": cs } })
+        }
+    }
+}
+
+/// A chain's downstream TLS: certificates by their names (never their
+/// keys), ALPN and protocol versions.
+fn downstream_tls(t: &DownstreamTls) -> Value {
+    let version = |v| match v {
+        engine::tls::TlsVersion::V1_2 => "TLSv1_2",
+        engine::tls::TlsVersion::V1_3 => "TLSv1_3",
     };
     json!({
-        "name": c.name,
-        "filter_chain_match": {
-            "destination_port": m.destination_port,
-            "prefix_ranges": ranges(&m.prefix_ranges),
-            "server_names": m.server_names,
-            "transport_protocol": m.transport_protocol,
-            "application_protocols": m.application_protocols,
-            "direct_source_prefix_ranges": ranges(&m.direct_source_prefix_ranges),
-            "source_type": format!("{:?}", m.source_type),
-            "source_prefix_ranges": ranges(&m.source_prefix_ranges),
-            "source_ports": m.source_ports,
-        },
-        "tls": tls,
-        "http_connection_manager": hcm,
+        "certificates": t.state().names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
+        "alpn_protocols": t.alpn,
+        "tls_minimum_protocol_version": version(t.min_version),
+        "tls_maximum_protocol_version": version(t.max_version),
     })
 }

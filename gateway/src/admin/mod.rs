@@ -8,6 +8,7 @@ mod clusters;
 mod config_dump;
 mod exposition;
 mod prometheus;
+mod state;
 mod xds;
 
 pub use crate::events::AdminAction;
@@ -22,59 +23,14 @@ use std::time::{Duration, Instant, SystemTime};
 use engine::{Bootstrap, Snapshot};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
-use glommio::Task;
 use serde_json::{json, Value};
 
 use crate::outlier::OutlierView;
-use shards::stats::{HostCounter, ShardStats};
+use shards::stats::ShardStats;
+use state::{Inner, PushStats};
 
 const MAX_REQUEST: usize = 16 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-struct Inner {
-    shards: Vec<Arc<ShardStats>>,
-    snapshot: Arc<Snapshot>,
-    bootstrap: Bootstrap,
-    /// `None` without `dynamic_resources`.
-    xds: Option<XdsView>,
-    pushes: PushStats,
-    /// TLS certificate reloads: (done, failed).
-    tls_reloads: (u64, u64),
-    /// Outlier detection as of the last sweep or snapshot.
-    outlier: OutlierView,
-    /// Monotonic → wall clock, for ejection times.
-    epoch: (Instant, SystemTime),
-    accept: Option<Task<()>>,
-    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
-    /// answers 503.
-    health_failed: bool,
-    /// `POST /drain_listeners` was called.
-    listeners_drained: bool,
-    /// Listeners that could not bind (retried by the control shard).
-    not_serving: Vec<crate::ports::NotServing>,
-    /// Where admin actions go: the control loop's inbox.
-    events: Option<crate::events::EventSender>,
-}
-
-impl Inner {
-    /// A host's counter summed over the shards that have touched it.
-    fn host_sum(&self, id: engine::HostId, f: HostCounter) -> u64 {
-        self.shards
-            .iter()
-            .filter_map(|s| s.hosts.get(id))
-            .map(|h| f(h).get())
-            .sum()
-    }
-}
-
-/// Snapshot pushes since start (config reloads and xDS updates).
-#[derive(Debug, Default, Clone, Copy)]
-struct PushStats {
-    count: u64,
-    total: Duration,
-    last: Duration,
-    max: Duration,
-}
 
 /// What the admin server reports from; owned by the control shard.
 #[derive(Clone)]

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::exposition::{escape, metric};
-use super::Inner;
+use super::state::Inner;
 use shards::stats::{Counter, HostCounter, ShardStats, StatusClasses};
 
 fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {

@@ -1,0 +1,60 @@
+//! What the admin server reports from: the control shard's view of the
+//! shards, the config, xDS, pushes and outlier detection, and the state
+//! that the action endpoints change.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use engine::{Bootstrap, Snapshot};
+use glommio::Task;
+
+use super::xds::XdsView;
+use crate::outlier::OutlierView;
+use shards::stats::{HostCounter, ShardStats};
+
+/// The admin's state: what the endpoints report, and what the action
+/// endpoints change.
+pub(super) struct Inner {
+    pub(super) shards: Vec<Arc<ShardStats>>,
+    pub(super) snapshot: Arc<Snapshot>,
+    pub(super) bootstrap: Bootstrap,
+    /// `None` without `dynamic_resources`.
+    pub(super) xds: Option<XdsView>,
+    pub(super) pushes: PushStats,
+    /// TLS certificate reloads: (done, failed).
+    pub(super) tls_reloads: (u64, u64),
+    /// Outlier detection as of the last sweep or snapshot.
+    pub(super) outlier: OutlierView,
+    /// Monotonic → wall clock, for ejection times.
+    pub(super) epoch: (Instant, SystemTime),
+    pub(super) accept: Option<Task<()>>,
+    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
+    /// answers 503.
+    pub(super) health_failed: bool,
+    /// `POST /drain_listeners` was called.
+    pub(super) listeners_drained: bool,
+    /// Listeners that could not bind (retried by the control shard).
+    pub(super) not_serving: Vec<crate::ports::NotServing>,
+    /// Where admin actions go: the control loop's inbox.
+    pub(super) events: Option<crate::events::EventSender>,
+}
+
+impl Inner {
+    /// A host's counter summed over the shards that have touched it.
+    pub(super) fn host_sum(&self, id: engine::HostId, f: HostCounter) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|s| s.hosts.get(id))
+            .map(|h| f(h).get())
+            .sum()
+    }
+}
+
+/// Snapshot pushes since start (config reloads and xDS updates).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct PushStats {
+    pub(super) count: u64,
+    pub(super) total: Duration,
+    pub(super) last: Duration,
+    pub(super) max: Duration,
+}
