@@ -30,22 +30,25 @@ pub(crate) struct DStream {
     pub(super) snap: SnapshotRef,
     /// Where its route is in its connection manager's table.
     pub(super) route: Option<RouteAt>,
+    /// Its connection manager runs filters besides the router.
+    pub(super) filtered: bool,
     pub(super) grpc: bool,
     /// The request head, kept until the response head arrives or the
     /// first body byte goes upstream: a refused stream (REFUSED_STREAM, or
     /// above an upstream GOAWAY's last stream) is resent from it.
     pub(super) head: Option<HeaderList>,
-    /// What the filters changed in the head, applied as it goes upstream.
-    pub(super) edits: HeaderEdits,
+    /// What the filters changed in the head, applied as it goes upstream
+    /// (boxed: rare, and a stream's record is moved into its table).
+    pub(super) edits: Option<Box<HeaderEdits>>,
     /// The host the filters asked for ahead of the cluster's policy.
     pub(super) override_host: Option<OverrideHost>,
     /// A filter paused the stream: the position of that filter.
-    pub(super) paused: Option<usize>,
+    pub(super) paused: Option<u32>,
     /// `:path` and `:authority` after the route's rewrites, and the new
     /// `x-forwarded-for`, when they differ from the head's.
-    pub(super) path: Option<Vec<u8>>,
-    pub(super) authority: Option<Vec<u8>>,
-    pub(super) xff: Option<Vec<u8>>,
+    pub(super) path: Option<Box<[u8]>>,
+    pub(super) authority: Option<Box<[u8]>>,
+    pub(super) xff: Option<Box<[u8]>>,
     /// The request came without a body (END_STREAM on its head).
     pub(super) bodyless: bool,
     /// Retried once already after its upstream connection died.
@@ -98,9 +101,10 @@ impl DStream {
         Self {
             snap,
             route: None,
+            filtered: false,
             grpc,
             head: None,
-            edits: HeaderEdits::default(),
+            edits: None,
             override_host: None,
             paused: None,
             path: None,

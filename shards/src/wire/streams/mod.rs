@@ -92,8 +92,8 @@ impl ConnCx {
 
     /// Runs `hooks` with stream `s`'s connection manager's filters and a
     /// filter context over it; `None` when the manager has no filter but
-    /// the router and `all` is false (the response side then has nothing
-    /// to run).
+    /// the router and `all` is false (past the request headers there is
+    /// then nothing to run).
     fn filters<R>(
         &self,
         s: &mut DStream,
@@ -102,11 +102,14 @@ impl ConnCx {
         all: bool,
         hooks: impl FnOnce(&[engine::HttpFilter], &mut FilterCx<'_>) -> R,
     ) -> Option<R> {
-        let snap = Rc::clone(&s.snap);
-        let hcm = self.hcm(&snap)?;
-        if !all && hcm.http_filters.len() <= 1 {
+        // Most connection managers run the router alone, which has
+        // nothing to do past the request headers: no lookup per response
+        // or body chunk for them.
+        if !all && !s.filtered {
             return None;
         }
+        let snap = Rc::clone(&s.snap);
+        let hcm = self.hcm(&snap)?;
         let route = s
             .route
             .and_then(|at| at.get(&hcm.route_config))

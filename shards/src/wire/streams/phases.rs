@@ -22,7 +22,9 @@
 //! windows took it, so a client that stops reading stops its own upstream
 //! stream and nothing else.
 
+use std::collections::hash_map::Entry;
 use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use engine::headers::{append_forwarded_for, is_grpc_content_type};
@@ -32,13 +34,14 @@ use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
-use super::{enqueue, reply, upstream, Streams};
+use super::{enqueue, reply, upstream, ConnCx, Streams};
 use crate::http_filter::chain::{self, Reached};
 use crate::http_filter::router::{text, HeadView};
 use crate::http_filter::{HeaderEdits, Reply, RequestHead, ResponseHead, StreamSummary, Trailers};
 use crate::local_reply::LocalReply;
 use crate::stats::HostCounter;
 use crate::wire::body::{owned, queued, Item};
+use crate::wire::codec::DownCodec;
 use crate::wire::dstream::{DStream, Target};
 use crate::wire::logging::LogState;
 use crate::wire::pool::PoolRef;
@@ -84,8 +87,19 @@ impl Streams {
         self.requests = self.requests.saturating_add(1);
         let snap = self.cx.wire.shard.snapshot();
         let grpc = head.get(b"content-type").is_some_and(is_grpc_content_type);
-        let mut s = DStream::new(snap, grpc, end_stream, now);
-        if let Some(hcm) = self.cx.hcm(&s.snap) {
+        // Built where it stays: a stream's record is large, and moving it
+        // per request shows in the profile.
+        let s = match self.table.entry(stream) {
+            Entry::Vacant(v) => v.insert(DStream::new(snap, grpc, end_stream, now)),
+            // The codecs never repeat a stream id.
+            Entry::Occupied(_) => {
+                stats.rq_active.dec();
+                return self.conn.recycle(head);
+            }
+        };
+        let cx = &self.cx;
+        if let Some(hcm) = cx.hcm(&s.snap) {
+            s.filtered = hcm.http_filters.len() > 1;
             let routed = route_request_at(&hcm.route_config, &HeadView(&head));
             s.route = routed.map(|(at, _)| at);
             if let Some((_, route)) = routed {
@@ -95,38 +109,43 @@ impl Streams {
                     .prefix_rewrite
                     .as_ref()
                     .and_then(|_| rewrite_path(route, view.path()))
-                    .map(String::into_bytes);
+                    .map(|p| p.into_bytes().into_boxed_slice());
                 s.authority = route
                     .action
                     .host_rewrite_literal
                     .as_ref()
-                    .map(|h| h.as_bytes().to_vec());
+                    .map(|h| h.as_bytes().into());
                 s.timeout = route.action.timeout;
             }
             s.xff = hcm.append_x_forwarded_for.then(|| {
                 let xff = text(head.get(b"x-forwarded-for"));
-                append_forwarded_for(xff, self.cx.peer.ip()).into_bytes()
+                append_forwarded_for(xff, cx.peer.ip())
+                    .into_bytes()
+                    .into_boxed_slice()
             });
             s.idle = hcm.stream_idle_timeout;
             s.ends_at = hcm.max_stream_duration.map(|d| now + d);
         }
-        s.log = (!self.cx.logs.is_empty()).then(|| LogState::new(&self.cx.logs, &head, now));
+        s.log = (!cx.logs.is_empty()).then(|| LogState::new(&cx.logs, &head, now));
         s.head = Some(head);
-        self.admit(stream, s, 0, true);
+        self.admit(stream, 0, true);
     }
 
     /// The request filters from `from` on, the router last, then what
     /// they decided: upstream (now, or deferred to the end of the read),
     /// a local reply, or a pause.
-    fn admit(&mut self, stream: u32, mut s: DStream, from: usize, defer: bool) {
+    fn admit(&mut self, stream: u32, from: usize, defer: bool) {
         let now = self.now;
-        let Some(head) = s.head.take() else {
-            return self.forget(stream, s);
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
         };
-        let mut edits = std::mem::take(&mut s.edits);
+        let Some(head) = s.head.take() else {
+            return self.finish(stream);
+        };
+        let mut edits = s.edits.take().map_or_else(HeaderEdits::default, |e| *e);
         let mut target = None;
         let wire = &self.cx.wire;
-        let reached = self.cx.filters(&mut s, stream, now, true, |filters, cx| {
+        let reached = self.cx.filters(s, stream, now, true, |filters, cx| {
             let mut rh = RequestHead {
                 list: &head,
                 edits: &mut edits,
@@ -145,11 +164,11 @@ impl Streams {
             reached
         });
         s.head = Some(head);
-        s.edits = edits;
+        s.edits = (!edits.is_empty()).then(|| Box::new(edits));
         // No chain (the connection's is gone from every config): as
         // Envoy, a request it can no longer route gets 404.
         let reached = reached.unwrap_or(Reached::Reply(Reply::from(LocalReply::NoRoute)));
-        match (reached, target) {
+        let reply = match (reached, target) {
             (Reached::Router, Some(t)) => {
                 s.target = Some(t);
                 // The route timeout runs from the end of the request as
@@ -158,30 +177,32 @@ impl Streams {
                 if s.bodyless {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
-                self.table.insert(stream, s);
                 if defer {
                     self.to_open.push(stream);
                 } else {
                     self.open_upstream(stream);
                 }
+                return;
             }
-            (Reached::Router, None) => self.reply_new(stream, s, Reply::from(LocalReply::NoRoute)),
-            (Reached::Reply(r), _) => self.reply_new(stream, s, r),
             (Reached::Pause { at }, _) => {
-                s.paused = Some(at);
-                self.table.insert(stream, s);
+                s.paused = u32::try_from(at).ok();
+                return;
             }
+            (Reached::Router, None) => Reply::from(LocalReply::NoRoute),
+            (Reached::Reply(r), _) => r,
+        };
+        if let Some(s) = self.table.remove(&stream) {
+            self.reply_new(stream, s, reply);
         }
     }
 
     /// A paused stream's filter is done: the chain goes on after it.
     pub(super) fn resume(&mut self, stream: u32) {
-        let Some(at) = self.table.get(&stream).and_then(|s| s.paused) else {
+        let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
-        if let Some(mut s) = self.table.remove(&stream) {
-            s.paused = None;
-            self.admit(stream, s, at + 1, false);
+        if let Some(at) = s.paused.take() {
+            self.admit(stream, at as usize + 1, false);
         }
     }
 
@@ -261,14 +282,29 @@ impl Streams {
     /// and 5, or the upstream side's turns (a refusal, a lost connection).
     pub(super) fn on_upstream(&mut self, stream: u32, ev: ClientEvent) {
         let now = self.now;
-        let Some(s) = self.table.get_mut(&stream) else {
+        // One lookup of the stream for all that follows: the phases below
+        // take it apart from the connection's parts they use.
+        let Streams {
+            cx,
+            conn,
+            table,
+            queued,
+            ..
+        } = self;
+        let Some(s) = table.get_mut(&stream) else {
             return self.give_back(stream, ev);
         };
         s.active_at = now;
+        let mut p = Parts {
+            cx,
+            conn,
+            queued,
+            now,
+        };
         // Header lists go back to the connection they came from: it
         // decodes the next response into one without allocating.
         let from = s.target.as_ref().map(|t| Rc::clone(&t.pool)).zip(s.up);
-        match ev {
+        let then = match ev {
             ClientEvent::Response {
                 head,
                 informational,
@@ -276,17 +312,20 @@ impl Streams {
                 ..
             } => {
                 // 1xx heads are not forwarded (as Envoy by default).
-                if !informational {
-                    self.on_response_head(stream, &head, end_stream);
-                }
+                let then = match informational {
+                    false => on_response_head(&mut p, s, stream, &head, end_stream),
+                    true => Then::Go,
+                };
                 upstream::recycle(from, head);
+                then
             }
             ClientEvent::Data {
                 data, end_stream, ..
-            } => self.on_response_data(stream, data, end_stream),
+            } => on_response_data(&mut p, s, stream, data, end_stream),
             ClientEvent::Trailers { fields, .. } => {
-                self.on_response_trailers(stream, &fields);
+                let then = on_response_trailers(&mut p, s, stream, &fields);
                 upstream::recycle(from, fields);
+                then
             }
             ClientEvent::Reset { code, .. } => {
                 // Refused before processing (RST_STREAM REFUSED_STREAM, or
@@ -296,107 +335,18 @@ impl Streams {
                     && code == ErrorCode::REFUSED_STREAM
                     && s.head.is_some()
                     && s.attempts < MAX_ATTEMPTS;
-                self.resend_or_fail(stream, resend.then_some(|h| &h.rq_retry_refused));
+                return self.resend_or_fail(stream, resend.then_some(|h| &h.rq_retry_refused));
             }
-            ClientEvent::TooLarge { .. } => self.fail(stream, LocalReply::UpstreamReset),
+            ClientEvent::TooLarge { .. } => Then::Fail(LocalReply::UpstreamReset),
             ClientEvent::WindowOpen { .. }
             | ClientEvent::StreamLimit { .. }
-            | ClientEvent::GoAway { .. } => {}
-        }
-    }
-
-    /// Phase 4: the upstream's response head, through the filters in
-    /// reverse, downstream.
-    fn on_response_head(&mut self, stream: u32, head: &HeaderList, end_stream: bool) {
-        let now = self.now;
-        let Some(s) = self.table.get_mut(&stream) else {
-            return;
+            | ClientEvent::GoAway { .. } => Then::Go,
         };
-        let shard = Rc::clone(&self.cx.wire.shard);
-        let status = status_of(head);
-        if let Some(l) = s.log.as_mut() {
-            l.on_response(&self.cx.logs, status, Some(head));
+        match then {
+            Then::Go => {}
+            Then::Finish => self.finish(stream),
+            Then::Fail(reply) => self.fail(stream, reply),
         }
-        s.resp_started = true;
-        s.served = Some((status, grpc_status(head)));
-        if let Some(t) = &s.target {
-            shard.stats.hosts.host(t.host).responses.record(status);
-        }
-        shard.stats.downstream.responses.record(status);
-        if let Some(h) = s.head.take() {
-            self.conn.recycle(h);
-        }
-        let mut edits = HeaderEdits::default();
-        let answer = self
-            .cx
-            .filters(s, stream, now, false, |f, cx| {
-                let mut rh = ResponseHead {
-                    status,
-                    list: Some(head),
-                    edits: &mut edits,
-                };
-                chain::response_headers(f, cx, &mut rh)
-            })
-            .flatten();
-        if answer.is_some() {
-            // The head is the upstream's and the client sees none of it:
-            // a filter that refuses a response resets the stream.
-            return self.fail(stream, LocalReply::UpstreamReset);
-        }
-        let fields = edits.apply(reply::response_fields(head));
-        let sent = self.conn.send_headers(stream, status, fields, end_stream);
-        if sent.is_err() || end_stream {
-            self.finish(stream);
-        }
-    }
-
-    /// Phase 5: a chunk of the response body, through the filters in
-    /// reverse, queued downstream.
-    fn on_response_data(&mut self, stream: u32, mut data: Bytes, end_stream: bool) {
-        let now = self.now;
-        let Some(s) = self.table.get_mut(&stream) else {
-            return;
-        };
-        let len = data.len() as u32;
-        let answer = self
-            .cx
-            .filters(s, stream, now, false, |f, cx| {
-                chain::response_body(f, cx, &mut data, end_stream)
-            })
-            .flatten();
-        if answer.is_some() {
-            return self.fail(stream, LocalReply::UpstreamReset);
-        }
-        s.resp.push_back(Item::Data {
-            data,
-            end: end_stream,
-            credit: len,
-        });
-        enqueue(&mut self.queued, s, stream);
-    }
-
-    /// Phase 5: the response's trailers, through the filters in reverse,
-    /// queued downstream.
-    fn on_response_trailers(&mut self, stream: u32, fields: &HeaderList) {
-        let now = self.now;
-        let Some(s) = self.table.get_mut(&stream) else {
-            return;
-        };
-        if let (Some(served), Some(g)) = (s.served.as_mut(), grpc_status(fields)) {
-            served.1 = Some(g);
-        }
-        let mut trailers: Trailers = owned(fields);
-        let answer = self
-            .cx
-            .filters(s, stream, now, false, |f, cx| {
-                chain::response_trailers(f, cx, &mut trailers)
-            })
-            .flatten();
-        if answer.is_some() {
-            return self.fail(stream, LocalReply::UpstreamReset);
-        }
-        s.resp.push_back(Item::Trailers(trailers));
-        enqueue(&mut self.queued, s, stream);
     }
 
     /// The upstream connection died under the stream. An idempotent
@@ -547,15 +497,17 @@ impl Streams {
     /// it held given back, the stats, the access log, the outcome for
     /// outlier detection.
     fn forget(&mut self, stream: u32, mut s: DStream) {
-        let summary = StreamSummary {
-            status: s.served.map(|(st, _)| st),
-            upstream: s.served_by(),
-            flag: s.flag,
-        };
-        let now = self.now;
-        self.cx.filters(&mut s, stream, now, false, |f, cx| {
-            chain::log(f, cx, &summary)
-        });
+        if s.filtered {
+            let summary = StreamSummary {
+                status: s.served.map(|(st, _)| st),
+                upstream: s.served_by(),
+                flag: s.flag,
+            };
+            let now = self.now;
+            self.cx.filters(&mut s, stream, now, false, |f, cx| {
+                chain::log(f, cx, &summary)
+            });
+        }
         self.conn.release(stream, queued(&s.req));
         if let Some(head) = s.head.take() {
             self.conn.recycle(head);
@@ -626,4 +578,119 @@ impl Streams {
             shard.record_outlier(cluster, host, result);
         }
     }
+}
+
+/// What the connection's streams lend a phase that works on one stream
+/// taken apart from their table.
+struct Parts<'a> {
+    cx: &'a ConnCx,
+    conn: &'a mut DownCodec,
+    queued: &'a mut Vec<u32>,
+    now: Instant,
+}
+
+/// What a stream's phase leaves to do once the stream is given back.
+enum Then {
+    Go,
+    Finish,
+    Fail(LocalReply),
+}
+
+/// Phase 4: the upstream's response head, through the filters in reverse,
+/// downstream.
+fn on_response_head(
+    p: &mut Parts<'_>,
+    s: &mut DStream,
+    stream: u32,
+    head: &HeaderList,
+    end_stream: bool,
+) -> Then {
+    let shard = &p.cx.wire.shard;
+    let status = status_of(head);
+    if let Some(l) = s.log.as_mut() {
+        l.on_response(&p.cx.logs, status, Some(head));
+    }
+    s.resp_started = true;
+    s.served = Some((status, grpc_status(head)));
+    if let Some(t) = &s.target {
+        shard.stats.hosts.host(t.host).responses.record(status);
+    }
+    shard.stats.downstream.responses.record(status);
+    if let Some(h) = s.head.take() {
+        p.conn.recycle(h);
+    }
+    let mut edits = HeaderEdits::default();
+    let answer =
+        p.cx.filters(s, stream, p.now, false, |f, cx| {
+            let mut rh = ResponseHead {
+                status,
+                list: Some(head),
+                edits: &mut edits,
+            };
+            chain::response_headers(f, cx, &mut rh)
+        })
+        .flatten();
+    if answer.is_some() {
+        // The head is the upstream's and the client sees none of it: a
+        // filter that refuses a response resets the stream.
+        return Then::Fail(LocalReply::UpstreamReset);
+    }
+    let fields = edits.apply(reply::response_fields(head));
+    let sent = p.conn.send_headers(stream, status, fields, end_stream);
+    if sent.is_err() || end_stream {
+        return Then::Finish;
+    }
+    Then::Go
+}
+
+/// Phase 5: a chunk of the response body, through the filters in reverse,
+/// queued downstream.
+fn on_response_data(
+    p: &mut Parts<'_>,
+    s: &mut DStream,
+    stream: u32,
+    mut data: Bytes,
+    end_stream: bool,
+) -> Then {
+    let len = data.len() as u32;
+    let answer =
+        p.cx.filters(s, stream, p.now, false, |f, cx| {
+            chain::response_body(f, cx, &mut data, end_stream)
+        })
+        .flatten();
+    if answer.is_some() {
+        return Then::Fail(LocalReply::UpstreamReset);
+    }
+    s.resp.push_back(Item::Data {
+        data,
+        end: end_stream,
+        credit: len,
+    });
+    enqueue(p.queued, s, stream);
+    Then::Go
+}
+
+/// Phase 5: the response's trailers, through the filters in reverse,
+/// queued downstream.
+fn on_response_trailers(
+    p: &mut Parts<'_>,
+    s: &mut DStream,
+    stream: u32,
+    fields: &HeaderList,
+) -> Then {
+    if let (Some(served), Some(g)) = (s.served.as_mut(), grpc_status(fields)) {
+        served.1 = Some(g);
+    }
+    let mut trailers: Trailers = owned(fields);
+    let answer =
+        p.cx.filters(s, stream, p.now, false, |f, cx| {
+            chain::response_trailers(f, cx, &mut trailers)
+        })
+        .flatten();
+    if answer.is_some() {
+        return Then::Fail(LocalReply::UpstreamReset);
+    }
+    s.resp.push_back(Item::Trailers(trailers));
+    enqueue(p.queued, s, stream);
+    Then::Go
 }

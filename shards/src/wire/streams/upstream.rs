@@ -7,6 +7,7 @@ use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 
 use super::{touch, Streams};
+use crate::http_filter::HeaderEdits;
 use crate::wire::body::queued;
 use crate::wire::dstream::DStream;
 use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
@@ -41,7 +42,8 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .unwrap_or(b"");
     let path = s.path.as_deref().unwrap_or_else(|| get(b":path"));
     let replace_xff = s.xff.is_some();
-    let edits = &s.edits;
+    let none = HeaderEdits::default();
+    let edits = s.edits.as_deref().unwrap_or(&none);
     // Cookies go out never indexed: they differ per client, and one
     // upstream connection carries many clients (RFC 7541 §7.1.3).
     let fields = head
