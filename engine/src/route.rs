@@ -127,7 +127,9 @@ pub fn route_request_at<'a, R: RequestView + ?Sized>(
 /// (no scan).
 fn position_of<T>(items: &[T], item: &T) -> usize {
     let size = std::mem::size_of::<T>().max(1);
-    (item as *const T as usize - items.as_ptr() as usize) / size
+    let at = (item as *const T as usize - items.as_ptr() as usize) / size;
+    debug_assert!(items.get(at).is_some_and(|i| std::ptr::eq(i, item)));
+    at
 }
 
 fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R) -> bool {

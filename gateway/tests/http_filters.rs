@@ -26,7 +26,9 @@ struct AddHeader {
 
 impl HttpFilter for AddHeader {
     fn on_response_headers(&self, _cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
-        head.append(self.name.as_bytes(), self.value.as_bytes());
+        // A name or value the gateway would refuse (a hop-by-hop field, a
+        // CR or LF) is not added.
+        let _ = head.append(self.name.as_bytes(), self.value.as_bytes());
         Flow::Continue
     }
 }
@@ -100,7 +102,10 @@ impl HttpFilter for Deny {
     ) -> RequestFlow {
         if head.get(b"x-deny") == Some(b"yes") {
             let mut reply = Reply::new(403, "denied by filter\n", "UAEX");
-            reply.fields.append(b"x-why", b"x-deny");
+            reply
+                .fields
+                .append(b"x-why", b"x-deny")
+                .expect("a valid field");
             return RequestFlow::Reply(reply);
         }
         RequestFlow::Continue
@@ -279,6 +284,8 @@ fn every_stream_is_logged_once_and_response_filters_run_in_reverse() {
         for status in ["200", "404", "200"] {
             out.push(get(&c, "/", &[("x-status", status)]).await.expect("reply"));
         }
+        // A local reply is logged with the status it went with.
+        out.push(get(&c, "/nowhere", &[]).await.expect("reply"));
         out
     });
     let order: Vec<&str> = replies[0]
@@ -288,9 +295,195 @@ fn every_stream_is_logged_once_and_response_filters_run_in_reverse() {
         .filter_map(|v| v.to_str().ok())
         .collect();
     assert_eq!(order, ["second", "first"], "the way out is in reverse");
-    wait_until(Duration::from_secs(5), "three streams logged", || {
-        ended.load(Ordering::Relaxed) == 3
+    assert_eq!(replies[3].status, 503);
+    wait_until(Duration::from_secs(5), "four streams logged", || {
+        ended.load(Ordering::Relaxed) == 4
     });
-    assert_eq!(statuses.load(Ordering::Relaxed), 200 + 404 + 200);
+    assert_eq!(statuses.load(Ordering::Relaxed), 200 + 404 + 200 + 503);
+    gw.shutdown();
+}
+
+/// Asks the backend for a status by adding `x-status` to the request
+/// (the demo backend answers with it): request edits go upstream.
+struct AskStatus(&'static str);
+
+impl HttpFilter for AskStatus {
+    fn on_request_headers(
+        &self,
+        _cx: &mut FilterCx<'_>,
+        head: &mut RequestHead<'_>,
+    ) -> RequestFlow {
+        head.set(b"x-status", self.0.as_bytes())
+            .expect("a valid field");
+        // The gateway's own fields are not a filter's to set.
+        assert!(head.set(b"host", b"elsewhere").is_err());
+        assert!(head.append(b":path", b"/elsewhere").is_err());
+        RequestFlow::Continue
+    }
+}
+
+/// Keeps each request's path as its per-stream state and answers it back
+/// in `x-path`.
+struct EchoPath;
+
+impl HttpFilter for EchoPath {
+    fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
+        let path = head.get(b":path").unwrap_or_default().to_vec();
+        cx.set_state(path);
+        RequestFlow::Continue
+    }
+
+    fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
+        if let Some(path) = cx.state::<Vec<u8>>() {
+            let path = path.clone();
+            let _ = head.set(b"x-path", &path);
+        }
+        Flow::Continue
+    }
+}
+
+#[test]
+fn request_edits_go_upstream_and_state_stays_with_its_stream() {
+    let (gw, addr, _b) = gateway_with(vec![
+        native("ask", AskStatus("201")),
+        native("echo", EchoPath),
+    ]);
+    let replies = client(move || async move {
+        let c = connect(addr).await;
+        let paths = ["/a", "/b?x=1", "/c/d"];
+        let all = paths.map(|p| {
+            let c = c.clone();
+            glommio::spawn_local(async move { get(&c, p, &[]).await.expect("reply") })
+        });
+        let mut out = Vec::new();
+        for t in all {
+            out.push(t.await);
+        }
+        out
+    });
+    for (reply, path) in replies.iter().zip(["/a", "/b?x=1", "/c/d"]) {
+        assert_eq!(reply.status, 201, "the backend saw the filter's x-status");
+        assert_eq!(
+            reply.header("x-path"),
+            Some(path),
+            "each stream its own state"
+        );
+    }
+    gw.shutdown();
+}
+
+/// Replaces a 503 from upstream with its own 502 before the head goes.
+struct NoUpstream503;
+
+impl HttpFilter for NoUpstream503 {
+    fn on_response_headers(&self, _cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
+        if head.status() == 503 && !head.is_local() {
+            return Flow::Reply(Reply::new(502, "refused by filter\n", "UMSDR"));
+        }
+        Flow::Continue
+    }
+}
+
+#[test]
+fn a_response_filter_answers_before_the_head_goes_out() {
+    let (gw, addr, _b) = gateway_with(vec![native("no503", NoUpstream503)]);
+    let (refused, ok) = client(move || async move {
+        let c = connect(addr).await;
+        let refused = get(&c, "/", &[("x-status", "503")]).await.expect("reply");
+        let ok = get(&c, "/", &[]).await.expect("reply");
+        (refused, ok)
+    });
+    assert_eq!(refused.status, 502);
+    assert_eq!(refused.body, Bytes::from_static(b"refused by filter\n"));
+    assert_eq!(
+        refused.header("x-backend"),
+        None,
+        "none of the upstream's head"
+    );
+    assert_eq!(ok.status, 200);
+    gw.shutdown();
+}
+
+/// Pauses every request, then denies those with `x-deny: yes` once its
+/// "call" is done (an authorisation filter's shape).
+struct DenyLater;
+
+impl HttpFilter for DenyLater {
+    fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
+        let deny = head.get(b"x-deny") == Some(b"yes");
+        let resume = cx.pause();
+        glommio::spawn_local(async move {
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            match deny {
+                true => resume.reply(Reply::new(403, "denied after the call\n", "UAEX")),
+                false => resume.resume(),
+            }
+        })
+        .detach();
+        RequestFlow::Pause
+    }
+}
+
+/// Pauses without asking for the handle that resumes: a bug of the
+/// filter's, which must not hang the stream.
+struct ForgetfulPause;
+
+impl HttpFilter for ForgetfulPause {
+    fn on_request_headers(
+        &self,
+        _cx: &mut FilterCx<'_>,
+        head: &mut RequestHead<'_>,
+    ) -> RequestFlow {
+        match head.get(b"x-forget") {
+            Some(_) => RequestFlow::Pause,
+            None => RequestFlow::Continue,
+        }
+    }
+}
+
+#[test]
+fn a_paused_filter_may_answer_when_it_resumes_and_a_pause_without_a_handle_fails() {
+    let (gw, addr, _b) = gateway_with(vec![
+        native("forget", ForgetfulPause),
+        native("deny", DenyLater),
+    ]);
+    let (denied, passed, forgot) = client(move || async move {
+        let c = connect(addr).await;
+        let denied = get(&c, "/", &[("x-deny", "yes")]).await.expect("reply");
+        let passed = get(&c, "/", &[]).await.expect("reply");
+        let forgot = get(&c, "/", &[("x-forget", "1")]).await.expect("reply");
+        (denied, passed, forgot)
+    });
+    assert_eq!(denied.status, 403);
+    assert_eq!(denied.body, Bytes::from_static(b"denied after the call\n"));
+    assert_eq!(passed.status, 200);
+    assert_eq!(passed.header("x-backend"), Some("b"));
+    assert_eq!(forgot.status, 500);
+    gw.shutdown();
+}
+
+#[test]
+fn a_body_held_by_a_pause_goes_through_every_filter_after_it_resumes() {
+    // Reshape sits after the pausing filter: the chunks that came during
+    // the pause reach it once the chain passed its head hook.
+    let delay = Duration::from_millis(100);
+    let (gw, addr, _b) = gateway_with(vec![
+        native("delay", Delay { delay }),
+        native("reshape", Reshape),
+    ]);
+    let body = Bytes::from(vec![b'a'; 200_000]);
+    let echoed = client(move || async move {
+        let c = connect(addr).await;
+        request(&c, "POST", "/", &[], Some(body), None)
+            .await
+            .expect("reply")
+    });
+    assert_eq!(echoed.status, 200);
+    assert!(
+        echoed.body.len() < 200_000 && echoed.body.len() >= 100_000,
+        "halved: {}",
+        echoed.body.len()
+    );
+    assert!(echoed.body.iter().all(|&c| c == b'A'));
     gw.shutdown();
 }

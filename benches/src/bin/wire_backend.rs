@@ -2,7 +2,7 @@
 //! hello answer served by `h2wire::conn::ServerConn` on glommio, for
 //! measuring our server-side HTTP/2 codec against `demo-backend` (the same
 //! answer through the `h2` crate) under the same load
-//! (`benches/e2e/server_codec.sh`).
+//! (`benches/e2e/compare.sh --targets "wire direct"`, target `wire`).
 //!
 //! Any request gets `200`, `x-backend: NAME`, `content-type: text/plain`
 //! and `hello from NAME\n`; a request body is read and discarded (its

@@ -30,6 +30,19 @@ pub enum Reached {
     Pause { at: usize },
 }
 
+/// The filters that run: up to the router, which is the last (a filter
+/// after it never runs; xDS validation refuses such a list, and a program
+/// that builds one itself gets this).
+fn active(filters: &[FilterConfig]) -> &[FilterConfig] {
+    match filters
+        .iter()
+        .position(|f| matches!(f.config, HttpFilterConfig::Router))
+    {
+        Some(router) => &filters[..=router],
+        None => filters,
+    }
+}
+
 /// `on_request_headers` of the filters from `from` on.
 pub fn request_headers(
     filters: &[FilterConfig],
@@ -37,10 +50,11 @@ pub fn request_headers(
     cx: &mut FilterCx<'_>,
     head: &mut RequestHead<'_>,
 ) -> Reached {
-    for (at, f) in filters.iter().enumerate().skip(from) {
+    for (at, f) in active(filters).iter().enumerate().skip(from) {
         let Some(filter) = filter_of(&f.config) else {
             continue;
         };
+        cx.at = at;
         match filter.on_request_headers(cx, head) {
             RequestFlow::Continue => {}
             RequestFlow::Reply(r) => return Reached::Reply(r),
@@ -50,14 +64,23 @@ pub fn request_headers(
     Reached::Router
 }
 
-/// Runs `hook` on each filter in `order` until one answers.
-fn run<'f>(
-    filters: impl Iterator<Item = &'f FilterConfig>,
-    mut hook: impl FnMut(&dyn HttpFilter) -> Flow,
+/// Runs `hook` on each filter, in order or in reverse, until one answers.
+fn run(
+    filters: &[FilterConfig],
+    reverse: bool,
+    cx: &mut FilterCx<'_>,
+    mut hook: impl FnMut(&dyn HttpFilter, &mut FilterCx<'_>) -> Flow,
 ) -> Option<Reply> {
-    for f in filters {
-        if let Some(filter) = filter_of(&f.config) {
-            if let Flow::Reply(r) = hook(filter) {
+    let filters = active(filters);
+    let mut positions = 0..filters.len();
+    let mut next = || match reverse {
+        true => positions.next_back(),
+        false => positions.next(),
+    };
+    while let Some(at) = next() {
+        if let Some(filter) = filter_of(&filters[at].config) {
+            cx.at = at;
+            if let Flow::Reply(r) = hook(filter, cx) {
                 return Some(r);
             }
         }
@@ -72,7 +95,7 @@ pub fn request_body(
     data: &mut Bytes,
     end: bool,
 ) -> Option<Reply> {
-    run(filters.iter(), |f| f.on_request_body(cx, data, end))
+    run(filters, false, cx, |f, cx| f.on_request_body(cx, data, end))
 }
 
 /// `on_request_trailers`, in order.
@@ -81,7 +104,9 @@ pub fn request_trailers(
     cx: &mut FilterCx<'_>,
     trailers: &mut Trailers,
 ) -> Option<Reply> {
-    run(filters.iter(), |f| f.on_request_trailers(cx, trailers))
+    run(filters, false, cx, |f, cx| {
+        f.on_request_trailers(cx, trailers)
+    })
 }
 
 /// `on_response_headers`, in reverse order.
@@ -90,7 +115,7 @@ pub fn response_headers(
     cx: &mut FilterCx<'_>,
     head: &mut ResponseHead<'_>,
 ) -> Option<Reply> {
-    run(filters.iter().rev(), |f| f.on_response_headers(cx, head))
+    run(filters, true, cx, |f, cx| f.on_response_headers(cx, head))
 }
 
 /// `on_response_body`, in reverse order.
@@ -100,7 +125,7 @@ pub fn response_body(
     data: &mut Bytes,
     end: bool,
 ) -> Option<Reply> {
-    run(filters.iter().rev(), |f| f.on_response_body(cx, data, end))
+    run(filters, true, cx, |f, cx| f.on_response_body(cx, data, end))
 }
 
 /// `on_response_trailers`, in reverse order.
@@ -109,15 +134,16 @@ pub fn response_trailers(
     cx: &mut FilterCx<'_>,
     trailers: &mut Trailers,
 ) -> Option<Reply> {
-    run(filters.iter().rev(), |f| {
+    run(filters, true, cx, |f, cx| {
         f.on_response_trailers(cx, trailers)
     })
 }
 
 /// `on_log` of every filter, in order.
-pub fn log(filters: &[FilterConfig], cx: &FilterCx<'_>, summary: &StreamSummary) {
-    for f in filters {
+pub fn log(filters: &[FilterConfig], cx: &mut FilterCx<'_>, summary: &StreamSummary) {
+    for (at, f) in active(filters).iter().enumerate() {
         if let Some(filter) = filter_of(&f.config) {
+            cx.at = at;
             filter.on_log(cx, summary);
         }
     }

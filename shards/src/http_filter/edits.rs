@@ -1,4 +1,12 @@
 //! Header edits a filter makes: fields removed by name and fields added, applied over the head as it goes out, so the head itself (a decoded, pooled list) is never copied to change it.
+//!
+//! Only regular fields are edited: pseudo-headers, `host`, `te` and the
+//! hop-by-hop fields belong to the gateway (the route's rewrites, the
+//! codecs' framing), and a name that is not a token or a value with a
+//! control character (CR, LF, NUL) is refused, so a filter cannot split a
+//! response or make an HTTP/2 head malformed.
+
+use engine::headers::is_hop_by_hop;
 
 /// A field added: lowercase name, value.
 type Field = (Box<[u8]>, Box<[u8]>);
@@ -13,8 +21,42 @@ pub struct HeaderEdits {
     added: Vec<Field>,
 }
 
-fn lowercase(name: &[u8]) -> Box<[u8]> {
-    name.to_ascii_lowercase().into_boxed_slice()
+/// Why an edit was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("not a field name (RFC 9110 token)")]
+    BadName,
+    #[error("a pseudo-header, host, te or a hop-by-hop field: the gateway sets those")]
+    Reserved,
+    #[error("a field value with CR, LF or NUL")]
+    BadValue,
+}
+
+/// RFC 9110's `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `name`, lowercased, if a filter may edit it.
+fn editable(name: &[u8]) -> Result<Box<[u8]>, EditError> {
+    if name.first() == Some(&b':') {
+        return Err(EditError::Reserved);
+    }
+    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        return Err(EditError::BadName);
+    }
+    let name = name.to_ascii_lowercase();
+    if name == b"host" || name == b"te" || is_hop_by_hop(&name) {
+        return Err(EditError::Reserved);
+    }
+    Ok(name.into_boxed_slice())
+}
+
+fn checked_value(value: &[u8]) -> Result<Box<[u8]>, EditError> {
+    match value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)) {
+        true => Err(EditError::BadValue),
+        false => Ok(value.into()),
+    }
 }
 
 impl HeaderEdits {
@@ -23,29 +65,38 @@ impl HeaderEdits {
     }
 
     /// Adds a field after the others of its name.
-    pub fn append(&mut self, name: &[u8], value: &[u8]) {
-        self.added.push((lowercase(name), value.into()));
+    pub fn append(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
+        let field = (editable(name)?, checked_value(value)?);
+        self.added.push(field);
+        Ok(())
     }
 
     /// Drops every field named `name`, the original ones and those added
     /// before.
-    pub fn remove(&mut self, name: &[u8]) {
-        let name = lowercase(name);
+    pub fn remove(&mut self, name: &[u8]) -> Result<(), EditError> {
+        let name = editable(name)?;
         self.added.retain(|(n, _)| *n != name);
         if !self.removed.contains(&name) {
             self.removed.push(name);
         }
+        Ok(())
     }
 
     /// Replaces every field named `name` with one of `value`.
-    pub fn set(&mut self, name: &[u8], value: &[u8]) {
-        self.remove(name);
-        self.append(name, value);
+    pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
+        checked_value(value)?;
+        self.remove(name)?;
+        self.append(name, value)
     }
 
     /// Whether the original fields named `name` (lowercase) are dropped.
     pub fn removes(&self, name: &[u8]) -> bool {
         self.removed.iter().any(|n| **n == *name)
+    }
+
+    /// Whether the edits touch `name` (lowercase): remove or add it.
+    pub fn touches(&self, name: &[u8]) -> bool {
+        self.removes(name) || self.added().any(|(n, _)| n == name)
     }
 
     /// The first value of `name` (lowercase) with the edits applied over
@@ -59,6 +110,17 @@ impl HeaderEdits {
     /// The fields added, in order.
     pub fn added(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.added.iter().map(|(n, v)| (&**n, &**v))
+    }
+
+    /// Takes `other`'s edits after its own.
+    pub fn extend(&mut self, other: HeaderEdits) {
+        for name in other.removed {
+            self.added.retain(|(n, _)| *n != name);
+            if !self.removed.contains(&name) {
+                self.removed.push(name);
+            }
+        }
+        self.added.extend(other.added);
     }
 
     /// `fields` with the edits applied: those removed dropped, those added
@@ -77,10 +139,16 @@ impl HeaderEdits {
 mod tests {
     use super::*;
 
-    fn out(e: &HeaderEdits, fields: &[(&'static [u8], &'static [u8])]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn out(e: &HeaderEdits, fields: &[(&'static [u8], &'static [u8])]) -> Fields {
         e.apply(fields.iter().copied())
             .map(|(n, v)| (n.to_vec(), v.to_vec()))
             .collect()
+    }
+
+    fn pair(n: &[u8], v: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        (n.to_vec(), v.to_vec())
     }
 
     #[test]
@@ -89,26 +157,55 @@ mod tests {
         let mut e = HeaderEdits::default();
         assert!(e.is_empty());
         assert_eq!(out(&e, fields).len(), 3);
-        e.append(b"X-New", b"x");
-        e.remove(b"A");
+        e.append(b"X-New", b"x").unwrap();
+        e.remove(b"A").unwrap();
         assert_eq!(
             out(&e, fields),
-            vec![
-                (b"b".to_vec(), b"2".to_vec()),
-                (b"x-new".to_vec(), b"x".to_vec())
-            ]
+            vec![pair(b"b", b"2"), pair(b"x-new", b"x")]
         );
-        e.set(b"b", b"two");
+        e.set(b"b", b"two").unwrap();
         assert_eq!(
             out(&e, fields),
-            vec![
-                (b"x-new".to_vec(), b"x".to_vec()),
-                (b"b".to_vec(), b"two".to_vec())
-            ]
+            vec![pair(b"x-new", b"x"), pair(b"b", b"two")]
         );
         assert_eq!(e.get(b"b", Some(b"2")), Some(&b"two"[..]));
         assert_eq!(e.get(b"c", Some(b"3")), Some(&b"3"[..]));
-        e.remove(b"x-new");
+        assert!(e.touches(b"a") && e.touches(b"x-new") && !e.touches(b"c"));
+        e.remove(b"x-new").unwrap();
         assert_eq!(e.get(b"x-new", None), None, "an added field removed again");
+    }
+
+    #[test]
+    fn fields_the_gateway_owns_and_malformed_ones_are_refused() {
+        let mut e = HeaderEdits::default();
+        for name in [
+            &b":path"[..],
+            b"host",
+            b"Connection",
+            b"transfer-encoding",
+            b"te",
+        ] {
+            assert_eq!(e.append(name, b"v"), Err(EditError::Reserved), "{name:?}");
+            assert_eq!(e.remove(name), Err(EditError::Reserved), "{name:?}");
+        }
+        assert_eq!(e.append(b"", b"v"), Err(EditError::BadName));
+        assert_eq!(e.append(b"bad name", b"v"), Err(EditError::BadName));
+        assert_eq!(
+            e.append(b"x-a", b"v\r\nset-cookie: x"),
+            Err(EditError::BadValue)
+        );
+        assert_eq!(e.set(b"x-a", b"v\n"), Err(EditError::BadValue));
+        assert!(e.is_empty(), "nothing refused was kept");
+    }
+
+    #[test]
+    fn extend_takes_the_later_edits_over_the_earlier() {
+        let mut first = HeaderEdits::default();
+        first.append(b"x-a", b"1").unwrap();
+        let mut later = HeaderEdits::default();
+        later.set(b"x-a", b"2").unwrap();
+        first.extend(later);
+        let fields: &[(&[u8], &[u8])] = &[(b"x-a", b"0")];
+        assert_eq!(out(&first, fields), vec![pair(b"x-a", b"2")]);
     }
 }

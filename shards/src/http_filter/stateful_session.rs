@@ -20,11 +20,10 @@ fn unix_now() -> u64 {
 
 /// The filter as the stream's route configures it: the listener's config,
 /// unless the route (or its virtual host) disabled or replaced it. `None`:
-/// off for this request.
+/// off for this request, and for a request no route matched (it is
+/// answered 404 without a session read).
 fn on_route<'a>(listener: &'a StatefulSession, cx: &FilterCx<'a>) -> Option<&'a StatefulSession> {
-    let per_route = cx
-        .route
-        .and_then(|r| r.per_filter.stateful_session.as_ref());
+    let per_route = cx.route?.per_filter.stateful_session.as_ref();
     codec::effective(Some(listener), None, per_route)
 }
 
@@ -118,12 +117,14 @@ impl HttpFilter for StatefulSession {
         let Some(config) = on_route(self, cx) else {
             return Flow::Continue;
         };
-        match bind(config, served, cx.shard.cookie_format) {
+        let bound = match bind(config, served, cx.shard.cookie_format) {
             Some(Binding::Cookie(value)) => head.append(b"set-cookie", value.as_bytes()),
             Some(Binding::Header(name, value)) => head.set(name.as_bytes(), value.as_bytes()),
             None => return Flow::Continue,
+        };
+        if bound.is_ok() {
+            cx.shard.stats.session.session_set.inc();
         }
-        cx.shard.stats.session.session_set.inc();
         Flow::Continue
     }
 }

@@ -75,6 +75,10 @@ impl ItemQueue {
     pub fn iter(&self) -> impl Iterator<Item = &Item> {
         self.front.iter().chain(self.rest.iter())
     }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Item> {
+        self.front.iter_mut().chain(self.rest.iter_mut())
+    }
 }
 
 /// The regular fields of a trailer section, owned (they wait in a queue

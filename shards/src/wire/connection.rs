@@ -188,6 +188,8 @@ impl Connection {
     async fn run(&mut self) -> End {
         let stats = Arc::clone(&self.wire.shard.stats);
         let stats = &stats.downstream;
+        // A drain notice went this turn: the next step waits for a wake-up.
+        let mut noticed = false;
         loop {
             let s = &mut self.streams;
             s.out.take_from(&mut s.conn);
@@ -198,13 +200,14 @@ impl Connection {
                 return End::Abort;
             }
             let now = Instant::now();
-            match self.lifecycle.next(now, &self.state()) {
+            match self.lifecycle.next(now, &self.state(), !noticed) {
                 Next::GoAway(why) => {
                     self.go_away(why, stats);
                     continue;
                 }
                 Next::Notice => {
                     self.streams.conn.shutdown_notice();
+                    noticed = true;
                     continue;
                 }
                 Next::Close { go_away } => {
@@ -215,7 +218,8 @@ impl Connection {
                 }
                 Next::Serve => {}
             }
-            match self.lifecycle.arm(self.streams.now, &self.state()) {
+            noticed = false;
+            match self.lifecycle.arm(Instant::now(), &self.state()) {
                 Arm::Keep => {}
                 Arm::Set(d) => self.timer = Some(Box::pin(Timer::new(d))),
                 Arm::Clear => self.timer = None,

@@ -13,7 +13,7 @@ use h2wire::message::HeaderList;
 
 use super::body::ItemQueue;
 use super::pool::{PoolRef, UpRef};
-use crate::http_filter::HeaderEdits;
+use crate::http_filter::{FilterStates, HeaderEdits};
 use crate::shard::{OverrideHost, SnapshotRef};
 
 /// The host the router chose for a stream, and its pool on this shard
@@ -25,9 +25,12 @@ pub(crate) struct Target {
 
 /// One proxied stream, keyed by its downstream stream id.
 pub(crate) struct DStream {
-    /// The snapshot the stream started with: its route and filters stay
-    /// those of that snapshot, whatever an update does meanwhile.
-    pub(super) snap: SnapshotRef,
+    /// The snapshot the stream started with, kept while its filters may
+    /// still run (their configs and its route stay those of that snapshot,
+    /// whatever an update does meanwhile); a stream that runs only the
+    /// router lets go of it once routed, so a long stream pins no
+    /// superseded config.
+    pub(super) snap: Option<SnapshotRef>,
     /// Where its route is in its connection manager's table.
     pub(super) route: Option<RouteAt>,
     /// Its connection manager runs filters besides the router.
@@ -42,8 +45,11 @@ pub(crate) struct DStream {
     pub(super) edits: Option<Box<HeaderEdits>>,
     /// The host the filters asked for ahead of the cluster's policy.
     pub(super) override_host: Option<OverrideHost>,
-    /// A filter paused the stream: the position of that filter.
-    pub(super) paused: Option<u32>,
+    /// A filter paused the stream: the position of that filter and the
+    /// pause's ticket.
+    pub(super) paused: Option<(u32, u64)>,
+    /// What its filters keep for it.
+    pub(super) states: Option<Box<FilterStates>>,
     /// `:path` and `:authority` after the route's rewrites, and the new
     /// `x-forwarded-for`, when they differ from the head's.
     pub(super) path: Option<Box<[u8]>>,
@@ -86,6 +92,8 @@ pub(crate) struct DStream {
     /// (trailers-only or trailers), once its head arrived: what outlier
     /// detection counts.
     pub(super) served: Option<(u16, Option<u32>)>,
+    /// The status that went downstream, once a response head did.
+    pub(super) status: Option<u16>,
     /// How the stream failed, if it did (set just before `finish`), and
     /// Envoy's response flag for it.
     pub(super) failed: Option<CallResult>,
@@ -99,7 +107,7 @@ impl DStream {
     /// in the rest.
     pub(super) fn new(snap: SnapshotRef, grpc: bool, bodyless: bool, now: Instant) -> Self {
         Self {
-            snap,
+            snap: Some(snap),
             route: None,
             filtered: false,
             grpc,
@@ -107,6 +115,7 @@ impl DStream {
             edits: None,
             override_host: None,
             paused: None,
+            states: None,
             path: None,
             authority: None,
             xff: None,
@@ -127,6 +136,7 @@ impl DStream {
             ends_at: None,
             active_at: now,
             served: None,
+            status: None,
             failed: None,
             flag: "",
             log: None,

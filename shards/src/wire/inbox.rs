@@ -1,11 +1,13 @@
 //! How upstream connections hand downstream connections what came for their streams: one inbox per downstream connection, and the wakers of parked tasks.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};
 
 use h2wire::conn::ClientEvent;
 use slab::Slab;
+
+use crate::http_filter::{ResumeSink, Resumed};
 
 /// What an upstream connection hands a downstream connection, for one of
 /// its streams.
@@ -19,8 +21,9 @@ pub(crate) enum Delivered {
     /// The connection the stream was on closed or failed before the
     /// stream ended.
     ConnectionLost,
-    /// A filter that paused the stream is done (`http_filter::Resume`).
-    Resume,
+    /// A filter that paused the stream is done (`http_filter::Resume`):
+    /// the pause's ticket and how it ended (boxed: rare).
+    Resume(Box<(u64, Resumed)>),
 }
 
 /// Deliveries in arrival order: (downstream stream id, what came).
@@ -38,6 +41,8 @@ struct Inbox {
 #[derive(Default)]
 pub(crate) struct Inboxes {
     slab: RefCell<Slab<Inbox>>,
+    /// The last pause ticket handed out on this shard.
+    tickets: Cell<u64>,
 }
 
 impl Inboxes {
@@ -102,9 +107,18 @@ impl Inboxes {
 /// A paused stream's resume arrives through its connection's inbox, like
 /// an upstream delivery: the connection's task runs the rest of the
 /// stream's filters.
-impl crate::http_filter::ResumeSink for Inboxes {
-    fn resume(&self, inbox: usize, stream: u32) {
-        let _ = self.deliver(inbox, stream, Delivered::Resume);
+impl ResumeSink for Inboxes {
+    fn ticket(&self) -> u64 {
+        self.tickets.set(self.tickets.get() + 1);
+        self.tickets.get()
+    }
+
+    fn resume(&self, inbox: usize, stream: u32, ticket: u64, outcome: Resumed) {
+        let _ = self.deliver(
+            inbox,
+            stream,
+            Delivered::Resume(Box::new((ticket, outcome))),
+        );
     }
 }
 

@@ -187,13 +187,15 @@ impl Lifecycle {
     }
 
     /// What the connection does at the top of a turn. A GOAWAY or a notice
-    /// is to be sent and the question asked again.
-    pub fn next(&mut self, now: Instant, c: &ConnState) -> Next {
+    /// is to be sent and the question asked again; after a notice, with
+    /// `drain_step` false, so the final GOAWAY waits for a later turn even
+    /// when `drain_timeout` is zero (the client sees the notice first).
+    pub fn next(&mut self, now: Instant, c: &ConnState, drain_step: bool) -> Next {
         if c.flooded && self.close_at.is_none() {
             self.close_at = Some(now + HARD_CLOSE_AFTER);
             return Next::GoAway(GoAway::Flood);
         }
-        if let (Some(d), None) = (self.drain.as_mut(), self.close_at) {
+        if let (Some(d), None, true) = (self.drain.as_mut(), self.close_at, drain_step) {
             match d.step(now, c.busy, c.requests > 0, self.quiet_since) {
                 Step::Wait => {}
                 Step::Notice if c.is_h1 => {

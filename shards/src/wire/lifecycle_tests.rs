@@ -35,7 +35,7 @@ const S: Duration = Duration::from_secs(1);
 fn a_busy_connection_scans_and_a_quiet_scan_arms_the_idle_timeout() {
     let t0 = Instant::now();
     let mut lc = Lifecycle::new(limits(), t0, false);
-    assert_eq!(lc.next(t0, &busy()), Next::Serve);
+    assert_eq!(lc.next(t0, &busy(), true), Next::Serve);
     assert_eq!(lc.arm(t0, &busy()), Arm::Set(DEADLINE_SCAN));
     assert!(lc.scanning());
     assert_eq!(lc.arm(t0, &busy()), Arm::Keep, "armed once, not per turn");
@@ -65,7 +65,10 @@ fn the_idle_timeout_sends_a_goaway_and_closes_the_idle_connection() {
     );
     let t1 = t0 + Duration::from_secs(3600);
     assert_eq!(lc.on_timer(t1, &handshaken()), Fired::Idle);
-    assert_eq!(lc.next(t1, &handshaken()), Next::Close { go_away: false });
+    assert_eq!(
+        lc.next(t1, &handshaken(), true),
+        Next::Close { go_away: false }
+    );
 }
 
 #[test]
@@ -107,15 +110,15 @@ fn a_connection_lives_its_max_connection_duration_then_drains() {
     assert_eq!(lc.arm(t0, &handshaken()), Arm::Set(Duration::from_secs(60)));
     let end = t0 + Duration::from_secs(60);
     assert_eq!(lc.on_timer(end, &handshaken()), Fired::Recheck);
-    assert_eq!(lc.next(end, &busy()), Next::GoAway(GoAway::LivedOut));
+    assert_eq!(lc.next(end, &busy(), true), Next::GoAway(GoAway::LivedOut));
     // Its streams get drain_timeout, and it closes once they are done.
-    assert_eq!(lc.next(end, &busy()), Next::Serve);
+    assert_eq!(lc.next(end, &busy(), true), Next::Serve);
     assert_eq!(
-        lc.next(end + 5 * S, &busy()),
+        lc.next(end + 5 * S, &busy(), true),
         Next::Close { go_away: false }
     );
     assert_eq!(
-        lc.next(end + S, &handshaken()),
+        lc.next(end + S, &handshaken(), true),
         Next::Close { go_away: false }
     );
 }
@@ -128,13 +131,13 @@ fn max_requests_per_connection_drains_after_the_last_request() {
         ..limits()
     };
     let mut lc = Lifecycle::new(served, t0, false);
-    assert_eq!(lc.next(t0, &busy()), Next::Serve);
+    assert_eq!(lc.next(t0, &busy(), true), Next::Serve);
     let two = ConnState {
         requests: 2,
         ..busy()
     };
-    assert_eq!(lc.next(t0, &two), Next::GoAway(GoAway::ServedOut));
-    assert_eq!(lc.next(t0, &two), Next::Serve);
+    assert_eq!(lc.next(t0, &two, true), Next::GoAway(GoAway::ServedOut));
+    assert_eq!(lc.next(t0, &two, true), Next::Serve);
 }
 
 #[test]
@@ -145,10 +148,10 @@ fn a_reset_flood_is_told_to_calm_down_and_closed_within_a_second() {
         flooded: true,
         ..busy()
     };
-    assert_eq!(lc.next(t0, &flooding), Next::GoAway(GoAway::Flood));
-    assert_eq!(lc.next(t0, &flooding), Next::Serve);
+    assert_eq!(lc.next(t0, &flooding, true), Next::GoAway(GoAway::Flood));
+    assert_eq!(lc.next(t0, &flooding, true), Next::Serve);
     assert_eq!(
-        lc.next(t0 + HARD_CLOSE_AFTER, &flooding),
+        lc.next(t0 + HARD_CLOSE_AFTER, &flooding, true),
         Next::Close { go_away: false }
     );
 }
@@ -198,24 +201,42 @@ fn in_a_drain_an_idle_connection_closes_and_a_busy_one_is_told_at_its_place() {
     idle.start_drain(t0 + QUIET, gradual(600), 0.5);
     assert!(!idle.takes_drain());
     assert_eq!(
-        idle.next(t0 + QUIET, &handshaken()),
+        idle.next(t0 + QUIET, &handshaken(), true),
         Next::Close { go_away: true }
     );
 
     let mut lc = Lifecycle::new(limits(), t0, false);
     lc.start_drain(t0, gradual(600), 0.5);
-    assert_eq!(lc.next(t0, &busy()), Next::Serve);
+    assert_eq!(lc.next(t0, &busy(), true), Next::Serve);
     // Its place: half of (600 s − drain_timeout).
     let place = t0 + Duration::from_millis(297_500);
-    assert_eq!(lc.next(place, &busy()), Next::Notice);
-    assert_eq!(lc.next(place, &busy()), Next::Serve);
-    assert_eq!(lc.next(place + 5 * S, &busy()), Next::GoAway(GoAway::Drain));
-    // Closed once its streams are done, at the drain's end at the latest.
-    assert_eq!(lc.next(place + 6 * S, &busy()), Next::Serve);
+    assert_eq!(lc.next(place, &busy(), true), Next::Notice);
+    assert_eq!(lc.next(place, &busy(), true), Next::Serve);
     assert_eq!(
-        lc.next(t0 + Duration::from_secs(600), &busy()),
+        lc.next(place + 5 * S, &busy(), true),
+        Next::GoAway(GoAway::Drain)
+    );
+    // Closed once its streams are done, at the drain's end at the latest.
+    assert_eq!(lc.next(place + 6 * S, &busy(), true), Next::Serve);
+    assert_eq!(
+        lc.next(t0 + Duration::from_secs(600), &busy(), true),
         Next::Close { go_away: false }
     );
+}
+
+#[test]
+fn with_no_drain_timeout_the_final_goaway_waits_for_a_later_turn() {
+    let t0 = Instant::now();
+    let zero = Limits {
+        drain_timeout: Duration::ZERO,
+        ..limits()
+    };
+    let mut lc = Lifecycle::new(zero, t0, false);
+    lc.start_drain(t0, gradual(600), 0.0);
+    assert_eq!(lc.next(t0, &busy(), true), Next::Notice);
+    // Asked again in the same turn, after the notice went out.
+    assert_eq!(lc.next(t0, &busy(), false), Next::Serve);
+    assert_eq!(lc.next(t0, &busy(), true), Next::GoAway(GoAway::Drain));
 }
 
 #[test]
@@ -227,8 +248,8 @@ fn an_http1_connection_is_told_by_connection_close() {
         is_h1: true,
         ..busy()
     };
-    assert_eq!(lc.next(t0, &h1), Next::GoAway(GoAway::Drain));
-    assert_eq!(lc.next(t0, &h1), Next::Serve);
+    assert_eq!(lc.next(t0, &h1, true), Next::GoAway(GoAway::Drain));
+    assert_eq!(lc.next(t0, &h1, true), Next::Serve);
 }
 
 #[test]
@@ -238,7 +259,7 @@ fn a_connection_opened_into_a_drain_waits_for_its_first_request() {
     assert!(!lc.spreads(false));
     lc.start_drain(t0, gradual(10), 0.0);
     let later = t0 + 2 * QUIET;
-    assert_eq!(lc.next(later, &handshaken()), Next::Serve);
+    assert_eq!(lc.next(later, &handshaken(), true), Next::Serve);
     // Idle, it still closes at the drain's end.
     assert_eq!(
         lc.arm(later, &handshaken()),

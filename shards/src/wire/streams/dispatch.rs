@@ -105,8 +105,9 @@ impl Streams {
                 self.connection_lost(stream);
                 false
             }
-            Delivered::Resume => {
-                self.resume(stream);
+            Delivered::Resume(resumed) => {
+                let (ticket, outcome) = *resumed;
+                self.resume(stream, ticket, outcome);
                 false
             }
         };

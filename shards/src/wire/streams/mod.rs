@@ -108,7 +108,7 @@ impl ConnCx {
         if !all && !s.filtered {
             return None;
         }
-        let snap = Rc::clone(&s.snap);
+        let snap = Rc::clone(s.snap.as_ref()?);
         let hcm = self.hcm(&snap)?;
         let route = s
             .route
@@ -135,6 +135,9 @@ impl ConnCx {
             pick: None,
             resumer: &wire.resume,
             inbox: self.inbox,
+            states: &mut s.states,
+            at: 0,
+            paused: None,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
     }

@@ -37,7 +37,9 @@ use h2wire::ErrorCode;
 use super::{enqueue, reply, upstream, ConnCx, Streams};
 use crate::http_filter::chain::{self, Reached};
 use crate::http_filter::router::{text, HeadView};
-use crate::http_filter::{HeaderEdits, Reply, RequestHead, ResponseHead, StreamSummary, Trailers};
+use crate::http_filter::{
+    HeaderEdits, Reply, RequestHead, ResponseHead, Resumed, StreamSummary, Trailers,
+};
 use crate::local_reply::LocalReply;
 use crate::stats::HostCounter;
 use crate::wire::body::{owned, queued, Item};
@@ -98,7 +100,7 @@ impl Streams {
             }
         };
         let cx = &self.cx;
-        if let Some(hcm) = cx.hcm(&s.snap) {
+        if let Some(hcm) = s.snap.as_ref().and_then(|snap| cx.hcm(snap)) {
             s.filtered = hcm.http_filters.len() > 1;
             let routed = route_request_at(&hcm.route_config, &HeadView(&head));
             s.route = routed.map(|(at, _)| at);
@@ -140,17 +142,21 @@ impl Streams {
             return;
         };
         let Some(head) = s.head.take() else {
-            return self.finish(stream);
+            return self.fail(stream, LocalReply::BadRequest);
         };
         let mut edits = s.edits.take().map_or_else(HeaderEdits::default, |e| *e);
         let mut target = None;
+        let mut ticket = None;
         let wire = &self.cx.wire;
+        let end_stream = s.bodyless;
         let reached = self.cx.filters(s, stream, now, true, |filters, cx| {
             let mut rh = RequestHead {
                 list: &head,
                 edits: &mut edits,
+                end_stream,
             };
             let reached = chain::request_headers(filters, from, cx, &mut rh);
+            ticket = cx.paused;
             if let (Reached::Router, Some(pick)) = (&reached, cx.pick) {
                 // Counted in flight at once: the next pick (least request)
                 // sees it.
@@ -168,14 +174,20 @@ impl Streams {
         // No chain (the connection's is gone from every config): as
         // Envoy, a request it can no longer route gets 404.
         let reached = reached.unwrap_or(Reached::Reply(Reply::from(LocalReply::NoRoute)));
-        let reply = match (reached, target) {
-            (Reached::Router, Some(t)) => {
+        let reply = match (reached, target, ticket) {
+            (Reached::Router, Some(t), _) => {
                 s.target = Some(t);
                 // The route timeout runs from the end of the request as
                 // the router sees it (Envoy's): a filter's pause before
                 // it does not count.
                 if s.bodyless {
                     s.deadline = s.timeout.map(|t| now + t);
+                }
+                if !s.filtered {
+                    // Only the router ran: nothing needs the config again.
+                    s.snap = None;
+                } else if !s.req.is_empty() && self.filter_held_body(stream).is_err() {
+                    return;
                 }
                 if defer {
                     self.to_open.push(stream);
@@ -184,25 +196,68 @@ impl Streams {
                 }
                 return;
             }
-            (Reached::Pause { at }, _) => {
-                s.paused = u32::try_from(at).ok();
+            (Reached::Pause { at }, _, Some(ticket)) => {
+                s.paused = u32::try_from(at).ok().map(|at| (at, ticket));
                 return;
             }
-            (Reached::Router, None) => Reply::from(LocalReply::NoRoute),
-            (Reached::Reply(r), _) => r,
+            // A filter that pauses must ask for the handle that resumes:
+            // without it the stream would hang.
+            (Reached::Pause { .. }, _, None) => Reply::new(500, "", "DPE"),
+            (Reached::Router, None, _) => Reply::from(LocalReply::NoRoute),
+            (Reached::Reply(r), _, _) => r,
         };
         if let Some(s) = self.table.remove(&stream) {
             self.reply_new(stream, s, reply);
         }
     }
 
-    /// A paused stream's filter is done: the chain goes on after it.
-    pub(super) fn resume(&mut self, stream: u32) {
+    /// A paused stream's pause ended (`ticket` names it: a late or repeated
+    /// resume finds nothing): the chain goes on after the filter that
+    /// paused, or the stream gets that filter's reply.
+    pub(super) fn resume(&mut self, stream: u32, ticket: u64, outcome: Resumed) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
-        if let Some(at) = s.paused.take() {
-            self.admit(stream, at as usize + 1, false);
+        let Some((at, _)) = s.paused.filter(|&(_, t)| t == ticket) else {
+            return;
+        };
+        s.paused = None;
+        match outcome {
+            Resumed::Continue(edits) => {
+                if !edits.is_empty() {
+                    s.edits.get_or_insert_with(Default::default).extend(edits);
+                }
+                self.admit(stream, at as usize + 1, false);
+            }
+            Resumed::Reply(reply) => self.fail_with(stream, *reply, None),
+        }
+    }
+
+    /// Body chunks (and trailers) that came before the stream passed the
+    /// router (a filter had paused it) go through the body hooks now, in
+    /// order. `Err`: a filter answered, and the stream is over.
+    fn filter_held_body(&mut self, stream: u32) -> Result<(), ()> {
+        let now = self.now;
+        let Some(s) = self.table.get_mut(&stream) else {
+            return Err(());
+        };
+        let mut req = std::mem::take(&mut s.req);
+        let answer = self
+            .cx
+            .filters(s, stream, now, false, |f, cx| {
+                req.iter_mut().find_map(|item| match item {
+                    Item::Data { data, end, .. } => chain::request_body(f, cx, data, *end),
+                    Item::Trailers(t) => chain::request_trailers(f, cx, t),
+                })
+            })
+            .flatten();
+        s.req = req;
+        match answer {
+            Some(r) => {
+                self.fail_with(stream, r, None);
+                Err(())
+            }
+            None => Ok(()),
         }
     }
 
@@ -237,12 +292,18 @@ impl Streams {
         };
         s.active_at = now;
         let len = data.len();
-        let answer = self
-            .cx
-            .filters(s, stream, now, false, |f, cx| {
-                chain::request_body(f, cx, &mut data, end_stream)
-            })
-            .flatten();
+        // Before the router (a filter paused the stream) chunks wait as
+        // they came; they go through the body hooks once the chain passes
+        // the router (`filter_held_body`), after every head hook.
+        let answer = match s.target {
+            Some(_) => self
+                .cx
+                .filters(s, stream, now, false, |f, cx| {
+                    chain::request_body(f, cx, &mut data, end_stream)
+                })
+                .flatten(),
+            None => None,
+        };
         if let Some(r) = answer {
             self.conn.release(stream, len as u32);
             return self.fail_with(stream, r, None);
@@ -261,12 +322,15 @@ impl Streams {
         let now = self.now;
         if let Some(s) = self.table.get_mut(&stream) {
             let mut trailers = owned(&fields);
-            let answer = self
-                .cx
-                .filters(s, stream, now, false, |f, cx| {
-                    chain::request_trailers(f, cx, &mut trailers)
-                })
-                .flatten();
+            let answer = match s.target {
+                Some(_) => self
+                    .cx
+                    .filters(s, stream, now, false, |f, cx| {
+                        chain::request_trailers(f, cx, &mut trailers)
+                    })
+                    .flatten(),
+                None => None,
+            };
             match answer {
                 Some(r) => self.fail_with(stream, r, None),
                 None => {
@@ -346,6 +410,7 @@ impl Streams {
             Then::Go => {}
             Then::Finish => self.finish(stream),
             Then::Fail(reply) => self.fail(stream, reply),
+            Then::Refuse(reply) => self.fail_with(stream, reply, None),
         }
     }
 
@@ -440,7 +505,9 @@ impl Streams {
             self.table.insert(stream, s);
             return self.finish(stream);
         }
-        if let Some(t) = &s.target {
+        // The host's counters see the reply in its place, unless the host
+        // answered and a filter refused that answer (counted as it came).
+        if let (Some(t), None) = (&s.target, s.served) {
             let hosts = &self.cx.wire.shard.stats.hosts;
             hosts.host(t.host).responses.record(reply.status);
         }
@@ -477,12 +544,14 @@ impl Streams {
                 list: None,
                 edits: &mut edits,
             };
-            // A reply of a filter's on a reply is not asked for again.
+            // A local reply is the last answer: a filter that refuses it
+            // too is not asked again (no loop of replies).
             let _ = chain::response_headers(f, cx, &mut rh);
         });
         let stats = &self.cx.wire.shard.stats.downstream;
         let sent = reply::send(&mut self.conn, stream, &reply, &edits, s.grpc, head_only);
         stats.responses.record(sent);
+        s.status = Some(sent);
     }
 
     /// Phase 6: the stream is done on both connections.
@@ -499,7 +568,7 @@ impl Streams {
     fn forget(&mut self, stream: u32, mut s: DStream) {
         if s.filtered {
             let summary = StreamSummary {
-                status: s.served.map(|(st, _)| st),
+                status: s.status,
                 upstream: s.served_by(),
                 flag: s.flag,
             };
@@ -594,6 +663,9 @@ enum Then {
     Go,
     Finish,
     Fail(LocalReply),
+    /// A response filter answered: a local reply if no head went out
+    /// yet, else a reset; not the host's fault.
+    Refuse(Reply),
 }
 
 /// Phase 4: the upstream's response head, through the filters in reverse,
@@ -607,17 +679,11 @@ fn on_response_head(
 ) -> Then {
     let shard = &p.cx.wire.shard;
     let status = status_of(head);
-    if let Some(l) = s.log.as_mut() {
-        l.on_response(&p.cx.logs, status, Some(head));
-    }
-    s.resp_started = true;
+    // The host answered, whatever the filters make of it: its status is
+    // what outlier detection and its counters see.
     s.served = Some((status, grpc_status(head)));
     if let Some(t) = &s.target {
         shard.stats.hosts.host(t.host).responses.record(status);
-    }
-    shard.stats.downstream.responses.record(status);
-    if let Some(h) = s.head.take() {
-        p.conn.recycle(h);
     }
     let mut edits = HeaderEdits::default();
     let answer =
@@ -630,10 +696,18 @@ fn on_response_head(
             chain::response_headers(f, cx, &mut rh)
         })
         .flatten();
-    if answer.is_some() {
-        // The head is the upstream's and the client sees none of it: a
-        // filter that refuses a response resets the stream.
-        return Then::Fail(LocalReply::UpstreamReset);
+    if let Some(reply) = answer {
+        // No byte of the head went out: the client gets the filter's reply.
+        return Then::Refuse(reply);
+    }
+    if let Some(l) = s.log.as_mut() {
+        l.on_response(&p.cx.logs, status, Some(head));
+    }
+    s.resp_started = true;
+    s.status = Some(status);
+    shard.stats.downstream.responses.record(status);
+    if let Some(h) = s.head.take() {
+        p.conn.recycle(h);
     }
     let fields = edits.apply(reply::response_fields(head));
     let sent = p.conn.send_headers(stream, status, fields, end_stream);
@@ -658,8 +732,15 @@ fn on_response_data(
             chain::response_body(f, cx, &mut data, end_stream)
         })
         .flatten();
-    if answer.is_some() {
-        return Then::Fail(LocalReply::UpstreamReset);
+    if let Some(reply) = answer {
+        // The chunk goes no further: its bytes are released upstream here,
+        // or the upstream connection's window would shrink for good.
+        if let (Some(t), Some(up)) = (&s.target, s.up) {
+            if let Some(c) = t.pool.borrow_mut().conn(up) {
+                c.release(up.stream, len);
+            }
+        }
+        return Then::Refuse(reply);
     }
     s.resp.push_back(Item::Data {
         data,
@@ -687,8 +768,8 @@ fn on_response_trailers(
             chain::response_trailers(f, cx, &mut trailers)
         })
         .flatten();
-    if answer.is_some() {
-        return Then::Fail(LocalReply::UpstreamReset);
+    if let Some(reply) = answer {
+        return Then::Refuse(reply);
     }
     s.resp.push_back(Item::Trailers(trailers));
     enqueue(p.queued, s, stream);

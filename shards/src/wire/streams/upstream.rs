@@ -41,26 +41,23 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .or_else(|| head.get(b"host"))
         .unwrap_or(b"");
     let path = s.path.as_deref().unwrap_or_else(|| get(b":path"));
-    let replace_xff = s.xff.is_some();
     let none = HeaderEdits::default();
     let edits = s.edits.as_deref().unwrap_or(&none);
+    // A filter that edits `x-forwarded-for` says what goes: the gateway's
+    // own value then stays out.
+    let xff = s
+        .xff
+        .as_deref()
+        .filter(|_| !edits.touches(b"x-forwarded-for"));
+    let replace_xff = xff.is_some();
     // Cookies go out never indexed: they differ per client, and one
     // upstream connection carries many clients (RFC 7541 §7.1.3).
     let fields = head
         .iter()
         .filter(|(n, v, _)| forwarded(n, v, replace_xff) && !edits.removes(n))
         .map(|(n, v, never)| (n, v, never || n == b"cookie"))
-        .chain(
-            s.xff
-                .as_deref()
-                .map(|v| (&b"x-forwarded-for"[..], v, false)),
-        )
-        .chain(
-            edits
-                .added()
-                .filter(|(n, v)| forwarded(n, v, false))
-                .map(|(n, v)| (n, v, n == b"cookie")),
-        );
+        .chain(xff.map(|v| (&b"x-forwarded-for"[..], v, false)))
+        .chain(edits.added().map(|(n, v)| (n, v, n == b"cookie")));
     let scheme = pool.scheme();
     pool.conn_at(slot)?
         .send_request(get(b":method"), scheme, authority, path, fields, s.bodyless)

@@ -1,0 +1,158 @@
+//! What a filter sees of its stream in every hook (`FilterCx`): the shard, the snapshot, the route, the connection, the stream's override host and serving host, its own per-stream state; and how a paused stream is resumed.
+
+use std::any::Any;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Instant;
+
+use engine::snapshot::Host;
+use engine::{ClusterSnapshot, HostId, Route, Snapshot};
+
+use super::edits::HeaderEdits;
+use super::reply::Reply;
+use crate::shard::{OverrideHost, Shard};
+
+/// The connection a stream came on.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnInfo<'a> {
+    pub peer: SocketAddr,
+    /// The TLS server name the client asked for.
+    pub sni: Option<&'a str>,
+    /// `HTTP/1.1` or `HTTP/2`.
+    pub protocol: &'static str,
+}
+
+/// What the router chose for a request: the cluster and its host.
+#[derive(Debug, Clone, Copy)]
+pub struct Pick<'a> {
+    pub cluster: &'a ClusterSnapshot,
+    pub host: &'a Host,
+}
+
+/// The filters' per-stream state, by their position in the chain: made
+/// on the first state a filter keeps, so streams whose filters keep none
+/// allocate nothing.
+pub type FilterStates = Vec<Option<Box<dyn Any>>>;
+
+/// What a filter sees of its stream and may change, in every hook.
+pub struct FilterCx<'a> {
+    /// The shard's routing context: its stats, randomness, ejected hosts.
+    pub shard: &'a Shard,
+    /// The snapshot the stream started with.
+    pub snapshot: &'a Snapshot,
+    /// The route the request matched (`None`: no route; the router
+    /// answers 404).
+    pub route: Option<&'a Route>,
+    pub conn: ConnInfo<'a>,
+    /// The downstream stream's id.
+    pub stream: u32,
+    /// A gRPC request (`content-type: application/grpc…`).
+    pub grpc: bool,
+    /// The connection's clock at this turn.
+    pub now: Instant,
+    /// The host the stream asks for ahead of the cluster's policy, which
+    /// a filter before the router may set (the stateful session filter's).
+    pub override_host: &'a mut Option<OverrideHost>,
+    /// The host serving the stream, once the router chose it.
+    pub served: Option<SocketAddr>,
+    /// Streams in flight per host on this shard (least request).
+    pub(crate) in_flight: &'a dyn Fn(HostId) -> u32,
+    /// What the router chose, for the phases to open upstream.
+    pub(crate) pick: Option<Pick<'a>>,
+    /// Where a paused stream's resume goes: the connection's inbox.
+    pub(crate) resumer: &'a Rc<dyn ResumeSink>,
+    pub(crate) inbox: usize,
+    /// The stream's filter states.
+    pub(crate) states: &'a mut Option<Box<FilterStates>>,
+    /// The position of the filter whose hook runs.
+    pub(crate) at: usize,
+    /// The ticket of the pause this hook asked for.
+    pub(crate) paused: Option<u64>,
+}
+
+impl FilterCx<'_> {
+    /// This filter's state for this stream, if it kept one of type `T`.
+    pub fn state<T: Any>(&mut self) -> Option<&mut T> {
+        self.states
+            .as_mut()?
+            .get_mut(self.at)?
+            .as_mut()?
+            .downcast_mut()
+    }
+
+    /// Keeps `value` as this filter's state for this stream (it lives
+    /// until the stream ends; its hooks find it with [`Self::state`]).
+    pub fn set_state<T: Any>(&mut self, value: T) {
+        let states = self.states.get_or_insert_with(Default::default);
+        if states.len() <= self.at {
+            states.resize_with(self.at + 1, || None);
+        }
+        states[self.at] = Some(Box::new(value));
+    }
+
+    /// Pauses the stream (return [`super::RequestFlow::Pause`]): the handle
+    /// that resumes it, from a task on this shard, once the filter's work
+    /// is done. A stream paused and never resumed ends at its stream idle
+    /// timeout.
+    pub fn pause(&mut self) -> Resume {
+        let ticket = self.resumer.ticket();
+        self.paused = Some(ticket);
+        Resume {
+            sink: Rc::clone(self.resumer),
+            inbox: self.inbox,
+            stream: self.stream,
+            ticket,
+        }
+    }
+}
+
+/// How a paused filter ends its pause.
+#[derive(Debug)]
+pub enum Resumed {
+    /// The chain goes on with the next filter, with these edits to the
+    /// request head.
+    Continue(HeaderEdits),
+    /// The filter answers the request (a denial, say).
+    Reply(Box<Reply>),
+}
+
+/// Where resumes go: the connection's inbox (implemented by the data
+/// path, which this module sits below).
+pub trait ResumeSink {
+    /// A ticket no other pause on this shard has: a resume names the pause
+    /// it ends, so a late or repeated one finds nothing to resume.
+    fn ticket(&self) -> u64;
+    /// Delivers `outcome` to stream `stream` of the connection whose inbox
+    /// is `inbox` (nothing if it is gone).
+    fn resume(&self, inbox: usize, stream: u32, ticket: u64, outcome: Resumed);
+}
+
+/// Ends a stream's pause; shard-local, used once.
+pub struct Resume {
+    sink: Rc<dyn ResumeSink>,
+    inbox: usize,
+    stream: u32,
+    ticket: u64,
+}
+
+impl Resume {
+    /// The paused filter is done: the chain goes on with the next one.
+    pub fn resume(self) {
+        self.resume_with(HeaderEdits::default());
+    }
+
+    /// As [`Self::resume`], with edits to the request head (headers an
+    /// authorisation service returned, say).
+    pub fn resume_with(self, edits: HeaderEdits) {
+        let outcome = Resumed::Continue(edits);
+        self.sink
+            .resume(self.inbox, self.stream, self.ticket, outcome);
+    }
+
+    /// The paused filter answers the request itself.
+    pub fn reply(self, reply: Reply) {
+        let outcome = Resumed::Reply(Box::new(reply));
+        self.sink
+            .resume(self.inbox, self.stream, self.ticket, outcome);
+    }
+}
