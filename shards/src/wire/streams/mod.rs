@@ -3,12 +3,14 @@
 //! The files below are layered, each calling only those after it:
 //! `dispatch` (codec events, inbox deliveries, stream deadlines) →
 //! `phases` (the request phases in order, with the HTTP filters) →
-//! `upstream` (the stream's upstream side) and `reply` (local replies on
-//! the wire) → this module (the table, and what a filter sees); `forward`
+//! `upstream` (the stream's upstream side), `reply` (responses on the
+//! wire) and `outcome` (what a finished stream leaves: log lines, outlier
+//! counts) → this module (the table, and what a filter sees); `forward`
 //! (bodies) is called by `dispatch` and returns what ended.
 
 mod dispatch;
 mod forward;
+mod outcome;
 mod phases;
 mod reply;
 mod upstream;

@@ -34,6 +34,8 @@ use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+use super::reply::{grpc_status, status_of};
+use super::upstream::idempotent;
 use super::{enqueue, reply, upstream, ConnCx, Streams};
 use crate::http_filter::chain::{self, Reached};
 use crate::http_filter::router::{text, HeadView};
@@ -46,31 +48,10 @@ use crate::wire::body::{owned, queued, Item};
 use crate::wire::codec::DownCodec;
 use crate::wire::dstream::{DStream, Target};
 use crate::wire::logging::LogState;
-use crate::wire::pool::PoolRef;
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them.
 const MAX_ATTEMPTS: u8 = 3;
-
-/// Methods RFC 9110 §9.2.2 calls idempotent: safe to send again when the
-/// connection died before an answer.
-fn idempotent(method: Option<&[u8]>) -> bool {
-    matches!(
-        method,
-        Some(b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE" | b"PUT" | b"DELETE")
-    )
-}
-
-/// A numeric `grpc-status` field.
-fn grpc_status(list: &HeaderList) -> Option<u32> {
-    text(list.get(b"grpc-status"))?.trim().parse().ok()
-}
-
-fn status_of(head: &HeaderList) -> u16 {
-    text(head.get(b":status"))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(502)
-}
 
 impl Streams {
     /// Phase 1, a new request: its record, its route, then its filters
@@ -610,41 +591,6 @@ impl Streams {
         });
         if let Some(result) = result {
             self.record_outlier(&t.pool, result);
-        }
-    }
-
-    /// Queues the stream's access log lines.
-    fn log(&self, l: &LogState, upstream: Option<(std::net::SocketAddr, &str)>) {
-        let cx = &self.cx;
-        l.emit(
-            &cx.logs,
-            &cx.wire,
-            cx.protocol,
-            upstream,
-            cx.peer,
-            cx.sni.as_deref(),
-        );
-    }
-
-    /// Counts the stream's outcome for outlier detection, when the host's
-    /// cluster in the current snapshot has it.
-    fn record_outlier(&self, pool: &PoolRef, result: CallResult) {
-        let shard = &self.cx.wire.shard;
-        let snap = shard.snapshot();
-        let p = pool.borrow();
-        let Some(cluster) = snap.cluster(p.cluster_name()) else {
-            return;
-        };
-        if !cluster
-            .config
-            .outlier_detection
-            .as_ref()
-            .is_some_and(|o| o.has_detector())
-        {
-            return;
-        }
-        if let Some(host) = cluster.host_by_addr(&p.addr) {
-            shard.record_outlier(cluster, host, result);
         }
     }
 }

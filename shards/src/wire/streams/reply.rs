@@ -4,6 +4,7 @@ use bytes::Bytes;
 use engine::headers::{http_to_grpc_status, is_hop_by_hop};
 use h2wire::message::HeaderList;
 
+use crate::http_filter::router::text;
 use crate::http_filter::{HeaderEdits, Reply};
 use crate::wire::codec::DownCodec;
 
@@ -66,4 +67,15 @@ pub(super) fn send(
         let _ = conn.send_data(stream, &mut data, true);
     }
     reply.status
+}
+
+/// A numeric `grpc-status` field.
+pub(super) fn grpc_status(list: &HeaderList) -> Option<u32> {
+    text(list.get(b"grpc-status"))?.trim().parse().ok()
+}
+
+pub(super) fn status_of(head: &HeaderList) -> u16 {
+    text(head.get(b":status"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(502)
 }

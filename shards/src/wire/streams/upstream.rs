@@ -64,6 +64,15 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .ok()
 }
 
+/// Methods RFC 9110 §9.2.2 calls idempotent: safe to send again when the
+/// connection died before an answer.
+pub(super) fn idempotent(method: Option<&[u8]>) -> bool {
+    matches!(
+        method,
+        Some(b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE" | b"PUT" | b"DELETE")
+    )
+}
+
 /// Gives a header list back to the upstream connection it came from.
 pub(super) fn recycle(from: Option<(PoolRef, UpRef)>, list: HeaderList) {
     let Some((pool, up)) = from else { return };
