@@ -222,6 +222,58 @@ check "HTTP/1.1 upstream: one kept-alive connection for three requests" "1" "$pe
 check "HTTP/1.1 upstream over TLS (trusted_ca, SAN matcher)" "200 hello h1 from python /tls/x" \
     "$(curl -s -w '%{http_code} ' "http://$up/tls/x" -o "$work/h1tls.out"; cat "$work/h1tls.out")"
 
+# Envoy's examples as they are written: a listener without a name (Envoy
+# names it), traffic_direction set, and an X.509 v1 certificate (what
+# `openssl x509 -req` makes, no SAN) served to curl, which trusts it.
+openssl ecparam -name prime256v1 -genkey -noout -out "$work/v1-key.pem"
+openssl req -new -key "$work/v1-key.pem" -subj /CN=v1.example.com -out "$work/v1.csr" 2>/dev/null
+openssl x509 -req -in "$work/v1.csr" -signkey "$work/v1-key.pem" -days 2 -out "$work/v1-cert.pem" 2>/dev/null
+cat >"$work/v1.yaml" <<YAML
+admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }
+static_resources:
+  listeners:
+  - address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    traffic_direction: INBOUND
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates:
+            - certificate_chain: { filename: $work/v1-cert.pem }
+              private_key: { filename: $work/v1-key.pem }
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: v1
+          route_config:
+            virtual_hosts:
+            - { name: all, domains: ["*"], routes: [{ match: { prefix: "/" }, route: { cluster: demo } }] }
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router }
+  clusters:
+  - name: demo
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: demo
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${backend##*:} } } }
+YAML
+"$BIN/gateway" -c "$work/v1.yaml" --shards 1 >"$work/gateway-v1.log" 2>&1 &
+pids+=($!)
+v1=$(await_addr "$work/gateway-v1.log" "listener .* on")
+check "an unnamed listener serving an X.509 v1 certificate" "200" \
+    "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/v1-cert.pem" \
+        --resolve "v1.example.com:${v1##*:}:127.0.0.1" "https://v1.example.com:${v1##*:}/")"
+
 if [[ $failures -gt 0 ]]; then
     echo "clients: $failures failures; gateway log:" >&2
     cat "$work/gateway.log" >&2

@@ -96,7 +96,8 @@ pub type RebuildTls = Arc<dyn Fn() -> Result<DownstreamTlsSpec, String> + Send +
 #[derive(Debug)]
 pub struct TlsState {
     pub config: Arc<ServerConfig>,
-    /// DNS names of each certificate (SAN), in configuration order.
+    /// The names of each certificate (its SAN's DNS names, else its
+    /// subject's common names), in configuration order.
     pub names: Vec<Vec<String>>,
 }
 
@@ -168,21 +169,15 @@ impl DownstreamTls {
             let Some(leaf) = cert.chain.first() else {
                 return Err(bad("the chain has no certificate".into()));
             };
-            let dns: Vec<String> = webpki::EndEntityCert::try_from(leaf)
-                .map_err(|e| bad(format!("cannot parse the certificate: {e}")))?
-                .valid_dns_names()
-                .map(|n| n.to_ascii_lowercase())
-                .collect();
+            let (dns, spki) = server_identity(leaf).map_err(bad)?;
             let signing = provider
                 .key_provider
                 .load_private_key(cert.key)
                 .map_err(|e| bad(format!("private key: {e}")))?;
+            if signing.public_key().is_some_and(|k| k.as_ref() != spki) {
+                return Err(bad("the private key does not match the certificate".into()));
+            }
             let key = CertifiedKey::new(cert.chain, signing);
-            key.keys_match().map_err(|e| {
-                bad(format!(
-                    "the private key does not match the certificate: {e}"
-                ))
-            })?;
             names.push(dns.clone());
             keys.push((Arc::new(key), dns));
         }
@@ -404,7 +399,7 @@ mod common;
 mod san;
 mod tickets;
 mod upstream;
-use common::{provider_for, trusted_as_is};
+use common::{provider_for, server_identity, trusted_as_is};
 pub use common::{CertificateSpec, TlsError, TlsVersion};
 pub use san::{SanMatcher, SanType};
 pub use tickets::TICKET_KEY_LEN;

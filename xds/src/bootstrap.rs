@@ -112,6 +112,16 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
     let mut listeners: Vec<Arc<engine::Listener>> = Vec::with_capacity(sr.listeners.len());
     for (i, l) in sr.listeners.iter().enumerate() {
         let lpath = srpath.field("listeners").index(i);
+        let named;
+        let l = if l.name.is_empty() {
+            named = crate::pb::envoy::config::listener::v3::Listener {
+                name: generated_listener_name(i, l),
+                ..l.clone()
+            };
+            &named
+        } else {
+            l
+        };
         let listener = validate::listener(l, &lpath, &names)?;
         if listeners.iter().any(|o| o.name == listener.name) {
             return Err(Error::invalid(
@@ -201,6 +211,32 @@ const LISTENER_LIMIT_SUFFIX: &str = ".connection_limit";
 /// `envoy.resource_limits.listener.<name>.connection_limit`. Nested
 /// structs spell keys in parts (`envoy: { resource_limits: ... }`), which
 /// Envoy joins with dots; a later layer overrides an earlier one.
+/// The name of a static listener configured without one. Envoy gives such
+/// a listener a random UUID; ours has a UUID's shape too, drawn from the
+/// listener's place and address, so a reload of the same file names it
+/// the same and does not drain it as a new listener.
+fn generated_listener_name(
+    index: usize,
+    l: &crate::pb::envoy::config::listener::v3::Listener,
+) -> String {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        // SipHash with fixed keys: the same on every run and build.
+        let mut h = std::hash::DefaultHasher::new();
+        (salt, index, format!("{:?}", l.address)).hash(&mut h);
+        h.finish()
+    };
+    let (a, b) = (half(0), half(1));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        0x8000 | (b >> 48) & 0x3fff,
+        b & 0xffff_ffff_ffff
+    )
+}
+
 fn layered_runtime(r: &pb::LayeredRuntime, path: &Path) -> Result<engine::Runtime> {
     use pb::runtime_layer::LayerSpecifier;
     let mut out = engine::Runtime::default();

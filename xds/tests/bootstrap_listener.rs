@@ -289,3 +289,32 @@ fn access_logs_are_taken_and_unknown_operators_named() {
         format!("{HCM}.access_log[0].typed_config.log_format.text_format: unknown command operator %UPSTREAM_REQUEST_ATTEMPT_COUNT%")
     );
 }
+
+/// A static listener without a name gets one, as Envoy names it (Envoy
+/// draws a UUID; ours has a UUID's shape, and a reload of the same file
+/// gives the same name); `traffic_direction` is accepted (Envoy uses it for
+/// stats and tracing only).
+#[test]
+fn an_unnamed_listener_is_named_and_traffic_direction_is_accepted() {
+    let unnamed = edit("  - name: ingress\n    address:\n", "  - address:\n");
+    let unnamed = unnamed.replace(
+        "    filter_chains:\n",
+        "    traffic_direction: INBOUND\n    filter_chains:\n",
+    );
+    let first = load(&unnamed).unwrap();
+    let name = &first.listeners[0].name;
+    assert_eq!(name.len(), 36, "{name}");
+    assert_eq!(
+        name.chars().filter(|&c| c == '-').count(),
+        4,
+        "a UUID's shape: {name}"
+    );
+    assert_eq!(&load(&unnamed).unwrap().listeners[0].name, name, "stable");
+    // A second unnamed listener on another address is named apart.
+    let start = unnamed.find("  - address:").unwrap();
+    let end = unnamed.find("\n  clusters:").unwrap() + 1;
+    let other = unnamed[start..end].replace("port_value: 10000", "port_value: 10001");
+    let two = format!("{}{other}{}", &unnamed[..end], &unnamed[end..]);
+    let two = load(&two).unwrap();
+    assert_ne!(two.listeners[0].name, two.listeners[1].name);
+}

@@ -155,3 +155,43 @@ pub(super) fn trusted_as_is(
     };
     parsed.validity().is_valid_at(now)
 }
+
+/// What a server certificate answers for, and the key it carries: the DNS
+/// names of its subject alternative names, else (a certificate without
+/// any, such as an X.509 v1 one) its subject's common names, as Envoy
+/// takes them to choose a certificate by SNI; and its
+/// SubjectPublicKeyInfo, to check the private key against. Parsed here
+/// rather than by webpki, which rustls checks its own keys with and which
+/// refuses v1 certificates that OpenSSL, and so Envoy, serve.
+pub(super) fn server_identity(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, Vec<u8>), String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref())
+        .map_err(|e| format!("cannot parse the certificate: {e}"))?;
+    let san: Vec<String> = parsed
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .map(|ext| {
+            ext.value
+                .general_names
+                .iter()
+                .filter_map(|n| match n {
+                    x509_parser::extensions::GeneralName::DNSName(d) => {
+                        Some(d.to_ascii_lowercase())
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let names = if san.is_empty() {
+        parsed
+            .subject()
+            .iter_common_name()
+            .filter_map(|cn| cn.as_str().ok())
+            .map(str::to_ascii_lowercase)
+            .collect()
+    } else {
+        san
+    };
+    Ok((names, parsed.public_key().raw.to_vec()))
+}

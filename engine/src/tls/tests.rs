@@ -71,6 +71,55 @@ fn a_key_of_another_certificate_is_refused() {
     );
 }
 
+/// An X.509 v1 certificate (no extensions, so no SAN) for
+/// `v1.example.com` and its key, made by `openssl x509 -req` as Envoy's
+/// examples make theirs.
+fn v1_cert() -> CertificateSpec {
+    use rustls::pki_types::pem::PemObject;
+    let chain = CertificateDer::pem_slice_iter(include_bytes!("testdata/v1-cert.pem"))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("certificate");
+    let key = PrivateKeyDer::from_pem_slice(include_bytes!("testdata/v1-key.pem")).expect("key");
+    CertificateSpec { chain, key }
+}
+
+#[test]
+fn an_x509_v1_certificate_is_served_under_its_common_name() {
+    let tls = DownstreamTls::build(spec(vec![v1_cert(), cert(&["other.example"], P256)]))
+        .expect("v1 certificates build, as OpenSSL serves them");
+    assert_eq!(
+        tls.state().names,
+        vec![
+            vec!["v1.example.com".to_string()],
+            vec!["other.example".to_string()]
+        ]
+    );
+    // Its key is still checked against the certificate.
+    let mut wrong = v1_cert();
+    wrong.key = cert(&["b"], P256).key;
+    let err = DownstreamTls::build(spec(vec![wrong])).unwrap_err();
+    assert!(
+        matches!(&err, TlsError::Certificate { index: 0, reason } if reason.contains("does not match")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_certificate_without_a_san_answers_for_its_common_name() {
+    let key = rcgen::KeyPair::generate_for(P256).expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "cn.example");
+    let c = params.self_signed(&key).expect("cert");
+    let spec_cn = CertificateSpec {
+        chain: vec![c.der().clone()],
+        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    };
+    let tls = DownstreamTls::build(spec(vec![spec_cn])).unwrap();
+    assert_eq!(tls.state().names, vec![vec!["cn.example".to_string()]]);
+}
+
 #[test]
 fn tls12_suites_are_kept_in_the_given_order_after_tls13_s() {
     let mut s = spec(vec![cert(&["a"], P256)]);

@@ -27,7 +27,6 @@ pub fn listener(
         freebind,
         tcp_fast_open_queue_length,
         socket_options,
-        traffic_direction,
         udp_listener_config,
         api_listener,
         connection_balance_config,
