@@ -1,8 +1,8 @@
 //! Writes the fuzz targets' seed inputs, `corpus/<target>/seed-<name>`,
 //! from what the unit tests use: frames from h2wire's encoders, RFC 7541
 //! Appendix C header blocks, the bytes a real ClientConn and ServerConn
-//! exchange, the session tests' cookie values, and the example xDS
-//! resources. Deterministic: run it again and git shows no change.
+//! exchange, the session tests' cookie values, the example xDS
+//! resources, and DNS answers as the test DNS server writes them. Deterministic: run it again and git shows no change.
 //!
 //! `cargo run --example gen_seeds` (in fuzz/; stable is enough).
 
@@ -33,6 +33,7 @@ fn main() {
         ("client_conn", client_conn()),
         ("session_cookie", session_cookie()),
         ("xds_resources", xds_resources()),
+        ("dns_answer", dns_answer()),
     ] {
         let dir = root.join(target);
         fs::create_dir_all(&dir).unwrap();
@@ -463,6 +464,57 @@ fn server_conn() -> Seeds {
 
 fn client_conn() -> Seeds {
     conn_seeds(false)
+}
+
+// --- dns_answer: [mode][message] -------------------------------------------
+
+fn dns_answer() -> Seeds {
+    use dnswire::server::{response, Rr};
+    use dnswire::{query, RecordType};
+    let mut seeds = Seeds::new();
+    // The target answers a query for the mode's name and type whose id is
+    // the message's first two bytes: mode 0 is A for web.example.com,
+    // 1 AAAA for it, 2 A for "a".
+    let mut add =
+        |name: &str, mode: u8, qname: &str, rtype, rcode, tc, answers: &[(String, Rr)]| {
+            let q = query(0x1234, qname, rtype).unwrap();
+            let mut v = vec![mode];
+            v.extend_from_slice(&response(&q, rcode, tc, answers));
+            seeds.insert(name.to_string(), v);
+        };
+    let web = "web.example.com".to_string();
+    let v4 = |s: &str, ttl| Rr::Addr(s.parse().unwrap(), ttl);
+    add(
+        "a_two",
+        0,
+        &web,
+        RecordType::A,
+        0,
+        false,
+        &[
+            (web.clone(), v4("10.0.0.1", 30)),
+            (web.clone(), v4("10.0.0.2", 60)),
+        ],
+    );
+    add(
+        "aaaa_cname",
+        1,
+        &web,
+        RecordType::Aaaa,
+        0,
+        false,
+        &[
+            (web.clone(), Rr::Cname("pool.example.com".into(), 30)),
+            ("pool.example.com".into(), v4("2001:db8::1", 5)),
+        ],
+    );
+    add("nxdomain", 0, &web, RecordType::A, 3, false, &[]);
+    let mut cut = vec![2u8];
+    let q = query(0x1234, "a", RecordType::A).unwrap();
+    let whole = response(&q, 0, true, &[("a".into(), v4("10.0.0.1", 30))]);
+    cut.extend_from_slice(&whole[..whole.len() - 3]);
+    seeds.insert("truncated".into(), cut);
+    seeds
 }
 
 // --- session_cookie: [mode][value] ---------------------------------------

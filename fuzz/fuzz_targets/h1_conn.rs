@@ -59,7 +59,11 @@ fn run(wire: &[u8], step: usize) -> (Vec<Seen>, Vec<u8>) {
                     end_stream,
                 } => {
                     assert!(head.wire_len() <= CONFIG.limits.max_head_bytes);
-                    seen.push(Seen::Request(stream, head.method().to_vec(), head.target().to_vec()));
+                    seen.push(Seen::Request(
+                        stream,
+                        head.method().to_vec(),
+                        head.target().to_vec(),
+                    ));
                     end_stream.then_some((stream, true))
                 }
                 Event::Data {
