@@ -114,6 +114,7 @@ fn cluster(endpoints: Vec<Endpoint>) -> Arc<Cluster> {
         lb_policy: LbPolicy::RoundRobin,
         endpoints,
         eds: None,
+        dns: None,
         http2: UpstreamHttp2::default(),
         upstream: Default::default(),
         outlier_detection: None,

@@ -54,6 +54,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
             })
             .collect(),
         eds: None,
+        dns: None,
         http2: UpstreamHttp2::default(),
         upstream: Default::default(),
         outlier_detection: None,

@@ -26,6 +26,7 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
         lb_policy: policy,
         endpoints,
         eds: None,
+        dns: None,
         http2: UpstreamHttp2::default(),
         upstream: Default::default(),
         outlier_detection: None,

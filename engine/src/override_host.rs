@@ -70,6 +70,7 @@ mod tests {
                 ep(3, HealthStatus::Unhealthy),
             ],
             eds: None,
+            dns: None,
             http2: UpstreamHttp2::default(),
             upstream: Default::default(),
             outlier_detection: None,

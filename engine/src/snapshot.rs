@@ -141,6 +141,7 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.lb_policy == b.lb_policy
         && a.endpoints == b.endpoints
         && a.eds == b.eds
+        && a.dns == b.dns
         && a.outlier_detection == b.outlier_detection
         && a.common_lb == b.common_lb
 }
@@ -165,6 +166,7 @@ mod tests {
                 })
                 .collect(),
             eds: None,
+            dns: None,
             http2: UpstreamHttp2::default(),
             upstream: Default::default(),
             outlier_detection: None,

@@ -11,11 +11,12 @@
 //! An update is acknowledged to the control plane only after every shard
 //! applied it, so an ACK means "serving".
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::unix::io::{FromRawFd, IntoRawFd};
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -23,13 +24,14 @@ use std::time::{Instant, SystemTime};
 use bytes::Bytes;
 use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
 use futures_lite::AsyncReadExt;
-use glommio::channels::local_channel::{self, LocalReceiver};
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::Task;
 use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 
 use crate::admin::{self, AdminState};
 use crate::certs::CertWatch;
+use crate::dns::{DnsLookups, Lookup, Resolution};
 use crate::error::{StartError, Started};
 use crate::events::AdsEvent;
 use crate::events::{Command, CommandReceiver, Event, EventSender};
@@ -106,6 +108,14 @@ struct Control {
     /// them again.
     not_serving: Vec<crate::ports::NotServing>,
     bind_retry_at: Option<Instant>,
+    /// DNS clusters' lookups.
+    dns: DnsLookups,
+    /// The loop's own inbox, for the lookup tasks it starts (weak: the
+    /// loop still ends when every source is gone).
+    events: Weak<LocalSender<Event>>,
+    /// The ADS server's cluster as the ADS task reads it, kept current
+    /// (its hosts may come from DNS).
+    ads_cluster: Option<Rc<RefCell<Arc<engine::Cluster>>>>,
 }
 
 /// The control shard: reads the file sources, starts the data shards and
@@ -121,19 +131,23 @@ pub(crate) async fn run(
     let now = Instant::now();
     let mut client = XdsClient::new(&bootstrap, now);
     // Nothing runs yet: a failure here only has to be reported.
-    let Initial {
-        watched,
-        ports,
-        registry,
-        boot,
-        snap,
-    } = match initial_snapshot(&mut client, now) {
+    let watched = match read_sources(&mut client, now) {
+        Ok(watched) => watched,
+        Err(e) => {
+            let _ = started.send(Err(e));
+            return;
+        }
+    };
+    let mut dns = DnsLookups::new(clock_seed());
+    first_lookups(&mut client, &mut dns).await;
+    let initial = match initial_snapshot(&mut client, dns) {
         Ok(initial) => initial,
         Err(e) => {
             let _ = started.send(Err(e));
             return;
         }
     };
+    let (boot, snap) = (initial.boot.clone(), Arc::clone(&initial.snap));
     // The data shards, then the admin server: a failure of either stops
     // the shards started so far.
     let mut links = Vec::with_capacity(layout.shards);
@@ -160,11 +174,16 @@ pub(crate) async fn run(
     let (events, inbox) = local_channel::new_unbounded::<Event>();
     let events: EventSender = Rc::new(events);
     admin_state.set_events(events.clone());
-    let _sources = Sources::spawn(commands, watched, &bootstrap, &events);
+    let ads = ads_target(&boot);
+    let ads_cluster = ads.as_ref().map(|t| Rc::clone(&t.cluster));
+    let _sources = Sources::spawn(commands, watched, ads, &events);
+    let inbox_sender = Rc::downgrade(&events);
     drop(events);
 
     let dynamic = bootstrap.dynamic.clone();
-    let mut control = Control::new(links, ports, registry, admin_state, snap, client, dynamic);
+    let mut control = Control::new(links, initial, admin_state, client, dynamic);
+    control.events = inbox_sender;
+    control.ads_cluster = ads_cluster;
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
     control.event_loop(&inbox).await;
@@ -177,20 +196,19 @@ type Watched = (ResourceType, PathBuf, Option<files::Stamp>);
 
 /// What the gateway starts with, before any shard runs.
 struct Initial {
-    /// The file sources read, to be watched from now on.
-    watched: Vec<Watched>,
     ports: PortReservations,
     registry: HostRegistry,
     /// The composed bootstrap, its listener ports reserved.
     boot: Bootstrap,
     /// Version 1, which the data shards start with.
     snap: Arc<Snapshot>,
+    /// The DNS clusters' lookups, the first ones done.
+    dns: DnsLookups,
 }
 
-/// Reads the file sources and builds the first snapshot. File sources are
-/// read before it, so the gateway starts with what they hold (or fails to
-/// start if they are invalid).
-fn initial_snapshot(client: &mut XdsClient, now: Instant) -> Result<Initial, StartError> {
+/// Reads the file sources, so that the gateway starts with what they hold
+/// (or fails to start if they are invalid); returns them, to be watched.
+fn read_sources(client: &mut XdsClient, now: Instant) -> Result<Vec<Watched>, StartError> {
     let mut watched = Vec::new();
     for kind in [ResourceType::Cluster, ResourceType::Listener] {
         if let Some(ConfigSource::Path(path)) = client.source(kind).cloned() {
@@ -202,6 +220,24 @@ fn initial_snapshot(client: &mut XdsClient, now: Instant) -> Result<Initial, Sta
             watched.push((kind, path, stamp));
         }
     }
+    Ok(watched)
+}
+
+/// Looks up the names of the DNS clusters held so far (static ones and
+/// those of a CDS file) and waits for the answers: Envoy initializes such
+/// clusters before its listeners serve, so the first snapshot has their
+/// hosts. A lookup that fails leaves its cluster without hosts for now.
+async fn first_lookups(client: &mut XdsClient, dns: &mut DnsLookups) {
+    dns.sync(&client.dns_clusters(), Instant::now());
+    for (lookup, result) in dns.run_due(Instant::now()).await {
+        if let Some(endpoints) = dns.on_result(&lookup, result, Instant::now()) {
+            client.on_dns(&lookup.cluster, &lookup.dns, endpoints);
+        }
+    }
+}
+
+/// Builds the first snapshot.
+fn initial_snapshot(client: &mut XdsClient, dns: DnsLookups) -> Result<Initial, StartError> {
     let mut ports = PortReservations::default();
     let mut registry = HostRegistry::new();
     let (boot, _) = ports
@@ -209,11 +245,11 @@ fn initial_snapshot(client: &mut XdsClient, now: Instant) -> Result<Initial, Sta
         .map_err(StartError::Bind)?;
     let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
     Ok(Initial {
-        watched,
         ports,
         registry,
         boot,
         snap,
+        dns,
     })
 }
 
@@ -243,7 +279,7 @@ impl Sources {
     fn spawn(
         commands: CommandReceiver,
         watched: Vec<Watched>,
-        bootstrap: &Bootstrap,
+        ads: Option<AdsTarget>,
         events: &EventSender,
     ) -> Sources {
         let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
@@ -253,8 +289,8 @@ impl Sources {
                 glommio::spawn_local(files::watch(kind, path, stamp, events.clone()))
             })
             .collect();
-        let _ads = ads_target(bootstrap)
-            .map(|target| glommio::spawn_local(ads::run(target, events.clone(), clock_seed())));
+        let _ads =
+            ads.map(|target| glommio::spawn_local(ads::run(target, events.clone(), clock_seed())));
         Sources {
             _ads,
             _watchers,
@@ -276,7 +312,7 @@ fn ads_target(b: &Bootstrap) -> Option<AdsTarget> {
     let ads = b.dynamic.as_ref()?.ads.as_ref()?;
     let cluster = b.clusters.iter().find(|c| c.name == ads.cluster)?;
     Some(AdsTarget {
-        cluster: Arc::clone(cluster),
+        cluster: Rc::new(RefCell::new(Arc::clone(cluster))),
         authority: ads.authority.clone(),
     })
 }
@@ -311,18 +347,24 @@ impl Control {
     /// is ejected yet and the certificates are those of `snap`.
     fn new(
         links: Vec<ShardLink>,
-        ports: PortReservations,
-        registry: HostRegistry,
+        initial: Initial,
         admin: AdminState,
-        snap: Arc<Snapshot>,
         client: XdsClient,
         dynamic: Option<engine::DynamicResources>,
     ) -> Control {
+        let Initial {
+            ports,
+            registry,
+            snap,
+            dns,
+            ..
+        } = initial;
         let mut outlier = OutlierControl::new(clock_seed());
         // Nothing is ejected yet, so there is nothing to push.
         let _ = outlier.on_snapshot(&snap, Instant::now());
         let mut certs = CertWatch::default();
         certs.track(&snap, Instant::now());
+        admin.set_dns(dns.counts().clone());
         Control {
             links,
             ports,
@@ -339,6 +381,9 @@ impl Control {
             certs,
             not_serving: Vec::new(),
             bind_retry_at: None,
+            dns,
+            events: Weak::new(),
+            ads_cluster: None,
         }
     }
 
@@ -376,6 +421,10 @@ impl Control {
                     self.on_file(kind, result).await;
                     true
                 }
+                Event::Dns { lookup, result } => {
+                    self.on_dns(lookup, result).await;
+                    true
+                }
                 Event::Tick => self.on_tick().await,
             };
             if refresh {
@@ -394,6 +443,7 @@ impl Control {
             .record_tls_reloads(checked.reloaded, checked.failed);
         self.sweep_outliers(now).await;
         self.send_due(now);
+        self.dns.start_due(now, &self.events);
         let expired = self.client.poll(now);
         // A listener that could not bind is pushed again once its
         // address is free (probed first: no snapshot per retry).
@@ -511,7 +561,8 @@ impl Control {
 
     /// The earliest time the loop has something to do without an event:
     /// an outlier sweep, an ADS request held back, an initial fetch
-    /// timeout, or the end of the wait for the first resources.
+    /// timeout, a certificate check, a bind retry, a DNS lookup, or the
+    /// end of the wait for the first resources.
     fn next_due(&self) -> Option<Instant> {
         let init = self.client.init_deadline().filter(|_| !self.initialized);
         [
@@ -520,6 +571,7 @@ impl Control {
             self.client.next_deadline(),
             self.certs.next_due(),
             self.bind_retry_at,
+            self.dns.next_due(),
             init,
         ]
         .into_iter()
@@ -571,6 +623,18 @@ impl Control {
         }
     }
 
+    /// A DNS cluster's name was looked up: its hosts reach the shards
+    /// when they changed.
+    async fn on_dns(&mut self, lookup: Lookup, result: Result<Resolution, String>) {
+        let now = Instant::now();
+        if let Some(endpoints) = self.dns.on_result(&lookup, result, now) {
+            if self.client.on_dns(&lookup.cluster, &lookup.dns, endpoints) {
+                self.push_xds(now).await;
+            }
+        }
+        self.admin.set_dns(self.dns.counts().clone());
+    }
+
     async fn push_xds(&mut self, started: Instant) {
         let composed = self.client.compose();
         if let Err(e) = self.push(&composed, true, started).await {
@@ -617,6 +681,7 @@ impl Control {
         }
         self.admin.record_push(started.elapsed());
         // Together: the admin never shows a listener in neither list.
+        self.follow_ads_cluster(&boot);
         self.admin.set_config(Arc::clone(&snap), boot);
         self.admin.set_not_serving(self.not_serving.clone());
         self.certs.track(&snap, Instant::now());
@@ -627,7 +692,24 @@ impl Control {
         }
         self.admin
             .set_outlier(self.outlier.view(&self.current), self.epoch);
+        // The DNS clusters of this config: new ones are looked up now.
+        self.dns.sync(&self.client.dns_clusters(), Instant::now());
+        self.admin.set_dns(self.dns.counts().clone());
         result
+    }
+
+    /// Hands the ADS task the ADS cluster as this config has it (a DNS
+    /// cluster's hosts change with its lookups).
+    fn follow_ads_cluster(&self, boot: &Bootstrap) {
+        let Some(cell) = &self.ads_cluster else {
+            return;
+        };
+        let name = cell.borrow().name.clone();
+        if let Some(c) = boot.clusters.iter().find(|c| c.name == name) {
+            if !Arc::ptr_eq(c, &cell.borrow()) {
+                *cell.borrow_mut() = Arc::clone(c);
+            }
+        }
     }
 
     /// Runs the outlier sweeps that are due: collects every shard's counts

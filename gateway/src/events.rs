@@ -29,8 +29,13 @@ pub enum Event {
     },
     /// `POST /healthcheck/…` or `/drain_listeners`.
     Admin(AdminAction),
+    /// A DNS cluster's name was looked up (see `crate::dns`).
+    Dns {
+        lookup: crate::dns::Lookup,
+        result: Result<crate::dns::Resolution, String>,
+    },
     /// A deadline of the control loop's passed (outlier sweeps, ADS
-    /// requests held back, initial fetch timeouts, readiness): see
+    /// requests held back, initial fetch timeouts, readiness, DNS lookups): see
     /// `Control::next_due`.
     Tick,
 }

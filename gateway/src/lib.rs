@@ -5,6 +5,7 @@
 pub mod admin;
 mod certs;
 mod control;
+mod dns;
 mod error;
 mod events;
 mod io;

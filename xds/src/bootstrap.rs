@@ -161,7 +161,7 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
             Some(c) if c.eds.is_some() => {
                 return Err(Error::invalid(
                     cpath,
-                    format!("{:?} must be a STATIC cluster, not EDS", ads.cluster),
+                    format!("{:?} must be a STATIC or DNS cluster, not EDS", ads.cluster),
                 ))
             }
             Some(_) => {}

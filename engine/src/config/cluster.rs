@@ -12,16 +12,19 @@ use super::upstream::{UpstreamHttp2, UpstreamOptions};
 /// Envoy's default `Cluster.connect_timeout`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A `STATIC` or `EDS` cluster.
+/// A `STATIC`, `EDS`, `STRICT_DNS` or `LOGICAL_DNS` cluster.
 #[derive(Debug, Clone)]
 pub struct Cluster {
     pub name: String,
     pub connect_timeout: Duration,
     pub lb_policy: LbPolicy,
-    /// `load_assignment` endpoints, or for EDS the last assignment received.
+    /// `load_assignment` endpoints; for EDS the last assignment received,
+    /// for a DNS cluster the addresses its names last resolved to.
     pub endpoints: Vec<Endpoint>,
     /// `Some` for `type: EDS`.
     pub eds: Option<Eds>,
+    /// `Some` for `type: STRICT_DNS` or `LOGICAL_DNS`.
+    pub dns: Option<std::sync::Arc<Dns>>,
     /// `http2_protocol_options`, used when the upstream speaks HTTP/2.
     pub http2: UpstreamHttp2,
     /// The upstream's protocol and transport.
@@ -62,6 +65,70 @@ pub struct Eds {
 pub struct Endpoint {
     pub address: SocketAddr,
     /// `load_balancing_weight` (default 1).
+    pub weight: u32,
+    pub health: HealthStatus,
+}
+
+/// Envoy's default `dns_refresh_rate`.
+pub const DEFAULT_DNS_REFRESH_RATE: Duration = Duration::from_secs(5);
+
+/// `type: STRICT_DNS` or `LOGICAL_DNS`: the names a cluster's hosts are
+/// found by, and how often and through whom they are looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dns {
+    pub kind: DnsKind,
+    /// `load_assignment`'s endpoints, each a name and a port.
+    pub targets: Vec<DnsTarget>,
+    /// `dns_refresh_rate` (5 s).
+    pub refresh_rate: Duration,
+    /// `dns_failure_refresh_rate`: after a failed lookup, the next comes
+    /// after a backoff from `base` to `max`; `None`: at `refresh_rate`.
+    pub failure_refresh: Option<(Duration, Duration)>,
+    /// `respect_dns_ttl`: the next lookup comes at the answer's lowest TTL
+    /// instead of `refresh_rate`.
+    pub respect_ttl: bool,
+    pub family: DnsFamily,
+    /// `typed_dns_resolver_config` (c-ares) `resolvers`, or the deprecated
+    /// `dns_resolvers`; empty: the system's (`/etc/resolv.conf`).
+    pub resolvers: Vec<SocketAddr>,
+    /// c-ares' `query_timeout_seconds`: how long a server is given to
+    /// answer one try (Envoy's default 5 s).
+    pub query_timeout: Duration,
+    /// c-ares' `query_tries`: tries of one lookup, each at the next server
+    /// (Envoy's default 4).
+    pub query_tries: u32,
+    /// `use_tcp_for_dns_lookups`: ask over TCP, not UDP.
+    pub tcp: bool,
+}
+
+/// Which hosts a DNS cluster has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DnsKind {
+    /// `STRICT_DNS`: every address each name resolves to.
+    Strict,
+    /// `LOGICAL_DNS`: the first address of its one name.
+    Logical,
+}
+
+/// `dns_lookup_family`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DnsFamily {
+    /// `AUTO`: IPv6, else IPv4 when a name has no IPv6 address.
+    #[default]
+    Auto,
+    V4Only,
+    V6Only,
+    /// `V4_PREFERRED`: IPv4, else IPv6.
+    V4Preferred,
+    /// `ALL`: both.
+    All,
+}
+
+/// One name of a DNS cluster, with what its addresses inherit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsTarget {
+    pub host: String,
+    pub port: u16,
     pub weight: u32,
     pub health: HealthStatus,
 }

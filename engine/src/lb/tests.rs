@@ -22,6 +22,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
             })
             .collect(),
         eds: None,
+        dns: None,
         http2: UpstreamHttp2::default(),
         upstream: Default::default(),
         outlier_detection: None,

@@ -56,6 +56,7 @@ impl AdminState {
             listeners_drained: false,
             not_serving: Vec::new(),
             events: None,
+            dns: Default::default(),
         })))
     }
 
@@ -98,6 +99,11 @@ impl AdminState {
     /// The listeners that could not bind at the last update.
     pub fn set_not_serving(&self, not_serving: Vec<crate::ports::NotServing>) {
         self.0.borrow_mut().not_serving = not_serving;
+    }
+
+    /// Each DNS cluster's lookups so far.
+    pub(crate) fn set_dns(&self, dns: std::collections::BTreeMap<String, crate::dns::Counts>) {
+        self.0.borrow_mut().dns = dns;
     }
 
     /// Where admin actions go (the control loop's inbox).

@@ -509,6 +509,7 @@ fn control(out: &mut String, inner: &Inner) {
         "gateway_config_push_seconds_total {:.6}",
         p.total.as_secs_f64()
     );
+    dns(out, inner);
     for (name, help, v) in [
         (
             "gateway_config_push_last_seconds",
@@ -525,6 +526,41 @@ fn control(out: &mut String, inner: &Inner) {
         let _ = writeln!(out, "{name} {:.6}", v.as_secs_f64());
     }
 }
+/// DNS clusters' lookups (Envoy's `update_success` and `update_failure`
+/// of such clusters) and the hosts they found.
+fn dns(out: &mut String, inner: &Inner) {
+    if inner.dns.is_empty() {
+        return;
+    }
+    metric(
+        out,
+        "gateway_dns_lookups_total",
+        "counter",
+        "Lookups of DNS clusters' names, by outcome (a failure keeps the hosts found before).",
+    );
+    for (cluster, c) in &inner.dns {
+        for (outcome, n) in [("success", c.successes), ("failure", c.failures)] {
+            let _ = writeln!(
+                out,
+                "gateway_dns_lookups_total{{cluster=\"{cluster}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+    }
+    metric(
+        out,
+        "gateway_dns_hosts",
+        "gauge",
+        "Hosts a DNS cluster's names resolved to.",
+    );
+    for (cluster, c) in &inner.dns {
+        let _ = writeln!(
+            out,
+            "gateway_dns_hosts{{cluster=\"{cluster}\"}} {}",
+            c.hosts
+        );
+    }
+}
+
 /// The stateful session filter, load-balancer picks and outlier detection.
 fn session_and_lb(out: &mut String, inner: &Inner) {
     let sh = &inner.shards;

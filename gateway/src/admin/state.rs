@@ -37,6 +37,8 @@ pub(super) struct Inner {
     pub(super) not_serving: Vec<crate::ports::NotServing>,
     /// Where admin actions go: the control loop's inbox.
     pub(super) events: Option<crate::events::EventSender>,
+    /// Each DNS cluster's lookups.
+    pub(super) dns: std::collections::BTreeMap<String, crate::dns::Counts>,
 }
 
 impl Inner {

@@ -41,8 +41,10 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_PROBES: u32 = 3;
 
 /// Where the ADS server is: a static cluster and the `:authority` to use.
+/// The control loop replaces the cluster when its hosts change (a DNS
+/// cluster's lookups); each connection attempt reads the latest.
 pub struct AdsTarget {
-    pub cluster: Arc<Cluster>,
+    pub cluster: Rc<RefCell<Arc<Cluster>>>,
     pub authority: String,
 }
 
@@ -53,13 +55,14 @@ pub async fn run(target: AdsTarget, events: EventSender, seed: u64) {
     let mut rng = seed | 1;
     let mut gen = 0u64;
     loop {
-        let endpoints = &target.cluster.endpoints;
+        let cluster = Arc::clone(&target.cluster.borrow());
+        let endpoints = &cluster.endpoints;
         if endpoints.is_empty() {
-            tracing::warn!(cluster = %target.cluster.name, "ADS cluster has no endpoints");
+            tracing::warn!(cluster = %cluster.name, "ADS cluster has no endpoints");
         } else {
             gen += 1;
             let addr = endpoints[(gen as usize - 1) % endpoints.len()].address;
-            let reason = match stream(&target, addr, gen, &events, &mut backoff).await {
+            let reason = match stream(&target, &cluster, addr, gen, &events, &mut backoff).await {
                 Ok(reason) | Err(reason) => reason,
             };
             if events
@@ -80,12 +83,13 @@ pub async fn run(target: AdsTarget, events: EventSender, seed: u64) {
 /// One connection and stream; returns why it ended.
 async fn stream(
     target: &AdsTarget,
+    cluster: &Cluster,
     addr: SocketAddr,
     gen: u64,
     events: &EventSender,
     backoff: &mut Backoff,
 ) -> Result<String, String> {
-    let tcp = io::connect(addr, target.cluster.connect_timeout)
+    let tcp = io::connect(addr, cluster.connect_timeout)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
     set_keepalive(&tcp);

@@ -44,6 +44,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
             })
             .collect(),
         eds: None,
+        dns: None,
         http2: UpstreamHttp2::default(),
         upstream: Default::default(),
         outlier_detection: None,

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use engine::{Bootstrap, Cluster, ClusterTarget, Endpoint, Listener, RouteConfig};
+use engine::{Bootstrap, Cluster, ClusterTarget, Dns, Endpoint, Listener, RouteConfig};
 
 use super::resources::ResourceType;
 
@@ -23,12 +23,46 @@ pub(super) struct Held<'a> {
     pub(super) clusters: &'a BTreeMap<String, Arc<Cluster>>,
     pub(super) routes: &'a BTreeMap<String, Arc<RouteConfig>>,
     pub(super) endpoints: &'a BTreeMap<String, Arc<Vec<Endpoint>>>,
+    /// What each DNS cluster's names last resolved to, under which config.
+    pub(super) resolved: &'a BTreeMap<String, Resolved>,
     pub(super) timed_out: &'a HashSet<(ResourceType, String)>,
+}
+
+/// A DNS cluster's hosts as its last lookup found them.
+#[derive(Debug, Clone)]
+pub(super) struct Resolved {
+    /// The DNS config looked up (a later config waits for its own).
+    pub(super) dns: Arc<Dns>,
+    pub(super) endpoints: Arc<Vec<Endpoint>>,
 }
 
 impl Held<'_> {
     fn is_timed_out(&self, kind: ResourceType, name: &str) -> bool {
         self.timed_out.contains(&(kind, name.to_owned()))
+    }
+
+    /// The endpoints `c` is served with: its own (`Some(None)`), EDS's
+    /// assignment or its DNS names' addresses; `None` while it is not warm
+    /// (no assignment and no timeout yet; no lookup of its names yet, as
+    /// Envoy's DNS clusters wait for their first resolution).
+    fn endpoints_of(&self, c: &Cluster) -> Option<Option<Arc<Vec<Endpoint>>>> {
+        if let Some(eds) = &c.eds {
+            return match self.endpoints.get(&eds.service_name) {
+                Some(e) => Some(Some(Arc::clone(e))),
+                None if self.is_timed_out(ResourceType::Endpoint, &eds.service_name) => {
+                    Some(Some(Arc::new(Vec::new())))
+                }
+                None => None,
+            };
+        }
+        if let Some(dns) = &c.dns {
+            return self
+                .resolved
+                .get(&c.name)
+                .filter(|r| Arc::ptr_eq(&r.dns, dns) || r.dns == *dns)
+                .map(|r| Some(Arc::clone(&r.endpoints)));
+        }
+        Some(None)
     }
 }
 
@@ -71,22 +105,13 @@ impl Warm {
             .collect();
         let mut clusters = Vec::with_capacity(all_clusters.len());
         for c in all_clusters {
-            let endpoints = match &c.eds {
-                None => None,
-                Some(eds) => match held.endpoints.get(&eds.service_name) {
-                    Some(e) => Some(Arc::clone(e)),
-                    None if held.is_timed_out(ResourceType::Endpoint, &eds.service_name) => {
-                        Some(Arc::new(Vec::new()))
-                    }
-                    None => {
-                        // Not warm: keep serving the previous version.
-                        if let Some(prev) = warm.clusters.remove(&c.name) {
-                            clusters.push(Arc::clone(&prev.merged));
-                            next.clusters.insert(c.name.clone(), prev);
-                        }
-                        continue;
-                    }
-                },
+            let Some(endpoints) = held.endpoints_of(&c) else {
+                // Not warm: keep serving the previous version.
+                if let Some(prev) = warm.clusters.remove(&c.name) {
+                    clusters.push(Arc::clone(&prev.merged));
+                    next.clusters.insert(c.name.clone(), prev);
+                }
+                continue;
             };
             let active = match warm.clusters.remove(&c.name) {
                 Some(prev)

@@ -113,6 +113,8 @@ pub struct XdsClient {
     clusters: BTreeMap<String, Arc<Cluster>>,
     routes: BTreeMap<String, Arc<RouteConfig>>,
     endpoints: BTreeMap<String, Arc<Vec<Endpoint>>>,
+    /// What DNS clusters' names last resolved to, by cluster name.
+    resolved: BTreeMap<String, compose::Resolved>,
     /// Initial fetch deadlines of subscribed RDS/EDS names not yet received.
     deadlines: HashMap<(ResourceType, String), Instant>,
     /// Names whose initial fetch timed out: used as empty until they arrive.
@@ -147,6 +149,7 @@ impl XdsClient {
             clusters: BTreeMap::new(),
             routes: BTreeMap::new(),
             endpoints: BTreeMap::new(),
+            resolved: BTreeMap::new(),
             deadlines: HashMap::new(),
             timed_out: HashSet::new(),
             stream_open: false,
@@ -197,8 +200,62 @@ impl XdsClient {
             clusters: &self.clusters,
             routes: &self.routes,
             endpoints: &self.endpoints,
+            resolved: &self.resolved,
             timed_out: &self.timed_out,
         }
+    }
+
+    /// Every DNS cluster held (static or from CDS), with its DNS config:
+    /// what the control shard looks up. What was resolved for clusters that
+    /// are gone, or whose DNS config changed, is forgotten.
+    pub fn dns_clusters(&mut self) -> Vec<(String, Arc<engine::Dns>)> {
+        let list: Vec<(String, Arc<engine::Dns>)> = self
+            .statics
+            .clusters
+            .iter()
+            .chain(self.clusters.values())
+            .filter_map(|c| Some((c.name.clone(), Arc::clone(c.dns.as_ref()?))))
+            .collect();
+        self.resolved.retain(|name, r| {
+            list.iter()
+                .any(|(n, d)| n == name && (Arc::ptr_eq(d, &r.dns) || *d == r.dns))
+        });
+        list
+    }
+
+    /// DNS cluster `cluster`'s names, looked up under `dns`, gave
+    /// `endpoints`. Whether that changes what the data shards should get
+    /// (`compose` then makes the new config); a lookup under a DNS config
+    /// the cluster no longer has changes nothing.
+    pub fn on_dns(
+        &mut self,
+        cluster: &str,
+        dns: &Arc<engine::Dns>,
+        endpoints: Vec<Endpoint>,
+    ) -> bool {
+        let current = self
+            .statics
+            .clusters
+            .iter()
+            .chain(self.clusters.values())
+            .find(|c| c.name == cluster)
+            .and_then(|c| c.dns.as_ref());
+        if !current.is_some_and(|d| Arc::ptr_eq(d, dns) || d == dns) {
+            return false;
+        }
+        if self.resolved.get(cluster).is_some_and(|r| {
+            *r.endpoints == endpoints && (Arc::ptr_eq(&r.dns, dns) || r.dns == *dns)
+        }) {
+            return false;
+        }
+        self.resolved.insert(
+            cluster.to_owned(),
+            compose::Resolved {
+                dns: Arc::clone(dns),
+                endpoints: Arc::new(endpoints),
+            },
+        );
+        true
     }
 
     /// Whether the first fetch of every ADS wildcard type is done (or timed

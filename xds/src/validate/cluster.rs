@@ -1,5 +1,5 @@
 //! `Cluster` / `ClusterLoadAssignment` → `engine::Cluster`: STATIC and EDS
-//! clusters of IP endpoints (protocol and TLS: `upstream`), round robin / least request
+//! clusters of IP endpoints, DNS clusters of names (`dns`) (protocol and TLS: `upstream`), round robin / least request
 //! / random picking (`lb_policy` or `load_balancing_policy`), outlier
 //! detection and `common_lb_config`.
 
@@ -26,9 +26,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         c,
         health_checks,
         circuit_breakers,
-        dns_refresh_rate,
-        dns_lookup_family,
-        dns_resolvers,
         cleanup_interval,
         upstream_bind_config,
         lb_subset_config,
@@ -37,11 +34,9 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         upstream_connection_options,
         close_connections_on_host_health_failure,
         ignore_health_on_host_removal,
-        respect_dns_ttl,
         filters,
         lrs_server,
         transport_socket_matches,
-        use_tcp_for_dns_lookups,
         upstream_http_protocol_options,
         upstream_config,
         preconnect_policy,
@@ -52,10 +47,15 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         return Err(Error::invalid(path.field("name"), "required"));
     }
     // Order matters: of several errors, the first one checked is reported.
-    let is_eds = is_eds(c, path)?;
+    let discovery = discovery(c, path)?;
+    let is_eds = discovery == Discovery::Eds;
     let connect_timeout = connect_timeout(c, path)?;
     let lb_policy = lb_policy(c, path)?;
     let eds = eds(c, is_eds, path)?;
+    let dns = match discovery {
+        Discovery::Dns(kind) => Some(std::sync::Arc::new(super::dns::dns(c, kind, path)?)),
+        _ => None,
+    };
     let endpoints = match &c.load_assignment {
         Some(_) if is_eds => {
             return Err(Error::invalid(
@@ -63,6 +63,8 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
                 "not allowed with type EDS (endpoints come from EDS)",
             ))
         }
+        // A DNS cluster's hosts are what its names resolve to.
+        _ if dns.is_some() => Vec::new(),
         Some(la) => cluster_load_assignment(la, &path.field("load_assignment"))?,
         None => Vec::new(),
     };
@@ -81,6 +83,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         lb_policy,
         endpoints,
         eds,
+        dns,
         http2,
         upstream,
         outlier_detection,
@@ -92,34 +95,38 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     })
 }
 
-/// The discovery `type`: whether the cluster is EDS (else STATIC, the
-/// default); any other type is refused.
-fn is_eds(c: &pb::Cluster, path: &Path) -> Result<bool> {
+/// How a cluster finds its hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Discovery {
+    Static,
+    Eds,
+    Dns(engine::DnsKind),
+}
+
+/// The discovery `type` (STATIC by default); ORIGINAL_DST and
+/// `cluster_type` extensions are refused.
+fn discovery(c: &pb::Cluster, path: &Path) -> Result<Discovery> {
     use pb::cluster::{ClusterDiscoveryType, DiscoveryType};
-    let mut is_eds = false;
     match &c.cluster_discovery_type {
-        None => {} // STATIC is the default
+        None => Ok(Discovery::Static),
         Some(ClusterDiscoveryType::Type(t)) => match DiscoveryType::try_from(*t) {
-            Ok(DiscoveryType::Static) => {}
-            Ok(DiscoveryType::Eds) => is_eds = true,
-            Ok(other) => {
-                return Err(Error::unsupported_value(
-                    path.field("type"),
-                    other.as_str_name(),
-                ))
-            }
-            Err(_) => {
-                return Err(Error::invalid(
-                    path.field("type"),
-                    format!("unknown value {t}"),
-                ))
-            }
+            Ok(DiscoveryType::Static) => Ok(Discovery::Static),
+            Ok(DiscoveryType::Eds) => Ok(Discovery::Eds),
+            Ok(DiscoveryType::StrictDns) => Ok(Discovery::Dns(engine::DnsKind::Strict)),
+            Ok(DiscoveryType::LogicalDns) => Ok(Discovery::Dns(engine::DnsKind::Logical)),
+            Ok(other) => Err(Error::unsupported_value(
+                path.field("type"),
+                other.as_str_name(),
+            )),
+            Err(_) => Err(Error::invalid(
+                path.field("type"),
+                format!("unknown value {t}"),
+            )),
         },
         Some(ClusterDiscoveryType::ClusterType(_)) => {
-            return Err(Error::unsupported(path.field("cluster_type")))
+            Err(Error::unsupported(path.field("cluster_type")))
         }
     }
-    Ok(is_eds)
 }
 
 /// `connect_timeout`: Envoy's default when unset, never 0.

@@ -4,6 +4,7 @@
 mod access_log;
 mod cluster;
 pub(crate) mod common;
+mod dns;
 mod filter_chain;
 mod http_connection_manager;
 mod lb;

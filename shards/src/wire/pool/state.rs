@@ -362,6 +362,7 @@ mod tests {
             lb_policy: engine::LbPolicy::RoundRobin,
             endpoints: vec![],
             eds: None,
+            dns: None,
             http2: engine::UpstreamHttp2 {
                 initial_stream_window_size: stream_window,
                 ..Default::default()
