@@ -103,6 +103,8 @@ fn endpoints(n: usize) -> Vec<Endpoint> {
             address: addr(i),
             weight: 1,
             health: HealthStatus::Healthy,
+            hostname: String::new(),
+            check: Default::default(),
         })
         .collect()
 }
@@ -120,6 +122,7 @@ fn cluster(endpoints: Vec<Endpoint>) -> Arc<Cluster> {
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),
+        health_check: None,
     })
 }
 

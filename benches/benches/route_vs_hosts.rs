@@ -132,6 +132,8 @@ fn snapshot(hosts: usize, weighted: bool) -> Arc<Snapshot> {
                 )),
                 weight: if weighted { 1 + (i % 7) as u32 } else { 1 },
                 health: HealthStatus::Healthy,
+                hostname: String::new(),
+                check: Default::default(),
             })
             .collect(),
         ..template

@@ -51,6 +51,8 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
                 } else {
                     HealthStatus::Healthy
                 },
+                hostname: String::new(),
+                check: Default::default(),
             })
             .collect(),
         eds: None,
@@ -59,6 +61,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
         upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+        health_check: None,
         common_lb: Default::default(),
     })
 }

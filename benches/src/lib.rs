@@ -18,6 +18,8 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
             address: SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 8080)),
             weight: if weighted { 1 + (i % 7) as u32 } else { 1 },
             health: HealthStatus::Healthy,
+            hostname: String::new(),
+            check: Default::default(),
         })
         .collect();
     let c = Cluster {
@@ -32,6 +34,7 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),
+        health_check: None,
     };
     let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
     assert_eq!(snap.weighted, weighted);

@@ -17,7 +17,8 @@
 //!   upstream connection a proxy used;
 //! * gRPC (`content-type: application/grpc*`): echo the framed messages, then
 //!   trailers `grpc-status` (0 or `x-grpc-status`) and `grpc-message`
-//!   (`x-grpc-message`, if given);
+//!   (`x-grpc-message`, if given); `grpc.health.v1.Health/Check` answers
+//!   SERVING;
 //! * per-backend options ([`BackendOptions`]): a fixed `delay` before
 //!   answering, a fixed HTTP `status` for every request, a trailers-only
 //!   `grpc_status` for every gRPC request, extra `response_headers` (none
@@ -62,6 +63,8 @@ const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
 const APPLICATION_GRPC: HeaderValue = HeaderValue::from_static("application/grpc");
 const GRPC_OK: HeaderValue = HeaderValue::from_static("0");
+/// The standard gRPC health service's one unary method.
+const GRPC_HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
 
 /// Zeros backing `x-response-size` bodies: `Bytes::from_static` slices of it
 /// cost no allocation and no copy.
@@ -360,7 +363,12 @@ async fn handle(
             return Ok(());
         }
         let mut send = respond.send_response(resp, false)?;
-        if !body.is_end_stream() {
+        if parts.uri.path() == GRPC_HEALTH_CHECK {
+            // grpc.health.v1: every service SERVING (a HealthCheckResponse
+            // with status 1), so gateways can check this backend.
+            drain(&mut body).await?;
+            send.send_data(Bytes::from_static(&[0, 0, 0, 0, 2, 0x08, 0x01]), false)?;
+        } else if !body.is_end_stream() {
             // The request messages are already length-prefixed frames, so
             // echoing the bytes echoes the messages.
             pump(&mut body, &mut send, false).await?;

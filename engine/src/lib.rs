@@ -6,6 +6,7 @@
 //! so the whole crate is testable deterministically.
 
 pub mod access_log;
+pub mod active_health;
 pub mod backoff;
 pub mod config;
 pub mod ejected;

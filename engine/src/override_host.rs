@@ -59,6 +59,8 @@ mod tests {
             address: SocketAddr::from(([10, 0, 0, 1], port)),
             weight: 1,
             health,
+            hostname: String::new(),
+            check: Default::default(),
         };
         let c = Cluster {
             name: "c".into(),
@@ -75,6 +77,7 @@ mod tests {
             upstream: Default::default(),
             outlier_detection: None,
             per_connection_buffer_limit_bytes: crate::config::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+            health_check: None,
             common_lb: CommonLb {
                 override_host_status: status,
                 ..CommonLb::default()

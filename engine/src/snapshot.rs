@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use ahash::AHashMap;
 
+use crate::active_health::{combined_status, ActiveHealth, ClusterVerdicts};
 use crate::config::Listener;
 use crate::config::{Bootstrap, Cluster, HealthStatus, Runtime};
 use crate::host::{HostId, HostRegistry};
@@ -37,10 +38,27 @@ pub struct ClusterSnapshot {
     /// Address → index into `hosts`; read lock-free by every shard
     /// (override-host lookups are O(1)).
     pub host_map: AHashMap<SocketAddr, u32>,
+    /// The `ClusterVerdicts::version` its hosts' health was built from
+    /// (0: the cluster is not actively checked).
+    pub checks_version: u64,
 }
 
 impl ClusterSnapshot {
+    /// A cluster whose hosts show their EDS status (active checking's
+    /// verdicts, if any, are left out).
     pub fn build(config: Arc<Cluster>, registry: &mut HostRegistry) -> Self {
+        Self::build_checked(config, registry, None)
+    }
+
+    /// A cluster whose hosts show their EDS status combined with what
+    /// active health checking found (`checks`; a checked host with no
+    /// verdict yet is unhealthy, as in Envoy).
+    pub fn build_checked(
+        config: Arc<Cluster>,
+        registry: &mut HostRegistry,
+        checks: Option<&ClusterVerdicts>,
+    ) -> Self {
+        let checked = config.health_check.is_some();
         let ids = registry.assign_cluster(&config.name, config.endpoints.iter().map(|e| e.address));
         let mut hosts = Vec::with_capacity(config.endpoints.len());
         let mut host_map = AHashMap::with_capacity(config.endpoints.len());
@@ -50,11 +68,17 @@ impl ClusterSnapshot {
                 continue;
             }
             host_map.insert(ep.address, hosts.len() as u32);
+            let health = if checked && !ep.check.disabled {
+                let verdict = checks.and_then(|c| c.hosts.get(&ep.address)).copied();
+                combined_status(ep.health, verdict)
+            } else {
+                ep.health
+            };
             hosts.push(Host {
                 id,
                 address: ep.address,
                 weight: ep.weight.max(1),
-                health: ep.health,
+                health,
             });
         }
         let routable = hosts
@@ -72,6 +96,11 @@ impl ClusterSnapshot {
             routable,
             weighted,
             host_map,
+            checks_version: if checked {
+                checks.map_or(0, |c| c.version)
+            } else {
+                0
+            },
         }
     }
 
@@ -101,18 +130,43 @@ impl Snapshot {
         previous: Option<&Snapshot>,
         registry: &mut HostRegistry,
     ) -> Self {
+        Self::build_checked(
+            version,
+            bootstrap,
+            previous,
+            registry,
+            &ActiveHealth::default(),
+        )
+    }
+
+    /// [`Snapshot::build`] with active health checking's verdicts: a
+    /// cluster is also rebuilt when its verdicts changed.
+    pub fn build_checked(
+        version: u64,
+        bootstrap: &Bootstrap,
+        previous: Option<&Snapshot>,
+        registry: &mut HostRegistry,
+        health: &ActiveHealth,
+    ) -> Self {
         registry.begin();
         let mut clusters = AHashMap::with_capacity(bootstrap.clusters.len());
         for c in &bootstrap.clusters {
+            let checks = c.health_check.as_ref().and_then(|_| health.get(&c.name));
+            let checks_version = checks.map_or(0, |v| v.version);
             let reused = previous
                 .and_then(|p| p.clusters.get(&c.name))
+                .filter(|old| old.checks_version == checks_version)
                 .filter(|old| Arc::ptr_eq(&old.config, c) || cluster_eq(&old.config, c));
             let snap = match reused {
                 Some(old) => {
                     registry.keep_cluster(&c.name);
                     Arc::clone(old)
                 }
-                None => Arc::new(ClusterSnapshot::build(Arc::clone(c), registry)),
+                None => Arc::new(ClusterSnapshot::build_checked(
+                    Arc::clone(c),
+                    registry,
+                    checks,
+                )),
             };
             clusters.insert(c.name.clone(), snap);
         }
@@ -144,6 +198,7 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.dns == b.dns
         && a.outlier_detection == b.outlier_detection
         && a.common_lb == b.common_lb
+        && a.health_check == b.health_check
 }
 
 #[cfg(test)]
@@ -163,6 +218,8 @@ mod tests {
                     address: SocketAddr::from(([127, 0, 0, 1], *p)),
                     weight: 1,
                     health: HealthStatus::Unknown,
+                    hostname: String::new(),
+                    check: Default::default(),
                 })
                 .collect(),
             eds: None,
@@ -172,6 +229,7 @@ mod tests {
             outlier_detection: None,
             common_lb: Default::default(),
             per_connection_buffer_limit_bytes: DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+            health_check: None,
         })
     }
 

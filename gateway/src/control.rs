@@ -15,19 +15,22 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::unix::io::{FromRawFd, IntoRawFd};
-use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
-use engine::{Bootstrap, ConfigSource, HostRegistry, Snapshot};
+use engine::{Bootstrap, HostRegistry, Snapshot};
 use futures_lite::AsyncReadExt;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::Task;
 use xds::client::{ResourceType, XdsClient};
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+
+mod initial;
+
+use initial::{first_lookups, initial_snapshot, read_sources, Initial, Watched};
 
 use crate::admin::{self, AdminState};
 use crate::certs::CertWatch;
@@ -35,6 +38,7 @@ use crate::dns::{DnsLookups, Lookup, Resolution};
 use crate::error::{StartError, Started};
 use crate::events::AdsEvent;
 use crate::events::{Command, CommandReceiver, Event, EventSender};
+use crate::health::HealthCheckers;
 use crate::outlier::OutlierControl;
 use crate::ports::PortReservations;
 use crate::shard_links::{self, stop_shards, Layout, ShardLink};
@@ -116,6 +120,11 @@ struct Control {
     /// The ADS server's cluster as the ADS task reads it, kept current
     /// (its hosts may come from DNS).
     ads_cluster: Option<Rc<RefCell<Arc<engine::Cluster>>>>,
+    /// Active health checks' host tasks and verdicts.
+    health: HealthCheckers,
+    /// When verdicts changed since the last snapshot: a burst of reports
+    /// makes one snapshot.
+    health_push_at: Option<Instant>,
 }
 
 /// The control shard: reads the file sources, starts the data shards and
@@ -140,7 +149,9 @@ pub(crate) async fn run(
     };
     let mut dns = DnsLookups::new(clock_seed());
     first_lookups(&mut client, &mut dns).await;
-    let initial = match initial_snapshot(&mut client, dns) {
+    let mut health = HealthCheckers::new(clock_seed(), shard_stats.clone());
+    health.first_round(&client.compose()).await;
+    let initial = match initial_snapshot(&mut client, dns, health) {
         Ok(initial) => initial,
         Err(e) => {
             let _ = started.send(Err(e));
@@ -184,73 +195,13 @@ pub(crate) async fn run(
     let mut control = Control::new(links, initial, admin_state, client, dynamic);
     control.events = inbox_sender;
     control.ads_cluster = ads_cluster;
+    control.health.sync(&control.current, &control.events);
+    control.admin.set_health(control.health.counts());
     control.refresh_admin();
     let _ = started.send(Ok((admin_addr, listeners)));
     control.event_loop(&inbox).await;
     stop_shards(&mut control.links).await;
     control.admin.stop();
-}
-
-/// A file source to watch: what it holds, where, and its state when read.
-type Watched = (ResourceType, PathBuf, Option<files::Stamp>);
-
-/// What the gateway starts with, before any shard runs.
-struct Initial {
-    ports: PortReservations,
-    registry: HostRegistry,
-    /// The composed bootstrap, its listener ports reserved.
-    boot: Bootstrap,
-    /// Version 1, which the data shards start with.
-    snap: Arc<Snapshot>,
-    /// The DNS clusters' lookups, the first ones done.
-    dns: DnsLookups,
-}
-
-/// Reads the file sources, so that the gateway starts with what they hold
-/// (or fails to start if they are invalid); returns them, to be watched.
-fn read_sources(client: &mut XdsClient, now: Instant) -> Result<Vec<Watched>, StartError> {
-    let mut watched = Vec::new();
-    for kind in [ResourceType::Cluster, ResourceType::Listener] {
-        if let Some(ConfigSource::Path(path)) = client.source(kind).cloned() {
-            let stamp = files::stamp(&path);
-            let resp = files::read(&path).map_err(StartError::Config)?;
-            if let Some(e) = client.on_file(kind, &resp, now).rejected {
-                return Err(StartError::Config(format!("{}: {e}", path.display())));
-            }
-            watched.push((kind, path, stamp));
-        }
-    }
-    Ok(watched)
-}
-
-/// Looks up the names of the DNS clusters held so far (static ones and
-/// those of a CDS file) and waits for the answers: Envoy initializes such
-/// clusters before its listeners serve, so the first snapshot has their
-/// hosts. A lookup that fails leaves its cluster without hosts for now.
-async fn first_lookups(client: &mut XdsClient, dns: &mut DnsLookups) {
-    dns.sync(&client.dns_clusters(), Instant::now());
-    for (lookup, result) in dns.run_due(Instant::now()).await {
-        if let Some(endpoints) = dns.on_result(&lookup, result, Instant::now()) {
-            client.on_dns(&lookup.cluster, &lookup.dns, endpoints);
-        }
-    }
-}
-
-/// Builds the first snapshot.
-fn initial_snapshot(client: &mut XdsClient, dns: DnsLookups) -> Result<Initial, StartError> {
-    let mut ports = PortReservations::default();
-    let mut registry = HostRegistry::new();
-    let (boot, _) = ports
-        .resolve(&client.compose(), &[], false)
-        .map_err(StartError::Bind)?;
-    let snap = Arc::new(Snapshot::build(1, &boot, None, &mut registry));
-    Ok(Initial {
-        ports,
-        registry,
-        boot,
-        snap,
-        dns,
-    })
 }
 
 /// Starts the admin server if the bootstrap has an `admin.address`.
@@ -357,6 +308,7 @@ impl Control {
             registry,
             snap,
             dns,
+            health,
             ..
         } = initial;
         let mut outlier = OutlierControl::new(clock_seed());
@@ -384,6 +336,8 @@ impl Control {
             dns,
             events: Weak::new(),
             ads_cluster: None,
+            health,
+            health_push_at: None,
         }
     }
 
@@ -425,6 +379,12 @@ impl Control {
                     self.on_dns(lookup, result).await;
                     true
                 }
+                Event::Health(report) => {
+                    if self.health.on_report(report) {
+                        self.health_push_at.get_or_insert_with(Instant::now);
+                    }
+                    false
+                }
                 Event::Tick => self.on_tick().await,
             };
             if refresh {
@@ -453,7 +413,8 @@ impl Control {
                 .iter()
                 .any(|n| crate::ports::probe_exclusive(n.address).is_ok())
         };
-        if expired || rebind {
+        let checked = self.health_push_at.take_if(|at| now >= *at).is_some();
+        if expired || rebind || checked {
             self.push_xds(now).await;
         }
         // Most ticks change nothing the admin server shows.
@@ -572,6 +533,7 @@ impl Control {
             self.certs.next_due(),
             self.bind_retry_at,
             self.dns.next_due(),
+            self.health_push_at,
             init,
         ]
         .into_iter()
@@ -664,11 +626,13 @@ impl Control {
         self.bind_retry_at = (!failed.is_empty()).then(|| Instant::now() + BIND_RETRY);
         self.not_serving = failed;
         self.version += 1;
-        let snap = Arc::new(Snapshot::build(
+        self.health_push_at = None;
+        let snap = Arc::new(Snapshot::build_checked(
             self.version,
             &boot,
             Some(&self.current),
             &mut self.registry,
+            self.health.verdicts(),
         ));
         let mut result = Ok(self.version);
         for l in &self.links {
@@ -695,6 +659,9 @@ impl Control {
         // The DNS clusters of this config: new ones are looked up now.
         self.dns.sync(&self.client.dns_clusters(), Instant::now());
         self.admin.set_dns(self.dns.counts().clone());
+        // The checked hosts of this config: new ones get a task.
+        self.health.sync(&self.current, &self.events);
+        self.admin.set_health(self.health.counts());
         result
     }
 

@@ -34,6 +34,8 @@ pub enum Event {
         lookup: crate::dns::Lookup,
         result: Result<crate::dns::Resolution, String>,
     },
+    /// An actively checked host's verdict changed (see `crate::health`).
+    Health(crate::health::Report),
     /// A deadline of the control loop's passed (outlier sweeps, ADS
     /// requests held back, initial fetch timeouts, readiness, DNS lookups): see
     /// `Control::next_due`.

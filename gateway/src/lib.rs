@@ -8,6 +8,7 @@ mod control;
 mod dns;
 mod error;
 mod events;
+mod health;
 mod io;
 mod outlier;
 mod ports;

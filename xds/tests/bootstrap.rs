@@ -104,12 +104,16 @@ fn good_yaml_maps_every_field() {
             engine::Endpoint {
                 address: "10.0.0.1:8080".parse().unwrap(),
                 weight: 1,
-                health: HealthStatus::Unknown
+                health: HealthStatus::Unknown,
+                hostname: String::new(),
+                check: Default::default(),
             },
             engine::Endpoint {
                 address: "[::1]:8080".parse().unwrap(),
                 weight: 3,
-                health: HealthStatus::Draining
+                health: HealthStatus::Draining,
+                hostname: String::new(),
+                check: Default::default(),
             },
         ]
     );

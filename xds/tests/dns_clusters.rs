@@ -216,6 +216,8 @@ fn a_dns_cluster_waits_for_its_first_lookup_and_takes_each_new_answer() {
                 address: a.parse().unwrap(),
                 weight: 1,
                 health: HealthStatus::Unknown,
+                hostname: String::new(),
+                check: Default::default(),
             })
             .collect()
     };

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::health::HealthStatus;
+use super::health_check::{EndpointCheck, HealthCheck};
 use super::lb::{CommonLb, LbPolicy};
 use super::outlier::OutlierDetection;
 use super::upstream::{UpstreamHttp2, UpstreamOptions};
@@ -36,6 +37,9 @@ pub struct Cluster {
     /// `per_connection_buffer_limit_bytes` (Envoy default 1 MiB): what one
     /// upstream connection may buffer.
     pub per_connection_buffer_limit_bytes: u32,
+    /// `health_checks` (Envoy allows one): hosts are checked by the control
+    /// shard and leave rotation when they fail.
+    pub health_check: Option<std::sync::Arc<HealthCheck>>,
 }
 
 impl Cluster {
@@ -67,6 +71,11 @@ pub struct Endpoint {
     /// `load_balancing_weight` (default 1).
     pub weight: u32,
     pub health: HealthStatus,
+    /// `hostname`: the endpoint's name (a DNS cluster's hosts are named by
+    /// the name they were found by).
+    pub hostname: String,
+    /// `health_check_config`.
+    pub check: EndpointCheck,
 }
 
 /// Envoy's default `dns_refresh_rate`.
@@ -131,4 +140,8 @@ pub struct DnsTarget {
     pub port: u16,
     pub weight: u32,
     pub health: HealthStatus,
+    /// `hostname`; empty: the addresses are named by `host`.
+    pub hostname: String,
+    /// `health_check_config`, inherited by every address.
+    pub check: EndpointCheck,
 }

@@ -19,6 +19,8 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
                 address: SocketAddr::from(([127, 0, 0, 1], i as u16 + 1)),
                 weight: *w,
                 health: *h,
+                hostname: String::new(),
+                check: Default::default(),
             })
             .collect(),
         eds: None,
@@ -27,6 +29,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
         upstream: Default::default(),
         outlier_detection: None,
         per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+        health_check: None,
         common_lb: CommonLb {
             healthy_panic_threshold: threshold,
             ..Default::default()

@@ -57,6 +57,7 @@ impl AdminState {
             not_serving: Vec::new(),
             events: None,
             dns: Default::default(),
+            health: Default::default(),
         })))
     }
 
@@ -104,6 +105,14 @@ impl AdminState {
     /// Each DNS cluster's lookups so far.
     pub(crate) fn set_dns(&self, dns: std::collections::BTreeMap<String, crate::dns::Counts>) {
         self.0.borrow_mut().dns = dns;
+    }
+
+    /// Each actively checked cluster's checks.
+    pub(crate) fn set_health(
+        &self,
+        health: std::collections::BTreeMap<String, crate::health::Counts>,
+    ) {
+        self.0.borrow_mut().health = health;
     }
 
     /// Where admin actions go (the control loop's inbox).

@@ -510,6 +510,7 @@ fn control(out: &mut String, inner: &Inner) {
         p.total.as_secs_f64()
     );
     dns(out, inner);
+    health_checks(out, inner);
     for (name, help, v) in [
         (
             "gateway_config_push_last_seconds",
@@ -558,6 +559,59 @@ fn dns(out: &mut String, inner: &Inner) {
             "gateway_dns_hosts{{cluster=\"{cluster}\"}} {}",
             c.hosts
         );
+    }
+}
+
+/// Active health checking (Envoy's `cluster.<name>.health_check.*`).
+fn health_checks(out: &mut String, inner: &Inner) {
+    if inner.health.is_empty() {
+        return;
+    }
+    metric(
+        out,
+        "gateway_health_checks_total",
+        "counter",
+        "Active health checks ended, by outcome (failure: a wrong answer; network_failure: none).",
+    );
+    for (cluster, c) in &inner.health {
+        let k = &c.checks;
+        for (outcome, n) in [
+            ("success", k.success.get()),
+            ("failure", k.failure.get()),
+            ("network_failure", k.network_failure.get()),
+        ] {
+            let _ = writeln!(
+                out,
+                "gateway_health_checks_total{{cluster=\"{cluster}\",outcome=\"{outcome}\"}} {n}"
+            );
+        }
+    }
+    for (name, help, get) in [
+        (
+            "gateway_health_check_hosts",
+            "Hosts actively checked.",
+            (|c| c.hosts) as fn(&crate::health::Counts) -> u64,
+        ),
+        (
+            "gateway_health_check_healthy",
+            "Checked hosts passing.",
+            |c| c.healthy,
+        ),
+        (
+            "gateway_health_check_changes_total",
+            "Times a checked host's verdict changed.",
+            |c| c.changes,
+        ),
+    ] {
+        let kind = if name.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        metric(out, name, kind, help);
+        for (cluster, c) in &inner.health {
+            let _ = writeln!(out, "{name}{{cluster=\"{cluster}\"}} {}", get(c));
+        }
     }
 }
 

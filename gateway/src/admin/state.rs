@@ -39,6 +39,8 @@ pub(super) struct Inner {
     pub(super) events: Option<crate::events::EventSender>,
     /// Each DNS cluster's lookups.
     pub(super) dns: std::collections::BTreeMap<String, crate::dns::Counts>,
+    /// Each actively checked cluster's checks.
+    pub(super) health: std::collections::BTreeMap<String, crate::health::Counts>,
 }
 
 impl Inner {

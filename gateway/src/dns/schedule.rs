@@ -205,6 +205,14 @@ impl Schedule {
                         address,
                         weight: target.weight,
                         health: target.health,
+                        // Envoy names a DNS cluster's hosts by the name
+                        // they were found by.
+                        hostname: if target.hostname.is_empty() {
+                            target.host.clone()
+                        } else {
+                            target.hostname.clone()
+                        },
+                        check: target.check.clone(),
                     });
                 }
             }

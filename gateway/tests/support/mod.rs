@@ -41,6 +41,8 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
                 address: *a,
                 weight: 1,
                 health: HealthStatus::Unknown,
+                hostname: String::new(),
+                check: Default::default(),
             })
             .collect(),
         eds: None,
@@ -50,6 +52,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),
+        health_check: None,
     })
 }
 

@@ -24,7 +24,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     reject_set!(
         path,
         c,
-        health_checks,
         circuit_breakers,
         cleanup_interval,
         upstream_bind_config,
@@ -77,6 +76,29 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         None => CommonLb::default(),
     };
     let (http2, upstream) = upstream_options(c, path)?;
+    let health_check =
+        super::health_check::health_checks(&c.health_checks, &path.field("health_checks"))?
+            .map(std::sync::Arc::new);
+    if let Some(hc) = &health_check {
+        let hpath = path.field("health_checks").index(0);
+        if upstream.tls.is_some() {
+            return Err(Error::unsupported_msg(
+                hpath,
+                "health checks over TLS (the cluster's transport_socket) are not supported yet",
+            ));
+        }
+        if matches!(hc.checker, engine::Checker::Grpc(_))
+            && upstream.protocol != engine::UpstreamProtocol::Http2
+        {
+            return Err(Error::invalid(
+                hpath.field("grpc_health_check"),
+                format!(
+                    "cluster {:?} must support HTTP/2 for gRPC health checking (as Envoy requires)",
+                    c.name
+                ),
+            ));
+        }
+    }
     Ok(Cluster {
         name: c.name.clone(),
         connect_timeout,
@@ -92,6 +114,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             c.per_connection_buffer_limit_bytes,
             &path.field("per_connection_buffer_limit_bytes"),
         )?,
+        health_check,
     })
 }
 
@@ -298,13 +321,11 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint
         None => return Err(Error::invalid(path().field("endpoint"), "required")),
     };
     let epath = || path().field("endpoint");
-    reject_set!(
-        epath(),
-        endpoint,
-        health_check_config,
-        hostname,
-        additional_addresses
-    );
+    reject_set!(epath(), endpoint, additional_addresses);
+    let check =
+        super::health_check::endpoint_check(endpoint.health_check_config.as_ref(), &|| {
+            epath().field("health_check_config")
+        })?;
     let address = socket_address_at(
         endpoint.address.as_ref(),
         &|| epath().field("address"),
@@ -330,5 +351,7 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint
         address,
         weight,
         health,
+        hostname: endpoint.hostname.clone(),
+        check,
     })
 }

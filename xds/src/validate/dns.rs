@@ -163,13 +163,11 @@ fn target(lbe: &ep::LbEndpoint, path: &Path) -> Result<DnsTarget> {
         None => return Err(Error::invalid(path.field("endpoint"), "required")),
     };
     let epath = path.field("endpoint");
-    reject_set!(
-        epath,
-        endpoint,
-        health_check_config,
-        hostname,
-        additional_addresses
-    );
+    reject_set!(epath, endpoint, additional_addresses);
+    let check =
+        super::health_check::endpoint_check(endpoint.health_check_config.as_ref(), &|| {
+            epath.field("health_check_config")
+        })?;
     let (host, port) = host_and_port(endpoint.address.as_ref(), &epath.field("address"))?;
     let health = HealthStatus::from_i32(lbe.health_status).ok_or_else(|| {
         Error::invalid(
@@ -192,6 +190,8 @@ fn target(lbe: &ep::LbEndpoint, path: &Path) -> Result<DnsTarget> {
         port,
         weight,
         health,
+        hostname: endpoint.hostname.clone(),
+        check,
     })
 }
 

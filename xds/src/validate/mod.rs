@@ -6,6 +6,7 @@ mod cluster;
 pub(crate) mod common;
 mod dns;
 mod filter_chain;
+mod health_check;
 mod http_connection_manager;
 mod lb;
 mod listener;

@@ -16,6 +16,8 @@ fn dns(kind: DnsKind, names: &[(&str, u16, u32)]) -> Arc<Dns> {
                 port: *port,
                 weight: *weight,
                 health: HealthStatus::Unknown,
+                hostname: String::new(),
+                check: Default::default(),
             })
             .collect(),
         refresh_rate: 5 * S,

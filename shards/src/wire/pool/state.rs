@@ -371,6 +371,7 @@ mod tests {
             outlier_detection: None,
             common_lb: Default::default(),
             per_connection_buffer_limit_bytes: buffer_limit,
+            health_check: None,
         }
     }
 

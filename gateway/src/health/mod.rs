@@ -1,0 +1,433 @@
+//! Active health checking on the control shard, never on a data shard: one
+//! task per checked host per gateway ([`probe`] runs each check, the pure
+//! `engine::active_health` judges), reporting only what changes a host's
+//! verdict. Verdicts reach the data shards as snapshot updates, like EDS;
+//! host ids stay.
+//!
+//! ```text
+//!  host task: sleep ─▶ probe ─▶ HostHealth::on_outcome ─▶ (changed?) Event::Health
+//!  control:   Event::Health ─▶ HealthCheckers::on_report ─▶ verdicts ─▶ Snapshot::build_checked
+//! ```
+
+pub mod probe;
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ahash::AHashMap;
+use engine::active_health::{ActiveHealth, HostHealth, Outcome, Transition, Verdict};
+use engine::{Bootstrap, Cluster, EndpointCheck, HealthCheck, HostId, Snapshot};
+use glommio::channels::local_channel::LocalSender;
+use shards::stats::ShardStats;
+
+use crate::events::Event;
+
+/// A host's verdict changed (or its first check ended), from its task.
+#[derive(Debug)]
+pub struct Report {
+    pub cluster: Rc<str>,
+    pub address: SocketAddr,
+    /// The task's generation: a report from a task since replaced is
+    /// dropped.
+    pub gen: u64,
+    pub verdict: Verdict,
+}
+
+/// One cluster's checking, as the admin server shows it (Envoy's
+/// `health_check.*` stats).
+#[derive(Debug, Clone)]
+pub struct Counts {
+    /// Written by the host tasks as checks end: always current.
+    pub checks: Rc<Counters>,
+    /// Hosts checked, and of them those passing, at the last change.
+    pub hosts: u64,
+    pub healthy: u64,
+    /// Verdicts that changed.
+    pub changes: u64,
+}
+
+/// Checks ended, by outcome.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub attempt: Cell<u64>,
+    pub success: Cell<u64>,
+    /// Every failed check (network failures included, as Envoy counts).
+    pub failure: Cell<u64>,
+    /// No answer: refused, reset or timed out.
+    pub network_failure: Cell<u64>,
+}
+
+/// Whether a cluster has carried traffic (any upstream connection by any
+/// shard): until it has, hosts are checked at `no_traffic_interval`.
+struct TrafficWatch {
+    shards: Vec<Arc<ShardStats>>,
+    ids: Vec<HostId>,
+    used: Cell<bool>,
+    looked_at: Cell<Option<Instant>>,
+}
+
+impl TrafficWatch {
+    fn used(&self) -> bool {
+        if self.used.get() {
+            return true;
+        }
+        // A scan reads every host's counter on every shard: at most one a
+        // second, however many hosts ask.
+        let now = Instant::now();
+        if self
+            .looked_at
+            .get()
+            .is_some_and(|at| now.duration_since(at) < Duration::from_secs(1))
+        {
+            return false;
+        }
+        self.looked_at.set(Some(now));
+        let used = self.ids.iter().any(|id| {
+            self.shards
+                .iter()
+                .any(|s| s.hosts.get(*id).is_some_and(|h| h.cx_total.get() > 0))
+        });
+        self.used.set(used);
+        used
+    }
+}
+
+struct ClusterCheckers {
+    config: Arc<HealthCheck>,
+    name: Rc<str>,
+    hosts: AHashMap<SocketAddr, HostTask>,
+    counters: Rc<Counters>,
+    traffic: Rc<TrafficWatch>,
+    changes: u64,
+}
+
+struct HostTask {
+    gen: u64,
+    check: EndpointCheck,
+    _task: glommio::Task<()>,
+}
+
+/// Every checked cluster's host tasks and the verdicts they reported.
+pub struct HealthCheckers {
+    clusters: AHashMap<String, ClusterCheckers>,
+    verdicts: ActiveHealth,
+    shards: Vec<Arc<ShardStats>>,
+    seed: u64,
+    gen: u64,
+}
+
+impl HealthCheckers {
+    pub fn new(seed: u64, shards: Vec<Arc<ShardStats>>) -> Self {
+        Self {
+            clusters: AHashMap::new(),
+            verdicts: ActiveHealth::default(),
+            shards,
+            seed: seed | 1,
+            gen: 0,
+        }
+    }
+
+    /// What snapshots are built with.
+    pub fn verdicts(&self) -> &ActiveHealth {
+        &self.verdicts
+    }
+
+    fn next_seed(&mut self) -> u64 {
+        self.seed = self
+            .seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.seed
+    }
+
+    /// Checks every host of `boot`'s checked clusters once and waits for
+    /// all: Envoy initializes a checked cluster only after each host's
+    /// first check, so the first snapshot already tells good hosts from
+    /// bad. Each wait is bounded by its check's timeout.
+    pub async fn first_round(&mut self, boot: &Bootstrap) {
+        let mut tasks = Vec::new();
+        for c in boot.clusters.iter().filter(|c| c.health_check.is_some()) {
+            let Some(hc) = c.health_check.clone() else {
+                continue;
+            };
+            for ep in c.endpoints.iter().filter(|e| !e.check.disabled) {
+                let (hc, target) = (Arc::clone(&hc), target_of(c, &hc, ep.address, &ep.check));
+                let (name, address) = (c.name.clone(), ep.address);
+                tasks.push(glommio::spawn_local(async move {
+                    let (outcome, why) = probe::check(&hc, &target, &mut None).await;
+                    let mut h = HostHealth::new();
+                    h.on_outcome(outcome, &hc);
+                    log_result(&name, address, &hc, outcome, Transition::Changed, &why);
+                    (name, address, h.verdict())
+                }));
+            }
+        }
+        for t in tasks {
+            let (name, address, verdict) = t.await;
+            let v = self.verdicts.entry(name).or_default();
+            v.version = 1;
+            v.hosts.insert(address, verdict);
+        }
+    }
+
+    /// Follows a new snapshot: tasks for new checked hosts, none for hosts
+    /// or clusters gone, all restarted (verdicts kept) for a cluster whose
+    /// check changed.
+    pub fn sync(&mut self, snap: &Snapshot, events: &Weak<LocalSender<Event>>) {
+        self.clusters.retain(|name, c| {
+            snap.clusters
+                .get(name)
+                .and_then(|s| s.config.health_check.as_ref())
+                .is_some_and(|hc| *hc == c.config)
+        });
+        self.verdicts.retain(|name, _| {
+            snap.clusters
+                .get(name)
+                .is_some_and(|s| s.config.health_check.is_some())
+        });
+        for (name, cs) in &snap.clusters {
+            let Some(hc) = &cs.config.health_check else {
+                continue;
+            };
+            let ids = cs.hosts.iter().map(|h| h.id).collect();
+            let shards = self.shards.clone();
+            let entry = self
+                .clusters
+                .entry(name.clone())
+                .or_insert_with(|| ClusterCheckers {
+                    config: Arc::clone(hc),
+                    name: Rc::from(name.as_str()),
+                    hosts: AHashMap::new(),
+                    counters: Rc::default(),
+                    traffic: Rc::new(TrafficWatch {
+                        shards,
+                        ids: Vec::new(),
+                        used: Cell::new(false),
+                        looked_at: Cell::new(None),
+                    }),
+                    changes: 0,
+                });
+            // A new watch per snapshot would forget it saw traffic.
+            if !entry.traffic.used.get() {
+                entry.traffic = Rc::new(TrafficWatch {
+                    shards: self.shards.clone(),
+                    ids,
+                    used: Cell::new(false),
+                    looked_at: Cell::new(None),
+                });
+            }
+            let wanted: AHashMap<SocketAddr, &EndpointCheck> = cs
+                .config
+                .endpoints
+                .iter()
+                .filter(|e| !e.check.disabled)
+                .map(|e| (e.address, &e.check))
+                .collect();
+            entry
+                .hosts
+                .retain(|addr, t| wanted.get(addr).is_some_and(|c| **c == t.check));
+            let verdicts = self.verdicts.entry(name.clone()).or_default();
+            verdicts.hosts.retain(|addr, _| wanted.contains_key(addr));
+            for (addr, check) in wanted {
+                if entry.hosts.contains_key(&addr) {
+                    continue;
+                }
+                self.gen += 1;
+                self.seed = self
+                    .seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let state = match verdicts.hosts.get(&addr) {
+                    Some(v) => HostHealth::resumed(*v),
+                    None => HostHealth::new(),
+                };
+                let task = spawn_host(
+                    entry,
+                    &cs.config,
+                    addr,
+                    check,
+                    state,
+                    self.gen,
+                    self.seed,
+                    events.clone(),
+                );
+                entry.hosts.insert(
+                    addr,
+                    HostTask {
+                        gen: self.gen,
+                        check: check.clone(),
+                        _task: task,
+                    },
+                );
+            }
+        }
+        let _ = self.next_seed();
+    }
+
+    /// A task's report: whether the verdicts changed (a snapshot is due).
+    pub fn on_report(&mut self, r: Report) -> bool {
+        let Some(c) = self.clusters.get_mut(&*r.cluster) else {
+            return false;
+        };
+        if c.hosts.get(&r.address).is_none_or(|t| t.gen != r.gen) {
+            return false;
+        }
+        let v = self.verdicts.entry(r.cluster.to_string()).or_default();
+        if v.hosts.get(&r.address) == Some(&r.verdict) {
+            return false;
+        }
+        v.hosts.insert(r.address, r.verdict);
+        v.version += 1;
+        c.changes += 1;
+        true
+    }
+
+    /// Per cluster, for the admin server.
+    pub fn counts(&self) -> BTreeMap<String, Counts> {
+        self.clusters
+            .iter()
+            .map(|(name, c)| {
+                let healthy = self
+                    .verdicts
+                    .get(name)
+                    .map_or(0, |v| v.hosts.values().filter(|v| v.healthy).count());
+                (
+                    name.clone(),
+                    Counts {
+                        checks: Rc::clone(&c.counters),
+                        hosts: c.hosts.len() as u64,
+                        healthy: healthy as u64,
+                        changes: c.changes,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// Where and as whom a host is checked.
+fn target_of(
+    c: &Cluster,
+    hc: &HealthCheck,
+    address: SocketAddr,
+    check: &EndpointCheck,
+) -> probe::Target {
+    let configured = match &hc.checker {
+        engine::Checker::Http(h) => h.host.as_str(),
+        engine::Checker::Grpc(g) => g.authority.as_str(),
+        engine::Checker::Tcp(_) => "",
+    };
+    let authority = [check.hostname.as_str(), configured, c.name.as_str()]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or_default()
+        .to_owned();
+    probe::Target {
+        address: check.target(address),
+        authority,
+        connect_timeout: c.connect_timeout,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_host(
+    c: &ClusterCheckers,
+    cluster: &Cluster,
+    address: SocketAddr,
+    check: &EndpointCheck,
+    mut state: HostHealth,
+    gen: u64,
+    mut seed: u64,
+    events: Weak<LocalSender<Event>>,
+) -> glommio::Task<()> {
+    let hc = Arc::clone(&c.config);
+    let target = target_of(cluster, &hc, address, check);
+    let (name, counters, traffic) = (
+        Rc::clone(&c.name),
+        Rc::clone(&c.counters),
+        Rc::clone(&c.traffic),
+    );
+    glommio::spawn_local(async move {
+        let mut rng = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut wait = if state.is_first() {
+            HostHealth::initial_delay(&hc, &mut rng)
+        } else {
+            let passed = state.verdict().healthy;
+            HostHealth::next_interval(&hc, passed, Transition::Unchanged, traffic.used(), &mut rng)
+        };
+        let mut conn = None;
+        loop {
+            glommio::timer::sleep(wait).await;
+            counters.attempt.set(counters.attempt.get() + 1);
+            let first = state.is_first();
+            let (outcome, why) = probe::check(&hc, &target, &mut conn).await;
+            let passed = matches!(outcome, Outcome::Passed { .. });
+            if passed {
+                counters.success.set(counters.success.get() + 1);
+            } else {
+                // As Envoy: `failure` counts every failure.
+                counters.failure.set(counters.failure.get() + 1);
+                if outcome == Outcome::Network {
+                    counters
+                        .network_failure
+                        .set(counters.network_failure.get() + 1);
+                }
+            }
+            let transition = state.on_outcome(outcome, &hc);
+            log_result(&name, address, &hc, outcome, transition, &why);
+            if transition == Transition::Changed || first {
+                let Some(events) = events.upgrade() else {
+                    return;
+                };
+                let report = Report {
+                    cluster: Rc::clone(&name),
+                    address,
+                    gen,
+                    verdict: state.verdict(),
+                };
+                if events.send(Event::Health(report)).await.is_err() {
+                    return;
+                }
+            }
+            wait = HostHealth::next_interval(&hc, passed, transition, traffic.used(), &mut rng);
+        }
+    })
+}
+
+/// Logs as Envoy's event log would: a host going unhealthy or healthy,
+/// and every failure or success when asked to.
+fn log_result(
+    cluster: &str,
+    address: SocketAddr,
+    hc: &HealthCheck,
+    outcome: Outcome,
+    transition: Transition,
+    why: &str,
+) {
+    let passed = matches!(outcome, Outcome::Passed { .. });
+    let kind = hc.checker.kind();
+    match (passed, transition) {
+        (false, Transition::Changed) => {
+            tracing::warn!(cluster, host = %address, "{kind} health check failed, host unhealthy: {why}")
+        }
+        (true, Transition::Changed) => {
+            tracing::info!(cluster, host = %address, "{kind} health check passed, host healthy")
+        }
+        (false, _) if hc.always_log_failures => {
+            tracing::warn!(cluster, host = %address, "{kind} health check failed: {why}")
+        }
+        (true, _) if hc.always_log_success => {
+            tracing::info!(cluster, host = %address, "{kind} health check passed")
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,358 @@
+//! Active health checks (`health_checks`) against hosts whose health
+//! endpoints the test controls: HTTP/1.1 statuses, timeouts and headers,
+//! the first round before the listeners serve, `health_check_config`
+//! ports, TCP payloads and gRPC's `grpc.health.v1`.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use demo_backend::BackendOptions;
+use support::*;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// How a [`HealthServer`] answers.
+#[derive(Clone)]
+enum Answer {
+    Status(u16, Vec<(&'static str, &'static str)>),
+    /// Reads the request and never answers.
+    Hang,
+}
+
+/// An HTTP/1.1 health endpoint on loopback (keep-alive), answering what
+/// the test says and keeping the request heads it got.
+struct HealthServer {
+    addr: SocketAddr,
+    answer: Arc<Mutex<Answer>>,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl HealthServer {
+    fn start() -> Self {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let answer = Arc::new(Mutex::new(Answer::Status(200, vec![])));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (a, h) = (Arc::clone(&answer), Arc::clone(&heads));
+        std::thread::spawn(move || {
+            for conn in l.incoming().flatten() {
+                let (a, h) = (Arc::clone(&a), Arc::clone(&h));
+                std::thread::spawn(move || serve(conn, &a, &h));
+            }
+        });
+        Self {
+            addr,
+            answer,
+            heads,
+        }
+    }
+
+    fn set(&self, a: Answer) {
+        *self.answer.lock().unwrap() = a;
+    }
+
+    fn checks(&self) -> usize {
+        self.heads.lock().unwrap().len()
+    }
+}
+
+fn serve(mut conn: TcpStream, answer: &Mutex<Answer>, heads: &Mutex<Vec<String>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        heads
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(&buf[..end]).into_owned());
+        buf.drain(..end);
+        let answer = answer.lock().unwrap().clone();
+        match answer {
+            Answer::Hang => {
+                std::thread::sleep(Duration::from_secs(30));
+                return;
+            }
+            Answer::Status(status, headers) => {
+                let mut resp = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n");
+                for (n, v) in headers {
+                    resp.push_str(&format!("{n}: {v}\r\n"));
+                }
+                resp.push_str("\r\nok");
+                if conn.write_all(resp.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A bootstrap: listener `ingress` routing to cluster `web` of the
+/// backends, each checked on its `check_ports` entry, with `checker` (a
+/// `*_health_check` field at the check's indentation).
+fn bootstrap(
+    backends: &[SocketAddr],
+    check_ports: &[Option<u16>],
+    checker: &str,
+) -> engine::Bootstrap {
+    let endpoints = backends
+        .iter()
+        .zip(check_ports)
+        .map(|(b, p)| {
+            let hc = p.map_or(String::new(), |p| {
+                format!(", health_check_config: {{ port_value: {p} }}")
+            });
+            format!(
+                "{{ endpoint: {{ address: {{ socket_address: {{ address: {}, port_value: {} }} }}{hc} }} }}",
+                b.ip(),
+                b.port()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let yaml = format!(
+        r#"
+admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    filter_chains:
+    - {hcm}
+  clusters:
+  - name: web
+    connect_timeout: 1s
+    health_checks:
+    - timeout: 0.3s
+      interval: 0.05s
+      no_traffic_interval: 0.05s
+      unhealthy_threshold: 2
+      healthy_threshold: 2
+{checker}
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {{ http2_protocol_options: {{}} }}
+    load_assignment:
+      cluster_name: web
+      endpoints: [{{ lb_endpoints: [{endpoints}] }}]
+"#,
+        hcm = support::yaml::hcm("web").trim_start(),
+    );
+    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
+}
+
+const HTTP_CHECK: &str = "      http_health_check: { path: /healthz }";
+
+/// The backends that answered `n` requests, sorted and deduplicated.
+fn answering(addr: SocketAddr, n: usize) -> Vec<String> {
+    let mut seen: Vec<String> = get_n(addr, "/", n)
+        .into_iter()
+        .map(|(status, body)| {
+            if status == 200 {
+                body
+            } else {
+                status.to_string()
+            }
+        })
+        .collect();
+    seen.sort();
+    seen.dedup();
+    seen
+}
+
+fn wait_answering(addr: SocketAddr, want: &[&str]) {
+    wait_until(WAIT, &format!("only {want:?} answering"), || {
+        answering(addr, 8) == want
+    });
+}
+
+#[test]
+fn http_checks_take_failing_hosts_out_and_bring_them_back() {
+    let (b1, b2) = (backend("b1"), backend("b2"));
+    let (h1, h2) = (HealthServer::start(), HealthServer::start());
+    let gw = start(
+        bootstrap(
+            &[b1.addr(), b2.addr()],
+            &[Some(h1.addr.port()), Some(h2.addr.port())],
+            HTTP_CHECK,
+        ),
+        2,
+    );
+    let admin = gw.admin_addr.unwrap();
+    let addr = gw.listener("ingress").unwrap();
+    assert_eq!(answering(addr, 8), ["b1", "b2"]);
+
+    // A wrong status: out at once (unhealthy_threshold is for failures
+    // without an answer).
+    h2.set(Answer::Status(503, vec![]));
+    wait_answering(addr, &["b1"]);
+    assert_eq!(
+        metric(admin, "gateway_health_check_healthy{cluster=\"web\"}"),
+        1.0
+    );
+    assert_eq!(
+        host_status(admin, "web", b2.addr())["health_status"],
+        "UNHEALTHY",
+        "the admin shows the verdict"
+    );
+
+    // Back after healthy_threshold passes.
+    h2.set(Answer::Status(200, vec![]));
+    wait_answering(addr, &["b1", "b2"]);
+
+    // No answer within the timeout: out after unhealthy_threshold.
+    let network = "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}";
+    let before = metric(admin, network);
+    h2.set(Answer::Hang);
+    wait_answering(addr, &["b1"]);
+    assert!(
+        metric(admin, network) >= before + 2.0,
+        "two timeouts counted"
+    );
+
+    // Envoy's checker's request: the path, the cluster as Host, its agent.
+    let head = h1.heads.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(head.starts_with("get /healthz http/1.1\r\n"), "{head}");
+    assert!(head.contains("host: web\r\n"), "{head}");
+    assert!(head.contains("user-agent: envoy/hc\r\n"), "{head}");
+    gw.shutdown();
+}
+
+#[test]
+fn the_first_round_ends_before_the_listeners_serve() {
+    let (b1, b2) = (backend("b1"), backend("b2"));
+    let (h1, h2) = (HealthServer::start(), HealthServer::start());
+    h2.set(Answer::Status(503, vec![]));
+    let gw = start(
+        bootstrap(
+            &[b1.addr(), b2.addr()],
+            &[Some(h1.addr.port()), Some(h2.addr.port())],
+            HTTP_CHECK,
+        ),
+        1,
+    );
+    // No request reaches the failing host, not even the first.
+    assert_eq!(answering(gw.listener("ingress").unwrap(), 8), ["b1"]);
+    assert_eq!(b2.requests(), 0);
+    gw.shutdown();
+}
+
+#[test]
+fn immediate_fail_retriable_statuses_headers_and_host_names() {
+    let (b1, b2) = (backend("b1"), backend("b2"));
+    let (h1, h2) = (HealthServer::start(), HealthServer::start());
+    let checker = r#"      http_health_check:
+        path: /ready
+        host: svc.example
+        retriable_statuses: [{ start: 429, end: 430 }]
+        request_headers_to_add: [{ header: { key: x-probe, value: gw } }]
+        request_headers_to_remove: [user-agent]"#;
+    let gw = start(
+        bootstrap(
+            &[b1.addr(), b2.addr()],
+            &[Some(h1.addr.port()), Some(h2.addr.port())],
+            checker,
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    assert_eq!(answering(addr, 8), ["b1", "b2"]);
+    let head = h1.heads.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(head.starts_with("get /ready http/1.1\r\n"), "{head}");
+    assert!(head.contains("host: svc.example\r\n"), "{head}");
+    assert!(head.contains("x-probe: gw\r\n"), "{head}");
+    assert!(!head.contains("user-agent"), "{head}");
+
+    // The immediate-fail header on an expected status is ignored…
+    h2.set(Answer::Status(
+        200,
+        vec![("x-envoy-immediate-health-check-fail", "true")],
+    ));
+    let seen = h2.checks();
+    wait_until(WAIT, "more checks", || h2.checks() >= seen + 3);
+    assert_eq!(answering(addr, 8), ["b1", "b2"]);
+    // …and on a retriable one fails the host at once; a retriable status
+    // alone needs unhealthy_threshold in a row.
+    h2.set(Answer::Status(
+        429,
+        vec![("x-envoy-immediate-health-check-fail", "true")],
+    ));
+    wait_answering(addr, &["b1"]);
+    h2.set(Answer::Status(200, vec![]));
+    wait_answering(addr, &["b1", "b2"]);
+    h2.set(Answer::Status(429, vec![]));
+    wait_answering(addr, &["b1"]);
+    gw.shutdown();
+}
+
+/// A TCP health endpoint: answers each `ping` with `reply`.
+fn tcp_health(reply: &'static [u8]) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut conn in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 || conn.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn tcp_checks_send_and_expect_payloads() {
+    let (b1, b2) = (backend("b1"), backend("b2"));
+    let good = tcp_health(b"xxpong");
+    let bad = tcp_health(b"nope");
+    // "ping" out, "pong" expected anywhere in what comes back.
+    let checker =
+        "      tcp_health_check: { send: { text: \"70696e67\" }, receive: [{ text: \"706f6e67\" }] }";
+    let gw = start(
+        bootstrap(
+            &[b1.addr(), b2.addr()],
+            &[Some(good.port()), Some(bad.port())],
+            checker,
+        ),
+        1,
+    );
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(answering(gw.listener("ingress").unwrap(), 8), ["b1"]);
+    // The right answer kept coming on one connection.
+    wait_until(WAIT, "passing checks", || {
+        metric(
+            admin,
+            "gateway_health_checks_total{cluster=\"web\",outcome=\"success\"}",
+        ) >= 5.0
+    });
+    gw.shutdown();
+}
+
+#[test]
+fn grpc_checks_want_serving() {
+    let b1 = backend("b1");
+    let mut opts = BackendOptions::new("b2");
+    opts.grpc_status = Some(14); // UNAVAILABLE
+    let b2 = backend_with(opts);
+    let checker = "      grpc_health_check: { service_name: web.v1 }";
+    let gw = start(
+        bootstrap(&[b1.addr(), b2.addr()], &[None, None], checker),
+        1,
+    );
+    assert_eq!(answering(gw.listener("ingress").unwrap(), 8), ["b1"]);
+    gw.shutdown();
+}
