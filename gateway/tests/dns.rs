@@ -79,29 +79,6 @@ static_resources:
     xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
 }
 
-/// The backends that answered `n` requests, sorted and deduplicated.
-fn answering(addr: SocketAddr, n: usize) -> Vec<String> {
-    let mut seen: Vec<String> = get_n(addr, "/", n)
-        .into_iter()
-        .map(|(status, body)| {
-            if status == 200 {
-                body
-            } else {
-                status.to_string()
-            }
-        })
-        .collect();
-    seen.sort();
-    seen.dedup();
-    seen
-}
-
-fn wait_answering(addr: SocketAddr, want: &[&str]) {
-    wait_until(WAIT, &format!("only {want:?} answering"), || {
-        answering(addr, 8) == want
-    });
-}
-
 #[test]
 fn strict_dns_serves_every_address_and_follows_the_answers() {
     let (_b1, _b2, port) = backend_pair();

@@ -153,29 +153,6 @@ static_resources:
 
 const HTTP_CHECK: &str = "      http_health_check: { path: /healthz }";
 
-/// The backends that answered `n` requests, sorted and deduplicated.
-fn answering(addr: SocketAddr, n: usize) -> Vec<String> {
-    let mut seen: Vec<String> = get_n(addr, "/", n)
-        .into_iter()
-        .map(|(status, body)| {
-            if status == 200 {
-                body
-            } else {
-                status.to_string()
-            }
-        })
-        .collect();
-    seen.sort();
-    seen.dedup();
-    seen
-}
-
-fn wait_answering(addr: SocketAddr, want: &[&str]) {
-    wait_until(WAIT, &format!("only {want:?} answering"), || {
-        answering(addr, 8) == want
-    });
-}
-
 #[test]
 fn http_checks_take_failing_hosts_out_and_bring_them_back() {
     let (b1, b2) = (backend("b1"), backend("b2"));

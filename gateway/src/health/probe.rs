@@ -76,6 +76,11 @@ pub async fn check(
 
 type Checked = Result<(Outcome, String), String>;
 
+/// Reads what has arrived into `chunk`; 0 at the end of the stream.
+async fn read_some(stream: &mut TcpStream, chunk: &mut [u8], what: &str) -> Result<usize, String> {
+    stream.read(chunk).await.map_err(|e| format!("{what}: {e}"))
+}
+
 async fn connect(target: &Target) -> Result<TcpStream, String> {
     io::connect(target.address, target.connect_timeout)
         .await
@@ -101,10 +106,7 @@ async fn tcp(hc: &HealthCheck, t: &TcpCheck, target: &Target, conn: &mut Option<
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     while !matches_in_order(&buf, &t.receive) {
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("receive: {e}"))?;
+        let n = read_some(&mut stream, &mut chunk, "receive").await?;
         if n == 0 {
             return Err("closed before the expected payload arrived".into());
         }
@@ -226,10 +228,7 @@ async fn http1(
     let mut buf = Vec::with_capacity(1024);
     let (status, headers, head_len) = loop {
         let mut chunk = [0u8; 4096];
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("receive: {e}"))?;
+        let n = read_some(&mut stream, &mut chunk, "receive").await?;
         if n == 0 {
             return Err("closed before answering".into());
         }
@@ -310,10 +309,7 @@ async fn read_exact_body(
     }
     let mut chunk = [0u8; 4096];
     while have.len() < len {
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("body: {e}"))?;
+        let n = read_some(stream, &mut chunk, "body").await?;
         if n == 0 {
             return Err("closed in the body".into());
         }
@@ -332,10 +328,7 @@ async fn read_to_end(
     let mut chunk = [0u8; 4096];
     let mut total = have.len();
     loop {
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("body: {e}"))?;
+        let n = read_some(stream, &mut chunk, "body").await?;
         if n == 0 || total > MAX_BODY {
             break;
         }
@@ -380,10 +373,7 @@ async fn read_chunked(
                                 }
                                 continue;
                             }
-                            let n = stream
-                                .read(&mut chunk)
-                                .await
-                                .map_err(|e| format!("body: {e}"))?;
+                            let n = read_some(stream, &mut chunk, "body").await?;
                             if n == 0 {
                                 return Ok((body, false));
                             }
@@ -411,10 +401,7 @@ async fn read_chunked(
             buf.drain(..pos);
             pos = 0;
         }
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("body: {e}"))?;
+        let n = read_some(stream, &mut chunk, "body").await?;
         if n == 0 {
             return Err("closed in the body".into());
         }

@@ -629,3 +629,30 @@ pub fn send_n(
 pub fn get_replies(addr: SocketAddr, path: &str, headers: &[(&str, &str)], n: usize) -> Vec<Reply> {
     send_n(addr, "GET", path, headers, n)
 }
+
+/// The backends that answered `n` GETs of `/` at `addr` (a status other
+/// than 200 by its number), sorted and deduplicated.
+pub fn answering(addr: SocketAddr, n: usize) -> Vec<String> {
+    let mut seen: Vec<String> = get_n(addr, "/", n)
+        .into_iter()
+        .map(|(status, body)| {
+            if status == 200 {
+                body
+            } else {
+                status.to_string()
+            }
+        })
+        .collect();
+    seen.sort();
+    seen.dedup();
+    seen
+}
+
+/// Waits (10 s at most) until only `want` answer at `addr`.
+pub fn wait_answering(addr: SocketAddr, want: &[&str]) {
+    wait_until(
+        Duration::from_secs(10),
+        &format!("only {want:?} answering"),
+        || answering(addr, 8) == want,
+    );
+}

@@ -331,6 +331,22 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint
         &|| epath().field("address"),
         false,
     )?;
+    let (health, weight) = status_and_weight(lbe, path)?;
+    Ok(Endpoint {
+        address,
+        weight,
+        health,
+        hostname: endpoint.hostname.clone(),
+        check,
+    })
+}
+
+/// An `LbEndpoint`'s `health_status` and `load_balancing_weight` (1 by
+/// default; 0 is refused).
+pub(super) fn status_and_weight(
+    lbe: &ep::LbEndpoint,
+    path: &dyn Fn() -> Path,
+) -> Result<(HealthStatus, u32)> {
     let health = HealthStatus::from_i32(lbe.health_status).ok_or_else(|| {
         Error::invalid(
             path().field("health_status"),
@@ -347,11 +363,5 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint
             &path().field("load_balancing_weight"),
         )?,
     };
-    Ok(Endpoint {
-        address,
-        weight,
-        health,
-        hostname: endpoint.hostname.clone(),
-        check,
-    })
+    Ok((health, weight))
 }

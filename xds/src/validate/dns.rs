@@ -3,7 +3,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use engine::{Dns, DnsFamily, DnsKind, DnsTarget, HealthStatus};
+use engine::{Dns, DnsFamily, DnsKind, DnsTarget};
 use prost::Name;
 
 use super::common::{duration, reject_set, socket_address, u32_in};
@@ -169,22 +169,7 @@ fn target(lbe: &ep::LbEndpoint, path: &Path) -> Result<DnsTarget> {
             epath.field("health_check_config")
         })?;
     let (host, port) = host_and_port(endpoint.address.as_ref(), &epath.field("address"))?;
-    let health = HealthStatus::from_i32(lbe.health_status).ok_or_else(|| {
-        Error::invalid(
-            path.field("health_status"),
-            format!("unknown value {}", lbe.health_status),
-        )
-    })?;
-    let weight = match lbe.load_balancing_weight {
-        None => 1,
-        Some(w) if w >= 1 => w,
-        Some(_) => u32_in(
-            Some(0),
-            1..=u32::MAX,
-            1,
-            &path.field("load_balancing_weight"),
-        )?,
-    };
+    let (health, weight) = super::cluster::status_and_weight(lbe, &|| path.clone())?;
     Ok(DnsTarget {
         host,
         port,
