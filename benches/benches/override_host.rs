@@ -123,6 +123,7 @@ fn cluster(endpoints: Vec<Endpoint>) -> Arc<Cluster> {
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),
         health_check: None,
+        circuit_breakers: Default::default(),
     })
 }
 

@@ -62,6 +62,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
         outlier_detection: None,
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         health_check: None,
+        circuit_breakers: Default::default(),
         common_lb: Default::default(),
     })
 }

@@ -35,6 +35,7 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         common_lb: Default::default(),
         health_check: None,
+        circuit_breakers: Default::default(),
     };
     let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
     assert_eq!(snap.weighted, weighted);

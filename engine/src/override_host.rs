@@ -78,6 +78,7 @@ mod tests {
             outlier_detection: None,
             per_connection_buffer_limit_bytes: crate::config::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             health_check: None,
+            circuit_breakers: Default::default(),
             common_lb: CommonLb {
                 override_host_status: status,
                 ..CommonLb::default()

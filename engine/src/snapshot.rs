@@ -199,6 +199,7 @@ fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
         && a.outlier_detection == b.outlier_detection
         && a.common_lb == b.common_lb
         && a.health_check == b.health_check
+        && a.circuit_breakers == b.circuit_breakers
 }
 
 #[cfg(test)]
@@ -230,6 +231,7 @@ mod tests {
             common_lb: Default::default(),
             per_connection_buffer_limit_bytes: DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             health_check: None,
+            circuit_breakers: Default::default(),
         })
     }
 

@@ -109,11 +109,22 @@ fn dropping_backend(drop_after: usize) -> SocketAddr {
 
 /// A shared upstream connection that dies under its streams: idempotent
 /// bodiless requests are retried once on another connection (and
-/// counted); a POST is not, and fails as an upstream reset.
+/// counted), within the cluster's `max_retries` (raised here above
+/// Envoy's 3 to let all four retry); a POST is not, and fails as an
+/// upstream reset.
 #[test]
 fn idempotent_requests_survive_a_dying_upstream_connection() {
     let backend = dropping_backend(5);
-    let (gw, addr) = gateway_for(&[backend], 1);
+    let mut c = (*cluster("c", &[backend])).clone();
+    c.circuit_breakers.default.max_retries = 4;
+    let gw = start(
+        bootstrap(
+            listener(vec![prefix_route("/", "c", None)]),
+            vec![Arc::new(c)],
+        ),
+        1,
+    );
+    let addr = gw.listener("ingress").expect("listener bound");
     let statuses = client(move || async move {
         let c = connect(addr).await;
         let mut tasks = Vec::new();

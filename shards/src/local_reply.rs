@@ -17,6 +17,10 @@ pub enum LocalReply {
     /// `max_stream_duration`: the stream lived as long as it may.
     MaxDurationTimeout,
     BadRequest,
+    /// A circuit breaker of the cluster is open (`max_requests`,
+    /// `max_pending_requests`, `max_connections`, `max_connection_pools`):
+    /// 503 with `x-envoy-overloaded: true`, as Envoy answers.
+    Overflow,
     /// A `strict` stateful session whose host is unavailable, answered with
     /// `status_on_strict_destination_not_found` (503 by default).
     SessionHostUnavailable(u16),
@@ -26,9 +30,10 @@ impl LocalReply {
     pub fn status(self) -> StatusCode {
         match self {
             Self::NoRoute => StatusCode::NOT_FOUND,
-            Self::UnknownCluster | Self::NoHealthyUpstream | Self::ConnectFailure => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::UnknownCluster
+            | Self::NoHealthyUpstream
+            | Self::ConnectFailure
+            | Self::Overflow => StatusCode::SERVICE_UNAVAILABLE,
             Self::UpstreamReset => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::StreamIdleTimeout | Self::MaxDurationTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -52,6 +57,9 @@ impl LocalReply {
                 "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
             }
             Self::UpstreamTimeout => "upstream request timeout",
+            Self::Overflow => {
+                "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+            }
             Self::StreamIdleTimeout => "stream timeout",
             Self::MaxDurationTimeout => "downstream duration timeout",
             Self::BadRequest => "bad request",
@@ -68,6 +76,7 @@ impl LocalReply {
             Self::ConnectFailure => "UF",
             Self::UpstreamReset => "UR",
             Self::UpstreamTimeout => "UT",
+            Self::Overflow => "UO",
             Self::StreamIdleTimeout => "SI",
             Self::MaxDurationTimeout => "DT",
             Self::BadRequest => "DPE",

@@ -210,6 +210,18 @@ pub struct HostStats {
     pub cx_idle_timeout: Counter,
     pub cx_active: Counter,
     pub cx_connect_fail: Counter,
+    /// Requests refused by the cluster's circuit breakers: `max_requests`
+    /// or `max_pending_requests` (Envoy's `upstream_rq_pending_overflow`).
+    pub rq_pending_overflow: Counter,
+    /// Connections not opened for the cluster's `max_connections`
+    /// (Envoy's `upstream_cx_overflow`).
+    pub cx_overflow: Counter,
+    /// Retries not made for the cluster's `max_retries`
+    /// (Envoy's `upstream_rq_retry_overflow`).
+    pub rq_retry_overflow: Counter,
+    /// Pools not made for the cluster's `max_connection_pools`
+    /// (Envoy's `upstream_cx_pool_overflow`).
+    pub cx_pool_overflow: Counter,
     /// Times a connection's unwritten request bytes reached the cluster's
     /// `per_connection_buffer_limit_bytes` (the backend's socket stopped
     /// draining), pausing request data to it.

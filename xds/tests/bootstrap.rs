@@ -329,9 +329,9 @@ fn known_but_unimplemented_fields_are_rejected_when_set() {
     assert_eq!(
         bad(
             "    lb_policy: ROUND_ROBIN\n",
-            "    lb_policy: ROUND_ROBIN\n    circuit_breakers: {thresholds: [{max_connections: 1}]}\n"
+            "    lb_policy: ROUND_ROBIN\n    lb_subset_config: {fallback_policy: ANY_ENDPOINT, subset_selectors: [{keys: [a]}]}\n"
         ),
-        "static_resources.clusters[0].circuit_breakers: not supported"
+        "static_resources.clusters[0].lb_subset_config: not supported"
     );
     assert_eq!(
         bad(

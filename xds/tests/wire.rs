@@ -188,9 +188,9 @@ fn unmodelled_fields_decode_and_are_rejected() {
     // Fields we declare as `gateway.v1.Unsupported` still decode from real
     // Envoy messages (contents skipped) and are then reported.
     let mut c = envoy_cluster();
-    c.circuit_breakers = Some(e_cluster::CircuitBreakers {
-        thresholds: vec![e_cluster::circuit_breakers::Thresholds {
-            max_connections: u32v(10),
+    c.lb_subset_config = Some(e_cluster::cluster::LbSubsetConfig {
+        subset_selectors: vec![e_cluster::cluster::lb_subset_config::LbSubsetSelector {
+            keys: vec!["a".into()],
             ..Default::default()
         }],
         ..Default::default()
@@ -200,7 +200,7 @@ fn unmodelled_fields_decode_and_are_rejected() {
         validate::cluster(&ours, &Path::root())
             .unwrap_err()
             .to_string(),
-        "circuit_breakers: not supported"
+        "lb_subset_config: not supported"
     );
 }
 

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::circuit_breakers::CircuitBreakers;
 use super::health::HealthStatus;
 use super::health_check::{EndpointCheck, HealthCheck};
 use super::lb::{CommonLb, LbPolicy};
@@ -40,6 +41,8 @@ pub struct Cluster {
     /// `health_checks` (Envoy allows one): hosts are checked by the control
     /// shard and leave rotation when they fail.
     pub health_check: Option<std::sync::Arc<HealthCheck>>,
+    /// `circuit_breakers` (Envoy's defaults when absent).
+    pub circuit_breakers: CircuitBreakers,
 }
 
 impl Cluster {

@@ -9,6 +9,7 @@
 //! lives.
 
 mod access_log;
+mod circuit_breakers;
 mod cluster;
 mod dynamic;
 mod health;
@@ -23,6 +24,7 @@ mod session;
 mod upstream;
 
 pub use access_log::*;
+pub use circuit_breakers::*;
 pub use cluster::*;
 pub use dynamic::*;
 pub use health::*;

@@ -30,6 +30,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
         outlier_detection: None,
         per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         health_check: None,
+        circuit_breakers: Default::default(),
         common_lb: CommonLb {
             healthy_panic_threshold: threshold,
             ..Default::default()

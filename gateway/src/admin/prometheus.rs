@@ -252,7 +252,31 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 39] = [
     ];
 
 /// The per-host counters: one series per cluster and host.
-static HOST_COUNTERS: [(&str, &str, &str, HostCounter); 13] = [
+static HOST_COUNTERS: [(&str, &str, &str, HostCounter); 17] = [
+        (
+            "gateway_upstream_rq_pending_overflow",
+            "counter",
+            "Requests refused by the cluster's circuit breakers (max_requests, max_pending_requests, max_connections): 503 with x-envoy-overloaded.",
+            |h| &h.rq_pending_overflow,
+        ),
+        (
+            "gateway_upstream_cx_overflow",
+            "counter",
+            "Connections not opened for the cluster's max_connections.",
+            |h| &h.cx_overflow,
+        ),
+        (
+            "gateway_upstream_rq_retry_overflow",
+            "counter",
+            "Retries not made for the cluster's max_retries.",
+            |h| &h.rq_retry_overflow,
+        ),
+        (
+            "gateway_upstream_cx_pool_overflow",
+            "counter",
+            "Connection pools not made for the cluster's max_connection_pools.",
+            |h| &h.cx_pool_overflow,
+        ),
         (
             "gateway_upstream_rq_total",
             "counter",

@@ -32,6 +32,11 @@ impl Reply {
 impl From<LocalReply> for Reply {
     /// The gateway's own replies, shaped as Envoy shapes them.
     fn from(r: LocalReply) -> Self {
-        Self::new(r.status().as_u16(), r.body(), r.flag())
+        let mut reply = Self::new(r.status().as_u16(), r.body(), r.flag());
+        if r == LocalReply::Overflow {
+            // Envoy's mark of a reply its circuit breakers made.
+            let _ = reply.fields.set(b"x-envoy-overloaded", b"true");
+        }
+        reply
     }
 }

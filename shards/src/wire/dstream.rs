@@ -59,6 +59,9 @@ pub(crate) struct DStream {
     pub(super) bodyless: bool,
     /// Retried once already after its upstream connection died.
     pub(super) retried_lost: bool,
+    /// Holds one of the cluster's `max_retries` (from its first resend to
+    /// its end).
+    pub(super) retry_slot: bool,
     /// The chosen host and its pool, once the router chose.
     pub(super) target: Option<Target>,
     /// The upstream stream, once opened.
@@ -121,6 +124,7 @@ impl DStream {
             xff: None,
             bodyless,
             retried_lost: false,
+            retry_slot: false,
             target: None,
             up: None,
             waiting: false,

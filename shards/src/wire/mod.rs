@@ -70,6 +70,8 @@ pub struct WireShard {
     pub(crate) resume: Rc<dyn crate::http_filter::ResumeSink>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<PoolRef>>>,
+    /// Each cluster's circuit breakers on this shard, by cluster name.
+    budgets: RefCell<AHashMap<String, Rc<pool::Budget>>>,
     /// Fired on shutdown: every connection drains.
     pub(crate) shutdown: Signal,
     /// Fired while the health check fails (`POST /healthcheck/fail`):
@@ -93,6 +95,7 @@ impl WireShard {
             resume: Rc::clone(&inboxes) as Rc<dyn crate::http_filter::ResumeSink>,
             inboxes,
             pools: RefCell::default(),
+            budgets: RefCell::default(),
             shutdown: Signal::new(),
             health_drain: RefCell::new(Signal::new()),
             logs,
@@ -161,18 +164,24 @@ impl WireShard {
     }
 
     /// The upstream pool for `host`, made on first use (and afresh
-    /// when the host's id was recycled for another address).
-    pub fn pool(&self, host: &Host, cluster: &ClusterSnapshot) -> PoolRef {
+    /// when the host's id was recycled for another address); `None` when
+    /// the cluster's `max_connection_pools` allows no new one.
+    pub fn pool(&self, host: &Host, cluster: &ClusterSnapshot) -> Option<PoolRef> {
         let mut pools = self.pools.borrow_mut();
         let i = host.id.index();
         if pools.len() <= i {
             pools.resize(i + 1, None);
         }
         match &pools[i] {
-            Some(p) if p.borrow().addr == host.address => Rc::clone(p),
+            Some(p) if p.borrow().addr == host.address => Some(Rc::clone(p)),
             _ => {
                 if let Some(old) = pools[i].take() {
                     old.borrow_mut().retire();
+                }
+                let budget = self.budget(&cluster.config);
+                if !budget.try_pool() {
+                    self.shard.stats.hosts.host(host.id).cx_pool_overflow.inc();
+                    return None;
                 }
                 let p = Pool::new(
                     host.address,
@@ -180,11 +189,38 @@ impl WireShard {
                     Arc::clone(&cluster.config),
                     Rc::clone(&self.inboxes),
                     Arc::clone(&self.shard.stats),
+                    budget,
                 );
                 pools[i] = Some(Rc::clone(&p));
-                p
+                Some(p)
             }
         }
+    }
+
+    /// The circuit breakers of `cluster` on this shard, made on first use.
+    fn budget(&self, cluster: &engine::Cluster) -> Rc<pool::Budget> {
+        let mut budgets = self.budgets.borrow_mut();
+        if let Some(b) = budgets.get(&cluster.name) {
+            return Rc::clone(b);
+        }
+        let b = Rc::new(pool::Budget::new(cluster, self.shard.data_shards));
+        budgets.insert(cluster.name.clone(), Rc::clone(&b));
+        b
+    }
+
+    /// Follows a new snapshot's circuit breakers: limits change in place
+    /// (what is held stays counted); a cluster gone forgets its budget once
+    /// nothing holds it.
+    pub(crate) fn follow_budgets(&self, snap: &engine::Snapshot) {
+        self.budgets
+            .borrow_mut()
+            .retain(|name, b| match snap.clusters.get(name) {
+                Some(c) => {
+                    b.set_limits(&c.config, self.shard.data_shards);
+                    true
+                }
+                None => Rc::strong_count(b) > 1,
+            });
     }
 
     /// Drops the pool of `host` (its connections close once their streams

@@ -18,12 +18,14 @@
 //! connection, and the pool learns the new answer).
 
 mod acquire;
+mod budget;
 mod conn;
 mod state;
 mod task;
 
 pub(crate) use acquire::Acquire;
 pub use acquire::{MAX_CONNS_PER_HOST, MAX_H1_CONNS_PER_HOST};
+pub use budget::Budget;
 pub(crate) use conn::UpRef;
 pub use state::{Pool, PoolRef, INITIAL_RESPONSE_WINDOW, RESET_BUDGET};
 

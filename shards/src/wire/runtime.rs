@@ -65,6 +65,7 @@ impl ShardRuntime {
         // Hosts new to their cluster may hold a recycled id: their pools
         // start afresh, as `adopt` resets their counters.
         let wire = &self.wire;
+        wire.follow_budgets(&snap);
         wire.shard.adopt(snap, |h| wire.drop_pool(h.id));
         result
     }

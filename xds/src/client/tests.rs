@@ -569,13 +569,13 @@ fn known_but_unimplemented_fields_are_nacked_by_name() {
     let mut c = XdsClient::new(&boot(BOOT), t0);
     c.on_stream_open();
     let mut any = eds_cluster("echo");
-    // circuit_breakers (field 10), an empty message: Envoy knows it, we
+    // lb_subset_config (field 22), an empty message: Envoy knows it, we
     // do not implement it, so it must not be ignored silently.
-    any.value.extend_from_slice(&[0x52, 0x00]);
+    any.value.extend_from_slice(&[0xb2, 0x01, 0x00]);
     let out = c.on_response(response(ResourceType::Cluster, "v1", "n1", vec![any]), t0);
     assert_eq!(
         out.rejected.as_deref(),
-        Some("clusters[echo].circuit_breakers: not supported")
+        Some("clusters[echo].lb_subset_config: not supported")
     );
 }
 

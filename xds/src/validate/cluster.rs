@@ -24,7 +24,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     reject_set!(
         path,
         c,
-        circuit_breakers,
         cleanup_interval,
         upstream_bind_config,
         lb_subset_config,
@@ -115,6 +114,10 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             &path.field("per_connection_buffer_limit_bytes"),
         )?,
         health_check,
+        circuit_breakers: super::circuit_breakers::circuit_breakers(
+            c.circuit_breakers.as_ref(),
+            &path.field("circuit_breakers"),
+        )?,
     })
 }
 

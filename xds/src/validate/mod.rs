@@ -2,6 +2,7 @@
 //! type so bootstrap and (later) xDS responses share the same rules.
 
 mod access_log;
+mod circuit_breakers;
 mod cluster;
 pub(crate) mod common;
 mod dns;

@@ -26,6 +26,10 @@ pub(crate) enum Acquire {
     Wait,
     /// The host is backing off after failed connects.
     Failed,
+    /// A circuit breaker is open: too many requests wait for a connection
+    /// (`max_pending_requests`), or none may be opened and none is there to
+    /// wait for (`max_connections`). Answered 503 with `x-envoy-overloaded`.
+    Overflow,
 }
 
 impl Pool {
@@ -38,10 +42,24 @@ impl Pool {
     }
 
     fn max_conns(&self) -> usize {
-        match self.protocol() {
+        let fixed = match self.protocol() {
             Some(Proto::H1) => MAX_H1_CONNS_PER_HOST,
             _ => MAX_CONNS_PER_HOST,
+        };
+        match self.budget.per_host_connections() {
+            Some(m) => fixed.min(m as usize),
+            None => fixed,
         }
+    }
+
+    /// Queues a stream for room, within `max_pending_requests`.
+    fn wait(&mut self, inbox: usize, down: u32) -> Acquire {
+        if !self.budget.try_pending() {
+            self.stats.hosts.host(self.host).rq_pending_overflow.inc();
+            return Acquire::Overflow;
+        }
+        self.waiters.push_back((inbox, down));
+        Acquire::Wait
     }
 
     /// A connection slot that may open one more stream now, opening a new
@@ -80,21 +98,24 @@ impl Pool {
         let learning = p.conns.iter().any(|c| c.alpn_pending && !c.dead);
         let live = p.conns.iter().filter(|c| !c.dead).count();
         if learning || live >= p.max_conns() {
-            p.waiters.push_back((inbox, down));
-            return Acquire::Wait;
+            return p.wait(inbox, down);
+        }
+        if !p.budget.try_connection() {
+            // The cluster holds all the connections it may: wait for room
+            // on one of this host's, if it has any.
+            p.stats.hosts.host(p.host).cx_overflow.inc();
+            if live == 0 {
+                p.stats.hosts.host(p.host).rq_pending_overflow.inc();
+                return Acquire::Overflow;
+            }
+            return p.wait(inbox, down);
         }
         let (slot, gen) = p.open();
-        let pending = p.conns[slot].alpn_pending;
-        if pending {
-            p.waiters.push_back((inbox, down));
-        }
+        // A handshake to learn the protocol: the stream waits for it.
+        let waited = p.conns[slot].alpn_pending.then(|| p.wait(inbox, down));
         drop(p);
         // Spawned with no borrow held: glommio may poll it at once.
         glommio::spawn_local(task::drive(Rc::clone(pool), slot, gen)).detach();
-        if pending {
-            Acquire::Wait
-        } else {
-            Acquire::Ready(slot)
-        }
+        waited.unwrap_or(Acquire::Ready(slot))
     }
 }

@@ -15,6 +15,7 @@ use engine::{Cluster, HostId};
 use h2wire::conn::ClientConfig;
 use h2wire::ErrorCode;
 
+use super::budget::Budget;
 use super::conn::{UpConn, UpRef};
 use crate::stats::ShardStats;
 use crate::wire::codec::Proto;
@@ -81,6 +82,8 @@ pub struct Pool {
     /// The host left the snapshot: no new streams; connections close once
     /// their streams are done.
     pub(super) retired: bool,
+    /// The cluster's circuit breakers on this shard, shared by its pools.
+    pub budget: Rc<Budget>,
 }
 
 impl Pool {
@@ -90,6 +93,7 @@ impl Pool {
         cluster: Arc<Cluster>,
         inboxes: Rc<Inboxes>,
         stats: Arc<ShardStats>,
+        budget: Rc<Budget>,
     ) -> PoolRef {
         Rc::new(RefCell::new(Self {
             addr,
@@ -105,6 +109,7 @@ impl Pool {
             in_flight: 0,
             auto: None,
             retired: false,
+            budget,
         }))
     }
 
@@ -129,7 +134,9 @@ impl Pool {
     }
 
     pub(crate) fn retire(&mut self) {
-        self.retired = true;
+        if !std::mem::replace(&mut self.retired, true) {
+            self.budget.end_pool();
+        }
         for c in &mut self.conns {
             wake(&mut c.waker);
         }
@@ -260,11 +267,15 @@ impl Pool {
 
     /// Forgets a waiting stream (its client went away).
     pub(crate) fn cancel_wait(&mut self, inbox: usize, down: u32) {
+        let before = self.waiters.len();
         self.waiters.retain(|&w| w != (inbox, down));
+        self.budget
+            .end_pending((before - self.waiters.len()) as u32);
     }
 
     pub(super) fn kick_waiter(&mut self) {
         while let Some((inbox, down)) = self.waiters.pop_front() {
+            self.budget.end_pending(1);
             if self.inboxes.deliver(inbox, down, Delivered::Retry).is_ok() {
                 return;
             }
@@ -274,6 +285,7 @@ impl Pool {
     /// Every waiter tries again: a connection's protocol became known, and
     /// an HTTP/2 one may take them all.
     pub(super) fn kick_all_waiters(&mut self) {
+        self.budget.end_pending(self.waiters.len() as u32);
         for (inbox, down) in std::mem::take(&mut self.waiters) {
             let _ = self.inboxes.deliver(inbox, down, Delivered::Retry);
         }
@@ -372,6 +384,7 @@ mod tests {
             common_lb: Default::default(),
             per_connection_buffer_limit_bytes: buffer_limit,
             health_check: None,
+            circuit_breakers: Default::default(),
         }
     }
 

@@ -400,8 +400,11 @@ fn fail(pool: &PoolRef, slot: usize, gen: u32, connect: bool) {
 
 fn finish_task(pool: &PoolRef, slot: usize, gen: u32) {
     let mut p = pool.borrow_mut();
+    let p = &mut *p;
     if let Some(c) = p.conns.get_mut(slot).filter(|c| c.gen == gen) {
         c.task_done = true;
         c.dead = true;
+        // Counted from `acquire`'s open to the end of its task.
+        p.budget.end_connection();
     }
 }

@@ -97,22 +97,22 @@ impl Streams {
         let failed = match what {
             Delivered::Event(ev) => {
                 self.on_upstream(stream, ev);
-                false
+                None
             }
-            Delivered::Retry => self.retry_open(stream).is_err(),
-            Delivered::ConnectFailed => true,
+            Delivered::Retry => self.retry_open(stream).err(),
+            Delivered::ConnectFailed => Some(LocalReply::ConnectFailure),
             Delivered::ConnectionLost => {
                 self.connection_lost(stream);
-                false
+                None
             }
             Delivered::Resume(resumed) => {
                 let (ticket, outcome) = *resumed;
                 self.resume(stream, ticket, outcome);
-                false
+                None
             }
         };
-        if failed {
-            self.fail(stream, LocalReply::ConnectFailure);
+        if let Some(reply) = failed {
+            self.fail(stream, reply);
         }
     }
 

@@ -128,6 +128,7 @@ impl Streams {
         let mut edits = s.edits.take().map_or_else(HeaderEdits::default, |e| *e);
         let mut target = None;
         let mut ticket = None;
+        let mut overflow = false;
         let wire = &self.cx.wire;
         let end_stream = s.bodyless;
         let reached = self.cx.filters(s, stream, now, true, |filters, cx| {
@@ -140,13 +141,22 @@ impl Streams {
             ticket = cx.paused;
             if let (Reached::Router, Some(pick)) = (&reached, cx.pick) {
                 // Counted in flight at once: the next pick (least request)
-                // sees it.
-                let pool = wire.pool(pick.host, pick.cluster);
-                pool.borrow_mut().in_flight += 1;
-                target = Some(Target {
-                    host: pick.host.id,
-                    pool,
-                });
+                // sees it. Within the cluster's circuit breakers
+                // (`max_connection_pools`, `max_requests`).
+                match wire.pool(pick.host, pick.cluster) {
+                    Some(pool) if pool.borrow().budget.try_request() => {
+                        pool.borrow_mut().in_flight += 1;
+                        target = Some(Target {
+                            host: pick.host.id,
+                            pool,
+                        });
+                    }
+                    _ => {
+                        let h = wire.shard.stats.hosts.host(pick.host.id);
+                        h.rq_pending_overflow.inc();
+                        overflow = true;
+                    }
+                }
             }
             reached
         });
@@ -184,6 +194,7 @@ impl Streams {
             // A filter that pauses must ask for the handle that resumes:
             // without it the stream would hang.
             (Reached::Pause { .. }, _, None) => Reply::new(500, "", "DPE"),
+            (Reached::Router, None, _) if overflow => Reply::from(LocalReply::Overflow),
             (Reached::Router, None, _) => Reply::from(LocalReply::NoRoute),
             (Reached::Reply(r), _, _) => r,
         };
@@ -259,8 +270,8 @@ impl Streams {
     /// Phase 2, on the host's pool; a connection that cannot be had fails
     /// the stream.
     pub(super) fn open_upstream(&mut self, stream: u32) {
-        if self.try_open(stream).is_err() {
-            self.fail(stream, LocalReply::ConnectFailure);
+        if let Err(reply) = self.try_open(stream) {
+            self.fail(stream, reply);
         }
     }
 
@@ -415,11 +426,23 @@ impl Streams {
 
     /// Sends the stream again on a new upstream stream, counted by
     /// `resent`'s counter, or (`None`) fails it as an upstream reset.
-    fn resend_or_fail(&mut self, stream: u32, resent: Option<HostCounter>) {
-        let Some(host) = self.table.get(&stream).and_then(|s| s.target.as_ref()) else {
+    fn resend_or_fail(&mut self, stream: u32, mut resent: Option<HostCounter>) {
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
+        let Some(host) = s.target.as_ref() else {
             return;
         };
         let host_stats = self.cx.wire.shard.stats.hosts.host(host.host);
+        // A retry within the cluster's `max_retries` (one held per stream
+        // from its first resend on).
+        if resent.is_some() && !s.retry_slot {
+            s.retry_slot = host.pool.borrow().budget.try_retry();
+            if !s.retry_slot {
+                host_stats.rq_retry_overflow.inc();
+                resent = None;
+            }
+        }
         match resent {
             Some(counter) => {
                 counter(host_stats).inc();
@@ -573,6 +596,10 @@ impl Streams {
         {
             let mut p = t.pool.borrow_mut();
             p.in_flight = p.in_flight.saturating_sub(1);
+            p.budget.end_request();
+            if s.retry_slot {
+                p.budget.end_retry();
+            }
         }
         stats.hosts.host(t.host).rq_active.dec();
         if let Some(l) = &s.log {

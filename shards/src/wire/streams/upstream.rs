@@ -8,6 +8,7 @@ use h2wire::message::HeaderList;
 
 use super::{touch, Streams};
 use crate::http_filter::HeaderEdits;
+use crate::local_reply::LocalReply;
 use crate::wire::body::queued;
 use crate::wire::dstream::DStream;
 use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
@@ -84,8 +85,9 @@ pub(super) fn recycle(from: Option<(PoolRef, UpRef)>, list: HeaderList) {
 
 impl Streams {
     /// Opens the upstream stream from the kept head, or waits for room in
-    /// the pool. `Err`: no connection can be had (the stream fails).
-    pub(super) fn try_open(&mut self, stream: u32) -> Result<(), ()> {
+    /// the pool. `Err`: no connection can be had (the stream fails with
+    /// that reply).
+    pub(super) fn try_open(&mut self, stream: u32) -> Result<(), LocalReply> {
         let Some(pool) = self
             .table
             .get(&stream)
@@ -102,13 +104,15 @@ impl Streams {
                 }
                 return Ok(());
             }
-            Acquire::Failed => return Err(()),
+            Acquire::Failed => return Err(LocalReply::ConnectFailure),
+            Acquire::Overflow => return Err(LocalReply::Overflow),
         };
         let Some(s) = self.table.get_mut(&stream) else {
             return Ok(());
         };
         s.attempts += 1;
-        let up_stream = send_request(s, &mut pool.borrow_mut(), slot).ok_or(())?;
+        let up_stream =
+            send_request(s, &mut pool.borrow_mut(), slot).ok_or(LocalReply::ConnectFailure)?;
         let up = pool
             .borrow_mut()
             .route(slot, up_stream, self.cx.inbox, stream);
@@ -118,7 +122,7 @@ impl Streams {
     }
 
     /// A stream waiting for room in its pool: the pool has room now.
-    pub(super) fn retry_open(&mut self, stream: u32) -> Result<(), ()> {
+    pub(super) fn retry_open(&mut self, stream: u32) -> Result<(), LocalReply> {
         match self.table.get_mut(&stream) {
             Some(s) if s.waiting => {
                 s.waiting = false;
