@@ -106,6 +106,7 @@ fn route(v: usize, r: usize) -> Route {
             timeout: Some(Duration::from_secs(15)),
             prefix_rewrite: None,
             host_rewrite_literal: None,
+            hash_policy: Vec::new(),
         },
         per_filter: Default::default(),
     }

@@ -166,7 +166,7 @@ fn route_and_pick(wire: &WireShard, snap: &Snapshot, parts: &Parts) -> Option<So
     };
     let cluster = snap.cluster(name)?;
     shard
-        .pick_host(cluster, |id| wire.in_flight(id))
+        .pick_host(cluster, |id| wire.in_flight(id), None)
         .map(|p| p.host.address)
 }
 
@@ -217,7 +217,7 @@ fn bench(c: &mut Criterion) {
                         let cluster = snap.cluster(name).unwrap();
                         let host = wire
                             .shard
-                            .pick_host(cluster, |id| wire.in_flight(id))
+                            .pick_host(cluster, |id| wire.in_flight(id), None)
                             .unwrap()
                             .host;
                         wire.shard.stats.hosts.host(host.id).rq_total.inc();

@@ -243,6 +243,7 @@ mod tests {
                 timeout: None,
                 prefix_rewrite: None,
                 host_rewrite_literal: None,
+                hash_policy: Vec::new(),
             },
             per_filter: Default::default(),
         }

@@ -300,11 +300,15 @@ fn bad_bootstraps_exit_2_and_name_the_field() {
     let e = rejected(
         &dir,
         "maglev.yaml",
-        &edit(&good, "lb_policy: ROUND_ROBIN", "lb_policy: MAGLEV"),
+        &edit(
+            &good,
+            "lb_policy: ROUND_ROBIN",
+            "lb_policy: CLUSTER_PROVIDED",
+        ),
         &[],
     );
     assert!(
-        e.contains("static_resources.clusters[0].lb_policy: MAGLEV is not supported"),
+        e.contains("static_resources.clusters[0].lb_policy: CLUSTER_PROVIDED is not supported"),
         "{e}"
     );
 
@@ -544,7 +548,7 @@ fn sighup_with_a_bad_file_keeps_serving() {
         &edit(
             &config(b.addr().port(), 1),
             "lb_policy: ROUND_ROBIN",
-            "lb_policy: MAGLEV",
+            "lb_policy: CLUSTER_PROVIDED",
         ),
     );
     gw.reload("reload rejected");

@@ -274,7 +274,7 @@ fn invalid_cluster_is_nacked_and_the_previous_one_keeps_serving() {
     let addr = wait_listener(admin, "ingress");
 
     let mut bad = eds_cluster_pb("echo");
-    bad.lb_policy = 5; // MAGLEV
+    bad.lb_policy = 6; // CLUSTER_PROVIDED
     server.set(type_url::CLUSTER, "c2", vec![res("echo", &bad)]);
     let nack = server.wait_for(WAIT, |r| {
         r.type_url == type_url::CLUSTER && r.error_detail.is_some()
@@ -285,7 +285,10 @@ fn invalid_cluster_is_nacked_and_the_previous_one_keeps_serving() {
     );
     let (code, message) = nack.error_detail.clone().unwrap();
     assert_eq!(code, 3);
-    assert_eq!(message, "clusters[echo].lb_policy: MAGLEV is not supported");
+    assert_eq!(
+        message,
+        "clusters[echo].lb_policy: CLUSTER_PROVIDED is not supported"
+    );
     assert_eq!(
         Some(nack.response_nonce.clone()),
         server.last_nonce(type_url::CLUSTER)
@@ -294,7 +297,7 @@ fn invalid_cluster_is_nacked_and_the_previous_one_keeps_serving() {
     let replies = get_n(addr, "/", 3);
     assert!(replies.iter().all(|(s, _)| *s == 200), "{replies:?}");
     let (_, dump) = admin_get(admin, "/config_dump");
-    assert!(dump.contains("MAGLEV is not supported"), "{dump}");
+    assert!(dump.contains("CLUSTER_PROVIDED is not supported"), "{dump}");
     let dump: serde_json::Value = serde_json::from_str(&dump).unwrap();
     let active = &dump["dynamic_active"]["clusters"][0];
     assert_eq!(active["version_info"], "c1", "{dump}");

@@ -102,11 +102,11 @@ dynamic_resources:
     }
 
     // A broken file is rejected and changes nothing.
-    replace_file(&cds, "version_info: \"3\"\nresources: [{ \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: echo, lb_policy: MAGLEV }]\n");
+    replace_file(&cds, "version_info: \"3\"\nresources: [{ \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: echo, lb_policy: CLUSTER_PROVIDED }]\n");
     let deadline = Instant::now() + WAIT;
     loop {
         let (_, dump) = admin_get(admin, "/config_dump");
-        if dump.contains("clusters[echo].lb_policy: MAGLEV is not supported") {
+        if dump.contains("clusters[echo].lb_policy: CLUSTER_PROVIDED is not supported") {
             break;
         }
         assert!(Instant::now() < deadline, "rejection not reported: {dump}");

@@ -139,6 +139,7 @@ impl Shard {
         &self,
         cluster: &'a ClusterSnapshot,
         active: impl Fn(HostId) -> u32,
+        hash: Option<u64>,
     ) -> Option<Pick<'a>> {
         let mut lbs = self.lb.borrow_mut();
         let name = cluster.config.name.as_str();
@@ -147,12 +148,22 @@ impl Shard {
             None => lbs.entry(name.to_owned()).or_default(),
         };
         let ejected = self.ejected.borrow();
-        let pick = lb.pick(cluster, &ejected, active, &mut || self.random_u64())?;
+        let pick = lb.pick_hashed(cluster, &ejected, active, &mut || self.random_u64(), hash)?;
         let lb_stats = &self.stats.lb;
         match cluster.config.lb_policy {
             LbPolicy::RoundRobin => lb_stats.round_robin.inc(),
             LbPolicy::Random => lb_stats.random.inc(),
             LbPolicy::LeastRequest(_) => lb_stats.least_request.inc(),
+            LbPolicy::RingHash(_) => lb_stats.ring_hash.inc(),
+            LbPolicy::Maglev(_) => lb_stats.maglev.inc(),
+        }
+        if hash.is_none()
+            && matches!(
+                cluster.config.lb_policy,
+                LbPolicy::RingHash(_) | LbPolicy::Maglev(_)
+            )
+        {
+            lb_stats.hash_missing.inc();
         }
         if pick.panic {
             lb_stats.panic.inc();
@@ -195,6 +206,7 @@ impl Shard {
         cluster: &'a ClusterSnapshot,
         session: Option<&OverrideHost>,
         active: impl Fn(HostId) -> u32,
+        hash: impl FnOnce() -> Option<u64>,
     ) -> Result<&'a Host, LocalReply> {
         let sess_stats = &self.stats.session;
         if let Some(s) = session {
@@ -224,7 +236,13 @@ impl Shard {
                 }
             }
         }
-        match self.pick_host(cluster, active) {
+        // Hashed only for the policies that read it, as Envoy asks for
+        // the hash only then (a cookie policy may make a cookie).
+        let hash = match cluster.config.lb_policy {
+            LbPolicy::RingHash(_) | LbPolicy::Maglev(_) => hash(),
+            _ => None,
+        };
+        match self.pick_host(cluster, active, hash) {
             Some(pick) => Ok(pick.host),
             None => {
                 self.stats.rq_no_healthy_upstream.inc();

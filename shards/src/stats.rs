@@ -385,6 +385,11 @@ pub struct LbStats {
     pub round_robin: Counter,
     pub random: Counter,
     pub least_request: Counter,
+    pub ring_hash: Counter,
+    pub maglev: Counter,
+    /// `RING_HASH` / `MAGLEV` picks without a hash (no `hash_policy`
+    /// entry found its input): a random host, as in Envoy.
+    pub hash_missing: Counter,
     /// Picks made while the cluster was below `healthy_panic_threshold`.
     pub panic: Counter,
 }

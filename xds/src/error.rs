@@ -95,7 +95,7 @@ impl Error {
         Self::unsupported_msg(path, "not supported")
     }
 
-    /// `PATH: WHAT is not supported`, e.g. `MAGLEV is not supported`.
+    /// `PATH: WHAT is not supported`, e.g. `CLUSTER_PROVIDED is not supported`.
     pub fn unsupported_value(path: Path, what: impl fmt::Display) -> Self {
         Self::unsupported_msg(path, format!("{what} is not supported"))
     }

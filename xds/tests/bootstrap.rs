@@ -187,10 +187,10 @@ fn type_errors_name_their_path() {
 }
 
 #[test]
-fn maglev_is_not_supported() {
+fn cluster_provided_is_not_supported() {
     assert_eq!(
-        bad("lb_policy: ROUND_ROBIN", "lb_policy: MAGLEV"),
-        "static_resources.clusters[0].lb_policy: MAGLEV is not supported"
+        bad("lb_policy: ROUND_ROBIN", "lb_policy: CLUSTER_PROVIDED"),
+        "static_resources.clusters[0].lb_policy: CLUSTER_PROVIDED is not supported"
     );
 }
 

@@ -164,13 +164,13 @@ fn cluster_from_envoy_bytes() {
     let mut legacy = envoy_cluster();
     legacy.typed_extension_protocol_options.clear();
     legacy.http2_protocol_options = Some(h2_options());
-    legacy.lb_policy = e_cluster::cluster::LbPolicy::Maglev as i32;
+    legacy.lb_policy = e_cluster::cluster::LbPolicy::ClusterProvided as i32;
     let ours: o_cluster::Cluster = round_trip(&legacy);
     assert_eq!(
         validate::cluster(&ours, &Path::root())
             .unwrap_err()
             .to_string(),
-        "lb_policy: MAGLEV is not supported"
+        "lb_policy: CLUSTER_PROVIDED is not supported"
     );
     legacy.lb_policy = 0;
     let ours: o_cluster::Cluster = round_trip(&legacy);

@@ -14,6 +14,10 @@ pub enum LbPolicy {
     Random,
     /// gRFC A48 / Envoy least request.
     LeastRequest(LeastRequest),
+    /// Envoy's ketama ring of XXH64 hashes, keyed by the request's hash.
+    RingHash(RingHash),
+    /// Envoy's Maglev lookup table, keyed by the request's hash.
+    Maglev(Maglev),
 }
 
 impl LbPolicy {
@@ -23,6 +27,46 @@ impl LbPolicy {
             Self::RoundRobin => "ROUND_ROBIN",
             Self::Random => "RANDOM",
             Self::LeastRequest(_) => "LEAST_REQUEST",
+            Self::RingHash(_) => "RING_HASH",
+            Self::Maglev(_) => "MAGLEV",
+        }
+    }
+}
+
+/// Envoy's default `ring_hash_lb_config.minimum_ring_size`.
+pub const DEFAULT_MIN_RING_SIZE: u64 = 1024;
+/// Envoy's default (and largest) `maximum_ring_size`.
+pub const DEFAULT_MAX_RING_SIZE: u64 = 8 * 1024 * 1024;
+/// Envoy's default `maglev_lb_config.table_size` (a prime).
+pub const DEFAULT_MAGLEV_TABLE_SIZE: u64 = 65537;
+
+/// `lb_policy: RING_HASH` with `ring_hash_lb_config` (XX_HASH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingHash {
+    pub minimum_ring_size: u64,
+    pub maximum_ring_size: u64,
+}
+
+impl Default for RingHash {
+    fn default() -> Self {
+        Self {
+            minimum_ring_size: DEFAULT_MIN_RING_SIZE,
+            maximum_ring_size: DEFAULT_MAX_RING_SIZE,
+        }
+    }
+}
+
+/// `lb_policy: MAGLEV` with `maglev_lb_config`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maglev {
+    /// A prime; each host takes about `table_size / hosts` entries.
+    pub table_size: u64,
+}
+
+impl Default for Maglev {
+    fn default() -> Self {
+        Self {
+            table_size: DEFAULT_MAGLEV_TABLE_SIZE,
         }
     }
 }

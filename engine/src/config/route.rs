@@ -82,6 +82,36 @@ pub struct RouteAction {
     pub timeout: Option<Duration>,
     pub prefix_rewrite: Option<String>,
     pub host_rewrite_literal: Option<String>,
+    /// `hash_policy`: what a request's hash is made of, for `RING_HASH` and
+    /// `MAGLEV` clusters (see `engine::lb::request_hash`).
+    pub hash_policy: Vec<HashPolicy>,
+}
+
+/// One `hash_policy` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashPolicy {
+    pub kind: HashOn,
+    /// `terminal`: once this entry gave a hash, the later ones are skipped.
+    pub terminal: bool,
+}
+
+/// What one `hash_policy` entry hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashOn {
+    /// `header.header_name` (lower case): the header's value.
+    Header(String),
+    /// `cookie`: the cookie's value; when absent and `ttl` is set, a
+    /// cookie made from the client's address is hashed and set on the
+    /// response.
+    Cookie {
+        name: String,
+        ttl: Option<Duration>,
+        path: Option<String>,
+    },
+    /// `connection_properties.source_ip`.
+    SourceIp,
+    /// `query_parameter.name`: the first value of that parameter.
+    QueryParameter(String),
 }
 
 #[derive(Debug, Clone)]

@@ -61,8 +61,11 @@
 //! mapped to `0..n` by multiply-shift (`(r * n) >> 64`), not modulo.
 
 mod edf;
+pub mod hash;
+pub mod hash_policy;
 #[cfg(test)]
 mod tests;
+pub mod xxhash;
 
 use std::sync::{Arc, Weak};
 
@@ -110,6 +113,10 @@ pub struct ClusterLb {
     /// A permutation of `0..candidates.len()` that least request samples
     /// from (partial Fisher–Yates; any permutation keeps samples uniform).
     sample: Vec<u32>,
+    /// `RING_HASH`'s ring over the candidates (slots into `candidates`).
+    ring: hash::Ring,
+    /// `MAGLEV`'s table over the candidates.
+    maglev: hash::MaglevTable,
 }
 
 /// How the current candidates are picked from (fixed at rebuild).
@@ -127,6 +134,10 @@ enum Mode {
     Sample(u32),
     /// Least request, equal weights, `choice_count` >= candidates.
     Scan,
+    /// `RING_HASH`: the ring entry at or after the request's hash.
+    Ring,
+    /// `MAGLEV`: the table slot of the request's hash.
+    Maglev,
 }
 
 /// The result of a pick.
@@ -155,7 +166,36 @@ impl ClusterLb {
         active: impl Fn(HostId) -> u32,
         rng: &mut impl FnMut() -> u64,
     ) -> Option<Pick<'a>> {
-        self.pick_by(cluster, cluster.config.lb_policy, ejected, &active, rng)
+        self.pick_by(
+            cluster,
+            cluster.config.lb_policy,
+            ejected,
+            &active,
+            rng,
+            None,
+        )
+    }
+
+    /// [`ClusterLb::pick`] with the request's hash, which `RING_HASH` and
+    /// `MAGLEV` look up (without one they use a random draw, as Envoy
+    /// does); the other policies ignore it.
+    #[inline]
+    pub fn pick_hashed<'a>(
+        &mut self,
+        cluster: &'a ClusterSnapshot,
+        ejected: &EjectedSet,
+        active: impl Fn(HostId) -> u32,
+        rng: &mut impl FnMut() -> u64,
+        hash: Option<u64>,
+    ) -> Option<Pick<'a>> {
+        self.pick_by(
+            cluster,
+            cluster.config.lb_policy,
+            ejected,
+            &active,
+            rng,
+            hash,
+        )
     }
 
     fn pick_by<'a, A, R>(
@@ -165,6 +205,7 @@ impl ClusterLb {
         ejected: &EjectedSet,
         active: &A,
         rng: &mut R,
+        hash: Option<u64>,
     ) -> Option<Pick<'a>>
     where
         A: Fn(HostId) -> u32,
@@ -194,6 +235,8 @@ impl ClusterLb {
             }
             Mode::Sample(choices) => self.sample_least(hosts, choices as usize, active, rng),
             Mode::Scan => self.scan_least(hosts, active, rng),
+            Mode::Ring => self.ring.pick(hash.unwrap_or_else(&mut *rng))? as usize,
+            Mode::Maglev => self.maglev.pick(hash.unwrap_or_else(&mut *rng))? as usize,
         };
         Some(Pick {
             host: &hosts[self.candidates[slot] as usize],
@@ -289,6 +332,8 @@ impl ClusterLb {
                     Mode::Sample(choices)
                 }
             }
+            LbPolicy::RingHash(_) => Mode::Ring,
+            LbPolicy::Maglev(_) => Mode::Maglev,
         };
         match self.mode {
             Mode::Cursor if !self.seeded => {
@@ -311,6 +356,23 @@ impl ClusterLb {
             Mode::Sample(_) => {
                 self.sample.clear();
                 self.sample.extend(0..n as u32);
+            }
+            Mode::Ring | Mode::Maglev => {
+                // Keyed by address, as Envoy's `hashKey`: the same
+                // candidates give the same table on every shard and every
+                // gateway (and Envoy).
+                let keys: Vec<(String, u32)> = candidates
+                    .iter()
+                    .map(|i| {
+                        let h = &hosts[*i as usize];
+                        (h.address.to_string(), h.weight)
+                    })
+                    .collect();
+                match policy {
+                    LbPolicy::RingHash(cfg) => self.ring = hash::Ring::build(&keys, &cfg),
+                    LbPolicy::Maglev(cfg) => self.maglev = hash::MaglevTable::build(&keys, &cfg),
+                    _ => {}
+                }
             }
             Mode::Empty | Mode::Single | Mode::Random | Mode::Scan => {}
         }
@@ -396,6 +458,7 @@ pub fn pick_round_robin<'a>(
             &EjectedSet::default(),
             &|_| 0,
             &mut || 0,
+            None,
         )
         .map(|pick| pick.host)
 }

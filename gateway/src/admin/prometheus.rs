@@ -671,10 +671,12 @@ fn session_and_lb(out: &mut String, inner: &Inner) {
         "counter",
         "Hosts picked by a load-balancing policy (not by session override).",
     );
-    let picks: [(&str, ShardCounter); 3] = [
+    let picks: [(&str, ShardCounter); 5] = [
         ("round_robin", |s| &s.lb.round_robin),
         ("random", |s| &s.lb.random),
         ("least_request", |s| &s.lb.least_request),
+        ("ring_hash", |s| &s.lb.ring_hash),
+        ("maglev", |s| &s.lb.maglev),
     ];
     for (policy, f) in picks {
         let _ = writeln!(

@@ -288,7 +288,7 @@ mod tests {
                     last_update: Some(at(1_795_355_101, 123)),
                     last_error: Some(XdsError {
                         version: "8".into(),
-                        message: "clusters[0].lb_policy: MAGLEV is not supported".into(),
+                        message: "clusters[0].lb_policy: CLUSTER_PROVIDED is not supported".into(),
                         at: at(1_795_355_102, 0),
                     }),
                     accepted: 3,
@@ -335,7 +335,7 @@ mod tests {
                         "names": ["backend"],
                         "error_state": {
                             "version_info": "8",
-                            "details": "clusters[0].lb_policy: MAGLEV is not supported",
+                            "details": "clusters[0].lb_policy: CLUSTER_PROVIDED is not supported",
                             "last_update_attempt": "2026-11-22T13:45:02.000Z",
                         },
                     },

@@ -70,6 +70,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             timeout,
             prefix_rewrite: None,
             host_rewrite_literal: None,
+            hash_policy: Vec::new(),
         },
         per_filter: Default::default(),
     }

@@ -16,6 +16,8 @@ use crate::shard::{OverrideHost, Shard};
 #[derive(Debug, Clone, Copy)]
 pub struct ConnInfo<'a> {
     pub peer: SocketAddr,
+    /// The listener's address the connection came in on.
+    pub local: SocketAddr,
     /// The TLS server name the client asked for.
     pub sni: Option<&'a str>,
     /// `HTTP/1.1` or `HTTP/2`.

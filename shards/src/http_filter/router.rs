@@ -1,9 +1,10 @@
 //! The router (`envoy.filters.http.router`), the last filter: the route's cluster (a weighted pick, or the one a session names) and its host (the override host if it may serve, else the cluster's policy, skipping ejected hosts); each refusal a local reply. The phases then open the upstream stream on that host's pool.
 
+use engine::lb::hash_policy::{request_hash, HashInput, NewCookie};
 use engine::route::RequestView;
 use h2wire::message::HeaderList;
 
-use super::{FilterCx, HttpFilter, Pick, Reply, RequestFlow, RequestHead};
+use super::{FilterCx, Flow, HttpFilter, Pick, Reply, RequestFlow, RequestHead, ResponseHead};
 use crate::local_reply::LocalReply;
 
 /// The router filter: no config of its own that we run.
@@ -11,11 +12,7 @@ use crate::local_reply::LocalReply;
 pub struct Router;
 
 impl HttpFilter for Router {
-    fn on_request_headers(
-        &self,
-        cx: &mut FilterCx<'_>,
-        _head: &mut RequestHead<'_>,
-    ) -> RequestFlow {
+    fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
         let shard = cx.shard;
         let Some(route) = cx.route else {
             shard.stats.downstream.rq_no_route.inc();
@@ -28,7 +25,23 @@ impl HttpFilter for Router {
             return RequestFlow::Reply(Reply::from(LocalReply::UnknownCluster));
         };
         let in_flight = cx.in_flight;
-        match shard.choose_host(cluster, session, in_flight) {
+        let mut new_cookie = None;
+        let hash = || {
+            let input = HashView {
+                head: head.list,
+                peer: cx.conn.peer,
+            };
+            let conn_key = format!("{}{}", cx.conn.peer, cx.conn.local);
+            let (hash, cookie) = request_hash(&route.action.hash_policy, &input, &conn_key);
+            new_cookie = cookie;
+            hash
+        };
+        let chosen = shard.choose_host(cluster, session, in_flight, hash);
+        if let Some(cookie) = new_cookie {
+            // Set on the response (see `on_response_headers`).
+            cx.set_state(cookie);
+        }
+        match chosen {
             Ok(host) => {
                 let host_stats = shard.stats.hosts.host(host.id);
                 host_stats.rq_total.inc();
@@ -38,6 +51,43 @@ impl HttpFilter for Router {
             }
             Err(reply) => RequestFlow::Reply(Reply::from(reply)),
         }
+    }
+
+    fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
+        if let Some(cookie) = cx.state::<NewCookie>() {
+            let _ = head.append(b"set-cookie", cookie.set_cookie.as_bytes());
+        }
+        Flow::Continue
+    }
+}
+
+/// What a route's `hash_policy` reads of a request.
+struct HashView<'a> {
+    head: &'a HeaderList,
+    peer: std::net::SocketAddr,
+}
+
+impl HashInput for HashView<'_> {
+    fn header_values(&self, name: &str) -> Vec<&[u8]> {
+        // HTTP/1.1's `host` arrives as `:authority`.
+        let names: &[&[u8]] = match name {
+            "host" | ":authority" => &[b":authority", b"host"],
+            n => &[n.as_bytes()],
+        };
+        self.head
+            .iter()
+            .filter(|(n, _, _)| names.contains(n))
+            .map(|(_, v, _)| v)
+            .collect()
+    }
+    fn cookie(&self, name: &str) -> Option<&[u8]> {
+        engine::session::find_cookie(self.head.get_all(b"cookie"), name)
+    }
+    fn path(&self) -> &[u8] {
+        self.head.get(b":path").unwrap_or(b"/")
+    }
+    fn peer(&self) -> std::net::SocketAddr {
+        self.peer
     }
 }
 

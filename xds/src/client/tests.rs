@@ -229,7 +229,7 @@ fn nack_keeps_everything_and_names_the_field() {
     let before = c.compose();
 
     let mut bad = PbCluster::decode(eds_cluster("echo").value.as_slice()).unwrap();
-    bad.lb_policy = 5; // MAGLEV
+    bad.lb_policy = 6; // CLUSTER_PROVIDED
     let bad = prost_types::Any {
         type_url: PbCluster::type_url(),
         value: bad.encode_to_vec(),
@@ -245,7 +245,7 @@ fn nack_keeps_everything_and_names_the_field() {
     assert_eq!(err.code, NACK_CODE);
     assert_eq!(
         err.message,
-        "clusters[echo].lb_policy: MAGLEV is not supported"
+        "clusters[echo].lb_policy: CLUSTER_PROVIDED is not supported"
     );
     assert!(!out.changed);
     let st = c.status(ResourceType::Cluster);
@@ -585,7 +585,7 @@ fn a_rejection_repeated_by_the_server_is_answered_ever_more_slowly() {
     let mut c = XdsClient::new(&boot(BOOT), t0);
     c.on_stream_open();
     let mut bad = PbCluster::decode(eds_cluster("echo").value.as_slice()).unwrap();
-    bad.lb_policy = 5; // MAGLEV
+    bad.lb_policy = 6; // CLUSTER_PROVIDED
     let bad = prost_types::Any {
         type_url: PbCluster::type_url(),
         value: bad.encode_to_vec(),

@@ -180,12 +180,7 @@ fn lb_policy(c: &pb::Cluster, path: &Path) -> Result<LbPolicy> {
     let lr_config = match &c.lb_config {
         None => None,
         Some(LbConfig::LeastRequestLbConfig(l)) => Some(l),
-        Some(LbConfig::RingHashLbConfig(_)) => {
-            return Err(Error::unsupported(path.field("ring_hash_lb_config")))
-        }
-        Some(LbConfig::MaglevLbConfig(_)) => {
-            return Err(Error::unsupported(path.field("maglev_lb_config")))
-        }
+        Some(LbConfig::RingHashLbConfig(_)) | Some(LbConfig::MaglevLbConfig(_)) => None,
         Some(LbConfig::OriginalDstLbConfig(_)) => {
             return Err(Error::unsupported(path.field("original_dst_lb_config")))
         }
@@ -209,7 +204,10 @@ fn lb_policy(c: &pb::Cluster, path: &Path) -> Result<LbPolicy> {
             }
             load_balancing_policy(p, &path.field("load_balancing_policy"))
         }
-        None => legacy_lb_policy(legacy, lr_config, &lrpath, path),
+        None => {
+            let policy = legacy_lb_policy(legacy, lr_config, &lrpath, path)?;
+            super::lb::hash_lb_config(policy, c.lb_config.as_ref(), path)
+        }
     }
 }
 
@@ -226,6 +224,9 @@ fn legacy_lb_policy(
         PbLb::RoundRobin => LbPolicy::RoundRobin,
         PbLb::Random => LbPolicy::Random,
         PbLb::LeastRequest => LbPolicy::LeastRequest(least_request_lb_config(lr_config, lrpath)?),
+        // Their configs are read by `lb::hash_lb_config`.
+        PbLb::RingHash => LbPolicy::RingHash(Default::default()),
+        PbLb::Maglev => LbPolicy::Maglev(Default::default()),
         PbLb::LoadBalancingPolicyConfig => {
             return Err(Error::invalid(
                 path.field("lb_policy"),

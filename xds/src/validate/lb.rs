@@ -215,3 +215,84 @@ pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<
     }
     Ok(out)
 }
+
+/// `ring_hash_lb_config` / `maglev_lb_config` into a `RING_HASH` /
+/// `MAGLEV` `policy`, with Envoy's ranges (ring sizes at most 8M, minimum
+/// not above maximum; a prime table of at most 5,000,011); either config
+/// with another policy is refused.
+pub fn hash_lb_config(
+    policy: LbPolicy,
+    config: Option<&pb::cluster::LbConfig>,
+    path: &Path,
+) -> Result<LbPolicy> {
+    use pb::cluster::LbConfig;
+    match (policy, config) {
+        (LbPolicy::RingHash(_), Some(LbConfig::RingHashLbConfig(r))) => {
+            let rpath = path.field("ring_hash_lb_config");
+            if r.hash_function != pb::ring_hash_lb_config::HashFunction::XxHash as i32 {
+                return Err(Error::unsupported_value(
+                    rpath.field("hash_function"),
+                    "MURMUR_HASH_2",
+                ));
+            }
+            const MAX: u64 = engine::DEFAULT_MAX_RING_SIZE;
+            let size = |v: Option<u64>, default: u64, name: &str| -> Result<u64> {
+                match v {
+                    None => Ok(default),
+                    Some(v) if (1..=MAX).contains(&v) => Ok(v),
+                    Some(v) => Err(Error::invalid(
+                        rpath.field(name),
+                        format!("{v} is out of range 1..={MAX}"),
+                    )),
+                }
+            };
+            let ring = engine::RingHash {
+                minimum_ring_size: size(
+                    r.minimum_ring_size,
+                    engine::DEFAULT_MIN_RING_SIZE,
+                    "minimum_ring_size",
+                )?,
+                maximum_ring_size: size(r.maximum_ring_size, MAX, "maximum_ring_size")?,
+            };
+            if ring.minimum_ring_size > ring.maximum_ring_size {
+                return Err(Error::invalid(
+                    rpath.field("minimum_ring_size"),
+                    format!(
+                        "{} is above maximum_ring_size ({})",
+                        ring.minimum_ring_size, ring.maximum_ring_size
+                    ),
+                ));
+            }
+            Ok(LbPolicy::RingHash(ring))
+        }
+        (LbPolicy::Maglev(_), Some(LbConfig::MaglevLbConfig(m))) => {
+            let table_size = match m.table_size {
+                None => engine::DEFAULT_MAGLEV_TABLE_SIZE,
+                Some(t) if t <= 5_000_011 && is_prime(t) => t,
+                Some(t) => {
+                    return Err(Error::invalid(
+                        path.field("maglev_lb_config").field("table_size"),
+                        format!("{t} is not a prime of at most 5000011"),
+                    ))
+                }
+            };
+            Ok(LbPolicy::Maglev(engine::Maglev { table_size }))
+        }
+        (_, Some(LbConfig::RingHashLbConfig(_))) => Err(Error::invalid(
+            path.field("ring_hash_lb_config"),
+            "only allowed with lb_policy RING_HASH",
+        )),
+        (_, Some(LbConfig::MaglevLbConfig(_))) => Err(Error::invalid(
+            path.field("maglev_lb_config"),
+            "only allowed with lb_policy MAGLEV",
+        )),
+        (policy, _) => Ok(policy),
+    }
+}
+
+fn is_prime(n: u64) -> bool {
+    n >= 2
+        && (2..)
+            .take_while(|d| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
+}

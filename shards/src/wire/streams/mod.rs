@@ -125,6 +125,7 @@ impl ConnCx {
             route,
             conn: ConnInfo {
                 peer: self.peer,
+                local: self.listener.address,
                 sni: self.sni.as_deref(),
                 protocol: self.protocol,
             },

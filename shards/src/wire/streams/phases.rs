@@ -162,6 +162,9 @@ impl Streams {
         });
         s.head = Some(head);
         s.edits = (!edits.is_empty()).then(|| Box::new(edits));
+        // A filter that kept state (the router's generated hash cookie)
+        // has a response hook to run, even in a router-only chain.
+        s.filtered |= s.states.is_some();
         // No chain (the connection's is gone from every config): as
         // Envoy, a request it can no longer route gets 404.
         let reached = reached.unwrap_or(Reached::Reply(Reply::from(LocalReply::NoRoute)));

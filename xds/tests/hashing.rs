@@ -1,0 +1,130 @@
+//! `RING_HASH` / `MAGLEV` clusters and route `hash_policy` as Envoy's docs,
+//! Istio and Envoy Gateway write them: defaults, ranges, refusals by name.
+
+use engine::{HashOn, LbPolicy};
+use xds::bootstrap::{self, Format};
+
+fn cluster(extra: &str) -> Result<LbPolicy, String> {
+    let yaml = format!("static_resources:\n  clusters:\n  - name: c\n{extra}");
+    bootstrap::from_str(&yaml, Format::Yaml)
+        .map(|b| b.clusters[0].lb_policy)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn ring_hash_and_maglev_with_envoys_defaults_and_ranges() {
+    assert_eq!(
+        cluster("    lb_policy: RING_HASH\n").unwrap(),
+        LbPolicy::RingHash(engine::RingHash {
+            minimum_ring_size: 1024,
+            maximum_ring_size: 8 * 1024 * 1024
+        })
+    );
+    assert_eq!(
+        cluster("    lb_policy: RING_HASH\n    ring_hash_lb_config: { minimum_ring_size: 4096, maximum_ring_size: 65536 }\n")
+            .unwrap(),
+        LbPolicy::RingHash(engine::RingHash {
+            minimum_ring_size: 4096,
+            maximum_ring_size: 65536
+        })
+    );
+    assert_eq!(
+        cluster("    lb_policy: MAGLEV\n").unwrap(),
+        LbPolicy::Maglev(engine::Maglev { table_size: 65537 })
+    );
+    assert_eq!(
+        cluster("    lb_policy: MAGLEV\n    maglev_lb_config: { table_size: 251 }\n").unwrap(),
+        LbPolicy::Maglev(engine::Maglev { table_size: 251 })
+    );
+    let at = "static_resources.clusters[0]";
+    for (extra, want) in [
+        (
+            "    lb_policy: MAGLEV\n    maglev_lb_config: { table_size: 65536 }\n",
+            "maglev_lb_config.table_size: 65536 is not a prime",
+        ),
+        (
+            "    lb_policy: RING_HASH\n    ring_hash_lb_config: { minimum_ring_size: 9000, maximum_ring_size: 8000 }\n",
+            "ring_hash_lb_config.minimum_ring_size: 9000 is above maximum_ring_size (8000)",
+        ),
+        (
+            "    lb_policy: RING_HASH\n    ring_hash_lb_config: { hash_function: MURMUR_HASH_2 }\n",
+            "ring_hash_lb_config.hash_function",
+        ),
+        (
+            "    lb_policy: ROUND_ROBIN\n    maglev_lb_config: {}\n",
+            "maglev_lb_config: only allowed with lb_policy MAGLEV",
+        ),
+    ] {
+        let e = cluster(extra).unwrap_err();
+        assert!(e.contains(&format!("{at}.{want}")), "{extra}: {e}");
+    }
+}
+
+fn route(hash_policy: &str) -> Result<Vec<engine::HashPolicy>, String> {
+    let yaml = format!(
+        r#"static_resources:
+  listeners:
+  - name: l
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: s
+          route_config:
+            virtual_hosts:
+            - name: v
+              domains: ["*"]
+              routes:
+              - match: {{ prefix: "/" }}
+                route: {{ cluster: c, hash_policy: {hash_policy} }}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: c
+    lb_policy: RING_HASH
+"#
+    );
+    let b = bootstrap::from_str(&yaml, Format::Yaml).map_err(|e| e.to_string())?;
+    let chain = b.listeners[0].chains().next().unwrap();
+    let rc = chain.http.route_config.as_ref();
+    Ok(rc.virtual_hosts[0].routes[0].action.hash_policy.clone())
+}
+
+#[test]
+fn hash_policies_as_written() {
+    let p = route(
+        "[{ header: { header_name: X-User }, terminal: true }, { cookie: { name: sid, ttl: 0s } }, { connection_properties: { source_ip: true } }, { query_parameter: { name: u } }]",
+    )
+    .unwrap();
+    assert_eq!(p[0].kind, HashOn::Header("x-user".into()));
+    assert!(p[0].terminal);
+    assert_eq!(
+        p[1].kind,
+        HashOn::Cookie {
+            name: "sid".into(),
+            ttl: Some(std::time::Duration::ZERO),
+            path: None
+        }
+    );
+    assert_eq!(p[2].kind, HashOn::SourceIp);
+    assert_eq!(p[3].kind, HashOn::QueryParameter("u".into()));
+    for (hp, want) in [
+        ("[{ filter_state: { key: k } }]", "hash_policy[0].filter_state: not supported"),
+        (
+            "[{ cookie: { name: s, attributes: [{ name: SameSite, value: Lax }] } }]",
+            "hash_policy[0].cookie.attributes: not supported",
+        ),
+        (
+            "[{ header: { header_name: x, regex_rewrite: { pattern: { regex: a }, substitution: b } } }]",
+            "hash_policy[0].header.regex_rewrite: not supported",
+        ),
+        ("[{ terminal: true }]", "hash_policy[0]: one of header"),
+    ] {
+        let e = route(hp).unwrap_err();
+        assert!(e.contains(want), "{hp}: {e}");
+    }
+}
