@@ -53,6 +53,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
                 },
                 hostname: String::new(),
                 check: Default::default(),
+                priority: 0,
             })
             .collect(),
         eds: None,

@@ -61,6 +61,7 @@ mod tests {
             health,
             hostname: String::new(),
             check: Default::default(),
+            priority: 0,
         };
         let c = Cluster {
             name: "c".into(),

@@ -24,6 +24,8 @@ pub struct Host {
     pub address: SocketAddr,
     pub weight: u32,
     pub health: HealthStatus,
+    /// Its endpoint's priority (0 is the highest).
+    pub priority: u32,
 }
 
 /// A cluster with its hosts and the address → host map.
@@ -79,6 +81,7 @@ impl ClusterSnapshot {
                 address: ep.address,
                 weight: ep.weight.max(1),
                 health,
+                priority: ep.priority,
             });
         }
         let routable = hosts
@@ -221,6 +224,7 @@ mod tests {
                     health: HealthStatus::Unknown,
                     hostname: String::new(),
                     check: Default::default(),
+                    priority: 0,
                 })
                 .collect(),
             eds: None,

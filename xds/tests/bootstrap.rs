@@ -107,6 +107,7 @@ fn good_yaml_maps_every_field() {
                 health: HealthStatus::Unknown,
                 hostname: String::new(),
                 check: Default::default(),
+                priority: 0,
             },
             engine::Endpoint {
                 address: "[::1]:8080".parse().unwrap(),
@@ -114,6 +115,7 @@ fn good_yaml_maps_every_field() {
                 health: HealthStatus::Draining,
                 hostname: String::new(),
                 check: Default::default(),
+                priority: 0,
             },
         ]
     );

@@ -79,6 +79,9 @@ pub struct Endpoint {
     pub hostname: String,
     /// `health_check_config`.
     pub check: EndpointCheck,
+    /// Its `LocalityLbEndpoints.priority` (0, the default, is the
+    /// highest): lower priorities take traffic as higher ones lose health.
+    pub priority: u32,
 }
 
 /// Envoy's default `dns_refresh_rate`.
@@ -147,4 +150,6 @@ pub struct DnsTarget {
     pub hostname: String,
     /// `health_check_config`, inherited by every address.
     pub check: EndpointCheck,
+    /// Its locality's `priority`, inherited by every address.
+    pub priority: u32,
 }

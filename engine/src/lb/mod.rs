@@ -63,6 +63,7 @@
 mod edf;
 pub mod hash;
 pub mod hash_policy;
+mod priority;
 #[cfg(test)]
 mod tests;
 pub mod xxhash;
@@ -75,6 +76,7 @@ use crate::host::HostId;
 use crate::snapshot::{ClusterSnapshot, Host};
 
 use edf::{Bias, Edf};
+pub use priority::{priority_loads, ClusterLb};
 
 /// Shard-local balancing state of one cluster (each data shard keeps one per
 /// cluster name). Holds the derived host lists for the cluster snapshot and
@@ -90,7 +92,9 @@ use edf::{Bias, Edf};
 /// ejection change that leaves this cluster's candidates as they were keeps
 /// the cursor and the schedule running.
 #[derive(Debug, Default)]
-pub struct ClusterLb {
+pub(crate) struct HostSetLb {
+    /// The priority whose hosts this set balances over.
+    priority: u32,
     /// Address of the snapshot the lists were built for (0: none yet).
     snapshot: usize,
     host_count: usize,
@@ -149,56 +153,24 @@ pub struct Pick<'a> {
     pub panic: bool,
 }
 
-impl ClusterLb {
-    /// Picks a host by `cluster.config.lb_policy`. `ejected` is the shard's
-    /// current outlier-ejection set (its `epoch` changes whenever the set
-    /// does); `active(id)` returns this shard's active request count for a
-    /// host (for least request); `rng()` returns a uniform u64. Returns None
-    /// when no host can be chosen at all.
-    ///
-    /// See the [module docs](self) for the host classes, the panic rule and
-    /// each policy. No allocation once the lists are built.
-    #[inline]
-    pub fn pick<'a>(
-        &mut self,
-        cluster: &'a ClusterSnapshot,
-        ejected: &EjectedSet,
-        active: impl Fn(HostId) -> u32,
-        rng: &mut impl FnMut() -> u64,
-    ) -> Option<Pick<'a>> {
-        self.pick_by(
-            cluster,
-            cluster.config.lb_policy,
-            ejected,
-            &active,
-            rng,
-            None,
-        )
+impl HostSetLb {
+    /// A set of one priority's hosts.
+    pub(crate) fn new(priority: u32) -> Self {
+        Self {
+            priority,
+            ..Self::default()
+        }
     }
 
-    /// [`ClusterLb::pick`] with the request's hash, which `RING_HASH` and
-    /// `MAGLEV` look up (without one they use a random draw, as Envoy
-    /// does); the other policies ignore it.
-    #[inline]
-    pub fn pick_hashed<'a>(
-        &mut self,
-        cluster: &'a ClusterSnapshot,
-        ejected: &EjectedSet,
-        active: impl Fn(HostId) -> u32,
-        rng: &mut impl FnMut() -> u64,
-        hash: Option<u64>,
-    ) -> Option<Pick<'a>> {
-        self.pick_by(
-            cluster,
-            cluster.config.lb_policy,
-            ejected,
-            &active,
-            rng,
-            hash,
-        )
+    pub(crate) fn priority(&self) -> u32 {
+        self.priority
     }
 
-    fn pick_by<'a, A, R>(
+    /// Picks among this priority's hosts; `allow_panic`: whether the set
+    /// may enter panic (Envoy: only while the priorities together are
+    /// below full availability).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn pick_by<'a, A, R>(
         &mut self,
         cluster: &'a ClusterSnapshot,
         policy: LbPolicy,
@@ -206,13 +178,14 @@ impl ClusterLb {
         active: &A,
         rng: &mut R,
         hash: Option<u64>,
+        allow_panic: bool,
     ) -> Option<Pick<'a>>
     where
         A: Fn(HostId) -> u32,
         R: FnMut() -> u64,
     {
         if !(self.built_for(cluster) && self.epoch == ejected.epoch) {
-            self.rebuild(cluster, policy, ejected, active, rng);
+            self.rebuild(cluster, policy, ejected, active, rng, allow_panic);
         }
         let hosts = &cluster.hosts;
         let n = self.candidates.len();
@@ -260,6 +233,7 @@ impl ClusterLb {
         ejected: &EjectedSet,
         active: &A,
         rng: &mut R,
+        allow_panic: bool,
     ) where
         A: Fn(HostId) -> u32,
         R: FnMut() -> u64,
@@ -267,7 +241,8 @@ impl ClusterLb {
         let same_snapshot = self.built_for(cluster);
         self.epoch = ejected.epoch;
         let hosts = &cluster.hosts;
-        let excluded = |h: &Host| h.health == HealthStatus::Draining;
+        let priority = self.priority;
+        let excluded = |h: &Host| h.health == HealthStatus::Draining || h.priority != priority;
         let mut total = 0u64;
         self.scratch.clear();
         for (i, h) in hosts.iter().enumerate() {
@@ -280,7 +255,8 @@ impl ClusterLb {
             }
         }
         let threshold = u64::from(cluster.config.common_lb.healthy_panic_threshold.min(100));
-        let panic = threshold > 0 && 100 * (self.scratch.len() as u64) < threshold * total;
+        let panic =
+            allow_panic && threshold > 0 && 100 * (self.scratch.len() as u64) < threshold * total;
         if panic {
             self.scratch.clear();
             self.scratch.extend(

@@ -21,6 +21,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
                 health: *h,
                 hostname: String::new(),
                 check: Default::default(),
+                priority: 0,
             })
             .collect(),
         eds: None,
@@ -454,7 +455,10 @@ fn panic_threshold_math() {
         "exactly 50% is not panic"
     );
     assert!(panics(51, &[Healthy, Unhealthy]));
-    assert!(panics(100, &[Healthy, Healthy, Degraded, Timeout]));
+    assert!(panics(100, &[Healthy, Healthy, Timeout]));
+    // 3 of 4 healthy: 140 % × 3/4 ≥ 100 %, fully available, so no panic
+    // whatever the threshold (Envoy's overprovisioning).
+    assert!(!panics(100, &[Healthy, Healthy, Degraded, Timeout]));
     assert!(!panics(100, &[Healthy, Unknown, Degraded]));
     assert!(!panics(
         0,

@@ -298,10 +298,10 @@ pub fn cluster_load_assignment(
     // 10,000-endpoint EDS update, formatting them was most of the work.
     for (i, lle) in la.endpoints.iter().enumerate() {
         let lpath = || path.field("endpoints").index(i);
-        reject_set!(lpath(), lle, priority, proximity, lb_config, metadata);
+        reject_set!(lpath(), lle, proximity, lb_config, metadata);
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
             let epath = || lpath().field("lb_endpoints").index(j);
-            let e = lb_endpoint(lbe, &epath)?;
+            let e = lb_endpoint(lbe, lle.priority, &epath)?;
             if !seen.insert(e.address) {
                 return Err(Error::invalid(
                     epath().field("endpoint").field("address"),
@@ -314,7 +314,7 @@ pub fn cluster_load_assignment(
     Ok(out)
 }
 
-fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint> {
+fn lb_endpoint(lbe: &ep::LbEndpoint, priority: u32, path: &dyn Fn() -> Path) -> Result<Endpoint> {
     use ep::lb_endpoint::HostIdentifier;
     reject_set!(path(), lbe, metadata);
     let endpoint = match &lbe.host_identifier {
@@ -342,6 +342,7 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, path: &dyn Fn() -> Path) -> Result<Endpoint
         health,
         hostname: endpoint.hostname.clone(),
         check,
+        priority,
     })
 }
 

@@ -132,9 +132,13 @@ fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result
     let mut out = Vec::new();
     for (i, lle) in la.endpoints.iter().enumerate() {
         let lpath = path.field("endpoints").index(i);
-        reject_set!(lpath, lle, priority, proximity, lb_config, metadata);
+        reject_set!(lpath, lle, proximity, lb_config, metadata);
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
-            out.push(target(lbe, &lpath.field("lb_endpoints").index(j))?);
+            out.push(target(
+                lbe,
+                lle.priority,
+                &lpath.field("lb_endpoints").index(j),
+            )?);
         }
     }
     if kind == DnsKind::Logical && out.len() != 1 {
@@ -152,7 +156,7 @@ fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result
     Ok(out)
 }
 
-fn target(lbe: &ep::LbEndpoint, path: &Path) -> Result<DnsTarget> {
+fn target(lbe: &ep::LbEndpoint, priority: u32, path: &Path) -> Result<DnsTarget> {
     use ep::lb_endpoint::HostIdentifier;
     reject_set!(path, lbe, metadata);
     let endpoint = match &lbe.host_identifier {
@@ -177,6 +181,7 @@ fn target(lbe: &ep::LbEndpoint, path: &Path) -> Result<DnsTarget> {
         health,
         hostname: endpoint.hostname.clone(),
         check,
+        priority,
     })
 }
 

@@ -1,0 +1,332 @@
+//! Priorities (Envoy's `LoadBalancerBase`): a cluster's hosts by their
+//! endpoints' `priority`, traffic spilling from a priority to the next as
+//! its health drops. Each priority is a `HostSetLb` of its own (the
+//! policy's state per priority, as Envoy's per-priority host sets).
+//!
+//! Health of priority `p`: `min(100, overprovisioning × healthy_p /
+//! hosts_p)` (draining hosts left out; overprovisioning 140, Envoy's
+//! default). Loads go in priority order, each up to its health scaled by
+//! `100 / min(100, Σ health)`, the rounding left to the first available
+//! priority. With no healthy host anywhere, loads follow host counts and
+//! each priority may panic; while the priorities together are fully
+//! available none panics.
+
+use std::sync::{Arc, Weak};
+
+use super::{HostSetLb, Pick};
+use crate::config::{Cluster, HealthStatus, LbPolicy};
+use crate::ejected::EjectedSet;
+use crate::host::HostId;
+use crate::snapshot::ClusterSnapshot;
+
+/// Envoy's default `overprovisioning_factor` (percent).
+pub const OVERPROVISIONING_FACTOR: u64 = 140;
+
+/// Each priority's share of traffic in percent (summing to 100 when any
+/// host exists), from `(healthy, hosts)` per priority in priority order,
+/// and whether the priorities together are fully available (then no
+/// priority may panic).
+pub fn priority_loads(counts: &[(u64, u64)]) -> (Vec<u32>, bool) {
+    let health: Vec<u64> = counts
+        .iter()
+        .map(|&(healthy, total)| {
+            (OVERPROVISIONING_FACTOR * healthy)
+                .checked_div(total)
+                .map_or(0, |h| h.min(100))
+        })
+        .collect();
+    let available = health.iter().sum::<u64>().min(100);
+    let mut loads = vec![0u32; counts.len()];
+    if available == 0 {
+        // Total panic: by host count.
+        let hosts: u64 = counts.iter().map(|c| c.1).sum();
+        if hosts == 0 {
+            return (loads, false);
+        }
+        let mut left = 100u64;
+        for (l, c) in loads.iter_mut().zip(counts) {
+            let share = (100 * c.1 / hosts).min(left);
+            *l = share as u32;
+            left -= share;
+        }
+        if let Some(first) = counts.iter().position(|c| c.1 > 0) {
+            loads[first] += left as u32;
+        }
+        return (loads, false);
+    }
+    let mut left = 100u64;
+    for (l, h) in loads.iter_mut().zip(&health) {
+        let share = (h * 100 / available).min(left);
+        *l = share as u32;
+        left -= share;
+    }
+    if let Some(first) = health.iter().position(|h| *h > 0) {
+        loads[first] += left as u32;
+    }
+    (loads, available == 100)
+}
+
+/// Shard-local balancing state of one cluster: its priorities' loads and
+/// one `HostSetLb` per priority present, rebuilt lazily when the
+/// snapshot or the ejections change (see the [module docs](super)).
+#[derive(Debug, Default)]
+pub struct ClusterLb {
+    snapshot: usize,
+    host_count: usize,
+    config: Weak<Cluster>,
+    epoch: u64,
+    /// One per distinct priority, highest (0) first.
+    sets: Vec<HostSetLb>,
+    /// Cumulative loads, parallel to `sets`: set `i` takes `r % 100` below
+    /// `cumulative[i]` and at or above the previous bound.
+    cumulative: Vec<u32>,
+    allow_panic: bool,
+}
+
+impl ClusterLb {
+    /// Picks a host by `cluster.config.lb_policy`. `ejected` is the shard's
+    /// current outlier-ejection set (its `epoch` changes whenever the set
+    /// does); `active(id)` returns this shard's active request count for a
+    /// host (for least request); `rng()` returns a uniform u64. Returns None
+    /// when no host can be chosen at all.
+    ///
+    /// See the [module docs](super) for the host classes, the panic rule and
+    /// each policy. No allocation once the lists are built.
+    #[inline]
+    pub fn pick<'a>(
+        &mut self,
+        cluster: &'a ClusterSnapshot,
+        ejected: &EjectedSet,
+        active: impl Fn(HostId) -> u32,
+        rng: &mut impl FnMut() -> u64,
+    ) -> Option<Pick<'a>> {
+        self.pick_by(
+            cluster,
+            cluster.config.lb_policy,
+            ejected,
+            &active,
+            rng,
+            None,
+        )
+    }
+
+    /// [`ClusterLb::pick`] with the request's hash, which `RING_HASH` and
+    /// `MAGLEV` look up (without one they use a random draw, as Envoy
+    /// does) and which chooses the priority for them; the other policies
+    /// ignore it.
+    #[inline]
+    pub fn pick_hashed<'a>(
+        &mut self,
+        cluster: &'a ClusterSnapshot,
+        ejected: &EjectedSet,
+        active: impl Fn(HostId) -> u32,
+        rng: &mut impl FnMut() -> u64,
+        hash: Option<u64>,
+    ) -> Option<Pick<'a>> {
+        self.pick_by(
+            cluster,
+            cluster.config.lb_policy,
+            ejected,
+            &active,
+            rng,
+            hash,
+        )
+    }
+
+    pub(crate) fn pick_by<'a, A, R>(
+        &mut self,
+        cluster: &'a ClusterSnapshot,
+        policy: LbPolicy,
+        ejected: &EjectedSet,
+        active: &A,
+        rng: &mut R,
+        hash: Option<u64>,
+    ) -> Option<Pick<'a>>
+    where
+        A: Fn(HostId) -> u32,
+        R: FnMut() -> u64,
+    {
+        if !(self.built_for(cluster) && self.epoch == ejected.epoch) {
+            self.rebuild(cluster, ejected);
+        }
+        let set = match self.sets.len() {
+            0 => return None,
+            // One priority (the usual case): no draw.
+            1 => 0,
+            _ => {
+                let r = (hash.unwrap_or_else(&mut *rng) % 100) as u32;
+                self.cumulative
+                    .iter()
+                    .position(|bound| r < *bound)
+                    .unwrap_or(0)
+            }
+        };
+        let allow_panic = self.allow_panic;
+        self.sets[set].pick_by(cluster, policy, ejected, active, rng, hash, allow_panic)
+    }
+
+    fn built_for(&self, cluster: &ClusterSnapshot) -> bool {
+        self.snapshot == cluster as *const ClusterSnapshot as usize
+            && self.host_count == cluster.hosts.len()
+            && std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(&cluster.config))
+    }
+
+    /// The priorities present, their health and loads; each set's own
+    /// candidates are rebuilt by its next pick.
+    fn rebuild(&mut self, cluster: &ClusterSnapshot, ejected: &EjectedSet) {
+        self.epoch = ejected.epoch;
+        self.snapshot = cluster as *const ClusterSnapshot as usize;
+        self.host_count = cluster.hosts.len();
+        self.config = Arc::downgrade(&cluster.config);
+        // (priority, healthy, hosts), by priority.
+        let mut counts: Vec<(u32, u64, u64)> = Vec::new();
+        for h in &cluster.hosts {
+            if h.health == HealthStatus::Draining {
+                continue;
+            }
+            let healthy = u64::from(h.health.is_routable() && !ejected.contains(h.id));
+            match counts.binary_search_by_key(&h.priority, |c| c.0) {
+                Ok(i) => {
+                    counts[i].1 += healthy;
+                    counts[i].2 += 1;
+                }
+                Err(i) => counts.insert(i, (h.priority, healthy, 1)),
+            }
+        }
+        // Sets are kept by priority: a set's cursor and schedule survive
+        // a rebuild that keeps its priority.
+        let mut old = std::mem::take(&mut self.sets);
+        self.sets = counts
+            .iter()
+            .map(|c| match old.iter().position(|s| s.priority() == c.0) {
+                Some(i) => old.swap_remove(i),
+                None => HostSetLb::new(c.0),
+            })
+            .collect();
+        let pairs: Vec<(u64, u64)> = counts.iter().map(|c| (c.1, c.2)).collect();
+        let (loads, full) = priority_loads(&pairs);
+        self.allow_panic = !full;
+        self.cumulative.clear();
+        let mut sum = 0;
+        for l in loads {
+            sum += l;
+            self.cumulative.push(sum);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::*;
+    use crate::host::HostRegistry;
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    /// Host `i` on port `i + 1`, with `(priority, health)`.
+    fn cluster(hosts: &[(u32, HealthStatus)], policy: LbPolicy) -> ClusterSnapshot {
+        let c = Cluster {
+            name: "c".into(),
+            connect_timeout: Duration::from_secs(1),
+            lb_policy: policy,
+            endpoints: hosts
+                .iter()
+                .enumerate()
+                .map(|(i, (p, h))| Endpoint {
+                    address: SocketAddr::from(([127, 0, 0, 1], i as u16 + 1)),
+                    weight: 1,
+                    health: *h,
+                    hostname: String::new(),
+                    check: Default::default(),
+                    priority: *p,
+                })
+                .collect(),
+            eds: None,
+            dns: None,
+            http2: UpstreamHttp2::default(),
+            upstream: Default::default(),
+            outlier_detection: None,
+            per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
+            health_check: None,
+            circuit_breakers: Default::default(),
+            common_lb: CommonLb::default(),
+        };
+        ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())
+    }
+
+    /// Picks per port over 1,000 draws of a counting rng.
+    fn spread(c: &ClusterSnapshot, ejected: &EjectedSet) -> Vec<u32> {
+        let mut lb = ClusterLb::default();
+        let mut n = vec![0u32; c.hosts.len()];
+        let mut x = 0u64;
+        let mut rng = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            x
+        };
+        for _ in 0..1000 {
+            let p = lb.pick(c, ejected, |_| 0, &mut rng).unwrap();
+            n[p.host.address.port() as usize - 1] += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn traffic_spills_to_the_next_priority_as_health_drops() {
+        use HealthStatus::*;
+        let none = EjectedSet::default();
+        for policy in [
+            LbPolicy::RoundRobin,
+            LbPolicy::Random,
+            LbPolicy::Maglev(Default::default()),
+        ] {
+            // All of P0 healthy: P1 idles.
+            let c = cluster(
+                &[(0, Healthy), (0, Healthy), (1, Healthy), (1, Healthy)],
+                policy,
+            );
+            let n = spread(&c, &none);
+            assert_eq!(n[2] + n[3], 0, "{policy:?} {n:?}");
+            // Half of P0: 70 % stays on its healthy host, 30 % to P1.
+            let c = cluster(
+                &[(0, Healthy), (0, Unhealthy), (1, Healthy), (1, Healthy)],
+                policy,
+            );
+            let n = spread(&c, &none);
+            assert_eq!(n[1], 0, "{policy:?}: the unhealthy host is not in panic");
+            let p1 = n[2] + n[3];
+            assert!((250..=350).contains(&p1), "{policy:?} {n:?}");
+            // Outlier ejection counts as unhealthy too.
+            let c = cluster(&[(0, Healthy), (0, Healthy), (1, Healthy)], policy);
+            let ejected = EjectedSet::new(1, [c.hosts[0].id, c.hosts[1].id]);
+            let n = spread(&c, &ejected);
+            assert_eq!(n[2], 1000, "{policy:?} {n:?}");
+        }
+    }
+
+    #[test]
+    fn loads_spill_as_envoys_priority_load_formula() {
+        // Envoy's docs: P0 at 100 % → all to P0; healthy 80 % of P0 →
+        // 140 × 0.8 = 112 → still all to P0.
+        assert_eq!(priority_loads(&[(10, 10), (10, 10)]), (vec![100, 0], true));
+        assert_eq!(priority_loads(&[(8, 10), (10, 10)]), (vec![100, 0], true));
+        // 50 % healthy: 70 to P0, 30 to P1.
+        assert_eq!(priority_loads(&[(5, 10), (10, 10)]), (vec![70, 30], true));
+        // 20 % and 20 %: 28 + 28 = 56 available, scaled to 100.
+        assert_eq!(priority_loads(&[(2, 10), (2, 10)]), (vec![50, 50], false));
+        // Three levels: P0 at 40 % (56), P1 at 20 % (28), P2 fully (100):
+        // 56, 28, then 16.
+        assert_eq!(
+            priority_loads(&[(4, 10), (2, 10), (10, 10)]),
+            (vec![56, 28, 16], true)
+        );
+        // An empty priority takes nothing and is skipped.
+        assert_eq!(priority_loads(&[(0, 0), (3, 3)]), (vec![0, 100], true));
+    }
+
+    #[test]
+    fn with_nothing_healthy_loads_follow_host_counts() {
+        assert_eq!(priority_loads(&[(0, 3), (0, 1)]), (vec![75, 25], false));
+        assert_eq!(priority_loads(&[(0, 1), (0, 2)]), (vec![34, 66], false));
+        assert_eq!(priority_loads(&[]), (vec![], false));
+    }
+}
