@@ -105,7 +105,7 @@ fn endpoints(n: usize) -> Vec<Endpoint> {
             health: HealthStatus::Healthy,
             hostname: String::new(),
             check: Default::default(),
-            priority: 0,
+            placement: Default::default(),
         })
         .collect()
 }

@@ -134,7 +134,7 @@ fn snapshot(hosts: usize, weighted: bool) -> Arc<Snapshot> {
                 health: HealthStatus::Healthy,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             })
             .collect(),
         ..template

@@ -53,7 +53,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
                 },
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             })
             .collect(),
         eds: None,

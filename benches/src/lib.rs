@@ -20,7 +20,7 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
             health: HealthStatus::Healthy,
             hostname: String::new(),
             check: Default::default(),
-            priority: 0,
+            placement: Default::default(),
         })
         .collect();
     let c = Cluster {

@@ -61,7 +61,7 @@ mod tests {
             health,
             hostname: String::new(),
             check: Default::default(),
-            priority: 0,
+            placement: Default::default(),
         };
         let c = Cluster {
             name: "c".into(),

@@ -24,8 +24,8 @@ pub struct Host {
     pub address: SocketAddr,
     pub weight: u32,
     pub health: HealthStatus,
-    /// Its endpoint's priority (0 is the highest).
-    pub priority: u32,
+    /// Its endpoint's priority and locality.
+    pub placement: crate::config::Placement,
 }
 
 /// A cluster with its hosts and the address → host map.
@@ -81,7 +81,7 @@ impl ClusterSnapshot {
                 address: ep.address,
                 weight: ep.weight.max(1),
                 health,
-                priority: ep.priority,
+                placement: ep.placement,
             });
         }
         let routable = hosts
@@ -224,7 +224,7 @@ mod tests {
                     health: HealthStatus::Unknown,
                     hostname: String::new(),
                     check: Default::default(),
-                    priority: 0,
+                    placement: Default::default(),
                 })
                 .collect(),
             eds: None,

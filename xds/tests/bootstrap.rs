@@ -107,7 +107,7 @@ fn good_yaml_maps_every_field() {
                 health: HealthStatus::Unknown,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             },
             engine::Endpoint {
                 address: "[::1]:8080".parse().unwrap(),
@@ -115,7 +115,7 @@ fn good_yaml_maps_every_field() {
                 health: HealthStatus::Draining,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             },
         ]
     );

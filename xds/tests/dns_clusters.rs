@@ -218,7 +218,7 @@ fn a_dns_cluster_waits_for_its_first_lookup_and_takes_each_new_answer() {
                 health: HealthStatus::Unknown,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             })
             .collect()
     };

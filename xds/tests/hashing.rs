@@ -128,3 +128,37 @@ fn hash_policies_as_written() {
         assert!(e.contains(want), "{hp}: {e}");
     }
 }
+
+#[test]
+fn locality_weighted_balancing_and_placements() {
+    let yaml = "static_resources:\n  clusters:\n  - name: c\n    common_lb_config: { locality_weighted_lb_config: {} }\n    load_assignment:\n      cluster_name: c\n      endpoints:\n      - { locality: { zone: a }, load_balancing_weight: 3, lb_endpoints: [{ endpoint: { address: { socket_address: { address: 10.0.0.1, port_value: 80 } } } }] }\n      - { locality: { zone: b }, priority: 1, lb_endpoints: [{ endpoint: { address: { socket_address: { address: 10.0.0.2, port_value: 80 } } } }] }\n";
+    let b = bootstrap::from_str(yaml, Format::Yaml).unwrap();
+    let c = &b.clusters[0];
+    assert!(c.common_lb.locality_weighted);
+    assert_eq!(
+        c.endpoints[0].placement,
+        engine::Placement {
+            priority: 0,
+            locality: 0,
+            locality_weight: 3
+        }
+    );
+    assert_eq!(
+        c.endpoints[1].placement,
+        engine::Placement {
+            priority: 1,
+            locality: 1,
+            locality_weight: 0
+        }
+    );
+    let e = cluster(
+        "    lb_policy: MAGLEV\n    common_lb_config: { locality_weighted_lb_config: {} }\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains(
+            "common_lb_config.locality_weighted_lb_config: not supported with RING_HASH or MAGLEV"
+        ),
+        "{e}"
+    );
+}

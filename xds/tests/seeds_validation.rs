@@ -785,10 +785,6 @@ fn common_lb_config_fields_are_validated_and_accepted() {
     }
     for (yaml, field) in [
         ("zone_aware_lb_config: {}", "zone_aware_lb_config"),
-        (
-            "locality_weighted_lb_config: {}",
-            "locality_weighted_lb_config",
-        ),
         ("update_merge_window: 1s", "update_merge_window"),
         (
             "ignore_new_hosts_until_first_hc: true",
@@ -850,6 +846,7 @@ fn common_lb_config_fields_are_validated_and_accepted() {
             override_host_status: [HealthStatus::Unknown, HealthStatus::Degraded]
                 .into_iter()
                 .collect(),
+            locality_weighted: false,
         }
     );
     c.common_lb_config = Some(pb::cluster::CommonLbConfig {

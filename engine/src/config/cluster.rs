@@ -79,9 +79,21 @@ pub struct Endpoint {
     pub hostname: String,
     /// `health_check_config`.
     pub check: EndpointCheck,
-    /// Its `LocalityLbEndpoints.priority` (0, the default, is the
-    /// highest): lower priorities take traffic as higher ones lose health.
+    /// Its `LocalityLbEndpoints` entry: priority and locality.
+    pub placement: Placement,
+}
+
+/// Where an endpoint sits in its cluster: its `LocalityLbEndpoints` entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Placement {
+    /// `priority` (0, the default, is the highest): lower priorities take
+    /// traffic as higher ones lose health.
     pub priority: u32,
+    /// The entry's index in `load_assignment.endpoints`: its locality.
+    pub locality: u32,
+    /// The entry's `load_balancing_weight` (0 when unset), used with
+    /// `locality_weighted_lb_config`.
+    pub locality_weight: u32,
 }
 
 /// Envoy's default `dns_refresh_rate`.
@@ -150,6 +162,6 @@ pub struct DnsTarget {
     pub hostname: String,
     /// `health_check_config`, inherited by every address.
     pub check: EndpointCheck,
-    /// Its locality's `priority`, inherited by every address.
-    pub priority: u32,
+    /// Its `LocalityLbEndpoints` entry, inherited by every address.
+    pub placement: Placement,
 }

@@ -110,6 +110,10 @@ pub struct CommonLb {
     /// `[UNKNOWN, HEALTHY, DEGRADED]` as in Envoy; an explicitly empty set
     /// disables host overrides.
     pub override_host_status: HealthStatusSet,
+    /// `locality_weighted_lb_config`: within a priority, a locality is
+    /// drawn by its `load_balancing_weight` scaled by its health, then the
+    /// policy picks among its hosts.
+    pub locality_weighted: bool,
 }
 
 impl Default for CommonLb {
@@ -117,6 +121,7 @@ impl Default for CommonLb {
         Self {
             healthy_panic_threshold: 50,
             override_host_status: HealthStatusSet::DEFAULT_OVERRIDE_HOST_STATUS,
+            locality_weighted: false,
         }
     }
 }

@@ -95,6 +95,8 @@ pub use priority::{priority_loads, ClusterLb};
 pub(crate) struct HostSetLb {
     /// The priority whose hosts this set balances over.
     priority: u32,
+    /// With locality-weighted balancing: the one locality it balances over.
+    locality: Option<u32>,
     /// Address of the snapshot the lists were built for (0: none yet).
     snapshot: usize,
     host_count: usize,
@@ -154,12 +156,17 @@ pub struct Pick<'a> {
 }
 
 impl HostSetLb {
-    /// A set of one priority's hosts.
-    pub(crate) fn new(priority: u32) -> Self {
+    /// A set of one priority's hosts (of one locality, if given).
+    pub(crate) fn new(priority: u32, locality: Option<u32>) -> Self {
         Self {
             priority,
+            locality,
             ..Self::default()
         }
+    }
+
+    pub(crate) fn locality(&self) -> Option<u32> {
+        self.locality
     }
 
     pub(crate) fn priority(&self) -> u32 {
@@ -241,8 +248,12 @@ impl HostSetLb {
         let same_snapshot = self.built_for(cluster);
         self.epoch = ejected.epoch;
         let hosts = &cluster.hosts;
-        let priority = self.priority;
-        let excluded = |h: &Host| h.health == HealthStatus::Draining || h.priority != priority;
+        let (priority, locality) = (self.priority, self.locality);
+        let excluded = |h: &Host| {
+            h.health == HealthStatus::Draining
+                || h.placement.priority != priority
+                || locality.is_some_and(|l| h.placement.locality != l)
+        };
         let mut total = 0u64;
         self.scratch.clear();
         for (i, h) in hosts.iter().enumerate() {

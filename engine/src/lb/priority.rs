@@ -77,6 +77,10 @@ pub struct ClusterLb {
     epoch: u64,
     /// One per distinct priority, highest (0) first.
     sets: Vec<HostSetLb>,
+    /// With `locality_weighted_lb_config`, parallel to `sets`: each
+    /// locality's set and the cumulative effective weights to draw from,
+    /// unless the priority is in panic (then its whole set serves).
+    localities: Vec<Localities>,
     /// Cumulative loads, parallel to `sets`: set `i` takes `r % 100` below
     /// `cumulative[i]` and at or above the previous bound.
     cumulative: Vec<u32>,
@@ -162,6 +166,13 @@ impl ClusterLb {
             }
         };
         let allow_panic = self.allow_panic;
+        if let Some(loc) = self.localities.get_mut(set).filter(|l| l.total > 0) {
+            let r = rng() % loc.total;
+            let i = loc.cumulative.partition_point(|bound| *bound <= r);
+            if let Some(l) = loc.sets.get_mut(i) {
+                return l.pick_by(cluster, policy, ejected, active, rng, hash, false);
+            }
+        }
         self.sets[set].pick_by(cluster, policy, ejected, active, rng, hash, allow_panic)
     }
 
@@ -180,17 +191,33 @@ impl ClusterLb {
         self.config = Arc::downgrade(&cluster.config);
         // (priority, healthy, hosts), by priority.
         let mut counts: Vec<(u32, u64, u64)> = Vec::new();
+        // ((priority, locality), weight, healthy, hosts), by key.
+        let weighted = cluster.config.common_lb.locality_weighted;
+        let mut per_locality: Vec<((u32, u32), u32, u64, u64)> = Vec::new();
         for h in &cluster.hosts {
             if h.health == HealthStatus::Draining {
                 continue;
             }
             let healthy = u64::from(h.health.is_routable() && !ejected.contains(h.id));
-            match counts.binary_search_by_key(&h.priority, |c| c.0) {
+            let priority = h.placement.priority;
+            match counts.binary_search_by_key(&priority, |c| c.0) {
                 Ok(i) => {
                     counts[i].1 += healthy;
                     counts[i].2 += 1;
                 }
-                Err(i) => counts.insert(i, (h.priority, healthy, 1)),
+                Err(i) => counts.insert(i, (priority, healthy, 1)),
+            }
+            if weighted {
+                let key = (priority, h.placement.locality);
+                match per_locality.binary_search_by_key(&key, |c| c.0) {
+                    Ok(i) => {
+                        per_locality[i].2 += healthy;
+                        per_locality[i].3 += 1;
+                    }
+                    Err(i) => {
+                        per_locality.insert(i, (key, h.placement.locality_weight, healthy, 1))
+                    }
+                }
             }
         }
         // Sets are kept by priority: a set's cursor and schedule survive
@@ -200,12 +227,44 @@ impl ClusterLb {
             .iter()
             .map(|c| match old.iter().position(|s| s.priority() == c.0) {
                 Some(i) => old.swap_remove(i),
-                None => HostSetLb::new(c.0),
+                None => HostSetLb::new(c.0, None),
             })
             .collect();
         let pairs: Vec<(u64, u64)> = counts.iter().map(|c| (c.1, c.2)).collect();
         let (loads, full) = priority_loads(&pairs);
         self.allow_panic = !full;
+        let mut old_localities = std::mem::take(&mut self.localities);
+        if weighted {
+            let threshold = u64::from(cluster.config.common_lb.healthy_panic_threshold.min(100));
+            for &(priority, healthy, total) in &counts {
+                let mut reuse = old_localities
+                    .iter_mut()
+                    .find(|l| l.priority == priority)
+                    .map(|l| std::mem::take(&mut l.sets))
+                    .unwrap_or_default();
+                let mut loc = Localities {
+                    priority,
+                    ..Localities::default()
+                };
+                // A priority in panic serves from all its hosts, as Envoy.
+                let panic = self.allow_panic && threshold > 0 && 100 * healthy < threshold * total;
+                for &((_, l), w, h, n) in per_locality.iter().filter(|c| c.0 .0 == priority) {
+                    let effective = u64::from(w) * (OVERPROVISIONING_FACTOR * h / n).min(100);
+                    if effective == 0 || panic {
+                        continue;
+                    }
+                    loc.total += effective;
+                    loc.cumulative.push(loc.total);
+                    loc.sets
+                        .push(match reuse.iter().position(|s| s.locality() == Some(l)) {
+                            Some(i) => reuse.swap_remove(i),
+                            None => HostSetLb::new(priority, Some(l)),
+                        });
+                }
+                self.localities.push(loc);
+            }
+        }
+        old_localities.clear();
         self.cumulative.clear();
         let mut sum = 0;
         for l in loads {
@@ -213,6 +272,16 @@ impl ClusterLb {
             self.cumulative.push(sum);
         }
     }
+}
+
+/// One priority's localities under locality-weighted balancing.
+#[derive(Debug, Default)]
+struct Localities {
+    priority: u32,
+    /// The localities with a positive effective weight.
+    sets: Vec<HostSetLb>,
+    cumulative: Vec<u64>,
+    total: u64,
 }
 
 #[cfg(test)]
@@ -238,7 +307,10 @@ mod tests {
                     health: *h,
                     hostname: String::new(),
                     check: Default::default(),
-                    priority: *p,
+                    placement: Placement {
+                        priority: *p,
+                        ..Default::default()
+                    },
                 })
                 .collect(),
             eds: None,
@@ -301,6 +373,36 @@ mod tests {
             let n = spread(&c, &ejected);
             assert_eq!(n[2], 1000, "{policy:?} {n:?}");
         }
+    }
+
+    #[test]
+    fn localities_share_a_priority_by_weight_and_health() {
+        use HealthStatus::*;
+        let build = |health: [HealthStatus; 3]| {
+            // Locality 0 (weight 1): host 1; locality 1 (weight 3): hosts
+            // 2 and 3.
+            let mut c = (*cluster(
+                &[(0, health[0]), (0, health[1]), (0, health[2])],
+                LbPolicy::RoundRobin,
+            )
+            .config)
+                .clone();
+            c.common_lb.locality_weighted = true;
+            for (i, e) in c.endpoints.iter_mut().enumerate() {
+                e.placement.locality = u32::from(i > 0);
+                e.placement.locality_weight = if i > 0 { 3 } else { 1 };
+            }
+            ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())
+        };
+        let none = EjectedSet::default();
+        let n = spread(&build([Healthy, Healthy, Healthy]), &none);
+        assert!((200..=300).contains(&n[0]), "25 % to locality 0: {n:?}");
+        assert!(n[1].abs_diff(n[2]) <= 20, "round robin within: {n:?}");
+        // Half of locality 1 down: its weight × min(1, 1.4 × ½) = 2.1 of
+        // 3.1, so locality 0 gets about a third.
+        let n = spread(&build([Healthy, Healthy, Unhealthy]), &none);
+        assert_eq!(n[2], 0);
+        assert!((280..=380).contains(&n[0]), "{n:?}");
     }
 
     #[test]

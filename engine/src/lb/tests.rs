@@ -21,7 +21,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
                 health: *h,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             })
             .collect(),
         eds: None,

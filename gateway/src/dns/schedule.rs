@@ -213,7 +213,7 @@ impl Schedule {
                             target.hostname.clone()
                         },
                         check: target.check.clone(),
-                        priority: target.priority,
+                        placement: target.placement,
                     });
                 }
             }

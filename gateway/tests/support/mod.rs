@@ -43,7 +43,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
                 health: HealthStatus::Unknown,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             })
             .collect(),
         eds: None,

@@ -74,6 +74,15 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         Some(cl) => common_lb_config(cl, &path.field("common_lb_config"))?,
         None => CommonLb::default(),
     };
+    if common_lb.locality_weighted
+        && matches!(lb_policy, LbPolicy::RingHash(_) | LbPolicy::Maglev(_))
+    {
+        return Err(Error::unsupported_msg(
+            path.field("common_lb_config")
+                .field("locality_weighted_lb_config"),
+            "not supported with RING_HASH or MAGLEV yet",
+        ));
+    }
     let (http2, upstream) = upstream_options(c, path)?;
     let health_check =
         super::health_check::health_checks(&c.health_checks, &path.field("health_checks"))?
@@ -301,7 +310,12 @@ pub fn cluster_load_assignment(
         reject_set!(lpath(), lle, proximity, lb_config, metadata);
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
             let epath = || lpath().field("lb_endpoints").index(j);
-            let e = lb_endpoint(lbe, lle.priority, &epath)?;
+            let placement = engine::Placement {
+                priority: lle.priority,
+                locality: i as u32,
+                locality_weight: lle.load_balancing_weight.unwrap_or(0),
+            };
+            let e = lb_endpoint(lbe, placement, &epath)?;
             if !seen.insert(e.address) {
                 return Err(Error::invalid(
                     epath().field("endpoint").field("address"),
@@ -314,7 +328,11 @@ pub fn cluster_load_assignment(
     Ok(out)
 }
 
-fn lb_endpoint(lbe: &ep::LbEndpoint, priority: u32, path: &dyn Fn() -> Path) -> Result<Endpoint> {
+fn lb_endpoint(
+    lbe: &ep::LbEndpoint,
+    placement: engine::Placement,
+    path: &dyn Fn() -> Path,
+) -> Result<Endpoint> {
     use ep::lb_endpoint::HostIdentifier;
     reject_set!(path(), lbe, metadata);
     let endpoint = match &lbe.host_identifier {
@@ -342,7 +360,7 @@ fn lb_endpoint(lbe: &ep::LbEndpoint, priority: u32, path: &dyn Fn() -> Path) -> 
         health,
         hostname: endpoint.hostname.clone(),
         check,
-        priority,
+        placement,
     })
 }
 

@@ -134,9 +134,14 @@ fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result
         let lpath = path.field("endpoints").index(i);
         reject_set!(lpath, lle, proximity, lb_config, metadata);
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
+            let placement = engine::Placement {
+                priority: lle.priority,
+                locality: i as u32,
+                locality_weight: lle.load_balancing_weight.unwrap_or(0),
+            };
             out.push(target(
                 lbe,
-                lle.priority,
+                placement,
                 &lpath.field("lb_endpoints").index(j),
             )?);
         }
@@ -156,7 +161,7 @@ fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result
     Ok(out)
 }
 
-fn target(lbe: &ep::LbEndpoint, priority: u32, path: &Path) -> Result<DnsTarget> {
+fn target(lbe: &ep::LbEndpoint, placement: engine::Placement, path: &Path) -> Result<DnsTarget> {
     use ep::lb_endpoint::HostIdentifier;
     reject_set!(path, lbe, metadata);
     let endpoint = match &lbe.host_identifier {
@@ -181,7 +186,7 @@ fn target(lbe: &ep::LbEndpoint, priority: u32, path: &Path) -> Result<DnsTarget>
         health,
         hostname: endpoint.hostname.clone(),
         check,
-        priority,
+        placement,
     })
 }
 

@@ -167,7 +167,9 @@ fn least_request_policy(l: &lr_pb::LeastRequest, path: &Path) -> Result<LeastReq
 /// - `override_host_status.statuses`: known `HealthStatus` values (Envoy);
 ///   an empty list is an empty set (host overrides disabled).
 ///
-/// The zone-aware, locality-weighted and consistent-hashing settings,
+/// - `locality_weighted_lb_config`: locality-weighted balancing.
+///
+/// The zone-aware and consistent-hashing settings,
 /// `update_merge_window`, `ignore_new_hosts_until_first_hc` and
 /// `close_connections_on_host_set_change` are not supported.
 pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<CommonLb> {
@@ -176,12 +178,7 @@ pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<
         Some(L::ZoneAwareLbConfig(_)) => {
             return Err(Error::unsupported(path.field("zone_aware_lb_config")))
         }
-        Some(L::LocalityWeightedLbConfig(_)) => {
-            return Err(Error::unsupported(
-                path.field("locality_weighted_lb_config"),
-            ))
-        }
-        None => {}
+        Some(L::LocalityWeightedLbConfig(_)) | None => {}
     }
     reject_set!(
         path,
@@ -213,6 +210,10 @@ pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<
             })
             .collect::<Result<HealthStatusSet>>()?;
     }
+    out.locality_weighted = matches!(
+        c.locality_config_specifier,
+        Some(L::LocalityWeightedLbConfig(_))
+    );
     Ok(out)
 }
 

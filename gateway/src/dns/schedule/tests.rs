@@ -18,7 +18,7 @@ fn dns(kind: DnsKind, names: &[(&str, u16, u32)]) -> Arc<Dns> {
                 health: HealthStatus::Unknown,
                 hostname: String::new(),
                 check: Default::default(),
-                priority: 0,
+                placement: Default::default(),
             })
             .collect(),
         refresh_rate: 5 * S,
