@@ -139,6 +139,10 @@ PIDS=()
 PROXY_PID=
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# Private copies: a concurrent `cargo build` must not swap binaries between rounds.
+mkdir -p "$WORK/bin"
+cp "$BIN/gateway" "$BIN/demo-backend" "$WORK/bin/"
+BIN=$WORK/bin
 
 # ---------------------------------------------------------------- health server
 # Host i (0-based) is 127.1.(i / 254).(i % 254 + 1).
@@ -318,7 +322,7 @@ STATS_FD=
 stats_send() { # target
     local path=/stats
     [ "$1" = envoy ] && path='/stats?filter=%5Ecluster%5C.hc%5C.health_check%5C.'
-    exec {STATS_FD}<>"/dev/tcp/127.0.0.1/$ADMIN_PORT" || { STATS_FD=; return 0; }
+    { exec {STATS_FD}<>"/dev/tcp/127.0.0.1/$ADMIN_PORT"; } 2>/dev/null || { STATS_FD=; return 0; }
     printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$path" >&"$STATS_FD" || true
 }
 stats_recv() { # target
@@ -353,10 +357,14 @@ for line in body.splitlines():
         out[want[f[0]]] = int(float(f[1]))
 print(*out)
 ' "$1" <&"$STATS_FD" || echo "0 0 0"
-    exec {STATS_FD}>&-
+}
+# Closes the connection stats_send opened (in the shell that opened it:
+# stats_recv runs in a subshell, `read ... < <(stats_recv)`).
+stats_close() {
+    if [ -n "$STATS_FD" ]; then exec {STATS_FD}>&-; fi
     STATS_FD=
 }
-hc_stats() { # target
+hc_stats() { # target (in a subshell: its connection closes with it)
     stats_send "$1"
     stats_recv "$1"
 }
@@ -401,16 +409,18 @@ measure() { # target round
     # The request goes out (no fork) just before each CPU sample; the
     # answer is parsed after it. The CPU window holds the first admin
     # request's cost, negligible.
-    local h0 s0 f0 h1 s1 f1 p0 p1 b0 b1 t0 t1 rss conns
+    local s0 f0 h1 s1 f1 p0 p1 b0 b1 t0 t1 rss conns
     t0=${EPOCHREALTIME/./}
     stats_send "$target"
     p0=$(cpu_ticks "$PROXY_PID"); b0=$(cpu_ticks "$SERVER_PID")
-    read -r h0 s0 f0 < <(stats_recv "$target")
+    read -r _ s0 f0 < <(stats_recv "$target")
+    stats_close
     sleep_s $((t0 + DURATION * 1000000 - ${EPOCHREALTIME/./}))
     t1=${EPOCHREALTIME/./}
     stats_send "$target"
     p1=$(cpu_ticks "$PROXY_PID"); b1=$(cpu_ticks "$SERVER_PID")
     read -r h1 s1 f1 < <(stats_recv "$target")
+    stats_close
     [ -n "$p1" ] || { echo "$target exited inside the window:" >&2; tail -20 "$WORK/$target-$round.log" >&2; return 1; }
     rss=$(rss_mb "$PROXY_PID")
     # Connections open to the health server (each proxy should keep one
