@@ -12,28 +12,11 @@ use support::*;
 /// Listener `ingress` → cluster `web` (HTTP/2) at `backend`, with `extra`
 /// cluster fields.
 fn bootstrap(backend: SocketAddr, extra: &str) -> engine::Bootstrap {
-    let yaml = format!(
-        r#"
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - {hcm}
-  clusters:
-  - name: web
-    connect_timeout: 1s
-{extra}
-    load_assignment:
-      cluster_name: web
-      endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: {ip}, port_value: {port} }} }} }} }}] }}]
-"#,
-        hcm = support::yaml::hcm("web").trim_start(),
-        ip = backend.ip(),
-        port = backend.port(),
-    );
-    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
+    let ep = yaml::endpoint(&backend.ip().to_string(), backend.port(), "");
+    yaml::web_bootstrap(
+        "",
+        &format!("{extra}\n    load_assignment: {{ cluster_name: web, endpoints: [{{ lb_endpoints: [{ep}] }}] }}\n"),
+    )
 }
 
 /// `n` slow requests at once on one connection: each status and whether
@@ -66,15 +49,18 @@ fn sorted(mut v: Vec<(u16, bool)>) -> Vec<(u16, bool)> {
     v
 }
 
-const H2: &str = r#"    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: { http2_protocol_options: { max_concurrent_streams: 1 } }"#;
+/// HTTP/2 upstreams, one stream per connection.
+fn h2() -> String {
+    yaml::h2_options("max_concurrent_streams: 1")
+}
 
 #[test]
 fn max_requests_overflow_with_x_envoy_overloaded() {
     let b = backend("b1");
-    let extra = format!("    circuit_breakers: {{ thresholds: [{{ max_requests: 2 }}] }}\n{H2}");
+    let extra = format!(
+        "    circuit_breakers: {{ thresholds: [{{ max_requests: 2 }}] }}\n{}",
+        h2()
+    );
     let gw = start(bootstrap(b.addr(), &extra), 1);
     let admin = gw.admin_addr.unwrap();
     let addr = gw.listener("ingress").unwrap();
@@ -98,7 +84,8 @@ fn max_requests_overflow_with_x_envoy_overloaded() {
 fn max_connections_holds_requests_pending_up_to_max_pending_requests() {
     let b = backend("b1");
     let extra = format!(
-        "    circuit_breakers: {{ thresholds: [{{ max_connections: 1, max_pending_requests: 1 }}] }}\n{H2}"
+        "    circuit_breakers: {{ thresholds: [{{ max_connections: 1, max_pending_requests: 1 }}] }}\n{}",
+        h2()
     );
     let gw = start(bootstrap(b.addr(), &extra), 1);
     let admin = gw.admin_addr.unwrap();
@@ -121,7 +108,10 @@ fn max_connections_holds_requests_pending_up_to_max_pending_requests() {
 fn thresholds_are_shared_out_between_shards() {
     // 2 shards, max_requests 3: each shard may hold 2 (3 ÷ 2, rounded up).
     let b = backend("b1");
-    let extra = format!("    circuit_breakers: {{ thresholds: [{{ max_requests: 3 }}] }}\n{H2}");
+    let extra = format!(
+        "    circuit_breakers: {{ thresholds: [{{ max_requests: 3 }}] }}\n{}",
+        h2()
+    );
     let gw = start(bootstrap(b.addr(), &extra), 2);
     let addr = gw.listener("ingress").unwrap();
     // One client connection lands on one shard.

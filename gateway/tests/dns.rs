@@ -42,19 +42,8 @@ fn backend_pair() -> (
 /// A bootstrap: listener `ingress` routing to cluster `web`, of `kind`,
 /// looking `name`:`port` up at `dns` with `extra` cluster fields.
 fn bootstrap(kind: &str, name: &str, port: u16, dns: SocketAddr, extra: &str) -> engine::Bootstrap {
-    let yaml = format!(
-        r#"
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - {hcm}
-  clusters:
-  - name: web
-    type: {kind}
-    connect_timeout: 1s
+    let cluster = format!(
+        r#"    type: {kind}
     dns_lookup_family: V4_ONLY
     typed_dns_resolver_config:
       name: envoy.network.dns_resolver.cares
@@ -64,19 +53,14 @@ static_resources:
         query_timeout_seconds: 1
         query_tries: 1
 {extra}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
-      cluster_name: web
-      endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: {name}, port_value: {port} }} }} }} }}] }}]
+{h2}    load_assignment: {{ cluster_name: web, endpoints: [{{ lb_endpoints: [{ep}] }}] }}
 "#,
-        hcm = support::yaml::hcm("web").trim_start(),
         dns_ip = dns.ip(),
         dns_port = dns.port(),
+        h2 = yaml::h2_options(""),
+        ep = yaml::endpoint(name, port, ""),
     );
-    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
+    yaml::web_bootstrap("", &cluster)
 }
 
 #[test]

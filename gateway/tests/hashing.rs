@@ -12,53 +12,16 @@ use support::*;
 fn bootstrap(backends: &[SocketAddr], lb: &str, hash_policy: &str) -> engine::Bootstrap {
     let endpoints = backends
         .iter()
-        .map(|b| {
-            format!(
-                "{{ endpoint: {{ address: {{ socket_address: {{ address: {}, port_value: {} }} }} }} }}",
-                b.ip(),
-                b.port()
-            )
-        })
+        .map(|b| yaml::endpoint(&b.ip().to_string(), b.port(), ""))
         .collect::<Vec<_>>()
         .join(", ");
-    let yaml = format!(
-        r#"
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ingress
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: "/" }}
-                route: {{ cluster: web, hash_policy: {hash_policy} }}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-  - name: web
-    connect_timeout: 1s
-    lb_policy: {lb}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
-      cluster_name: web
-      endpoints: [{{ lb_endpoints: [{endpoints}] }}]
-"#
-    );
-    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
+    yaml::web_bootstrap(
+        &format!(", hash_policy: {hash_policy}"),
+        &format!(
+            "    lb_policy: {lb}\n{}    load_assignment: {{ cluster_name: web, endpoints: [{{ lb_endpoints: [{endpoints}] }}] }}\n",
+            yaml::h2_options("")
+        ),
+    )
 }
 
 /// The backend that answered `GET /` with `headers`, on a new connection.

@@ -111,44 +111,25 @@ fn bootstrap(
             let hc = p.map_or(String::new(), |p| {
                 format!(", health_check_config: {{ port_value: {p} }}")
             });
-            format!(
-                "{{ endpoint: {{ address: {{ socket_address: {{ address: {}, port_value: {} }} }}{hc} }} }}",
-                b.ip(),
-                b.port()
-            )
+            yaml::endpoint(&b.ip().to_string(), b.port(), &hc)
         })
         .collect::<Vec<_>>()
         .join(", ");
-    let yaml = format!(
-        r#"
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - {hcm}
-  clusters:
-  - name: web
-    connect_timeout: 1s
-    health_checks:
+    yaml::web_bootstrap(
+        "",
+        &format!(
+            r#"    health_checks:
     - timeout: 0.3s
       interval: 0.05s
       no_traffic_interval: 0.05s
       unhealthy_threshold: 2
       healthy_threshold: 2
 {checker}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
-      cluster_name: web
-      endpoints: [{{ lb_endpoints: [{endpoints}] }}]
+{}    load_assignment: {{ cluster_name: web, endpoints: [{{ lb_endpoints: [{endpoints}] }}] }}
 "#,
-        hcm = support::yaml::hcm("web").trim_start(),
-    );
-    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
+            yaml::h2_options("")
+        ),
+    )
 }
 
 const HTTP_CHECK: &str = "      http_health_check: { path: /healthz }";

@@ -41,48 +41,29 @@ fn the_next_priority_takes_what_the_first_cannot() {
     let (b1, b2) = (backend("b1"), backend("b2"));
     let status = Arc::new(AtomicU16::new(200));
     let hc = health_endpoint(Arc::clone(&status));
-    let ep = |b: SocketAddr, check: &str| {
-        format!(
-            "{{ endpoint: {{ address: {{ socket_address: {{ address: {}, port_value: {} }} }}{check} }} }}",
-            b.ip(),
-            b.port()
-        )
-    };
-    let yaml = format!(
-        r#"
-admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
-static_resources:
-  listeners:
-  - name: ingress
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - {hcm}
-  clusters:
-  - name: web
-    connect_timeout: 1s
-    health_checks:
+    let ep = |b: SocketAddr, check: &str| yaml::endpoint(&b.ip().to_string(), b.port(), check);
+    let p0 = ep(
+        b1.addr(),
+        &format!(", health_check_config: {{ port_value: {} }}", hc.port()),
+    );
+    let p1 = ep(
+        b2.addr(),
+        ", health_check_config: { disable_active_health_check: true }",
+    );
+    let boot = yaml::web_bootstrap(
+        "",
+        &format!(
+            r#"    health_checks:
     - {{ timeout: 0.3s, interval: 0.05s, no_traffic_interval: 0.05s, unhealthy_threshold: 1, healthy_threshold: 1, http_health_check: {{ path: /hc }} }}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-        explicit_http_config: {{ http2_protocol_options: {{}} }}
-    load_assignment:
+{}    load_assignment:
       cluster_name: web
       endpoints:
       - {{ locality: {{ zone: a }}, lb_endpoints: [{p0}] }}
       - {{ locality: {{ zone: b }}, priority: 1, lb_endpoints: [{p1}] }}
 "#,
-        hcm = support::yaml::hcm("web").trim_start(),
-        p0 = ep(
-            b1.addr(),
-            &format!(", health_check_config: {{ port_value: {} }}", hc.port())
-        ),
-        p1 = ep(
-            b2.addr(),
-            ", health_check_config: { disable_active_health_check: true }"
+            yaml::h2_options("")
         ),
     );
-    let boot = xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap");
     let gw = start(boot, 1);
     let addr = gw.listener("ingress").unwrap();
     assert_eq!(answering(addr, 8), ["b1"], "P0 healthy: P1 idles");

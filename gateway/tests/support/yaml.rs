@@ -24,6 +24,12 @@ pub fn tls_socket(cert: &Path, key: &Path) -> String {
 /// A chain's `filters`: the HTTP connection manager routing `/` to
 /// `cluster`, `drain_timeout: 1s`.
 pub fn hcm(cluster: &str) -> String {
+    hcm_route(cluster, "")
+}
+
+/// [`hcm`] with more fields on the route action (`route_fields`, e.g.
+/// `, hash_policy: [...]`).
+pub fn hcm_route(cluster: &str, route_fields: &str) -> String {
     format!(
         r#"      filters:
       - name: envoy.filters.network.http_connection_manager
@@ -37,11 +43,55 @@ pub fn hcm(cluster: &str) -> String {
               domains: ["*"]
               routes:
               - match: {{ prefix: "/" }}
-                route: {{ cluster: {cluster} }}
+                route: {{ cluster: {cluster}{route_fields} }}
           http_filters:
           - name: envoy.filters.http.router
 "#
     )
+}
+
+/// A cluster's `typed_extension_protocol_options` for HTTP/2 upstreams
+/// (at cluster-field indentation), with `http2_protocol_options` fields.
+pub fn h2_options(http2_fields: &str) -> String {
+    format!(
+        r#"    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: {{ http2_protocol_options: {{ {http2_fields} }} }}
+"#
+    )
+}
+
+/// One `lb_endpoints` flow item at `addr` (the address may be a name in a
+/// DNS cluster), with `extra` endpoint fields (`, health_check_config:
+/// ...`).
+pub fn endpoint(host: &str, port: u16, extra: &str) -> String {
+    format!(
+        "{{ endpoint: {{ address: {{ socket_address: {{ address: {host}, port_value: {port} }} }}{extra} }} }}"
+    )
+}
+
+/// A bootstrap: an admin server and listener `ingress` on port 0, routing
+/// `/` to cluster `web` (`route_fields` added to its route action), and
+/// cluster `web` made of `cluster_fields` (YAML lines at cluster-field
+/// indentation: type, options, `load_assignment`…).
+pub fn web_bootstrap(route_fields: &str, cluster_fields: &str) -> engine::Bootstrap {
+    let yaml = format!(
+        r#"
+admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    filter_chains:
+    - {hcm}
+  clusters:
+  - name: web
+    connect_timeout: 1s
+{cluster_fields}"#,
+        hcm = hcm_route("web", route_fields).trim_start(),
+    );
+    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
 }
 
 /// A `clusters` entry: `name`, HTTP/2 to the one host `addr`.
