@@ -13,9 +13,11 @@ use std::sync::Arc;
 use ahash::AHashMap;
 
 use crate::active_health::{combined_status, ActiveHealth, ClusterVerdicts};
+use crate::config::LbPolicy;
 use crate::config::Listener;
 use crate::config::{Bootstrap, Cluster, HealthStatus, Runtime};
 use crate::host::{HostId, HostRegistry};
+use crate::lb::hash::{HashTable, PrebuiltTable};
 
 /// One host of a cluster as the data path sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +45,11 @@ pub struct ClusterSnapshot {
     /// The `ClusterVerdicts::version` its hosts' health was built from
     /// (0: the cluster is not actively checked).
     pub checks_version: u64,
+    /// `RING_HASH` / `MAGLEV`: each priority's table over its healthy
+    /// hosts, built here (on the control shard) so that data shards do not
+    /// stall building it; a shard whose candidates differ (ejections,
+    /// panic) builds its own.
+    pub hash_tables: Vec<PrebuiltTable>,
 }
 
 impl ClusterSnapshot {
@@ -93,12 +100,14 @@ impl ClusterSnapshot {
         let weighted = routable
             .windows(2)
             .any(|w| hosts[w[0] as usize].weight != hosts[w[1] as usize].weight);
+        let hash_tables = prebuilt_tables(&config, &hosts);
         Self {
             config,
             hosts,
             routable,
             weighted,
             host_map,
+            hash_tables,
             checks_version: if checked {
                 checks.map_or(0, |c| c.version)
             } else {
@@ -110,6 +119,46 @@ impl ClusterSnapshot {
     pub fn host_by_addr(&self, addr: &SocketAddr) -> Option<&Host> {
         self.host_map.get(addr).map(|i| &self.hosts[*i as usize])
     }
+}
+
+/// The hash tables of a `RING_HASH` / `MAGLEV` cluster, one per priority,
+/// over the hosts a data shard takes as candidates when nothing is ejected
+/// and no priority is in panic: routable, not draining, in host order.
+fn prebuilt_tables(config: &Cluster, hosts: &[Host]) -> Vec<PrebuiltTable> {
+    if !matches!(
+        config.lb_policy,
+        LbPolicy::RingHash(_) | LbPolicy::Maglev(_)
+    ) {
+        return Vec::new();
+    }
+    let mut priorities: Vec<u32> = hosts.iter().map(|h| h.placement.priority).collect();
+    priorities.sort_unstable();
+    priorities.dedup();
+    priorities
+        .into_iter()
+        .filter_map(|priority| {
+            let candidates: Vec<u32> = hosts
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| {
+                    h.placement.priority == priority
+                        && h.health != HealthStatus::Draining
+                        && h.health.is_routable()
+                })
+                .map(|(i, _)| i as u32)
+                .collect();
+            // One host or none: shards pick without a table.
+            if candidates.len() < 2 {
+                return None;
+            }
+            let table = HashTable::build(config.lb_policy, hosts, &candidates)?;
+            Some(PrebuiltTable {
+                priority,
+                candidates,
+                table: Arc::new(table),
+            })
+        })
+        .collect()
 }
 
 /// Everything a data shard needs to serve, at one config version.

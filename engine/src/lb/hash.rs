@@ -7,7 +7,10 @@
 //! candidates (the healthy hosts, or all in panic) and picked in O(log n)
 //! and O(1).
 
-use crate::config::{Maglev, RingHash};
+use std::sync::Arc;
+
+use crate::config::{LbPolicy, Maglev, RingHash};
+use crate::snapshot::Host;
 
 use super::xxhash::xxh64;
 
@@ -85,6 +88,54 @@ impl Ring {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// A cluster's consistent-hash lookup over a list of candidates (slots
+/// into that list).
+#[derive(Debug)]
+pub enum HashTable {
+    Ring(Ring),
+    Maglev(MaglevTable),
+}
+
+impl HashTable {
+    /// The table of `policy` over `candidates` (indexes into `hosts`),
+    /// keyed by address as Envoy's `hashKey`: the same candidates give the
+    /// same table on every shard, every gateway and Envoy. `None` for the
+    /// other policies.
+    pub fn build(policy: LbPolicy, hosts: &[Host], candidates: &[u32]) -> Option<HashTable> {
+        let keys: Vec<(String, u32)> = candidates
+            .iter()
+            .map(|i| {
+                let h = &hosts[*i as usize];
+                (h.address.to_string(), h.weight)
+            })
+            .collect();
+        match policy {
+            LbPolicy::RingHash(cfg) => Some(HashTable::Ring(Ring::build(&keys, &cfg))),
+            LbPolicy::Maglev(cfg) => Some(HashTable::Maglev(MaglevTable::build(&keys, &cfg))),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn pick(&self, h: u64) -> Option<u32> {
+        match self {
+            HashTable::Ring(r) => r.pick(h),
+            HashTable::Maglev(m) => m.pick(h),
+        }
+    }
+}
+
+/// A table the control shard built with the snapshot, for one priority's
+/// healthy hosts with nothing ejected (the usual state): data shards whose
+/// candidates are the same take it instead of building their own.
+#[derive(Debug)]
+pub struct PrebuiltTable {
+    pub priority: u32,
+    /// Indexes into the snapshot's hosts, as a shard derives them.
+    pub candidates: Vec<u32>,
+    pub table: Arc<HashTable>,
 }
 
 /// A Maglev lookup table of candidates.

@@ -119,10 +119,10 @@ pub(crate) struct HostSetLb {
     /// A permutation of `0..candidates.len()` that least request samples
     /// from (partial Fisher–Yates; any permutation keeps samples uniform).
     sample: Vec<u32>,
-    /// `RING_HASH`'s ring over the candidates (slots into `candidates`).
-    ring: hash::Ring,
-    /// `MAGLEV`'s table over the candidates.
-    maglev: hash::MaglevTable,
+    /// `RING_HASH`'s ring or `MAGLEV`'s table over the candidates (slots
+    /// into `candidates`): the snapshot's prebuilt one when the candidates
+    /// match, else built here.
+    table: Option<Arc<hash::HashTable>>,
 }
 
 /// How the current candidates are picked from (fixed at rebuild).
@@ -140,10 +140,8 @@ enum Mode {
     Sample(u32),
     /// Least request, equal weights, `choice_count` >= candidates.
     Scan,
-    /// `RING_HASH`: the ring entry at or after the request's hash.
-    Ring,
-    /// `MAGLEV`: the table slot of the request's hash.
-    Maglev,
+    /// `RING_HASH` or `MAGLEV`: the request's hash looked up in `table`.
+    Hash,
 }
 
 /// The result of a pick.
@@ -215,8 +213,7 @@ impl HostSetLb {
             }
             Mode::Sample(choices) => self.sample_least(hosts, choices as usize, active, rng),
             Mode::Scan => self.scan_least(hosts, active, rng),
-            Mode::Ring => self.ring.pick(hash.unwrap_or_else(&mut *rng))? as usize,
-            Mode::Maglev => self.maglev.pick(hash.unwrap_or_else(&mut *rng))? as usize,
+            Mode::Hash => self.table.as_ref()?.pick(hash.unwrap_or_else(&mut *rng))? as usize,
         };
         Some(Pick {
             host: &hosts[self.candidates[slot] as usize],
@@ -288,12 +285,18 @@ impl HostSetLb {
             self.host_count = hosts.len();
             self.config = Arc::downgrade(&cluster.config);
         }
-        self.restart(hosts, policy, active, rng);
+        self.restart(hosts, &cluster.hash_tables, policy, active, rng);
     }
 
     /// Chooses the mode for the new candidates and resets its state.
-    fn restart<A, R>(&mut self, hosts: &[Host], policy: LbPolicy, active: &A, rng: &mut R)
-    where
+    fn restart<A, R>(
+        &mut self,
+        hosts: &[Host],
+        prebuilt: &[hash::PrebuiltTable],
+        policy: LbPolicy,
+        active: &A,
+        rng: &mut R,
+    ) where
         A: Fn(HostId) -> u32,
         R: FnMut() -> u64,
     {
@@ -319,8 +322,7 @@ impl HostSetLb {
                     Mode::Sample(choices)
                 }
             }
-            LbPolicy::RingHash(_) => Mode::Ring,
-            LbPolicy::Maglev(_) => Mode::Maglev,
+            LbPolicy::RingHash(_) | LbPolicy::Maglev(_) => Mode::Hash,
         };
         match self.mode {
             Mode::Cursor if !self.seeded => {
@@ -344,22 +346,17 @@ impl HostSetLb {
                 self.sample.clear();
                 self.sample.extend(0..n as u32);
             }
-            Mode::Ring | Mode::Maglev => {
-                // Keyed by address, as Envoy's `hashKey`: the same
-                // candidates give the same table on every shard and every
-                // gateway (and Envoy).
-                let keys: Vec<(String, u32)> = candidates
+            Mode::Hash => {
+                // The control shard's table when the candidates are the
+                // ones it built for (no ejection, no panic): no build
+                // here, on the data path.
+                self.table = match prebuilt
                     .iter()
-                    .map(|i| {
-                        let h = &hosts[*i as usize];
-                        (h.address.to_string(), h.weight)
-                    })
-                    .collect();
-                match policy {
-                    LbPolicy::RingHash(cfg) => self.ring = hash::Ring::build(&keys, &cfg),
-                    LbPolicy::Maglev(cfg) => self.maglev = hash::MaglevTable::build(&keys, &cfg),
-                    _ => {}
-                }
+                    .find(|t| t.priority == self.priority && t.candidates == *candidates)
+                {
+                    Some(t) => Some(Arc::clone(&t.table)),
+                    None => hash::HashTable::build(policy, hosts, candidates).map(Arc::new),
+                };
             }
             Mode::Empty | Mode::Single | Mode::Random | Mode::Scan => {}
         }

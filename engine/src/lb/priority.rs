@@ -406,6 +406,38 @@ mod tests {
     }
 
     #[test]
+    fn shards_take_the_snapshots_hash_table_unless_their_hosts_differ() {
+        use HealthStatus::*;
+        let c = cluster(
+            &[(0, Healthy), (0, Healthy), (0, Healthy), (0, Unhealthy)],
+            LbPolicy::Maglev(Default::default()),
+        );
+        assert_eq!(c.hash_tables.len(), 1);
+        assert_eq!(c.hash_tables[0].candidates, [0, 1, 2]);
+        let prebuilt = &c.hash_tables[0].table;
+        let mut lb = ClusterLb::default();
+        let none = EjectedSet::default();
+        lb.pick_hashed(&c, &none, |_| 0, &mut || 0, Some(42))
+            .unwrap();
+        let took = lb.sets[0].table.as_ref().unwrap();
+        assert!(Arc::ptr_eq(took, prebuilt), "no build on the shard");
+        // An ejection changes the candidates: the shard builds its own,
+        // and no key goes to the ejected host.
+        let ejected = EjectedSet::new(1, [c.hosts[1].id]);
+        for k in 0..200u64 {
+            let p = lb
+                .pick_hashed(&c, &ejected, |_| 0, &mut || 0, Some(k * 7919))
+                .unwrap();
+            assert_ne!(p.host.id, c.hosts[1].id);
+        }
+        assert!(!Arc::ptr_eq(lb.sets[0].table.as_ref().unwrap(), prebuilt));
+        // Back to no ejection: the snapshot's table again.
+        lb.pick_hashed(&c, &EjectedSet::new(2, []), |_| 0, &mut || 0, Some(1))
+            .unwrap();
+        assert!(Arc::ptr_eq(lb.sets[0].table.as_ref().unwrap(), prebuilt));
+    }
+
+    #[test]
     fn loads_spill_as_envoys_priority_load_formula() {
         // Envoy's docs: P0 at 100 % → all to P0; healthy 80 % of P0 →
         // 140 × 0.8 = 112 → still all to P0.
