@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new(label, n), &cl, |b, cl| {
                 b.iter(|| {
                     i = (i + 1) & 1023;
-                    let (h, _) = request_hash(&policy, &users[i], "");
+                    let (h, _) = request_hash(&policy, &users[i], String::new);
                     state
                         .pick_hashed(black_box(cl), &none, |_| 0, &mut || 7, h)
                         .map(|p| p.host.id)

@@ -34,12 +34,13 @@ pub struct NewCookie {
 /// The request's hash (`None`: no policy found its input) and the cookie
 /// to set, if a policy made one. `conn_key` names the connection (client
 /// and listener addresses): a generated cookie is the same for every
-/// stream of a connection, as Envoy's.
+/// stream of a connection, as Envoy's. It is asked for only then.
 pub fn request_hash(
     policies: &[HashPolicy],
     req: &impl HashInput,
-    conn_key: &str,
+    conn_key: impl FnOnce() -> String,
 ) -> (Option<u64>, Option<NewCookie>) {
+    let mut conn_key = Some(conn_key);
     let mut hash: Option<u64> = None;
     let mut cookie = None;
     for p in policies {
@@ -53,7 +54,8 @@ pub fn request_hash(
             HashOn::Cookie { name, ttl, path } => match req.cookie(name) {
                 Some(v) if !unquote(v).is_empty() => Some(xxh64(unquote(v), 0)),
                 _ => ttl.map(|ttl| {
-                    let value = format!("{:016x}", xxh64(conn_key.as_bytes(), 0));
+                    let key = conn_key.take().map(|k| k()).unwrap_or_default();
+                    let value = format!("{:016x}", xxh64(key.as_bytes(), 0));
                     cookie = Some(NewCookie {
                         set_cookie: set_cookie(name, &value, path.as_deref(), ttl),
                     });
@@ -166,7 +168,7 @@ mod tests {
             vec![("x-key", "abc"), ("cookie", "a=1; sid=abc")],
             "/p?x=1&user=abc&y",
         );
-        let h = |kind| request_hash(&[on(kind, false)], &r, "c").0;
+        let h = |kind| request_hash(&[on(kind, false)], &r, || "c".to_string()).0;
         let abc = Some(xxh64(b"abc", 0));
         assert_eq!(h(HashOn::Header("x-key".into())), abc);
         assert_eq!(
@@ -189,9 +191,12 @@ mod tests {
         let a = req(vec![("x-k", "b"), ("x-k", "a")], "/");
         let b = req(vec![("x-k", "a"), ("x-k", "b")], "/");
         let p = [on(HashOn::Header("x-k".into()), false)];
-        assert_eq!(request_hash(&p, &a, "").0, request_hash(&p, &b, "").0);
+        assert_eq!(
+            request_hash(&p, &a, || "".to_string()).0,
+            request_hash(&p, &b, || "".to_string()).0
+        );
         let chained = xxh64(b"b", xxh64(b"a", 0));
-        assert_eq!(request_hash(&p, &a, "").0, Some(chained));
+        assert_eq!(request_hash(&p, &a, || "".to_string()).0, Some(chained));
     }
 
     #[test]
@@ -202,14 +207,17 @@ mod tests {
             on(HashOn::Header("a".into()), false),
             on(HashOn::Header("b".into()), false),
         ];
-        assert_eq!(request_hash(&both, &r, "").0, Some(ha.rotate_left(1) ^ hb));
+        assert_eq!(
+            request_hash(&both, &r, || "".to_string()).0,
+            Some(ha.rotate_left(1) ^ hb)
+        );
         let stop = [
             on(HashOn::Header("missing".into()), true),
             on(HashOn::Header("a".into()), true),
             on(HashOn::Header("b".into()), false),
         ];
         assert_eq!(
-            request_hash(&stop, &r, "").0,
+            request_hash(&stop, &r, || "".to_string()).0,
             Some(ha),
             "terminal once hashed"
         );
@@ -225,7 +233,9 @@ mod tests {
             },
             false,
         )];
-        let (h, c) = request_hash(&p, &req(vec![], "/"), "10.1.2.3:5555127.0.0.1:80");
+        let (h, c) = request_hash(&p, &req(vec![], "/"), || {
+            "10.1.2.3:5555127.0.0.1:80".to_string()
+        });
         let value = format!("{:016x}", xxh64(b"10.1.2.3:5555127.0.0.1:80", 0));
         assert_eq!(h, Some(xxh64(value.as_bytes(), 0)));
         assert_eq!(
@@ -234,7 +244,9 @@ mod tests {
         );
         // Sent back, the cookie hashes the same and no new one is made.
         let back: &'static str = Box::leak(format!("route=\"{value}\"").into_boxed_str());
-        let (h2, c2) = request_hash(&p, &req(vec![("cookie", back)], "/"), "other");
+        let (h2, c2) = request_hash(&p, &req(vec![("cookie", back)], "/"), || {
+            "other".to_string()
+        });
         assert_eq!((h2, c2), (h, None));
     }
 }

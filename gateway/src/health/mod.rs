@@ -11,7 +11,7 @@
 
 pub mod probe;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::{Rc, Weak};
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
 use engine::active_health::{ActiveHealth, HostHealth, Outcome, Transition, Verdict};
-use engine::{Bootstrap, Cluster, EndpointCheck, HealthCheck, HostId, Snapshot};
+use engine::{Bootstrap, Cluster, ClusterSnapshot, EndpointCheck, HealthCheck, HostId, Snapshot};
 use glommio::channels::local_channel::LocalSender;
 use shards::stats::ShardStats;
 
@@ -65,7 +65,9 @@ pub struct Counters {
 /// shard): until it has, hosts are checked at `no_traffic_interval`.
 struct TrafficWatch {
     shards: Vec<Arc<ShardStats>>,
-    ids: Vec<HostId>,
+    /// The cluster's hosts as of the last snapshot (updated in place: every
+    /// host task holds this one watch).
+    ids: RefCell<Vec<HostId>>,
     used: Cell<bool>,
     looked_at: Cell<Option<Instant>>,
 }
@@ -86,7 +88,7 @@ impl TrafficWatch {
             return false;
         }
         self.looked_at.set(Some(now));
-        let used = self.ids.iter().any(|id| {
+        let used = self.ids.borrow().iter().any(|id| {
             self.shards
                 .iter()
                 .any(|s| s.hosts.get(*id).is_some_and(|h| h.cx_total.get() > 0))
@@ -98,6 +100,9 @@ impl TrafficWatch {
 
 struct ClusterCheckers {
     config: Arc<HealthCheck>,
+    /// The cluster snapshot last followed: an unchanged one (the same
+    /// `Arc`) needs no walk over its hosts.
+    seen: Option<Arc<ClusterSnapshot>>,
     name: Rc<str>,
     hosts: AHashMap<SocketAddr, HostTask>,
     counters: Rc<Counters>,
@@ -134,14 +139,6 @@ impl HealthCheckers {
     /// What snapshots are built with.
     pub fn verdicts(&self) -> &ActiveHealth {
         &self.verdicts
-    }
-
-    fn next_seed(&mut self) -> u64 {
-        self.seed = self
-            .seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.seed
     }
 
     /// Checks every host of `boot`'s checked clusters once and waits for
@@ -193,33 +190,29 @@ impl HealthCheckers {
             let Some(hc) = &cs.config.health_check else {
                 continue;
             };
-            let ids = cs.hosts.iter().map(|h| h.id).collect();
-            let shards = self.shards.clone();
+            let shards = &self.shards;
             let entry = self
                 .clusters
                 .entry(name.clone())
                 .or_insert_with(|| ClusterCheckers {
                     config: Arc::clone(hc),
+                    seen: None,
                     name: Rc::from(name.as_str()),
                     hosts: AHashMap::new(),
                     counters: Rc::default(),
                     traffic: Rc::new(TrafficWatch {
-                        shards,
-                        ids: Vec::new(),
+                        shards: shards.clone(),
+                        ids: RefCell::default(),
                         used: Cell::new(false),
                         looked_at: Cell::new(None),
                     }),
                     changes: 0,
                 });
-            // A new watch per snapshot would forget it saw traffic.
-            if !entry.traffic.used.get() {
-                entry.traffic = Rc::new(TrafficWatch {
-                    shards: self.shards.clone(),
-                    ids,
-                    used: Cell::new(false),
-                    looked_at: Cell::new(None),
-                });
+            if entry.seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, cs)) {
+                continue;
             }
+            entry.seen = Some(Arc::clone(cs));
+            *entry.traffic.ids.borrow_mut() = cs.hosts.iter().map(|h| h.id).collect();
             let wanted: AHashMap<SocketAddr, &EndpointCheck> = cs
                 .config
                 .endpoints
@@ -237,10 +230,7 @@ impl HealthCheckers {
                     continue;
                 }
                 self.gen += 1;
-                self.seed = self
-                    .seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                self.seed = next_seed(self.seed);
                 let state = match verdicts.hosts.get(&addr) {
                     Some(v) => HostHealth::resumed(*v),
                     None => HostHealth::new(),
@@ -265,7 +255,6 @@ impl HealthCheckers {
                 );
             }
         }
-        let _ = self.next_seed();
     }
 
     /// A task's report: whether the verdicts changed (a snapshot is due).
@@ -307,6 +296,12 @@ impl HealthCheckers {
             })
             .collect()
     }
+}
+
+/// The next of a sequence of per-task seeds (an LCG step).
+fn next_seed(seed: u64) -> u64 {
+    seed.wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
 }
 
 /// Where and as whom a host is checked.

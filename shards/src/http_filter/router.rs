@@ -31,8 +31,10 @@ impl HttpFilter for Router {
                 head: head.list,
                 peer: cx.conn.peer,
             };
-            let conn_key = format!("{}{}", cx.conn.peer, cx.conn.local);
-            let (hash, cookie) = request_hash(&route.action.hash_policy, &input, &conn_key);
+            // Formatted only if a cookie is made.
+            let (peer, local) = (cx.conn.peer, cx.conn.local);
+            let conn_key = || format!("{peer}{local}");
+            let (hash, cookie) = request_hash(&route.action.hash_policy, &input, conn_key);
             new_cookie = cookie;
             hash
         };
