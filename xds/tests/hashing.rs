@@ -162,3 +162,45 @@ fn locality_weighted_balancing_and_placements() {
         "{e}"
     );
 }
+
+#[test]
+fn load_assignment_policy_overprovisioning_factor() {
+    let with_policy = |kind: &str, policy: &str| {
+        let yaml = format!(
+            "static_resources:\n  clusters:\n  - name: c\n    type: {kind}\n    load_assignment:\n      cluster_name: c\n      policy: {policy}\n      endpoints:\n      - lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: backend.test, port_value: 80 }} }} }} }}]\n"
+        );
+        let yaml = if kind == "STATIC" {
+            yaml.replace("backend.test", "10.0.0.1")
+        } else {
+            yaml
+        };
+        bootstrap::from_str(&yaml, Format::Yaml)
+            .map(|b| b.clusters[0].common_lb.overprovisioning_factor)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(with_policy("STATIC", "{}"), Ok(140));
+    assert_eq!(
+        with_policy("STATIC", "{ overprovisioning_factor: 100 }"),
+        Ok(100)
+    );
+    assert_eq!(
+        with_policy("STRICT_DNS", "{ overprovisioning_factor: 250 }"),
+        Ok(250)
+    );
+    let e = with_policy("STATIC", "{ overprovisioning_factor: 0 }").unwrap_err();
+    assert!(
+        e.contains("load_assignment.policy.overprovisioning_factor: 0 is out of range"),
+        "{e}"
+    );
+    for (field, value) in [
+        ("weighted_priority_health", "true"),
+        ("endpoint_stale_after", "5s"),
+        ("drop_overloads", "[{ category: lb }]"),
+    ] {
+        let e = with_policy("STATIC", &format!("{{ {field}: {value} }}")).unwrap_err();
+        assert!(
+            e.contains(&format!("load_assignment.policy.{field}")) && e.contains("not supported"),
+            "{e}"
+        );
+    }
+}

@@ -847,6 +847,7 @@ fn common_lb_config_fields_are_validated_and_accepted() {
                 .into_iter()
                 .collect(),
             locality_weighted: false,
+            overprovisioning_factor: 140,
         }
     );
     c.common_lb_config = Some(pb::cluster::CommonLbConfig {

@@ -125,6 +125,10 @@ fn envoy_cluster() -> e_cluster::Cluster {
                 ],
                 ..Default::default()
             }],
+            policy: Some(e_ep::cluster_load_assignment::Policy {
+                overprovisioning_factor: u32v(150),
+                ..Default::default()
+            }),
             ..Default::default()
         }),
         ..Default::default()
@@ -146,6 +150,7 @@ fn cluster_from_envoy_bytes() {
         }
     );
     assert_eq!(c.endpoints.len(), 2);
+    assert_eq!(c.common_lb.overprovisioning_factor, 150);
     assert_eq!(c.endpoints[0].address, "10.1.0.1:8443".parse().unwrap());
     assert_eq!(c.endpoints[0].weight, 2);
     assert_eq!(c.endpoints[0].health, engine::HealthStatus::Healthy);
@@ -155,10 +160,9 @@ fn cluster_from_envoy_bytes() {
     // ClusterLoadAssignment on its own, as EDS will deliver it.
     let la = envoy_cluster().load_assignment.unwrap();
     let ours: o_ep::ClusterLoadAssignment = round_trip(&la);
-    assert_eq!(
-        validate::cluster_load_assignment(&ours, &Path::root()).unwrap(),
-        c.endpoints
-    );
+    let assignment = validate::cluster_load_assignment(&ours, &Path::root()).unwrap();
+    assert_eq!(assignment.overprovisioning_factor, 150);
+    assert_eq!(assignment.endpoints, c.endpoints);
 
     // The deprecated cluster-level field and the enums by number.
     let mut legacy = envoy_cluster();

@@ -67,6 +67,20 @@ pub struct Eds {
     pub initial_fetch_timeout: Option<Duration>,
 }
 
+/// A `ClusterLoadAssignment`: the endpoints and the `policy` that comes
+/// with them (an EDS update replaces both at once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadAssignment {
+    pub endpoints: Vec<Endpoint>,
+    /// `policy.overprovisioning_factor` in percent (default
+    /// [`DEFAULT_OVERPROVISIONING_FACTOR`]).
+    pub overprovisioning_factor: u32,
+}
+
+/// Envoy's default `overprovisioning_factor` (percent): a priority or a
+/// locality at 1/1.4 ≈ 72 % healthy hosts still counts as fully available.
+pub const DEFAULT_OVERPROVISIONING_FACTOR: u32 = 140;
+
 /// One `lb_endpoints` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {

@@ -114,6 +114,11 @@ pub struct CommonLb {
     /// drawn by its `load_balancing_weight` scaled by its health, then the
     /// policy picks among its hosts.
     pub locality_weighted: bool,
+    /// The load assignment's `policy.overprovisioning_factor` (percent,
+    /// default 140): how far a priority's or a locality's health is scaled
+    /// up before it counts as less than fully available. Set from the
+    /// cluster's `load_assignment`, or by each EDS assignment.
+    pub overprovisioning_factor: u32,
 }
 
 impl Default for CommonLb {
@@ -122,6 +127,7 @@ impl Default for CommonLb {
             healthy_panic_threshold: 50,
             override_host_status: HealthStatusSet::DEFAULT_OVERRIDE_HOST_STATUS,
             locality_weighted: false,
+            overprovisioning_factor: super::DEFAULT_OVERPROVISIONING_FACTOR,
         }
     }
 }

@@ -4,8 +4,8 @@
 //! policy's state per priority, as Envoy's per-priority host sets).
 //!
 //! Health of priority `p`: `min(100, overprovisioning × healthy_p /
-//! hosts_p)` (draining hosts left out; overprovisioning 140, Envoy's
-//! default). Loads go in priority order, each up to its health scaled by
+//! hosts_p)` (draining hosts left out; overprovisioning is the load
+//! assignment's `overprovisioning_factor`, 140 by default). Loads go in priority order, each up to its health scaled by
 //! `100 / min(100, Σ health)`, the rounding left to the first available
 //! priority. With no healthy host anywhere, loads follow host counts and
 //! each priority may panic; while the priorities together are fully
@@ -19,18 +19,16 @@ use crate::ejected::EjectedSet;
 use crate::host::HostId;
 use crate::snapshot::ClusterSnapshot;
 
-/// Envoy's default `overprovisioning_factor` (percent).
-pub const OVERPROVISIONING_FACTOR: u64 = 140;
-
 /// Each priority's share of traffic in percent (summing to 100 when any
 /// host exists), from `(healthy, hosts)` per priority in priority order,
 /// and whether the priorities together are fully available (then no
-/// priority may panic).
-pub fn priority_loads(counts: &[(u64, u64)]) -> (Vec<u32>, bool) {
+/// priority may panic). `overprovisioning` is the factor in percent.
+pub fn priority_loads(counts: &[(u64, u64)], overprovisioning: u32) -> (Vec<u32>, bool) {
+    let factor = u64::from(overprovisioning);
     let health: Vec<u64> = counts
         .iter()
         .map(|&(healthy, total)| {
-            (OVERPROVISIONING_FACTOR * healthy)
+            (factor * healthy)
                 .checked_div(total)
                 .map_or(0, |h| h.min(100))
         })
@@ -231,7 +229,8 @@ impl ClusterLb {
             })
             .collect();
         let pairs: Vec<(u64, u64)> = counts.iter().map(|c| (c.1, c.2)).collect();
-        let (loads, full) = priority_loads(&pairs);
+        let factor = cluster.config.common_lb.overprovisioning_factor;
+        let (loads, full) = priority_loads(&pairs, factor);
         self.allow_panic = !full;
         let mut old_localities = std::mem::take(&mut self.localities);
         if weighted {
@@ -249,7 +248,7 @@ impl ClusterLb {
                 // A priority in panic serves from all its hosts, as Envoy.
                 let panic = self.allow_panic && threshold > 0 && 100 * healthy < threshold * total;
                 for &((_, l), w, h, n) in per_locality.iter().filter(|c| c.0 .0 == priority) {
-                    let effective = u64::from(w) * (OVERPROVISIONING_FACTOR * h / n).min(100);
+                    let effective = u64::from(w) * (u64::from(factor) * h / n).min(100);
                     if effective == 0 || panic {
                         continue;
                     }
@@ -340,6 +339,29 @@ mod tests {
             n[p.host.address.port() as usize - 1] += 1;
         }
         n
+    }
+
+    #[test]
+    fn the_clusters_overprovisioning_factor_moves_the_spill() {
+        use HealthStatus::*;
+        let none = EjectedSet::default();
+        // P0: 4 of 5 healthy (80 %). At Envoy's 140 it keeps everything.
+        let hosts = [
+            (0, Healthy),
+            (0, Healthy),
+            (0, Healthy),
+            (0, Healthy),
+            (0, Unhealthy),
+            (1, Healthy),
+        ];
+        let c = cluster(&hosts, LbPolicy::RoundRobin);
+        assert_eq!(spread(&c, &none)[5], 0);
+        // At 100 it keeps 80 % and P1 takes 20 %.
+        let mut config = (*c.config).clone();
+        config.common_lb.overprovisioning_factor = 100;
+        let c = ClusterSnapshot::build(Arc::new(config), &mut HostRegistry::new());
+        let p1 = spread(&c, &none)[5];
+        assert!((180..=220).contains(&p1), "{p1} of 1000");
     }
 
     #[test]
@@ -441,26 +463,63 @@ mod tests {
     fn loads_spill_as_envoys_priority_load_formula() {
         // Envoy's docs: P0 at 100 % → all to P0; healthy 80 % of P0 →
         // 140 × 0.8 = 112 → still all to P0.
-        assert_eq!(priority_loads(&[(10, 10), (10, 10)]), (vec![100, 0], true));
-        assert_eq!(priority_loads(&[(8, 10), (10, 10)]), (vec![100, 0], true));
+        assert_eq!(
+            priority_loads(&[(10, 10), (10, 10)], 140),
+            (vec![100, 0], true)
+        );
+        assert_eq!(
+            priority_loads(&[(8, 10), (10, 10)], 140),
+            (vec![100, 0], true)
+        );
         // 50 % healthy: 70 to P0, 30 to P1.
-        assert_eq!(priority_loads(&[(5, 10), (10, 10)]), (vec![70, 30], true));
+        assert_eq!(
+            priority_loads(&[(5, 10), (10, 10)], 140),
+            (vec![70, 30], true)
+        );
         // 20 % and 20 %: 28 + 28 = 56 available, scaled to 100.
-        assert_eq!(priority_loads(&[(2, 10), (2, 10)]), (vec![50, 50], false));
+        assert_eq!(
+            priority_loads(&[(2, 10), (2, 10)], 140),
+            (vec![50, 50], false)
+        );
         // Three levels: P0 at 40 % (56), P1 at 20 % (28), P2 fully (100):
         // 56, 28, then 16.
         assert_eq!(
-            priority_loads(&[(4, 10), (2, 10), (10, 10)]),
+            priority_loads(&[(4, 10), (2, 10), (10, 10)], 140),
             (vec![56, 28, 16], true)
         );
         // An empty priority takes nothing and is skipped.
-        assert_eq!(priority_loads(&[(0, 0), (3, 3)]), (vec![0, 100], true));
+        assert_eq!(priority_loads(&[(0, 0), (3, 3)], 140), (vec![0, 100], true));
     }
 
     #[test]
     fn with_nothing_healthy_loads_follow_host_counts() {
-        assert_eq!(priority_loads(&[(0, 3), (0, 1)]), (vec![75, 25], false));
-        assert_eq!(priority_loads(&[(0, 1), (0, 2)]), (vec![34, 66], false));
-        assert_eq!(priority_loads(&[]), (vec![], false));
+        assert_eq!(
+            priority_loads(&[(0, 3), (0, 1)], 140),
+            (vec![75, 25], false)
+        );
+        assert_eq!(
+            priority_loads(&[(0, 1), (0, 2)], 140),
+            (vec![34, 66], false)
+        );
+        assert_eq!(priority_loads(&[], 140), (vec![], false));
+    }
+
+    #[test]
+    fn the_assignments_overprovisioning_factor_scales_health() {
+        // 100: no headroom, P0 at 80 % keeps 80.
+        assert_eq!(
+            priority_loads(&[(8, 10), (10, 10)], 100),
+            (vec![80, 20], true)
+        );
+        // 200: P0 at 50 % still counts as fully available.
+        assert_eq!(
+            priority_loads(&[(5, 10), (10, 10)], 200),
+            (vec![100, 0], true)
+        );
+        // 200: P0 at 30 % is 60.
+        assert_eq!(
+            priority_loads(&[(3, 10), (10, 10)], 200),
+            (vec![60, 40], true)
+        );
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use engine::{Bootstrap, Cluster, ClusterTarget, Dns, Endpoint, Listener, RouteConfig};
+use engine::{Bootstrap, Cluster, ClusterTarget, Dns, Listener, LoadAssignment, RouteConfig};
 
 use super::resources::ResourceType;
 
@@ -22,7 +22,7 @@ pub(super) struct Held<'a> {
     pub(super) listeners: &'a BTreeMap<String, Arc<Listener>>,
     pub(super) clusters: &'a BTreeMap<String, Arc<Cluster>>,
     pub(super) routes: &'a BTreeMap<String, Arc<RouteConfig>>,
-    pub(super) endpoints: &'a BTreeMap<String, Arc<Vec<Endpoint>>>,
+    pub(super) endpoints: &'a BTreeMap<String, Arc<LoadAssignment>>,
     /// What each DNS cluster's names last resolved to, under which config.
     pub(super) resolved: &'a BTreeMap<String, Resolved>,
     pub(super) timed_out: &'a HashSet<(ResourceType, String)>,
@@ -33,7 +33,7 @@ pub(super) struct Held<'a> {
 pub(super) struct Resolved {
     /// The DNS config looked up (a later config waits for its own).
     pub(super) dns: Arc<Dns>,
-    pub(super) endpoints: Arc<Vec<Endpoint>>,
+    pub(super) endpoints: Arc<LoadAssignment>,
 }
 
 impl Held<'_> {
@@ -45,12 +45,15 @@ impl Held<'_> {
     /// assignment or its DNS names' addresses; `None` while it is not warm
     /// (no assignment and no timeout yet; no lookup of its names yet, as
     /// Envoy's DNS clusters wait for their first resolution).
-    fn endpoints_of(&self, c: &Cluster) -> Option<Option<Arc<Vec<Endpoint>>>> {
+    fn endpoints_of(&self, c: &Cluster) -> Option<Option<Arc<LoadAssignment>>> {
         if let Some(eds) = &c.eds {
             return match self.endpoints.get(&eds.service_name) {
                 Some(e) => Some(Some(Arc::clone(e))),
                 None if self.is_timed_out(ResourceType::Endpoint, &eds.service_name) => {
-                    Some(Some(Arc::new(Vec::new())))
+                    Some(Some(Arc::new(LoadAssignment {
+                        endpoints: Vec::new(),
+                        overprovisioning_factor: c.common_lb.overprovisioning_factor,
+                    })))
                 }
                 None => None,
             };
@@ -76,7 +79,7 @@ pub(super) struct Warm {
 #[derive(Debug)]
 struct ActiveCluster {
     config: Arc<Cluster>,
-    endpoints: Option<Arc<Vec<Endpoint>>>,
+    endpoints: Option<Arc<LoadAssignment>>,
     merged: Arc<Cluster>,
 }
 
@@ -124,7 +127,8 @@ impl Warm {
                         None => Arc::clone(&c),
                         Some(e) => {
                             let mut m = (*c).clone();
-                            m.endpoints = (**e).clone();
+                            m.endpoints = e.endpoints.clone();
+                            m.common_lb.overprovisioning_factor = e.overprovisioning_factor;
                             Arc::new(m)
                         }
                     };

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::{Bootstrap, Cluster, ConfigSource, Endpoint, Listener, RouteConfig};
+use engine::{Bootstrap, Cluster, ConfigSource, Endpoint, Listener, LoadAssignment, RouteConfig};
 use prost::Message;
 
 use crate::pb::envoy::config::core::v3::Node;
@@ -112,7 +112,7 @@ pub struct XdsClient {
     listeners: BTreeMap<String, Arc<Listener>>,
     clusters: BTreeMap<String, Arc<Cluster>>,
     routes: BTreeMap<String, Arc<RouteConfig>>,
-    endpoints: BTreeMap<String, Arc<Vec<Endpoint>>>,
+    endpoints: BTreeMap<String, Arc<LoadAssignment>>,
     /// What DNS clusters' names last resolved to, by cluster name.
     resolved: BTreeMap<String, compose::Resolved>,
     /// Initial fetch deadlines of subscribed RDS/EDS names not yet received.
@@ -238,21 +238,28 @@ impl XdsClient {
             .clusters
             .iter()
             .chain(self.clusters.values())
-            .find(|c| c.name == cluster)
-            .and_then(|c| c.dns.as_ref());
-        if !current.is_some_and(|d| Arc::ptr_eq(d, dns) || d == dns) {
+            .find(|c| c.name == cluster);
+        let Some(current) = current.filter(|c| {
+            c.dns
+                .as_ref()
+                .is_some_and(|d| Arc::ptr_eq(d, dns) || d == dns)
+        }) else {
             return false;
-        }
+        };
         if self.resolved.get(cluster).is_some_and(|r| {
-            *r.endpoints == endpoints && (Arc::ptr_eq(&r.dns, dns) || r.dns == *dns)
+            r.endpoints.endpoints == endpoints && (Arc::ptr_eq(&r.dns, dns) || r.dns == *dns)
         }) {
             return false;
         }
+        let overprovisioning_factor = current.common_lb.overprovisioning_factor;
         self.resolved.insert(
             cluster.to_owned(),
             compose::Resolved {
                 dns: Arc::clone(dns),
-                endpoints: Arc::new(endpoints),
+                endpoints: Arc::new(LoadAssignment {
+                    endpoints,
+                    overprovisioning_factor,
+                }),
             },
         );
         true
@@ -670,7 +677,7 @@ impl XdsClient {
         &self.routes
     }
 
-    pub fn endpoints(&self) -> &BTreeMap<String, Arc<Vec<Endpoint>>> {
+    pub fn endpoints(&self) -> &BTreeMap<String, Arc<LoadAssignment>> {
         &self.endpoints
     }
 }

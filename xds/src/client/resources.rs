@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use engine::{Cluster, Endpoint, Listener, RouteConfig};
+use engine::{Cluster, Listener, LoadAssignment, RouteConfig};
 use prost::{Message, Name};
 
 use crate::error::{Error, Path, Result};
@@ -70,7 +70,7 @@ pub enum Decoded {
     Listeners(BTreeMap<String, Arc<Listener>>),
     Clusters(BTreeMap<String, Arc<Cluster>>),
     Routes(BTreeMap<String, Arc<RouteConfig>>),
-    Endpoints(BTreeMap<String, Arc<Vec<Endpoint>>>),
+    Endpoints(BTreeMap<String, Arc<LoadAssignment>>),
 }
 
 /// Decodes and validates every resource of a response of type `kind`.

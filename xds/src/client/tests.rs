@@ -630,6 +630,38 @@ fn a_rejection_repeated_by_the_server_is_answered_ever_more_slowly() {
 }
 
 #[test]
+fn each_eds_assignment_brings_its_own_overprovisioning_factor() {
+    let t0 = Instant::now();
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    c.on_response(
+        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
+        t0,
+    );
+    let mut m = ClusterLoadAssignment::decode(cla("echo", &[1, 2]).value.as_slice()).unwrap();
+    m.policy = Some(Default::default());
+    m.policy.as_mut().unwrap().overprovisioning_factor = Some(200);
+    let any = |m: &ClusterLoadAssignment| prost_types::Any {
+        type_url: ClusterLoadAssignment::type_url(),
+        value: m.encode_to_vec(),
+    };
+    let out = c.on_response(
+        response(ResourceType::Endpoint, "e1", "n2", vec![any(&m)]),
+        t0,
+    );
+    assert!(out.rejected.is_none());
+    let factor = |c: &mut XdsClient| c.compose().clusters[1].common_lb.overprovisioning_factor;
+    assert_eq!(factor(&mut c), 200);
+    // The next assignment without a policy goes back to Envoy's default.
+    m.policy = None;
+    c.on_response(
+        response(ResourceType::Endpoint, "e2", "n3", vec![any(&m)]),
+        t0,
+    );
+    assert_eq!(factor(&mut c), 140);
+}
+
+#[test]
 fn endpoint_errors_name_their_path() {
     let t0 = Instant::now();
     let mut c = XdsClient::new(&boot(BOOT), t0);

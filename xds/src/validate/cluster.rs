@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ahash::AHashSet;
 
-use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy};
+use engine::{Cluster, CommonLb, Eds, Endpoint, HealthStatus, LbPolicy, LoadAssignment};
 
 use super::common::{duration, reject_set, socket_address_at, u32_in};
 use super::lb::{common_lb_config, least_request_lb_config, load_balancing_policy};
@@ -54,26 +54,34 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         Discovery::Dns(kind) => Some(std::sync::Arc::new(super::dns::dns(c, kind, path)?)),
         _ => None,
     };
-    let endpoints = match &c.load_assignment {
+    let assignment = match &c.load_assignment {
         Some(_) if is_eds => {
             return Err(Error::invalid(
                 path.field("load_assignment"),
                 "not allowed with type EDS (endpoints come from EDS)",
             ))
         }
-        // A DNS cluster's hosts are what its names resolve to.
-        _ if dns.is_some() => Vec::new(),
+        // A DNS cluster's hosts are what its names resolve to; its
+        // assignment's policy still holds.
+        Some(la) if dns.is_some() => LoadAssignment {
+            endpoints: Vec::new(),
+            overprovisioning_factor: assignment_policy(la, &path.field("load_assignment"))?,
+        },
         Some(la) => cluster_load_assignment(la, &path.field("load_assignment"))?,
-        None => Vec::new(),
+        None => LoadAssignment {
+            endpoints: Vec::new(),
+            overprovisioning_factor: engine::DEFAULT_OVERPROVISIONING_FACTOR,
+        },
     };
     let outlier_detection = match &c.outlier_detection {
         Some(o) => Some(outlier_detection(o, &path.field("outlier_detection"))?),
         None => None,
     };
-    let common_lb = match &c.common_lb_config {
+    let mut common_lb = match &c.common_lb_config {
         Some(cl) => common_lb_config(cl, &path.field("common_lb_config"))?,
         None => CommonLb::default(),
     };
+    common_lb.overprovisioning_factor = assignment.overprovisioning_factor;
     if common_lb.locality_weighted
         && matches!(lb_policy, LbPolicy::RingHash(_) | LbPolicy::Maglev(_))
     {
@@ -111,7 +119,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         name: c.name.clone(),
         connect_timeout,
         lb_policy,
-        endpoints,
+        endpoints: assignment.endpoints,
         eds,
         dns,
         http2,
@@ -290,14 +298,15 @@ fn eds(c: &pb::Cluster, is_eds: bool, path: &Path) -> Result<Option<Eds>> {
     }
 }
 
-/// Validates endpoints (inline `load_assignment` now, EDS later). Only
-/// priority 0 is supported; locality weights are ignored, as Envoy does
-/// unless locality-weighted balancing is configured.
+/// Validates a `ClusterLoadAssignment` (a cluster's inline
+/// `load_assignment` or an EDS resource): its endpoints with their
+/// priorities and localities, and its `policy`.
 pub fn cluster_load_assignment(
     la: &ep::ClusterLoadAssignment,
     path: &Path,
-) -> Result<Vec<Endpoint>> {
-    reject_set!(path, la, policy, named_endpoints);
+) -> Result<LoadAssignment> {
+    reject_set!(path, la, named_endpoints);
+    let overprovisioning_factor = assignment_policy(la, path)?;
     let mut out: Vec<Endpoint> = Vec::new();
     // Sized up front: growing it was a tenth of a 10,000-endpoint update.
     let total: usize = la.endpoints.iter().map(|l| l.lb_endpoints.len()).sum();
@@ -325,7 +334,33 @@ pub fn cluster_load_assignment(
             out.push(e);
         }
     }
-    Ok(out)
+    Ok(LoadAssignment {
+        endpoints: out,
+        overprovisioning_factor,
+    })
+}
+
+/// A load assignment's `policy`: its `overprovisioning_factor` (Envoy's
+/// range: above 0; default 140). Drop overloads, staleness and
+/// weight-scaled priority health are refused.
+pub(super) fn assignment_policy(la: &ep::ClusterLoadAssignment, path: &Path) -> Result<u32> {
+    let Some(p) = &la.policy else {
+        return Ok(engine::DEFAULT_OVERPROVISIONING_FACTOR);
+    };
+    let path = path.field("policy");
+    reject_set!(
+        path,
+        p,
+        drop_overloads,
+        endpoint_stale_after,
+        weighted_priority_health
+    );
+    u32_in(
+        p.overprovisioning_factor,
+        1..=u32::MAX,
+        engine::DEFAULT_OVERPROVISIONING_FACTOR,
+        &path.field("overprovisioning_factor"),
+    )
 }
 
 fn lb_endpoint(

@@ -128,7 +128,8 @@ fn family(value: i32, path: &Path) -> Result<DnsFamily> {
 /// The names and ports to look up: every endpoint of a `STRICT_DNS`
 /// cluster, the one endpoint of a `LOGICAL_DNS` cluster.
 fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result<Vec<DnsTarget>> {
-    reject_set!(path, la, policy, named_endpoints);
+    // `policy` is the cluster validator's (`assignment_policy`).
+    reject_set!(path, la, named_endpoints);
     let mut out = Vec::new();
     for (i, lle) in la.endpoints.iter().enumerate() {
         let lpath = path.field("endpoints").index(i);
