@@ -314,3 +314,47 @@ fn grpc_checks_want_serving() {
     assert_eq!(answering(gw.listener("ingress").unwrap(), 8), ["b1"]);
     gw.shutdown();
 }
+
+#[test]
+fn http_checks_over_http2_judge_status_and_headers() {
+    // b2 answers 503 with the immediate-fail header, b3 200 with
+    // x-envoy-degraded (still routable), b1 plain 200; all over h2c.
+    let b1 = backend("b1");
+    let mut opts = BackendOptions::new("b2");
+    opts.status = Some(503);
+    opts.response_headers = vec![("x-envoy-immediate-health-check-fail".into(), "true".into())];
+    let b2 = backend_with(opts);
+    let mut opts = BackendOptions::new("b3");
+    opts.response_headers = vec![("x-envoy-degraded".into(), "true".into())];
+    let b3 = backend_with(opts);
+    let checker = "      http_health_check: { path: /healthz, codec_client_type: HTTP2 }";
+    let gw = start(
+        bootstrap(
+            &[b1.addr(), b2.addr(), b3.addr()],
+            &[None, None, None],
+            checker,
+        ),
+        1,
+    );
+    let admin = gw.admin_addr.unwrap();
+    let mut answers = answering(gw.listener("ingress").unwrap(), 12);
+    answers.sort();
+    assert_eq!(answers, ["b1", "b3"]);
+    let (_, clusters) = admin_get(admin, "/clusters");
+    assert!(
+        clusters.contains(&format!("web::{}::health_flags::UNHEALTHY", b2.addr())),
+        "{clusters}"
+    );
+    assert!(
+        clusters.contains(&format!("web::{}::health_flags::DEGRADED", b3.addr())),
+        "{clusters}"
+    );
+    // Checks kept coming on one connection per host.
+    wait_until(WAIT, "passing checks", || {
+        metric(
+            admin,
+            "gateway_health_checks_total{cluster=\"web\",outcome=\"success\"}",
+        ) >= 10.0
+    });
+    gw.shutdown();
+}

@@ -9,6 +9,7 @@
 //!  control:   Event::Health ─▶ HealthCheckers::on_report ─▶ verdicts ─▶ Snapshot::build_checked
 //! ```
 
+mod h2check;
 pub mod probe;
 
 use std::cell::{Cell, RefCell};

@@ -6,12 +6,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
 use engine::active_health::Outcome;
 use engine::{AddedHeader, Checker, GrpcCheck, HealthCheck, HttpCheck, TcpCheck};
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
+use super::h2check::{Answer, Ask, H2Conn};
 use crate::io;
 
 /// Most bytes of a response head read before the answer counts as wrong.
@@ -34,10 +34,7 @@ pub struct Target {
 /// A connection kept between checks.
 pub enum Conn {
     Tcp(TcpStream),
-    H2 {
-        send: h2::client::SendRequest<Bytes>,
-        _task: glommio::Task<()>,
-    },
+    H2(Box<H2Conn>),
 }
 
 /// Runs one check; `conn` is used when set and left set when the check
@@ -438,124 +435,68 @@ async fn h2_check(
     target: &Target,
     conn: &mut Option<Conn>,
 ) -> Checked {
-    let mut send = match conn.take() {
-        Some(Conn::H2 { send, _task }) => {
-            *conn = Some(Conn::H2 {
-                send: send.clone(),
-                _task,
-            });
-            send
-        }
-        _ => {
-            let tcp = connect(target).await?;
-            let (send, connection) = h2::client::Builder::new()
-                .initial_max_send_streams(1)
-                .handshake::<_, Bytes>(io::h2_io(tcp))
-                .await
-                .map_err(|e| format!("h2 handshake: {e}"))?;
-            // Dropping the task (with the `Conn`) closes the connection.
-            let task = glommio::spawn_local(async move {
-                let _ = connection.await;
-            });
-            *conn = Some(Conn::H2 {
-                send: send.clone(),
-                _task: task,
-            });
-            send
-        }
+    let mut h2 = match conn.take() {
+        Some(Conn::H2(c)) if c.reusable() => c,
+        _ => Box::new(H2Conn::new(connect(target).await?)),
     };
-    send = send.ready().await.map_err(|e| format!("h2: {e}"))?;
-    let uri = |path: &str| format!("http://{}{path}", target.authority);
-    let (request, body) = match req {
+    let fields;
+    let ask = match req {
         Request::Http(h) => {
-            let mut b = http::Request::builder()
-                .method(h.method.as_str())
-                .uri(uri(&h.path));
-            for (n, v) in http_headers(h) {
-                b = b.header(n, v);
+            fields = http_headers(h);
+            Ask {
+                method: h.method.as_str(),
+                authority: &target.authority,
+                path: &h.path,
+                fields: &fields,
+                body: None,
+                max_body: h.response_buffer_size,
             }
-            (b.body(()).map_err(|e| format!("request: {e}"))?, None)
         }
         Request::Grpc(g) => {
-            let mut b = http::Request::post(uri("/grpc.health.v1.Health/Check"))
-                .header("content-type", "application/grpc")
-                .header("te", "trailers")
-                .header("user-agent", "Envoy/HC")
-                .header("grpc-timeout", format!("{}m", hc.timeout.as_millis()));
-            let mut md = Vec::new();
+            let mut md = vec![
+                ("content-type".to_owned(), "application/grpc".to_owned()),
+                ("te".to_owned(), "trailers".to_owned()),
+                ("user-agent".to_owned(), "Envoy/HC".to_owned()),
+                (
+                    "grpc-timeout".to_owned(),
+                    format!("{}m", hc.timeout.as_millis()),
+                ),
+            ];
             add_headers(&mut md, &g.initial_metadata);
-            for (n, v) in md {
-                b = b.header(n, v);
-            }
+            fields = md;
             let msg = HealthCheckRequest {
                 service: g.service_name.clone(),
             };
-            (
-                b.body(()).map_err(|e| format!("request: {e}"))?,
-                Some(crate::xds::grpc::encode(&msg)),
-            )
+            Ask {
+                method: "POST",
+                authority: &target.authority,
+                path: "/grpc.health.v1.Health/Check",
+                fields: &fields,
+                body: Some(crate::xds::grpc::encode(&msg)),
+                max_body: MAX_BODY,
+            }
         }
     };
-    let (response, mut stream) = send
-        .send_request(request, body.is_none())
-        .map_err(|e| format!("h2: {e}"))?;
-    if let Some(body) = body {
-        stream
-            .send_data(body, true)
-            .map_err(|e| format!("h2: {e}"))?;
-    }
-    let response = response.await.map_err(|e| format!("h2: {e}"))?;
-    let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect::<Vec<_>>();
-    let mut recv = response.into_body();
-    let mut data = Vec::new();
-    while let Some(chunk) = recv.data().await {
-        let chunk = chunk.map_err(|e| format!("h2 body: {e}"))?;
-        let _ = recv.flow_control().release_capacity(chunk.len());
-        if data.len() < MAX_BODY {
-            data.extend_from_slice(&chunk);
-        }
-    }
-    let trailers = recv
-        .trailers()
-        .await
-        .map_err(|e| format!("h2 trailers: {e}"))?;
+    let answer = h2.exchange(&ask).await?;
+    *conn = Some(Conn::H2(h2));
     match req {
-        Request::Http(h) => Ok(judge_http(h, status, &headers, &data)),
-        Request::Grpc(_) => Ok(judge_grpc(hc, status, &headers, trailers.as_ref(), &data)),
+        Request::Http(h) => Ok(judge_http(h, answer.status, &answer.headers, &answer.body)),
+        Request::Grpc(_) => Ok(judge_grpc(&answer)),
     }
 }
 
 /// SERVING in a complete, OK call passes; anything else is a wrong answer.
-fn judge_grpc(
-    _hc: &HealthCheck,
-    status: u16,
-    headers: &[(String, String)],
-    trailers: Option<&http::HeaderMap>,
-    data: &[u8],
-) -> (Outcome, String) {
-    if status != 200 {
-        return (Outcome::Active, format!("answered HTTP {status}"));
+fn judge_grpc(answer: &Answer) -> (Outcome, String) {
+    if answer.status != 200 {
+        return (Outcome::Active, format!("answered HTTP {}", answer.status));
     }
-    let grpc_status = trailers
-        .and_then(|t| t.get("grpc-status"))
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .or_else(|| {
-            // A trailers-only answer carries it in the headers.
-            headers
-                .iter()
-                .find(|(n, _)| n == "grpc-status")
-                .map(|(_, v)| v.clone())
-        });
+    let field = |list: &[(String, String)]| {
+        list.iter()
+            .find(|(n, _)| n == "grpc-status")
+            .map(|(_, v)| v.clone())
+    };
+    // A trailers-only answer carries it in the headers.
+    let grpc_status = field(&answer.trailers).or_else(|| field(&answer.headers));
     if grpc_status.as_deref() != Some("0") {
         return (
             Outcome::Active,
@@ -566,7 +507,7 @@ fn judge_grpc(
         );
     }
     let mut framer = crate::xds::grpc::Decoder::default();
-    framer.push(data);
+    framer.push(&answer.body);
     let msg = match framer.next_message() {
         Ok(Some(m)) => m,
         _ => return (Outcome::Active, "no HealthCheckResponse".into()),
