@@ -200,6 +200,57 @@ pub fn combined_status(eds: HealthStatus, verdict: Option<Verdict>) -> HealthSta
     }
 }
 
+/// Where active checking stands for one host of a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActiveCheck {
+    /// Not checked (no `health_checks`, or `disable_active_health_check`).
+    Off,
+    /// Checked, no verdict yet (unhealthy until the first check passes).
+    Pending,
+    Done(Verdict),
+}
+
+impl ActiveCheck {
+    /// Envoy's `health_flags` of a host (`/clusters`): the flags of its
+    /// EDS status, active checking and outlier ejection in Envoy's order,
+    /// or `healthy` when none is set.
+    pub fn envoy_flags(self, eds: HealthStatus, outlier_ejected: bool) -> String {
+        let failed_active = matches!(
+            self,
+            Self::Pending | Self::Done(Verdict { healthy: false, .. })
+        );
+        let degraded_active = matches!(
+            self,
+            Self::Done(Verdict {
+                healthy: true,
+                degraded: true
+            })
+        );
+        let flags = [
+            (failed_active, "/failed_active_hc"),
+            (outlier_ejected, "/failed_outlier_check"),
+            (
+                matches!(eds, HealthStatus::Unhealthy | HealthStatus::Timeout),
+                "/failed_eds_health",
+            ),
+            (degraded_active, "/degraded_active_hc"),
+            (eds == HealthStatus::Degraded, "/degraded_eds_health"),
+            (self == Self::Pending, "/pending_active_hc"),
+            (eds == HealthStatus::Draining, "/eds_status_draining"),
+        ];
+        let out: String = flags
+            .iter()
+            .filter(|(set, _)| *set)
+            .map(|(_, name)| *name)
+            .collect();
+        if out.is_empty() {
+            "healthy".into()
+        } else {
+            out
+        }
+    }
+}
+
 /// The verdicts of every checked host of one cluster, as the control
 /// shard publishes them into snapshots. `version` grows with every
 /// change, so a snapshot rebuild knows which clusters to rebuild.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use ahash::AHashMap;
 
-use crate::active_health::{combined_status, ActiveHealth, ClusterVerdicts};
+use crate::active_health::{combined_status, ActiveCheck, ActiveHealth, ClusterVerdicts};
 use crate::config::LbPolicy;
 use crate::config::Listener;
 use crate::config::{Bootstrap, Cluster, HealthStatus, Runtime};
@@ -25,7 +25,13 @@ pub struct Host {
     pub id: HostId,
     pub address: SocketAddr,
     pub weight: u32,
+    /// What the policies go by: the endpoint's own status combined with
+    /// active checking's verdict.
     pub health: HealthStatus,
+    /// The endpoint's own status (the config's or EDS's), for `/clusters`.
+    pub eds_health: HealthStatus,
+    /// Active checking's part, for `/clusters`.
+    pub active: ActiveCheck,
     /// Its endpoint's priority and locality.
     pub placement: crate::config::Placement,
 }
@@ -77,17 +83,22 @@ impl ClusterSnapshot {
                 continue;
             }
             host_map.insert(ep.address, hosts.len() as u32);
-            let health = if checked && !ep.check.disabled {
+            let (health, active) = if checked && !ep.check.disabled {
                 let verdict = checks.and_then(|c| c.hosts.get(&ep.address)).copied();
-                combined_status(ep.health, verdict)
+                (
+                    combined_status(ep.health, verdict),
+                    verdict.map_or(ActiveCheck::Pending, ActiveCheck::Done),
+                )
             } else {
-                ep.health
+                (ep.health, ActiveCheck::Off)
             };
             hosts.push(Host {
                 id,
                 address: ep.address,
                 weight: ep.weight.max(1),
                 health,
+                eds_health: ep.health,
+                active,
                 placement: ep.placement,
             });
         }

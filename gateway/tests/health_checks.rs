@@ -342,11 +342,17 @@ fn http_checks_over_http2_judge_status_and_headers() {
     assert_eq!(answers, ["b1", "b3"]);
     let (_, clusters) = admin_get(admin, "/clusters");
     assert!(
-        clusters.contains(&format!("web::{}::health_flags::UNHEALTHY", b2.addr())),
+        clusters.contains(&format!(
+            "web::{}::health_flags::/failed_active_hc",
+            b2.addr()
+        )),
         "{clusters}"
     );
     assert!(
-        clusters.contains(&format!("web::{}::health_flags::DEGRADED", b3.addr())),
+        clusters.contains(&format!(
+            "web::{}::health_flags::/degraded_active_hc",
+            b3.addr()
+        )),
         "{clusters}"
     );
     // Checks kept coming on one connection per host.

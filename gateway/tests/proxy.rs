@@ -231,7 +231,7 @@ fn admin_endpoints() {
     );
     let (_, clusters) = admin_get(admin, "/clusters");
     assert!(
-        clusters.contains(&format!("c::{}::health_flags::UNKNOWN", b.addr())),
+        clusters.contains(&format!("c::{}::health_flags::healthy", b.addr())),
         "{clusters}"
     );
     assert!(

@@ -181,3 +181,26 @@ fn a_failed_check_comes_first_then_eds_status_then_degradation() {
     assert_eq!(combined_status(Unknown, ok), Unknown);
     assert_eq!(combined_status(Degraded, ok), Degraded);
 }
+
+#[test]
+fn health_flags_read_as_envoys() {
+    use HealthStatus::*;
+    let done = |healthy, degraded| ActiveCheck::Done(Verdict { healthy, degraded });
+    assert_eq!(ActiveCheck::Off.envoy_flags(Unknown, false), "healthy");
+    assert_eq!(ActiveCheck::Off.envoy_flags(Healthy, false), "healthy");
+    assert_eq!(done(true, false).envoy_flags(Unknown, false), "healthy");
+    assert_eq!(
+        ActiveCheck::Pending.envoy_flags(Unknown, false),
+        "/failed_active_hc/pending_active_hc"
+    );
+    assert_eq!(done(false, false).envoy_flags(Healthy, false), "/failed_active_hc");
+    assert_eq!(done(true, true).envoy_flags(Healthy, false), "/degraded_active_hc");
+    assert_eq!(
+        done(false, false).envoy_flags(Unhealthy, true),
+        "/failed_active_hc/failed_outlier_check/failed_eds_health"
+    );
+    assert_eq!(ActiveCheck::Off.envoy_flags(Timeout, false), "/failed_eds_health");
+    assert_eq!(ActiveCheck::Off.envoy_flags(Degraded, false), "/degraded_eds_health");
+    assert_eq!(ActiveCheck::Off.envoy_flags(Draining, false), "/eds_status_draining");
+    assert_eq!(ActiveCheck::Off.envoy_flags(Healthy, true), "/failed_outlier_check");
+}

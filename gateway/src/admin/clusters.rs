@@ -69,11 +69,7 @@ pub(super) fn text(inner: &Inner) -> String {
             let a = h.address;
             let o = outlier(inner, h);
             let ejected = o.is_some_and(|o| o.ejected_since.is_some());
-            let mut flags = h.health.as_str().to_string();
-            if ejected {
-                // Envoy's flag for an outlier-ejected host.
-                flags.push_str("|/failed_outlier_check");
-            }
+            let flags = h.active.envoy_flags(h.eds_health, ejected);
             let _ = writeln!(out, "{name}::{a}::health_flags::{flags}");
             let _ = writeln!(out, "{name}::{a}::weight::{}", h.weight);
             for (stat, f) in HOST_COUNTERS {
@@ -113,6 +109,12 @@ fn host_json(inner: &Inner, h: &Host) -> Value {
     let mut host = Map::new();
     host.insert("address".into(), json!(h.address.to_string()));
     host.insert("health_status".into(), json!(h.health.as_str()));
+    host.insert("eds_health_status".into(), json!(h.eds_health.as_str()));
+    let ejected = outlier(inner, h).is_some_and(|o| o.ejected_since.is_some());
+    host.insert(
+        "health_flags".into(),
+        json!(h.active.envoy_flags(h.eds_health, ejected)),
+    );
     host.insert("weight".into(), json!(h.weight));
     for (stat, f) in HOST_COUNTERS {
         host.insert(stat.into(), json!(inner.host_sum(h.id, f)));
