@@ -213,7 +213,10 @@ pub enum ActiveCheck {
 impl ActiveCheck {
     /// Envoy's `health_flags` of a host (`/clusters`): the flags of its
     /// EDS status, active checking and outlier ejection in Envoy's order,
-    /// or `healthy` when none is set.
+    /// or `healthy` when none is set. A host not checked yet shows
+    /// `/failed_active_hc` alone, as Envoy 1.40 shows it (its
+    /// `/pending_active_hc` is for `ignore_new_hosts_until_first_hc`, which
+    /// is refused).
     pub fn envoy_flags(self, eds: HealthStatus, outlier_ejected: bool) -> String {
         let failed_active = matches!(
             self,
@@ -235,7 +238,6 @@ impl ActiveCheck {
             ),
             (degraded_active, "/degraded_active_hc"),
             (eds == HealthStatus::Degraded, "/degraded_eds_health"),
-            (self == Self::Pending, "/pending_active_hc"),
             (eds == HealthStatus::Draining, "/eds_status_draining"),
         ];
         let out: String = flags

@@ -191,16 +191,34 @@ fn health_flags_read_as_envoys() {
     assert_eq!(done(true, false).envoy_flags(Unknown, false), "healthy");
     assert_eq!(
         ActiveCheck::Pending.envoy_flags(Unknown, false),
-        "/failed_active_hc/pending_active_hc"
+        "/failed_active_hc"
     );
-    assert_eq!(done(false, false).envoy_flags(Healthy, false), "/failed_active_hc");
-    assert_eq!(done(true, true).envoy_flags(Healthy, false), "/degraded_active_hc");
+    assert_eq!(
+        done(false, false).envoy_flags(Healthy, false),
+        "/failed_active_hc"
+    );
+    assert_eq!(
+        done(true, true).envoy_flags(Healthy, false),
+        "/degraded_active_hc"
+    );
     assert_eq!(
         done(false, false).envoy_flags(Unhealthy, true),
         "/failed_active_hc/failed_outlier_check/failed_eds_health"
     );
-    assert_eq!(ActiveCheck::Off.envoy_flags(Timeout, false), "/failed_eds_health");
-    assert_eq!(ActiveCheck::Off.envoy_flags(Degraded, false), "/degraded_eds_health");
-    assert_eq!(ActiveCheck::Off.envoy_flags(Draining, false), "/eds_status_draining");
-    assert_eq!(ActiveCheck::Off.envoy_flags(Healthy, true), "/failed_outlier_check");
+    assert_eq!(
+        ActiveCheck::Off.envoy_flags(Timeout, false),
+        "/failed_eds_health"
+    );
+    assert_eq!(
+        ActiveCheck::Off.envoy_flags(Degraded, false),
+        "/degraded_eds_health"
+    );
+    assert_eq!(
+        ActiveCheck::Off.envoy_flags(Draining, false),
+        "/eds_status_draining"
+    );
+    assert_eq!(
+        ActiveCheck::Off.envoy_flags(Healthy, true),
+        "/failed_outlier_check"
+    );
 }
