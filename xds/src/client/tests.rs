@@ -62,6 +62,24 @@ typed_extension_protocol_options:
     ))
 }
 
+/// A client whose stream is open and which holds CDS cluster `echo` (EDS).
+fn with_eds_cluster_echo(t0: Instant) -> XdsClient {
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    c.on_response(
+        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
+        t0,
+    );
+    c
+}
+
+fn any_cla(m: &ClusterLoadAssignment) -> prost_types::Any {
+    prost_types::Any {
+        type_url: ClusterLoadAssignment::type_url(),
+        value: m.encode_to_vec(),
+    }
+}
+
 fn cla(name: &str, ports: &[u16]) -> prost_types::Any {
     let eps: Vec<String> = ports
         .iter()
@@ -216,12 +234,7 @@ fn eds_cluster_warms_before_it_serves_and_acks_carry_version_and_nonce() {
 #[test]
 fn nack_keeps_everything_and_names_the_field() {
     let t0 = Instant::now();
-    let mut c = XdsClient::new(&boot(BOOT), t0);
-    c.on_stream_open();
-    c.on_response(
-        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
-        t0,
-    );
+    let mut c = with_eds_cluster_echo(t0);
     c.on_response(
         response(ResourceType::Endpoint, "e1", "n2", vec![cla("echo", &[1])]),
         t0,
@@ -367,12 +380,7 @@ fn eds_responses_do_not_delete_resources_they_omit() {
 #[test]
 fn initial_fetch_timeout_releases_a_cluster_without_endpoints() {
     let t0 = Instant::now();
-    let mut c = XdsClient::new(&boot(BOOT), t0);
-    c.on_stream_open();
-    c.on_response(
-        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
-        t0,
-    );
+    let mut c = with_eds_cluster_echo(t0);
     assert_eq!(c.next_deadline(), Some(t0 + Duration::from_secs(15)));
     assert!(!c.poll(t0 + Duration::from_secs(14)));
     assert_eq!(names(&c.compose()).1, ["xds"]);
@@ -464,12 +472,7 @@ fn listener_waits_for_its_routes_and_their_clusters() {
 #[test]
 fn reconnect_rerequests_with_held_versions_and_names() {
     let t0 = Instant::now();
-    let mut c = XdsClient::new(&boot(BOOT), t0);
-    c.on_stream_open();
-    c.on_response(
-        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
-        t0,
-    );
+    let mut c = with_eds_cluster_echo(t0);
     c.on_response(
         response(ResourceType::Endpoint, "e1", "n2", vec![cla("echo", &[1])]),
         t0,
@@ -632,21 +635,12 @@ fn a_rejection_repeated_by_the_server_is_answered_ever_more_slowly() {
 #[test]
 fn each_eds_assignment_brings_its_own_overprovisioning_factor() {
     let t0 = Instant::now();
-    let mut c = XdsClient::new(&boot(BOOT), t0);
-    c.on_stream_open();
-    c.on_response(
-        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
-        t0,
-    );
+    let mut c = with_eds_cluster_echo(t0);
     let mut m = ClusterLoadAssignment::decode(cla("echo", &[1, 2]).value.as_slice()).unwrap();
     m.policy = Some(Default::default());
     m.policy.as_mut().unwrap().overprovisioning_factor = Some(200);
-    let any = |m: &ClusterLoadAssignment| prost_types::Any {
-        type_url: ClusterLoadAssignment::type_url(),
-        value: m.encode_to_vec(),
-    };
     let out = c.on_response(
-        response(ResourceType::Endpoint, "e1", "n2", vec![any(&m)]),
+        response(ResourceType::Endpoint, "e1", "n2", vec![any_cla(&m)]),
         t0,
     );
     assert!(out.rejected.is_none());
@@ -655,7 +649,7 @@ fn each_eds_assignment_brings_its_own_overprovisioning_factor() {
     // The next assignment without a policy goes back to Envoy's default.
     m.policy = None;
     c.on_response(
-        response(ResourceType::Endpoint, "e2", "n3", vec![any(&m)]),
+        response(ResourceType::Endpoint, "e2", "n3", vec![any_cla(&m)]),
         t0,
     );
     assert_eq!(factor(&mut c), 140);
@@ -664,20 +658,14 @@ fn each_eds_assignment_brings_its_own_overprovisioning_factor() {
 #[test]
 fn endpoint_errors_name_their_path() {
     let t0 = Instant::now();
-    let mut c = XdsClient::new(&boot(BOOT), t0);
-    c.on_stream_open();
+    let mut c = with_eds_cluster_echo(t0);
     let mut m = ClusterLoadAssignment::decode(cla("echo", &[1, 2, 3]).value.as_slice()).unwrap();
     let lbe = &mut m.endpoints[0].lb_endpoints[2];
     lbe.load_balancing_weight = Some(0);
-    let any = prost_types::Any {
-        type_url: ClusterLoadAssignment::type_url(),
-        value: m.encode_to_vec(),
-    };
-    c.on_response(
-        response(ResourceType::Cluster, "v1", "n1", vec![eds_cluster("echo")]),
+    let out = c.on_response(
+        response(ResourceType::Endpoint, "e1", "n2", vec![any_cla(&m)]),
         t0,
     );
-    let out = c.on_response(response(ResourceType::Endpoint, "e1", "n2", vec![any]), t0);
     assert_eq!(
         out.rejected.as_deref(),
         Some("endpoints[echo].endpoints[0].lb_endpoints[2].load_balancing_weight: 0 is out of range 1..=4294967295")
