@@ -266,4 +266,4 @@ pub struct ClusterVerdicts {
 pub type ActiveHealth = AHashMap<String, ClusterVerdicts>;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

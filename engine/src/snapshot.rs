@@ -39,6 +39,11 @@ pub struct Host {
 /// A cluster with its hosts and the address → host map.
 #[derive(Debug)]
 pub struct ClusterSnapshot {
+    /// Unique to this build (never 0): what shard-local balancers compare
+    /// to know they were built for this snapshot. Not its address: a new
+    /// snapshot may be allocated where a dropped one was, with the same
+    /// config and host count and only a health verdict changed.
+    pub generation: u64,
     pub config: Arc<Cluster>,
     pub hosts: Vec<Host>,
     /// Indexes into `hosts` of the hosts a policy may pick.
@@ -112,7 +117,9 @@ impl ClusterSnapshot {
             .windows(2)
             .any(|w| hosts[w[0] as usize].weight != hosts[w[1] as usize].weight);
         let hash_tables = prebuilt_tables(&config, &hosts);
+        static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Self {
+            generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             config,
             hosts,
             routable,

@@ -4,7 +4,7 @@
 use super::*;
 use crate::config::{Checker, TcpCheck};
 
-fn hc() -> HealthCheck {
+pub(crate) fn hc() -> HealthCheck {
     HealthCheck {
         timeout: Duration::from_secs(1),
         interval: Duration::from_secs(10),

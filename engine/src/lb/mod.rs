@@ -68,9 +68,9 @@ mod priority;
 mod tests;
 pub mod xxhash;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use crate::config::{Cluster, HealthStatus, LbPolicy, MAX_LEAST_REQUEST_CHOICES};
+use crate::config::{HealthStatus, LbPolicy, MAX_LEAST_REQUEST_CHOICES};
 use crate::ejected::EjectedSet;
 use crate::host::HostId;
 use crate::snapshot::{ClusterSnapshot, Host};
@@ -83,10 +83,8 @@ pub use priority::{priority_loads, ClusterLb};
 /// ejection epoch it was built for, the round-robin cursor / EDF schedule,
 /// and nothing shared with other cores.
 ///
-/// Staleness: the lists are rebuilt when the snapshot changes (its address,
-/// its host count, or its `config` allocation, which a [`Weak`] keeps
-/// pinned: a new snapshot of a changed config is told apart even if the
-/// allocator hands it a dropped snapshot's address) or when `ejected.epoch`
+/// Staleness: the lists are rebuilt when the snapshot changes (its
+/// `generation`, unique to each build) or when `ejected.epoch`
 /// changes (the set's contents are not compared). A rebuild is O(hosts) (plus
 /// O(n log n) for a fresh weighted schedule) and reuses the buffers. An
 /// ejection change that leaves this cluster's candidates as they were keeps
@@ -97,11 +95,8 @@ pub(crate) struct HostSetLb {
     priority: u32,
     /// With locality-weighted balancing: the one locality it balances over.
     locality: Option<u32>,
-    /// Address of the snapshot the lists were built for (0: none yet).
-    snapshot: usize,
-    host_count: usize,
-    /// The snapshot's config; pins its allocation (see above).
-    config: Weak<Cluster>,
+    /// `generation` of the snapshot the lists were built for (0: none yet).
+    generation: u64,
     epoch: u64,
     /// Indexes into `hosts` of the hosts the policy chooses from, in host
     /// order: the healthy ones, or in panic every non-draining one.
@@ -222,9 +217,7 @@ impl HostSetLb {
     }
 
     fn built_for(&self, cluster: &ClusterSnapshot) -> bool {
-        self.snapshot == cluster as *const ClusterSnapshot as usize
-            && self.host_count == cluster.hosts.len()
-            && std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(&cluster.config))
+        self.generation == cluster.generation
     }
 
     /// Re-derives the candidates (see "Host classes" and "Panic"); restarts
@@ -280,11 +273,7 @@ impl HostSetLb {
         }
         std::mem::swap(&mut self.scratch, &mut self.candidates);
         self.panic = panic;
-        if !same_snapshot {
-            self.snapshot = cluster as *const ClusterSnapshot as usize;
-            self.host_count = hosts.len();
-            self.config = Arc::downgrade(&cluster.config);
-        }
+        self.generation = cluster.generation;
         self.restart(hosts, &cluster.hash_tables, policy, active, rng);
     }
 

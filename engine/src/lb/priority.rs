@@ -11,10 +11,8 @@
 //! each priority may panic; while the priorities together are fully
 //! available none panics.
 
-use std::sync::{Arc, Weak};
-
 use super::{HostSetLb, Pick};
-use crate::config::{Cluster, HealthStatus, LbPolicy};
+use crate::config::{HealthStatus, LbPolicy};
 use crate::ejected::EjectedSet;
 use crate::host::HostId;
 use crate::snapshot::ClusterSnapshot;
@@ -69,9 +67,8 @@ pub fn priority_loads(counts: &[(u64, u64)], overprovisioning: u32) -> (Vec<u32>
 /// snapshot or the ejections change (see the [module docs](super)).
 #[derive(Debug, Default)]
 pub struct ClusterLb {
-    snapshot: usize,
-    host_count: usize,
-    config: Weak<Cluster>,
+    /// `generation` of the snapshot the loads were built for (0: none).
+    generation: u64,
     epoch: u64,
     /// One per distinct priority, highest (0) first.
     sets: Vec<HostSetLb>,
@@ -175,18 +172,14 @@ impl ClusterLb {
     }
 
     fn built_for(&self, cluster: &ClusterSnapshot) -> bool {
-        self.snapshot == cluster as *const ClusterSnapshot as usize
-            && self.host_count == cluster.hosts.len()
-            && std::ptr::eq(self.config.as_ptr(), Arc::as_ptr(&cluster.config))
+        self.generation == cluster.generation
     }
 
     /// The priorities present, their health and loads; each set's own
     /// candidates are rebuilt by its next pick.
     fn rebuild(&mut self, cluster: &ClusterSnapshot, ejected: &EjectedSet) {
         self.epoch = ejected.epoch;
-        self.snapshot = cluster as *const ClusterSnapshot as usize;
-        self.host_count = cluster.hosts.len();
-        self.config = Arc::downgrade(&cluster.config);
+        self.generation = cluster.generation;
         // (priority, healthy, hosts), by priority.
         let mut counts: Vec<(u32, u64, u64)> = Vec::new();
         // ((priority, locality), weight, healthy, hosts), by key.
@@ -289,6 +282,7 @@ mod tests {
     use crate::config::*;
     use crate::host::HostRegistry;
     use std::net::SocketAddr;
+    use std::sync::Arc;
     use std::time::Duration;
 
     /// Host `i` on port `i + 1`, with `(priority, health)`.
@@ -339,6 +333,65 @@ mod tests {
             n[p.host.address.port() as usize - 1] += 1;
         }
         n
+    }
+
+    #[test]
+    fn a_new_snapshot_where_the_old_one_was_is_still_new() {
+        // A verdict change rebuilds the snapshot with the same config and
+        // host count, and the allocator may put it where the old one was
+        // (here: the same variable). The balancer must see the change.
+        use crate::active_health::{ClusterVerdicts, Verdict};
+        use HealthStatus::*;
+        let base = cluster(
+            &[(0, Healthy), (0, Healthy), (1, Healthy)],
+            LbPolicy::RoundRobin,
+        );
+        let mut config = (*base.config).clone();
+        config.health_check = Some(Arc::new(crate::active_health::tests::hc()));
+        let config = Arc::new(config);
+        let mut registry = HostRegistry::new();
+        let verdicts = |healthy: [bool; 3]| ClusterVerdicts {
+            version: 1,
+            hosts: config
+                .endpoints
+                .iter()
+                .zip(healthy)
+                .map(|(e, healthy)| {
+                    let v = Verdict {
+                        healthy,
+                        degraded: false,
+                    };
+                    (e.address, v)
+                })
+                .collect(),
+        };
+        let none = EjectedSet::default();
+        let mut slot = ClusterSnapshot::build_checked(
+            Arc::clone(&config),
+            &mut registry,
+            Some(&verdicts([true, true, true])),
+        );
+        let mut lb = ClusterLb::default();
+        let mut rng = || 0;
+        assert_eq!(
+            lb.pick(&slot, &none, |_| 0, &mut rng)
+                .unwrap()
+                .host
+                .address
+                .port(),
+            1
+        );
+        let before = &slot as *const ClusterSnapshot;
+        slot = ClusterSnapshot::build_checked(
+            Arc::clone(&config),
+            &mut registry,
+            Some(&verdicts([false, false, true])),
+        );
+        assert_eq!(before, &slot as *const ClusterSnapshot);
+        for _ in 0..4 {
+            let p = lb.pick(&slot, &none, |_| 0, &mut rng).unwrap();
+            assert_eq!(p.host.address.port(), 3, "P0 failed: all to P1");
+        }
     }
 
     #[test]
