@@ -77,6 +77,68 @@ fn requests_reuse_one_keep_alive_connection() {
 }
 
 #[test]
+fn the_edge_sets_forwarded_proto_and_the_expected_timeout_as_envoy() {
+    let b = H1Backend::start(echo);
+    let (_gw, addr) = gateway_h1(b.addr(), h1());
+    client(move || async move {
+        let c = connect(addr).await;
+        get(&c, "/plain", &[]).await.expect("reply");
+        // What a client says of either is replaced at the edge
+        // (`use_remote_address`).
+        let spoofed = [
+            ("x-forwarded-proto", "https"),
+            ("x-envoy-expected-rq-timeout-ms", "1"),
+        ];
+        get(&c, "/spoofed", &spoofed).await.expect("reply");
+    });
+    for r in b.requests() {
+        let names: Vec<&str> = r.fields.iter().map(|(n, _)| n.as_str()).collect();
+        let at = |name: &str| names.iter().position(|n| n.eq_ignore_ascii_case(name));
+        assert_eq!(r.field("x-forwarded-proto"), Some("http"), "{}", r.target);
+        assert_eq!(r.field("x-envoy-expected-rq-timeout-ms"), Some("5000"));
+        let count = |name: &str| {
+            names
+                .iter()
+                .filter(|n| n.eq_ignore_ascii_case(name))
+                .count()
+        };
+        assert_eq!(count("x-forwarded-proto"), 1);
+        assert_eq!(count("x-envoy-expected-rq-timeout-ms"), 1);
+        // After the client's fields, in Envoy's order.
+        assert!(at("x-forwarded-for") < at("x-forwarded-proto"), "{names:?}");
+        assert!(at("x-forwarded-proto") < at("x-envoy-expected-rq-timeout-ms"));
+    }
+}
+
+#[test]
+fn an_inner_hop_keeps_the_clients_forwarded_proto_and_suppressed_headers_stay_out() {
+    // No `use_remote_address`, and the router's `suppress_envoy_headers`.
+    let b = H1Backend::start(echo);
+    let mut l = (*listener(vec![prefix_route("/", "c", Some(Duration::from_secs(5)))])).clone();
+    for chain in l.chains_mut() {
+        chain.http.overwrite_forwarded_proto = false;
+        chain.http.envoy_headers = false;
+    }
+    let mut c = (*cluster("c", &[b.addr()])).clone();
+    c.upstream = h1();
+    let gw = start(bootstrap(Arc::new(l), vec![Arc::new(c)]), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    client(move || async move {
+        let c = connect(addr).await;
+        get(&c, "/plain", &[]).await.expect("reply");
+        get(&c, "/trusted", &[("x-forwarded-proto", "https")])
+            .await
+            .expect("reply");
+    });
+    let seen = b.requests();
+    assert_eq!(seen[0].field("x-forwarded-proto"), Some("http"));
+    assert_eq!(seen[1].field("x-forwarded-proto"), Some("https"));
+    assert!(seen
+        .iter()
+        .all(|r| r.field("x-envoy-expected-rq-timeout-ms").is_none()));
+}
+
+#[test]
 fn request_bodies_go_with_either_framing_and_response_trailers_when_enabled() {
     let b = H1Backend::start(|r| {
         if r.target == "/trailers" {

@@ -20,11 +20,22 @@ fn forwarded_for_follows_use_remote_address() {
         !hcm(&base).append_x_forwarded_for,
         "Envoy's default: XFF untouched"
     );
+    assert!(
+        !hcm(&base).overwrite_forwarded_proto,
+        "set only when absent"
+    );
+    assert!(hcm(&base).envoy_headers);
+    let suppressed = edit(
+        "\"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n",
+        "\"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router\n              suppress_envoy_headers: true\n",
+    );
+    assert!(!hcm(&suppressed).envoy_headers);
     let on = edit(
         "          codec_type: HTTP2\n",
         "          codec_type: HTTP2\n          use_remote_address: true\n          generate_request_id: false\n",
     );
     assert!(hcm(&on).append_x_forwarded_for);
+    assert!(hcm(&on).overwrite_forwarded_proto);
     let skip = edit(
         "          codec_type: HTTP2\n",
         "          codec_type: HTTP2\n          use_remote_address: true\n          skip_xff_append: true\n",

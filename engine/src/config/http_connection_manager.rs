@@ -74,6 +74,13 @@ pub struct HttpConnectionManager {
     /// `use_remote_address: true` without `skip_xff_append` (Envoy's default
     /// is false; edge deployments set it).
     pub append_x_forwarded_for: bool,
+    /// `use_remote_address`: the edge overwrites `x-forwarded-proto` with
+    /// the downstream connection's scheme (otherwise it is set only when
+    /// absent), as Envoy with `xff_num_trusted_hops: 0`.
+    pub overwrite_forwarded_proto: bool,
+    /// The router's Envoy headers (not `suppress_envoy_headers`): requests
+    /// go upstream with `x-envoy-expected-rq-timeout-ms`.
+    pub envoy_headers: bool,
     /// `http_filters` in their order, the router last; virtual hosts and
     /// routes may disable or replace a filter's config
     /// (`typed_per_filter_config`, [`Route::per_filter`]).

@@ -113,6 +113,8 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             max_requests_per_connection: None,
             drain_timeout: Duration::from_secs(1),
             append_x_forwarded_for: true,
+            overwrite_forwarded_proto: true,
+            envoy_headers: true,
             http_filters: vec![engine::HttpFilter::router()],
         },
     ))

@@ -55,6 +55,11 @@ pub(crate) struct DStream {
     pub(super) path: Option<Box<[u8]>>,
     pub(super) authority: Option<Box<[u8]>>,
     pub(super) xff: Option<Box<[u8]>>,
+    /// The `x-forwarded-proto` we set (the connection's scheme), when we
+    /// set one: the client's, if any, then stays out.
+    pub(super) xfp: Option<&'static [u8]>,
+    /// Requests carry the router's `x-envoy-expected-rq-timeout-ms`.
+    pub(super) envoy_headers: bool,
     /// The request came without a body (END_STREAM on its head).
     pub(super) bodyless: bool,
     /// Retried once already after its upstream connection died.
@@ -122,6 +127,8 @@ impl DStream {
             path: None,
             authority: None,
             xff: None,
+            xfp: None,
+            envoy_headers: false,
             bodyless,
             retried_lost: false,
             retry_slot: false,

@@ -89,6 +89,7 @@ pub fn http_connection_manager(
     let append_x_forwarded_for = append_x_forwarded_for(m, path)?;
     let (route_config, rds) = routes(m, path, known_clusters)?;
     let http_filters = http_filters(&m.http_filters, &path.field("http_filters"))?;
+    let envoy_headers = router_envoy_headers(&m.http_filters);
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
     let h2path = path.field("http2_protocol_options");
@@ -167,6 +168,8 @@ pub fn http_connection_manager(
         max_requests_per_connection: common.max_requests_per_connection.filter(|&n| n > 0),
         drain_timeout,
         append_x_forwarded_for,
+        overwrite_forwarded_proto: m.use_remote_address.unwrap_or(false),
+        envoy_headers,
         http_filters,
     })
 }
@@ -359,6 +362,19 @@ fn underscores_action(v: i32, cpath: &Path) -> Result<HeadersWithUnderscoresActi
     }
 }
 
+/// Whether the router (the last filter, which [`http_filters`] checked)
+/// adds Envoy's request headers: unless `suppress_envoy_headers`.
+fn router_envoy_headers(filters: &[hcm::HttpFilter]) -> bool {
+    use hcm::http_filter::ConfigType;
+    let router = filters.last().and_then(|f| match &f.config_type {
+        Some(ConfigType::TypedConfig(any)) => {
+            <Router as prost::Message>::decode(any.value.as_slice()).ok()
+        }
+        _ => None,
+    });
+    router.is_none_or(|r| !r.suppress_envoy_headers)
+}
+
 /// The filter list must end in the router; any other filter is an error
 /// unless `is_optional` (then it is skipped, as gRFC A39 specifies). The
 /// stateful session filter (gRFC A55) is supported (at most one may be
@@ -414,7 +430,6 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::
                         dynamic_stats,
                         start_child_span,
                         upstream_log,
-                        suppress_envoy_headers,
                         strict_check_headers,
                         respect_expected_rq_timeout,
                         suppress_grpc_request_failure_code_stats,

@@ -80,6 +80,8 @@ pub(crate) struct ConnCx {
     pub sni: Option<Box<str>>,
     /// `HTTP/1.1` or `HTTP/2`.
     pub protocol: &'static str,
+    /// `https` over TLS, else `http`: what `x-forwarded-proto` says.
+    pub scheme: &'static [u8],
 }
 
 impl ConnCx {
@@ -188,9 +190,9 @@ impl Streams {
         chain: usize,
         sni: Option<Box<str>>,
     ) -> Self {
-        let (chain_id, logs) = match listener.chains().nth(chain) {
-            Some(c) => (c.id, wire.log_targets(&c.http)),
-            None => (0, Vec::new()),
+        let (chain_id, logs, tls) = match listener.chains().nth(chain) {
+            Some(c) => (c.id, wire.log_targets(&c.http), c.tls.is_some()),
+            None => (0, Vec::new(), false),
         };
         let protocol = conn.protocol();
         Self {
@@ -204,6 +206,7 @@ impl Streams {
                 logs,
                 sni,
                 protocol,
+                scheme: if tls { b"https" } else { b"http" },
             },
             conn,
             table: AHashMap::default(),

@@ -106,6 +106,11 @@ impl Streams {
                     .into_bytes()
                     .into_boxed_slice()
             });
+            // Envoy's HCM: the edge (`use_remote_address`) overwrites it,
+            // an inner hop trusts the client's.
+            let client_xfp = head.get(b"x-forwarded-proto").is_some();
+            s.xfp = (hcm.overwrite_forwarded_proto || !client_xfp).then_some(cx.scheme);
+            s.envoy_headers = hcm.envoy_headers;
             s.idle = hcm.stream_idle_timeout;
             s.ends_at = hcm.max_stream_duration.map(|d| now + d);
         }

@@ -13,20 +13,48 @@ use crate::wire::body::queued;
 use crate::wire::dstream::DStream;
 use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
 
+/// The fields the gateway itself may set on a request going upstream: a
+/// client's are dropped where ours go.
+#[derive(Clone, Copy)]
+struct Ours {
+    xff: bool,
+    xfp: bool,
+    expected_timeout: bool,
+}
+
 /// Whether a request field goes upstream as it is: not a pseudo-header
 /// (rebuilt), `host` (it is `:authority`), hop-by-hop, a `te` other than
-/// `trailers`, or an `x-forwarded-for` we replace.
-fn forwarded(name: &[u8], value: &[u8], replace_xff: bool) -> bool {
+/// `trailers`, or one of [`Ours`] that we set.
+fn forwarded(name: &[u8], value: &[u8], ours: Ours) -> bool {
     if name.first() == Some(&b':') || name == b"host" {
         return false;
     }
     if name == b"te" {
         return keep_te(value);
     }
-    if replace_xff && name == b"x-forwarded-for" {
+    if (ours.xff && name == b"x-forwarded-for")
+        || (ours.xfp && name == b"x-forwarded-proto")
+        || (ours.expected_timeout && name == EXPECTED_TIMEOUT)
+    {
         return false;
     }
     !is_hop_by_hop(name)
+}
+
+/// The router's header telling the upstream how long we wait for it.
+const EXPECTED_TIMEOUT: &[u8] = b"x-envoy-expected-rq-timeout-ms";
+
+/// `n` in decimal, in `buf`.
+fn decimal(mut n: u128, buf: &mut [u8; 40]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
 }
 
 /// Writes the request head of `s` on connection `slot` of `pool`, with
@@ -50,14 +78,27 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .xff
         .as_deref()
         .filter(|_| !edits.touches(b"x-forwarded-for"));
-    let replace_xff = xff.is_some();
-    // Cookies go out never indexed: they differ per client, and one
-    // upstream connection carries many clients (RFC 7541 §7.1.3).
+    let xfp = s.xfp.filter(|_| !edits.touches(b"x-forwarded-proto"));
+    let mut digits = [0u8; 40];
+    let expected_timeout = s
+        .timeout
+        .filter(|_| s.envoy_headers && !edits.touches(EXPECTED_TIMEOUT))
+        .map(|t| decimal(t.as_millis(), &mut digits));
+    let ours = Ours {
+        xff: xff.is_some(),
+        xfp: xfp.is_some(),
+        expected_timeout: expected_timeout.is_some(),
+    };
+    // Ours go after the client's, in Envoy's order. Cookies go out never
+    // indexed: they differ per client, and one upstream connection
+    // carries many clients (RFC 7541 §7.1.3).
     let fields = head
         .iter()
-        .filter(|(n, v, _)| forwarded(n, v, replace_xff) && !edits.removes(n))
+        .filter(|(n, v, _)| forwarded(n, v, ours) && !edits.removes(n))
         .map(|(n, v, never)| (n, v, never || n == b"cookie"))
         .chain(xff.map(|v| (&b"x-forwarded-for"[..], v, false)))
+        .chain(xfp.map(|v| (&b"x-forwarded-proto"[..], v, false)))
+        .chain(expected_timeout.map(|v| (EXPECTED_TIMEOUT, v, false)))
         .chain(edits.added().map(|(n, v)| (n, v, n == b"cookie")));
     let scheme = pool.scheme();
     pool.conn_at(slot)?
