@@ -215,6 +215,16 @@ fn admin_endpoints() {
     });
     let admin = gw.admin_addr.unwrap();
     assert_eq!(admin_get(admin, "/ready"), (200, "LIVE\n".to_string()));
+    let (status, info) = admin_get(admin, "/server_info");
+    let info: serde_json::Value = serde_json::from_str(&info).expect("server_info is JSON");
+    assert_eq!(status, 200);
+    assert_eq!(info["state"], "LIVE");
+    assert_eq!(info["command_line_options"]["concurrency"], 2);
+    assert!(info["version"].as_str().unwrap().starts_with("gateway/"));
+    assert!(info["uptime_current_epoch"]
+        .as_str()
+        .unwrap()
+        .ends_with('s'));
     let (_, stats) = admin_get(admin, "/stats");
     assert!(stats.contains("gateway_downstream_rq_total 5"), "{stats}");
     assert!(stats.contains("gateway_downstream_cx_total 1"), "{stats}");

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::outlier::OutlierView;
 use shards::stats::ShardStats;
-use state::{Inner, PushStats};
+use state::{Inner, PushStats, ServerState};
 
 const MAX_REQUEST: usize = 16 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,6 +51,7 @@ impl AdminState {
             tls_reloads: (0, 0),
             outlier: OutlierView::default(),
             epoch: (Instant::now(), SystemTime::now()),
+            started: Instant::now(),
             accept: None,
             health_failed: false,
             listeners_drained: false,
@@ -210,21 +211,14 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
     }
     let inner = state.0.borrow();
     match path {
-        "/ready" => {
-            let serving = inner.shards.iter().all(|s| s.serving.get() == 1);
-            // As Envoy's init manager: not ready before the first LDS/CDS
-            // fetch is done (or its initial_fetch_timeout passed).
-            let xds_done = inner.xds.as_ref().is_none_or(|x| x.initialized);
-            if inner.health_failed {
-                // As Envoy: an L4 balancer's health check takes the
-                // instance out before its connections drain.
-                (503, "text/plain", "DRAINING\n".into())
-            } else if serving && xds_done {
-                (200, "text/plain", "LIVE\n".into())
-            } else {
-                (503, "text/plain", "NOT READY\n".into())
-            }
-        }
+        "/ready" => match inner.server_state() {
+            // As Envoy: an L4 balancer's health check takes the instance
+            // out before its connections drain.
+            ServerState::Draining => (503, "text/plain", "DRAINING\n".into()),
+            ServerState::Live => (200, "text/plain", "LIVE\n".into()),
+            ServerState::Initializing => (503, "text/plain", "NOT READY\n".into()),
+        },
+        "/server_info" => (200, "application/json", pretty(server_info(&inner))),
         "/stats" | "/stats/prometheus" => (
             200,
             "text/plain; version=0.0.4",
@@ -258,12 +252,37 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
         "/" => (
             200,
             "text/plain",
-            "admin endpoints: /ready /stats /config_dump /clusters /clusters?format=json /listeners; \
+            "admin endpoints: /ready /server_info /stats /config_dump /clusters /clusters?format=json /listeners; \
              POST /healthcheck/fail /healthcheck/ok /drain_listeners[?graceful]\n"
                 .into(),
         ),
         _ => (404, "text/plain", "not found; see /\n".into()),
     }
+}
+
+/// Envoy's `/server_info` fields that mean something here: version,
+/// state, uptime, node and the shard count (`concurrency`).
+fn server_info(inner: &Inner) -> Value {
+    let state = match inner.server_state() {
+        ServerState::Live => "LIVE",
+        ServerState::Draining => "DRAINING",
+        ServerState::Initializing => "INITIALIZING",
+    };
+    let uptime = format!("{}s", inner.started.elapsed().as_secs());
+    json!({
+        "version": concat!("gateway/", env!("CARGO_PKG_VERSION")),
+        "state": state,
+        "hot_restart_version": "disabled",
+        "command_line_options": {
+            "concurrency": inner.shards.len(),
+        },
+        "node": {
+            "id": inner.bootstrap.node.id,
+            "cluster": inner.bootstrap.node.cluster,
+        },
+        "uptime_current_epoch": uptime,
+        "uptime_all_epochs": uptime,
+    })
 }
 
 fn pretty(v: Value) -> String {

@@ -27,6 +27,8 @@ pub(super) struct Inner {
     pub(super) outlier: OutlierView,
     /// Monotonic → wall clock, for ejection times.
     pub(super) epoch: (Instant, SystemTime),
+    /// When the admin state was made (the process started).
+    pub(super) started: Instant,
     pub(super) accept: Option<Task<()>>,
     /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
     /// answers 503.
@@ -43,7 +45,32 @@ pub(super) struct Inner {
     pub(super) health: std::collections::BTreeMap<String, crate::health::Counts>,
 }
 
+/// Where the server stands, in Envoy's `server.state` words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ServerState {
+    Live,
+    /// `POST /healthcheck/fail`: being taken out of rotation.
+    Draining,
+    /// Shards not serving yet, or the first xDS fetch not done.
+    Initializing,
+}
+
 impl Inner {
+    /// `/ready` and `/server_info`'s state.
+    pub(super) fn server_state(&self) -> ServerState {
+        let serving = self.shards.iter().all(|s| s.serving.get() == 1);
+        // As Envoy's init manager: not ready before the first LDS/CDS
+        // fetch is done (or its initial_fetch_timeout passed).
+        let xds_done = self.xds.as_ref().is_none_or(|x| x.initialized);
+        if self.health_failed {
+            ServerState::Draining
+        } else if serving && xds_done {
+            ServerState::Live
+        } else {
+            ServerState::Initializing
+        }
+    }
+
     /// A host's counter summed over the shards that have touched it.
     pub(super) fn host_sum(&self, id: engine::HostId, f: HostCounter) -> u64 {
         self.shards
