@@ -413,6 +413,11 @@ impl Control {
                 .iter()
                 .any(|n| crate::ports::probe_exclusive(n.address).is_ok())
         };
+        if self.health.next_poll().is_some_and(|at| now >= at)
+            && self.health.poll_immediate_failures(now)
+        {
+            self.health_push_at.get_or_insert(now);
+        }
         let checked = self.health_push_at.take_if(|at| now >= *at).is_some();
         if expired || rebind || checked {
             self.push_xds(now).await;
@@ -534,6 +539,7 @@ impl Control {
             self.bind_retry_at,
             self.dns.next_due(),
             self.health_push_at,
+            self.health.next_poll(),
             init,
         ]
         .into_iter()

@@ -104,6 +104,16 @@ fn bootstrap(
     check_ports: &[Option<u16>],
     checker: &str,
 ) -> engine::Bootstrap {
+    bootstrap_every("0.05s", backends, check_ports, checker)
+}
+
+/// [`bootstrap`] with checks every `interval`.
+fn bootstrap_every(
+    interval: &str,
+    backends: &[SocketAddr],
+    check_ports: &[Option<u16>],
+    checker: &str,
+) -> engine::Bootstrap {
     let endpoints = backends
         .iter()
         .zip(check_ports)
@@ -120,8 +130,8 @@ fn bootstrap(
         &format!(
             r#"    health_checks:
     - timeout: 0.3s
-      interval: 0.05s
-      no_traffic_interval: 0.05s
+      interval: {interval}
+      no_traffic_interval: {interval}
       unhealthy_threshold: 2
       healthy_threshold: 2
 {checker}
@@ -362,5 +372,50 @@ fn http_checks_over_http2_judge_status_and_headers() {
             "gateway_health_checks_total{cluster=\"web\",outcome=\"success\"}",
         ) >= 10.0
     });
+    gw.shutdown();
+}
+
+#[test]
+fn a_proxied_response_with_the_immediate_fail_header_fails_the_host_at_once() {
+    // b1 passes its checks but says x-envoy-immediate-health-check-fail on
+    // proxied responses (a backend Envoy after /healthcheck/fail does).
+    // Checks every 60 s: only the header can take b1 out before the test
+    // ends, and nothing brings it back meanwhile.
+    let mut opts = BackendOptions::new("b1");
+    opts.response_headers = vec![("x-envoy-immediate-health-check-fail".into(), "true".into())];
+    let (b1, b2) = (backend_with(opts), backend("b2"));
+    let (h1, h2) = (HealthServer::start(), HealthServer::start());
+    let gw = start(
+        bootstrap_every(
+            "60s",
+            &[b1.addr(), b2.addr()],
+            &[Some(h1.addr.port()), Some(h2.addr.port())],
+            HTTP_CHECK,
+        ),
+        2,
+    );
+    let admin = gw.admin_addr.unwrap();
+    let addr = gw.listener("ingress").unwrap();
+    // Both passed their first check; b1's first answer carries the header.
+    assert_eq!(answering(addr, 4), ["b1", "b2"]);
+    wait_answering(addr, &["b2"]);
+    let (_, clusters) = admin_get(admin, "/clusters");
+    assert!(
+        clusters.contains(&format!(
+            "web::{}::health_flags::/failed_active_hc",
+            b1.addr()
+        )),
+        "{clusters}"
+    );
+    assert!(
+        clusters.contains(&format!("web::{}::health_flags::healthy", b2.addr())),
+        "{clusters}"
+    );
+    assert_eq!(h1.checks(), 1, "no check took it out");
+    let counted = format!(
+        "gateway_upstream_rq_immediate_hc_fail{{cluster=\"web\",host=\"{}\"}}",
+        b1.addr()
+    );
+    assert!(metric(admin, &counted) >= 1.0);
     gw.shutdown();
 }

@@ -226,6 +226,9 @@ pub struct HostStats {
     /// `per_connection_buffer_limit_bytes` (the backend's socket stopped
     /// draining), pausing request data to it.
     pub cx_flow_control_backed_up: Counter,
+    /// Responses that carried `x-envoy-immediate-health-check-fail`: an
+    /// actively checked host fails its check at once (Envoy's router).
+    pub rq_immediate_hc_fail: Counter,
     pub responses: StatusClasses,
 }
 
@@ -405,6 +408,9 @@ pub struct ShardStats {
     pub rq_unknown_cluster: Counter,
     /// Requests whose cluster had no routable host (503).
     pub rq_no_healthy_upstream: Counter,
+    /// The sum of the hosts' `rq_immediate_hc_fail`: what the control
+    /// shard polls before it looks at any host.
+    pub immediate_hc_fail: Counter,
     pub snapshots_applied: Counter,
     pub snapshot_version: Counter,
     /// Set once the shard has applied its first snapshot and bound listeners.

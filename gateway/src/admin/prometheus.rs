@@ -252,7 +252,7 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 39] = [
     ];
 
 /// The per-host counters: one series per cluster and host.
-static HOST_COUNTERS: [(&str, &str, &str, HostCounter); 17] = [
+static HOST_COUNTERS: [(&str, &str, &str, HostCounter); 18] = [
         (
             "gateway_upstream_rq_pending_overflow",
             "counter",
@@ -276,6 +276,12 @@ static HOST_COUNTERS: [(&str, &str, &str, HostCounter); 17] = [
             "counter",
             "Connection pools not made for the cluster's max_connection_pools.",
             |h| &h.cx_pool_overflow,
+        ),
+        (
+            "gateway_upstream_rq_immediate_hc_fail",
+            "counter",
+            "Responses that carried x-envoy-immediate-health-check-fail (an actively checked host then fails at once).",
+            |h| &h.rq_immediate_hc_fail,
         ),
         (
             "gateway_upstream_rq_total",

@@ -114,8 +114,17 @@ struct ClusterCheckers {
 struct HostTask {
     gen: u64,
     check: EndpointCheck,
+    /// Set when a proxied response said `x-envoy-immediate-health-check-fail`:
+    /// the task fails the host's state before its next check.
+    failed_by_response: Rc<Cell<bool>>,
     _task: glommio::Task<()>,
 }
+
+/// How often the control shard looks for proxied responses that carried
+/// `x-envoy-immediate-health-check-fail` (one counter per shard; the hosts
+/// only when one moved). Envoy acts on the response itself; a tenth of a
+/// second later is the price of keeping data shards out of checking.
+const IMMEDIATE_FAIL_POLL: Duration = Duration::from_millis(100);
 
 /// Every checked cluster's host tasks and the verdicts they reported.
 pub struct HealthCheckers {
@@ -124,6 +133,12 @@ pub struct HealthCheckers {
     shards: Vec<Arc<ShardStats>>,
     seed: u64,
     gen: u64,
+    /// Each shard's `immediate_hc_fail` as last polled.
+    immediate_seen: Vec<u64>,
+    /// Each checked host's `rq_immediate_hc_fail` (summed over shards) as
+    /// last polled, or when its task started.
+    host_immediate_seen: AHashMap<HostId, u64>,
+    poll_at: Option<Instant>,
 }
 
 impl HealthCheckers {
@@ -134,7 +149,61 @@ impl HealthCheckers {
             shards,
             seed: seed | 1,
             gen: 0,
+            immediate_seen: Vec::new(),
+            host_immediate_seen: AHashMap::new(),
+            poll_at: None,
         }
+    }
+
+    /// When [`HealthCheckers::poll_immediate_failures`] is next due: never
+    /// while no cluster is checked.
+    pub fn next_poll(&self) -> Option<Instant> {
+        self.poll_at.filter(|_| !self.clusters.is_empty())
+    }
+
+    /// Fails at once every checked host whose proxied responses carried
+    /// `x-envoy-immediate-health-check-fail` since the last poll, as
+    /// Envoy's router does: whether the verdicts changed (a snapshot is
+    /// due). Its next checks must pass `healthy_threshold` times again.
+    pub fn poll_immediate_failures(&mut self, now: Instant) -> bool {
+        self.poll_at = Some(now + IMMEDIATE_FAIL_POLL);
+        let totals: Vec<u64> = self
+            .shards
+            .iter()
+            .map(|s| s.immediate_hc_fail.get())
+            .collect();
+        if totals == self.immediate_seen {
+            return false;
+        }
+        self.immediate_seen = totals;
+        let mut changed = false;
+        for (name, c) in &mut self.clusters {
+            let Some(snap) = &c.seen else { continue };
+            for h in &snap.hosts {
+                let Some(task) = c.hosts.get(&h.address) else {
+                    continue;
+                };
+                let n = immediate_fails(&self.shards, h.id);
+                let last = self.host_immediate_seen.insert(h.id, n).unwrap_or(0);
+                if n <= last {
+                    continue;
+                }
+                task.failed_by_response.set(true);
+                let failed = Verdict {
+                    healthy: false,
+                    degraded: false,
+                };
+                let v = self.verdicts.entry(name.clone()).or_default();
+                if v.hosts.insert(h.address, failed) != Some(failed) {
+                    v.version += 1;
+                    c.changes += 1;
+                    changed = true;
+                    tracing::warn!(cluster = %name, host = %h.address,
+                        "a response carried x-envoy-immediate-health-check-fail, host unhealthy");
+                }
+            }
+        }
+        changed
     }
 
     /// What snapshots are built with.
@@ -176,6 +245,9 @@ impl HealthCheckers {
     /// or clusters gone, all restarted (verdicts kept) for a cluster whose
     /// check changed.
     pub fn sync(&mut self, snap: &Snapshot, events: &Weak<LocalSender<Event>>) {
+        if self.poll_at.is_none() {
+            self.poll_at = Some(Instant::now() + IMMEDIATE_FAIL_POLL);
+        }
         self.clusters.retain(|name, c| {
             snap.clusters
                 .get(name)
@@ -236,14 +308,23 @@ impl HealthCheckers {
                     Some(v) => HostHealth::resumed(*v),
                     None => HostHealth::new(),
                 };
+                if let Some(h) = cs.host_by_addr(&addr) {
+                    // Only responses from now on count.
+                    let n = immediate_fails(&self.shards, h.id);
+                    self.host_immediate_seen.insert(h.id, n);
+                }
+                let failed_by_response = Rc::new(Cell::new(false));
                 let task = spawn_host(
                     entry,
                     &cs.config,
-                    addr,
-                    check,
-                    state,
-                    self.gen,
-                    self.seed,
+                    HostSpawn {
+                        address: addr,
+                        check,
+                        state,
+                        gen: self.gen,
+                        seed: self.seed,
+                        failed_by_response: Rc::clone(&failed_by_response),
+                    },
                     events.clone(),
                 );
                 entry.hosts.insert(
@@ -251,6 +332,7 @@ impl HealthCheckers {
                     HostTask {
                         gen: self.gen,
                         check: check.clone(),
+                        failed_by_response,
                         _task: task,
                     },
                 );
@@ -299,6 +381,15 @@ impl HealthCheckers {
     }
 }
 
+/// `rq_immediate_hc_fail` of host `id`, summed over the shards.
+fn immediate_fails(shards: &[Arc<ShardStats>], id: HostId) -> u64 {
+    shards
+        .iter()
+        .filter_map(|s| s.hosts.get(id))
+        .map(|h| h.rq_immediate_hc_fail.get())
+        .sum()
+}
+
 /// The next of a sequence of per-task seeds (an LCG step).
 fn next_seed(seed: u64) -> u64 {
     seed.wrapping_mul(6364136223846793005)
@@ -329,17 +420,30 @@ fn target_of(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one host's task starts from.
+struct HostSpawn<'a> {
+    address: SocketAddr,
+    check: &'a EndpointCheck,
+    state: HostHealth,
+    gen: u64,
+    seed: u64,
+    failed_by_response: Rc<Cell<bool>>,
+}
+
 fn spawn_host(
     c: &ClusterCheckers,
     cluster: &Cluster,
-    address: SocketAddr,
-    check: &EndpointCheck,
-    mut state: HostHealth,
-    gen: u64,
-    mut seed: u64,
+    spawn: HostSpawn<'_>,
     events: Weak<LocalSender<Event>>,
 ) -> glommio::Task<()> {
+    let HostSpawn {
+        address,
+        check,
+        mut state,
+        gen,
+        mut seed,
+        failed_by_response,
+    } = spawn;
     let hc = Arc::clone(&c.config);
     let target = target_of(cluster, &hc, address, check);
     let (name, counters, traffic) = (
@@ -363,6 +467,10 @@ fn spawn_host(
         let mut conn = None;
         loop {
             glommio::timer::sleep(wait).await;
+            if failed_by_response.take() {
+                // The control shard already published the failure.
+                state.on_outcome(Outcome::Active, &hc);
+            }
             counters.attempt.set(counters.attempt.get() + 1);
             let first = state.is_first();
             let (outcome, why) = probe::check(&hc, &target, &mut conn).await;

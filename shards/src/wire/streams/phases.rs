@@ -664,7 +664,13 @@ fn on_response_head(
     // what outlier detection and its counters see.
     s.served = Some((status, grpc_status(head)));
     if let Some(t) = &s.target {
-        shard.stats.hosts.host(t.host).responses.record(status);
+        let host = shard.stats.hosts.host(t.host);
+        host.responses.record(status);
+        if head.get(b"x-envoy-immediate-health-check-fail").is_some() {
+            // The control shard's checker takes it from here.
+            host.rq_immediate_hc_fail.inc();
+            shard.stats.immediate_hc_fail.inc();
+        }
     }
     let mut edits = HeaderEdits::default();
     let answer =
