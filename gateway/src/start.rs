@@ -100,6 +100,7 @@ impl GatewayHandle {
 /// Starts the control shard and the data shards, returns once every shard
 /// serves the bootstrap (or with the first error).
 pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, StartError> {
+    crate::admin::started();
     let cpus = opts.cpus.clone();
     let n = opts
         .shards

@@ -419,3 +419,60 @@ fn a_proxied_response_with_the_immediate_fail_header_fails_the_host_at_once() {
     assert!(metric(admin, &counted) >= 1.0);
     gw.shutdown();
 }
+
+/// An h2c health endpoint that answers one check per connection, 200, then
+/// closes it (as a server's idle timeout or connection age would).
+fn one_check_per_connection() -> SocketAddr {
+    use glommio::net::TcpListener;
+    use glommio::{LocalExecutorBuilder, Placement};
+    use tokio_util::compat::FuturesAsyncReadCompatExt;
+    let (tx, rx) = std::sync::mpsc::channel();
+    LocalExecutorBuilder::new(Placement::Unbound)
+        .io_memory(1 << 20)
+        .spawn(move || async move {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            tx.send(l.local_addr().unwrap()).unwrap();
+            loop {
+                let Ok(s) = l.accept().await else { return };
+                glommio::spawn_local(async move {
+                    let Ok(mut conn) = h2::server::handshake(s.compat()).await else {
+                        return;
+                    };
+                    if let Some(Ok((_req, mut respond))) = conn.accept().await {
+                        let _ = respond.send_response(http::Response::new(()), true);
+                    }
+                    // Let the answer go out, then drop the connection.
+                    let _ = futures_lite::future::or(
+                        async { while conn.accept().await.is_some() {} },
+                        async {
+                            glommio::timer::sleep(Duration::from_millis(5)).await;
+                        },
+                    )
+                    .await;
+                })
+                .detach();
+            }
+        })
+        .unwrap();
+    rx.recv().unwrap()
+}
+
+#[test]
+fn a_kept_http2_connection_the_server_closed_is_replaced_without_a_failure() {
+    let b1 = backend("b1");
+    let checks = one_check_per_connection();
+    let checker = "      http_health_check: { path: /healthz, codec_client_type: HTTP2 }";
+    let gw = start(bootstrap(&[b1.addr()], &[Some(checks.port())], checker), 1);
+    let admin = gw.admin_addr.unwrap();
+    let total = |outcome: &str| {
+        metric(
+            admin,
+            &format!("gateway_health_checks_total{{cluster=\"web\",outcome=\"{outcome}\"}}"),
+        )
+    };
+    wait_until(WAIT, "passing checks", || total("success") >= 8.0);
+    assert_eq!(total("network_failure"), 0.0);
+    assert_eq!(total("failure"), 0.0);
+    assert_eq!(answering(gw.listener("ingress").unwrap(), 4), ["b1"]);
+    gw.shutdown();
+}

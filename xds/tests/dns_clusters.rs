@@ -246,3 +246,32 @@ fn a_dns_cluster_waits_for_its_first_lookup_and_takes_each_new_answer() {
     );
     assert!(!client.on_dns("nope", dns, hosts(&["10.0.0.9:80"])));
 }
+
+#[test]
+fn a_dns_clusters_overprovisioning_factor_follows_its_config() {
+    let yaml = |factor: u32| {
+        format!(
+            "static_resources:\n  clusters:\n  - name: c\n    type: STRICT_DNS\n    load_assignment: {{ cluster_name: c, policy: {{ overprovisioning_factor: {factor} }}, endpoints: [{{ lb_endpoints: [{}] }}] }}\n",
+            endpoint("web.example.com", 80)
+        )
+    };
+    let b = bootstrap::from_str(&yaml(140), Format::Yaml).unwrap();
+    let mut client = XdsClient::new(&b, Instant::now());
+    let (name, dns) = client.dns_clusters()[0].clone();
+    let host = Endpoint {
+        address: "10.0.0.1:80".parse().unwrap(),
+        weight: 1,
+        health: HealthStatus::Unknown,
+        hostname: String::new(),
+        check: Default::default(),
+        placement: Default::default(),
+    };
+    assert!(client.on_dns(&name, &dns, vec![host.clone()]));
+    let factor = |c: &mut XdsClient| c.compose().clusters[0].common_lb.overprovisioning_factor;
+    assert_eq!(factor(&mut client), 140);
+    // Only the policy changes: the lookup's answer stays, the factor moves.
+    let b = bootstrap::from_str(&yaml(100), Format::Yaml).unwrap();
+    client.set_statics(&b, Instant::now());
+    assert_eq!(client.compose().clusters[0].endpoints, vec![host]);
+    assert_eq!(factor(&mut client), 100);
+}

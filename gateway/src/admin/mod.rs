@@ -12,6 +12,7 @@ mod state;
 mod xds;
 
 pub use crate::events::AdminAction;
+pub(crate) use state::started;
 pub use xds::{XdsError, XdsTypeView, XdsView};
 
 use std::cell::RefCell;
@@ -51,7 +52,6 @@ impl AdminState {
             tls_reloads: (0, 0),
             outlier: OutlierView::default(),
             epoch: (Instant::now(), SystemTime::now()),
-            started: Instant::now(),
             accept: None,
             health_failed: false,
             listeners_drained: false,
@@ -268,7 +268,7 @@ fn server_info(inner: &Inner) -> Value {
         ServerState::Draining => "DRAINING",
         ServerState::Initializing => "INITIALIZING",
     };
-    let uptime = format!("{}s", inner.started.elapsed().as_secs());
+    let uptime = format!("{}s", state::started().elapsed().as_secs());
     json!({
         "version": concat!("gateway/", env!("CARGO_PKG_VERSION")),
         "state": state,

@@ -27,8 +27,6 @@ pub(super) struct Inner {
     pub(super) outlier: OutlierView,
     /// Monotonic → wall clock, for ejection times.
     pub(super) epoch: (Instant, SystemTime),
-    /// When the admin state was made (the process started).
-    pub(super) started: Instant,
     pub(super) accept: Option<Task<()>>,
     /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
     /// answers 503.
@@ -43,6 +41,13 @@ pub(super) struct Inner {
     pub(super) dns: std::collections::BTreeMap<String, crate::dns::Counts>,
     /// Each actively checked cluster's checks.
     pub(super) health: std::collections::BTreeMap<String, crate::health::Counts>,
+}
+
+/// When the gateway started: the first call, made by `start` before
+/// anything else (`/server_info`'s uptime).
+pub(crate) fn started() -> Instant {
+    static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(Instant::now)
 }
 
 /// Where the server stands, in Envoy's `server.state` words.
@@ -62,12 +67,13 @@ impl Inner {
         // As Envoy's init manager: not ready before the first LDS/CDS
         // fetch is done (or its initial_fetch_timeout passed).
         let xds_done = self.xds.as_ref().is_none_or(|x| x.initialized);
-        if self.health_failed {
-            ServerState::Draining
-        } else if serving && xds_done {
-            ServerState::Live
-        } else {
+        // As Envoy: initializing first, whatever `/healthcheck/fail` says.
+        if !(serving && xds_done) {
             ServerState::Initializing
+        } else if self.health_failed {
+            ServerState::Draining
+        } else {
+            ServerState::Live
         }
     }
 

@@ -90,19 +90,16 @@ impl H2Conn {
                 ask.body.is_none(),
             )
             .map_err(|e| format!("h2: {e:?}"))?;
-        if let Some(body) = &ask.body {
-            let mut body = body.clone();
-            self.conn
-                .send_data(stream, &mut body, true)
-                .map_err(|e| format!("h2: {e:?}"))?;
-            if !body.is_empty() {
-                // A few bytes against a 64 KiB initial window: only a
-                // server announcing a tiny window gets here.
-                return Err("h2: the server's window is too small for the request".into());
-            }
-        }
+        // The request body goes as the server's windows allow (a server
+        // may announce a tiny one): what is left waits for WINDOW_UPDATEs.
+        let mut body = ask.body.clone().unwrap_or_default();
         let mut answer = Answer::default();
         loop {
+            if !body.is_empty() {
+                self.conn
+                    .send_data(stream, &mut body, true)
+                    .map_err(|e| format!("h2: {e:?}"))?;
+            }
             self.flush().await?;
             while let Some(event) = self.conn.poll_event() {
                 if self.on_event(stream, event, &mut answer, ask.max_body)? {

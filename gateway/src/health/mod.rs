@@ -184,7 +184,11 @@ impl HealthCheckers {
                     continue;
                 };
                 let n = immediate_fails(&self.shards, h.id);
-                let last = self.host_immediate_seen.insert(h.id, n).unwrap_or(0);
+                let mut last = self.host_immediate_seen.insert(h.id, n).unwrap_or(0);
+                if n < last {
+                    // A recycled host id: its counters started again.
+                    last = 0;
+                }
                 if n <= last {
                     continue;
                 }
@@ -345,7 +349,12 @@ impl HealthCheckers {
         let Some(c) = self.clusters.get_mut(&*r.cluster) else {
             return false;
         };
-        if c.hosts.get(&r.address).is_none_or(|t| t.gen != r.gen) {
+        // A report made before the task saw a proxied response's failure
+        // must not undo it.
+        if c.hosts
+            .get(&r.address)
+            .is_none_or(|t| t.gen != r.gen || t.failed_by_response.get())
+        {
             return false;
         }
         let v = self.verdicts.entry(r.cluster.to_string()).or_default();
@@ -467,10 +476,11 @@ fn spawn_host(
         let mut conn = None;
         loop {
             glommio::timer::sleep(wait).await;
-            if failed_by_response.take() {
-                // The control shard already published the failure.
-                state.on_outcome(Outcome::Active, &hc);
-            }
+            // A proxied response failed the host (the control shard
+            // published it and drops this task's reports until now): the
+            // task's own state follows, and says so if it changed.
+            let forced = failed_by_response.take()
+                && state.on_outcome(Outcome::Active, &hc) == Transition::Changed;
             counters.attempt.set(counters.attempt.get() + 1);
             let first = state.is_first();
             let (outcome, why) = probe::check(&hc, &target, &mut conn).await;
@@ -488,7 +498,7 @@ fn spawn_host(
             }
             let transition = state.on_outcome(outcome, &hc);
             log_result(&name, address, &hc, outcome, transition, &why);
-            if transition == Transition::Changed || first {
+            if transition == Transition::Changed || first || forced {
                 let Some(events) = events.upgrade() else {
                     return;
                 };

@@ -435,9 +435,9 @@ async fn h2_check(
     target: &Target,
     conn: &mut Option<Conn>,
 ) -> Checked {
-    let mut h2 = match conn.take() {
-        Some(Conn::H2(c)) if c.reusable() => c,
-        _ => Box::new(H2Conn::new(connect(target).await?)),
+    let (mut h2, reused) = match conn.take() {
+        Some(Conn::H2(c)) if c.reusable() => (c, true),
+        _ => (Box::new(H2Conn::new(connect(target).await?)), false),
     };
     let fields;
     let ask = match req {
@@ -477,7 +477,17 @@ async fn h2_check(
             }
         }
     };
-    let answer = h2.exchange(&ask).await?;
+    let answer = match h2.exchange(&ask).await {
+        Ok(a) => a,
+        // The kept connection ended between checks (the server's idle
+        // timeout or connection age: a GOAWAY or a close nobody read):
+        // once more on a new one, as Envoy reconnects without a failure.
+        Err(_) if reused => {
+            h2 = Box::new(H2Conn::new(connect(target).await?));
+            h2.exchange(&ask).await?
+        }
+        Err(e) => return Err(e),
+    };
     *conn = Some(Conn::H2(h2));
     match req {
         Request::Http(h) => Ok(judge_http(h, answer.status, &answer.headers, &answer.body)),

@@ -33,6 +33,8 @@ pub(super) struct Held<'a> {
 pub(super) struct Resolved {
     /// The DNS config looked up (a later config waits for its own).
     pub(super) dns: Arc<Dns>,
+    /// The hosts found; its factor is not used (the cluster's config has
+    /// the current one).
     pub(super) endpoints: Arc<LoadAssignment>,
 }
 
@@ -128,7 +130,12 @@ impl Warm {
                         Some(e) => {
                             let mut m = (*c).clone();
                             m.endpoints = e.endpoints.clone();
-                            m.common_lb.overprovisioning_factor = e.overprovisioning_factor;
+                            // EDS brings its own policy; a DNS cluster's
+                            // is its config's (already in `m`, and current
+                            // when only the config changed).
+                            if c.eds.is_some() {
+                                m.common_lb.overprovisioning_factor = e.overprovisioning_factor;
+                            }
                             Arc::new(m)
                         }
                     };

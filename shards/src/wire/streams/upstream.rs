@@ -78,12 +78,15 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .xff
         .as_deref()
         .filter(|_| !edits.touches(b"x-forwarded-for"));
-    let xfp = s.xfp.filter(|_| !edits.touches(b"x-forwarded-proto"));
+    // A filter that sets one of these wins; one that appends adds to ours.
+    let xfp = s.xfp.filter(|_| !edits.removes(b"x-forwarded-proto"));
     let mut digits = [0u8; 40];
     let expected_timeout = s
         .timeout
-        .filter(|_| s.envoy_headers && !edits.touches(EXPECTED_TIMEOUT))
-        .map(|t| decimal(t.as_millis(), &mut digits));
+        .map(|t| t.as_millis())
+        // Under a millisecond reads as none, as Envoy truncates it.
+        .filter(|ms| *ms > 0 && s.envoy_headers && !edits.removes(EXPECTED_TIMEOUT))
+        .map(|ms| decimal(ms, &mut digits));
     let ours = Ours {
         xff: xff.is_some(),
         xfp: xfp.is_some(),
