@@ -21,6 +21,9 @@ enum Answer {
     Status(u16, Vec<(&'static str, &'static str)>),
     /// Reads the request and never answers.
     Hang,
+    /// 200 as a keep-alive answer, then closes the connection (as a
+    /// server's idle timeout would before the next check).
+    CloseAfter,
 }
 
 /// An HTTP/1.1 health endpoint on loopback (keep-alive), answering what
@@ -80,6 +83,10 @@ fn serve(mut conn: TcpStream, answer: &Mutex<Answer>, heads: &Mutex<Vec<String>>
         match answer {
             Answer::Hang => {
                 std::thread::sleep(Duration::from_secs(30));
+                return;
+            }
+            Answer::CloseAfter => {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
                 return;
             }
             Answer::Status(status, headers) => {
@@ -474,5 +481,27 @@ fn a_kept_http2_connection_the_server_closed_is_replaced_without_a_failure() {
     assert_eq!(total("network_failure"), 0.0);
     assert_eq!(total("failure"), 0.0);
     assert_eq!(answering(gw.listener("ingress").unwrap(), 4), ["b1"]);
+    gw.shutdown();
+}
+
+#[test]
+fn a_kept_http1_connection_the_server_closed_is_replaced_without_a_failure() {
+    let b1 = backend("b1");
+    let h1 = HealthServer::start();
+    h1.set(Answer::CloseAfter);
+    let gw = start(
+        bootstrap(&[b1.addr()], &[Some(h1.addr.port())], HTTP_CHECK),
+        1,
+    );
+    let admin = gw.admin_addr.unwrap();
+    let total = |outcome: &str| {
+        metric(
+            admin,
+            &format!("gateway_health_checks_total{{cluster=\"web\",outcome=\"{outcome}\"}}"),
+        )
+    };
+    wait_until(WAIT, "passing checks", || total("success") >= 8.0);
+    assert_eq!(total("network_failure"), 0.0);
+    assert_eq!(total("failure"), 0.0);
     gw.shutdown();
 }

@@ -197,7 +197,25 @@ fn judge_http(
     )
 }
 
+/// An HTTP/1.1 check; on a kept connection that fails (the server closed
+/// it between checks), once more on a new one, as for HTTP/2.
 async fn http1(
+    hc: &HealthCheck,
+    h: &HttpCheck,
+    target: &Target,
+    conn: &mut Option<Conn>,
+) -> Checked {
+    let reused = matches!(conn, Some(Conn::Tcp(_)));
+    match http1_once(hc, h, target, conn).await {
+        Err(_) if reused => {
+            *conn = None;
+            http1_once(hc, h, target, conn).await
+        }
+        checked => checked,
+    }
+}
+
+async fn http1_once(
     hc: &HealthCheck,
     h: &HttpCheck,
     target: &Target,
