@@ -32,9 +32,12 @@ pub enum Outcome {
     /// A status in `retriable_statuses`: counts towards
     /// `unhealthy_threshold`.
     Retriable,
-    /// A wrong answer (status, payload, `NOT_SERVING`, or
-    /// `x-envoy-immediate-health-check-fail`): unhealthy at once.
+    /// A wrong answer (status, payload, `NOT_SERVING`): unhealthy at once.
     Active,
+    /// `x-envoy-immediate-health-check-fail` on an answer (the check's or
+    /// a proxied one): unhealthy at once and *excluded* until a check
+    /// passes.
+    ImmediateFail,
 }
 
 /// Whether a result changed the host's verdict.
@@ -51,6 +54,10 @@ pub enum Transition {
 pub struct Verdict {
     pub healthy: bool,
     pub degraded: bool,
+    /// Failed through `x-envoy-immediate-health-check-fail`: left out of
+    /// its priority's health and of panic mode until a check passes
+    /// (Envoy's `EXCLUDED_VIA_IMMEDIATE_HC_FAIL`).
+    pub excluded: bool,
 }
 
 /// One host's checking state.
@@ -108,13 +115,18 @@ impl HostHealth {
             Outcome::Passed { degraded } => {
                 self.failures = 0;
                 let mut t = Transition::Unchanged;
+                if self.verdict.excluded {
+                    // Any pass ends the exclusion, healthy or not yet.
+                    self.verdict.excluded = false;
+                    t = Transition::Changed;
+                }
                 if !self.verdict.healthy {
                     self.passes += 1;
                     if first || self.passes >= hc.healthy_threshold {
                         self.verdict.healthy = true;
                         self.passes = 0;
                         t = Transition::Changed;
-                    } else {
+                    } else if t == Transition::Unchanged {
                         t = Transition::Pending;
                     }
                 }
@@ -126,13 +138,21 @@ impl HostHealth {
             }
             failure => {
                 self.passes = 0;
+                let immediate = failure == Outcome::ImmediateFail;
                 if !self.verdict.healthy {
+                    if immediate && !self.verdict.excluded {
+                        self.verdict.excluded = true;
+                        return Transition::Changed;
+                    }
                     return Transition::Unchanged;
                 }
                 self.failures += 1;
                 let counted = matches!(failure, Outcome::Network | Outcome::Retriable);
                 if !counted || self.failures >= hc.unhealthy_threshold {
-                    self.verdict = Verdict::default();
+                    self.verdict = Verdict {
+                        excluded: immediate,
+                        ..Verdict::default()
+                    };
                     self.failures = 0;
                     Transition::Changed
                 } else {
@@ -211,6 +231,12 @@ pub enum ActiveCheck {
 }
 
 impl ActiveCheck {
+    /// Failed through `x-envoy-immediate-health-check-fail` and not passed
+    /// since: the balancers leave it out like a draining host.
+    pub fn excluded(self) -> bool {
+        matches!(self, Self::Done(Verdict { excluded: true, .. }))
+    }
+
     /// Envoy's `health_flags` of a host (`/clusters`): the flags of its
     /// EDS status, active checking and outlier ejection in Envoy's order,
     /// or `healthy` when none is set. A host not checked yet shows
@@ -226,7 +252,8 @@ impl ActiveCheck {
             self,
             Self::Done(Verdict {
                 healthy: true,
-                degraded: true
+                degraded: true,
+                ..
             })
         );
         let flags = [
@@ -238,6 +265,7 @@ impl ActiveCheck {
             ),
             (degraded_active, "/degraded_active_hc"),
             (eds == HealthStatus::Degraded, "/degraded_eds_health"),
+            (self.excluded(), "/excluded_via_immediate_hc_fail"),
             (eds == HealthStatus::Draining, "/eds_status_draining"),
         ];
         let out: String = flags

@@ -36,6 +36,15 @@ pub struct Host {
     pub placement: crate::config::Placement,
 }
 
+impl Host {
+    /// Left out of balancing altogether (its priority's health, panic
+    /// mode, the tables): `DRAINING`, or failed through
+    /// `x-envoy-immediate-health-check-fail` and not passed since.
+    pub fn excluded(&self) -> bool {
+        self.health == HealthStatus::Draining || self.active.excluded()
+    }
+}
+
 /// A cluster with its hosts and the address → host map.
 #[derive(Debug)]
 pub struct ClusterSnapshot {
@@ -159,9 +168,7 @@ fn prebuilt_tables(config: &Cluster, hosts: &[Host]) -> Vec<PrebuiltTable> {
                 .iter()
                 .enumerate()
                 .filter(|(_, h)| {
-                    h.placement.priority == priority
-                        && h.health != HealthStatus::Draining
-                        && h.health.is_routable()
+                    h.placement.priority == priority && !h.excluded() && h.health.is_routable()
                 })
                 .map(|(i, _)| i as u32)
                 .collect();

@@ -360,7 +360,7 @@ fn http_checks_over_http2_judge_status_and_headers() {
     let (_, clusters) = admin_get(admin, "/clusters");
     assert!(
         clusters.contains(&format!(
-            "web::{}::health_flags::/failed_active_hc",
+            "web::{}::health_flags::/failed_active_hc/excluded_via_immediate_hc_fail\n",
             b2.addr()
         )),
         "{clusters}"
@@ -409,7 +409,7 @@ fn a_proxied_response_with_the_immediate_fail_header_fails_the_host_at_once() {
     let (_, clusters) = admin_get(admin, "/clusters");
     assert!(
         clusters.contains(&format!(
-            "web::{}::health_flags::/failed_active_hc",
+            "web::{}::health_flags::/failed_active_hc/excluded_via_immediate_hc_fail\n",
             b1.addr()
         )),
         "{clusters}"

@@ -57,6 +57,7 @@ fn network_failures_count_to_the_unhealthy_threshold_and_a_pass_resets_them() {
     let mut h = HostHealth::resumed(Verdict {
         healthy: true,
         degraded: false,
+        excluded: false,
     });
     assert_eq!(h.on_outcome(Outcome::Network, &c), Transition::Pending);
     assert_eq!(h.on_outcome(Outcome::Retriable, &c), Transition::Pending);
@@ -74,6 +75,7 @@ fn a_wrong_answer_fails_the_host_at_once() {
     let mut h = HostHealth::resumed(Verdict {
         healthy: true,
         degraded: false,
+        excluded: false,
     });
     assert_eq!(h.on_outcome(Outcome::Active, &c), Transition::Changed);
     assert!(!h.verdict().healthy);
@@ -96,7 +98,8 @@ fn degradation_follows_every_pass() {
         h.verdict(),
         Verdict {
             healthy: true,
-            degraded: true
+            degraded: true,
+            excluded: false,
         }
     );
     assert_eq!(
@@ -160,10 +163,12 @@ fn a_failed_check_comes_first_then_eds_status_then_degradation() {
     let ok = Some(Verdict {
         healthy: true,
         degraded: false,
+        excluded: false,
     });
     let degraded = Some(Verdict {
         healthy: true,
         degraded: true,
+        excluded: false,
     });
     let failed = Some(Verdict::default());
     assert_eq!(combined_status(Draining, ok), Draining);
@@ -185,7 +190,13 @@ fn a_failed_check_comes_first_then_eds_status_then_degradation() {
 #[test]
 fn health_flags_read_as_envoys() {
     use HealthStatus::*;
-    let done = |healthy, degraded| ActiveCheck::Done(Verdict { healthy, degraded });
+    let done = |healthy, degraded| {
+        ActiveCheck::Done(Verdict {
+            healthy,
+            degraded,
+            excluded: false,
+        })
+    };
     assert_eq!(ActiveCheck::Off.envoy_flags(Unknown, false), "healthy");
     assert_eq!(ActiveCheck::Off.envoy_flags(Healthy, false), "healthy");
     assert_eq!(done(true, false).envoy_flags(Unknown, false), "healthy");
@@ -221,4 +232,41 @@ fn health_flags_read_as_envoys() {
         ActiveCheck::Off.envoy_flags(Healthy, true),
         "/failed_outlier_check"
     );
+}
+
+#[test]
+fn the_immediate_fail_header_excludes_until_any_pass() {
+    let c = HealthCheck {
+        healthy_threshold: 2,
+        ..hc()
+    };
+    let mut h = HostHealth::resumed(Verdict {
+        healthy: true,
+        degraded: false,
+        excluded: false,
+    });
+    assert_eq!(
+        h.on_outcome(Outcome::ImmediateFail, &c),
+        Transition::Changed
+    );
+    assert!(!h.verdict().healthy && h.verdict().excluded);
+    // Again while failed: nothing new.
+    assert_eq!(
+        h.on_outcome(Outcome::ImmediateFail, &c),
+        Transition::Unchanged
+    );
+    // The first pass ends the exclusion, not yet the failure.
+    assert_eq!(h.on_outcome(PASS, &c), Transition::Changed);
+    assert!(!h.verdict().healthy && !h.verdict().excluded);
+    assert_eq!(h.on_outcome(PASS, &c), Transition::Changed);
+    assert!(h.verdict().healthy);
+    // A failed host that then says the header is excluded too.
+    assert_eq!(h.on_outcome(Outcome::Active, &c), Transition::Changed);
+    assert_eq!(
+        h.on_outcome(Outcome::ImmediateFail, &c),
+        Transition::Changed
+    );
+    assert!(h.verdict().excluded);
+    let flags = ActiveCheck::Done(h.verdict()).envoy_flags(HealthStatus::Healthy, false);
+    assert_eq!(flags, "/failed_active_hc/excluded_via_immediate_hc_fail");
 }

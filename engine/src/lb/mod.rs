@@ -8,11 +8,13 @@
 //!
 //! # Host classes
 //!
-//! * **Excluded**: `DRAINING` hosts. Never chosen by any policy, not even in
-//!   panic, and left out of the panic math (Envoy excludes hosts EDS marks
-//!   `DRAINING`).
+//! * **Excluded** ([`Host::excluded`]): `DRAINING` hosts, and hosts failed
+//!   through `x-envoy-immediate-health-check-fail` until a check passes.
+//!   Never chosen by any policy, not even in panic, and left out of the
+//!   panic math (Envoy excludes both).
 //! * **Healthy**: health `UNKNOWN`, `HEALTHY` or `DEGRADED`
-//!   ([`HealthStatus::is_routable`]) and not in the shard's [`EjectedSet`].
+//!   ([`is_routable`](crate::config::HealthStatus::is_routable)) and not in
+//!   the shard's [`EjectedSet`].
 //!   Unlike Envoy, `DEGRADED` hosts are not kept in reserve for when healthy
 //!   ones run short: they count as healthy.
 //! * Everything else (`UNHEALTHY`, `TIMEOUT`, or ejected) is used only in
@@ -70,7 +72,7 @@ pub mod xxhash;
 
 use std::sync::Arc;
 
-use crate::config::{HealthStatus, LbPolicy, MAX_LEAST_REQUEST_CHOICES};
+use crate::config::{LbPolicy, MAX_LEAST_REQUEST_CHOICES};
 use crate::ejected::EjectedSet;
 use crate::host::HostId;
 use crate::snapshot::{ClusterSnapshot, Host};
@@ -240,7 +242,7 @@ impl HostSetLb {
         let hosts = &cluster.hosts;
         let (priority, locality) = (self.priority, self.locality);
         let excluded = |h: &Host| {
-            h.health == HealthStatus::Draining
+            h.excluded()
                 || h.placement.priority != priority
                 || locality.is_some_and(|l| h.placement.locality != l)
         };

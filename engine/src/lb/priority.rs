@@ -12,7 +12,7 @@
 //! available none panics.
 
 use super::{HostSetLb, Pick};
-use crate::config::{HealthStatus, LbPolicy};
+use crate::config::LbPolicy;
 use crate::ejected::EjectedSet;
 use crate::host::HostId;
 use crate::snapshot::ClusterSnapshot;
@@ -186,7 +186,7 @@ impl ClusterLb {
         let weighted = cluster.config.common_lb.locality_weighted;
         let mut per_locality: Vec<((u32, u32), u32, u64, u64)> = Vec::new();
         for h in &cluster.hosts {
-            if h.health == HealthStatus::Draining {
+            if h.excluded() {
                 continue;
             }
             let healthy = u64::from(h.health.is_routable() && !ejected.contains(h.id));
@@ -360,6 +360,7 @@ mod tests {
                     let v = Verdict {
                         healthy,
                         degraded: false,
+                        excluded: false,
                     };
                     (e.address, v)
                 })
@@ -392,6 +393,46 @@ mod tests {
             let p = lb.pick(&slot, &none, |_| 0, &mut rng).unwrap();
             assert_eq!(p.host.address.port(), 3, "P0 failed: all to P1");
         }
+    }
+
+    #[test]
+    fn hosts_excluded_by_the_immediate_fail_header_leave_their_priority() {
+        // P0: one passing host and two failed, P1: one host. Failed
+        // hosts count against P0 (1 of 3: it spills); excluded ones are
+        // left out as Envoy leaves them (1 of 1: it keeps everything).
+        use crate::active_health::{ClusterVerdicts, Verdict};
+        use HealthStatus::*;
+        let base = cluster(
+            &[(0, Healthy), (0, Healthy), (0, Healthy), (1, Healthy)],
+            LbPolicy::RoundRobin,
+        );
+        let mut config = (*base.config).clone();
+        config.health_check = Some(Arc::new(crate::active_health::tests::hc()));
+        let config = Arc::new(config);
+        let p1_share = |excluded: bool| {
+            let verdict = |i: usize| Verdict {
+                healthy: i == 0 || i == 3,
+                degraded: false,
+                excluded: excluded && (i == 1 || i == 2),
+            };
+            let checks = ClusterVerdicts {
+                version: 1,
+                hosts: config
+                    .endpoints
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (e.address, verdict(i)))
+                    .collect(),
+            };
+            let c = ClusterSnapshot::build_checked(
+                Arc::clone(&config),
+                &mut HostRegistry::new(),
+                Some(&checks),
+            );
+            spread(&c, &EjectedSet::default())[3]
+        };
+        assert!(p1_share(false) > 400, "1 of 3 healthy: P1 takes over half");
+        assert_eq!(p1_share(true), 0);
     }
 
     #[test]

@@ -196,6 +196,7 @@ impl HealthCheckers {
                 let failed = Verdict {
                     healthy: false,
                     degraded: false,
+                    excluded: true,
                 };
                 let v = self.verdicts.entry(name.clone()).or_default();
                 if v.hosts.insert(h.address, failed) != Some(failed) {
@@ -480,7 +481,7 @@ fn spawn_host(
             // published it and drops this task's reports until now): the
             // task's own state follows, and says so if it changed.
             let forced = failed_by_response.take()
-                && state.on_outcome(Outcome::Active, &hc) == Transition::Changed;
+                && state.on_outcome(Outcome::ImmediateFail, &hc) == Transition::Changed;
             counters.attempt.set(counters.attempt.get() + 1);
             let first = state.is_first();
             let (outcome, why) = probe::check(&hc, &target, &mut conn).await;

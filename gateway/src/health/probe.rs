@@ -169,7 +169,7 @@ fn judge_http(
     if !h.is_expected(status) {
         if has("x-envoy-immediate-health-check-fail") {
             return (
-                Outcome::Active,
+                Outcome::ImmediateFail,
                 format!("answered {status} with x-envoy-immediate-health-check-fail"),
             );
         }
