@@ -335,36 +335,44 @@ mod tests {
         n
     }
 
+    /// `hosts`' cluster with an active health check configured.
+    fn checked_config(hosts: &[(u32, HealthStatus)]) -> Arc<Cluster> {
+        let mut config = (*cluster(hosts, LbPolicy::RoundRobin).config).clone();
+        config.health_check = Some(Arc::new(crate::active_health::tests::hc()));
+        Arc::new(config)
+    }
+
+    /// Each endpoint of `config`'s verdict, by its index.
+    fn verdicts_by_index(
+        config: &Cluster,
+        verdict: impl Fn(usize) -> crate::active_health::Verdict,
+    ) -> crate::active_health::ClusterVerdicts {
+        crate::active_health::ClusterVerdicts {
+            version: 1,
+            hosts: config
+                .endpoints
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.address, verdict(i)))
+                .collect(),
+        }
+    }
+
     #[test]
     fn a_new_snapshot_where_the_old_one_was_is_still_new() {
         // A verdict change rebuilds the snapshot with the same config and
         // host count, and the allocator may put it where the old one was
         // (here: the same variable). The balancer must see the change.
-        use crate::active_health::{ClusterVerdicts, Verdict};
+        use crate::active_health::Verdict;
         use HealthStatus::*;
-        let base = cluster(
-            &[(0, Healthy), (0, Healthy), (1, Healthy)],
-            LbPolicy::RoundRobin,
-        );
-        let mut config = (*base.config).clone();
-        config.health_check = Some(Arc::new(crate::active_health::tests::hc()));
-        let config = Arc::new(config);
+        let config = checked_config(&[(0, Healthy), (0, Healthy), (1, Healthy)]);
         let mut registry = HostRegistry::new();
-        let verdicts = |healthy: [bool; 3]| ClusterVerdicts {
-            version: 1,
-            hosts: config
-                .endpoints
-                .iter()
-                .zip(healthy)
-                .map(|(e, healthy)| {
-                    let v = Verdict {
-                        healthy,
-                        degraded: false,
-                        excluded: false,
-                    };
-                    (e.address, v)
-                })
-                .collect(),
+        let verdicts = |healthy: [bool; 3]| {
+            verdicts_by_index(&config, |i| Verdict {
+                healthy: healthy[i],
+                degraded: false,
+                excluded: false,
+            })
         };
         let none = EjectedSet::default();
         let mut slot = ClusterSnapshot::build_checked(
@@ -400,30 +408,15 @@ mod tests {
         // P0: one passing host and two failed, P1: one host. Failed
         // hosts count against P0 (1 of 3: it spills); excluded ones are
         // left out as Envoy leaves them (1 of 1: it keeps everything).
-        use crate::active_health::{ClusterVerdicts, Verdict};
+        use crate::active_health::Verdict;
         use HealthStatus::*;
-        let base = cluster(
-            &[(0, Healthy), (0, Healthy), (0, Healthy), (1, Healthy)],
-            LbPolicy::RoundRobin,
-        );
-        let mut config = (*base.config).clone();
-        config.health_check = Some(Arc::new(crate::active_health::tests::hc()));
-        let config = Arc::new(config);
+        let config = checked_config(&[(0, Healthy), (0, Healthy), (0, Healthy), (1, Healthy)]);
         let p1_share = |excluded: bool| {
-            let verdict = |i: usize| Verdict {
+            let checks = verdicts_by_index(&config, |i| Verdict {
                 healthy: i == 0 || i == 3,
                 degraded: false,
                 excluded: excluded && (i == 1 || i == 2),
-            };
-            let checks = ClusterVerdicts {
-                version: 1,
-                hosts: config
-                    .endpoints
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| (e.address, verdict(i)))
-                    .collect(),
-            };
+            });
             let c = ClusterSnapshot::build_checked(
                 Arc::clone(&config),
                 &mut HostRegistry::new(),
