@@ -37,6 +37,7 @@ fn outlier_config() -> OutlierDetection {
         consecutive_gateway_failure: five,
         success_rate: None,
         failure_percentage: None,
+        uneject_on_active_check: true,
     }
 }
 

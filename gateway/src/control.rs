@@ -380,8 +380,14 @@ impl Control {
                     true
                 }
                 Event::Health(report) => {
+                    let uneject = report
+                        .passed_while_ejected
+                        .then(|| (Rc::clone(&report.cluster), report.address));
                     if self.health.on_report(report) {
                         self.health_push_at.get_or_insert_with(Instant::now);
+                    }
+                    if let Some((cluster, address)) = uneject {
+                        self.uneject_after_check(&cluster, address).await;
                     }
                     false
                 }
@@ -667,6 +673,7 @@ impl Control {
         self.admin.set_dns(self.dns.counts().clone());
         // The checked hosts of this config: new ones get a task.
         self.health.sync(&self.current, &self.events);
+        self.health.follow_ejections(self.outlier.current());
         self.admin.set_health(self.health.counts());
         result
     }
@@ -714,11 +721,32 @@ impl Control {
             .set_outlier(self.outlier.view(&self.current), self.epoch);
     }
 
-    /// Tells every shard which hosts are ejected now. Not acknowledged: the
+    /// Tells every shard which hosts are ejected now (and the health
+    /// checkers, whose passes may end an ejection). Not acknowledged: the
     /// channel is ordered, so a later snapshot or collection follows it.
-    async fn push_ejections(&self, set: Arc<engine::EjectedSet>) {
+    async fn push_ejections(&mut self, set: Arc<engine::EjectedSet>) {
+        self.health.follow_ejections(&set);
         for l in &self.links {
             let _ = l.tx.send(ShardMsg::Ejections(Arc::clone(&set))).await;
+        }
+    }
+
+    /// An ejected host of `cluster` passed its active health check: its
+    /// ejection ends now unless the cluster keeps it
+    /// (`successful_active_health_check_uneject_host: false`).
+    async fn uneject_after_check(&mut self, cluster: &str, address: SocketAddr) {
+        let Some(id) = self
+            .current
+            .cluster(cluster)
+            .and_then(|c| c.host_by_addr(&address))
+            .map(|h| h.id)
+        else {
+            return;
+        };
+        if let Some(set) = self.outlier.uneject_after_check(cluster, id) {
+            self.push_ejections(set).await;
+            self.admin
+                .set_outlier(self.outlier.view(&self.current), self.epoch);
         }
     }
 

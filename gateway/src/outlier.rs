@@ -27,6 +27,8 @@ pub struct OutlierStats {
     pub not_enforced: [u64; 4],
     /// Ejections ended by their timer.
     pub unejected: u64,
+    /// Ejections ended by a passing active health check.
+    pub unejected_by_check: u64,
     /// Sweeps run (over all clusters).
     pub sweeps: u64,
 }
@@ -130,6 +132,29 @@ impl OutlierControl {
         }
         self.rng = self.rng.wrapping_mul(6364136223846793005).wrapping_add(1);
         self.publish()
+    }
+
+    /// A checked host of `cluster` passed its active health check and its
+    /// checks pass: its ejection ends at once when the cluster says so
+    /// (`successful_active_health_check_uneject_host`). Returns the
+    /// ejected set to push when it changed.
+    pub fn uneject_after_check(&mut self, cluster: &str, id: HostId) -> Option<Arc<EjectedSet>> {
+        let d = self.clusters.get_mut(cluster)?;
+        if !d.uneject_after_check(id) {
+            return None;
+        }
+        self.stats.unejected_by_check += 1;
+        tracing::info!(
+            cluster,
+            host = id.0,
+            "host returned from ejection: its active health check passed"
+        );
+        self.publish()
+    }
+
+    /// The set last pushed.
+    pub fn current(&self) -> &Arc<EjectedSet> {
+        &self.current
     }
 
     fn publish(&mut self) -> Option<Arc<EjectedSet>> {

@@ -39,6 +39,7 @@ fn consecutive_5xx() -> OutlierDetection {
         consecutive_gateway_failure: None,
         success_rate: None,
         failure_percentage: None,
+        uneject_on_active_check: true,
     }
 }
 
@@ -123,7 +124,10 @@ fn failing_host_is_ejected_within_three_intervals_and_returns_after_base_ejectio
         out_for >= BASE_EJECTION - INTERVAL / 2,
         "un-ejected after {out_for:?}"
     );
-    assert_eq!(metric(admin, "gateway_outlier_unejections_total"), 1.0);
+    assert_eq!(
+        metric(admin, "gateway_outlier_unejections_total{cause=\"timer\"}"),
+        1.0
+    );
     // ... and it receives traffic again (and, still failing, is soon ejected
     // again).
     let n = bad.requests();

@@ -505,3 +505,56 @@ fn a_kept_http1_connection_the_server_closed_is_replaced_without_a_failure() {
     assert_eq!(total("failure"), 0.0);
     gw.shutdown();
 }
+
+#[test]
+fn a_passing_check_ends_an_outlier_ejection_unless_switched_off() {
+    // b1 answers proxied requests 503 but passes its checks (every 0.2 s):
+    // consecutive_5xx ejects it for a minute, and with Envoy's default
+    // (`successful_active_health_check_uneject_host: true`) its next
+    // passing check brings it back long before that.
+    for uneject in [true, false] {
+        let mut opts = BackendOptions::new("b1");
+        opts.status = Some(503);
+        let (b1, b2) = (backend_with(opts), backend("b2"));
+        let (h1, h2) = (HealthServer::start(), HealthServer::start());
+        let checker = format!(
+            "{HTTP_CHECK}\n    outlier_detection: {{ consecutive_5xx: 2, interval: 0.05s, \
+             base_ejection_time: 60s, max_ejection_percent: 50, \
+             successful_active_health_check_uneject_host: {uneject} }}"
+        );
+        let gw = start(
+            bootstrap_every(
+                "0.2s",
+                &[b1.addr(), b2.addr()],
+                &[Some(h1.addr.port()), Some(h2.addr.port())],
+                &checker,
+            ),
+            1,
+        );
+        let admin = gw.admin_addr.unwrap();
+        let addr = gw.listener("ingress").unwrap();
+        let ejected = || host_status(admin, "web", b1.addr())["ejected"] == true;
+        let by_check = "gateway_outlier_unejections_total{cause=\"active_health_check\"}";
+        wait_until(WAIT, "b1 ejected", || {
+            get_n(addr, "/", 4);
+            ejected()
+        });
+        if uneject {
+            wait_until(Duration::from_secs(2), "b1 back after a check", || {
+                !ejected()
+            });
+            assert!(metric(admin, by_check) >= 1.0);
+        } else {
+            // Several passing checks later it is still out.
+            let checks = h1.checks();
+            wait_until(WAIT, "three more checks", || h1.checks() >= checks + 3);
+            assert!(ejected());
+            assert_eq!(metric(admin, by_check), 0.0);
+        }
+        assert_eq!(
+            metric(admin, "gateway_outlier_unejections_total{cause=\"timer\"}"),
+            0.0
+        );
+        gw.shutdown();
+    }
+}

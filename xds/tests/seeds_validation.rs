@@ -208,6 +208,13 @@ fn valid_outlier_detection_is_accepted() {
         Some(defaults.clone())
     );
     assert_eq!(cluster_ok("").outlier_detection, None);
+    assert!(defaults.uneject_on_active_check);
+    // Envoy's switch for un-ejecting on a passing active check.
+    let kept =
+        cluster_ok("outlier_detection: { successful_active_health_check_uneject_host: false }")
+            .outlier_detection
+            .unwrap();
+    assert!(!kept.uneject_on_active_check);
     // Every A50 field at a valid value, and Envoy defaults spelled out.
     assert_eq!(
         cluster_ok(
@@ -258,6 +265,7 @@ fn valid_outlier_detection_is_accepted() {
                 minimum_hosts: 1,
                 request_volume: 1,
             }),
+            uneject_on_active_check: true,
         })
     );
 
@@ -401,10 +409,6 @@ fn outlier_fields_we_do_not_implement_are_rejected_by_name() {
             "max_ejection_time_jitter: not supported",
         ),
         (
-            "successful_active_health_check_uneject_host: false",
-            "successful_active_health_check_uneject_host: false is not supported",
-        ),
-        (
             "always_eject_one_host: true",
             "always_eject_one_host: true is not supported",
         ),
@@ -448,6 +452,7 @@ fn outlier_defaults_follow_envoy_and_a50() {
             }),
             // enforcing_failure_percentage defaults to 0 (A50: off).
             failure_percentage: None,
+            uneject_on_active_check: true,
         }
     );
 
@@ -504,6 +509,7 @@ fn outlier_defaults_follow_envoy_and_a50() {
                 minimum_hosts: 3,
                 request_volume: 20,
             }),
+            uneject_on_active_check: true,
         }
     );
 

@@ -41,6 +41,10 @@ pub struct OutlierDetection {
     /// The `failure_percentage_*` fields, when `enforcing_failure_percentage`
     /// is above 0 (default 0: off).
     pub failure_percentage: Option<FailurePercentageEjection>,
+    /// `successful_active_health_check_uneject_host` (default true): a
+    /// passing active health check of a host no longer failing its checks
+    /// ends the host's ejection at once, as Envoy's detector does.
+    pub uneject_on_active_check: bool,
 }
 
 impl OutlierDetection {

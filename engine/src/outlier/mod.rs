@@ -173,6 +173,29 @@ impl ClusterOutlier {
         self.hosts.get(&id)
     }
 
+    /// Ends `id`'s ejection because its active health check passed
+    /// (Envoy's `successful_active_health_check_uneject_host`): whether it
+    /// was ejected and the cluster un-ejects on checks. The caller makes
+    /// sure the check left the host passing (not still short of
+    /// `healthy_threshold`). The multiplier stays, as Envoy keeps the
+    /// ejection count: decay goes on sweep by sweep.
+    pub fn uneject_after_check(&mut self, id: HostId) -> bool {
+        if !self
+            .config
+            .as_ref()
+            .is_some_and(|c| c.uneject_on_active_check)
+        {
+            return false;
+        }
+        match self.hosts.get_mut(&id) {
+            Some(host) if host.is_ejected() => {
+                host.ejected_since = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Currently ejected hosts.
     pub fn ejected(&self) -> impl Iterator<Item = HostId> + '_ {
         self.order.iter().copied().filter(|id| self.is_ejected(*id))

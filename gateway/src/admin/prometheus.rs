@@ -732,11 +732,12 @@ fn session_and_lb(out: &mut String, inner: &Inner) {
         out,
         "gateway_outlier_unejections_total",
         "counter",
-        "Ejections ended by their timer.",
+        "Ejections ended, by cause: their timer, or a passing active health check.",
     );
     let _ = writeln!(
         out,
-        "gateway_outlier_unejections_total {}",
-        o.stats.unejected
+        "gateway_outlier_unejections_total{{cause=\"timer\"}} {}\n\
+         gateway_outlier_unejections_total{{cause=\"active_health_check\"}} {}",
+        o.stats.unejected, o.stats.unejected_by_check
     );
 }

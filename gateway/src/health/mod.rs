@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
 use engine::active_health::{ActiveHealth, HostHealth, Outcome, Transition, Verdict};
-use engine::{Bootstrap, Cluster, ClusterSnapshot, EndpointCheck, HealthCheck, HostId, Snapshot};
+use engine::{
+    Bootstrap, Cluster, ClusterSnapshot, EjectedSet, EndpointCheck, HealthCheck, HostId, Snapshot,
+};
 use glommio::channels::local_channel::LocalSender;
 use shards::stats::ShardStats;
 
@@ -36,6 +38,10 @@ pub struct Report {
     /// dropped.
     pub gen: u64,
     pub verdict: Verdict,
+    /// The check passed, the host's checks pass, and the host was
+    /// outlier-ejected in a cluster that un-ejects on a passing check
+    /// (`successful_active_health_check_uneject_host`).
+    pub passed_while_ejected: bool,
 }
 
 /// One cluster's checking, as the admin server shows it (Envoy's
@@ -117,6 +123,10 @@ struct HostTask {
     /// Set when a proxied response said `x-envoy-immediate-health-check-fail`:
     /// the task fails the host's state before its next check.
     failed_by_response: Rc<Cell<bool>>,
+    /// Whether the host is outlier-ejected in a cluster that un-ejects on
+    /// a passing check: the task then reports its next pass even when the
+    /// verdict stays.
+    ejected: Rc<Cell<bool>>,
     _task: glommio::Task<()>,
 }
 
@@ -139,6 +149,8 @@ pub struct HealthCheckers {
     /// last polled, or when its task started.
     host_immediate_seen: AHashMap<HostId, u64>,
     poll_at: Option<Instant>,
+    /// The outlier-ejected set last followed (new tasks start from it).
+    ejected: Arc<EjectedSet>,
 }
 
 impl HealthCheckers {
@@ -152,6 +164,24 @@ impl HealthCheckers {
             immediate_seen: Vec::new(),
             host_immediate_seen: AHashMap::new(),
             poll_at: None,
+            ejected: Arc::default(),
+        }
+    }
+
+    /// Follows a new outlier-ejected set: the tasks of ejected hosts in
+    /// clusters that un-eject on a passing check
+    /// (`successful_active_health_check_uneject_host`) report their next
+    /// pass. Walks the checked hosts; ejected sets change rarely.
+    pub fn follow_ejections(&mut self, set: &Arc<EjectedSet>) {
+        self.ejected = Arc::clone(set);
+        for c in self.clusters.values() {
+            let Some(snap) = &c.seen else { continue };
+            let unejects = unejects_on_check(snap);
+            for h in &snap.hosts {
+                if let Some(task) = c.hosts.get(&h.address) {
+                    task.ejected.set(unejects && set.contains(h.id));
+                }
+            }
         }
     }
 
@@ -319,6 +349,12 @@ impl HealthCheckers {
                     self.host_immediate_seen.insert(h.id, n);
                 }
                 let failed_by_response = Rc::new(Cell::new(false));
+                let ejected = Rc::new(Cell::new(
+                    unejects_on_check(cs)
+                        && cs
+                            .host_by_addr(&addr)
+                            .is_some_and(|h| self.ejected.contains(h.id)),
+                ));
                 let task = spawn_host(
                     entry,
                     &cs.config,
@@ -329,6 +365,7 @@ impl HealthCheckers {
                         gen: self.gen,
                         seed: self.seed,
                         failed_by_response: Rc::clone(&failed_by_response),
+                        ejected: Rc::clone(&ejected),
                     },
                     events.clone(),
                 );
@@ -338,6 +375,7 @@ impl HealthCheckers {
                         gen: self.gen,
                         check: check.clone(),
                         failed_by_response,
+                        ejected,
                         _task: task,
                     },
                 );
@@ -391,6 +429,14 @@ impl HealthCheckers {
     }
 }
 
+/// Whether a passing check ends an ejection in this cluster.
+fn unejects_on_check(c: &ClusterSnapshot) -> bool {
+    c.config
+        .outlier_detection
+        .as_ref()
+        .is_some_and(|o| o.uneject_on_active_check && o.has_detector())
+}
+
 /// `rq_immediate_hc_fail` of host `id`, summed over the shards.
 fn immediate_fails(shards: &[Arc<ShardStats>], id: HostId) -> u64 {
     shards
@@ -438,6 +484,7 @@ struct HostSpawn<'a> {
     gen: u64,
     seed: u64,
     failed_by_response: Rc<Cell<bool>>,
+    ejected: Rc<Cell<bool>>,
 }
 
 fn spawn_host(
@@ -453,6 +500,7 @@ fn spawn_host(
         gen,
         mut seed,
         failed_by_response,
+        ejected,
     } = spawn;
     let hc = Arc::clone(&c.config);
     let target = target_of(cluster, &hc, address, check);
@@ -499,7 +547,11 @@ fn spawn_host(
             }
             let transition = state.on_outcome(outcome, &hc);
             log_result(&name, address, &hc, outcome, transition, &why);
-            if transition == Transition::Changed || first || forced {
+            // Envoy un-ejects on a pass that leaves the host passing, not
+            // on one still short of `healthy_threshold`. Said once: the
+            // control shard sets the flag again if the host stays ejected.
+            let passed_while_ejected = passed && state.verdict().healthy && ejected.take();
+            if transition == Transition::Changed || first || forced || passed_while_ejected {
                 let Some(events) = events.upgrade() else {
                     return;
                 };
@@ -508,6 +560,7 @@ fn spawn_host(
                     address,
                     gen,
                     verdict: state.verdict(),
+                    passed_while_ejected,
                 };
                 if events.send(Event::Health(report)).await.is_err() {
                     return;

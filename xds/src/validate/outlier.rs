@@ -21,8 +21,7 @@ use crate::pb::envoy::config::cluster::v3 as pb;
 /// - `max_ejection_percent`, `failure_percentage_threshold` and every
 ///   `enforcing_*`: at most 100 (A50, Envoy).
 /// - Envoy's local-origin split, `monitors`, `max_ejection_time_jitter`,
-///   `always_eject_one_host`, `detect_degraded_hosts` and
-///   `successful_active_health_check_uneject_host: false` are not supported
+///   `always_eject_one_host` and `detect_degraded_hosts` are not supported
 ///   (their defaults may be spelled out).
 pub fn outlier_detection(o: &pb::OutlierDetection, path: &Path) -> Result<OutlierDetection> {
     reject_set!(
@@ -43,11 +42,6 @@ pub fn outlier_detection(o: &pb::OutlierDetection, path: &Path) -> Result<Outlie
     }
     // BoolValues whose default is what we do.
     for (name, value, default) in [
-        (
-            "successful_active_health_check_uneject_host",
-            o.successful_active_health_check_uneject_host,
-            true,
-        ),
         ("always_eject_one_host", o.always_eject_one_host, false),
         ("detect_degraded_hosts", o.detect_degraded_hosts, false),
     ] {
@@ -144,6 +138,9 @@ pub fn outlier_detection(o: &pb::OutlierDetection, path: &Path) -> Result<Outlie
         consecutive_gateway_failure,
         success_rate,
         failure_percentage,
+        uneject_on_active_check: o
+            .successful_active_health_check_uneject_host
+            .unwrap_or(true),
     })
 }
 

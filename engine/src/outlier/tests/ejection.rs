@@ -240,3 +240,43 @@ fn ejection_reason_names() {
         ]
     );
 }
+
+#[test]
+fn a_passing_active_check_ends_an_ejection_unless_switched_off() {
+    let t0 = Instant::now();
+    let c = OutlierDetection {
+        base_ejection_time: 30 * SEC,
+        consecutive_5xx: consecutive(5),
+        ..config()
+    };
+    let mut d = detector(&c, 2, t0);
+    assert!(!d.uneject_after_check(HostId(0)), "not ejected");
+    d.sweep(t0 + 10 * SEC, &flagged(0, true, false), &mut || 0);
+    assert_eq!(ejected(&d), [HostId(0)]);
+    assert!(d.uneject_after_check(HostId(0)));
+    assert!(ejected(&d).is_empty());
+    assert!(!d.uneject_after_check(HostId(0)), "once");
+    // The multiplier stays: the next ejection lasts twice as long.
+    assert_eq!(d.host(HostId(0)).unwrap().multiplier, 1);
+    d.sweep(t0 + 20 * SEC, &flagged(0, true, false), &mut || 0);
+    assert_eq!(d.host(HostId(0)).unwrap().multiplier, 2);
+    let none = AHashMap::new();
+    assert!(d
+        .sweep(t0 + 70 * SEC, &none, &mut || 0)
+        .unejected
+        .is_empty());
+    assert_eq!(
+        d.sweep(t0 + 80 * SEC, &none, &mut || 0).unejected,
+        [HostId(0)]
+    );
+
+    // successful_active_health_check_uneject_host: false.
+    let off = OutlierDetection {
+        uneject_on_active_check: false,
+        ..c
+    };
+    let mut d = detector(&off, 2, t0);
+    d.sweep(t0 + 10 * SEC, &flagged(1, true, false), &mut || 0);
+    assert!(!d.uneject_after_check(HostId(1)));
+    assert_eq!(ejected(&d), [HostId(1)]);
+}

@@ -24,6 +24,7 @@ fn config() -> OutlierDetection {
         consecutive_gateway_failure: None,
         success_rate: None,
         failure_percentage: None,
+        uneject_on_active_check: true,
     }
 }
 
