@@ -558,3 +558,106 @@ fn a_passing_check_ends_an_outlier_ejection_unless_switched_off() {
         gw.shutdown();
     }
 }
+
+/// Cluster `web`: one HTTP/1.1 host over TLS (SNI `hc.example`, `tls`
+/// more fields of its UpstreamTlsContext), checked every 0.1 s with
+/// `checker`.
+fn tls_bootstrap(host: SocketAddr, tls: &str, checker: &str) -> engine::Bootstrap {
+    yaml::web_bootstrap(
+        "",
+        &format!(
+            r#"    health_checks:
+    - timeout: 1s
+      interval: 0.1s
+      no_traffic_interval: 0.1s
+      unhealthy_threshold: 1
+      healthy_threshold: 1
+{checker}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: hc.example
+{tls}
+    load_assignment: {{ cluster_name: web, endpoints: [{{ lb_endpoints: [{}] }}] }}
+"#,
+            yaml::endpoint(&host.ip().to_string(), host.port(), "")
+        ),
+    )
+}
+
+/// Waits until `/clusters` shows `host`'s health flags as `flags`.
+fn wait_flags(admin: SocketAddr, host: SocketAddr, flags: &str) {
+    let line = format!("web::{host}::health_flags::{flags}\n");
+    wait_until(WAIT, &line, || {
+        admin_get(admin, "/clusters").1.contains(&line)
+    });
+}
+
+#[test]
+fn checks_go_over_the_cluster_s_tls_with_its_validation_and_the_check_s_alpn() {
+    use support::h1_backend::{H1Answer, H1Backend};
+    use support::tls_client::{cert, server_config};
+    let (good, other) = (cert(&["backend.internal"]), cert(&["other.internal"]));
+    let trusting = |c: &support::tls_client::Cert| {
+        format!(
+            "        common_tls_context: {{ validation_context: {{ trusted_ca: {{ inline_string: {:?} }} }} }}",
+            c.pem.0
+        )
+    };
+    let b = H1Backend::start_with(Some(server_config(&good, &["http/1.1"])), |r| {
+        H1Answer::ok(if r.target == "/healthz" { "ok" } else { "app" })
+    });
+
+    // Trusted: checks arrive over TLS with the cluster's SNI, and pass.
+    let gw = start(tls_bootstrap(b.addr(), &trusting(&good), HTTP_CHECK), 1);
+    let admin = gw.admin_addr.unwrap();
+    wait_flags(admin, b.addr(), "healthy");
+    let checks: Vec<_> = b
+        .requests()
+        .into_iter()
+        .filter(|r| r.target == "/healthz")
+        .collect();
+    assert!(!checks.is_empty());
+    assert!(checks
+        .iter()
+        .all(|r| r.sni.as_deref() == Some("hc.example")));
+    assert_eq!(checks[0].field("host"), Some("web"));
+    gw.shutdown();
+
+    // A chain that does not lead to trusted_ca: every check fails, and
+    // none reaches the backend.
+    let before = b.requests().len();
+    let gw = start(tls_bootstrap(b.addr(), &trusting(&other), HTTP_CHECK), 1);
+    let admin = gw.admin_addr.unwrap();
+    wait_until(WAIT, "failed checks", || {
+        metric(
+            admin,
+            "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}",
+        ) >= 2.0
+    });
+    wait_flags(admin, b.addr(), "/failed_active_hc");
+    assert_eq!(b.requests().len(), before);
+    gw.shutdown();
+
+    // A backend that speaks only its own ALPN protocol: the cluster's
+    // list (http/1.1) fails the handshake; the check's
+    // `tls_options.alpn_protocols` passes it.
+    let picky = H1Backend::start_with(Some(server_config(&good, &["hc-proto"])), |_| {
+        H1Answer::ok("ok")
+    });
+    let gw = start(tls_bootstrap(picky.addr(), "", HTTP_CHECK), 1);
+    let admin = gw.admin_addr.unwrap();
+    wait_until(WAIT, "failed checks", || {
+        metric(
+            admin,
+            "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}",
+        ) >= 2.0
+    });
+    wait_flags(admin, picky.addr(), "/failed_active_hc");
+    gw.shutdown();
+    let with_alpn = format!("{HTTP_CHECK}\n      tls_options: {{ alpn_protocols: [hc-proto] }}");
+    let gw = start(tls_bootstrap(picky.addr(), "", &with_alpn), 1);
+    wait_flags(gw.admin_addr.unwrap(), picky.addr(), "healthy");
+    gw.shutdown();
+}

@@ -9,8 +9,9 @@ use bytes::Bytes;
 use engine::tls::{UpstreamTls, UpstreamTlsSpec};
 use engine::{UpstreamOptions, UpstreamProtocol};
 use http::HeaderMap;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use support::h1_backend::{H1Answer, H1Backend, H1Request};
+use support::tls_client::{cert, server_config, Cert};
 use support::*;
 
 /// A gateway in front of one HTTP/1.1 cluster `c` with `upstream`.
@@ -404,33 +405,6 @@ fn a_malformed_answer_fails_its_request_only() {
     assert_eq!(&after.body[..], b"GET /after ");
 }
 
-/// A self-signed certificate for `names`, with its key.
-fn cert(names: &[&str]) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let c = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-        .expect("params")
-        .self_signed(&key)
-        .expect("cert");
-    (
-        c.der().clone(),
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-    )
-}
-
-fn server_tls(
-    cert: &(CertificateDer<'static>, PrivateKeyDer<'static>),
-    alpn: &[&str],
-) -> Arc<rustls::ServerConfig> {
-    let mut cfg = rustls::ServerConfig::builder_with_provider(engine::tls::provider())
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.0.clone()], cert.1.clone_key())
-        .expect("server config");
-    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
-    Arc::new(cfg)
-}
-
 fn upstream_tls(
     protocol: UpstreamProtocol,
     sni: Option<&str>,
@@ -482,11 +456,15 @@ fn get_status(addr: std::net::SocketAddr, path: &'static str) -> (u16, Option<St
 fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
     let good = cert(&["backend.internal"]);
     let other = cert(&["other.internal"]);
-    let b = H1Backend::start_with(Some(server_tls(&good, &["http/1.1"])), echo);
+    let b = H1Backend::start_with(Some(server_config(&good, &["http/1.1"])), echo);
     // Trusted, named otherwise than the SNI: Envoy does not compare names.
     let (_gw, addr) = gateway_h1(
         b.addr(),
-        upstream_tls(UpstreamProtocol::Http1, Some("api.example"), Some(&good.0)),
+        upstream_tls(
+            UpstreamProtocol::Http1,
+            Some("api.example"),
+            Some(&good.der),
+        ),
     );
     assert_eq!(get_status(addr, "/a").0, 200);
     assert_eq!(b.requests()[0].sni.as_deref(), Some("api.example"));
@@ -497,7 +475,7 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
     // A chain that does not lead to trusted_ca: the connect fails.
     let (gw3, addr3) = gateway_h1(
         b.addr(),
-        upstream_tls(UpstreamProtocol::Http1, None, Some(&other.0)),
+        upstream_tls(UpstreamProtocol::Http1, None, Some(&other.der)),
     );
     assert_eq!(get_status(addr3, "/c").0, 503);
     let admin = gw3.admin_addr.expect("admin");
@@ -517,7 +495,7 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
         upstream_tls_matching(
             UpstreamProtocol::Http1,
             None,
-            Some(&good.0),
+            Some(&good.der),
             vec![dns("backend.internal")],
         ),
     );
@@ -527,7 +505,7 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
         upstream_tls_matching(
             UpstreamProtocol::Http1,
             None,
-            Some(&good.0),
+            Some(&good.der),
             vec![dns("other.internal")],
         ),
     );
@@ -539,7 +517,7 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
 fn auto_config_speaks_what_alpn_chose() {
     let c = cert(&["backend.internal"]);
     // An HTTP/1.1-only TLS backend.
-    let h1b = H1Backend::start_with(Some(server_tls(&c, &["http/1.1"])), echo);
+    let h1b = H1Backend::start_with(Some(server_config(&c, &["http/1.1"])), echo);
     let (_gw, addr) = gateway_h1(h1b.addr(), upstream_tls(UpstreamProtocol::Auto, None, None));
     for _ in 0..3 {
         assert_eq!(get_status(addr, "/h1").0, 200);
@@ -564,16 +542,13 @@ fn auto_config_speaks_what_alpn_chose() {
     assert_eq!(metric(admin, "gateway_downstream_cx_http1_total"), 0.0);
 }
 
-fn downstream_tls(
-    c: &(CertificateDer<'static>, PrivateKeyDer<'static>),
-    alpn: &[&str],
-) -> Arc<engine::tls::DownstreamTls> {
+fn downstream_tls(c: &Cert, alpn: &[&str]) -> Arc<engine::tls::DownstreamTls> {
     use engine::tls::{CertificateSpec, DownstreamTls, DownstreamTlsSpec};
     Arc::new(
         DownstreamTls::build(DownstreamTlsSpec::new(
             vec![CertificateSpec {
-                chain: vec![c.0.clone()],
-                key: c.1.clone_key(),
+                chain: vec![c.der.clone()],
+                key: PrivateKeyDer::Pkcs8(c.key.clone().into()),
             }],
             alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
         ))
@@ -585,7 +560,7 @@ fn downstream_tls(
 fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
     let good = cert(&["backend.internal"]);
     let other = cert(&["other.internal"]);
-    let b = H1Backend::start_with(Some(server_tls(&good, &["http/1.1"])), echo);
+    let b = H1Backend::start_with(Some(server_config(&good, &["http/1.1"])), echo);
     let with = |upstream: UpstreamOptions| {
         let mut c = (*cluster("c", &[b.addr()])).clone();
         c.upstream = upstream;
@@ -602,7 +577,7 @@ fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
     gw.reload(with(upstream_tls(
         UpstreamProtocol::Http1,
         None,
-        Some(&other.0),
+        Some(&other.der),
     )))
     .expect("reload");
     assert_eq!(get_status(addr, "/b").0, 503);
@@ -610,7 +585,7 @@ fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
     gw.reload(with(upstream_tls(
         UpstreamProtocol::Http1,
         None,
-        Some(&good.0),
+        Some(&good.der),
     )))
     .expect("reload");
     assert_eq!(get_status(addr, "/c").0, 200);
@@ -618,7 +593,7 @@ fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
     gw.reload(with(upstream_tls(
         UpstreamProtocol::Http1,
         None,
-        Some(&good.0),
+        Some(&good.der),
     )))
     .expect("reload");
     assert_eq!(get_status(addr, "/d").0, 200);

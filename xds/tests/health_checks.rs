@@ -84,8 +84,25 @@ fn an_endpoints_health_check_config_and_hostname() {
 }
 
 #[test]
+fn tls_options_offer_their_alpn_over_the_cluster_s_tls() {
+    let tls = "    transport_socket:\n      name: envoy.transport_sockets.tls\n      typed_config: { \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext }\n";
+    let c = load(
+        &hc("http_health_check: { path: /h }, tls_options: { alpn_protocols: [h2, http/1.1] }"),
+        "",
+        tls,
+    )
+    .unwrap();
+    assert!(c.upstream.tls.is_some(), "checks over TLS are accepted");
+    let h = c.health_check.as_ref().unwrap();
+    assert_eq!(h.tls_alpn, [b"h2".to_vec(), b"http/1.1".to_vec()]);
+    // Without tls_options: the cluster's own ALPN.
+    let c = load(&hc("http_health_check: { path: /h }"), "", tls).unwrap();
+    assert!(c.health_check.as_ref().unwrap().tls_alpn.is_empty());
+}
+
+#[test]
 fn refusals_name_their_field() {
-    let cases: [(&str, &str, &str); 11] = [
+    let cases: [(&str, &str, &str); 13] = [
         (
             "{ interval: 5s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {} }",
             "",
@@ -140,6 +157,16 @@ fn refusals_name_their_field() {
             &hc("custom_health_check: { name: x }"),
             "",
             "health_checks[0].custom_health_check: not supported",
+        ),
+        (
+            &hc("tcp_health_check: {}, tls_options: { alpn_protocols: [h2, \"\"] }"),
+            "",
+            "health_checks[0].tls_options.alpn_protocols[1]: must be 1 to 255 bytes",
+        ),
+        (
+            &hc("tcp_health_check: {}, transport_socket_match_criteria: { a: b }"),
+            "",
+            "health_checks[0].transport_socket_match_criteria: not supported",
         ),
     ];
     for (h, extra, want) in cases {

@@ -21,6 +21,7 @@ pub(crate) fn hc() -> HealthCheck {
         healthy_edge_interval: Duration::from_secs(7),
         always_log_failures: false,
         always_log_success: false,
+        tls_alpn: vec![],
         checker: Checker::Tcp(TcpCheck {
             send: vec![],
             receive: vec![],

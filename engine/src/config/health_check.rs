@@ -46,6 +46,10 @@ pub struct HealthCheck {
     pub always_log_failures: bool,
     /// Log every passed check.
     pub always_log_success: bool,
+    /// `tls_options.alpn_protocols`: what a check offers in ALPN over the
+    /// cluster's TLS instead of the cluster's own list (empty: the
+    /// cluster's). Without TLS on the cluster, nothing.
+    pub tls_alpn: Vec<Vec<u8>>,
     pub checker: Checker,
 }
 

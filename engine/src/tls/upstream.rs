@@ -143,6 +143,34 @@ impl UpstreamTls {
             None => ServerName::IpAddress(addr.ip().into()),
         }
     }
+
+    /// The same context offering `alpn` instead (an active health check's
+    /// `tls_options.alpn_protocols`); `alpn` empty: this one. Session
+    /// resumption is shared with the original.
+    pub fn with_alpn(self: &Arc<Self>, alpn: &[Vec<u8>]) -> Arc<Self> {
+        if alpn.is_empty() {
+            return Arc::clone(self);
+        }
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = alpn.to_vec();
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (self.fingerprint, alpn).hash(&mut h);
+            h.finish()
+        };
+        Arc::new(Self {
+            config: Arc::new(config),
+            alpn: alpn
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect(),
+            sni: self.sni.clone(),
+            verifies: self.verifies,
+            sni_name: self.sni_name.clone(),
+            fingerprint,
+        })
+    }
 }
 
 /// A digest of a spec (its certificates and key included).

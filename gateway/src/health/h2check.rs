@@ -10,15 +10,15 @@
 
 use bytes::{Bytes, BytesMut};
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
+use shards::wire::tls::Transport;
 
 /// Bytes asked of the socket per read: a check's answer is small.
 const READ_SIZE: usize = 4096;
 
 /// One connection to a checked host, kept between checks.
 pub struct H2Conn {
-    tcp: TcpStream,
+    stream: Transport,
     conn: ClientConn,
     /// Received bytes the codec has not consumed yet.
     received: BytesMut,
@@ -48,9 +48,9 @@ pub struct Ask<'a> {
 }
 
 impl H2Conn {
-    /// A connection over `tcp`; the client preface and SETTINGS go out with
-    /// the first request.
-    pub fn new(tcp: TcpStream) -> Self {
+    /// A connection over `stream` (TCP, or the cluster's TLS); the client
+    /// preface and SETTINGS go out with the first request.
+    pub fn new(stream: Transport) -> Self {
         let cfg = ClientConfig {
             // Enough for any answer a checker looks at; the rest is
             // released as read.
@@ -60,7 +60,7 @@ impl H2Conn {
             ..ClientConfig::default()
         };
         Self {
-            tcp,
+            stream,
             conn: ClientConn::new(cfg),
             received: BytesMut::new(),
             out: Vec::new(),
@@ -192,17 +192,19 @@ impl H2Conn {
         if self.out.is_empty() {
             return Ok(());
         }
-        self.tcp
+        self.stream
             .write_all(&self.out)
             .await
-            .map_err(|e| format!("send: {e}"))
+            .map_err(|e| format!("send: {e}"))?;
+        // TLS may hold records back until flushed.
+        self.stream.flush().await.map_err(|e| format!("send: {e}"))
     }
 
     /// Reads what arrived and hands it to the codec.
     async fn read(&mut self) -> Result<(), String> {
         let mut chunk = [0u8; READ_SIZE];
         let n = self
-            .tcp
+            .stream
             .read(&mut chunk)
             .await
             .map_err(|e| format!("receive: {e}"))?;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use ahash::AHashMap;
 use engine::active_health::{ActiveHealth, HostHealth, Outcome, Transition, Verdict};
+use engine::tls::UpstreamTls;
 use engine::{
     Bootstrap, Cluster, ClusterSnapshot, EjectedSet, EndpointCheck, HealthCheck, HostId, Snapshot,
 };
@@ -107,6 +108,10 @@ impl TrafficWatch {
 
 struct ClusterCheckers {
     config: Arc<HealthCheck>,
+    /// The cluster's TLS as configured (a change restarts its tasks) and
+    /// as checks use it (with `tls_options.alpn_protocols`).
+    cluster_tls: Option<Arc<UpstreamTls>>,
+    tls: Option<Arc<UpstreamTls>>,
     /// The cluster snapshot last followed: an unchanged one (the same
     /// `Arc`) needs no walk over its hosts.
     seen: Option<Arc<ClusterSnapshot>>,
@@ -256,8 +261,10 @@ impl HealthCheckers {
             let Some(hc) = c.health_check.clone() else {
                 continue;
             };
+            let tls = check_tls(c, &hc);
             for ep in c.endpoints.iter().filter(|e| !e.check.disabled) {
-                let (hc, target) = (Arc::clone(&hc), target_of(c, &hc, ep.address, &ep.check));
+                let target = target_of(c, &hc, tls.clone(), ep.address, &ep.check);
+                let hc = Arc::clone(&hc);
                 let (name, address) = (c.name.clone(), ep.address);
                 tasks.push(glommio::spawn_local(async move {
                     let (outcome, why) = probe::check(&hc, &target, &mut None).await;
@@ -284,10 +291,10 @@ impl HealthCheckers {
             self.poll_at = Some(Instant::now() + IMMEDIATE_FAIL_POLL);
         }
         self.clusters.retain(|name, c| {
-            snap.clusters
-                .get(name)
-                .and_then(|s| s.config.health_check.as_ref())
-                .is_some_and(|hc| *hc == c.config)
+            snap.clusters.get(name).is_some_and(|s| {
+                s.config.health_check.as_ref() == Some(&c.config)
+                    && s.config.upstream.tls == c.cluster_tls
+            })
         });
         self.verdicts.retain(|name, _| {
             snap.clusters
@@ -304,6 +311,8 @@ impl HealthCheckers {
                 .entry(name.clone())
                 .or_insert_with(|| ClusterCheckers {
                     config: Arc::clone(hc),
+                    cluster_tls: cs.config.upstream.tls.clone(),
+                    tls: check_tls(&cs.config, hc),
                     seen: None,
                     name: Rc::from(name.as_str()),
                     hosts: AHashMap::new(),
@@ -452,10 +461,17 @@ fn next_seed(seed: u64) -> u64 {
         .wrapping_add(1442695040888963407)
 }
 
-/// Where and as whom a host is checked.
+/// The TLS a cluster's checks go over: the cluster's, offering the
+/// check's `tls_options.alpn_protocols` when it has some.
+fn check_tls(c: &Cluster, hc: &HealthCheck) -> Option<Arc<UpstreamTls>> {
+    c.upstream.tls.as_ref().map(|t| t.with_alpn(&hc.tls_alpn))
+}
+
+/// Where, as whom and over what a host is checked.
 fn target_of(
     c: &Cluster,
     hc: &HealthCheck,
+    tls: Option<Arc<UpstreamTls>>,
     address: SocketAddr,
     check: &EndpointCheck,
 ) -> probe::Target {
@@ -473,6 +489,7 @@ fn target_of(
         address: check.target(address),
         authority,
         connect_timeout: c.connect_timeout,
+        tls,
     }
 }
 
@@ -503,7 +520,7 @@ fn spawn_host(
         ejected,
     } = spawn;
     let hc = Arc::clone(&c.config);
-    let target = target_of(cluster, &hc, address, check);
+    let target = target_of(cluster, &hc, c.tls.clone(), address, check);
     let (name, counters, traffic) = (
         Rc::clone(&c.name),
         Rc::clone(&c.counters),

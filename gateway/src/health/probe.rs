@@ -4,15 +4,16 @@
 //! `reuse_connection` allows.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::active_health::Outcome;
+use engine::tls::UpstreamTls;
 use engine::{AddedHeader, Checker, GrpcCheck, HealthCheck, HttpCheck, TcpCheck};
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
+use shards::wire::tls::Transport;
 
 use super::h2check::{Answer, Ask, H2Conn};
-use crate::io;
 
 /// Most bytes of a response head read before the answer counts as wrong.
 const MAX_HEAD: usize = 16 * 1024;
@@ -29,11 +30,15 @@ pub struct Target {
     /// else the check's `host` (`authority`), else the cluster name.
     pub authority: String,
     pub connect_timeout: Duration,
+    /// The cluster's TLS (with the check's `tls_options.alpn_protocols`):
+    /// checks go over the transport socket the cluster's traffic uses, as
+    /// in Envoy.
+    pub tls: Option<Arc<UpstreamTls>>,
 }
 
 /// A connection kept between checks.
 pub enum Conn {
-    Tcp(TcpStream),
+    Stream(Transport),
     H2(Box<H2Conn>),
 }
 
@@ -74,14 +79,28 @@ pub async fn check(
 type Checked = Result<(Outcome, String), String>;
 
 /// Reads what has arrived into `chunk`; 0 at the end of the stream.
-async fn read_some(stream: &mut TcpStream, chunk: &mut [u8], what: &str) -> Result<usize, String> {
+async fn read_some(stream: &mut Transport, chunk: &mut [u8], what: &str) -> Result<usize, String> {
     stream.read(chunk).await.map_err(|e| format!("{what}: {e}"))
 }
 
-async fn connect(target: &Target) -> Result<TcpStream, String> {
-    io::connect(target.address, target.connect_timeout)
+/// TCP, then the cluster's TLS, within the cluster's connect timeout.
+async fn connect(target: &Target) -> Result<Transport, String> {
+    shards::wire::tls::connect_backend(
+        target.address,
+        target.connect_timeout,
+        target.tls.as_deref(),
+    )
+    .await
+    .map_err(|e| format!("connect {}: {e}", target.address))
+}
+
+/// Writes `bytes` and flushes them (TLS may hold records back until then).
+async fn send(stream: &mut Transport, bytes: &[u8], what: &str) -> Result<(), String> {
+    stream
+        .write_all(bytes)
         .await
-        .map_err(|e| format!("connect {}: {e}", target.address))
+        .map_err(|e| format!("{what}: {e}"))?;
+    stream.flush().await.map_err(|e| format!("{what}: {e}"))
 }
 
 async fn tcp(hc: &HealthCheck, t: &TcpCheck, target: &Target, conn: &mut Option<Conn>) -> Checked {
@@ -91,14 +110,11 @@ async fn tcp(hc: &HealthCheck, t: &TcpCheck, target: &Target, conn: &mut Option<
         return Ok((Outcome::Passed { degraded: false }, String::new()));
     }
     let mut stream = match conn.take() {
-        Some(Conn::Tcp(s)) => s,
+        Some(Conn::Stream(s)) => s,
         _ => connect(target).await?,
     };
     if !t.send.is_empty() {
-        stream
-            .write_all(&t.send)
-            .await
-            .map_err(|e| format!("send: {e}"))?;
+        send(&mut stream, &t.send, "send").await?;
     }
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -114,7 +130,7 @@ async fn tcp(hc: &HealthCheck, t: &TcpCheck, target: &Target, conn: &mut Option<
         }
     }
     if hc.reuse_connection {
-        *conn = Some(Conn::Tcp(stream));
+        *conn = Some(Conn::Stream(stream));
     }
     Ok((Outcome::Passed { degraded: false }, String::new()))
 }
@@ -205,7 +221,7 @@ async fn http1(
     target: &Target,
     conn: &mut Option<Conn>,
 ) -> Checked {
-    let reused = matches!(conn, Some(Conn::Tcp(_)));
+    let reused = matches!(conn, Some(Conn::Stream(_)));
     match http1_once(hc, h, target, conn).await {
         Err(_) if reused => {
             *conn = None;
@@ -222,7 +238,7 @@ async fn http1_once(
     conn: &mut Option<Conn>,
 ) -> Checked {
     let mut stream = match conn.take() {
-        Some(Conn::Tcp(s)) => s,
+        Some(Conn::Stream(s)) => s,
         _ => connect(target).await?,
     };
     let mut req = format!(
@@ -236,10 +252,7 @@ async fn http1_once(
         req.push_str("connection: close\r\n");
     }
     req.push_str("\r\n");
-    stream
-        .write_all(req.as_bytes())
-        .await
-        .map_err(|e| format!("send: {e}"))?;
+    send(&mut stream, req.as_bytes(), "send").await?;
     let mut buf = Vec::with_capacity(1024);
     let (status, headers, head_len) = loop {
         let mut chunk = [0u8; 4096];
@@ -305,7 +318,7 @@ async fn http1_once(
     };
     let close = get("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
     if hc.reuse_connection && reusable && !close {
-        *conn = Some(Conn::Tcp(stream));
+        *conn = Some(Conn::Stream(stream));
     }
     Ok(judge_http(h, status, &headers, &body))
 }
@@ -313,7 +326,7 @@ async fn http1_once(
 /// Reads a body of `len` bytes, keeping the first `keep`; returns it and
 /// whether the connection may carry another request.
 async fn read_exact_body(
-    stream: &mut TcpStream,
+    stream: &mut Transport,
     mut have: Vec<u8>,
     len: usize,
     keep: usize,
@@ -336,7 +349,7 @@ async fn read_exact_body(
 }
 
 async fn read_to_end(
-    stream: &mut TcpStream,
+    stream: &mut Transport,
     mut have: Vec<u8>,
     keep: usize,
 ) -> Result<(Vec<u8>, bool), String> {
@@ -358,7 +371,7 @@ async fn read_to_end(
 
 /// Decodes a chunked body (extensions and trailers skipped).
 async fn read_chunked(
-    stream: &mut TcpStream,
+    stream: &mut Transport,
     mut buf: Vec<u8>,
     keep: usize,
 ) -> Result<(Vec<u8>, bool), String> {

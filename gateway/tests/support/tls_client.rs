@@ -106,3 +106,16 @@ pub fn http1_get(s: &mut (impl Read + Write)) -> (u16, String, Vec<u8>) {
         }
     }
 }
+
+/// A test server's TLS: `cert`, offering `alpn`.
+pub fn server_config(cert: &Cert, alpn: &[&str]) -> Arc<rustls::ServerConfig> {
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key.clone().into());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(engine::tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der.clone()], key)
+        .expect("server config");
+    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    Arc::new(cfg)
+}

@@ -40,7 +40,7 @@ pub mod pool;
 mod readbuf;
 pub mod runtime;
 mod streams;
-mod tls;
+pub mod tls;
 mod upcodec;
 
 use std::cell::RefCell;

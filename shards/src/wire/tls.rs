@@ -23,8 +23,9 @@ use crate::signal::Subscription;
 use crate::stats::DownstreamStats;
 
 /// What a connection reads and writes through: a downstream one, or an
-/// upstream one (`TlsClient`).
-pub(crate) enum Transport {
+/// upstream one (`TlsClient`; the control shard's health checks use these
+/// too).
+pub enum Transport {
     Plain(TcpStream),
     Tls(Box<futures_rustls::server::TlsStream<TcpStream>>),
     TlsClient(Box<futures_rustls::client::TlsStream<TcpStream>>),
@@ -286,10 +287,43 @@ pub(crate) async fn handshake(
     }
 }
 
+/// TCP within the connect timeout, then TLS within what is left of it
+/// (Envoy counts a TLS connection as connected once its handshake is
+/// done): the transport and the protocol ALPN chose.
+pub(crate) async fn connect_upstream(
+    addr: std::net::SocketAddr,
+    timeout: Duration,
+    tls: Option<&UpstreamTls>,
+) -> io::Result<(Transport, Option<Proto>)> {
+    let started = std::time::Instant::now();
+    let tcp = TcpStream::connect_timeout(addr, timeout)
+        .await
+        .map_err(io::Error::from)?;
+    let _ = tcp.set_nodelay(true);
+    match tls {
+        None => Ok((Transport::Plain(tcp), None)),
+        Some(t) => {
+            let left = timeout.saturating_sub(started.elapsed());
+            connect(tcp, t, addr, left).await
+        }
+    }
+}
+
+/// TCP to a backend within `timeout`, then `tls` within what is left of
+/// it, as the pools connect, for a user that speaks what it was told
+/// whatever ALPN chose (an active health check's codec is configured).
+pub async fn connect_backend(
+    addr: std::net::SocketAddr,
+    timeout: Duration,
+    tls: Option<&UpstreamTls>,
+) -> io::Result<Transport> {
+    Ok(connect_upstream(addr, timeout, tls).await?.0)
+}
+
 /// Opens TLS to a backend over `tcp` within `within`: the transport and
 /// the protocol ALPN chose, if any. Errors are the handshake's (refused,
 /// timed out, or the server went away).
-pub(crate) async fn connect(
+async fn connect(
     tcp: TcpStream,
     tls: &UpstreamTls,
     addr: std::net::SocketAddr,

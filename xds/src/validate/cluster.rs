@@ -97,12 +97,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             .map(std::sync::Arc::new);
     if let Some(hc) = &health_check {
         let hpath = path.field("health_checks").index(0);
-        if upstream.tls.is_some() {
-            return Err(Error::unsupported_msg(
-                hpath,
-                "health checks over TLS (the cluster's transport_socket) are not supported yet",
-            ));
-        }
         if matches!(hc.checker, engine::Checker::Grpc(_))
             && upstream.protocol != engine::UpstreamProtocol::Http2
         {

@@ -40,7 +40,6 @@ fn health_check(h: &core::HealthCheck, path: &Path) -> Result<HealthCheck> {
         alt_port,
         event_service,
         event_logger,
-        tls_options,
         transport_socket_match_criteria,
     );
     if !h.event_log_path.is_empty() {
@@ -120,6 +119,13 @@ fn health_check(h: &core::HealthCheck, path: &Path) -> Result<HealthCheck> {
         .unwrap_or(interval),
         always_log_failures: h.always_log_health_check_failures,
         always_log_success: h.always_log_health_check_success,
+        tls_alpn: match &h.tls_options {
+            None => Vec::new(),
+            Some(t) => super::tls::alpn_protocols(
+                &t.alpn_protocols,
+                &path.field("tls_options").field("alpn_protocols"),
+            )?,
+        },
         checker,
     })
 }

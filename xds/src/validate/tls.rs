@@ -156,7 +156,7 @@ fn downstream_tls_context(
             .filter_map(file_of),
     );
     let params = tls_params(&common, &cpath)?;
-    let alpn = alpn_protocols(&common, &cpath)?;
+    let alpn = alpn_protocols(&common.alpn_protocols, &cpath.field("alpn_protocols"))?;
     let spec = DownstreamTlsSpec {
         certificates,
         alpn,
@@ -225,15 +225,12 @@ pub(super) fn tls_params(common: &tls::CommonTlsContext, cpath: &Path) -> Result
     })
 }
 
-/// `alpn_protocols`, each 1 to 255 bytes.
-pub(super) fn alpn_protocols(common: &tls::CommonTlsContext, cpath: &Path) -> Result<Vec<Vec<u8>>> {
-    let mut alpn = Vec::with_capacity(common.alpn_protocols.len());
-    for (i, p) in common.alpn_protocols.iter().enumerate() {
+/// `alpn_protocols` (at `path`), each 1 to 255 bytes.
+pub(super) fn alpn_protocols(list: &[String], path: &Path) -> Result<Vec<Vec<u8>>> {
+    let mut alpn = Vec::with_capacity(list.len());
+    for (i, p) in list.iter().enumerate() {
         if p.is_empty() || p.len() > 255 {
-            return Err(Error::invalid(
-                cpath.field("alpn_protocols").index(i),
-                "must be 1 to 255 bytes",
-            ));
+            return Err(Error::invalid(path.index(i), "must be 1 to 255 bytes"));
         }
         alpn.push(p.as_bytes().to_vec());
     }

@@ -347,7 +347,7 @@ fn upstream_tls_context(
         }
     };
     let params = tls_params(&common, &cpath)?;
-    let mut alpn = alpn_protocols(&common, &cpath)?;
+    let mut alpn = alpn_protocols(&common.alpn_protocols, &cpath.field("alpn_protocols"))?;
     if alpn.is_empty() {
         // Envoy offers the cluster's own protocols when none are set.
         alpn = match protocol {

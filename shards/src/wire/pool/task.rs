@@ -1,7 +1,6 @@
 //! One upstream connection's task: it connects (TCP, then TLS), learns the protocol, then writes what its pool's streams give it, reads, routes responses to the downstream connections that own the streams, and closes when it is over (failed, drained, idle past the cluster's `idle_timeout`).
 
 use std::future::{poll_fn, Future};
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -18,7 +17,7 @@ use crate::wire::codec::Proto;
 use crate::wire::inbox::{park, Delivered, Inboxes};
 use crate::wire::outbuf::OutBuf;
 use crate::wire::readbuf::ReadBuf;
-use crate::wire::tls::Transport;
+use crate::wire::tls::{connect_upstream, Transport};
 use crate::wire::upcodec::UpCodec;
 
 /// How long a closing upstream connection may take to write its last
@@ -44,7 +43,7 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
         )
     };
     let stats = shard_stats.hosts.host(host);
-    let (mut transport, alpn) = match connect(addr, timeout, tls.as_deref()).await {
+    let (mut transport, alpn) = match connect_upstream(addr, timeout, tls.as_deref()).await {
         Ok(t) => t,
         Err(e) => {
             tracing::debug!(%addr, "upstream connect failed: {e}");
@@ -75,28 +74,6 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
     stats.cx_active.dec();
     fail(&pool, slot, gen, false);
     finish_task(&pool, slot, gen);
-}
-
-/// TCP within the connect timeout, then TLS within what is left of it
-/// (Envoy counts a TLS connection as connected once its handshake is
-/// done): the transport and the protocol ALPN chose.
-async fn connect(
-    addr: SocketAddr,
-    timeout: Duration,
-    tls: Option<&engine::tls::UpstreamTls>,
-) -> std::io::Result<(Transport, Option<Proto>)> {
-    let started = Instant::now();
-    let tcp = glommio::net::TcpStream::connect_timeout(addr, timeout)
-        .await
-        .map_err(std::io::Error::from)?;
-    let _ = tcp.set_nodelay(true);
-    match tls {
-        None => Ok((Transport::Plain(tcp), None)),
-        Some(t) => {
-            let left = timeout.saturating_sub(started.elapsed());
-            crate::wire::tls::connect(tcp, t, addr, left).await
-        }
-    }
 }
 
 /// With `auto_config`, takes the protocol the handshake chose (no ALPN:
