@@ -146,6 +146,12 @@ impl ClusterSnapshot {
     pub fn host_by_addr(&self, addr: &SocketAddr) -> Option<&Host> {
         self.host_map.get(addr).map(|i| &self.hosts[*i as usize])
     }
+
+    /// Whether a checked host has had no check judged yet (a new cluster
+    /// with one warms until none has).
+    pub fn first_checks_pending(&self) -> bool {
+        self.hosts.iter().any(|h| h.active == ActiveCheck::Pending)
+    }
 }
 
 /// The hash tables of a `RING_HASH` / `MAGLEV` cluster, one per priority,
@@ -192,6 +198,12 @@ pub struct Snapshot {
     pub version: u64,
     pub listeners: Vec<Arc<Listener>>,
     pub clusters: AHashMap<String, Arc<ClusterSnapshot>>,
+    /// Clusters *warming*, as Envoy's: added with an active health check
+    /// whose first round has not judged every checked host yet. Not
+    /// routable (a route to one answers as to an unknown cluster) until a
+    /// snapshot built after that round moves them to `clusters`; only the
+    /// health checkers look at them.
+    pub warming: AHashMap<String, Arc<ClusterSnapshot>>,
     /// Length shard-local per-host vectors must have for this snapshot.
     pub host_capacity: usize,
     /// The bootstrap's runtime keys (per-listener connection limits).
@@ -227,11 +239,13 @@ impl Snapshot {
     ) -> Self {
         registry.begin();
         let mut clusters = AHashMap::with_capacity(bootstrap.clusters.len());
+        let mut warming = AHashMap::new();
         for c in &bootstrap.clusters {
             let checks = c.health_check.as_ref().and_then(|_| health.get(&c.name));
             let checks_version = checks.map_or(0, |v| v.version);
+            let serving = previous.is_some_and(|p| p.clusters.contains_key(&c.name));
             let reused = previous
-                .and_then(|p| p.clusters.get(&c.name))
+                .and_then(|p| p.clusters.get(&c.name).or_else(|| p.warming.get(&c.name)))
                 .filter(|old| old.checks_version == checks_version)
                 .filter(|old| Arc::ptr_eq(&old.config, c) || cluster_eq(&old.config, c));
             let snap = match reused {
@@ -245,13 +259,18 @@ impl Snapshot {
                     checks,
                 )),
             };
-            clusters.insert(c.name.clone(), snap);
+            if !serving && snap.first_checks_pending() {
+                warming.insert(c.name.clone(), snap);
+            } else {
+                clusters.insert(c.name.clone(), snap);
+            }
         }
         registry.finish();
         Self {
             version,
             listeners: bootstrap.listeners.clone(),
             clusters,
+            warming,
             host_capacity: registry.capacity(),
             runtime: bootstrap.runtime.clone(),
         }
@@ -259,6 +278,16 @@ impl Snapshot {
 
     pub fn cluster(&self, name: &str) -> Option<&ClusterSnapshot> {
         self.clusters.get(name).map(|c| &**c)
+    }
+
+    /// Every cluster of the config: those serving, then those warming.
+    pub fn all_clusters(&self) -> impl Iterator<Item = (&String, &Arc<ClusterSnapshot>)> {
+        self.clusters.iter().chain(self.warming.iter())
+    }
+
+    /// A cluster of the config, serving or warming.
+    pub fn any_cluster(&self, name: &str) -> Option<&Arc<ClusterSnapshot>> {
+        self.clusters.get(name).or_else(|| self.warming.get(name))
     }
 
     pub fn listener(&self, name: &str) -> Option<&Arc<Listener>> {
@@ -358,5 +387,80 @@ mod tests {
         let a = s.cluster("a").unwrap();
         assert_eq!(a.hosts.len(), 2);
         assert_eq!(a.routable, vec![1]);
+    }
+
+    #[test]
+    fn a_new_checked_cluster_warms_until_each_host_was_judged() {
+        use crate::active_health::{ActiveHealth, ClusterVerdicts, Verdict};
+        let mut reg = HostRegistry::new();
+        let mut c = (*cluster("a", &[1, 2])).clone();
+        c.health_check = Some(Arc::new(crate::active_health::tests::hc()));
+        let c = Arc::new(c);
+        let judged = |ports: &[u16], version| {
+            let hosts = ports
+                .iter()
+                .map(|p| {
+                    let v = Verdict {
+                        healthy: true,
+                        degraded: false,
+                        excluded: false,
+                    };
+                    (SocketAddr::from(([127, 0, 0, 1], *p)), v)
+                })
+                .collect();
+            ActiveHealth::from_iter([("a".to_string(), ClusterVerdicts { version, hosts })])
+        };
+        let build = |version, clusters: Vec<Arc<Cluster>>, prev, reg: &mut _, h: &_| {
+            Snapshot::build_checked(version, &boot(clusters), prev, reg, h)
+        };
+        // One host judged of two: warming, not routable; ids assigned.
+        let s1 = build(1, vec![Arc::clone(&c)], None, &mut reg, &judged(&[1], 1));
+        assert!(s1.cluster("a").is_none());
+        assert_eq!(s1.all_clusters().count(), 1);
+        assert_eq!(s1.any_cluster("a").unwrap().hosts.len(), 2);
+        assert_eq!(s1.host_capacity, 2);
+        // Both: serving.
+        let s2 = build(
+            2,
+            vec![Arc::clone(&c)],
+            Some(&s1),
+            &mut reg,
+            &judged(&[1, 2], 2),
+        );
+        assert!(s2.warming.is_empty() && s2.cluster("a").is_some());
+        let id = |s: &Snapshot| s.any_cluster("a").unwrap().hosts[1].id;
+        assert_eq!(id(&s1), id(&s2));
+        // A host added to a serving cluster does not make it warm again
+        // (it is unhealthy until its first check passes, as in Envoy).
+        let mut grown = (*c).clone();
+        grown
+            .endpoints
+            .push(cluster("x", &[3]).endpoints[0].clone());
+        let s3 = build(
+            3,
+            vec![Arc::new(grown)],
+            Some(&s2),
+            &mut reg,
+            &judged(&[1, 2], 2),
+        );
+        assert!(s3.warming.is_empty());
+        assert!(!s3.cluster("a").unwrap().hosts[2].health.is_routable());
+        // Unchecked clusters never warm; gone, a cluster warms again.
+        let s4 = build(
+            4,
+            vec![cluster("b", &[4])],
+            Some(&s3),
+            &mut reg,
+            &ActiveHealth::default(),
+        );
+        assert!(s4.warming.is_empty() && s4.cluster("b").is_some());
+        let s5 = build(
+            5,
+            vec![Arc::clone(&c)],
+            Some(&s4),
+            &mut reg,
+            &ActiveHealth::default(),
+        );
+        assert!(s5.cluster("a").is_none() && s5.warming.contains_key("a"));
     }
 }

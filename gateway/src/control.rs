@@ -71,6 +71,17 @@ fn log_listener_changes(old: &Snapshot, new: &Snapshot) {
             tracing::info!(listener = %o.name, "listener removed: its connections drain");
         }
     }
+    for (name, c) in &new.warming {
+        if !old.warming.contains_key(name) {
+            let hosts = c.hosts.len();
+            tracing::info!(cluster = %name, hosts, "cluster warming: it serves once each host's first health check ended");
+        }
+    }
+    for name in old.warming.keys() {
+        if new.clusters.contains_key(name) {
+            tracing::info!(cluster = %name, "cluster warmed: serving");
+        }
+    }
 }
 
 /// How often a listener that could not bind is tried again (A36 leaves

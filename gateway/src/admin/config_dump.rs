@@ -43,6 +43,13 @@ pub(super) fn render(inner: &Inner) -> Value {
             .collect();
         dump["layered_runtime"] = json!({ "layers": [{ "static_layer": keys }] });
     }
+    if !inner.snapshot.warming.is_empty() {
+        // Listed with the others above, but not serving yet (Envoy's
+        // `dynamic_warming_clusters`).
+        let mut warming: Vec<&String> = inner.snapshot.warming.keys().collect();
+        warming.sort();
+        dump["warming_clusters"] = json!(warming);
+    }
     if inner.xds.is_some() {
         dump["dynamic_active"] = json!({ "listeners": dyn_listeners, "clusters": dyn_clusters });
     }

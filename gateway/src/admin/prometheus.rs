@@ -447,6 +447,18 @@ fn gateway_wide(out: &mut String, inner: &Inner) {
     }
     metric(
         out,
+        "gateway_clusters",
+        "gauge",
+        "Clusters serving (active) and warming: added with an active health check whose first round has not ended (Envoy's cluster_manager.active_clusters, warming_clusters).",
+    );
+    let _ = writeln!(
+        out,
+        "gateway_clusters{{state=\"active\"}} {}\ngateway_clusters{{state=\"warming\"}} {}",
+        inner.snapshot.clusters.len(),
+        inner.snapshot.warming.len()
+    );
+    metric(
+        out,
         "gateway_server_live",
         "gauge",
         "0 after POST /healthcheck/fail (until /healthcheck/ok), as Envoy's server.live.",

@@ -285,23 +285,23 @@ impl HealthCheckers {
 
     /// Follows a new snapshot: tasks for new checked hosts, none for hosts
     /// or clusters gone, all restarted (verdicts kept) for a cluster whose
-    /// check changed.
+    /// check changed. Warming clusters are checked like serving ones: their
+    /// first round is what ends their warming.
     pub fn sync(&mut self, snap: &Snapshot, events: &Weak<LocalSender<Event>>) {
         if self.poll_at.is_none() {
             self.poll_at = Some(Instant::now() + IMMEDIATE_FAIL_POLL);
         }
         self.clusters.retain(|name, c| {
-            snap.clusters.get(name).is_some_and(|s| {
+            snap.any_cluster(name).is_some_and(|s| {
                 s.config.health_check.as_ref() == Some(&c.config)
                     && s.config.upstream.tls == c.cluster_tls
             })
         });
         self.verdicts.retain(|name, _| {
-            snap.clusters
-                .get(name)
+            snap.any_cluster(name)
                 .is_some_and(|s| s.config.health_check.is_some())
         });
-        for (name, cs) in &snap.clusters {
+        for (name, cs) in snap.all_clusters() {
             let Some(hc) = &cs.config.health_check else {
                 continue;
             };

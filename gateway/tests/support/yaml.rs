@@ -76,6 +76,16 @@ pub fn endpoint(host: &str, port: u16, extra: &str) -> String {
 /// cluster `web` made of `cluster_fields` (YAML lines at cluster-field
 /// indentation: type, options, `load_assignment`…).
 pub fn web_bootstrap(route_fields: &str, cluster_fields: &str) -> engine::Bootstrap {
+    routed_bootstrap(
+        "web",
+        route_fields,
+        &format!("  - name: web\n    connect_timeout: 1s\n{cluster_fields}"),
+    )
+}
+
+/// [`web_bootstrap`] routing `/` to `cluster`, with `clusters` (YAML
+/// `clusters` entries).
+pub fn routed_bootstrap(cluster: &str, route_fields: &str, clusters: &str) -> engine::Bootstrap {
     let yaml = format!(
         r#"
 admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
@@ -86,10 +96,8 @@ static_resources:
     filter_chains:
     - {hcm}
   clusters:
-  - name: web
-    connect_timeout: 1s
-{cluster_fields}"#,
-        hcm = hcm_route("web", route_fields).trim_start(),
+{clusters}"#,
+        hcm = hcm_route(cluster, route_fields).trim_start(),
     );
     xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
 }
