@@ -227,26 +227,38 @@ pub enum ActiveCheck {
     Off,
     /// Checked, no verdict yet (unhealthy until the first check passes).
     Pending,
+    /// The same in a cluster with `ignore_new_hosts_until_first_hc`: also
+    /// left out, like a draining host, until its first check ended
+    /// (Envoy's `PENDING_ACTIVE_HC`).
+    PendingExcluded,
     Done(Verdict),
 }
 
 impl ActiveCheck {
     /// Failed through `x-envoy-immediate-health-check-fail` and not passed
-    /// since: the balancers leave it out like a draining host.
+    /// since, or new and not checked yet in a cluster that ignores such
+    /// hosts: the balancers leave it out like a draining host.
     pub fn excluded(self) -> bool {
-        matches!(self, Self::Done(Verdict { excluded: true, .. }))
+        matches!(
+            self,
+            Self::PendingExcluded | Self::Done(Verdict { excluded: true, .. })
+        )
+    }
+
+    /// No check of the host has ended yet.
+    pub fn pending(self) -> bool {
+        matches!(self, Self::Pending | Self::PendingExcluded)
     }
 
     /// Envoy's `health_flags` of a host (`/clusters`): the flags of its
     /// EDS status, active checking and outlier ejection in Envoy's order,
     /// or `healthy` when none is set. A host not checked yet shows
-    /// `/failed_active_hc` alone, as Envoy 1.40 shows it (its
-    /// `/pending_active_hc` is for `ignore_new_hosts_until_first_hc`, which
-    /// is refused).
+    /// `/failed_active_hc` alone, as Envoy 1.40 shows it, and
+    /// `/pending_active_hc` too with `ignore_new_hosts_until_first_hc`.
     pub fn envoy_flags(self, eds: HealthStatus, outlier_ejected: bool) -> String {
         let failed_active = matches!(
             self,
-            Self::Pending | Self::Done(Verdict { healthy: false, .. })
+            Self::Pending | Self::PendingExcluded | Self::Done(Verdict { healthy: false, .. })
         );
         let degraded_active = matches!(
             self,
@@ -265,7 +277,11 @@ impl ActiveCheck {
             ),
             (degraded_active, "/degraded_active_hc"),
             (eds == HealthStatus::Degraded, "/degraded_eds_health"),
-            (self.excluded(), "/excluded_via_immediate_hc_fail"),
+            (self == Self::PendingExcluded, "/pending_active_hc"),
+            (
+                matches!(self, Self::Done(Verdict { excluded: true, .. })),
+                "/excluded_via_immediate_hc_fail",
+            ),
             (eds == HealthStatus::Draining, "/eds_status_draining"),
         ];
         let out: String = flags

@@ -101,7 +101,13 @@ impl ClusterSnapshot {
                 let verdict = checks.and_then(|c| c.hosts.get(&ep.address)).copied();
                 (
                     combined_status(ep.health, verdict),
-                    verdict.map_or(ActiveCheck::Pending, ActiveCheck::Done),
+                    match verdict {
+                        Some(v) => ActiveCheck::Done(v),
+                        None if config.common_lb.ignore_new_hosts_until_first_hc => {
+                            ActiveCheck::PendingExcluded
+                        }
+                        None => ActiveCheck::Pending,
+                    },
                 )
             } else {
                 (ep.health, ActiveCheck::Off)
@@ -150,7 +156,7 @@ impl ClusterSnapshot {
     /// Whether a checked host has had no check judged yet (a new cluster
     /// with one warms until none has).
     pub fn first_checks_pending(&self) -> bool {
-        self.hosts.iter().any(|h| h.active == ActiveCheck::Pending)
+        self.hosts.iter().any(|h| h.active.pending())
     }
 }
 

@@ -793,10 +793,6 @@ fn common_lb_config_fields_are_validated_and_accepted() {
         ("zone_aware_lb_config: {}", "zone_aware_lb_config"),
         ("update_merge_window: 1s", "update_merge_window"),
         (
-            "ignore_new_hosts_until_first_hc: true",
-            "ignore_new_hosts_until_first_hc",
-        ),
-        (
             "close_connections_on_host_set_change: true",
             "close_connections_on_host_set_change",
         ),
@@ -813,6 +809,13 @@ fn common_lb_config_fields_are_validated_and_accepted() {
     // Nothing set: nothing changes, so it is accepted.
     let b = load("", "    common_lb_config: {}\n").unwrap();
     assert_eq!(b.clusters[0].common_lb, CommonLb::default());
+    assert!(!b.clusters[0].common_lb.ignore_new_hosts_until_first_hc);
+    let b = load(
+        "",
+        "    common_lb_config: { ignore_new_hosts_until_first_hc: true }\n",
+    )
+    .unwrap();
+    assert!(b.clusters[0].common_lb.ignore_new_hosts_until_first_hc);
 
     // Over xDS: an unknown HealthStatus, then a valid set.
     let mut c = base_cluster();
@@ -854,6 +857,7 @@ fn common_lb_config_fields_are_validated_and_accepted() {
                 .collect(),
             locality_weighted: false,
             overprovisioning_factor: 140,
+            ignore_new_hosts_until_first_hc: false,
         }
     );
     c.common_lb_config = Some(pb::cluster::CommonLbConfig {

@@ -206,6 +206,11 @@ fn health_flags_read_as_envoys() {
         "/failed_active_hc"
     );
     assert_eq!(
+        ActiveCheck::PendingExcluded.envoy_flags(Unknown, false),
+        "/failed_active_hc/pending_active_hc"
+    );
+    assert!(ActiveCheck::PendingExcluded.excluded() && !ActiveCheck::Pending.excluded());
+    assert_eq!(
         done(false, false).envoy_flags(Healthy, false),
         "/failed_active_hc"
     );

@@ -119,6 +119,10 @@ pub struct CommonLb {
     /// up before it counts as less than fully available. Set from the
     /// cluster's `load_assignment`, or by each EDS assignment.
     pub overprovisioning_factor: u32,
+    /// `ignore_new_hosts_until_first_hc`: a checked host is left out of
+    /// balancing (and of its priority's health and panic mode) until its
+    /// first check ended, rather than counted as unhealthy.
+    pub ignore_new_hosts_until_first_hc: bool,
 }
 
 impl Default for CommonLb {
@@ -128,6 +132,7 @@ impl Default for CommonLb {
             override_host_status: HealthStatusSet::DEFAULT_OVERRIDE_HOST_STATUS,
             locality_weighted: false,
             overprovisioning_factor: super::DEFAULT_OVERPROVISIONING_FACTOR,
+            ignore_new_hosts_until_first_hc: false,
         }
     }
 }

@@ -169,9 +169,10 @@ fn least_request_policy(l: &lr_pb::LeastRequest, path: &Path) -> Result<LeastReq
 ///
 /// - `locality_weighted_lb_config`: locality-weighted balancing.
 ///
-/// The zone-aware and consistent-hashing settings,
-/// `update_merge_window`, `ignore_new_hosts_until_first_hc` and
-/// `close_connections_on_host_set_change` are not supported.
+/// - `ignore_new_hosts_until_first_hc`.
+///
+/// The zone-aware and consistent-hashing settings, `update_merge_window`
+/// and `close_connections_on_host_set_change` are not supported.
 pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<CommonLb> {
     use pb::cluster::common_lb_config::LocalityConfigSpecifier as L;
     match &c.locality_config_specifier {
@@ -184,7 +185,6 @@ pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<
         path,
         c,
         update_merge_window,
-        ignore_new_hosts_until_first_hc,
         close_connections_on_host_set_change,
         consistent_hashing_lb_config,
     );
@@ -210,6 +210,7 @@ pub fn common_lb_config(c: &pb::cluster::CommonLbConfig, path: &Path) -> Result<
             })
             .collect::<Result<HealthStatusSet>>()?;
     }
+    out.ignore_new_hosts_until_first_hc = c.ignore_new_hosts_until_first_hc;
     out.locality_weighted = matches!(
         c.locality_config_specifier,
         Some(L::LocalityWeightedLbConfig(_))
