@@ -255,7 +255,12 @@ impl ActiveCheck {
     /// or `healthy` when none is set. A host not checked yet shows
     /// `/failed_active_hc` alone, as Envoy 1.40 shows it, and
     /// `/pending_active_hc` too with `ignore_new_hosts_until_first_hc`.
-    pub fn envoy_flags(self, eds: HealthStatus, outlier_ejected: bool) -> String {
+    pub fn envoy_flags(
+        self,
+        eds: HealthStatus,
+        outlier_ejected: bool,
+        pending_removal: bool,
+    ) -> String {
         let failed_active = matches!(
             self,
             Self::Pending | Self::PendingExcluded | Self::Done(Verdict { healthy: false, .. })
@@ -277,6 +282,7 @@ impl ActiveCheck {
             ),
             (degraded_active, "/degraded_active_hc"),
             (eds == HealthStatus::Degraded, "/degraded_eds_health"),
+            (pending_removal, "/pending_dynamic_removal"),
             (self == Self::PendingExcluded, "/pending_active_hc"),
             (
                 matches!(self, Self::Done(Verdict { excluded: true, .. })),

@@ -34,6 +34,9 @@ pub struct Host {
     pub active: ActiveCheck,
     /// Its endpoint's priority and locality.
     pub placement: crate::config::Placement,
+    /// Gone from its EDS or DNS cluster but kept while its checks pass
+    /// (Envoy's `PENDING_DYNAMIC_REMOVAL`); it serves as before.
+    pub pending_removal: bool,
 }
 
 impl Host {
@@ -87,11 +90,31 @@ impl ClusterSnapshot {
         registry: &mut HostRegistry,
         checks: Option<&ClusterVerdicts>,
     ) -> Self {
+        Self::build_keeping(config, registry, checks, Vec::new())
+    }
+
+    /// [`ClusterSnapshot::build_checked`] keeping `leaving`, hosts of the
+    /// previous snapshot gone from the config, after the config's own (as
+    /// `pending_removal`, their ids kept).
+    fn build_keeping(
+        config: Arc<Cluster>,
+        registry: &mut HostRegistry,
+        checks: Option<&ClusterVerdicts>,
+        leaving: Vec<Host>,
+    ) -> Self {
         let checked = config.health_check.is_some();
-        let ids = registry.assign_cluster(&config.name, config.endpoints.iter().map(|e| e.address));
+        let ids = registry.assign_cluster(
+            &config.name,
+            config
+                .endpoints
+                .iter()
+                .map(|e| e.address)
+                .chain(leaving.iter().map(|h| h.address)),
+        );
+        let mut ids = ids.into_iter();
         let mut hosts = Vec::with_capacity(config.endpoints.len());
         let mut host_map = AHashMap::with_capacity(config.endpoints.len());
-        for (ep, id) in config.endpoints.iter().zip(ids) {
+        for (ep, id) in config.endpoints.iter().zip(ids.by_ref()) {
             if host_map.contains_key(&ep.address) {
                 // Duplicate endpoints are rejected by validation; keep the first.
                 continue;
@@ -120,6 +143,23 @@ impl ClusterSnapshot {
                 eds_health: ep.health,
                 active,
                 placement: ep.placement,
+                pending_removal: false,
+            });
+        }
+        for (host, id) in leaving.into_iter().zip(ids) {
+            let Some(verdict) = checks.and_then(|c| c.hosts.get(&host.address)).copied() else {
+                continue;
+            };
+            if host_map.contains_key(&host.address) {
+                continue;
+            }
+            host_map.insert(host.address, hosts.len() as u32);
+            hosts.push(Host {
+                id,
+                health: combined_status(host.eds_health, Some(verdict)),
+                active: ActiveCheck::Done(verdict),
+                pending_removal: true,
+                ..host
             });
         }
         let routable = hosts
@@ -259,10 +299,11 @@ impl Snapshot {
                     registry.keep_cluster(&c.name);
                     Arc::clone(old)
                 }
-                None => Arc::new(ClusterSnapshot::build_checked(
+                None => Arc::new(ClusterSnapshot::build_keeping(
                     Arc::clone(c),
                     registry,
                     checks,
+                    leaving(c, previous.and_then(|p| p.any_cluster(&c.name)), checks),
                 )),
             };
             if !serving && snap.first_checks_pending() {
@@ -299,6 +340,47 @@ impl Snapshot {
     pub fn listener(&self, name: &str) -> Option<&Arc<Listener>> {
         self.listeners.iter().find(|l| l.name == name)
     }
+}
+
+/// The hosts of `old` that left `c`'s endpoints but stay, as Envoy keeps
+/// them (`PENDING_DYNAMIC_REMOVAL`): in an EDS or DNS cluster with a check
+/// and without `ignore_health_on_host_removal`, a checked host whose
+/// checks pass. One that fails a check is let go at the next build.
+fn leaving(
+    c: &Cluster,
+    old: Option<&Arc<ClusterSnapshot>>,
+    checks: Option<&ClusterVerdicts>,
+) -> Vec<Host> {
+    let (Some(old), Some(hc), Some(checks)) = (old, &c.health_check, checks) else {
+        return Vec::new();
+    };
+    // Envoy's dynamic host lists: EDS and STRICT_DNS (a LOGICAL_DNS
+    // cluster's one host is replaced, not removed).
+    let dynamic = c.eds.is_some()
+        || c.dns
+            .as_ref()
+            .is_some_and(|d| d.kind == crate::config::DnsKind::Strict);
+    if hc.ignore_health_on_host_removal || !dynamic {
+        return Vec::new();
+    }
+    if old.hosts.len() <= c.endpoints.len()
+        && old
+            .hosts
+            .iter()
+            .zip(&c.endpoints)
+            .all(|(h, e)| h.address == e.address)
+    {
+        // The usual update: nothing left (hosts in config order, first).
+        return Vec::new();
+    }
+    let present: ahash::AHashSet<SocketAddr> = c.endpoints.iter().map(|e| e.address).collect();
+    old.hosts
+        .iter()
+        .filter(|h| !present.contains(&h.address))
+        .filter(|h| matches!(h.active, ActiveCheck::Done(_)))
+        .filter(|h| checks.hosts.get(&h.address).is_some_and(|v| v.healthy))
+        .cloned()
+        .collect()
 }
 
 fn cluster_eq(a: &Cluster, b: &Cluster) -> bool {
@@ -468,5 +550,91 @@ mod tests {
             &ActiveHealth::default(),
         );
         assert!(s5.cluster("a").is_none() && s5.warming.contains_key("a"));
+    }
+
+    #[test]
+    fn hosts_leaving_eds_while_passing_stay_until_a_check_fails() {
+        use crate::active_health::{ActiveHealth, ClusterVerdicts, Verdict};
+        let checked = |ports: &[u16], ignore: bool, eds: bool| {
+            let mut c = (*cluster("a", ports)).clone();
+            let mut hc = crate::active_health::tests::hc();
+            hc.ignore_health_on_host_removal = ignore;
+            c.health_check = Some(Arc::new(hc));
+            c.eds = eds.then(|| Eds {
+                service_name: "a".into(),
+                initial_fetch_timeout: None,
+            });
+            Arc::new(c)
+        };
+        let verdicts = |healthy: &[(u16, bool)], version| {
+            let hosts = healthy
+                .iter()
+                .map(|&(p, healthy)| {
+                    let v = Verdict {
+                        healthy,
+                        degraded: false,
+                        excluded: false,
+                    };
+                    (SocketAddr::from(([127, 0, 0, 1], p)), v)
+                })
+                .collect();
+            ActiveHealth::from_iter([("a".to_string(), ClusterVerdicts { version, hosts })])
+        };
+        let ports = |s: &Snapshot| -> Vec<(u16, bool)> {
+            let c = s.cluster("a").unwrap();
+            c.hosts
+                .iter()
+                .map(|h| (h.address.port(), h.pending_removal))
+                .collect()
+        };
+        for (ignore, eds, kept) in [
+            (false, true, true),
+            (true, true, false),
+            (false, false, false),
+        ] {
+            let mut reg = HostRegistry::new();
+            let both = verdicts(&[(1, true), (2, true)], 1);
+            let b = |c| boot(vec![c]);
+            let s1 = Snapshot::build_checked(
+                1,
+                &b(checked(&[1, 2], ignore, eds)),
+                None,
+                &mut reg,
+                &both,
+            );
+            let id2 = s1.cluster("a").unwrap().hosts[1].id;
+            // Host 2 leaves the assignment while passing.
+            let s2 = Snapshot::build_checked(
+                2,
+                &b(checked(&[1], ignore, eds)),
+                Some(&s1),
+                &mut reg,
+                &both,
+            );
+            if !kept {
+                assert_eq!(ports(&s2), [(1, false)], "ignore {ignore}, eds {eds}");
+                continue;
+            }
+            assert_eq!(ports(&s2), [(1, false), (2, true)]);
+            let c2 = s2.cluster("a").unwrap();
+            assert_eq!(c2.hosts[1].id, id2);
+            assert_eq!(c2.routable, [0, 1], "it serves as before");
+            assert_eq!(
+                c2.hosts[1]
+                    .active
+                    .envoy_flags(c2.hosts[1].eds_health, false, true),
+                "/pending_dynamic_removal"
+            );
+            // Its check fails: it goes.
+            let failed = verdicts(&[(1, true), (2, false)], 2);
+            let s3 = Snapshot::build_checked(
+                3,
+                &b(checked(&[1], ignore, eds)),
+                Some(&s2),
+                &mut reg,
+                &failed,
+            );
+            assert_eq!(ports(&s3), [(1, false)]);
+        }
     }
 }

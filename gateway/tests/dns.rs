@@ -255,3 +255,67 @@ fn the_ads_server_can_be_found_by_dns() {
     assert_eq!(answering(addr, 2), ["b1"]);
     gw.shutdown();
 }
+
+#[test]
+fn a_host_gone_from_the_answers_stays_while_its_checks_pass() {
+    // Envoy's PENDING_DYNAMIC_REMOVAL: with an active check (TCP connect,
+    // every 0.1 s), a host whose address left the answers keeps serving
+    // until a check fails; `ignore_health_on_host_removal` lets it go at
+    // once.
+    for ignore in [false, true] {
+        let (b1, b2, port) = backend_pair();
+        let dns = DnsServer::start();
+        let both = || Zone::Addrs(vec![ip("127.0.0.1"), ip("127.0.0.2")], 30);
+        dns.set("web.test", both());
+        let extra = format!(
+            "    dns_refresh_rate: 0.1s\n    ignore_health_on_host_removal: {ignore}\n    health_checks:\n    - {{ timeout: 0.5s, interval: 0.1s, no_traffic_interval: 0.1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {{}} }}"
+        );
+        let gw = start(
+            bootstrap("STRICT_DNS", "web.test", port, dns.addr(), &extra),
+            1,
+        );
+        let (admin, addr) = (gw.admin_addr.unwrap(), gw.listener("ingress").unwrap());
+        assert_eq!(answering(addr, 8), ["b1", "b2"]);
+        let b2_flags = format!("web::127.0.0.2:{port}::health_flags::");
+
+        dns.set("web.test", Zone::Addrs(vec![ip("127.0.0.1")], 30));
+        wait_until(WAIT, "the new answer", || {
+            metric(admin, "gateway_dns_hosts{cluster=\"web\"}") == 1.0
+        });
+        if ignore {
+            wait_answering(addr, &["b1"]);
+            assert!(!admin_get(admin, "/clusters").1.contains(&b2_flags));
+            gw.shutdown();
+            continue;
+        }
+        // Still passing: it stays, and serves.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(answering(addr, 8), ["b1", "b2"]);
+        let (_, clusters) = admin_get(admin, "/clusters");
+        assert!(
+            clusters.contains(&format!("{b2_flags}/pending_dynamic_removal\n")),
+            "{clusters}"
+        );
+        // Back in the answers, it is an ordinary host again.
+        dns.set("web.test", both());
+        wait_until(WAIT, "back in the answers", || {
+            admin_get(admin, "/clusters")
+                .1
+                .contains(&format!("{b2_flags}healthy\n"))
+        });
+        // Gone again, then failing its check: it goes.
+        dns.set("web.test", Zone::Addrs(vec![ip("127.0.0.1")], 30));
+        wait_until(WAIT, "pending removal", || {
+            admin_get(admin, "/clusters")
+                .1
+                .contains("/pending_dynamic_removal")
+        });
+        b2.stop();
+        wait_until(WAIT, "removed after a failed check", || {
+            !admin_get(admin, "/clusters").1.contains(&b2_flags)
+        });
+        assert_eq!(answering(addr, 8), ["b1"]);
+        drop(b1);
+        gw.shutdown();
+    }
+}

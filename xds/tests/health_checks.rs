@@ -95,6 +95,15 @@ fn tls_options_offer_their_alpn_over_the_cluster_s_tls() {
     assert!(c.upstream.tls.is_some(), "checks over TLS are accepted");
     let h = c.health_check.as_ref().unwrap();
     assert_eq!(h.tls_alpn, [b"h2".to_vec(), b"http/1.1".to_vec()]);
+    // The cluster's ignore_health_on_host_removal travels with its check.
+    assert!(!h.ignore_health_on_host_removal);
+    let c = load(
+        &hc("tcp_health_check: {}"),
+        "",
+        "    ignore_health_on_host_removal: true\n",
+    )
+    .unwrap();
+    assert!(c.health_check.as_ref().unwrap().ignore_health_on_host_removal);
     // Without tls_options: the cluster's own ALPN.
     let c = load(&hc("http_health_check: { path: /h }"), "", tls).unwrap();
     assert!(c.health_check.as_ref().unwrap().tls_alpn.is_empty());

@@ -22,6 +22,7 @@ pub(crate) fn hc() -> HealthCheck {
         always_log_failures: false,
         always_log_success: false,
         tls_alpn: vec![],
+        ignore_health_on_host_removal: false,
         checker: Checker::Tcp(TcpCheck {
             send: vec![],
             receive: vec![],
@@ -198,44 +199,53 @@ fn health_flags_read_as_envoys() {
             excluded: false,
         })
     };
-    assert_eq!(ActiveCheck::Off.envoy_flags(Unknown, false), "healthy");
-    assert_eq!(ActiveCheck::Off.envoy_flags(Healthy, false), "healthy");
-    assert_eq!(done(true, false).envoy_flags(Unknown, false), "healthy");
     assert_eq!(
-        ActiveCheck::Pending.envoy_flags(Unknown, false),
+        ActiveCheck::Off.envoy_flags(Unknown, false, false),
+        "healthy"
+    );
+    assert_eq!(
+        ActiveCheck::Off.envoy_flags(Healthy, false, false),
+        "healthy"
+    );
+    assert_eq!(
+        done(true, false).envoy_flags(Unknown, false, false),
+        "healthy"
+    );
+    assert_eq!(
+        ActiveCheck::Pending.envoy_flags(Unknown, false, false),
         "/failed_active_hc"
     );
     assert_eq!(
-        ActiveCheck::PendingExcluded.envoy_flags(Unknown, false),
+        ActiveCheck::PendingExcluded.envoy_flags(Unknown, false, false),
         "/failed_active_hc/pending_active_hc"
     );
     assert!(ActiveCheck::PendingExcluded.excluded() && !ActiveCheck::Pending.excluded());
     assert_eq!(
-        done(false, false).envoy_flags(Healthy, false),
+        done(false, false).envoy_flags(Healthy, false, false),
         "/failed_active_hc"
     );
     assert_eq!(
-        done(true, true).envoy_flags(Healthy, false),
+        done(true, true).envoy_flags(Healthy, false, false),
         "/degraded_active_hc"
     );
     assert_eq!(
-        done(false, false).envoy_flags(Unhealthy, true),
+        done(false, false).envoy_flags(Unhealthy, true, false),
         "/failed_active_hc/failed_outlier_check/failed_eds_health"
     );
     assert_eq!(
-        ActiveCheck::Off.envoy_flags(Timeout, false),
+        ActiveCheck::Off.envoy_flags(Timeout, false, false),
         "/failed_eds_health"
     );
     assert_eq!(
-        ActiveCheck::Off.envoy_flags(Degraded, false),
+        ActiveCheck::Off.envoy_flags(Degraded, false, false),
         "/degraded_eds_health"
     );
     assert_eq!(
-        ActiveCheck::Off.envoy_flags(Draining, false),
+        ActiveCheck::Off.envoy_flags(Draining, false, false),
         "/eds_status_draining"
     );
     assert_eq!(
-        ActiveCheck::Off.envoy_flags(Healthy, true),
+        ActiveCheck::Off.envoy_flags(Healthy, true, false),
         "/failed_outlier_check"
     );
 }
@@ -273,6 +283,6 @@ fn the_immediate_fail_header_excludes_until_any_pass() {
         Transition::Changed
     );
     assert!(h.verdict().excluded);
-    let flags = ActiveCheck::Done(h.verdict()).envoy_flags(HealthStatus::Healthy, false);
+    let flags = ActiveCheck::Done(h.verdict()).envoy_flags(HealthStatus::Healthy, false, false);
     assert_eq!(flags, "/failed_active_hc/excluded_via_immediate_hc_fail");
 }

@@ -50,6 +50,12 @@ pub struct HealthCheck {
     /// cluster's TLS instead of the cluster's own list (empty: the
     /// cluster's). Without TLS on the cluster, nothing.
     pub tls_alpn: Vec<Vec<u8>>,
+    /// The cluster's `ignore_health_on_host_removal` (kept here: it only
+    /// matters with a check). False, Envoy's default: a host that leaves
+    /// an EDS or DNS cluster while passing its checks stays, flagged
+    /// `PENDING_DYNAMIC_REMOVAL`, until a check fails; true: it leaves at
+    /// once.
+    pub ignore_health_on_host_removal: bool,
     pub checker: Checker,
 }
 

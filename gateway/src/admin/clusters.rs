@@ -69,7 +69,9 @@ pub(super) fn text(inner: &Inner) -> String {
             let a = h.address;
             let o = outlier(inner, h);
             let ejected = o.is_some_and(|o| o.ejected_since.is_some());
-            let flags = h.active.envoy_flags(h.eds_health, ejected);
+            let flags = h
+                .active
+                .envoy_flags(h.eds_health, ejected, h.pending_removal);
             let _ = writeln!(out, "{name}::{a}::health_flags::{flags}");
             let _ = writeln!(out, "{name}::{a}::weight::{}", h.weight);
             for (stat, f) in HOST_COUNTERS {
@@ -113,7 +115,9 @@ fn host_json(inner: &Inner, h: &Host) -> Value {
     let ejected = outlier(inner, h).is_some_and(|o| o.ejected_since.is_some());
     host.insert(
         "health_flags".into(),
-        json!(h.active.envoy_flags(h.eds_health, ejected)),
+        json!(h
+            .active
+            .envoy_flags(h.eds_health, ejected, h.pending_removal)),
     );
     host.insert("weight".into(), json!(h.weight));
     for (stat, f) in HOST_COUNTERS {

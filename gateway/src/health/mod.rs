@@ -337,12 +337,29 @@ impl HealthCheckers {
                 .filter(|e| !e.check.disabled)
                 .map(|e| (e.address, &e.check))
                 .collect();
-            entry
-                .hosts
-                .retain(|addr, t| wanted.get(addr).is_some_and(|c| **c == t.check));
+            // A host gone from the config but kept while it passes
+            // (`pending_removal`) keeps its task: a failed check lets it go.
+            let leaving =
+                |addr: &SocketAddr| cs.host_by_addr(addr).is_some_and(|h| h.pending_removal);
+            entry.hosts.retain(|addr, t| match wanted.get(addr) {
+                Some(c) => **c == t.check,
+                None => leaving(addr),
+            });
             let verdicts = self.verdicts.entry(name.clone()).or_default();
-            verdicts.hosts.retain(|addr, _| wanted.contains_key(addr));
-            for (addr, check) in wanted {
+            verdicts
+                .hosts
+                .retain(|addr, _| wanted.contains_key(addr) || leaving(addr));
+            // A leaving host whose task went with a changed check is still
+            // checked (at its own address) until it fails: else it would
+            // never go.
+            let default_check = EndpointCheck::default();
+            let orphans: Vec<(SocketAddr, &EndpointCheck)> = cs
+                .hosts
+                .iter()
+                .filter(|h| h.pending_removal && !entry.hosts.contains_key(&h.address))
+                .map(|h| (h.address, &default_check))
+                .collect();
+            for (addr, check) in wanted.into_iter().chain(orphans) {
                 if entry.hosts.contains_key(&addr) {
                     continue;
                 }

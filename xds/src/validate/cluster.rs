@@ -31,7 +31,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         alt_stat_name,
         upstream_connection_options,
         close_connections_on_host_health_failure,
-        ignore_health_on_host_removal,
         filters,
         lrs_server,
         transport_socket_matches,
@@ -93,8 +92,12 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
     }
     let (http2, upstream) = upstream_options(c, path)?;
     let health_check =
-        super::health_check::health_checks(&c.health_checks, &path.field("health_checks"))?
-            .map(std::sync::Arc::new);
+        super::health_check::health_checks(&c.health_checks, &path.field("health_checks"))?.map(
+            |mut hc| {
+                hc.ignore_health_on_host_removal = c.ignore_health_on_host_removal;
+                std::sync::Arc::new(hc)
+            },
+        );
     if let Some(hc) = &health_check {
         let hpath = path.field("health_checks").index(0);
         if matches!(hc.checker, engine::Checker::Grpc(_))

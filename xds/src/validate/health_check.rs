@@ -119,6 +119,7 @@ fn health_check(h: &core::HealthCheck, path: &Path) -> Result<HealthCheck> {
         .unwrap_or(interval),
         always_log_failures: h.always_log_health_check_failures,
         always_log_success: h.always_log_health_check_success,
+        ignore_health_on_host_removal: false,
         tls_alpn: match &h.tls_options {
             None => Vec::new(),
             Some(t) => super::tls::alpn_protocols(
