@@ -245,6 +245,11 @@ impl ActiveCheck {
         )
     }
 
+    /// Its last check verdict is a failure.
+    pub fn failed(self) -> bool {
+        matches!(self, Self::Done(Verdict { healthy: false, .. }))
+    }
+
     /// No check of the host has ended yet.
     pub fn pending(self) -> bool {
         matches!(self, Self::Pending | Self::PendingExcluded)

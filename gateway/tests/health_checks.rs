@@ -573,3 +573,41 @@ fn checks_go_over_the_cluster_s_tls_with_its_validation_and_the_check_s_alpn() {
     wait_flags(gw.admin_addr.unwrap(), picky.addr(), "healthy");
     gw.shutdown();
 }
+
+#[test]
+fn close_connections_on_host_health_failure_closes_a_failed_host_s_connections() {
+    for close in [true, false] {
+        let (b1, b2) = (backend("b1"), backend("b2"));
+        let (h1, h2) = (HealthServer::start(), HealthServer::start());
+        let checker =
+            format!("{HTTP_CHECK}\n    close_connections_on_host_health_failure: {close}");
+        let gw = start(
+            bootstrap(
+                &[b1.addr(), b2.addr()],
+                &[Some(h1.addr.port()), Some(h2.addr.port())],
+                &checker,
+            ),
+            1,
+        );
+        let (admin, addr) = (gw.admin_addr.unwrap(), gw.listener("ingress").unwrap());
+        assert_eq!(answering(addr, 4), ["b1", "b2"]);
+        let active = format!(
+            "gateway_upstream_cx_active{{cluster=\"web\",host=\"{}\"}}",
+            b1.addr()
+        );
+        assert_eq!(metric(admin, &active), 1.0);
+        h1.set(Answer::Status(503, vec![]));
+        wait_answering(addr, &["b2"]);
+        if close {
+            wait_until(WAIT, "b1's connection closed", || {
+                metric(admin, &active) == 0.0
+            });
+        } else {
+            // Several failed checks later the connection is still there.
+            let checks = h1.checks();
+            wait_until(WAIT, "more checks", || h1.checks() >= checks + 3);
+            assert_eq!(metric(admin, &active), 1.0);
+        }
+        gw.shutdown();
+    }
+}

@@ -103,7 +103,12 @@ fn tls_options_offer_their_alpn_over_the_cluster_s_tls() {
         "    ignore_health_on_host_removal: true\n",
     )
     .unwrap();
-    assert!(c.health_check.as_ref().unwrap().ignore_health_on_host_removal);
+    assert!(
+        c.health_check
+            .as_ref()
+            .unwrap()
+            .ignore_health_on_host_removal
+    );
     // Without tls_options: the cluster's own ALPN.
     let c = load(&hc("http_health_check: { path: /h }"), "", tls).unwrap();
     assert!(c.health_check.as_ref().unwrap().tls_alpn.is_empty());

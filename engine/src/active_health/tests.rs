@@ -23,6 +23,7 @@ pub(crate) fn hc() -> HealthCheck {
         always_log_success: false,
         tls_alpn: vec![],
         ignore_health_on_host_removal: false,
+        close_connections_on_failure: false,
         checker: Checker::Tcp(TcpCheck {
             send: vec![],
             receive: vec![],

@@ -56,6 +56,10 @@ pub struct HealthCheck {
     /// `PENDING_DYNAMIC_REMOVAL`, until a check fails; true: it leaves at
     /// once.
     pub ignore_health_on_host_removal: bool,
+    /// The cluster's `close_connections_on_host_health_failure` (kept here
+    /// too): a host that fails its checks loses its pooled connections on
+    /// every data shard (they close once their streams end).
+    pub close_connections_on_failure: bool,
     pub checker: Checker,
 }
 

@@ -70,8 +70,9 @@ impl ShardRuntime {
         result
     }
 
-    /// Drops the pools of hosts that left their cluster, or whose cluster's
-    /// connection settings changed. Work proportional to what changed:
+    /// Drops the pools of hosts that left their cluster, whose cluster's
+    /// connection settings changed, or that just failed their checks in a
+    /// cluster that closes connections then. Work proportional to what changed:
     /// clusters shared (same `Arc`) with the current snapshot are skipped.
     fn reconcile_pools(&self, old: &Snapshot, snap: &Snapshot) {
         let drop_pool = |h: &Host| self.wire.drop_pool(h.id);
@@ -87,9 +88,18 @@ impl ShardRuntime {
                         .common_lb
                         .override_host_status
                         .contains(HealthStatus::Draining);
+                    // Envoy's `close_connections_on_host_health_failure`:
+                    // a host that just failed its checks loses its pool.
+                    let close_on_failure = new_c
+                        .config
+                        .health_check
+                        .as_ref()
+                        .is_some_and(|hc| hc.close_connections_on_failure);
                     for h in &old_c.hosts {
                         let survives = new_c.host_by_addr(&h.address).is_some_and(|n| {
-                            n.id == h.id && (keep_draining || n.health != HealthStatus::Draining)
+                            n.id == h.id
+                                && (keep_draining || n.health != HealthStatus::Draining)
+                                && !(close_on_failure && n.active.failed() && !h.active.failed())
                         });
                         if !survives || !same_settings {
                             drop_pool(h);

@@ -30,7 +30,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         metadata,
         alt_stat_name,
         upstream_connection_options,
-        close_connections_on_host_health_failure,
         filters,
         lrs_server,
         transport_socket_matches,
@@ -95,6 +94,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         super::health_check::health_checks(&c.health_checks, &path.field("health_checks"))?.map(
             |mut hc| {
                 hc.ignore_health_on_host_removal = c.ignore_health_on_host_removal;
+                hc.close_connections_on_failure = c.close_connections_on_host_health_failure;
                 std::sync::Arc::new(hc)
             },
         );

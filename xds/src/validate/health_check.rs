@@ -120,6 +120,7 @@ fn health_check(h: &core::HealthCheck, path: &Path) -> Result<HealthCheck> {
         always_log_failures: h.always_log_health_check_failures,
         always_log_success: h.always_log_health_check_success,
         ignore_health_on_host_removal: false,
+        close_connections_on_failure: false,
         tls_alpn: match &h.tls_options {
             None => Vec::new(),
             Some(t) => super::tls::alpn_protocols(
