@@ -51,7 +51,9 @@
 #   --duration S       measured seconds                   [20]
 #   --warmup S         seconds after all are healthy      [5]
 #   --rounds R         rounds (targets alternate)         [3]
-#   --targets LIST     subset of "gateway envoy"          ["gateway envoy"]
+#   --targets LIST     subset of "gateway envoy baseline" ["gateway envoy"]
+#   --baseline PATH    a gateway binary to run as target "baseline" (an
+#                      A/B of two builds in one run; adds it to --targets)
 #   --codec C          http2 | http1                      [http2]
 #   --ready-timeout S  most seconds to wait for N healthy [60]
 #   --out DIR          keep configs, logs, results in DIR [temp, deleted]
@@ -69,6 +71,7 @@ TARGETS="gateway envoy"
 CODEC=http2
 READY_TIMEOUT=60
 OUT_DIR=${OUT_DIR:-}
+BASELINE=
 PROXY_CPUS=1
 SERVER_CPU=0
 
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
         --codec) CODEC=$2; shift ;;
         --ready-timeout) READY_TIMEOUT=$2; shift ;;
         --out) OUT_DIR=$2; shift ;;
+        --baseline) BASELINE=$2; shift ;;
         -h|--help) sed -n '2,/^set -e/{/^#/p}' "$0"; exit 0 ;;
         *) echo "health_check_cost.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -98,8 +102,16 @@ for v in HOSTS DURATION WARMUP ROUNDS READY_TIMEOUT; do
 done
 [ "$HOSTS" -ge 1 ] && [ "$HOSTS" -le 65024 ] || { echo "health_check_cost.sh: --hosts: 1..65024" >&2; exit 2; }
 [ "$DURATION" -ge 1 ] || { echo "health_check_cost.sh: --duration must be >= 1" >&2; exit 2; }
+if [ -n "$BASELINE" ]; then
+    [ -x "$BASELINE" ] || { echo "health_check_cost.sh: --baseline: $BASELINE is not an executable" >&2; exit 2; }
+    case " $TARGETS " in *" baseline "*) ;; *) TARGETS="$TARGETS baseline" ;; esac
+fi
 for t in $TARGETS; do
-    case $t in gateway|envoy) ;; *) echo "health_check_cost.sh: unknown target $t (gateway, envoy)" >&2; exit 2 ;; esac
+    case $t in
+        gateway|envoy) ;;
+        baseline) [ -n "$BASELINE" ] || { echo "health_check_cost.sh: target baseline needs --baseline PATH" >&2; exit 2; } ;;
+        *) echo "health_check_cost.sh: unknown target $t (gateway, envoy, baseline)" >&2; exit 2 ;;
+    esac
 done
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -297,8 +309,10 @@ start_proxy() { # target round
     CONFIG=$WORK/bootstrap-$2-$1.yaml
     write_config "$CONFIG" "bench-$1"
     case $1 in
-        gateway)
-            taskset -c "$PROXY_CPUS" "$BIN/gateway" --config "$CONFIG" --shards 1 \
+        gateway|baseline)
+            local bin=$BIN/gateway
+            [ "$1" = baseline ] && bin=$BASELINE
+            taskset -c "$PROXY_CPUS" "$bin" --config "$CONFIG" --shards 1 \
                 --cpu-list "$PROXY_CPUS" --drain-time-s 0 --log warn >"$WORK/$1-$2.log" 2>&1 & ;;
         envoy)
             # Hot restart off and our PID as base id: never another Envoy's
@@ -339,6 +353,11 @@ try:
 except Exception:
     body = ""
 want = {
+    "baseline": {
+        "gateway_health_check_healthy{cluster=\"hc\"}": 0,
+        "gateway_health_checks_total{cluster=\"hc\",outcome=\"success\"}": 1,
+        "gateway_health_checks_total{cluster=\"hc\",outcome=\"failure\"}": 2,
+    },
     "gateway": {
         "gateway_health_check_healthy{cluster=\"hc\"}": 0,
         "gateway_health_checks_total{cluster=\"hc\",outcome=\"success\"}": 1,
@@ -460,7 +479,7 @@ python3 - "$RESULTS" "$HOSTS" "$CODEC" "$(commit_label)" <<'PY'
 import csv, statistics, sys
 path, hosts, codec, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 rows = list(csv.DictReader(open(path), delimiter="\t"))
-targets = [t for t in ("gateway", "envoy") if any(r["target"] == t for r in rows)]
+targets = [t for t in ("gateway", "envoy", "baseline") if any(r["target"] == t for r in rows)]
 
 def vals(t, k):
     out = []
@@ -505,6 +524,11 @@ if "gateway" in targets and "envoy" in targets:
         g, e = med("gateway", k), med("envoy", k)
         ratio = f"{g / e:.2f}" if g is not None and e else "NA"
         print(f"gateway ÷ Envoy {label}: {ratio}")
+if "gateway" in targets and "baseline" in targets:
+    for label, k in (("CPU %", "cpu_pct"), ("CPU-µs/check", "cpu_us_per_check")):
+        g, b = med("gateway", k), med("baseline", k)
+        ratio = f"{g / b:.2f}" if g is not None and b else "NA"
+        print(f"gateway ÷ baseline {label}: {ratio}")
 if "gateway" in targets:
     g = med("gateway", "cpu_pct")
     h = vals("gateway", "healthy")

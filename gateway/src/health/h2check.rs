@@ -13,8 +13,9 @@ use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use h2wire::conn::{ClientConfig, ClientConn, ClientEvent};
 use shards::wire::tls::Transport;
 
-/// Bytes asked of the socket per read: a check's answer is small.
-const READ_SIZE: usize = 4096;
+/// Bytes asked of the socket per read: a check's answer is small (a
+/// larger one takes more reads).
+const READ_SIZE: usize = 2048;
 
 /// One connection to a checked host, kept between checks.
 pub struct H2Conn {
@@ -26,7 +27,16 @@ pub struct H2Conn {
     out: Vec<u8>,
 }
 
-/// A check's answer: status, fields and (up to `max_body`) body.
+/// The response fields a verdict looks at; the others are not kept (a
+/// check is judged on its status, these and its body).
+const JUDGED: [&[u8]; 3] = [
+    b"x-envoy-immediate-health-check-fail",
+    b"x-envoy-degraded",
+    b"grpc-status",
+];
+
+/// A check's answer: status, the fields in [`JUDGED`] and (up to
+/// `max_body`) body.
 #[derive(Debug, Default)]
 pub struct Answer {
     pub status: u16,
@@ -103,6 +113,11 @@ impl H2Conn {
             self.flush().await?;
             while let Some(event) = self.conn.poll_event() {
                 if self.on_event(stream, event, &mut answer, ask.max_body)? {
+                    if self.received.is_empty() {
+                        // Between checks a connection holds no read
+                        // buffer (10,000 of them would hold 20 MB).
+                        self.received = BytesMut::new();
+                    }
                     return Ok(answer);
                 }
             }
@@ -121,7 +136,7 @@ impl H2Conn {
     ) -> Result<bool, String> {
         let owned = |list: &h2wire::message::HeaderList| {
             list.iter()
-                .filter(|(n, _, _)| !n.starts_with(b":"))
+                .filter(|(n, _, _)| JUDGED.contains(n))
                 .map(|(n, v, _)| {
                     (
                         String::from_utf8_lossy(n).into_owned(),
@@ -200,18 +215,19 @@ impl H2Conn {
         self.stream.flush().await.map_err(|e| format!("send: {e}"))
     }
 
-    /// Reads what arrived and hands it to the codec.
+    /// Reads what arrived and hands it to the codec. Straight into the
+    /// codec's buffer: no chunk on the task's stack (its future would
+    /// carry it for every host) and no copy.
     async fn read(&mut self) -> Result<(), String> {
-        let mut chunk = [0u8; READ_SIZE];
-        let n = self
-            .stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("receive: {e}"))?;
+        let start = self.received.len();
+        self.received.resize(start + READ_SIZE, 0);
+        let read = self.stream.read(&mut self.received[start..]).await;
+        let n = *read.as_ref().unwrap_or(&0);
+        self.received.truncate(start + n);
+        let n = read.map_err(|e| format!("receive: {e}"))?;
         if n == 0 {
             return Err("h2: closed by the server".into());
         }
-        self.received.extend_from_slice(&chunk[..n]);
         self.conn
             .recv(&mut self.received)
             .map_err(|e| format!("h2: {e:?}"))

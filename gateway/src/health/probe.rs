@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use engine::active_health::Outcome;
 use engine::tls::UpstreamTls;
-use engine::{AddedHeader, Checker, GrpcCheck, HealthCheck, HttpCheck, TcpCheck};
+use engine::{AddedHeader, Checker, HealthCheck, HttpCheck, TcpCheck};
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use glommio::timer::Timer;
 use shards::wire::tls::Transport;
 
 use super::h2check::{Answer, Ask, H2Conn};
@@ -34,6 +35,37 @@ pub struct Target {
     /// checks go over the transport socket the cluster's traffic uses, as
     /// in Envoy.
     pub tls: Option<Arc<UpstreamTls>>,
+    /// The request's header fields (HTTP: after removals and additions;
+    /// gRPC: its metadata) and gRPC's request message, made once per
+    /// host rather than per check.
+    pub fields: Vec<(String, String)>,
+    pub grpc_body: Option<bytes::Bytes>,
+}
+
+impl Target {
+    /// What every check of `hc` sends besides the address and authority.
+    pub fn request_parts(hc: &HealthCheck) -> (Vec<(String, String)>, Option<bytes::Bytes>) {
+        match &hc.checker {
+            Checker::Http(h) => (http_headers(h), None),
+            Checker::Grpc(g) => {
+                let mut md = vec![
+                    ("content-type".to_owned(), "application/grpc".to_owned()),
+                    ("te".to_owned(), "trailers".to_owned()),
+                    ("user-agent".to_owned(), "Envoy/HC".to_owned()),
+                    (
+                        "grpc-timeout".to_owned(),
+                        format!("{}m", hc.timeout.as_millis()),
+                    ),
+                ];
+                add_headers(&mut md, &g.initial_metadata);
+                let msg = HealthCheckRequest {
+                    service: g.service_name.clone(),
+                };
+                (md, Some(crate::xds::grpc::encode(&msg)))
+            }
+            Checker::Tcp(_) => (Vec::new(), None),
+        }
+    }
 }
 
 /// A connection kept between checks.
@@ -43,23 +75,26 @@ pub enum Conn {
 }
 
 /// Runs one check; `conn` is used when set and left set when the check
-/// allows the next to reuse it. The result carries why it failed, for the
-/// log.
+/// allows the next to reuse it. `timer` is reset to the check's timeout
+/// (the host task's one timer: no allocation per check). The result
+/// carries why it failed, for the log.
 pub async fn check(
     hc: &HealthCheck,
     target: &Target,
     conn: &mut Option<Conn>,
+    timer: &mut Timer,
 ) -> (Outcome, String) {
     let run = async {
         match &hc.checker {
-            Checker::Http(h) if h.http2 => h2_check(hc, Request::Http(h), target, conn).await,
+            Checker::Http(h) if h.http2 => h2_check(Request::Http(h), target, conn).await,
             Checker::Http(h) => http1(hc, h, target, conn).await,
             Checker::Tcp(t) => tcp(hc, t, target, conn).await,
-            Checker::Grpc(g) => h2_check(hc, Request::Grpc(g), target, conn).await,
+            Checker::Grpc(_) => h2_check(Request::Grpc, target, conn).await,
         }
     };
+    timer.reset(hc.timeout);
     let timeout = async {
-        glommio::timer::sleep(hc.timeout).await;
+        timer.await;
         Err(format!("timed out after {:?}", hc.timeout))
     };
     match futures_lite::future::or(run, timeout).await {
@@ -245,7 +280,7 @@ async fn http1_once(
         "{} {} HTTP/1.1\r\nhost: {}\r\n",
         h.method, h.path, target.authority
     );
-    for (n, v) in http_headers(h) {
+    for (n, v) in &target.fields {
         req.push_str(&format!("{n}: {v}\r\n"));
     }
     if !hc.reuse_connection {
@@ -443,7 +478,7 @@ async fn read_chunked(
 /// What goes over HTTP/2.
 enum Request<'a> {
     Http(&'a HttpCheck),
-    Grpc(&'a GrpcCheck),
+    Grpc,
 }
 
 /// `grpc.health.v1.HealthCheckRequest`.
@@ -460,53 +495,33 @@ struct HealthCheckResponse {
     status: i32,
 }
 
-async fn h2_check(
-    hc: &HealthCheck,
-    req: Request<'_>,
-    target: &Target,
-    conn: &mut Option<Conn>,
-) -> Checked {
+async fn h2_check(req: Request<'_>, target: &Target, conn: &mut Option<Conn>) -> Checked {
     let (mut h2, reused) = match conn.take() {
         Some(Conn::H2(c)) if c.reusable() => (c, true),
         _ => (Box::new(H2Conn::new(connect(target).await?)), false),
     };
-    let fields;
     let ask = match req {
-        Request::Http(h) => {
-            fields = http_headers(h);
-            Ask {
-                method: h.method.as_str(),
-                authority: &target.authority,
-                path: &h.path,
-                fields: &fields,
-                body: None,
-                max_body: h.response_buffer_size,
-            }
-        }
-        Request::Grpc(g) => {
-            let mut md = vec![
-                ("content-type".to_owned(), "application/grpc".to_owned()),
-                ("te".to_owned(), "trailers".to_owned()),
-                ("user-agent".to_owned(), "Envoy/HC".to_owned()),
-                (
-                    "grpc-timeout".to_owned(),
-                    format!("{}m", hc.timeout.as_millis()),
-                ),
-            ];
-            add_headers(&mut md, &g.initial_metadata);
-            fields = md;
-            let msg = HealthCheckRequest {
-                service: g.service_name.clone(),
-            };
-            Ask {
-                method: "POST",
-                authority: &target.authority,
-                path: "/grpc.health.v1.Health/Check",
-                fields: &fields,
-                body: Some(crate::xds::grpc::encode(&msg)),
-                max_body: MAX_BODY,
-            }
-        }
+        Request::Http(h) => Ask {
+            method: h.method.as_str(),
+            authority: &target.authority,
+            path: &h.path,
+            fields: &target.fields,
+            body: None,
+            // The body matters only to `receive`.
+            max_body: if h.receive.is_empty() {
+                0
+            } else {
+                h.response_buffer_size
+            },
+        },
+        Request::Grpc => Ask {
+            method: "POST",
+            authority: &target.authority,
+            path: "/grpc.health.v1.Health/Check",
+            fields: &target.fields,
+            body: target.grpc_body.clone(),
+            max_body: MAX_BODY,
+        },
     };
     let answer = match h2.exchange(&ask).await {
         Ok(a) => a,
@@ -522,7 +537,7 @@ async fn h2_check(
     *conn = Some(Conn::H2(h2));
     match req {
         Request::Http(h) => Ok(judge_http(h, answer.status, &answer.headers, &answer.body)),
-        Request::Grpc(_) => Ok(judge_grpc(&answer)),
+        Request::Grpc => Ok(judge_grpc(&answer)),
     }
 }
 
