@@ -7,40 +7,23 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use glommio::net::TcpListener;
-use glommio::{LocalExecutorBuilder, Placement};
 use http::{Request, Response};
 use support::*;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 /// An h2c server that answers with headers and one chunk, then goes quiet
 /// for a minute before the next one (a server-streaming RPC, a watch).
 fn quiet_streaming_backend() -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            loop {
-                let Ok(s) = l.accept().await else { return };
-                let mut conn = h2::server::handshake(s.compat()).await.unwrap();
-                glommio::spawn_local(async move {
-                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
-                        glommio::spawn_local(async move {
-                            let mut send = respond.send_response(Response::new(()), false).unwrap();
-                            let _ = send.send_data(Bytes::from_static(b"first\n"), false);
-                            glommio::timer::sleep(Duration::from_secs(60)).await;
-                            let _ = send.send_data(Bytes::from_static(b"late\n"), true);
-                        })
-                        .detach();
-                    }
-                })
-                .detach();
-            }
-        })
-        .unwrap();
-    rx.recv().unwrap()
+    support::h2c_server::h2c_server(|_, mut conn| async move {
+        while let Some(Ok((_req, mut respond))) = conn.accept().await {
+            glommio::spawn_local(async move {
+                let mut send = respond.send_response(Response::new(()), false).unwrap();
+                let _ = send.send_data(Bytes::from_static(b"first\n"), false);
+                glommio::timer::sleep(Duration::from_secs(60)).await;
+                let _ = send.send_data(Bytes::from_static(b"late\n"), true);
+            })
+            .detach();
+        }
+    })
 }
 
 fn gauge(stats: &str, name: &str) -> u64 {

@@ -20,11 +20,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use engine::{HeadersWithUnderscoresAction, HttpConnectionManager, Runtime};
-use glommio::net::TcpListener;
-use glommio::{LocalExecutorBuilder, Placement};
 use http::{Response, StatusCode};
 use support::*;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
@@ -42,34 +39,21 @@ const ENHANCE_YOUR_CALM: u32 = 0xb;
 fn h2_backend() -> (SocketAddr, Arc<AtomicU64>) {
     let seen = Arc::new(AtomicU64::new(0));
     let count = Arc::clone(&seen);
-    let (tx, rx) = mpsc::channel();
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            loop {
-                let Ok(s) = l.accept().await else { return };
-                let count = Arc::clone(&count);
-                glommio::spawn_local(async move {
-                    let Ok(mut conn) = h2::server::handshake(s.compat()).await else {
-                        return;
-                    };
-                    while let Some(Ok((req, mut respond))) = conn.accept().await {
-                        count.fetch_add(1, Ordering::Relaxed);
-                        let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
-                        let resp = Response::builder()
-                            .header("x-names", names.join(","))
-                            .body(())
-                            .unwrap();
-                        let _ = respond.send_response(resp, true);
-                    }
-                })
-                .detach();
+    let addr = support::h2c_server::h2c_server(move |_, mut conn| {
+        let count = Arc::clone(&count);
+        async move {
+            while let Some(Ok((req, mut respond))) = conn.accept().await {
+                count.fetch_add(1, Ordering::Relaxed);
+                let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
+                let resp = Response::builder()
+                    .header("x-names", names.join(","))
+                    .body(())
+                    .unwrap();
+                let _ = respond.send_response(resp, true);
             }
-        })
-        .unwrap();
-    (rx.recv().unwrap(), seen)
+        }
+    });
+    (addr, seen)
 }
 
 struct Gw {

@@ -342,38 +342,16 @@ fn a_proxied_response_with_the_immediate_fail_header_fails_the_host_at_once() {
 /// An h2c health endpoint that answers one check per connection, 200, then
 /// closes it (as a server's idle timeout or connection age would).
 fn one_check_per_connection() -> SocketAddr {
-    use glommio::net::TcpListener;
-    use glommio::{LocalExecutorBuilder, Placement};
-    use tokio_util::compat::FuturesAsyncReadCompatExt;
-    let (tx, rx) = std::sync::mpsc::channel();
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            loop {
-                let Ok(s) = l.accept().await else { return };
-                glommio::spawn_local(async move {
-                    let Ok(mut conn) = h2::server::handshake(s.compat()).await else {
-                        return;
-                    };
-                    if let Some(Ok((_req, mut respond))) = conn.accept().await {
-                        let _ = respond.send_response(http::Response::new(()), true);
-                    }
-                    // Let the answer go out, then drop the connection.
-                    let _ = futures_lite::future::or(
-                        async { while conn.accept().await.is_some() {} },
-                        async {
-                            glommio::timer::sleep(Duration::from_millis(5)).await;
-                        },
-                    )
-                    .await;
-                })
-                .detach();
-            }
+    support::h2c_server::h2c_server(|_, mut conn| async move {
+        if let Some(Ok((_req, mut respond))) = conn.accept().await {
+            let _ = respond.send_response(http::Response::new(()), true);
+        }
+        // Let the answer go out, then drop the connection.
+        let _ = futures_lite::future::or(async { while conn.accept().await.is_some() {} }, async {
+            glommio::timer::sleep(Duration::from_millis(5)).await;
         })
-        .unwrap();
-    rx.recv().unwrap()
+        .await;
+    })
 }
 
 #[test]

@@ -7,44 +7,30 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use glommio::net::TcpListener;
-use glommio::{LocalExecutorBuilder, Placement};
 use h2::Reason;
 use http::{Response, StatusCode};
 use support::*;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 /// An h2c server that refuses every other stream it sees.
 fn refusing_backend() -> (SocketAddr, Arc<AtomicU64>) {
     let refused = Arc::new(AtomicU64::new(0));
-    let (tx, rx) = std::sync::mpsc::channel();
     let count = Arc::clone(&refused);
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
+    let addr = support::h2c_server::h2c_server(move |_, mut conn| {
+        let count = Arc::clone(&count);
+        async move {
             let mut n = 0u64;
-            loop {
-                let Ok(s) = l.accept().await else { return };
-                let mut conn = h2::server::handshake(s.compat()).await.unwrap();
-                let count = Arc::clone(&count);
-                glommio::spawn_local(async move {
-                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
-                        n += 1;
-                        if n % 2 == 1 {
-                            count.fetch_add(1, Ordering::Relaxed);
-                            respond.send_reset(Reason::REFUSED_STREAM);
-                        } else {
-                            let _ = respond.send_response(Response::new(()), true);
-                        }
-                    }
-                })
-                .detach();
+            while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                n += 1;
+                if n % 2 == 1 {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    respond.send_reset(Reason::REFUSED_STREAM);
+                } else {
+                    let _ = respond.send_response(Response::new(()), true);
+                }
             }
-        })
-        .unwrap();
-    (rx.recv().unwrap(), refused)
+        }
+    });
+    (addr, refused)
 }
 
 #[test]
@@ -76,35 +62,19 @@ fn refused_streams_are_resent() {
 /// An h2c server whose first connection takes `drop_after` streams and
 /// then closes without answering any; later connections answer 200.
 fn dropping_backend(drop_after: usize) -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(1 << 20)
-        .spawn(move || async move {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            let mut first = true;
-            loop {
-                let Ok(s) = l.accept().await else { return };
-                let mut conn = h2::server::handshake(s.compat()).await.unwrap();
-                let drop_this = std::mem::take(&mut first);
-                glommio::spawn_local(async move {
-                    let mut held = Vec::new();
-                    while let Some(Ok((req, mut respond))) = conn.accept().await {
-                        if drop_this {
-                            held.push((req, respond));
-                            if held.len() == drop_after {
-                                return; // drops the connection unanswered
-                            }
-                        } else {
-                            let _ = respond.send_response(Response::new(()), true);
-                        }
-                    }
-                })
-                .detach();
+    support::h2c_server::h2c_server(move |n, mut conn| async move {
+        let mut held = Vec::new();
+        while let Some(Ok((req, mut respond))) = conn.accept().await {
+            if n == 0 {
+                held.push((req, respond));
+                if held.len() == drop_after {
+                    return; // drops the connection unanswered
+                }
+            } else {
+                let _ = respond.send_response(Response::new(()), true);
             }
-        })
-        .unwrap();
-    rx.recv().unwrap()
+        }
+    })
 }
 
 /// A shared upstream connection that dies under its streams: idempotent

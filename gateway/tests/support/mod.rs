@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod h1_backend;
+pub mod h2c_server;
 pub mod health_server;
 pub mod tls_client;
 pub mod yaml;
