@@ -484,6 +484,14 @@ fn wait_flags(admin: SocketAddr, host: SocketAddr, flags: &str) {
     });
 }
 
+/// Waits until `host`'s checks failed on the network twice and it shows
+/// as failing.
+fn failing(admin: SocketAddr, host: SocketAddr) {
+    let failures = "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}";
+    wait_until(WAIT, "failed checks", || metric(admin, failures) >= 2.0);
+    wait_flags(admin, host, "/failed_active_hc");
+}
+
 #[test]
 fn checks_go_over_the_cluster_s_tls_with_its_validation_and_the_check_s_alpn() {
     use support::h1_backend::{H1Answer, H1Backend};
@@ -519,14 +527,7 @@ fn checks_go_over_the_cluster_s_tls_with_its_validation_and_the_check_s_alpn() {
     // none reaches the backend.
     let before = b.requests().len();
     let gw = start(tls_bootstrap(b.addr(), &trusting(&other), HTTP_CHECK), 1);
-    let admin = gw.admin_addr.unwrap();
-    wait_until(WAIT, "failed checks", || {
-        metric(
-            admin,
-            "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}",
-        ) >= 2.0
-    });
-    wait_flags(admin, b.addr(), "/failed_active_hc");
+    failing(gw.admin_addr.unwrap(), b.addr());
     assert_eq!(b.requests().len(), before);
     gw.shutdown();
 
@@ -537,14 +538,7 @@ fn checks_go_over_the_cluster_s_tls_with_its_validation_and_the_check_s_alpn() {
         H1Answer::ok("ok")
     });
     let gw = start(tls_bootstrap(picky.addr(), "", HTTP_CHECK), 1);
-    let admin = gw.admin_addr.unwrap();
-    wait_until(WAIT, "failed checks", || {
-        metric(
-            admin,
-            "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}",
-        ) >= 2.0
-    });
-    wait_flags(admin, picky.addr(), "/failed_active_hc");
+    failing(gw.admin_addr.unwrap(), picky.addr());
     gw.shutdown();
     let with_alpn = format!("{HTTP_CHECK}\n      tls_options: {{ alpn_protocols: [hc-proto] }}");
     let gw = start(tls_bootstrap(picky.addr(), "", &with_alpn), 1);
