@@ -13,8 +13,9 @@
 //! smuggling and response splitting (RFC 9112 §6.3, §11.2):
 //!
 //! - one framing per request: `Transfer-Encoding` and `Content-Length`
-//!   together, a `Content-Length` that is invalid or given twice with
-//!   different values, a transfer coding other than a final `chunked`, or
+//!   together, a `Content-Length` that is invalid, a list or given twice
+//!   (even with equal values, as Envoy refuses it), a transfer coding
+//!   other than a final `chunked`, or
 //!   any `Transfer-Encoding` in an HTTP/1.0 request is a 400 and the
 //!   connection closes;
 //! - responses are framed by RFC 9112 §6.3's rules in order (no body for
