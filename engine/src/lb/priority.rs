@@ -73,7 +73,7 @@ pub struct ClusterLb {
     /// One per distinct priority, highest (0) first.
     sets: Vec<HostSetLb>,
     /// With `locality_weighted_lb_config`, parallel to `sets`: each
-    /// locality's set and the cumulative effective weights to draw from,
+    /// locality's set and the schedule over their effective weights,
     /// unless the priority is in panic (then its whole set serves).
     localities: Vec<Localities>,
     /// Cumulative loads, parallel to `sets`: set `i` takes `r % 100` below
@@ -161,10 +161,19 @@ impl ClusterLb {
             }
         };
         let allow_panic = self.allow_panic;
-        if let Some(loc) = self.localities.get_mut(set).filter(|l| l.total > 0) {
-            let r = rng() % loc.total;
-            let i = loc.cumulative.partition_point(|bound| *bound <= r);
-            if let Some(l) = loc.sets.get_mut(i) {
+        if let Some(loc) = self.localities.get_mut(set).filter(|l| !l.sets.is_empty()) {
+            if !loc.started {
+                // A random start, as Envoy's scheduler picks a random
+                // number of times when it is made: shards and gateways
+                // built at the same moment do not all begin with the same
+                // locality.
+                loc.started = true;
+                for _ in 0..rng() % loc.sets.len() as u64 {
+                    loc.edf.next(|_, base| u128::from(base));
+                }
+            }
+            let i = loc.edf.next(|_, base| u128::from(base));
+            if let Some(l) = i.and_then(|i| loc.sets.get_mut(i as usize)) {
                 return l.pick_by(cluster, policy, ejected, active, rng, hash, false);
             }
         }
@@ -240,19 +249,21 @@ impl ClusterLb {
                 };
                 // A priority in panic serves from all its hosts, as Envoy.
                 let panic = self.allow_panic && threshold > 0 && 100 * healthy < threshold * total;
+                let mut weights = Vec::new();
                 for &((_, l), w, h, n) in per_locality.iter().filter(|c| c.0 .0 == priority) {
                     let effective = u64::from(w) * (u64::from(factor) * h / n).min(100);
                     if effective == 0 || panic {
                         continue;
                     }
-                    loc.total += effective;
-                    loc.cumulative.push(loc.total);
+                    weights.push(u32::try_from(effective).unwrap_or(u32::MAX));
                     loc.sets
                         .push(match reuse.iter().position(|s| s.locality() == Some(l)) {
                             Some(i) => reuse.swap_remove(i),
                             None => HostSetLb::new(priority, Some(l)),
                         });
                 }
+                loc.edf
+                    .rebuild(weights.into_iter(), |_, base| u128::from(base));
                 self.localities.push(loc);
             }
         }
@@ -266,14 +277,17 @@ impl ClusterLb {
     }
 }
 
-/// One priority's localities under locality-weighted balancing.
+/// One priority's localities under locality-weighted balancing: drawn by
+/// Envoy's earliest-deadline-first schedule over their effective weights
+/// (interleaved in proportion, not random draws).
 #[derive(Debug, Default)]
 struct Localities {
     priority: u32,
     /// The localities with a positive effective weight.
     sets: Vec<HostSetLb>,
-    cumulative: Vec<u64>,
-    total: u64,
+    edf: super::edf::Edf,
+    /// Whether the schedule had its random start.
+    started: bool,
 }
 
 #[cfg(test)]
@@ -504,14 +518,16 @@ mod tests {
             ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())
         };
         let none = EjectedSet::default();
+        // Envoy's EDF schedule: one pick in four to locality 0, exactly,
+        // in any 1,000 picks (whatever the random start).
         let n = spread(&build([Healthy, Healthy, Healthy]), &none);
-        assert!((200..=300).contains(&n[0]), "25 % to locality 0: {n:?}");
+        assert_eq!(n[0], 250, "25 % to locality 0: {n:?}");
         assert!(n[1].abs_diff(n[2]) <= 20, "round robin within: {n:?}");
         // Half of locality 1 down: its weight × min(1, 1.4 × ½) = 2.1 of
-        // 3.1, so locality 0 gets about a third.
+        // 3.1, so locality 0 gets 100 of every 310 picks.
         let n = spread(&build([Healthy, Healthy, Unhealthy]), &none);
         assert_eq!(n[2], 0);
-        assert!((280..=380).contains(&n[0]), "{n:?}");
+        assert!((322..=323).contains(&n[0]), "{n:?}");
     }
 
     #[test]
