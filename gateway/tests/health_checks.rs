@@ -531,17 +531,26 @@ fn checks_go_over_the_cluster_s_tls_with_its_validation_and_the_check_s_alpn() {
     assert_eq!(b.requests().len(), before);
     gw.shutdown();
 
-    // A backend that speaks only its own ALPN protocol: the cluster's
-    // list (http/1.1) fails the handshake; the check's
+    // A backend that speaks only its own ALPN protocol: the context's
+    // `alpn_protocols` (http/1.1) fails the handshake; the check's
     // `tls_options.alpn_protocols` passes it.
     let picky = H1Backend::start_with(Some(server_config(&good, &["hc-proto"])), |_| {
         H1Answer::ok("ok")
     });
-    let gw = start(tls_bootstrap(picky.addr(), "", HTTP_CHECK), 1);
+    let h1_alpn = "        common_tls_context: { alpn_protocols: [http/1.1] }";
+    let gw = start(tls_bootstrap(picky.addr(), h1_alpn, HTTP_CHECK), 1);
     failing(gw.admin_addr.unwrap(), picky.addr());
     gw.shutdown();
+    // An HTTP/2 cluster (its pools offer `h2`) checked over HTTP/1.1: the
+    // checks offer no ALPN, as Envoy's, so an HTTP/1.1-only server takes
+    // them (offering the pools' `h2` would fail every handshake).
+    let h2_cluster = format!("{HTTP_CHECK}\n{}", yaml::h2_options(""));
+    let gw = start(tls_bootstrap(b.addr(), "", &h2_cluster), 1);
+    wait_flags(gw.admin_addr.unwrap(), b.addr(), "healthy");
+    gw.shutdown();
+
     let with_alpn = format!("{HTTP_CHECK}\n      tls_options: {{ alpn_protocols: [hc-proto] }}");
-    let gw = start(tls_bootstrap(picky.addr(), "", &with_alpn), 1);
+    let gw = start(tls_bootstrap(picky.addr(), h1_alpn, &with_alpn), 1);
     wait_flags(gw.admin_addr.unwrap(), picky.addr(), "healthy");
     gw.shutdown();
 }

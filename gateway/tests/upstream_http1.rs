@@ -427,6 +427,7 @@ fn upstream_tls_matching(
     let tls = UpstreamTls::build(UpstreamTlsSpec {
         sni: sni.map(str::to_string),
         alpn,
+        alpn_configured: false,
         min_version: engine::tls::TlsVersion::V1_2,
         max_version: engine::tls::TlsVersion::V1_3,
         cipher_suites: vec![],

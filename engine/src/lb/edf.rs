@@ -100,6 +100,21 @@ impl Edf {
         self.heap = BinaryHeap::from(entries);
     }
 
+    /// Restarts the schedule at a random point: each slot is first due at
+    /// a random time within its first step (`rand` draws), so the first
+    /// picks after a restart spread over the slots roughly by weight
+    /// instead of always going to the heaviest, and schedules made at the
+    /// same moment (shards, gateways) do not move in step.
+    pub(super) fn randomize(&mut self, mut rand: impl FnMut() -> u64) {
+        let entries: Vec<_> = self
+            .base
+            .iter()
+            .enumerate()
+            .map(|(slot, base)| Reverse((u128::from(1 + rand() % (*base).max(1)), slot as u32)))
+            .collect();
+        self.heap = BinaryHeap::from(entries);
+    }
+
     /// Takes the slot due first and re-queues it `step(slot, base)` later
     /// (Envoy recomputes the weight on re-queue, which is how least request
     /// sees the host's current load). O(log n): one sift, no allocation.

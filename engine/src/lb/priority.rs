@@ -163,14 +163,11 @@ impl ClusterLb {
         let allow_panic = self.allow_panic;
         if let Some(loc) = self.localities.get_mut(set).filter(|l| !l.sets.is_empty()) {
             if !loc.started {
-                // A random start, as Envoy's scheduler picks a random
-                // number of times when it is made: shards and gateways
-                // built at the same moment do not all begin with the same
-                // locality.
+                // A random start, as Envoy's scheduler makes a random
+                // number of picks when it is made: shards and gateways
+                // built at the same moment do not all begin alike.
                 loc.started = true;
-                for _ in 0..rng() % loc.sets.len() as u64 {
-                    loc.edf.next(|_, base| u128::from(base));
-                }
+                loc.edf.randomize(&mut *rng);
             }
             let i = loc.edf.next(|_, base| u128::from(base));
             if let Some(l) = i.and_then(|i| loc.sets.get_mut(i as usize)) {
@@ -238,10 +235,14 @@ impl ClusterLb {
         if weighted {
             let threshold = u64::from(cluster.config.common_lb.healthy_panic_threshold.min(100));
             for &(priority, healthy, total) in &counts {
-                let mut reuse = old_localities
+                // The previous build of this priority: its host sets are
+                // reused, and its schedule too when the weights are the
+                // same (a rebuild for an ejection elsewhere must not
+                // restart it: a restart favours its first picks).
+                let mut old = old_localities
                     .iter_mut()
                     .find(|l| l.priority == priority)
-                    .map(|l| std::mem::take(&mut l.sets))
+                    .map(std::mem::take)
                     .unwrap_or_default();
                 let mut loc = Localities {
                     priority,
@@ -249,21 +250,29 @@ impl ClusterLb {
                 };
                 // A priority in panic serves from all its hosts, as Envoy.
                 let panic = self.allow_panic && threshold > 0 && 100 * healthy < threshold * total;
-                let mut weights = Vec::new();
+                let mut effective_weights = Vec::new();
                 for &((_, l), w, h, n) in per_locality.iter().filter(|c| c.0 .0 == priority) {
                     let effective = u64::from(w) * (u64::from(factor) * h / n).min(100);
                     if effective == 0 || panic {
                         continue;
                     }
-                    weights.push(u32::try_from(effective).unwrap_or(u32::MAX));
-                    loc.sets
-                        .push(match reuse.iter().position(|s| s.locality() == Some(l)) {
-                            Some(i) => reuse.swap_remove(i),
+                    effective_weights.push(effective);
+                    loc.sets.push(
+                        match old.sets.iter().position(|s| s.locality() == Some(l)) {
+                            Some(i) => old.sets.swap_remove(i),
                             None => HostSetLb::new(priority, Some(l)),
-                        });
+                        },
+                    );
                 }
-                loc.edf
-                    .rebuild(weights.into_iter(), |_, base| u128::from(base));
+                loc.weights = schedule_weights(&effective_weights);
+                loc.ids = loc.sets.iter().map(HostSetLb::locality).collect();
+                if old.started && old.weights == loc.weights && old.ids == loc.ids {
+                    loc.edf = std::mem::take(&mut old.edf);
+                    loc.started = true;
+                } else {
+                    loc.edf
+                        .rebuild(loc.weights.iter().copied(), |_, base| u128::from(base));
+                }
                 self.localities.push(loc);
             }
         }
@@ -286,8 +295,24 @@ struct Localities {
     /// The localities with a positive effective weight.
     sets: Vec<HostSetLb>,
     edf: super::edf::Edf,
+    /// The schedule's weights and the localities of `sets`, as built.
+    weights: Vec<u32>,
+    ids: Vec<Option<u32>>,
     /// Whether the schedule had its random start.
     started: bool,
+}
+
+/// Effective locality weights as the schedule takes them: scaled down
+/// together when the largest is above 2^24, so the schedule's steps
+/// (`EDF_SCALE / weight`) keep their precision and no weight is clipped
+/// alone; none below 1.
+fn schedule_weights(effective: &[u64]) -> Vec<u32> {
+    let max = effective.iter().copied().max().unwrap_or(0);
+    let scale = (max >> 24) + 1;
+    effective
+        .iter()
+        .map(|w| u32::try_from(w / scale).unwrap_or(u32::MAX).max(1))
+        .collect()
 }
 
 #[cfg(test)]
@@ -528,6 +553,51 @@ mod tests {
         let n = spread(&build([Healthy, Healthy, Unhealthy]), &none);
         assert_eq!(n[2], 0);
         assert!((322..=323).contains(&n[0]), "{n:?}");
+    }
+
+    #[test]
+    fn the_locality_schedule_survives_rebuilds_that_change_nothing_of_it() {
+        // A rebuild for every pick (a new ejected-set epoch each time, as
+        // ejections in other clusters bring): the schedule is kept, so
+        // locality 0 (weight 1 of 4) still gets exactly its quarter.
+        use HealthStatus::*;
+        let mut c = (*cluster(
+            &[(0, Healthy), (0, Healthy), (0, Healthy)],
+            LbPolicy::RoundRobin,
+        )
+        .config)
+            .clone();
+        c.common_lb.locality_weighted = true;
+        for (i, e) in c.endpoints.iter_mut().enumerate() {
+            e.placement.locality = u32::from(i > 0);
+            e.placement.locality_weight = if i > 0 { 3 } else { 1 };
+        }
+        let c = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
+        let mut lb = ClusterLb::default();
+        let mut x = 7u64;
+        let mut rng = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x >> 11
+        };
+        let mut first = 0;
+        for epoch in 0..400 {
+            let set = EjectedSet::new(epoch, []);
+            let p = lb.pick(&c, &set, |_| 0, &mut rng).unwrap();
+            first += u32::from(p.host.address.port() == 1);
+        }
+        assert_eq!(first, 100);
+    }
+
+    #[test]
+    fn huge_locality_weights_are_scaled_together() {
+        let w = schedule_weights(&[50_000_000 * 100, 100_000_000 * 100, 1]);
+        assert_eq!(w[1] / w[0], 2, "{w:?}");
+        assert_eq!(w[2], 1);
+        assert_eq!(
+            schedule_weights(&[3, 100]),
+            [3, 100],
+            "small ones as they are"
+        );
     }
 
     #[test]

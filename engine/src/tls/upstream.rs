@@ -29,6 +29,10 @@ pub struct UpstreamTlsSpec {
     pub sni: Option<String>,
     /// `alpn_protocols`, or the cluster's protocols when none are set.
     pub alpn: Vec<Vec<u8>>,
+    /// Whether `alpn` is the context's own `alpn_protocols` (not filled in
+    /// from the cluster's protocols): active health checks offer only
+    /// that, as Envoy's do.
+    pub alpn_configured: bool,
     pub min_version: TlsVersion,
     pub max_version: TlsVersion,
     /// BoringSSL names; empty: rustls's defaults.
@@ -53,6 +57,10 @@ pub struct UpstreamTls {
     pub config: Arc<ClientConfig>,
     pub sni: Option<String>,
     pub alpn: Vec<String>,
+    /// What an active health check offers in ALPN without its own
+    /// `tls_options.alpn_protocols`: the context's configured list (none
+    /// when the pools' list was filled in from the cluster's protocols).
+    pub check_alpn: Vec<Vec<u8>>,
     /// Whether server certificates are checked (`trusted_ca` given).
     pub verifies: bool,
     sni_name: Option<ServerName<'static>>,
@@ -115,6 +123,11 @@ impl UpstreamTls {
                 })?,
         };
         config.alpn_protocols = spec.alpn.clone();
+        let check_alpn = if spec.alpn_configured {
+            spec.alpn.clone()
+        } else {
+            Vec::new()
+        };
         config.resumption = if spec.max_session_keys == 0 {
             rustls::client::Resumption::disabled()
         } else {
@@ -128,6 +141,7 @@ impl UpstreamTls {
                 .map(|p| String::from_utf8_lossy(p).into_owned())
                 .collect(),
             sni: spec.sni,
+            check_alpn,
             verifies,
             sni_name,
             fingerprint,
@@ -144,11 +158,11 @@ impl UpstreamTls {
         }
     }
 
-    /// The same context offering `alpn` instead (an active health check's
-    /// `tls_options.alpn_protocols`); `alpn` empty: this one. Session
-    /// resumption is shared with the original.
+    /// The same context offering exactly `alpn` (none when empty): an
+    /// active health check's. Session resumption is shared with the
+    /// original.
     pub fn with_alpn(self: &Arc<Self>, alpn: &[Vec<u8>]) -> Arc<Self> {
-        if alpn.is_empty() {
+        if self.config.alpn_protocols == alpn {
             return Arc::clone(self);
         }
         let mut config = (*self.config).clone();
@@ -166,6 +180,7 @@ impl UpstreamTls {
                 .map(|p| String::from_utf8_lossy(p).into_owned())
                 .collect(),
             sni: self.sni.clone(),
+            check_alpn: self.check_alpn.clone(),
             verifies: self.verifies,
             sni_name: self.sni_name.clone(),
             fingerprint,
@@ -178,6 +193,7 @@ fn fingerprint(spec: &UpstreamTlsSpec) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&spec.sni, &spec.alpn, spec.min_version, spec.max_version).hash(&mut h);
+    spec.alpn_configured.hash(&mut h);
     (
         &spec.cipher_suites,
         &spec.ecdh_curves,

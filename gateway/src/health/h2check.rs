@@ -93,7 +93,12 @@ impl H2Conn {
             .conn
             .send_request(
                 ask.method.as_bytes(),
-                b"http",
+                // As Envoy's checks: the scheme of the transport.
+                if matches!(self.stream, Transport::TlsClient(_)) {
+                    b"https"
+                } else {
+                    b"http"
+                },
                 ask.authority.as_bytes(),
                 ask.path.as_bytes(),
                 fields,

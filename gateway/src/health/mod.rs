@@ -292,11 +292,21 @@ impl HealthCheckers {
         if self.poll_at.is_none() {
             self.poll_at = Some(Instant::now() + IMMEDIATE_FAIL_POLL);
         }
+        // Tasks of a cluster whose check changed all restart; what each
+        // host was checked with is carried over for hosts that left the
+        // config but stay while passing (their endpoint is gone).
+        let mut carried: AHashMap<(String, SocketAddr), EndpointCheck> = AHashMap::new();
         self.clusters.retain(|name, c| {
-            snap.any_cluster(name).is_some_and(|s| {
+            let keep = snap.any_cluster(name).is_some_and(|s| {
                 s.config.health_check.as_ref() == Some(&c.config)
                     && s.config.upstream.tls == c.cluster_tls
-            })
+            });
+            if !keep {
+                for (addr, t) in &c.hosts {
+                    carried.insert((name.clone(), *addr), t.check.clone());
+                }
+            }
+            keep
         });
         self.verdicts.retain(|name, _| {
             snap.any_cluster(name)
@@ -351,14 +361,17 @@ impl HealthCheckers {
                 .hosts
                 .retain(|addr, _| wanted.contains_key(addr) || leaving(addr));
             // A leaving host whose task went with a changed check is still
-            // checked (at its own address) until it fails: else it would
+            // checked, as its endpoint said, until it fails: else it would
             // never go.
             let default_check = EndpointCheck::default();
             let orphans: Vec<(SocketAddr, &EndpointCheck)> = cs
                 .hosts
                 .iter()
                 .filter(|h| h.pending_removal && !entry.hosts.contains_key(&h.address))
-                .map(|h| (h.address, &default_check))
+                .map(|h| {
+                    let check = carried.get(&(name.clone(), h.address));
+                    (h.address, check.unwrap_or(&default_check))
+                })
                 .collect();
             for (addr, check) in wanted.into_iter().chain(orphans) {
                 if entry.hosts.contains_key(&addr) {
@@ -479,10 +492,20 @@ fn next_seed(seed: u64) -> u64 {
         .wrapping_add(1442695040888963407)
 }
 
-/// The TLS a cluster's checks go over: the cluster's, offering the
-/// check's `tls_options.alpn_protocols` when it has some.
+/// The TLS a cluster's checks go over: the cluster's, offering in ALPN
+/// the check's `tls_options.alpn_protocols`, else the context's own
+/// `alpn_protocols`, else nothing, as Envoy's checks do (never the
+/// protocols filled in for the pools: an HTTP/1.1 check on an HTTP/2
+/// cluster would get `h2` chosen and fail).
 fn check_tls(c: &Cluster, hc: &HealthCheck) -> Option<Arc<UpstreamTls>> {
-    c.upstream.tls.as_ref().map(|t| t.with_alpn(&hc.tls_alpn))
+    c.upstream.tls.as_ref().map(|t| {
+        let alpn = if hc.tls_alpn.is_empty() {
+            &t.check_alpn
+        } else {
+            &hc.tls_alpn
+        };
+        t.with_alpn(alpn)
+    })
 }
 
 /// Where, as whom and over what a host is checked.

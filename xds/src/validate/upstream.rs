@@ -348,6 +348,7 @@ fn upstream_tls_context(
     };
     let params = tls_params(&common, &cpath)?;
     let mut alpn = alpn_protocols(&common.alpn_protocols, &cpath.field("alpn_protocols"))?;
+    let alpn_configured = !alpn.is_empty();
     if alpn.is_empty() {
         // Envoy offers the cluster's own protocols when none are set.
         alpn = match protocol {
@@ -362,6 +363,7 @@ fn upstream_tls_context(
     Ok(UpstreamTlsSpec {
         sni: Some(ctx.sni.clone()).filter(|s| !s.is_empty()),
         alpn,
+        alpn_configured,
         min_version: params.min_version,
         max_version: params.max_version,
         cipher_suites: params.cipher_suites,
