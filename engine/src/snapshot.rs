@@ -291,7 +291,7 @@ impl Snapshot {
             let checks_version = checks.map_or(0, |v| v.version);
             let serving = previous.is_some_and(|p| p.clusters.contains_key(&c.name));
             let reused = previous
-                .and_then(|p| p.clusters.get(&c.name).or_else(|| p.warming.get(&c.name)))
+                .and_then(|p| p.any_cluster(&c.name))
                 .filter(|old| old.checks_version == checks_version)
                 .filter(|old| Arc::ptr_eq(&old.config, c) || cluster_eq(&old.config, c));
             let snap = match reused {

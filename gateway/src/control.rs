@@ -684,7 +684,6 @@ impl Control {
         self.admin.set_dns(self.dns.counts().clone());
         // The checked hosts of this config: new ones get a task.
         self.health.sync(&self.current, &self.events);
-        self.health.follow_ejections(self.outlier.current());
         self.admin.set_health(self.health.counts());
         result
     }

@@ -152,11 +152,6 @@ impl OutlierControl {
         self.publish()
     }
 
-    /// The set last pushed.
-    pub fn current(&self) -> &Arc<EjectedSet> {
-        &self.current
-    }
-
     fn publish(&mut self) -> Option<Arc<EjectedSet>> {
         let ids = self.clusters.values().flat_map(|d| d.ejected());
         let next = EjectedSet::new(self.epoch + 1, ids);

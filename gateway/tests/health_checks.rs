@@ -361,12 +361,7 @@ fn a_kept_http2_connection_the_server_closed_is_replaced_without_a_failure() {
     let checker = "      http_health_check: { path: /healthz, codec_client_type: HTTP2 }";
     let gw = start(bootstrap(&[b1.addr()], &[Some(checks.port())], checker), 1);
     let admin = gw.admin_addr.unwrap();
-    let total = |outcome: &str| {
-        metric(
-            admin,
-            &format!("gateway_health_checks_total{{cluster=\"web\",outcome=\"{outcome}\"}}"),
-        )
-    };
+    let total = |outcome: &str| checks_total(admin, outcome);
     wait_until(WAIT, "passing checks", || total("success") >= 8.0);
     assert_eq!(total("network_failure"), 0.0);
     assert_eq!(total("failure"), 0.0);
@@ -384,12 +379,7 @@ fn a_kept_http1_connection_the_server_closed_is_replaced_without_a_failure() {
         1,
     );
     let admin = gw.admin_addr.unwrap();
-    let total = |outcome: &str| {
-        metric(
-            admin,
-            &format!("gateway_health_checks_total{{cluster=\"web\",outcome=\"{outcome}\"}}"),
-        )
-    };
+    let total = |outcome: &str| checks_total(admin, outcome);
     wait_until(WAIT, "passing checks", || total("success") >= 8.0);
     assert_eq!(total("network_failure"), 0.0);
     assert_eq!(total("failure"), 0.0);
@@ -484,11 +474,18 @@ fn wait_flags(admin: SocketAddr, host: SocketAddr, flags: &str) {
     });
 }
 
+/// Cluster `web`'s checks that ended with `outcome`.
+fn checks_total(admin: SocketAddr, outcome: &str) -> f64 {
+    let series = format!("gateway_health_checks_total{{cluster=\"web\",outcome=\"{outcome}\"}}");
+    metric(admin, &series)
+}
+
 /// Waits until `host`'s checks failed on the network twice and it shows
 /// as failing.
 fn failing(admin: SocketAddr, host: SocketAddr) {
-    let failures = "gateway_health_checks_total{cluster=\"web\",outcome=\"network_failure\"}";
-    wait_until(WAIT, "failed checks", || metric(admin, failures) >= 2.0);
+    wait_until(WAIT, "failed checks", || {
+        checks_total(admin, "network_failure") >= 2.0
+    });
     wait_flags(admin, host, "/failed_active_hc");
 }
 

@@ -523,25 +523,27 @@ mod tests {
         }
     }
 
+    /// Locality-weighted, round robin: locality 0 (weight 1) holds host 1,
+    /// locality 1 (weight 3) hosts 2 and 3, with `health`.
+    fn one_and_three(health: [HealthStatus; 3]) -> ClusterSnapshot {
+        let mut c = (*cluster(
+            &[(0, health[0]), (0, health[1]), (0, health[2])],
+            LbPolicy::RoundRobin,
+        )
+        .config)
+            .clone();
+        c.common_lb.locality_weighted = true;
+        for (i, e) in c.endpoints.iter_mut().enumerate() {
+            e.placement.locality = u32::from(i > 0);
+            e.placement.locality_weight = if i > 0 { 3 } else { 1 };
+        }
+        ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())
+    }
+
     #[test]
     fn localities_share_a_priority_by_weight_and_health() {
         use HealthStatus::*;
-        let build = |health: [HealthStatus; 3]| {
-            // Locality 0 (weight 1): host 1; locality 1 (weight 3): hosts
-            // 2 and 3.
-            let mut c = (*cluster(
-                &[(0, health[0]), (0, health[1]), (0, health[2])],
-                LbPolicy::RoundRobin,
-            )
-            .config)
-                .clone();
-            c.common_lb.locality_weighted = true;
-            for (i, e) in c.endpoints.iter_mut().enumerate() {
-                e.placement.locality = u32::from(i > 0);
-                e.placement.locality_weight = if i > 0 { 3 } else { 1 };
-            }
-            ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())
-        };
+        let build = one_and_three;
         let none = EjectedSet::default();
         // Envoy's EDF schedule: one pick in four to locality 0, exactly,
         // in any 1,000 picks (whatever the random start).
@@ -561,18 +563,7 @@ mod tests {
         // ejections in other clusters bring): the schedule is kept, so
         // locality 0 (weight 1 of 4) still gets exactly its quarter.
         use HealthStatus::*;
-        let mut c = (*cluster(
-            &[(0, Healthy), (0, Healthy), (0, Healthy)],
-            LbPolicy::RoundRobin,
-        )
-        .config)
-            .clone();
-        c.common_lb.locality_weighted = true;
-        for (i, e) in c.endpoints.iter_mut().enumerate() {
-            e.placement.locality = u32::from(i > 0);
-            e.placement.locality_weight = if i > 0 { 3 } else { 1 };
-        }
-        let c = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
+        let c = one_and_three([Healthy, Healthy, Healthy]);
         let mut lb = ClusterLb::default();
         let mut x = 7u64;
         let mut rng = || {

@@ -122,6 +122,20 @@ struct ClusterCheckers {
     changes: u64,
 }
 
+impl ClusterCheckers {
+    /// Tells each host task whether its host is ejected in `set` (and the
+    /// cluster un-ejects on a passing check).
+    fn mark_ejected(&self, set: &EjectedSet) {
+        let Some(snap) = &self.seen else { return };
+        let unejects = unejects_on_check(snap);
+        for h in &snap.hosts {
+            if let Some(task) = self.hosts.get(&h.address) {
+                task.ejected.set(unejects && set.contains(h.id));
+            }
+        }
+    }
+}
+
 struct HostTask {
     gen: u64,
     check: EndpointCheck,
@@ -180,13 +194,7 @@ impl HealthCheckers {
     pub fn follow_ejections(&mut self, set: &Arc<EjectedSet>) {
         self.ejected = Arc::clone(set);
         for c in self.clusters.values() {
-            let Some(snap) = &c.seen else { continue };
-            let unejects = unejects_on_check(snap);
-            for h in &snap.hosts {
-                if let Some(task) = c.hosts.get(&h.address) {
-                    task.ejected.set(unejects && set.contains(h.id));
-                }
-            }
+            c.mark_ejected(set);
         }
     }
 
@@ -389,12 +397,7 @@ impl HealthCheckers {
                     self.host_immediate_seen.insert(h.id, n);
                 }
                 let failed_by_response = Rc::new(Cell::new(false));
-                let ejected = Rc::new(Cell::new(
-                    unejects_on_check(cs)
-                        && cs
-                            .host_by_addr(&addr)
-                            .is_some_and(|h| self.ejected.contains(h.id)),
-                ));
+                let ejected = Rc::new(Cell::new(false));
                 let task = spawn_host(
                     entry,
                     &cs.config,
@@ -420,6 +423,9 @@ impl HealthCheckers {
                     },
                 );
             }
+            // New tasks, and old ones whose cluster's outlier settings may
+            // have changed, follow the ejected set.
+            entry.mark_ejected(&self.ejected);
         }
     }
 
@@ -527,6 +533,7 @@ fn target_of(
         .unwrap_or_default()
         .to_owned();
     let (fields, grpc_body) = probe::Target::request_parts(hc);
+    let http1_head = probe::Target::http1_head(hc, &authority, &fields);
     probe::Target {
         address: check.target(address),
         authority,
@@ -534,6 +541,7 @@ fn target_of(
         tls,
         fields,
         grpc_body,
+        http1_head,
     }
 }
 

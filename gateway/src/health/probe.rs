@@ -40,9 +40,32 @@ pub struct Target {
     /// host rather than per check.
     pub fields: Vec<(String, String)>,
     pub grpc_body: Option<bytes::Bytes>,
+    /// An HTTP/1.1 check's whole request head (empty otherwise), made
+    /// once per host too.
+    pub http1_head: String,
 }
 
 impl Target {
+    /// The request head of an HTTP/1.1 check of `hc` as `authority` with
+    /// `fields`; empty for the other checks.
+    pub fn http1_head(hc: &HealthCheck, authority: &str, fields: &[(String, String)]) -> String {
+        let Checker::Http(h) = &hc.checker else {
+            return String::new();
+        };
+        if h.http2 {
+            return String::new();
+        }
+        let mut req = format!("{} {} HTTP/1.1\r\nhost: {authority}\r\n", h.method, h.path);
+        for (n, v) in fields {
+            req.push_str(&format!("{n}: {v}\r\n"));
+        }
+        if !hc.reuse_connection {
+            req.push_str("connection: close\r\n");
+        }
+        req.push_str("\r\n");
+        req
+    }
+
     /// What every check of `hc` sends besides the address and authority.
     pub fn request_parts(hc: &HealthCheck) -> (Vec<(String, String)>, Option<bytes::Bytes>) {
         match &hc.checker {
@@ -276,18 +299,7 @@ async fn http1_once(
         Some(Conn::Stream(s)) => s,
         _ => connect(target).await?,
     };
-    let mut req = format!(
-        "{} {} HTTP/1.1\r\nhost: {}\r\n",
-        h.method, h.path, target.authority
-    );
-    for (n, v) in &target.fields {
-        req.push_str(&format!("{n}: {v}\r\n"));
-    }
-    if !hc.reuse_connection {
-        req.push_str("connection: close\r\n");
-    }
-    req.push_str("\r\n");
-    send(&mut stream, req.as_bytes(), "send").await?;
+    send(&mut stream, target.http1_head.as_bytes(), "send").await?;
     let mut buf = Vec::with_capacity(1024);
     let (status, headers, head_len) = loop {
         let mut chunk = [0u8; 4096];
