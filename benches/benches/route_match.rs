@@ -12,8 +12,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use engine::route::{route_request, RequestView};
 use engine::{
-    ClusterTarget, DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, Route, RouteAction,
-    RouteConfig, RouteMatch, VirtualHost,
+    ClusterTarget, DomainMatcher, ForwardAction, HeaderMatchKind, HeaderMatcher, PathMatch, Route,
+    RouteAction, RouteConfig, RouteMatch, VirtualHost,
 };
 use http::request::Parts;
 use regex::Regex;
@@ -101,13 +101,14 @@ fn route(v: usize, r: usize) -> Route {
             case_sensitive,
             headers,
         },
-        action: RouteAction {
+        action: RouteAction::Forward(ForwardAction {
             target: ClusterTarget::Cluster(format!("cluster-{v}-{}", r % 4)),
             timeout: Some(Duration::from_secs(15)),
             prefix_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
-        },
+        }),
+        headers: Default::default(),
         per_filter: Default::default(),
     }
 }

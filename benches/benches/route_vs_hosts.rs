@@ -161,7 +161,7 @@ fn route_and_pick(wire: &WireShard, snap: &Snapshot, parts: &Parts) -> Option<So
     let shard = &wire.shard;
     let l = snap.listener("ingress")?;
     let route = route_request(&l.filter_chains[0].http.route_config, &PartsView(parts))?;
-    let name = match &route.action.target {
+    let name = match &route.action.forward()?.target {
         ClusterTarget::Cluster(name) => name.as_str(),
         ClusterTarget::Weighted(w) => w.pick(shard.random()),
     };
@@ -212,7 +212,9 @@ fn bench(c: &mut Criterion) {
                             &PartsView(black_box(&parts)),
                         )
                         .unwrap();
-                        let ClusterTarget::Cluster(name) = &route.action.target else {
+                        let Some(ClusterTarget::Cluster(name)) =
+                            route.action.forward().map(|a| &a.target)
+                        else {
                             unreachable!()
                         };
                         let cluster = snap.cluster(name).unwrap();

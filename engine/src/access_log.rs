@@ -239,6 +239,38 @@ impl LogFormat {
         Ok(Piece::Op { op, max_len })
     }
 
+    /// The text of a format without operators (`100%%` is `100%`).
+    pub fn literal(&self) -> Option<&str> {
+        match &self.shape {
+            Shape::Text(t) => match &t.0[..] {
+                [] => Some(""),
+                [Piece::Literal(l)] => Some(l),
+                _ => None,
+            },
+            Shape::Json(_) => None,
+        }
+    }
+
+    /// Appends a text format's value for `r` to `out`, as a header value:
+    /// an operator without a value writes nothing (a log line writes `-`).
+    pub fn render_value(&self, r: &LogRecord<'_>, out: &mut Vec<u8>) {
+        let Shape::Text(t) = &self.shape else {
+            return self.render(r, out);
+        };
+        for p in &t.0 {
+            match p {
+                Piece::Literal(l) => out.extend_from_slice(l.as_bytes()),
+                Piece::Op { op, max_len } => {
+                    let start = out.len();
+                    if !write_op(op, r, out) {
+                        out.truncate(start);
+                    }
+                    truncate(out, start, *max_len);
+                }
+            }
+        }
+    }
+
     /// Appends the line for `r` to `out`.
     pub fn render(&self, r: &LogRecord<'_>, out: &mut Vec<u8>) {
         match &self.shape {

@@ -17,6 +17,7 @@ pub mod lb;
 pub mod matcher;
 pub mod outlier;
 pub mod override_host;
+pub mod redirect;
 pub mod route;
 pub mod session;
 pub mod snapshot;

@@ -168,32 +168,25 @@ fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
     matched != h.invert
 }
 
-/// Applies `prefix_rewrite` to `path` when the route matched by prefix.
-/// Returns `None` when no rewrite applies.
-pub fn rewrite_path(route: &Route, path: &str) -> Option<String> {
-    let new_prefix = route.action.prefix_rewrite.as_deref()?;
-    match &route.matcher.path {
-        PathMatch::Prefix(p) => {
-            let rest = path.get(p.len()..).unwrap_or("");
-            let mut out = String::with_capacity(new_prefix.len() + rest.len());
-            out.push_str(new_prefix);
-            out.push_str(rest);
-            Some(out)
-        }
-        // Envoy applies prefix_rewrite to a path match as a whole-path
-        // replacement (the matched "prefix" is the whole path).
-        PathMatch::Path(_) => {
-            let query = path.find('?').map_or("", |i| &path[i..]);
-            Some(format!("{new_prefix}{query}"))
-        }
-        PathMatch::Regex(_) => None,
-    }
+/// Applies a `prefix_rewrite` (`new_prefix`) to `path` (query included)
+/// for a route matched by `matcher`: the matched prefix is replaced, or,
+/// for a `path` or `safe_regex` match, the whole path (its query kept).
+/// Plain concatenation, as Envoy: `/old` → `/` makes `/old/x` into `//x`.
+pub fn rewrite_path(matcher: &RouteMatch, new_prefix: &str, path: &str) -> String {
+    let rest = match &matcher.path {
+        PathMatch::Prefix(p) => path.get(p.len()..).unwrap_or(""),
+        PathMatch::Path(_) | PathMatch::Regex(_) => path.find('?').map_or("", |i| &path[i..]),
+    };
+    let mut out = String::with_capacity(new_prefix.len() + rest.len());
+    out.push_str(new_prefix);
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ClusterTarget, RouteAction};
+    use crate::config::{ClusterTarget, ForwardAction, RouteAction};
     use regex::Regex;
 
     struct Req<'a> {
@@ -238,13 +231,14 @@ mod tests {
                 case_sensitive: true,
                 headers,
             },
-            action: RouteAction {
+            action: RouteAction::Forward(ForwardAction {
                 target: ClusterTarget::Cluster(name.into()),
                 timeout: None,
                 prefix_rewrite: None,
                 host_rewrite_literal: None,
                 hash_policy: Vec::new(),
-            },
+            }),
+            headers: Default::default(),
             per_filter: Default::default(),
         }
     }
@@ -424,16 +418,13 @@ mod tests {
 
     #[test]
     fn prefix_rewrite_keeps_the_rest() {
-        let mut r = route("x", PathMatch::Prefix("/old/".into()), vec![]);
-        r.action.prefix_rewrite = Some("/new/".into());
+        let r = route("x", PathMatch::Prefix("/old/".into()), vec![]);
         assert_eq!(
-            rewrite_path(&r, "/old/a?b=c").as_deref(),
-            Some("/new/a?b=c")
+            rewrite_path(&r.matcher, "/new/", "/old/a?b=c"),
+            "/new/a?b=c"
         );
-        r.action.prefix_rewrite = Some("/".into());
-        assert_eq!(rewrite_path(&r, "/old/").as_deref(), Some("/"));
-        let mut p = route("x", PathMatch::Path("/a".into()), vec![]);
-        p.action.prefix_rewrite = Some("/b".into());
-        assert_eq!(rewrite_path(&p, "/a?q").as_deref(), Some("/b?q"));
+        assert_eq!(rewrite_path(&r.matcher, "/", "/old/"), "/");
+        let p = route("x", PathMatch::Path("/a".into()), vec![]);
+        assert_eq!(rewrite_path(&p.matcher, "/b", "/a?q"), "/b?q");
     }
 }

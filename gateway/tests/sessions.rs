@@ -581,7 +581,10 @@ fn sessions_on_a_weighted_split_stay_on_their_cluster() {
     let left = cluster("left", &[bs[0].addr()]);
     let right = cluster("right", &[bs[1].addr(), bs[2].addr()]);
     let mut route = prefix_route("/", "left", None);
-    route.action.target = engine::ClusterTarget::Weighted(
+    let engine::RouteAction::Forward(action) = &mut route.action else {
+        unreachable!("prefix_route forwards")
+    };
+    action.target = engine::ClusterTarget::Weighted(
         engine::WeightedClusters::new([("left".to_string(), 50), ("right".to_string(), 50)])
             .unwrap(),
     );

@@ -22,7 +22,8 @@ use engine::override_host::{self, OverrideMiss};
 use engine::session::CookieFormat;
 use engine::snapshot::Host;
 use engine::{
-    ClusterSnapshot, ClusterTarget, EjectedSet, HostId, LbPolicy, Route, Snapshot, WeightedClusters,
+    ClusterSnapshot, ClusterTarget, EjectedSet, ForwardAction, HostId, LbPolicy, Snapshot,
+    WeightedClusters,
 };
 
 use crate::stats::ShardStats;
@@ -185,11 +186,11 @@ impl Shard {
     /// split a session stays on the side that holds its host.
     pub fn choose_cluster<'a>(
         &self,
-        route: &'a Route,
+        action: &'a ForwardAction,
         session: Option<&OverrideHost>,
         snap: &Snapshot,
     ) -> &'a str {
-        match &route.action.target {
+        match &action.target {
             ClusterTarget::Cluster(name) => name.as_str(),
             ClusterTarget::Weighted(w) => session
                 .and_then(|s| session_cluster(w, s, snap))

@@ -118,6 +118,13 @@ pub struct DownstreamStats {
     /// never sent, so no backend sees their reset.
     pub rq_reset_before_upstream: Counter,
     pub rq_no_route: Counter,
+    /// Requests a route's `redirect` answered.
+    pub rq_redirect: Counter,
+    /// Requests a route's `direct_response` answered.
+    pub rq_direct_response: Counter,
+    /// Header values a route's `*_headers_to_add` made that could not go
+    /// on a head (a formatted value with CR, LF or NUL): left out.
+    pub header_values_refused: Counter,
     pub rq_timeout: Counter,
     pub rq_idle_timeout: Counter,
     /// Streams ended by `max_stream_duration`.

@@ -57,20 +57,28 @@ fn good_yaml_maps_every_field() {
     };
     assert!(re.is_match("ACME") && !re.is_match("acme2"));
     assert!(matches!(&users.matcher.headers[1].kind, HeaderMatchKind::Exact(m) if m == "GET"));
-    assert!(matches!(&users.action.target, ClusterTarget::Cluster(c) if c == "users"));
-    assert_eq!(users.action.timeout, Some(Duration::from_millis(2500)));
-    assert_eq!(users.action.prefix_rewrite.as_deref(), Some("/v2/users/"));
+    assert!(
+        matches!(&users.action.forward().unwrap().target, ClusterTarget::Cluster(c) if c == "users")
+    );
+    assert_eq!(
+        users.action.forward().unwrap().timeout,
+        Some(Duration::from_millis(2500))
+    );
+    assert_eq!(
+        users.action.forward().unwrap().prefix_rewrite.as_deref(),
+        Some("/v2/users/")
+    );
 
     let items = &api.routes[1];
     let PathMatch::Regex(re) = &items.matcher.path else {
         panic!("safe_regex expected")
     };
     assert!(re.is_match("/items/42") && !re.is_match("/items/42/x"));
-    let ClusterTarget::Weighted(w) = &items.action.target else {
+    let ClusterTarget::Weighted(w) = &items.action.forward().unwrap().target else {
         panic!("weighted expected")
     };
     assert_eq!(w.total_weight, 100);
-    assert_eq!(items.action.timeout, None);
+    assert_eq!(items.action.forward().unwrap().timeout, None);
 
     let wild = &rc.virtual_hosts[1];
     assert_eq!(
@@ -84,10 +92,13 @@ fn good_yaml_maps_every_field() {
     let hz = &wild.routes[0];
     assert!(!hz.matcher.case_sensitive);
     assert_eq!(
-        hz.action.host_rewrite_literal.as_deref(),
+        hz.action.forward().unwrap().host_rewrite_literal.as_deref(),
         Some("backend.internal")
     );
-    assert_eq!(hz.action.timeout, Some(engine::DEFAULT_ROUTE_TIMEOUT));
+    assert_eq!(
+        hz.action.forward().unwrap().timeout,
+        Some(engine::DEFAULT_ROUTE_TIMEOUT)
+    );
 
     assert_eq!(b.clusters.len(), 2);
     let c = &b.clusters[0];

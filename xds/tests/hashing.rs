@@ -91,7 +91,12 @@ fn route(hash_policy: &str) -> Result<Vec<engine::HashPolicy>, String> {
     let b = bootstrap::from_str(&yaml, Format::Yaml).map_err(|e| e.to_string())?;
     let chain = b.listeners[0].chains().next().unwrap();
     let rc = chain.http.route_config.as_ref();
-    Ok(rc.virtual_hosts[0].routes[0].action.hash_policy.clone())
+    Ok(rc.virtual_hosts[0].routes[0]
+        .action
+        .forward()
+        .unwrap()
+        .hash_policy
+        .clone())
 }
 
 #[test]

@@ -2427,7 +2427,13 @@ mod wire {
         let ours: o_route::VirtualHost = round_trip(&vh);
         assert_eq!(ours.typed_per_filter_config.len(), 1);
         assert_eq!(ours.routes[0].typed_per_filter_config.len(), 1);
-        let v = xds::validate::virtual_host(&ours, &xds::Path::root(), None).unwrap();
+        let v = xds::validate::virtual_host(
+            &ours,
+            &xds::Path::root(),
+            None,
+            &xds::validate::TableDefaults::default(),
+        )
+        .unwrap();
         assert_eq!(
             v.per_filter.stateful_session,
             Some(engine::StatefulSessionPerRoute::Disabled)

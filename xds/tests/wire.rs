@@ -418,13 +418,18 @@ fn listener_and_routes_from_envoy_bytes() {
     ));
     assert!(vh.routes[0].matcher.headers[1].invert);
     assert_eq!(
-        vh.routes[0].action.host_rewrite_literal.as_deref(),
+        vh.routes[0]
+            .action
+            .forward()
+            .unwrap()
+            .host_rewrite_literal
+            .as_deref(),
         Some("h")
     );
     assert!(
-        matches!(&vh.routes[1].action.target, engine::ClusterTarget::Weighted(w) if w.total_weight == 4)
+        matches!(&vh.routes[1].action.forward().unwrap().target, engine::ClusterTarget::Weighted(w) if w.total_weight == 4)
     );
-    assert_eq!(vh.routes[2].action.timeout, None);
+    assert_eq!(vh.routes[2].action.forward().unwrap().timeout, None);
 
     // An RDS-style table (not inline) accepts unknown clusters unless asked.
     let mut rc = envoy_route_config();

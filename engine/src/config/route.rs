@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use super::header_mutation::RouteHeaders;
 use super::http_filter::PerFilterConfig;
 pub use crate::matcher::HeaderMatchKind;
 
@@ -46,6 +47,9 @@ pub struct Route {
     pub name: String,
     pub matcher: RouteMatch,
     pub action: RouteAction,
+    /// Its header edits with its virtual host's and table's, in the
+    /// order they apply.
+    pub headers: RouteHeaders,
     /// `typed_per_filter_config`, its own or else its virtual host's, per
     /// filter type.
     pub per_filter: PerFilterConfig,
@@ -75,8 +79,78 @@ pub struct HeaderMatcher {
     pub invert: bool,
 }
 
+/// What a matched route does: Envoy's `route`, `redirect` or
+/// `direct_response` (the `action` oneof).
 #[derive(Debug, Clone)]
-pub struct RouteAction {
+pub enum RouteAction {
+    /// `route`: forwarded to a cluster.
+    Forward(ForwardAction),
+    /// `redirect`: answered with a 3xx and a `location`.
+    Redirect(Redirect),
+    /// `direct_response`: answered with a fixed status and body.
+    DirectResponse(DirectResponse),
+}
+
+impl RouteAction {
+    /// The forwarding action, when the route forwards.
+    #[inline]
+    pub fn forward(&self) -> Option<&ForwardAction> {
+        match self {
+            Self::Forward(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// `redirect` (`RedirectAction`): how the `location` is made from the
+/// request (see `engine::route::redirect_location`). Unset parts keep the
+/// request's.
+#[derive(Debug, Clone)]
+pub struct Redirect {
+    /// `scheme_redirect` (lower case), or `https` for `https_redirect`.
+    pub scheme: Option<String>,
+    /// `host_redirect`.
+    pub host: Option<String>,
+    /// `port_redirect`.
+    pub port: Option<u16>,
+    pub path: RedirectPath,
+    /// `strip_query`.
+    pub strip_query: bool,
+    /// `response_code`: 301, 302, 303, 307 or 308.
+    pub status: u16,
+}
+
+/// The path part of a redirect.
+#[derive(Debug, Clone)]
+pub enum RedirectPath {
+    /// The request's path.
+    Keep,
+    /// `path_redirect`: the whole path; its own query, if it has one,
+    /// replaces the request's (and `strip_query` does not remove it).
+    Path { path: String, has_query: bool },
+    /// `prefix_rewrite`: the part the route's prefix (or path) matched
+    /// is replaced.
+    Prefix(String),
+    /// `regex_rewrite`: every match in the path (query excluded) replaced.
+    Regex {
+        pattern: Regex,
+        substitution: String,
+    },
+}
+
+/// `direct_response` (`DirectResponseAction`).
+#[derive(Debug, Clone)]
+pub struct DirectResponse {
+    /// 200..=599.
+    pub status: u16,
+    /// `body`, read once at load (`filename`, `inline_bytes`,
+    /// `inline_string` or `environment_variable`); `None` when unset.
+    pub body: Option<bytes::Bytes>,
+}
+
+/// `route` (Envoy's `RouteAction`): where and how a request is forwarded.
+#[derive(Debug, Clone)]
+pub struct ForwardAction {
     pub target: ClusterTarget,
     /// `timeout`; `None` when configured as 0 (disabled).
     pub timeout: Option<Duration>,

@@ -3,8 +3,8 @@
 use engine::tls::DownstreamTls;
 use engine::{
     Cluster, ClusterTarget, ConfigSource, DomainMatcher, DynamicResources, FilterChain,
-    HeaderMatchKind, HeaderMatcher, HttpConnectionManager, LbPolicy, Listener, PathMatch, Route,
-    VirtualHost,
+    HeaderMatchKind, HeaderMatcher, HttpConnectionManager, LbPolicy, Listener, PathMatch, Redirect,
+    RedirectPath, Route, RouteAction, VirtualHost,
 };
 use serde_json::{json, Value};
 
@@ -324,17 +324,58 @@ fn route(r: &Route) -> Value {
         PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
     };
     let headers: Vec<Value> = r.matcher.headers.iter().map(header_matcher).collect();
-    let target = route_target(&r.action.target);
-    json!({
+    let mut out = json!({
         "name": r.name,
         "match": m,
         "case_sensitive": r.matcher.case_sensitive,
         "headers": headers,
-        "route": target,
-        "timeout": r.action.timeout.map(|t| format!("{}s", t.as_secs_f64())),
-        "prefix_rewrite": r.action.prefix_rewrite,
-        "host_rewrite_literal": r.action.host_rewrite_literal,
-    })
+    });
+    let action = match &r.action {
+        RouteAction::Forward(a) => json!({
+            "route": route_target(&a.target),
+            "timeout": a.timeout.map(|t| format!("{}s", t.as_secs_f64())),
+            "prefix_rewrite": a.prefix_rewrite,
+            "host_rewrite_literal": a.host_rewrite_literal,
+        }),
+        RouteAction::Redirect(rd) => json!({ "redirect": redirect(rd) }),
+        RouteAction::DirectResponse(d) => json!({
+            "direct_response": {
+                "status": d.status,
+                // The body's size, not its bytes (it may be a file's).
+                "body_bytes": d.body.as_ref().map(|b| b.len()),
+            }
+        }),
+    };
+    if let (Value::Object(out), Value::Object(action)) = (&mut out, action) {
+        out.extend(action);
+    }
+    out
+}
+
+/// A route's `redirect`, in Envoy's field names.
+fn redirect(r: &Redirect) -> Value {
+    let path = match &r.path {
+        RedirectPath::Keep => json!({}),
+        RedirectPath::Path { path, .. } => json!({ "path_redirect": path }),
+        RedirectPath::Prefix(p) => json!({ "prefix_rewrite": p }),
+        RedirectPath::Regex {
+            pattern,
+            substitution,
+        } => {
+            json!({ "regex_rewrite": { "pattern": pattern.as_str(), "substitution": substitution } })
+        }
+    };
+    let mut out = json!({
+        "scheme_redirect": r.scheme,
+        "host_redirect": r.host,
+        "port_redirect": r.port,
+        "strip_query": r.strip_query,
+        "response_code": r.status,
+    });
+    if let (Value::Object(out), Value::Object(path)) = (&mut out, path) {
+        out.extend(path);
+    }
+    out
 }
 
 /// A route's header matcher, in Envoy's field names.

@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 39] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 42] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -152,6 +152,24 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 39] = [
             "counter",
             "Requests answered 404 for want of a route.",
             |s| &s.downstream.rq_no_route,
+        ),
+        (
+            "gateway_downstream_rq_redirect",
+            "counter",
+            "Requests answered by a route's redirect (Envoy's rq_redirect).",
+            |s| &s.downstream.rq_redirect,
+        ),
+        (
+            "gateway_downstream_rq_direct_response",
+            "counter",
+            "Requests answered by a route's direct_response (Envoy's rq_direct_response).",
+            |s| &s.downstream.rq_direct_response,
+        ),
+        (
+            "gateway_downstream_header_values_refused",
+            "counter",
+            "Header values a route's *_headers_to_add formatted with CR, LF or NUL: left out.",
+            |s| &s.downstream.header_values_refused,
         ),
         (
             "gateway_downstream_rq_timeout",

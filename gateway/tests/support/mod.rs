@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod h1_backend;
+pub mod h1_client;
 pub mod h2c_server;
 pub mod health_server;
 pub mod tls_client;
@@ -68,13 +69,14 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             case_sensitive: true,
             headers: vec![],
         },
-        action: RouteAction {
+        action: RouteAction::Forward(ForwardAction {
             target: ClusterTarget::Cluster(cluster.into()),
             timeout,
             prefix_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
-        },
+        }),
+        headers: Default::default(),
         per_filter: Default::default(),
     }
 }

@@ -1,4 +1,4 @@
-//! Pieces of Envoy YAML bootstraps for tests: a chain's TLS transport socket, an HTTP connection manager routing everything to one cluster, an HTTP/2 cluster of one host.
+//! Pieces of Envoy YAML bootstraps for tests: a chain's TLS transport socket, an HTTP connection manager routing everything to one cluster, a listener over a route table of one's own, an HTTP/2 cluster of one host.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -121,4 +121,38 @@ pub fn h2_cluster(name: &str, addr: SocketAddr) -> String {
         addr.ip(),
         addr.port()
     )
+}
+
+/// A bootstrap: an admin server and listener `ingress` on port 0 whose
+/// connection manager (router only) has `route_config` (YAML lines at
+/// the route table's field indentation, 12 spaces), then `clusters`
+/// (YAML `clusters` entries; may be empty).
+pub fn route_table_bootstrap(
+    route_config: &str,
+    clusters: &str,
+) -> Result<engine::Bootstrap, xds::Error> {
+    let clusters = match clusters.trim() {
+        "" => String::new(),
+        _ => format!("  clusters:\n{clusters}"),
+    };
+    let yaml = format!(
+        r#"
+admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
+static_resources:
+  listeners:
+  - name: ingress
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          http_filters:
+          - name: envoy.filters.http.router
+          route_config:
+{route_config}
+{clusters}"#
+    );
+    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml)
 }

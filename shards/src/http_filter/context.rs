@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use engine::snapshot::Host;
 use engine::{ClusterSnapshot, HostId, Route, Snapshot};
+use h2wire::message::HeaderList;
 
 use super::edits::HeaderEdits;
 use super::reply::Reply;
@@ -22,6 +23,12 @@ pub struct ConnInfo<'a> {
     pub sni: Option<&'a str>,
     /// `HTTP/1.1` or `HTTP/2`.
     pub protocol: &'static str,
+    /// `https` over TLS, else `http`.
+    pub scheme: &'static [u8],
+    /// The `x-forwarded-proto` the request goes upstream with when the
+    /// gateway sets it (the connection manager's choice); `None` when the
+    /// client's is kept.
+    pub forwarded_proto: Option<&'static [u8]>,
 }
 
 /// What the router chose for a request: the cluster and its host.
@@ -45,6 +52,9 @@ pub struct FilterCx<'a> {
     /// The route the request matched (`None`: no route; the router
     /// answers 404).
     pub route: Option<&'a Route>,
+    /// The request's head as it came, past the request headers (whose
+    /// hooks have it as their [`RequestHead`](super::RequestHead)).
+    pub request: Option<&'a HeaderList>,
     pub conn: ConnInfo<'a>,
     /// The downstream stream's id.
     pub stream: u32,

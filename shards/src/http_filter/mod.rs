@@ -52,6 +52,7 @@ pub mod chain;
 mod context;
 mod edits;
 mod head;
+pub(crate) mod header_mutation;
 mod reply;
 pub mod router;
 pub mod stateful_session;

@@ -1,9 +1,13 @@
 //! The router (`envoy.filters.http.router`), the last filter: the route's cluster (a weighted pick, or the one a session names) and its host (the override host if it may serve, else the cluster's policy, skipping ejected hosts); each refusal a local reply. The phases then open the upstream stream on that host's pool.
 
+use bytes::Bytes;
 use engine::lb::hash_policy::{request_hash, HashInput, NewCookie};
+use engine::redirect::{self, redirect_location, RedirectRequest};
 use engine::route::RequestView;
+use engine::{DirectResponse, Redirect, RouteAction, RouteMatch};
 use h2wire::message::HeaderList;
 
+use super::header_mutation::{self, FormatInput, Head};
 use super::{FilterCx, Flow, HttpFilter, Pick, Reply, RequestFlow, RequestHead, ResponseHead};
 use crate::local_reply::LocalReply;
 
@@ -18,8 +22,19 @@ impl HttpFilter for Router {
             shard.stats.downstream.rq_no_route.inc();
             return RequestFlow::Reply(Reply::from(LocalReply::NoRoute));
         };
+        let action = match &route.action {
+            RouteAction::Forward(action) => action,
+            RouteAction::Redirect(r) => {
+                shard.stats.downstream.rq_redirect.inc();
+                return RequestFlow::Reply(redirect_reply(r, &route.matcher, head.list, cx));
+            }
+            RouteAction::DirectResponse(d) => {
+                shard.stats.downstream.rq_direct_response.inc();
+                return RequestFlow::Reply(direct_reply(d, &route.matcher, head.list, cx));
+            }
+        };
         let session = cx.override_host.as_ref();
-        let cluster_name = shard.choose_cluster(route, session, cx.snapshot);
+        let cluster_name = shard.choose_cluster(action, session, cx.snapshot);
         let Some(cluster) = cx.snapshot.cluster(cluster_name) else {
             shard.stats.rq_unknown_cluster.inc();
             return RequestFlow::Reply(Reply::from(LocalReply::UnknownCluster));
@@ -34,7 +49,7 @@ impl HttpFilter for Router {
             // Formatted only if a cookie is made.
             let (peer, local) = (cx.conn.peer, cx.conn.local);
             let conn_key = || format!("{peer}{local}");
-            let (hash, cookie) = request_hash(&route.action.hash_policy, &input, conn_key);
+            let (hash, cookie) = request_hash(&action.hash_policy, &input, conn_key);
             new_cookie = cookie;
             hash
         };
@@ -49,6 +64,27 @@ impl HttpFilter for Router {
                 host_stats.rq_total.inc();
                 host_stats.rq_active.inc();
                 cx.pick = Some(Pick { cluster, host });
+                if !route.headers.request.is_empty() {
+                    // Envoy's formatters see no upstream host yet here.
+                    let input = FormatInput {
+                        peer: cx.conn.peer,
+                        upstream: None,
+                        protocol: cx.conn.protocol,
+                        status: None,
+                        sni: cx.conn.sni,
+                    };
+                    let refused = header_mutation::apply(
+                        &route.headers.request,
+                        Head::Request(head.list),
+                        head.edits,
+                        &input,
+                    );
+                    shard
+                        .stats
+                        .downstream
+                        .header_values_refused
+                        .add(refused.into());
+                }
                 RequestFlow::Continue
             }
             Err(reply) => RequestFlow::Reply(Reply::from(reply)),
@@ -61,6 +97,62 @@ impl HttpFilter for Router {
         }
         Flow::Continue
     }
+}
+
+/// What a redirect reads of `head`: its scheme is the
+/// `x-forwarded-proto` it goes on with (the gateway's, else the client's).
+fn redirect_request<'a>(head: &'a HeaderList, cx: &FilterCx<'_>) -> RedirectRequest<'a> {
+    RedirectRequest {
+        authority: text(head.get(b":authority").or_else(|| head.get(b"host"))).unwrap_or(""),
+        path: text(head.get(b":path")).unwrap_or("/"),
+        forwarded_proto: match cx.conn.forwarded_proto {
+            Some(set) => std::str::from_utf8(set).unwrap_or("http"),
+            None => text(head.get(b"x-forwarded-proto")).unwrap_or("http"),
+        },
+    }
+}
+
+/// A reply of `status` with a `location` (a redirect's, or a 3xx direct
+/// response's), no body (Envoy's).
+fn located_reply(status: u16, location: &str) -> Reply {
+    let mut reply = Reply::new(status, "", "");
+    if reply.fields.set(b"location", location.as_bytes()).is_err() {
+        // Only from a request whose own parts carry control characters
+        // (the config's are checked at load): refused, not reflected.
+        return Reply::from(LocalReply::BadRequest);
+    }
+    reply
+}
+
+/// A route's `redirect`: its status and `location`, no body.
+fn redirect_reply(
+    redirect: &Redirect,
+    matcher: &RouteMatch,
+    head: &HeaderList,
+    cx: &FilterCx<'_>,
+) -> Reply {
+    let location = redirect_location(redirect, matcher, &redirect_request(head, cx));
+    located_reply(redirect.status, &location)
+}
+
+/// A route's `direct_response`: its status and body, shared with the
+/// snapshot (no copy). A 3xx points at the request's own URL, as Envoy's.
+fn direct_reply(
+    d: &DirectResponse,
+    matcher: &RouteMatch,
+    head: &HeaderList,
+    cx: &FilterCx<'_>,
+) -> Reply {
+    let mut reply = if (300..400).contains(&d.status) {
+        let location = redirect_location(&redirect::SELF, matcher, &redirect_request(head, cx));
+        located_reply(d.status, &location)
+    } else {
+        Reply::new(d.status, "", "")
+    };
+    if let Some(body) = &d.body {
+        reply.body = Bytes::clone(body);
+    }
+    reply
 }
 
 /// What a route's `hash_policy` reads of a request.

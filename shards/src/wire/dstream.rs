@@ -35,6 +35,9 @@ pub(crate) struct DStream {
     pub(super) route: Option<RouteAt>,
     /// Its connection manager runs filters besides the router.
     pub(super) filtered: bool,
+    /// Its route edits response heads (`response_headers_to_add` …): the
+    /// stream keeps the config for them.
+    pub(super) route_edits: bool,
     pub(super) grpc: bool,
     /// The request head, kept until the response head arrives or the
     /// first body byte goes upstream: a refused stream (REFUSED_STREAM, or
@@ -118,6 +121,7 @@ impl DStream {
             snap: Some(snap),
             route: None,
             filtered: false,
+            route_edits: false,
             grpc,
             head: None,
             edits: None,

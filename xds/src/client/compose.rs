@@ -277,7 +277,8 @@ pub(crate) fn referenced_clusters(rc: &RouteConfig) -> impl Iterator<Item = &str
     rc.virtual_hosts
         .iter()
         .flat_map(|v| v.routes.iter())
-        .flat_map(|r| match &r.action.target {
+        .filter_map(|r| r.action.forward())
+        .flat_map(|a| match &a.target {
             ClusterTarget::Cluster(c) => vec![c.as_str()],
             ClusterTarget::Weighted(w) => w.clusters.iter().map(|(c, _)| c.as_str()).collect(),
         })

@@ -465,6 +465,8 @@ fn listener_waits_for_its_routes_and_their_clusters() {
         .virtual_hosts[0]
         .routes[0]
         .action
+        .forward()
+        .unwrap()
         .target;
     assert!(matches!(target, engine::ClusterTarget::Cluster(n) if n == "new"));
 }

@@ -5,11 +5,12 @@
 use std::time::Duration;
 
 use engine::{
-    AddedHeader, Checker, EndpointCheck, GrpcCheck, HealthCheck, HttpCheck, TcpCheck,
+    AddedHeader, AppendAction, Checker, EndpointCheck, GrpcCheck, HealthCheck, HttpCheck, TcpCheck,
     DEFAULT_NO_TRAFFIC_INTERVAL,
 };
 
 use super::common::{duration, reject_set, socket_address_at};
+use super::header_mutation::header_value_ok;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::endpoint::v3 as ep;
@@ -322,63 +323,35 @@ fn hex(t: &str) -> Option<Vec<u8>> {
 }
 
 fn added_headers(list: &[core::HeaderValueOption], path: &Path) -> Result<Vec<AddedHeader>> {
-    use core::header_value_option::HeaderAppendAction as A;
     let mut out = Vec::with_capacity(list.len());
     for (i, o) in list.iter().enumerate() {
         let opath = path.index(i);
         reject_set!(opath, o, keep_empty_value);
-        let Some(h) = &o.header else {
-            return Err(Error::invalid(opath.field("header"), "required"));
-        };
-        let hpath = opath.field("header");
-        reject_set!(hpath, h, raw_value);
-        if !super::common::is_token(&h.key) || h.key.starts_with(':') {
+        let h = super::header_mutation::header_option(o, &opath)?;
+        if h.name.starts_with(':') {
             return Err(Error::invalid(
-                hpath.field("key"),
-                format!("{:?} is not a header name", h.key),
+                opath.field("header").field("key"),
+                format!("{:?} is not a header name", h.name),
             ));
         }
-        if !header_value_ok(&h.value) {
-            return Err(Error::invalid(
-                hpath.field("value"),
-                "not a valid header value",
-            ));
-        }
-        let overwrite = match (o.append, A::try_from(o.append_action)) {
-            (Some(_), Ok(a)) if a != A::AppendIfExistsOrAdd => {
-                return Err(Error::invalid(
-                    opath.field("append"),
-                    "append and append_action cannot both be set",
-                ))
-            }
-            (Some(append), _) => !append,
-            (None, Ok(A::AppendIfExistsOrAdd)) => false,
-            (None, Ok(A::OverwriteIfExistsOrAdd)) => true,
-            (None, Ok(other)) => {
-                return Err(Error::unsupported_value(
-                    opath.field("append_action"),
-                    other.as_str_name(),
-                ))
-            }
-            (None, Err(_)) => {
-                return Err(Error::invalid(
-                    opath.field("append_action"),
-                    format!("unknown value {}", o.append_action),
-                ))
+        let overwrite = match h.action {
+            AppendAction::AppendIfExistsOrAdd => false,
+            AppendAction::OverwriteIfExistsOrAdd => true,
+            AppendAction::AddIfAbsent | AppendAction::OverwriteIfExists => {
+                let name = match h.action {
+                    AppendAction::AddIfAbsent => "ADD_IF_ABSENT",
+                    _ => "OVERWRITE_IF_EXISTS",
+                };
+                return Err(Error::unsupported_value(opath.field("append_action"), name));
             }
         };
         out.push(AddedHeader {
-            name: h.key.to_ascii_lowercase(),
-            value: h.value.clone(),
+            name: h.name,
+            value: h.value.to_owned(),
             overwrite,
         });
     }
     Ok(out)
-}
-
-/// No control characters but tab (what may go on a header line).
-fn header_value_ok(s: &str) -> bool {
-    s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
 /// An endpoint's `health_check_config`.

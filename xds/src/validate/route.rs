@@ -5,17 +5,20 @@
 use std::collections::{HashMap, HashSet};
 
 use engine::{
-    ClusterTarget, DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, PerFilterConfig,
-    Route, RouteAction, RouteConfig, RouteMatch, StatefulSessionPerRoute, VirtualHost,
-    WeightedClusters,
+    ClusterTarget, DomainMatcher, ForwardAction, HeaderMatchKind, HeaderMatcher, HeaderMutation,
+    PathMatch, PerFilterConfig, Route, RouteAction, RouteConfig, RouteHeaders, RouteMatch,
+    StatefulSessionPerRoute, VirtualHost, WeightedClusters,
 };
 use prost::Name;
 use regex::Regex;
 
 use super::common::{reject_set, timeout_or};
+use super::header_mutation::header_mutation;
+use super::route_reply::{direct_response, redirect, DEFAULT_MAX_DIRECT_RESPONSE_BODY};
 use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::route::v3 as pb;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
 use crate::pb::envoy::r#type::matcher::v3 as matcher;
@@ -47,13 +50,7 @@ pub fn route_config(
         path,
         rc,
         internal_only_headers,
-        response_headers_to_add,
-        response_headers_to_remove,
-        request_headers_to_add,
-        request_headers_to_remove,
         vhds,
-        most_specific_header_mutations_wins,
-        max_direct_response_body_size_bytes,
         cluster_specifier_plugins,
         request_mirror_policies,
         ignore_port_in_host_matching,
@@ -70,12 +67,25 @@ pub fn route_config(
         .validate_clusters
         .unwrap_or(inline)
         .then_some(known_clusters);
+    let table = TableDefaults {
+        max_direct_response_body: rc
+            .max_direct_response_body_size_bytes
+            .unwrap_or(DEFAULT_MAX_DIRECT_RESPONSE_BODY),
+        headers: level_headers(
+            path,
+            &rc.request_headers_to_add,
+            &rc.request_headers_to_remove,
+            &rc.response_headers_to_add,
+            &rc.response_headers_to_remove,
+        )?,
+        most_specific_header_mutations_wins: rc.most_specific_header_mutations_wins,
+    };
     // Envoy rejects a domain listed by two virtual hosts of one table.
     let mut seen: HashMap<(u8, String), usize> = HashMap::new();
     let mut virtual_hosts = Vec::with_capacity(rc.virtual_hosts.len());
     for (i, vh) in rc.virtual_hosts.iter().enumerate() {
         let vpath = path.field("virtual_hosts").index(i);
-        let vh = virtual_host(vh, &vpath, check)?;
+        let vh = virtual_host(vh, &vpath, check, &table)?;
         for (j, d) in vh.domains.iter().enumerate() {
             if let Some(prev) = seen.insert(domain_key(d), i) {
                 return Err(Error::invalid(
@@ -95,12 +105,57 @@ pub fn route_config(
     })
 }
 
+/// What a route table gives each of its routes.
+#[derive(Debug, Clone)]
+pub struct TableDefaults {
+    /// `max_direct_response_body_size_bytes`.
+    pub max_direct_response_body: u32,
+    /// The table's own (request, response) header edits.
+    pub headers: (HeaderMutation, HeaderMutation),
+    pub most_specific_header_mutations_wins: bool,
+}
+
+impl Default for TableDefaults {
+    fn default() -> Self {
+        Self {
+            max_direct_response_body: DEFAULT_MAX_DIRECT_RESPONSE_BODY,
+            headers: Default::default(),
+            most_specific_header_mutations_wins: false,
+        }
+    }
+}
+
+/// One level's (request, response) header edits, from its four lists.
+fn level_headers(
+    path: &Path,
+    request_add: &[core::HeaderValueOption],
+    request_remove: &[String],
+    response_add: &[core::HeaderValueOption],
+    response_remove: &[String],
+) -> Result<(HeaderMutation, HeaderMutation)> {
+    Ok((
+        header_mutation(
+            request_add,
+            &path.field("request_headers_to_add"),
+            request_remove,
+            &path.field("request_headers_to_remove"),
+        )?,
+        header_mutation(
+            response_add,
+            &path.field("response_headers_to_add"),
+            response_remove,
+            &path.field("response_headers_to_remove"),
+        )?,
+    ))
+}
+
 /// Validates one virtual host. `known_clusters`: when `Some`, every cluster
-/// a route names must be in it.
+/// a route names must be in it; `table`: what its route table gives it.
 pub fn virtual_host(
     vh: &pb::VirtualHost,
     path: &Path,
     known_clusters: Option<&HashSet<String>>,
+    table: &TableDefaults,
 ) -> Result<VirtualHost> {
     reject_set!(
         path,
@@ -108,11 +163,7 @@ pub fn virtual_host(
         require_tls,
         virtual_clusters,
         rate_limits,
-        request_headers_to_add,
         cors,
-        response_headers_to_add,
-        response_headers_to_remove,
-        request_headers_to_remove,
         include_request_attempt_count,
         retry_policy,
         hedge_policy,
@@ -130,6 +181,13 @@ pub fn virtual_host(
             "at least one domain is required",
         ));
     }
+    let vh_headers = level_headers(
+        path,
+        &vh.request_headers_to_add,
+        &vh.request_headers_to_remove,
+        &vh.response_headers_to_add,
+        &vh.response_headers_to_remove,
+    )?;
     let mut domains = Vec::with_capacity(vh.domains.len());
     for (i, d) in vh.domains.iter().enumerate() {
         let dpath = path.field("domains").index(i);
@@ -143,7 +201,15 @@ pub fn virtual_host(
         .routes
         .iter()
         .enumerate()
-        .map(|(i, r)| route(r, &path.field("routes").index(i), known_clusters))
+        .map(|(i, r)| {
+            route(
+                r,
+                &path.field("routes").index(i),
+                known_clusters,
+                table,
+                &vh_headers,
+            )
+        })
         .collect::<Result<Vec<Route>>>()?;
     let per_filter = PerFilterConfig {
         stateful_session: typed_per_filter_config(
@@ -214,17 +280,19 @@ fn domain(d: &str, path: &Path) -> Result<DomainMatcher> {
     Ok(DomainMatcher::Exact(d))
 }
 
-fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -> Result<Route> {
+fn route(
+    r: &pb::Route,
+    path: &Path,
+    known_clusters: Option<&HashSet<String>>,
+    table: &TableDefaults,
+    vh_headers: &(HeaderMutation, HeaderMutation),
+) -> Result<Route> {
     use pb::route::Action;
     reject_set!(
         path,
         r,
         metadata,
         decorator,
-        request_headers_to_add,
-        response_headers_to_add,
-        response_headers_to_remove,
-        request_headers_to_remove,
         tracing,
         per_request_buffer_limit_bytes,
         stat_prefix,
@@ -234,11 +302,18 @@ fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -
     };
     let matcher = route_match(m, &path.field("match"))?;
     let action = match &r.action {
-        Some(Action::Route(a)) => route_action(a, &path.field("route"), known_clusters, &matcher)?,
-        Some(Action::Redirect(_)) => return Err(Error::unsupported(path.field("redirect"))),
-        Some(Action::DirectResponse(_)) => {
-            return Err(Error::unsupported(path.field("direct_response")))
-        }
+        Some(Action::Route(a)) => RouteAction::Forward(route_action(
+            a,
+            &path.field("route"),
+            known_clusters,
+            &matcher,
+        )?),
+        Some(Action::Redirect(r)) => RouteAction::Redirect(redirect(r, &path.field("redirect"))?),
+        Some(Action::DirectResponse(d)) => RouteAction::DirectResponse(direct_response(
+            d,
+            &path.field("direct_response"),
+            table.max_direct_response_body,
+        )?),
         Some(Action::FilterAction(_)) => {
             return Err(Error::unsupported(path.field("filter_action")))
         }
@@ -253,10 +328,24 @@ fn route(r: &pb::Route, path: &Path, known_clusters: Option<&HashSet<String>>) -
             &path.field("typed_per_filter_config"),
         )?,
     };
+    let own = level_headers(
+        path,
+        &r.request_headers_to_add,
+        &r.request_headers_to_remove,
+        &r.response_headers_to_add,
+        &r.response_headers_to_remove,
+    )?;
+    let headers = RouteHeaders::fold(
+        own,
+        vh_headers,
+        &table.headers,
+        table.most_specific_header_mutations_wins,
+    );
     Ok(Route {
         name: r.name.clone(),
         matcher,
         action,
+        headers,
         per_filter,
     })
 }
@@ -308,7 +397,12 @@ fn route_match(m: &pb::RouteMatch, path: &Path) -> Result<RouteMatch> {
 }
 
 /// Compiles `RegexMatcher.regex` wrapped in `open`/`close` (anchors, flags).
-fn regex(r: &matcher::RegexMatcher, path: &Path, open: &str, close: &str) -> Result<Regex> {
+pub(super) fn regex(
+    r: &matcher::RegexMatcher,
+    path: &Path,
+    open: &str,
+    close: &str,
+) -> Result<Regex> {
     // `google_re2` (and its deprecated max_program_size) only picks Envoy's
     // engine; the regex crate accepts the same RE2 syntax.
     let rpath = path.field("regex");
@@ -426,7 +520,7 @@ fn route_action(
     path: &Path,
     known_clusters: Option<&HashSet<String>>,
     matcher: &RouteMatch,
-) -> Result<RouteAction> {
+) -> Result<ForwardAction> {
     use pb::route_action::{ClusterSpecifier as C, HostRewriteSpecifier as H};
     reject_set!(
         path,
@@ -505,7 +599,7 @@ fn route_action(
             "cannot be used with a safe_regex match",
         ));
     }
-    Ok(RouteAction {
+    Ok(ForwardAction {
         target,
         timeout: timeout_or(
             a.timeout.as_ref(),

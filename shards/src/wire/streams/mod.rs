@@ -29,7 +29,9 @@ use super::logging::LogTargets;
 use super::outbuf::OutBuf;
 use super::pool::{PoolRef, UpRef};
 use super::WireShard;
-use crate::http_filter::{ConnInfo, FilterCx};
+use crate::http_filter::header_mutation::{self, FormatInput, Head};
+use crate::http_filter::{ConnInfo, FilterCx, HeaderEdits};
+use h2wire::message::HeaderList;
 
 /// Reset-flood window and thresholds: a connection is cut off when, within
 /// one window, it reset at least `FLOOD_MIN_RESETS` streams and those were at
@@ -125,11 +127,14 @@ impl ConnCx {
             shard: &wire.shard,
             snapshot: &snap,
             route,
+            request: s.head.as_ref(),
             conn: ConnInfo {
                 peer: self.peer,
                 local: self.listener.address,
                 sni: self.sni.as_deref(),
                 protocol: self.protocol,
+                scheme: self.scheme,
+                forwarded_proto: s.xfp,
             },
             stream,
             grpc: s.grpc,
@@ -145,6 +150,51 @@ impl ConnCx {
             paused: None,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
+    }
+}
+
+impl ConnCx {
+    /// Phase 4's first step: the route's response header edits (its own,
+    /// its virtual host's, its table's) over a response head, the
+    /// upstream's (`list`) or a reply the gateway made (`None`), before
+    /// the response filters see it (Envoy's router finalizes the head
+    /// before its encoder filters run).
+    fn route_response_edits(
+        &self,
+        s: &DStream,
+        list: Option<&HeaderList>,
+        status: u16,
+        edits: &mut HeaderEdits,
+    ) {
+        if !s.route_edits {
+            return;
+        }
+        let Some(snap) = s.snap.as_ref() else {
+            return;
+        };
+        let Some((_, route)) = self
+            .hcm(snap)
+            .and_then(|hcm| s.route?.get(&hcm.route_config))
+        else {
+            return;
+        };
+        let input = FormatInput {
+            peer: self.peer,
+            upstream: s.served_by(),
+            protocol: self.protocol,
+            // A reply the gateway made reads 0, as Envoy's.
+            status: list.map(|_| status),
+            sni: self.sni.as_deref(),
+        };
+        let head = Head::Response {
+            list,
+            request: s.head.as_ref(),
+        };
+        let refused = header_mutation::apply(&route.headers.response, head, edits, &input);
+        if refused > 0 {
+            let stats = &self.wire.shard.stats.downstream;
+            stats.header_values_refused.add(refused.into());
+        }
     }
 }
 

@@ -3,18 +3,21 @@
 //! ```text
 //!  1. request headers   on_request: the route (virtual host by :authority, first
 //!                       matching route), then every filter's on_request_headers in
-//!                       order, the router last (cluster, host: http_filter::router);
+//!                       order, the router last (cluster, host, the route's request
+//!                       header edits, or a redirect / direct response: http_filter::router);
 //!                       a filter may answer (→ local reply) or pause (→ resume)
 //!  2. open upstream     open_deferred, at the end of the read: a stream on the host's
 //!                       pool (streams/upstream.rs); a refused one is resent
 //!  3. request body      on_request_data, on_request_trailers: filters in order,
 //!                       then queued upstream
-//!  4. response headers  on_response_head: filters in reverse, then downstream
+//!  4. response headers  on_response_head: the route's header edits, filters in
+//!                       reverse, then downstream
 //!  5. response body     on_response_data, on_response_trailers: filters in reverse,
 //!                       then queued downstream; bodies cross in streams/forward.rs
 //!  6. finish            every filter's on_log, the stats, the outcome for outlier
 //!                       detection, the access log lines
-//!  local replies        reply: the response filters run on them as on any response
+//!  local replies        reply: the route's header edits and the response filters run
+//!                       on them as on any response
 //! ```
 //!
 //! A stream is a record in its connection's table, not a task. A body
@@ -85,20 +88,22 @@ impl Streams {
             s.filtered = hcm.http_filters.len() > 1;
             let routed = route_request_at(&hcm.route_config, &HeadView(&head));
             s.route = routed.map(|(at, _)| at);
-            if let Some((_, route)) = routed {
-                let view = HeadView(&head);
-                s.path = route
-                    .action
+            // Its response heads get the route's edits (from the config,
+            // which the stream then keeps).
+            s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());
+            if let Some((route, action)) =
+                routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
+            {
+                s.path = action
                     .prefix_rewrite
-                    .as_ref()
-                    .and_then(|_| rewrite_path(route, view.path()))
+                    .as_deref()
+                    .map(|new| rewrite_path(&route.matcher, new, HeadView(&head).path()))
                     .map(|p| p.into_bytes().into_boxed_slice());
-                s.authority = route
-                    .action
+                s.authority = action
                     .host_rewrite_literal
                     .as_ref()
                     .map(|h| h.as_bytes().into());
-                s.timeout = route.action.timeout;
+                s.timeout = action.timeout;
             }
             s.xff = hcm.append_x_forwarded_for.then(|| {
                 let xff = text(head.get(b"x-forwarded-for"));
@@ -182,7 +187,7 @@ impl Streams {
                 if s.bodyless {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
-                if !s.filtered {
+                if !s.filtered && !s.route_edits {
                     // Only the router ran: nothing needs the config again.
                     s.snap = None;
                 } else if !s.req.is_empty() && self.filter_held_body(stream).is_err() {
@@ -550,6 +555,8 @@ impl Streams {
             }
         }
         let mut edits = HeaderEdits::default();
+        self.cx
+            .route_response_edits(s, None, reply.status, &mut edits);
         self.cx.filters(s, stream, now, false, |f, cx| {
             let mut rh = ResponseHead {
                 status: reply.status,
@@ -673,6 +680,7 @@ fn on_response_head(
         }
     }
     let mut edits = HeaderEdits::default();
+    p.cx.route_response_edits(s, Some(head), status, &mut edits);
     let answer =
         p.cx.filters(s, stream, p.now, false, |f, cx| {
             let mut rh = ResponseHead {
