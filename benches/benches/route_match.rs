@@ -107,6 +107,7 @@ fn route(v: usize, r: usize) -> Route {
             prefix_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
+            retry_policy: None,
         }),
         headers: Default::default(),
         per_filter: Default::default(),

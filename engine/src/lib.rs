@@ -18,6 +18,7 @@ pub mod matcher;
 pub mod outlier;
 pub mod override_host;
 pub mod redirect;
+pub mod retry;
 pub mod route;
 pub mod session;
 pub mod snapshot;

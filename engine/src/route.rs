@@ -237,6 +237,7 @@ mod tests {
                 prefix_rewrite: None,
                 host_rewrite_literal: None,
                 hash_policy: Vec::new(),
+                retry_policy: None,
             }),
             headers: Default::default(),
             per_filter: Default::default(),

@@ -421,6 +421,13 @@ pub struct ShardStats {
     pub rq_unknown_cluster: Counter,
     /// Requests whose cluster had no routable host (503).
     pub rq_no_healthy_upstream: Counter,
+    /// Retries a route's `retry_policy` made (Envoy's `upstream_rq_retry`).
+    pub rq_retry: Counter,
+    /// Retried requests whose last attempt got an answer the policy keeps
+    /// (`upstream_rq_retry_success`).
+    pub rq_retry_success: Counter,
+    /// Retriable failures past `num_retries` (`upstream_rq_retry_limit_exceeded`).
+    pub rq_retry_limit_exceeded: Counter,
     /// The sum of the hosts' `rq_immediate_hc_fail`: what the control
     /// shard polls before it looks at any host.
     pub immediate_hc_fail: Counter,

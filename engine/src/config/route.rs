@@ -7,6 +7,7 @@ use regex::Regex;
 
 use super::header_mutation::RouteHeaders;
 use super::http_filter::PerFilterConfig;
+use super::retry::RetryPolicy;
 pub use crate::matcher::HeaderMatchKind;
 
 /// Envoy's default route timeout (`RouteAction.timeout`).
@@ -159,6 +160,9 @@ pub struct ForwardAction {
     /// `hash_policy`: what a request's hash is made of, for `RING_HASH` and
     /// `MAGLEV` clusters (see `engine::lb::request_hash`).
     pub hash_policy: Vec<HashPolicy>,
+    /// `retry_policy`, its own or else its virtual host's (Envoy takes the
+    /// route's whole, not merged).
+    pub retry_policy: Option<RetryPolicy>,
 }
 
 /// One `hash_policy` entry.

@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 42] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 45] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -182,6 +182,24 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 42] = [
             "counter",
             "Requests answered 503: no routable host.",
             |s| &s.rq_no_healthy_upstream,
+        ),
+        (
+            "gateway_upstream_rq_retry",
+            "counter",
+            "Retries made by routes' retry_policy (Envoy's upstream_rq_retry).",
+            |s| &s.rq_retry,
+        ),
+        (
+            "gateway_upstream_rq_retry_success",
+            "counter",
+            "Retried requests answered with what the policy keeps (upstream_rq_retry_success).",
+            |s| &s.rq_retry_success,
+        ),
+        (
+            "gateway_upstream_rq_retry_limit_exceeded",
+            "counter",
+            "Retriable failures past num_retries (upstream_rq_retry_limit_exceeded).",
+            |s| &s.rq_retry_limit_exceeded,
         ),
         (
             "gateway_downstream_rq_idle_timeout",

@@ -75,6 +75,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             prefix_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
+            retry_policy: None,
         }),
         headers: Default::default(),
         per_filter: Default::default(),

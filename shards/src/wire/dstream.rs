@@ -70,6 +70,10 @@ pub(crate) struct DStream {
     /// Holds one of the cluster's `max_retries` (from its first resend to
     /// its end).
     pub(super) retry_slot: bool,
+    /// Its route has a `retry_policy`: the stream keeps the config for it.
+    pub(super) retry_policy: bool,
+    /// Its retries so far, once it made one (boxed: rare).
+    pub(super) retries: Option<Box<Retries>>,
     /// The chosen host and its pool, once the router chose.
     pub(super) target: Option<Target>,
     /// The upstream stream, once opened.
@@ -113,6 +117,17 @@ pub(crate) struct DStream {
     pub(super) log: Option<Box<super::logging::LogState>>,
 }
 
+/// A stream's retries under its route's `retry_policy`.
+#[derive(Debug, Default)]
+pub(super) struct Retries {
+    /// Retries made.
+    pub done: u32,
+    /// The hosts its attempts went to (for `previous_hosts`).
+    pub tried: smallvec::SmallVec<[engine::HostId; 4]>,
+    /// When the next attempt goes (its back-off); `None` once it went.
+    pub at: Option<Instant>,
+}
+
 impl DStream {
     /// A stream that just came, under `snap`; its route and filters fill
     /// in the rest.
@@ -136,6 +151,8 @@ impl DStream {
             bodyless,
             retried_lost: false,
             retry_slot: false,
+            retry_policy: false,
+            retries: None,
             target: None,
             up: None,
             waiting: false,

@@ -13,7 +13,9 @@ use prost::Name;
 use regex::Regex;
 
 use super::common::{reject_set, timeout_or};
+use super::hash_policy::hash_policies;
 use super::header_mutation::header_mutation;
+use super::retry::retry_policy;
 use super::route_reply::{direct_response, redirect, DEFAULT_MAX_DIRECT_RESPONSE_BODY};
 use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
@@ -125,6 +127,12 @@ impl Default for TableDefaults {
     }
 }
 
+/// What a virtual host gives each of its routes.
+struct VhDefaults<'a> {
+    headers: &'a (HeaderMutation, HeaderMutation),
+    retry_policy: Option<&'a engine::RetryPolicy>,
+}
+
 /// One level's (request, response) header edits, from its four lists.
 fn level_headers(
     path: &Path,
@@ -165,7 +173,6 @@ pub fn virtual_host(
         rate_limits,
         cors,
         include_request_attempt_count,
-        retry_policy,
         hedge_policy,
         per_request_buffer_limit_bytes,
         include_attempt_count_in_response,
@@ -181,6 +188,10 @@ pub fn virtual_host(
             "at least one domain is required",
         ));
     }
+    let vh_retry = match &vh.retry_policy {
+        Some(p) => Some(retry_policy(p, &path.field("retry_policy"))?),
+        None => None,
+    };
     let vh_headers = level_headers(
         path,
         &vh.request_headers_to_add,
@@ -197,6 +208,10 @@ pub fn virtual_host(
         }
         domains.push(m);
     }
+    let defaults = VhDefaults {
+        headers: &vh_headers,
+        retry_policy: vh_retry.as_ref(),
+    };
     let routes = vh
         .routes
         .iter()
@@ -207,7 +222,7 @@ pub fn virtual_host(
                 &path.field("routes").index(i),
                 known_clusters,
                 table,
-                &vh_headers,
+                &defaults,
             )
         })
         .collect::<Result<Vec<Route>>>()?;
@@ -285,7 +300,7 @@ fn route(
     path: &Path,
     known_clusters: Option<&HashSet<String>>,
     table: &TableDefaults,
-    vh_headers: &(HeaderMutation, HeaderMutation),
+    vh: &VhDefaults<'_>,
 ) -> Result<Route> {
     use pb::route::Action;
     reject_set!(
@@ -302,12 +317,12 @@ fn route(
     };
     let matcher = route_match(m, &path.field("match"))?;
     let action = match &r.action {
-        Some(Action::Route(a)) => RouteAction::Forward(route_action(
-            a,
-            &path.field("route"),
-            known_clusters,
-            &matcher,
-        )?),
+        Some(Action::Route(a)) => {
+            let mut action = route_action(a, &path.field("route"), known_clusters, &matcher)?;
+            // The route's own policy whole, else its virtual host's.
+            action.retry_policy = action.retry_policy.or_else(|| vh.retry_policy.cloned());
+            RouteAction::Forward(action)
+        }
         Some(Action::Redirect(r)) => RouteAction::Redirect(redirect(r, &path.field("redirect"))?),
         Some(Action::DirectResponse(d)) => RouteAction::DirectResponse(direct_response(
             d,
@@ -337,7 +352,7 @@ fn route(
     )?;
     let headers = RouteHeaders::fold(
         own,
-        vh_headers,
+        vh.headers,
         &table.headers,
         table.most_specific_header_mutations_wins,
     );
@@ -526,7 +541,6 @@ fn route_action(
         path,
         a,
         metadata_match,
-        retry_policy,
         priority,
         rate_limits,
         include_vh_rate_limits,
@@ -609,89 +623,11 @@ fn route_action(
         prefix_rewrite,
         host_rewrite_literal,
         hash_policy: hash_policies(&a.hash_policy, &path.field("hash_policy"))?,
+        retry_policy: match &a.retry_policy {
+            Some(p) => Some(retry_policy(p, &path.field("retry_policy"))?),
+            None => None,
+        },
     })
-}
-
-/// `hash_policy`: header, cookie (with `ttl` and `path`; `attributes`
-/// refused), `connection_properties.source_ip` and `query_parameter`;
-/// `filter_state` and a header's `regex_rewrite` refused by name.
-fn hash_policies(
-    list: &[pb::route_action::HashPolicy],
-    path: &Path,
-) -> Result<Vec<engine::HashPolicy>> {
-    use engine::HashOn;
-    use pb::route_action::hash_policy::PolicySpecifier as P;
-    let mut out = Vec::with_capacity(list.len());
-    for (i, h) in list.iter().enumerate() {
-        let hpath = path.index(i);
-        let kind = match &h.policy_specifier {
-            Some(P::Header(x)) => {
-                let xpath = hpath.field("header");
-                reject_set!(xpath, x, regex_rewrite);
-                if !super::common::is_token(&x.header_name) && !x.header_name.starts_with(':') {
-                    return Err(Error::invalid(
-                        xpath.field("header_name"),
-                        format!("{:?} is not a header name", x.header_name),
-                    ));
-                }
-                HashOn::Header(x.header_name.to_ascii_lowercase())
-            }
-            Some(P::Cookie(c)) => {
-                let cpath = hpath.field("cookie");
-                reject_set!(cpath, c, attributes);
-                if !super::common::is_token(&c.name) {
-                    return Err(Error::invalid(
-                        cpath.field("name"),
-                        format!("{:?} is not a cookie name", c.name),
-                    ));
-                }
-                if c.path.bytes().any(|b| b == b';' || b.is_ascii_control()) {
-                    return Err(Error::invalid(cpath.field("path"), "not a cookie path"));
-                }
-                let ttl = match &c.ttl {
-                    Some(d) => Some(super::common::duration(d, &cpath.field("ttl"))?),
-                    None => None,
-                };
-                HashOn::Cookie {
-                    name: c.name.clone(),
-                    ttl,
-                    path: (!c.path.is_empty()).then(|| c.path.clone()),
-                }
-            }
-            Some(P::ConnectionProperties(c)) => {
-                if !c.source_ip {
-                    // Envoy hashes nothing then: an entry that never
-                    // yields a hash.
-                    return Err(Error::invalid(
-                        hpath.field("connection_properties").field("source_ip"),
-                        "must be true",
-                    ));
-                }
-                HashOn::SourceIp
-            }
-            Some(P::QueryParameter(q)) => {
-                if q.name.is_empty() {
-                    return Err(Error::invalid(
-                        hpath.field("query_parameter").field("name"),
-                        "required",
-                    ));
-                }
-                HashOn::QueryParameter(q.name.clone())
-            }
-            Some(P::FilterState(_)) => return Err(Error::unsupported(hpath.field("filter_state"))),
-            None => {
-                return Err(Error::invalid(
-                    hpath,
-                    "one of header, cookie, connection_properties or query_parameter is required",
-                ))
-            }
-        };
-        out.push(engine::HashPolicy {
-            kind,
-            terminal: h.terminal,
-        });
-    }
-    Ok(out)
 }
 
 fn weighted(

@@ -15,6 +15,8 @@ enum Expired {
     Duration,
     Route,
     Idle,
+    /// A retry's back-off is over.
+    BackOff,
 }
 
 impl Streams {
@@ -146,6 +148,13 @@ impl Streams {
                     Some((id, Expired::Duration))
                 } else if s.deadline.is_some_and(|d| now >= d) {
                     Some((id, Expired::Route))
+                } else if s
+                    .retries
+                    .as_ref()
+                    .and_then(|r| r.at)
+                    .is_some_and(|t| now >= t)
+                {
+                    Some((id, Expired::BackOff))
                 } else if s.idle.is_some_and(|d| now >= s.active_at + d) {
                     Some((id, Expired::Idle))
                 } else {
@@ -157,6 +166,7 @@ impl Streams {
             match why {
                 Expired::Duration => self.lived_out(id),
                 Expired::Route => self.timed_out(id),
+                Expired::BackOff => self.retry_now(id),
                 Expired::Idle => self.idled_out(id),
             }
         }

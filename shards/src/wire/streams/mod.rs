@@ -13,6 +13,7 @@ mod forward;
 mod outcome;
 mod phases;
 mod reply;
+mod retry;
 mod upstream;
 
 use std::net::SocketAddr;

@@ -32,6 +32,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use engine::headers::{append_forwarded_for, is_grpc_content_type};
 use engine::outlier::{grpc_to_http, CallResult};
+use engine::retry::AttemptEnd;
 use engine::route::{rewrite_path, route_request_at, RequestView};
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
@@ -51,6 +52,7 @@ use crate::wire::body::{owned, queued, Item};
 use crate::wire::codec::DownCodec;
 use crate::wire::dstream::{DStream, Target};
 use crate::wire::logging::LogState;
+use crate::wire::pool::PoolRef;
 
 /// Attempts per request when upstreams refuse streams before processing
 /// them.
@@ -91,6 +93,8 @@ impl Streams {
             // Its response heads get the route's edits (from the config,
             // which the stream then keeps).
             s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());
+            s.retry_policy = routed
+                .is_some_and(|(_, r)| r.action.forward().is_some_and(|a| a.retry_policy.is_some()));
             if let Some((route, action)) =
                 routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
             {
@@ -187,7 +191,7 @@ impl Streams {
                 if s.bodyless {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
-                if !s.filtered && !s.route_edits {
+                if !s.filtered && !s.route_edits && !s.retry_policy {
                     // Only the router ran: nothing needs the config again.
                     s.snap = None;
                 } else if !s.req.is_empty() && self.filter_held_body(stream).is_err() {
@@ -416,6 +420,7 @@ impl Streams {
             Then::Finish => self.finish(stream),
             Then::Fail(reply) => self.fail(stream, reply),
             Then::Refuse(reply) => self.fail_with(stream, reply, None),
+            Then::Retry(pool, result) => self.leave_attempt(stream, &pool, result),
         }
     }
 
@@ -497,6 +502,15 @@ impl Streams {
 
     /// Ends a stream that failed in the gateway's own way.
     pub(super) fn fail(&mut self, stream: u32, reply: LocalReply) {
+        // An attempt the route's retry policy takes again.
+        let end = match reply {
+            LocalReply::ConnectFailure => Some(AttemptEnd::ConnectFailure),
+            LocalReply::UpstreamReset => Some(AttemptEnd::Reset),
+            _ => None,
+        };
+        if end.is_some_and(|end| self.retry_after(stream, end, self.now)) {
+            return;
+        }
         let failed = match reply {
             LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
             LocalReply::UpstreamReset => Some(CallResult::Reset),
@@ -654,6 +668,9 @@ enum Then {
     /// A response filter answered: a local reply if no head went out
     /// yet, else a reset; not the host's fault.
     Refuse(Reply),
+    /// The route's retry policy takes the attempt again: it is left (its
+    /// host's outlier detection counts the result) and the stream waits.
+    Retry(PoolRef, CallResult),
 }
 
 /// Phase 4: the upstream's response head, through the filters in reverse,
@@ -677,6 +694,18 @@ fn on_response_head(
             // The control shard's checker takes it from here.
             host.rq_immediate_hc_fail.inc();
             shard.stats.immediate_hc_fail.inc();
+        }
+    }
+    if s.retry_policy {
+        let end = AttemptEnd::Response {
+            status,
+            grpc_status: s.served.and_then(|(_, g)| g),
+        };
+        if let Some((pool, result)) = p.cx.retry_decision(s, end, p.now) {
+            return Then::Retry(pool, result);
+        }
+        if s.retries.is_some() && p.cx.retry_policy(s).is_some_and(|r| !r.retries(end)) {
+            shard.stats.rq_retry_success.inc();
         }
     }
     let mut edits = HeaderEdits::default();

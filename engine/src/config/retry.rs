@@ -1,0 +1,97 @@
+//! A route's (or virtual host's) `retry_policy`: on what an attempt is retried, how often, after how long, and on which host.
+
+use std::time::Duration;
+
+/// Envoy's default `retry_back_off.base_interval`.
+pub const DEFAULT_RETRY_BASE_INTERVAL: Duration = Duration::from_millis(25);
+
+/// The `retry_on` conditions, one bit each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryOn(u32);
+
+impl RetryOn {
+    pub const FIVE_XX: Self = Self(1);
+    pub const GATEWAY_ERROR: Self = Self(1 << 1);
+    pub const RESET: Self = Self(1 << 2);
+    pub const CONNECT_FAILURE: Self = Self(1 << 3);
+    pub const RETRIABLE_4XX: Self = Self(1 << 4);
+    pub const REFUSED_STREAM: Self = Self(1 << 5);
+    pub const RETRIABLE_STATUS_CODES: Self = Self(1 << 6);
+    pub const RESET_BEFORE_REQUEST: Self = Self(1 << 7);
+    pub const GRPC_CANCELLED: Self = Self(1 << 8);
+    pub const GRPC_DEADLINE_EXCEEDED: Self = Self(1 << 9);
+    pub const GRPC_INTERNAL: Self = Self(1 << 10);
+    pub const GRPC_RESOURCE_EXHAUSTED: Self = Self(1 << 11);
+    pub const GRPC_UNAVAILABLE: Self = Self(1 << 12);
+
+    /// Envoy's names for the conditions (`x-envoy-retry-on`,
+    /// `x-envoy-retry-grpc-on`).
+    pub const NAMES: [(&'static str, Self); 13] = [
+        ("5xx", Self::FIVE_XX),
+        ("gateway-error", Self::GATEWAY_ERROR),
+        ("reset", Self::RESET),
+        ("connect-failure", Self::CONNECT_FAILURE),
+        ("retriable-4xx", Self::RETRIABLE_4XX),
+        ("refused-stream", Self::REFUSED_STREAM),
+        ("retriable-status-codes", Self::RETRIABLE_STATUS_CODES),
+        ("reset-before-request", Self::RESET_BEFORE_REQUEST),
+        ("cancelled", Self::GRPC_CANCELLED),
+        ("deadline-exceeded", Self::GRPC_DEADLINE_EXCEEDED),
+        ("internal", Self::GRPC_INTERNAL),
+        ("resource-exhausted", Self::GRPC_RESOURCE_EXHAUSTED),
+        ("unavailable", Self::GRPC_UNAVAILABLE),
+    ];
+
+    pub fn by_name(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| *c)
+    }
+
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether any of `other`'s conditions is set.
+    pub fn intersects(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl std::ops::BitOr for RetryOn {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for RetryOn {
+    fn bitor_assign(&mut self, rhs: Self) {
+        self.0 |= rhs.0;
+    }
+}
+
+/// `retry_policy` (`RetryPolicy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub retry_on: RetryOn,
+    /// `num_retries` (default 1): retries after the first attempt.
+    pub num_retries: u32,
+    /// `retriable_status_codes`, for `retriable-status-codes`.
+    pub retriable_status_codes: Vec<u16>,
+    /// `retry_back_off.base_interval` (25 ms).
+    pub base_interval: Duration,
+    /// `retry_back_off.max_interval` (10 × the base).
+    pub max_interval: Duration,
+    /// `retry_host_predicate` `envoy.retry_host_predicates.previous_hosts`:
+    /// a retry avoids the hosts already tried.
+    pub previous_hosts: bool,
+    /// `host_selection_retry_max_attempts` (default 1): picks per retry
+    /// when a pick lands on a host the predicate refuses.
+    pub host_selection_max_attempts: u32,
+}

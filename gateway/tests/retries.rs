@@ -1,0 +1,204 @@
+//! A route's `retry_policy` end to end: a 5xx, a refused connection and a status in `retriable_status_codes` are retried on another host (`previous_hosts`), `num_retries` bounds the attempts, a policy that does not name the failure passes it through, a request whose body went upstream is not retried, the virtual host's policy applies to routes without one; and the fields not supported are refused by name.
+
+mod support;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+
+use support::h1_backend::{H1Answer, H1Backend};
+use support::h1_client::*;
+use support::*;
+
+/// A backend answering `status` to everything.
+fn answering(status: u16) -> H1Backend {
+    H1Backend::start(move |_| {
+        H1Answer::raw(format!(
+            "HTTP/1.1 {status} X\r\nx-status: {status}\r\ncontent-length: 0\r\n\r\n"
+        ))
+    })
+}
+
+/// An address nothing listens on (connections refused).
+fn refusing() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// A gateway routing `/` to a cluster of `hosts` (round robin) with the
+/// route's `retry_policy` (YAML flow mapping; empty: none) and the
+/// virtual host's (`vh_policy`).
+fn gateway(
+    hosts: &[SocketAddr],
+    policy: &str,
+    vh_policy: &str,
+) -> (gateway::GatewayHandle, SocketAddr) {
+    let endpoints: String = hosts
+        .iter()
+        .map(|a| {
+            format!(
+                "\n        - {}",
+                support::yaml::endpoint(&a.ip().to_string(), a.port(), "")
+            )
+        })
+        .collect();
+    let route_policy = match policy {
+        "" => String::new(),
+        p => format!(", retry_policy: {p}"),
+    };
+    let vh_policy = match vh_policy {
+        "" => String::new(),
+        p => format!("\n              retry_policy: {p}"),
+    };
+    let table = format!(
+        r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]{vh_policy}
+              routes:
+              - match: {{ prefix: / }}
+                route: {{ cluster: web{route_policy} }}"#
+    );
+    let clusters = format!(
+        r#"  - name: web
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: web
+      endpoints:
+      - lb_endpoints:{endpoints}
+"#
+    );
+    let b = support::yaml::route_table_bootstrap(&table, &clusters).expect("bootstrap");
+    let gw = start(b, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    (gw, addr)
+}
+
+fn get_status(addr: SocketAddr) -> u16 {
+    let (mut s, mut r) = open(addr);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    read_response(&mut r, false).status
+}
+
+const PREVIOUS_HOSTS: &str = "retry_host_predicate: [{ name: envoy.retry_host_predicates.previous_hosts, typed_config: { \"@type\": type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate } }], host_selection_retry_max_attempts: 5";
+
+#[test]
+fn a_5xx_is_retried_on_another_host() {
+    let (bad, good) = (answering(503), answering(200));
+    let policy = format!("{{ retry_on: 5xx, num_retries: 2, {PREVIOUS_HOSTS} }}");
+    let (gw, addr) = gateway(&[bad.addr(), good.addr()], &policy, "");
+    for _ in 0..10 {
+        assert_eq!(get_status(addr), 200);
+    }
+    // Every request the bad host saw was retried on the good one.
+    assert_eq!(good.requests().len(), 10);
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(
+        metric(admin, "gateway_upstream_rq_retry"),
+        bad.requests().len() as f64
+    );
+    assert!(
+        !bad.requests().is_empty(),
+        "round robin sent some to the bad host"
+    );
+    assert_eq!(
+        metric(admin, "gateway_upstream_rq_retry_success"),
+        bad.requests().len() as f64
+    );
+}
+
+#[test]
+fn connect_failures_and_listed_statuses_are_retried_when_named() {
+    let good = answering(200);
+    let policy = format!("{{ retry_on: \"connect-failure,retriable-status-codes\", retriable_status_codes: [418], num_retries: 3, {PREVIOUS_HOSTS} }}");
+    let (_gw, addr) = gateway(&[refusing(), good.addr()], &policy, "");
+    for _ in 0..6 {
+        assert_eq!(get_status(addr), 200);
+    }
+    let teapot = answering(418);
+    let (_gw2, addr2) = gateway(&[teapot.addr(), good.addr()], &policy, "");
+    for _ in 0..6 {
+        assert_eq!(get_status(addr2), 200);
+    }
+    // The same policy does not name 503: passed through.
+    let bad = answering(503);
+    let (_gw3, addr3) = gateway(&[bad.addr()], &policy, "");
+    assert_eq!(get_status(addr3), 503);
+    assert_eq!(bad.requests().len(), 1);
+}
+
+#[test]
+fn num_retries_bounds_the_attempts() {
+    let bad = answering(503);
+    let (gw, addr) = gateway(
+        &[bad.addr()],
+        "{ retry_on: gateway-error, num_retries: 2 }",
+        "",
+    );
+    assert_eq!(get_status(addr), 503);
+    assert_eq!(bad.requests().len(), 3, "the first attempt and two retries");
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(metric(admin, "gateway_upstream_rq_retry"), 2.0);
+    assert_eq!(
+        metric(admin, "gateway_upstream_rq_retry_limit_exceeded"),
+        1.0
+    );
+}
+
+#[test]
+fn a_request_whose_body_went_upstream_is_not_retried() {
+    let bad = answering(503);
+    let (_gw, addr) = gateway(&[bad.addr()], "{ retry_on: 5xx, num_retries: 2 }", "");
+    let (mut s, mut r) = open(addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 5\r\n\r\nhello")
+        .unwrap();
+    assert_eq!(read_response(&mut r, false).status, 503);
+    assert_eq!(bad.requests().len(), 1);
+}
+
+#[test]
+fn the_virtual_hosts_policy_applies_to_routes_without_one() {
+    let (bad, good) = (answering(503), answering(200));
+    let policy = format!("{{ retry_on: 5xx, num_retries: 1, {PREVIOUS_HOSTS} }}");
+    let (_gw, addr) = gateway(&[bad.addr(), good.addr()], "", &policy);
+    for _ in 0..4 {
+        assert_eq!(get_status(addr), 200);
+    }
+}
+
+#[test]
+fn unsupported_retry_fields_are_refused_by_name() {
+    let refused = |policy: &str| {
+        let table = format!(
+            r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{ prefix: / }}
+                route: {{ cluster: web, retry_policy: {policy} }}"#
+        );
+        let clusters = "  - name: web\n    load_assignment: { cluster_name: web }\n";
+        support::yaml::route_table_bootstrap(&table, clusters)
+            .expect_err("refused")
+            .to_string()
+    };
+    let e = refused("{ retry_on: 5xx, per_try_timeout: 1s }");
+    assert!(
+        e.contains("retry_policy.per_try_timeout") && e.contains("not supported"),
+        "{e}"
+    );
+    let e = refused("{ retry_on: \"5xx,bogus\" }");
+    assert!(
+        e.contains("retry_policy.retry_on") && e.contains("bogus"),
+        "{e}"
+    );
+    let e = refused("{ retry_on: retriable-headers }");
+    assert!(e.contains("retry_on") && e.contains("not supported"), "{e}");
+    let e = refused("{ retry_on: 5xx, retry_host_predicate: [{ name: envoy.retry_host_predicates.omit_canary_hosts }] }");
+    assert!(
+        e.contains("retry_host_predicate[0]") && e.contains("omit_canary_hosts"),
+        "{e}"
+    );
+    let e = refused("{ retry_on: 5xx, retriable_status_codes: [99] }");
+    assert!(e.contains("retriable_status_codes[0]"), "{e}");
+    let e = refused("{ retry_on: 5xx, retry_back_off: { base_interval: 1s, max_interval: 0.5s } }");
+    assert!(e.contains("retry_back_off.max_interval"), "{e}");
+}

@@ -1,0 +1,199 @@
+//! A route's `retry_policy` on a stream: an attempt that failed in a way the policy retries (a response it names, a reset, no connection) is left before any of it reaches the client; the stream waits its back-off (in the connection's deadline scan), then goes again to a host the cluster's policy picks, avoiding those tried under `previous_hosts`.
+//!
+//! Only a stream that still holds its request head can go again: one
+//! whose request body started upstream is not retried (there is no
+//! replay buffer), as Envoy does not retry past its buffer limit.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use engine::outlier::CallResult;
+use engine::retry::AttemptEnd;
+use engine::RetryPolicy;
+
+use super::{ConnCx, Streams};
+use crate::local_reply::LocalReply;
+use crate::wire::dstream::{DStream, Target};
+use crate::wire::pool::PoolRef;
+
+impl ConnCx {
+    /// The `retry_policy` of `s`'s route, from the config it keeps.
+    pub(super) fn retry_policy<'a>(&'a self, s: &'a DStream) -> Option<&'a RetryPolicy> {
+        if !s.retry_policy {
+            return None;
+        }
+        let hcm = self.hcm(s.snap.as_ref()?)?;
+        let (_, route) = s.route?.get(&hcm.route_config)?;
+        route.action.forward()?.retry_policy.as_ref()
+    }
+}
+
+impl ConnCx {
+    /// Whether `s`'s attempt that ended as `end` goes again. If so its
+    /// next attempt is scheduled (after its back-off) and what is left to
+    /// do is returned: leave the attempt on this pool, whose host's
+    /// outlier detection counts this result. `None` when the policy does
+    /// not retry it, its retries are spent, or the cluster's
+    /// `max_retries` is.
+    pub(super) fn retry_decision(
+        &self,
+        s: &mut DStream,
+        end: AttemptEnd,
+        now: Instant,
+    ) -> Option<(PoolRef, CallResult)> {
+        if s.resp_started || s.head.is_none() {
+            return None;
+        }
+        let policy = self.retry_policy(s)?;
+        if !policy.retries(end) {
+            return None;
+        }
+        let stats = &self.wire.shard.stats;
+        let done = s.retries.as_ref().map_or(0, |r| r.done);
+        if done >= policy.num_retries {
+            stats.rq_retry_limit_exceeded.inc();
+            return None;
+        }
+        let wait = policy.back_off(done + 1, u64::from(self.wire.shard.random()));
+        let target = s.target.as_ref()?;
+        // Within the cluster's `max_retries` (one held per stream from its
+        // first retry on).
+        if !s.retry_slot {
+            s.retry_slot = target.pool.borrow().budget.try_retry();
+            if !s.retry_slot {
+                stats.hosts.host(target.host).rq_retry_overflow.inc();
+                return None;
+            }
+        }
+        let (pool, host) = (Rc::clone(&target.pool), target.host);
+        let retries = s.retries.get_or_insert_with(Box::default);
+        retries.done += 1;
+        retries.tried.push(host);
+        retries.at = Some(now + wait);
+        s.served = None;
+        stats.rq_retry.inc();
+        let result = match end {
+            AttemptEnd::Response {
+                status,
+                grpc_status,
+            } => match grpc_status.filter(|_| s.grpc) {
+                Some(g) => CallResult::Status(engine::outlier::grpc_to_http(g)),
+                None => CallResult::Status(status),
+            },
+            AttemptEnd::Reset | AttemptEnd::RefusedStream => CallResult::Reset,
+            AttemptEnd::ConnectFailure => CallResult::ConnectFailure,
+        };
+        Some((pool, result))
+    }
+}
+
+impl Streams {
+    /// [`ConnCx::retry_decision`] for a stream in the table, and the
+    /// attempt left if it goes again.
+    pub(super) fn retry_after(&mut self, stream: u32, end: AttemptEnd, now: Instant) -> bool {
+        let Some(s) = self.table.get_mut(&stream) else {
+            return false;
+        };
+        match self.cx.retry_decision(s, end, now) {
+            Some((pool, result)) => {
+                self.leave_attempt(stream, &pool, result);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Leaves the failed attempt of a stream that goes again; its host's
+    /// outlier detection counts `result`.
+    pub(super) fn leave_attempt(&mut self, stream: u32, pool: &PoolRef, result: CallResult) {
+        self.detach_upstream(stream);
+        self.record_outlier(pool, result);
+    }
+
+    /// A retried stream's back-off is over: a host, then the attempt.
+    pub(super) fn retry_now(&mut self, stream: u32) {
+        if let Some(r) = self.table.get_mut(&stream).and_then(|s| s.retries.as_mut()) {
+            r.at = None;
+        }
+        match self.retarget(stream) {
+            Ok(()) => self.open_upstream(stream),
+            Err(reply) => self.fail(stream, reply),
+        }
+    }
+
+    /// Moves `stream` to a host the cluster's policy picks now (up to
+    /// `host_selection_retry_max_attempts` picks to avoid the hosts tried
+    /// under `previous_hosts`; the last pick otherwise).
+    fn retarget(&mut self, stream: u32) -> Result<(), LocalReply> {
+        let cx = &self.cx;
+        let wire = &cx.wire;
+        let shard = &wire.shard;
+        let Some(s) = self.table.get_mut(&stream) else {
+            return Ok(());
+        };
+        let (Some(snap), Some(old)) = (s.snap.as_ref().map(Rc::clone), s.target.take()) else {
+            return Err(LocalReply::UpstreamReset);
+        };
+        // The old attempt's hold on its host and pool, given back.
+        {
+            let mut p = old.pool.borrow_mut();
+            p.in_flight = p.in_flight.saturating_sub(1);
+            p.budget.end_request();
+        }
+        shard.stats.hosts.host(old.host).rq_active.dec();
+        let picked = (|| {
+            let Some(cluster) = snap.cluster(old.pool.borrow().cluster_name()) else {
+                shard.stats.rq_unknown_cluster.inc();
+                return Err(LocalReply::UnknownCluster);
+            };
+            let (avoid, attempts) = match cx.retry_policy(s) {
+                Some(p) if p.previous_hosts => (true, p.host_selection_max_attempts),
+                _ => (false, 1),
+            };
+            let tried = s.retries.as_ref().map(|r| &r.tried[..]).unwrap_or(&[]);
+            let mut pick = None;
+            for _ in 0..attempts {
+                let Some(p) = shard.pick_host(cluster, |id| wire.in_flight(id), None) else {
+                    break;
+                };
+                let fresh = !avoid || !tried.contains(&p.host.id);
+                pick = Some(p);
+                if fresh {
+                    break;
+                }
+            }
+            let Some(pick) = pick else {
+                shard.stats.rq_no_healthy_upstream.inc();
+                return Err(LocalReply::NoHealthyUpstream);
+            };
+            match wire.pool(pick.host, cluster) {
+                Some(pool) if pool.borrow().budget.try_request() => Ok((pick.host.id, pool)),
+                _ => {
+                    shard
+                        .stats
+                        .hosts
+                        .host(pick.host.id)
+                        .rq_pending_overflow
+                        .inc();
+                    Err(LocalReply::Overflow)
+                }
+            }
+        })();
+        let (host, pool) = match picked {
+            Ok(p) => p,
+            Err(reply) => {
+                // No target to give the retry's slot back with at the end.
+                if std::mem::take(&mut s.retry_slot) {
+                    old.pool.borrow().budget.end_retry();
+                }
+                return Err(reply);
+            }
+        };
+        let host_stats = shard.stats.hosts.host(host);
+        pool.borrow_mut().in_flight += 1;
+        host_stats.rq_total.inc();
+        host_stats.rq_active.inc();
+        s.target = Some(Target { host, pool });
+        Ok(())
+    }
+}
