@@ -125,6 +125,47 @@ fn connect_failures_and_listed_statuses_are_retried_when_named() {
     assert_eq!(bad.requests().len(), 1);
 }
 
+/// A backend that answers 200 after `delay`.
+fn slow(delay: std::time::Duration) -> H1Backend {
+    H1Backend::start(move |_| {
+        std::thread::sleep(delay);
+        H1Answer::raw("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+    })
+}
+
+#[test]
+fn an_attempt_past_its_per_try_timeout_is_retried_or_ends_504() {
+    use std::time::{Duration, Instant};
+    let (stuck, good) = (slow(Duration::from_secs(3)), answering(200));
+    let policy =
+        format!("{{ retry_on: reset, per_try_timeout: 0.2s, num_retries: 1, {PREVIOUS_HOSTS} }}");
+    let (gw, addr) = gateway(&[stuck.addr(), good.addr()], &policy, "");
+    for _ in 0..2 {
+        let t = Instant::now();
+        assert_eq!(get_status(addr), 200);
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "not the stuck host's 3 s"
+        );
+    }
+    // Round robin sends to the stuck host (a retry moves its cursor too).
+    let admin = gw.admin_addr.expect("admin");
+    let retries = metric(admin, "gateway_upstream_rq_retry");
+    assert!((1.0..=2.0).contains(&retries), "{retries}");
+    // A policy that does not retry resets: the attempt's timeout ends it.
+    let (_gw2, addr2) = gateway(
+        &[stuck.addr()],
+        "{ retry_on: connect-failure, per_try_timeout: 0.2s }",
+        "",
+    );
+    let t = Instant::now();
+    assert_eq!(get_status(addr2), 504);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "the per-try timeout, not the route's 15 s"
+    );
+}
+
 #[test]
 fn num_retries_bounds_the_attempts() {
     let bad = answering(503);
@@ -180,9 +221,9 @@ fn unsupported_retry_fields_are_refused_by_name() {
             .expect_err("refused")
             .to_string()
     };
-    let e = refused("{ retry_on: 5xx, per_try_timeout: 1s }");
+    let e = refused("{ retry_on: 5xx, per_try_idle_timeout: 1s }");
     assert!(
-        e.contains("retry_policy.per_try_timeout") && e.contains("not supported"),
+        e.contains("retry_policy.per_try_idle_timeout") && e.contains("not supported"),
         "{e}"
     );
     let e = refused("{ retry_on: \"5xx,bogus\" }");

@@ -82,6 +82,9 @@ pub struct RetryPolicy {
     pub retry_on: RetryOn,
     /// `num_retries` (default 1): retries after the first attempt.
     pub num_retries: u32,
+    /// `per_try_timeout`: how long one attempt may wait for its response
+    /// head (the route timeout still bounds them all).
+    pub per_try_timeout: Option<Duration>,
     /// `retriable_status_codes`, for `retriable-status-codes`.
     pub retriable_status_codes: Vec<u16>,
     /// `retry_back_off.base_interval` (25 ms).

@@ -11,6 +11,7 @@ fn policy(on: &[&str]) -> RetryPolicy {
     RetryPolicy {
         retry_on,
         num_retries: 1,
+        per_try_timeout: None,
         retriable_status_codes: vec![418],
         base_interval: Duration::from_millis(25),
         max_interval: Duration::from_millis(250),

@@ -72,6 +72,10 @@ pub(crate) struct DStream {
     pub(super) retry_slot: bool,
     /// Its route has a `retry_policy`: the stream keeps the config for it.
     pub(super) retry_policy: bool,
+    /// Its route's `per_try_timeout`, and when the attempt in flight
+    /// passes it (until its response head).
+    pub(super) per_try: Option<Duration>,
+    pub(super) try_ends: Option<Instant>,
     /// Its retries so far, once it made one (boxed: rare).
     pub(super) retries: Option<Box<Retries>>,
     /// The chosen host and its pool, once the router chose.
@@ -153,6 +157,8 @@ impl DStream {
             retry_slot: false,
             retry_policy: false,
             retries: None,
+            per_try: None,
+            try_ends: None,
             target: None,
             up: None,
             waiting: false,

@@ -27,7 +27,6 @@ pub(super) fn retry_policy(p: &pb::RetryPolicy, path: &Path) -> Result<RetryPoli
     reject_set!(
         path,
         p,
-        per_try_timeout,
         per_try_idle_timeout,
         retry_priority,
         retry_options_predicates,
@@ -130,6 +129,11 @@ pub(super) fn retry_policy(p: &pb::RetryPolicy, path: &Path) -> Result<RetryPoli
     Ok(RetryPolicy {
         retry_on,
         num_retries: p.num_retries.unwrap_or(1),
+        // 0 (or unset): none, as in Envoy.
+        per_try_timeout: match &p.per_try_timeout {
+            Some(d) => Some(duration(d, &path.field("per_try_timeout"))?).filter(|d| !d.is_zero()),
+            None => None,
+        },
         retriable_status_codes,
         base_interval,
         max_interval,

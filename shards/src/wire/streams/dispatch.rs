@@ -17,6 +17,8 @@ enum Expired {
     Idle,
     /// A retry's back-off is over.
     BackOff,
+    /// The attempt in flight passed its `per_try_timeout`.
+    Try,
 }
 
 impl Streams {
@@ -138,7 +140,8 @@ impl Streams {
     }
 
     /// Ends streams whose route timeout, stream idle timeout or
-    /// `max_stream_duration` passed.
+    /// `max_stream_duration` passed; retries those whose attempt passed
+    /// its `per_try_timeout` or whose back-off is over.
     pub fn expire(&mut self, now: Instant) {
         let due: Vec<(u32, Expired)> = self
             .table
@@ -148,6 +151,8 @@ impl Streams {
                     Some((id, Expired::Duration))
                 } else if s.deadline.is_some_and(|d| now >= d) {
                     Some((id, Expired::Route))
+                } else if s.try_ends.is_some_and(|t| now >= t) {
+                    Some((id, Expired::Try))
                 } else if s
                     .retries
                     .as_ref()
@@ -167,6 +172,7 @@ impl Streams {
                 Expired::Duration => self.lived_out(id),
                 Expired::Route => self.timed_out(id),
                 Expired::BackOff => self.retry_now(id),
+                Expired::Try => self.try_timed_out(id),
                 Expired::Idle => self.idled_out(id),
             }
         }

@@ -108,6 +108,7 @@ impl Streams {
                     .as_ref()
                     .map(|h| h.as_bytes().into());
                 s.timeout = action.timeout;
+                s.per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
             }
             s.xff = hcm.append_x_forwarded_for.then(|| {
                 let xff = text(head.get(b"x-forwarded-for"));
@@ -687,6 +688,7 @@ fn on_response_head(
     // The host answered, whatever the filters make of it: its status is
     // what outlier detection and its counters see.
     s.served = Some((status, grpc_status(head)));
+    s.try_ends = None;
     if let Some(t) = &s.target {
         let host = shard.stats.hosts.host(t.host);
         host.responses.record(status);

@@ -110,6 +110,18 @@ impl Streams {
         self.record_outlier(pool, result);
     }
 
+    /// The attempt in flight passed its `per_try_timeout`: it is retried
+    /// as a reset would be (Envoy's), else the stream ends 504.
+    pub(super) fn try_timed_out(&mut self, stream: u32) {
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
+        s.try_ends = None;
+        if !self.retry_after(stream, AttemptEnd::Reset, self.now) {
+            self.timed_out(stream);
+        }
+    }
+
     /// A retried stream's back-off is over: a host, then the attempt.
     pub(super) fn retry_now(&mut self, stream: u32) {
         if let Some(r) = self.table.get_mut(&stream).and_then(|s| s.retries.as_mut()) {

@@ -155,6 +155,7 @@ impl Streams {
             return Ok(());
         };
         s.attempts += 1;
+        s.try_ends = s.per_try.map(|d| self.now + d);
         let up_stream =
             send_request(s, &mut pool.borrow_mut(), slot).ok_or(LocalReply::ConnectFailure)?;
         let up = pool
