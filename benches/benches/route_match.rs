@@ -108,8 +108,12 @@ fn route(v: usize, r: usize) -> Route {
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
             retry_policy: None,
+            attempt_count: (false, false),
+            max_grpc_timeout: None,
+            grpc_timeout_offset: None,
         }),
         headers: Default::default(),
+        decorator: None,
         per_filter: Default::default(),
     }
 }

@@ -78,8 +78,47 @@ pub fn is_grpc_content_type(value: &[u8]) -> bool {
         && matches!(value.get(G.len()), None | Some(b'+') | Some(b';'))
 }
 
+/// A `grpc-timeout` value (gRPC over HTTP/2: 1 to 8 digits and a unit,
+/// `H`, `M`, `S`, `m`, `u` or `n`); `None` when malformed.
+pub fn parse_grpc_timeout(value: &[u8]) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let (&unit, digits) = value.split_last()?;
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(match unit {
+        b'H' => Duration::from_secs(n * 3600),
+        b'M' => Duration::from_secs(n * 60),
+        b'S' => Duration::from_secs(n),
+        b'm' => Duration::from_millis(n),
+        b'u' => Duration::from_micros(n),
+        b'n' => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn grpc_timeouts_parse_by_unit() {
+        use std::time::Duration;
+        assert_eq!(
+            parse_grpc_timeout(b"100m"),
+            Some(Duration::from_millis(100))
+        );
+        assert_eq!(parse_grpc_timeout(b"2S"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_grpc_timeout(b"1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(
+            parse_grpc_timeout(b"99999999n"),
+            Some(Duration::from_nanos(99_999_999))
+        );
+        for bad in [&b""[..], b"m", b"123456789m", b"10x", b"-1S", b"1.5S"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

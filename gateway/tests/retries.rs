@@ -47,7 +47,8 @@ fn gateway(
     };
     let vh_policy = match vh_policy {
         "" => String::new(),
-        p => format!("\n              retry_policy: {p}"),
+        p if p.starts_with('{') => format!("\n              retry_policy: {p}"),
+        fields => format!("\n              {fields}"),
     };
     let table = format!(
         r#"            virtual_hosts:
@@ -123,6 +124,44 @@ fn connect_failures_and_listed_statuses_are_retried_when_named() {
     let (_gw3, addr3) = gateway(&[bad.addr()], &policy, "");
     assert_eq!(get_status(addr3), 503);
     assert_eq!(bad.requests().len(), 1);
+}
+
+#[test]
+fn attempts_are_counted_up_and_down_when_the_virtual_host_asks() {
+    let (bad, good) = (answering(503), answering(200));
+    let indent = "\n              ";
+    let vh = format!(
+        "include_request_attempt_count: true{indent}include_attempt_count_in_response: true{indent}retry_policy: {{ retry_on: 5xx, num_retries: 1, {PREVIOUS_HOSTS} }}"
+    );
+    let (_gw, addr) = gateway(&[bad.addr(), good.addr()], "", &vh);
+    let mut counts = Vec::new();
+    for _ in 0..4 {
+        let (mut s, mut r) = open(addr);
+        s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nx-envoy-attempt-count: 9\r\n\r\n")
+            .unwrap();
+        let resp = read_response(&mut r, false);
+        assert_eq!(resp.status, 200);
+        counts.push(resp.header("x-envoy-attempt-count").unwrap().to_string());
+    }
+    // Each request the bad host saw was retried, and says so.
+    let retried = counts.iter().filter(|c| *c == "2").count();
+    assert_eq!(retried, bad.requests().len(), "{counts:?}");
+    assert!(counts.iter().all(|c| c == "1" || c == "2"), "{counts:?}");
+    // The client's value is replaced by the attempt's own.
+    let seen = |b: &H1Backend| -> Vec<String> {
+        b.requests()
+            .iter()
+            .map(|r| r.field("x-envoy-attempt-count").unwrap().to_string())
+            .collect()
+    };
+    assert!(seen(&bad).iter().all(|c| c == "1"), "{:?}", seen(&bad));
+    assert!(seen(&good).contains(&"2".to_string()), "{:?}", seen(&good));
+    assert!(good.requests().iter().all(|r| r
+        .fields
+        .iter()
+        .filter(|(n, _)| n == "x-envoy-attempt-count")
+        .count()
+        == 1));
 }
 
 /// A backend that answers 200 after `delay`.

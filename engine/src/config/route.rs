@@ -51,6 +51,8 @@ pub struct Route {
     /// Its header edits with its virtual host's and table's, in the
     /// order they apply.
     pub headers: RouteHeaders,
+    /// `decorator.operation`, kept for tracing.
+    pub decorator: Option<String>,
     /// `typed_per_filter_config`, its own or else its virtual host's, per
     /// filter type.
     pub per_filter: PerFilterConfig,
@@ -90,6 +92,28 @@ pub enum RouteAction {
     Redirect(Redirect),
     /// `direct_response`: answered with a fixed status and body.
     DirectResponse(DirectResponse),
+}
+
+impl ForwardAction {
+    /// The timeout for a request with this `grpc-timeout` value (a gRPC
+    /// request's): Envoy's rule for `max_grpc_timeout` and
+    /// `grpc_timeout_offset`.
+    pub fn timeout_for(&self, grpc_timeout: Option<Duration>) -> Option<Duration> {
+        let (Some(max), Some(asked)) = (self.max_grpc_timeout, grpc_timeout) else {
+            return self.timeout;
+        };
+        let capped = match max.is_zero() {
+            true => asked,
+            false => asked.min(max),
+        };
+        let offset = self.grpc_timeout_offset.unwrap_or_default();
+        // An offset as long as the timeout leaves it whole (Envoy's).
+        Some(match capped > offset {
+            true => capped - offset,
+            false => capped,
+        })
+        .filter(|t| !t.is_zero())
+    }
 }
 
 impl RouteAction {
@@ -163,6 +187,15 @@ pub struct ForwardAction {
     /// `retry_policy`, its own or else its virtual host's (Envoy takes the
     /// route's whole, not merged).
     pub retry_policy: Option<RetryPolicy>,
+    /// `max_grpc_timeout`: when set, a gRPC request's `grpc-timeout`
+    /// replaces the route timeout, capped by it (0: no cap).
+    pub max_grpc_timeout: Option<Duration>,
+    /// `grpc_timeout_offset`: taken off a `grpc-timeout` that is used.
+    pub grpc_timeout_offset: Option<Duration>,
+    /// Its virtual host's `include_request_attempt_count` and
+    /// `include_attempt_count_in_response`: `x-envoy-attempt-count` on the
+    /// request going upstream, and on the response.
+    pub attempt_count: (bool, bool),
 }
 
 /// One `hash_policy` entry.
@@ -236,6 +269,43 @@ impl WeightedClusters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_timeouts_replace_the_route_timeout_when_max_grpc_timeout_is_set() {
+        let s = Duration::from_secs;
+        let action = |max: Option<Duration>, offset: Option<Duration>| ForwardAction {
+            target: ClusterTarget::Cluster("c".into()),
+            timeout: Some(s(15)),
+            prefix_rewrite: None,
+            host_rewrite_literal: None,
+            hash_policy: vec![],
+            retry_policy: None,
+            attempt_count: (false, false),
+            max_grpc_timeout: max,
+            grpc_timeout_offset: offset,
+        };
+        // Unset: grpc-timeout is not read.
+        assert_eq!(action(None, None).timeout_for(Some(s(2))), Some(s(15)));
+        // 0: the client's, uncapped; no header: the route's.
+        assert_eq!(
+            action(Some(s(0)), None).timeout_for(Some(s(60))),
+            Some(s(60))
+        );
+        assert_eq!(action(Some(s(0)), None).timeout_for(None), Some(s(15)));
+        // Capped, then the offset taken off.
+        assert_eq!(
+            action(Some(s(5)), None).timeout_for(Some(s(60))),
+            Some(s(5))
+        );
+        assert_eq!(
+            action(Some(s(5)), Some(Duration::from_millis(500))).timeout_for(Some(s(2))),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            action(Some(s(5)), Some(s(3))).timeout_for(Some(s(2))),
+            Some(s(2))
+        );
+    }
 
     #[test]
     fn weighted_pick_follows_cumulative_bounds() {

@@ -329,6 +329,7 @@ fn route(r: &Route) -> Value {
         "match": m,
         "case_sensitive": r.matcher.case_sensitive,
         "headers": headers,
+        "decorator": r.decorator.as_ref().map(|op| json!({ "operation": op })),
     });
     let action = match &r.action {
         RouteAction::Forward(a) => json!({
@@ -336,6 +337,12 @@ fn route(r: &Route) -> Value {
             "timeout": a.timeout.map(|t| format!("{}s", t.as_secs_f64())),
             "prefix_rewrite": a.prefix_rewrite,
             "host_rewrite_literal": a.host_rewrite_literal,
+            "retry_policy": a.retry_policy.as_ref().map(|p| json!({
+                "num_retries": p.num_retries,
+                "per_try_timeout": p.per_try_timeout.map(|t| format!("{}s", t.as_secs_f64())),
+                "retriable_status_codes": p.retriable_status_codes,
+                "previous_hosts": p.previous_hosts,
+            })),
         }),
         RouteAction::Redirect(rd) => json!({ "redirect": redirect(rd) }),
         RouteAction::DirectResponse(d) => json!({

@@ -76,8 +76,12 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
             retry_policy: None,
+            attempt_count: (false, false),
+            max_grpc_timeout: None,
+            grpc_timeout_offset: None,
         }),
         headers: Default::default(),
+        decorator: None,
         per_filter: Default::default(),
     }
 }

@@ -72,6 +72,9 @@ pub(crate) struct DStream {
     pub(super) retry_slot: bool,
     /// Its route has a `retry_policy`: the stream keeps the config for it.
     pub(super) retry_policy: bool,
+    /// Its virtual host's `include_request_attempt_count` and
+    /// `include_attempt_count_in_response`.
+    pub(super) count_attempts: (bool, bool),
     /// Its route's `per_try_timeout`, and when the attempt in flight
     /// passes it (until its response head).
     pub(super) per_try: Option<Duration>,
@@ -158,6 +161,7 @@ impl DStream {
             retry_policy: false,
             retries: None,
             per_try: None,
+            count_attempts: (false, false),
             try_ends: None,
             target: None,
             up: None,
@@ -179,6 +183,11 @@ impl DStream {
             flag: "",
             log: None,
         }
+    }
+
+    /// Which attempt of the request this is (1 before any retry).
+    pub(super) fn attempt(&self) -> u32 {
+        1 + self.retries.as_ref().map_or(0, |r| r.done)
     }
 
     /// No upstream stream was ever opened for it, nor is it waiting for

@@ -131,6 +131,7 @@ impl Default for TableDefaults {
 struct VhDefaults<'a> {
     headers: &'a (HeaderMutation, HeaderMutation),
     retry_policy: Option<&'a engine::RetryPolicy>,
+    attempt_count: (bool, bool),
 }
 
 /// One level's (request, response) header edits, from its four lists.
@@ -172,10 +173,8 @@ pub fn virtual_host(
         virtual_clusters,
         rate_limits,
         cors,
-        include_request_attempt_count,
         hedge_policy,
         per_request_buffer_limit_bytes,
-        include_attempt_count_in_response,
         matcher,
         metadata,
     );
@@ -211,6 +210,10 @@ pub fn virtual_host(
     let defaults = VhDefaults {
         headers: &vh_headers,
         retry_policy: vh_retry.as_ref(),
+        attempt_count: (
+            vh.include_request_attempt_count,
+            vh.include_attempt_count_in_response,
+        ),
     };
     let routes = vh
         .routes
@@ -307,7 +310,6 @@ fn route(
         path,
         r,
         metadata,
-        decorator,
         tracing,
         per_request_buffer_limit_bytes,
         stat_prefix,
@@ -321,6 +323,7 @@ fn route(
             let mut action = route_action(a, &path.field("route"), known_clusters, &matcher)?;
             // The route's own policy whole, else its virtual host's.
             action.retry_policy = action.retry_policy.or_else(|| vh.retry_policy.cloned());
+            action.attempt_count = vh.attempt_count;
             RouteAction::Forward(action)
         }
         Some(Action::Redirect(r)) => RouteAction::Redirect(redirect(r, &path.field("redirect"))?),
@@ -356,11 +359,24 @@ fn route(
         &table.headers,
         table.most_specific_header_mutations_wins,
     );
+    let decorator = match &r.decorator {
+        Some(d) if d.operation.is_empty() => {
+            return Err(Error::invalid(
+                path.field("decorator").field("operation"),
+                "required",
+            ))
+        }
+        // `propagate` only matters with tracing, which the gateway does
+        // not do yet: the operation is kept for it.
+        Some(d) => Some(d.operation.clone()),
+        None => None,
+    };
     Ok(Route {
         name: r.name.clone(),
         matcher,
         action,
         headers,
+        decorator,
         per_filter,
     })
 }
@@ -546,11 +562,9 @@ fn route_action(
         include_vh_rate_limits,
         cors,
         cluster_not_found_response_code,
-        max_grpc_timeout,
         idle_timeout,
         upgrade_configs,
         hedge_policy,
-        grpc_timeout_offset,
         request_mirror_policies,
         regex_rewrite,
         internal_redirect_policy,
@@ -627,6 +641,10 @@ fn route_action(
             Some(p) => Some(retry_policy(p, &path.field("retry_policy"))?),
             None => None,
         },
+        // The virtual host's, set by the caller.
+        attempt_count: (false, false),
+        max_grpc_timeout: None,
+        grpc_timeout_offset: None,
     })
 }
 

@@ -107,8 +107,15 @@ impl Streams {
                     .host_rewrite_literal
                     .as_ref()
                     .map(|h| h.as_bytes().into());
-                s.timeout = action.timeout;
+                s.timeout = match grpc {
+                    true => action.timeout_for(
+                        head.get(b"grpc-timeout")
+                            .and_then(engine::headers::parse_grpc_timeout),
+                    ),
+                    false => action.timeout,
+                };
                 s.per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
+                s.count_attempts = action.attempt_count;
             }
             s.xff = hcm.append_x_forwarded_for.then(|| {
                 let xff = text(head.get(b"x-forwarded-for"));
@@ -711,6 +718,11 @@ fn on_response_head(
         }
     }
     let mut edits = HeaderEdits::default();
+    if s.count_attempts.1 {
+        let mut digits = [0u8; 40];
+        let n = upstream::decimal(s.attempt().into(), &mut digits);
+        let _ = edits.set(upstream::ATTEMPT_COUNT, n);
+    }
     p.cx.route_response_edits(s, Some(head), status, &mut edits);
     let answer =
         p.cx.filters(s, stream, p.now, false, |f, cx| {

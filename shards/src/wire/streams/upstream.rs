@@ -20,6 +20,7 @@ struct Ours {
     xff: bool,
     xfp: bool,
     expected_timeout: bool,
+    attempt_count: bool,
 }
 
 /// Whether a request field goes upstream as it is: not a pseudo-header
@@ -35,6 +36,7 @@ fn forwarded(name: &[u8], value: &[u8], ours: Ours) -> bool {
     if (ours.xff && name == b"x-forwarded-for")
         || (ours.xfp && name == b"x-forwarded-proto")
         || (ours.expected_timeout && name == EXPECTED_TIMEOUT)
+        || (ours.attempt_count && name == ATTEMPT_COUNT)
     {
         return false;
     }
@@ -44,8 +46,12 @@ fn forwarded(name: &[u8], value: &[u8], ours: Ours) -> bool {
 /// The router's header telling the upstream how long we wait for it.
 const EXPECTED_TIMEOUT: &[u8] = b"x-envoy-expected-rq-timeout-ms";
 
+/// Which attempt this is (`include_request_attempt_count`), and on the
+/// response how many there were (`include_attempt_count_in_response`).
+pub(super) const ATTEMPT_COUNT: &[u8] = b"x-envoy-attempt-count";
+
 /// `n` in decimal, in `buf`.
-fn decimal(mut n: u128, buf: &mut [u8; 40]) -> &[u8] {
+pub(super) fn decimal(mut n: u128, buf: &mut [u8; 40]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -87,10 +93,16 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         // Under a millisecond reads as none, as Envoy truncates it.
         .filter(|ms| *ms > 0 && s.envoy_headers && !edits.removes(EXPECTED_TIMEOUT))
         .map(|ms| decimal(ms, &mut digits));
+    let mut count_digits = [0u8; 40];
+    let attempt_count = s
+        .count_attempts
+        .0
+        .then(|| decimal(s.attempt().into(), &mut count_digits));
     let ours = Ours {
         xff: xff.is_some(),
         xfp: xfp.is_some(),
         expected_timeout: expected_timeout.is_some(),
+        attempt_count: attempt_count.is_some(),
     };
     // Ours go after the client's, in Envoy's order. Cookies go out never
     // indexed: they differ per client, and one upstream connection
@@ -102,6 +114,7 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .chain(xff.map(|v| (&b"x-forwarded-for"[..], v, false)))
         .chain(xfp.map(|v| (&b"x-forwarded-proto"[..], v, false)))
         .chain(expected_timeout.map(|v| (EXPECTED_TIMEOUT, v, false)))
+        .chain(attempt_count.map(|v| (ATTEMPT_COUNT, v, false)))
         .chain(edits.added().map(|(n, v)| (n, v, n == b"cookie")));
     let scheme = pool.scheme();
     pool.conn_at(slot)?
