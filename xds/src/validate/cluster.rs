@@ -27,7 +27,6 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         cleanup_interval,
         upstream_bind_config,
         lb_subset_config,
-        metadata,
         alt_stat_name,
         upstream_connection_options,
         filters,
@@ -39,6 +38,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         connection_pool_per_downstream_connection,
         wait_for_warm_on_init,
     );
+    super::common::metadata(c.metadata.as_ref(), || path.clone())?;
     if c.name.is_empty() {
         return Err(Error::invalid(path.field("name"), "required"));
     }
@@ -313,7 +313,8 @@ pub fn cluster_load_assignment(
     // 10,000-endpoint EDS update, formatting them was most of the work.
     for (i, lle) in la.endpoints.iter().enumerate() {
         let lpath = || path.field("endpoints").index(i);
-        reject_set!(lpath(), lle, proximity, lb_config, metadata);
+        reject_set!(lpath(), lle, proximity, lb_config);
+        super::common::metadata(lle.metadata.as_ref(), lpath)?;
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
             let epath = || lpath().field("lb_endpoints").index(j);
             let placement = engine::Placement {
@@ -366,7 +367,7 @@ fn lb_endpoint(
     path: &dyn Fn() -> Path,
 ) -> Result<Endpoint> {
     use ep::lb_endpoint::HostIdentifier;
-    reject_set!(path(), lbe, metadata);
+    super::common::metadata(lbe.metadata.as_ref(), path)?;
     let endpoint = match &lbe.host_identifier {
         Some(HostIdentifier::Endpoint(e)) => e,
         Some(HostIdentifier::EndpointName(_)) => {

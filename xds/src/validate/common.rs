@@ -198,3 +198,21 @@ pub(crate) fn socket_address_at(
         })?;
     Ok(SocketAddr::new(ip, port))
 }
+
+/// An owner's `metadata` (at `owner()`'s `metadata`): data for filters,
+/// loggers and control planes (Istio's and Envoy Gateway's names of
+/// what they made), accepted and kept out of the data path, since nothing
+/// the gateway runs reads it (Envoy's core acts on none of it either;
+/// subset load balancing, which would, is refused on its own).
+/// `typed_filter_metadata` is refused: its types are not known here.
+pub(crate) fn metadata(
+    m: Option<&crate::pb::envoy::config::core::v3::Metadata>,
+    owner: impl FnOnce() -> Path,
+) -> Result<()> {
+    match m {
+        Some(m) if !m.typed_filter_metadata.is_empty() => Err(Error::unsupported(
+            owner().field("metadata").field("typed_filter_metadata"),
+        )),
+        _ => Ok(()),
+    }
+}

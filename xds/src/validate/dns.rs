@@ -133,7 +133,8 @@ fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result
     let mut out = Vec::new();
     for (i, lle) in la.endpoints.iter().enumerate() {
         let lpath = path.field("endpoints").index(i);
-        reject_set!(lpath, lle, proximity, lb_config, metadata);
+        reject_set!(lpath, lle, proximity, lb_config);
+        super::common::metadata(lle.metadata.as_ref(), || lpath.clone())?;
         for (j, lbe) in lle.lb_endpoints.iter().enumerate() {
             let placement = engine::Placement {
                 priority: lle.priority,
@@ -164,7 +165,7 @@ fn targets(la: &ep::ClusterLoadAssignment, kind: DnsKind, path: &Path) -> Result
 
 fn target(lbe: &ep::LbEndpoint, placement: engine::Placement, path: &Path) -> Result<DnsTarget> {
     use ep::lb_endpoint::HostIdentifier;
-    reject_set!(path, lbe, metadata);
+    super::common::metadata(lbe.metadata.as_ref(), || path.clone())?;
     let endpoint = match &lbe.host_identifier {
         Some(HostIdentifier::Endpoint(e)) => e,
         Some(HostIdentifier::EndpointName(_)) => {

@@ -168,13 +168,8 @@ fn filter_chain(
     known_clusters: &HashSet<String>,
     default: bool,
 ) -> Result<FilterChain> {
-    reject_set!(
-        path,
-        fc,
-        use_proxy_proto,
-        metadata,
-        transport_socket_connect_timeout
-    );
+    reject_set!(path, fc, use_proxy_proto, transport_socket_connect_timeout);
+    super::common::metadata(fc.metadata.as_ref(), || path.clone())?;
     let filter_chain_match = match (&fc.filter_chain_match, default) {
         (Some(m), false) => chain_match(m, &path.field("filter_chain_match"))?,
         _ => FilterChainMatch::default(),

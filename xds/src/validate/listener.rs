@@ -22,7 +22,6 @@ pub fn listener(
         path,
         l,
         use_original_dst,
-        metadata,
         transparent,
         freebind,
         tcp_fast_open_queue_length,
@@ -39,6 +38,7 @@ pub fn listener(
         filter_chain_matcher,
         additional_addresses,
     );
+    super::common::metadata(l.metadata.as_ref(), || path.clone())?;
     // Defaults that match what we do are accepted when spelled out.
     if l.bind_to_port == Some(false) {
         return Err(Error::unsupported_value(

@@ -57,8 +57,8 @@ pub fn route_config(
         request_mirror_policies,
         ignore_port_in_host_matching,
         ignore_path_parameters_in_path_matching,
-        metadata,
     );
+    super::common::metadata(rc.metadata.as_ref(), || path.clone())?;
     if !rc.typed_per_filter_config.is_empty() {
         return Err(Error::unsupported_msg(
             path.field("typed_per_filter_config"),
@@ -176,8 +176,8 @@ pub fn virtual_host(
         hedge_policy,
         per_request_buffer_limit_bytes,
         matcher,
-        metadata,
     );
+    super::common::metadata(vh.metadata.as_ref(), || path.clone())?;
     if vh.name.is_empty() {
         return Err(Error::invalid(path.field("name"), "required"));
     }
@@ -309,11 +309,11 @@ fn route(
     reject_set!(
         path,
         r,
-        metadata,
         tracing,
         per_request_buffer_limit_bytes,
         stat_prefix,
     );
+    super::common::metadata(r.metadata.as_ref(), || path.clone())?;
     let Some(m) = &r.r#match else {
         return Err(Error::invalid(path.field("match"), "required"));
     };
