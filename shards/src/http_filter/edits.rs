@@ -82,6 +82,13 @@ impl HeaderEdits {
         self.removed.is_empty() && self.added.is_empty()
     }
 
+    /// Empties the edits, keeping their buffers for the next head.
+    pub(crate) fn clear(&mut self) {
+        self.removed.clear();
+        self.bytes.clear();
+        self.added.clear();
+    }
+
     /// Adds a field after the others of its name.
     pub fn append(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
         let name = lowercase(name);

@@ -228,6 +228,8 @@ pub(crate) struct Streams {
     pub now: Instant,
     /// Requests the connection has taken (for `max_requests_per_connection`).
     pub requests: u32,
+    /// Edits of the response head in hand, reused from head to head.
+    head_edits: HeaderEdits,
 }
 
 impl Streams {
@@ -275,6 +277,7 @@ impl Streams {
             granted: 0,
             now: Instant::now(),
             requests: 0,
+            head_edits: HeaderEdits::default(),
         }
     }
 

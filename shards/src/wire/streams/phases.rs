@@ -370,6 +370,7 @@ impl Streams {
             conn,
             table,
             queued,
+            head_edits,
             ..
         } = self;
         let Some(s) = table.get_mut(&stream) else {
@@ -380,6 +381,7 @@ impl Streams {
             cx,
             conn,
             queued,
+            head_edits,
             now,
         };
         // Header lists go back to the connection they came from: it
@@ -665,6 +667,9 @@ struct Parts<'a> {
     cx: &'a ConnCx,
     conn: &'a mut DownCodec,
     queued: &'a mut Vec<u32>,
+    /// The connection's edits of response heads, emptied for each (their
+    /// buffers kept: no allocation per response).
+    head_edits: &'a mut HeaderEdits,
     now: Instant,
 }
 
@@ -717,19 +722,20 @@ fn on_response_head(
             shard.stats.rq_retry_success.inc();
         }
     }
-    let mut edits = HeaderEdits::default();
+    let edits = &mut *p.head_edits;
+    edits.clear();
     if s.count_attempts.1 {
         let mut digits = [0u8; 40];
         let n = upstream::decimal(s.attempt().into(), &mut digits);
         let _ = edits.set(upstream::ATTEMPT_COUNT, n);
     }
-    p.cx.route_response_edits(s, Some(head), status, &mut edits);
+    p.cx.route_response_edits(s, Some(head), status, edits);
     let answer =
         p.cx.filters(s, stream, p.now, false, |f, cx| {
             let mut rh = ResponseHead {
                 status,
                 list: Some(head),
-                edits: &mut edits,
+                edits: &mut *edits,
             };
             chain::response_headers(f, cx, &mut rh)
         })
