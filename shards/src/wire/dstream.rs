@@ -72,6 +72,9 @@ pub(crate) struct DStream {
     pub(super) retry_slot: bool,
     /// Its route has a `retry_policy`: the stream keeps the config for it.
     pub(super) retry_policy: bool,
+    /// That policy lists `retriable_status_codes` (any status may then be
+    /// retried; otherwise only 5xx, 409 and gRPC statuses can be).
+    pub(super) retry_any_status: bool,
     /// Its virtual host's `include_request_attempt_count` and
     /// `include_attempt_count_in_response`.
     pub(super) count_attempts: (bool, bool),
@@ -159,6 +162,7 @@ impl DStream {
             retried_lost: false,
             retry_slot: false,
             retry_policy: false,
+            retry_any_status: false,
             retries: None,
             per_try: None,
             count_attempts: (false, false),

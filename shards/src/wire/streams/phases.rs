@@ -93,8 +93,9 @@ impl Streams {
             // Its response heads get the route's edits (from the config,
             // which the stream then keeps).
             s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());
-            s.retry_policy = routed
-                .is_some_and(|(_, r)| r.action.forward().is_some_and(|a| a.retry_policy.is_some()));
+            let policy = routed.and_then(|(_, r)| r.action.forward()?.retry_policy.as_ref());
+            s.retry_policy = policy.is_some();
+            s.retry_any_status = policy.is_some_and(|p| !p.retriable_status_codes.is_empty());
             if let Some((route, action)) =
                 routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
             {
@@ -710,10 +711,14 @@ fn on_response_head(
             shard.stats.immediate_hc_fail.inc();
         }
     }
-    if s.retry_policy {
+    let grpc_status = s.served.and_then(|(_, g)| g);
+    // Most answers cannot be retried whatever the policy: no config
+    // lookup for them.
+    let retriable = status >= 500 || status == 409 || grpc_status.is_some() || s.retry_any_status;
+    if s.retry_policy && (retriable || s.retries.is_some()) {
         let end = AttemptEnd::Response {
             status,
-            grpc_status: s.served.and_then(|(_, g)| g),
+            grpc_status,
         };
         if let Some((pool, result)) = p.cx.retry_decision(s, end, p.now) {
             return Then::Retry(pool, result);
