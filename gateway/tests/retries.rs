@@ -107,6 +107,28 @@ fn a_5xx_is_retried_on_another_host() {
 }
 
 #[test]
+fn a_retried_answers_body_never_reaches_the_client() {
+    // The 503 and its body come in one segment: the body's events are
+    // already on their way when the attempt is left.
+    let bad = H1Backend::start(|_| {
+        H1Answer::raw("HTTP/1.1 503 X\r\ncontent-length: 19\r\n\r\nno healthy upstream")
+    });
+    let good = H1Backend::start(|_| H1Answer::ok("from the good host"));
+    let policy = format!("{{ retry_on: 5xx, num_retries: 1, {PREVIOUS_HOSTS} }}");
+    let (_gw, addr) = gateway(&[bad.addr(), good.addr()], &policy, "");
+    for _ in 0..6 {
+        let (mut s, mut r) = open(addr);
+        s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        let resp = read_response(&mut r, false);
+        assert_eq!(
+            (resp.status, &resp.body[..]),
+            (200, &b"from the good host"[..])
+        );
+    }
+    assert!(!bad.requests().is_empty());
+}
+
+#[test]
 fn connect_failures_and_listed_statuses_are_retried_when_named() {
     let good = answering(200);
     let policy = format!("{{ retry_on: \"connect-failure,retriable-status-codes\", retriable_status_codes: [418], num_retries: 3, {PREVIOUS_HOSTS} }}");

@@ -95,24 +95,25 @@ pub enum RouteAction {
 }
 
 impl ForwardAction {
-    /// The timeout for a request with this `grpc-timeout` value (a gRPC
-    /// request's): Envoy's rule for `max_grpc_timeout` and
-    /// `grpc_timeout_offset`.
+    /// The timeout for a gRPC request with this `grpc-timeout` value:
+    /// Envoy's rule. With `max_grpc_timeout` set, the header's value (0
+    /// when absent) less `grpc_timeout_offset` (only if that leaves some),
+    /// capped by `max_grpc_timeout` unless that is 0; 0 means none.
+    /// Without it, the route's `timeout`.
     pub fn timeout_for(&self, grpc_timeout: Option<Duration>) -> Option<Duration> {
-        let (Some(max), Some(asked)) = (self.max_grpc_timeout, grpc_timeout) else {
+        let Some(max) = self.max_grpc_timeout else {
             return self.timeout;
         };
-        let capped = match max.is_zero() {
-            true => asked,
-            false => asked.min(max),
-        };
-        let offset = self.grpc_timeout_offset.unwrap_or_default();
-        // An offset as long as the timeout leaves it whole (Envoy's).
-        Some(match capped > offset {
-            true => capped - offset,
-            false => capped,
-        })
-        .filter(|t| !t.is_zero())
+        let mut t = grpc_timeout.unwrap_or_default();
+        if let Some(offset) = self.grpc_timeout_offset {
+            if offset < t {
+                t -= offset;
+            }
+        }
+        if !max.is_zero() && (t.is_zero() || t > max) {
+            t = max;
+        }
+        (!t.is_zero()).then_some(t)
     }
 }
 
@@ -286,20 +287,26 @@ mod tests {
         };
         // Unset: grpc-timeout is not read.
         assert_eq!(action(None, None).timeout_for(Some(s(2))), Some(s(15)));
-        // 0: the client's, uncapped; no header: the route's.
+        // 0 (Istio's): the client's, uncapped; no header: no timeout at all.
         assert_eq!(
             action(Some(s(0)), None).timeout_for(Some(s(60))),
             Some(s(60))
         );
-        assert_eq!(action(Some(s(0)), None).timeout_for(None), Some(s(15)));
-        // Capped, then the offset taken off.
+        assert_eq!(action(Some(s(0)), None).timeout_for(None), None);
+        // Capped; no header: the cap.
         assert_eq!(
             action(Some(s(5)), None).timeout_for(Some(s(60))),
             Some(s(5))
         );
+        assert_eq!(action(Some(s(5)), None).timeout_for(None), Some(s(5)));
+        // The offset comes off before the cap, and only if it leaves some.
         assert_eq!(
             action(Some(s(5)), Some(Duration::from_millis(500))).timeout_for(Some(s(2))),
             Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            action(Some(s(5)), Some(s(1))).timeout_for(Some(s(10))),
+            Some(s(5))
         );
         assert_eq!(
             action(Some(s(5)), Some(s(3))).timeout_for(Some(s(2))),

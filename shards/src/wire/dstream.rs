@@ -189,6 +189,12 @@ impl DStream {
         }
     }
 
+    /// Between two attempts (waiting its back-off): the last attempt was
+    /// left and counted; nothing that comes or fails now is its host's.
+    pub(super) fn between_attempts(&self) -> bool {
+        self.retries.as_ref().is_some_and(|r| r.at.is_some())
+    }
+
     /// Which attempt of the request this is (1 before any retry).
     pub(super) fn attempt(&self) -> u32 {
         1 + self.retries.as_ref().map_or(0, |r| r.done)

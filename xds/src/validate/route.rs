@@ -643,8 +643,17 @@ fn route_action(
         },
         // The virtual host's, set by the caller.
         attempt_count: (false, false),
-        max_grpc_timeout: None,
-        grpc_timeout_offset: None,
+        max_grpc_timeout: match &a.max_grpc_timeout {
+            Some(d) => Some(super::common::duration(d, &path.field("max_grpc_timeout"))?),
+            None => None,
+        },
+        grpc_timeout_offset: match &a.grpc_timeout_offset {
+            Some(d) => Some(super::common::duration(
+                d,
+                &path.field("grpc_timeout_offset"),
+            )?),
+            None => None,
+        },
     })
 }
 

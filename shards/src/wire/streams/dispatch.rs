@@ -98,6 +98,20 @@ impl Streams {
     /// What an upstream connection (or a paused filter) delivered for
     /// `stream`.
     fn on_delivery(&mut self, stream: u32, what: Delivered) {
+        // A stream waiting out a retry's back-off left its last attempt:
+        // what that attempt's upstream had already delivered is stale (its
+        // body's window still goes back).
+        if self
+            .table
+            .get(&stream)
+            .is_some_and(|s| s.between_attempts())
+            && !matches!(what, Delivered::Resume(_))
+        {
+            if let Delivered::Event(ev) = what {
+                self.give_back(stream, ev);
+            }
+            return;
+        }
         let failed = match what {
             Delivered::Event(ev) => {
                 self.on_upstream(stream, ev);

@@ -419,6 +419,14 @@ impl Streams {
                     && code == ErrorCode::REFUSED_STREAM
                     && s.head.is_some()
                     && s.attempts < MAX_ATTEMPTS;
+                // Resent as long as it may be; then a refusal the route's
+                // retry policy names goes again on a newly picked host.
+                if code == ErrorCode::REFUSED_STREAM
+                    && !resend
+                    && self.retry_after(stream, AttemptEnd::RefusedStream, now)
+                {
+                    return;
+                }
                 return self.resend_or_fail(stream, resend.then_some(|h| &h.rq_retry_refused));
             }
             ClientEvent::TooLarge { .. } => Then::Fail(LocalReply::UpstreamReset),
@@ -431,7 +439,7 @@ impl Streams {
             Then::Finish => self.finish(stream),
             Then::Fail(reply) => self.fail(stream, reply),
             Then::Refuse(reply) => self.fail_with(stream, reply, None),
-            Then::Retry(pool, result) => self.leave_attempt(stream, &pool, result),
+            Then::Retry(pool, result) => self.leave_attempt(stream, &pool, result, true),
         }
     }
 
@@ -492,7 +500,8 @@ impl Streams {
         };
         let stats = &self.cx.wire.shard.stats;
         stats.downstream.rq_timeout.inc();
-        if let Some(t) = &s.target {
+        // Between attempts, the last host's outcome is counted already.
+        if let Some(t) = s.target.as_ref().filter(|_| !s.between_attempts()) {
             stats.hosts.host(t.host).rq_timeout.inc();
         }
         self.fail(stream, LocalReply::UpstreamTimeout);
@@ -549,7 +558,7 @@ impl Streams {
         }
         // The host's counters see the reply in its place, unless the host
         // answered and a filter refused that answer (counted as it came).
-        if let (Some(t), None) = (&s.target, s.served) {
+        if let (Some(t), None, false) = (&s.target, s.served, s.between_attempts()) {
             let hosts = &self.cx.wire.shard.stats.hosts;
             hosts.host(t.host).responses.record(reply.status);
         }
@@ -648,7 +657,8 @@ impl Streams {
         }
         // A client that went away is not the host's fault; the status it
         // had answered by then still counts (as Envoy counts it).
-        let result = s.failed.or_else(|| {
+        let counted = s.between_attempts();
+        let result = s.failed.filter(|_| !counted).or_else(|| {
             s.served.map(
                 |(status, grpc_status)| match grpc_status.filter(|_| s.grpc) {
                     Some(g) => CallResult::Status(grpc_to_http(g)),

@@ -71,6 +71,7 @@ impl ConnCx {
         retries.tried.push(host);
         retries.at = Some(now + wait);
         s.served = None;
+        s.try_ends = None;
         stats.rq_retry.inc();
         let result = match end {
             AttemptEnd::Response {
@@ -96,17 +97,24 @@ impl Streams {
         };
         match self.cx.retry_decision(s, end, now) {
             Some((pool, result)) => {
-                self.leave_attempt(stream, &pool, result);
+                self.leave_attempt(stream, &pool, result, false);
                 true
             }
             None => false,
         }
     }
 
-    /// Leaves the failed attempt of a stream that goes again; its host's
-    /// outlier detection counts `result`.
-    pub(super) fn leave_attempt(&mut self, stream: u32, pool: &PoolRef, result: CallResult) {
-        self.detach_upstream(stream);
+    /// Leaves the failed attempt of a stream that goes again (`answered`:
+    /// its response head came); its host's outlier detection counts
+    /// `result`.
+    pub(super) fn leave_attempt(
+        &mut self,
+        stream: u32,
+        pool: &PoolRef,
+        result: CallResult,
+        answered: bool,
+    ) {
+        self.detach(stream, answered);
         self.record_outlier(pool, result);
     }
 
@@ -164,7 +172,8 @@ impl Streams {
             };
             let tried = s.retries.as_ref().map(|r| &r.tried[..]).unwrap_or(&[]);
             let mut pick = None;
-            for _ in 0..attempts {
+            // Envoy's count is of picks again after the first.
+            for _ in 0..=attempts {
                 let Some(p) = shard.pick_host(cluster, |id| wire.in_flight(id), None) else {
                     break;
                 };

@@ -167,7 +167,7 @@ impl Streams {
         let Some(s) = self.table.get_mut(&stream) else {
             return Ok(());
         };
-        s.attempts += 1;
+        s.attempts = s.attempts.saturating_add(1);
         s.try_ends = s.per_try.map(|d| self.now + d);
         let up_stream =
             send_request(s, &mut pool.borrow_mut(), slot).ok_or(LocalReply::ConnectFailure)?;
@@ -193,6 +193,12 @@ impl Streams {
     /// Leaves the upstream stream (cancelling it if still open) and gives
     /// back what was held for it; the stream may open another.
     pub(super) fn detach_upstream(&mut self, stream: u32) {
+        self.detach(stream, false);
+    }
+
+    /// [`Self::detach_upstream`]; `answered`: its response head came (a
+    /// retried answer), so cancelling it is not an early reset.
+    pub(super) fn detach(&mut self, stream: u32, answered: bool) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
@@ -210,7 +216,7 @@ impl Streams {
         let resp_held = queued(&s.resp);
         s.resp.clear();
         let mut p = pool.borrow_mut();
-        p.cancel(up, s.resp_started, resp_held);
+        p.cancel(up, s.resp_started || answered, resp_held);
         p.unroute(up);
         drop(p);
         touch(&mut self.touched, &pool, up.slot);
