@@ -105,6 +105,7 @@ fn route(v: usize, r: usize) -> Route {
             target: ClusterTarget::Cluster(format!("cluster-{v}-{}", r % 4)),
             timeout: Some(Duration::from_secs(15)),
             prefix_rewrite: None,
+            regex_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
             retry_policy: None,

@@ -18,7 +18,7 @@
 //! - a path that does not start with `/` gets one.
 
 use crate::config::{Redirect, RedirectPath, RouteMatch};
-use crate::route::rewrite_path;
+use crate::route::{regex_rewrite_path, rewrite_path};
 
 /// What a redirect reads of the request.
 #[derive(Debug, Clone, Copy)]
@@ -100,14 +100,10 @@ fn new_path<'a>(
         RedirectPath::Regex {
             pattern,
             substitution,
-        } => {
-            let bare = &path[..path.len() - query.len()];
-            let mut out = pattern
-                .replace_all(bare, substitution.as_str())
-                .into_owned();
-            out.push_str(query);
-            (Cow::Owned(out), false)
-        }
+        } => (
+            Cow::Owned(regex_rewrite_path(pattern, substitution, path)),
+            false,
+        ),
     }
 }
 

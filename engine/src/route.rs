@@ -183,6 +183,16 @@ pub fn rewrite_path(matcher: &RouteMatch, new_prefix: &str, path: &str) -> Strin
     out
 }
 
+/// Applies a `regex_rewrite` to `path`: every match of `pattern` in the
+/// path without its query replaced by `substitution` (regex crate
+/// syntax), the query kept after it, as Envoy does.
+pub fn regex_rewrite_path(pattern: &regex::Regex, substitution: &str, path: &str) -> String {
+    let (bare, query) = path.split_at(path.find('?').unwrap_or(path.len()));
+    let mut out = pattern.replace_all(bare, substitution).into_owned();
+    out.push_str(query);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +245,7 @@ mod tests {
                 target: ClusterTarget::Cluster(name.into()),
                 timeout: None,
                 prefix_rewrite: None,
+                regex_rewrite: None,
                 host_rewrite_literal: None,
                 hash_policy: Vec::new(),
                 retry_policy: None,
@@ -419,6 +430,22 @@ mod tests {
         };
         assert!(route_matches(&rt(10, 11).matcher, &r));
         assert!(!route_matches(&rt(0, 10).matcher, &r));
+    }
+
+    #[test]
+    fn regex_rewrite_replaces_in_the_path_and_keeps_the_query() {
+        let re = Regex::new("^/service/([^/]+)(/.*)$").unwrap();
+        assert_eq!(
+            regex_rewrite_path(&re, "${2}/instance/${1}", "/service/foo/v1/api?x=1"),
+            "/v1/api/instance/foo?x=1"
+        );
+        // No match: the path as it was.
+        assert_eq!(regex_rewrite_path(&re, "/x", "/other?q"), "/other?q");
+        let all = Regex::new("one").unwrap();
+        assert_eq!(
+            regex_rewrite_path(&all, "two", "/xxx/one/one?one"),
+            "/xxx/two/two?one"
+        );
     }
 
     #[test]

@@ -181,6 +181,10 @@ pub struct ForwardAction {
     /// `timeout`; `None` when configured as 0 (disabled).
     pub timeout: Option<Duration>,
     pub prefix_rewrite: Option<String>,
+    /// `regex_rewrite`: every match in the path (query excluded) replaced
+    /// by the substitution (in the regex crate's syntax); exclusive with
+    /// `prefix_rewrite`.
+    pub regex_rewrite: Option<(Regex, String)>,
     pub host_rewrite_literal: Option<String>,
     /// `hash_policy`: what a request's hash is made of, for `RING_HASH` and
     /// `MAGLEV` clusters (see `engine::lb::request_hash`).
@@ -278,6 +282,7 @@ mod tests {
             target: ClusterTarget::Cluster("c".into()),
             timeout: Some(s(15)),
             prefix_rewrite: None,
+            regex_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: vec![],
             retry_policy: None,

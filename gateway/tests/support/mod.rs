@@ -73,6 +73,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             target: ClusterTarget::Cluster(cluster.into()),
             timeout,
             prefix_rewrite: None,
+            regex_rewrite: None,
             host_rewrite_literal: None,
             hash_policy: Vec::new(),
             retry_policy: None,

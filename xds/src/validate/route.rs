@@ -566,7 +566,6 @@ fn route_action(
         upgrade_configs,
         hedge_policy,
         request_mirror_policies,
-        regex_rewrite,
         internal_redirect_policy,
         max_stream_duration,
         append_x_forwarded_host,
@@ -620,6 +619,19 @@ fn route_action(
         }
     };
     let prefix_rewrite = (!a.prefix_rewrite.is_empty()).then(|| a.prefix_rewrite.clone());
+    let regex_rewrite = match &a.regex_rewrite {
+        Some(_) if prefix_rewrite.is_some() => {
+            return Err(Error::invalid(
+                path.field("regex_rewrite"),
+                "only one of prefix_rewrite and regex_rewrite may be set",
+            ))
+        }
+        Some(rr) => Some(super::route_reply::regex_rewrite(
+            rr,
+            &path.field("regex_rewrite"),
+        )?),
+        None => None,
+    };
     if prefix_rewrite.is_some() && matches!(matcher.path, PathMatch::Regex(_)) {
         // Envoy: prefix_rewrite needs a literal prefix/path to replace.
         return Err(Error::invalid(
@@ -635,6 +647,7 @@ fn route_action(
             &path.field("timeout"),
         )?,
         prefix_rewrite,
+        regex_rewrite,
         host_rewrite_literal,
         hash_policy: hash_policies(&a.hash_policy, &path.field("hash_policy"))?,
         retry_policy: match &a.retry_policy {

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use engine::headers::{append_forwarded_for, is_grpc_content_type};
 use engine::outlier::{grpc_to_http, CallResult};
 use engine::retry::AttemptEnd;
-use engine::route::{rewrite_path, route_request_at, RequestView};
+use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
@@ -99,11 +99,14 @@ impl Streams {
             if let Some((route, action)) =
                 routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
             {
-                s.path = action
-                    .prefix_rewrite
-                    .as_deref()
-                    .map(|new| rewrite_path(&route.matcher, new, HeadView(&head).path()))
-                    .map(|p| p.into_bytes().into_boxed_slice());
+                let view = HeadView(&head);
+                let path = view.path();
+                s.path = match (&action.prefix_rewrite, &action.regex_rewrite) {
+                    (Some(new), _) => Some(rewrite_path(&route.matcher, new, path)),
+                    (None, Some((re, sub))) => Some(regex_rewrite_path(re, sub, path)),
+                    (None, None) => None,
+                }
+                .map(|p| p.into_bytes().into_boxed_slice());
                 s.authority = action
                     .host_rewrite_literal
                     .as_ref()
