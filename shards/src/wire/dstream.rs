@@ -195,6 +195,15 @@ impl DStream {
         self.retries.as_ref().is_some_and(|r| r.at.is_some())
     }
 
+    /// What outlier detection counts for an answer of `status` (and
+    /// `grpc-status`, read for a gRPC request).
+    pub(super) fn answered(&self, status: u16, grpc_status: Option<u32>) -> CallResult {
+        match grpc_status.filter(|_| self.grpc) {
+            Some(g) => CallResult::Status(engine::outlier::grpc_to_http(g)),
+            None => CallResult::Status(status),
+        }
+    }
+
     /// Which attempt of the request this is (1 before any retry).
     pub(super) fn attempt(&self) -> u32 {
         1 + self.retries.as_ref().map_or(0, |r| r.done)

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use engine::headers::{append_forwarded_for, is_grpc_content_type};
-use engine::outlier::{grpc_to_http, CallResult};
+use engine::outlier::CallResult;
 use engine::retry::AttemptEnd;
 use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
 use h2wire::conn::ClientEvent;
@@ -661,14 +661,10 @@ impl Streams {
         // A client that went away is not the host's fault; the status it
         // had answered by then still counts (as Envoy counts it).
         let counted = s.between_attempts();
-        let result = s.failed.filter(|_| !counted).or_else(|| {
-            s.served.map(
-                |(status, grpc_status)| match grpc_status.filter(|_| s.grpc) {
-                    Some(g) => CallResult::Status(grpc_to_http(g)),
-                    None => CallResult::Status(status),
-                },
-            )
-        });
+        let result = s
+            .failed
+            .filter(|_| !counted)
+            .or_else(|| s.served.map(|(status, grpc)| s.answered(status, grpc)));
         if let Some(result) = result {
             self.record_outlier(&t.pool, result);
         }

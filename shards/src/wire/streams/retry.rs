@@ -77,10 +77,7 @@ impl ConnCx {
             AttemptEnd::Response {
                 status,
                 grpc_status,
-            } => match grpc_status.filter(|_| s.grpc) {
-                Some(g) => CallResult::Status(engine::outlier::grpc_to_http(g)),
-                None => CallResult::Status(status),
-            },
+            } => s.answered(status, grpc_status),
             AttemptEnd::Reset | AttemptEnd::RefusedStream => CallResult::Reset,
             AttemptEnd::ConnectFailure => CallResult::ConnectFailure,
         };
