@@ -160,7 +160,7 @@ fn request() -> Parts {
 fn route_and_pick(wire: &WireShard, snap: &Snapshot, parts: &Parts) -> Option<SocketAddr> {
     let shard = &wire.shard;
     let l = snap.listener("ingress")?;
-    let route = route_request(&l.filter_chains[0].http.route_config, &PartsView(parts))?;
+    let route = route_request(&l.filter_chains[0].http.route_config, &PartsView(parts), 0)?;
     let name = match &route.action.forward()?.target {
         ClusterTarget::Cluster(name) => name.as_str(),
         ClusterTarget::Weighted(w) => w.pick(shard.random()),
@@ -210,6 +210,7 @@ fn bench(c: &mut Criterion) {
                         let route = route_request(
                             &l.filter_chains[0].http.route_config,
                             &PartsView(black_box(&parts)),
+                            0,
                         )
                         .unwrap();
                         let Some(ClusterTarget::Cluster(name)) =

@@ -5,8 +5,8 @@
 //! host, routes are tried in order and the first match wins.
 
 use crate::config::{
-    DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, Route, RouteConfig, RouteMatch,
-    VirtualHost,
+    DomainMatcher, HeaderMatchKind, HeaderMatcher, PathMatch, QueryParamMatch, QueryParamMatcher,
+    Route, RouteConfig, RouteMatch, VirtualHost,
 };
 
 /// What a route matcher may look at. Implemented by the shard over the h2
@@ -62,20 +62,25 @@ pub fn select_virtual_host<'a>(rc: &'a RouteConfig, authority: &str) -> Option<&
     best_suffix.or(best_prefix).map(|(vh, _)| vh).or(any)
 }
 
-/// Returns the first route of `vh` that matches the request.
+/// Returns the first route of `vh` that matches the request. `random` is
+/// the request's random value, which `runtime_fraction` matches read.
 pub fn select_route<'a, R: RequestView + ?Sized>(
     vh: &'a VirtualHost,
     req: &R,
+    random: u64,
 ) -> Option<&'a Route> {
-    vh.routes.iter().find(|r| route_matches(&r.matcher, req))
+    vh.routes
+        .iter()
+        .find(|r| route_matches(&r.matcher, req, random))
 }
 
 /// Virtual host then route, in one call.
 pub fn route_request<'a, R: RequestView + ?Sized>(
     rc: &'a RouteConfig,
     req: &R,
+    random: u64,
 ) -> Option<&'a Route> {
-    route_request_in(rc, req).map(|(_, r)| r)
+    route_request_in(rc, req, random).map(|(_, r)| r)
 }
 
 /// Like [`route_request`], also returning the virtual host (whose
@@ -83,9 +88,10 @@ pub fn route_request<'a, R: RequestView + ?Sized>(
 pub fn route_request_in<'a, R: RequestView + ?Sized>(
     rc: &'a RouteConfig,
     req: &R,
+    random: u64,
 ) -> Option<(&'a VirtualHost, &'a Route)> {
     let vh = select_virtual_host(rc, req.authority())?;
-    select_route(vh, req).map(|r| (vh, r))
+    select_route(vh, req, random).map(|r| (vh, r))
 }
 
 /// Where a route is in its table: its virtual host's position and its
@@ -109,13 +115,14 @@ impl RouteAt {
 pub fn route_request_at<'a, R: RequestView + ?Sized>(
     rc: &'a RouteConfig,
     req: &R,
+    random: u64,
 ) -> Option<(RouteAt, &'a Route)> {
     let vh = select_virtual_host(rc, req.authority())?;
     let (route, r) = vh
         .routes
         .iter()
         .enumerate()
-        .find(|(_, r)| route_matches(&r.matcher, req))?;
+        .find(|(_, r)| route_matches(&r.matcher, req, random))?;
     let at = RouteAt {
         vhost: position_of(&rc.virtual_hosts, vh) as u32,
         route: route as u32,
@@ -132,20 +139,69 @@ fn position_of<T>(items: &[T], item: &T) -> usize {
     at
 }
 
-fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R) -> bool {
+fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R, random: u64) -> bool {
     let full = req.path();
     // Path matchers ignore the query string, as Envoy does.
     let path = full.split_once('?').map_or(full, |(p, _)| p);
-    let path_ok = match &m.path {
-        PathMatch::Prefix(p) if m.case_sensitive => path.starts_with(p.as_str()),
-        PathMatch::Prefix(p) => path
+    let starts = |p: &str| match m.case_sensitive {
+        true => path.starts_with(p),
+        false => path
             .get(..p.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(p)),
+    };
+    let path_ok = match &m.path {
+        PathMatch::Prefix(p) => starts(p),
+        PathMatch::SeparatedPrefix(p) => {
+            starts(p) && matches!(path.as_bytes().get(p.len()), None | Some(b'/'))
+        }
         PathMatch::Path(p) if m.case_sensitive => path == p,
         PathMatch::Path(p) => path.eq_ignore_ascii_case(p),
         PathMatch::Regex(re) => re.is_match(path),
     };
-    path_ok && m.headers.iter().all(|h| header_matches(h, req))
+    path_ok
+        && m.headers.iter().all(|h| header_matches(h, req))
+        && m.query.iter().all(|q| query_matches(q, full))
+        && (!m.grpc || req.header("content-type").is_some_and(grpc_route_content_type))
+        // Last: it is the only one that is not a property of the request.
+        && m.fraction.is_none_or(|f| f.includes(random))
+}
+
+/// Whether a `grpc` route match takes this `content-type`: exactly
+/// `application/grpc` or `application/grpc+…`, case-sensitive, as Envoy
+/// 1.40 matches (`application/grpc;…` does not, though the codecs treat
+/// it as gRPC).
+fn grpc_route_content_type(v: &str) -> bool {
+    v == "application/grpc" || v.starts_with("application/grpc+")
+}
+
+/// The first value of query parameter `name` in `path` (after its `?`,
+/// a fragment left off): `a=1` gives "1", a bare `a` gives "", as Envoy
+/// parses it; nothing is percent-decoded. Route matchers and hash
+/// policies read parameters through this one function.
+pub fn query_value<'a>(path: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let q = path.iter().position(|&b| b == b'?')?;
+    let query = &path[q + 1..];
+    let query = match query.iter().position(|&b| b == b'#') {
+        Some(f) => &query[..f],
+        None => query,
+    };
+    query.split(|&b| b == b'&').find_map(|pair| {
+        let (k, v) = match pair.iter().position(|&b| b == b'=') {
+            Some(e) => (&pair[..e], &pair[e + 1..]),
+            None => (pair, &pair[pair.len()..]),
+        };
+        (k == name).then_some(v)
+    })
+}
+
+fn query_matches(q: &QueryParamMatcher, path: &str) -> bool {
+    // Split at ASCII bytes, the value is as much UTF-8 as the path.
+    let value = query_value(path.as_bytes(), q.name.as_bytes())
+        .map(|v| std::str::from_utf8(v).unwrap_or_default());
+    match &q.kind {
+        QueryParamMatch::Present(want) => value.is_some() == *want,
+        QueryParamMatch::Value(kind) => value.is_some_and(|v| kind.matches(v)),
+    }
 }
 
 fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
@@ -174,7 +230,7 @@ fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
 /// Plain concatenation, as Envoy: `/old` → `/` makes `/old/x` into `//x`.
 pub fn rewrite_path(matcher: &RouteMatch, new_prefix: &str, path: &str) -> String {
     let rest = match &matcher.path {
-        PathMatch::Prefix(p) => path.get(p.len()..).unwrap_or(""),
+        PathMatch::Prefix(p) | PathMatch::SeparatedPrefix(p) => path.get(p.len()..).unwrap_or(""),
         PathMatch::Path(_) | PathMatch::Regex(_) => path.find('?').map_or("", |i| &path[i..]),
     };
     let mut out = String::with_capacity(new_prefix.len() + rest.len());
@@ -237,9 +293,8 @@ mod tests {
         Route {
             name: name.into(),
             matcher: RouteMatch {
-                path,
-                case_sensitive: true,
                 headers,
+                ..RouteMatch::new(path)
             },
             action: RouteAction::Forward(ForwardAction {
                 target: ClusterTarget::Cluster(name.into()),
@@ -300,7 +355,7 @@ mod tests {
             ("a.example.com", "/", 4, 0, "exact"),
             ("other", "/", 0, 0, "any"),
         ] {
-            let (at, r) = route_request_at(&rc, &req(authority, path)).expect("routed");
+            let (at, r) = route_request_at(&rc, &req(authority, path), 0).expect("routed");
             assert_eq!((at.vhost, at.route, r.name.as_str()), (vhost, route, name));
             let (vh, again) = at.get(&rc).expect("there");
             assert!(std::ptr::eq(again, r));
@@ -337,28 +392,28 @@ mod tests {
             name: "rc".into(),
             virtual_hosts: vec![vh("exact", vec![DomainMatcher::Exact("a".into())])],
         };
-        assert!(route_request(&rc, &req("b", "/")).is_none());
+        assert!(route_request(&rc, &req("b", "/"), 0).is_none());
     }
 
     #[test]
     fn path_matchers_ignore_query_and_respect_case() {
         let mut r = route("p", PathMatch::Path("/exact".into()), vec![]);
-        assert!(route_matches(&r.matcher, &req("h", "/exact?x=1")));
-        assert!(!route_matches(&r.matcher, &req("h", "/EXACT")));
+        assert!(route_matches(&r.matcher, &req("h", "/exact?x=1"), 0));
+        assert!(!route_matches(&r.matcher, &req("h", "/EXACT"), 0));
         r.matcher.case_sensitive = false;
-        assert!(route_matches(&r.matcher, &req("h", "/EXACT")));
+        assert!(route_matches(&r.matcher, &req("h", "/EXACT"), 0));
 
         let p = route("p", PathMatch::Prefix("/api".into()), vec![]);
-        assert!(route_matches(&p.matcher, &req("h", "/api/v1")));
-        assert!(!route_matches(&p.matcher, &req("h", "/ap")));
+        assert!(route_matches(&p.matcher, &req("h", "/api/v1"), 0));
+        assert!(!route_matches(&p.matcher, &req("h", "/ap"), 0));
 
         let re = route(
             "r",
             PathMatch::Regex(Regex::new("^(?:/v[0-9]+/.*)$").unwrap()),
             vec![],
         );
-        assert!(route_matches(&re.matcher, &req("h", "/v2/x?q")));
-        assert!(!route_matches(&re.matcher, &req("h", "/x/v2/x")));
+        assert!(route_matches(&re.matcher, &req("h", "/v2/x?q"), 0));
+        assert!(!route_matches(&re.matcher, &req("h", "/x/v2/x"), 0));
     }
 
     #[test]
@@ -372,7 +427,7 @@ mod tests {
         r.headers.push(("x-env", "canary-7"));
         let check = |kind, invert| {
             let rt = route("x", PathMatch::Prefix("/".into()), vec![hm(kind, invert)]);
-            route_matches(&rt.matcher, &r)
+            route_matches(&rt.matcher, &r, 0)
         };
         assert!(check(HeaderMatchKind::Exact("canary-7".into()), false));
         assert!(!check(HeaderMatchKind::Exact("canary".into()), false));
@@ -394,7 +449,7 @@ mod tests {
             vec![hm(HeaderMatchKind::Exact("a".into()), true)],
         );
         assert!(
-            !route_matches(&rt.matcher, &absent),
+            !route_matches(&rt.matcher, &absent, 0),
             "absent header never matches"
         );
         let rt = route(
@@ -402,7 +457,7 @@ mod tests {
             PathMatch::Prefix("/".into()),
             vec![hm(HeaderMatchKind::Present(false), false)],
         );
-        assert!(route_matches(&rt.matcher, &absent));
+        assert!(route_matches(&rt.matcher, &absent, 0));
 
         let m = HeaderMatcher {
             name: ":method".into(),
@@ -410,7 +465,7 @@ mod tests {
             invert: false,
         };
         let rt = route("x", PathMatch::Prefix("/".into()), vec![m]);
-        assert!(!route_matches(&rt.matcher, &absent));
+        assert!(!route_matches(&rt.matcher, &absent, 0));
     }
 
     #[test]
@@ -428,8 +483,8 @@ mod tests {
                 }],
             )
         };
-        assert!(route_matches(&rt(10, 11).matcher, &r));
-        assert!(!route_matches(&rt(0, 10).matcher, &r));
+        assert!(route_matches(&rt(10, 11).matcher, &r, 0));
+        assert!(!route_matches(&rt(0, 10).matcher, &r, 0));
     }
 
     #[test]
@@ -458,5 +513,100 @@ mod tests {
         assert_eq!(rewrite_path(&r.matcher, "/", "/old/"), "/");
         let p = route("x", PathMatch::Path("/a".into()), vec![]);
         assert_eq!(rewrite_path(&p.matcher, "/b", "/a?q"), "/b?q");
+    }
+
+    #[test]
+    fn path_separated_prefix_needs_the_end_or_a_slash_after_it() {
+        let mut r = route("s", PathMatch::SeparatedPrefix("/api".into()), vec![]);
+        for (path, want) in [
+            ("/api", true),
+            ("/api/", true),
+            ("/api/v1", true),
+            ("/api?x=1", true),
+            ("/apix", false),
+            ("/API/v1", false),
+            ("/ap", false),
+        ] {
+            assert_eq!(
+                route_matches(&r.matcher, &req("h", path), 0),
+                want,
+                "{path}"
+            );
+        }
+        r.matcher.case_sensitive = false;
+        assert!(route_matches(&r.matcher, &req("h", "/API/v1"), 0));
+    }
+
+    #[test]
+    fn query_values_are_the_first_as_written() {
+        for (query, name, want) in [
+            ("a=1", "a", Some("1")),
+            ("a=1&a=2", "a", Some("1")),
+            ("b=1&a=2", "a", Some("2")),
+            ("A=1", "a", None),
+            ("a=%31", "a", Some("%31")),
+            ("a", "a", Some("")),
+            ("a=", "a", Some("")),
+            ("a=1=2", "a", Some("1=2")),
+            ("x=1#a=2", "a", None),
+            ("a=1#frag", "a", Some("1")),
+            ("&&a=3", "a", Some("3")),
+            ("", "a", None),
+        ] {
+            assert_eq!(query_value(b"/p", b"a"), None);
+            let path = format!("/p?{query}");
+            let got = query_value(path.as_bytes(), name.as_bytes());
+            assert_eq!(got, want.map(str::as_bytes), "{query:?} {name}");
+        }
+    }
+
+    #[test]
+    fn query_parameter_grpc_and_fraction_matchers() {
+        let mut r = route("q", PathMatch::Prefix("/".into()), vec![]);
+        r.matcher.query = vec![
+            QueryParamMatcher {
+                name: "v".into(),
+                kind: QueryParamMatch::Value(HeaderMatchKind::Exact("1".into())),
+            },
+            QueryParamMatcher {
+                name: "debug".into(),
+                kind: QueryParamMatch::Present(false),
+            },
+        ];
+        let hit = |m: &RouteMatch, path: &str| route_matches(m, &req("h", path), 0);
+        assert!(hit(&r.matcher, "/x?v=1"));
+        assert!(hit(&r.matcher, "/x?w=0&v=1"));
+        assert!(!hit(&r.matcher, "/x?v=2&v=1"), "the first value counts");
+        assert!(!hit(&r.matcher, "/x?v=1&debug"), "both must match");
+        assert!(!hit(&r.matcher, "/x"));
+
+        let mut g = route("g", PathMatch::Prefix("/".into()), vec![]);
+        g.matcher.grpc = true;
+        let with_type = |ct: &'static str| {
+            let mut q = req("h", "/svc/M");
+            q.headers.push(("content-type", ct));
+            route_matches(&g.matcher, &q, 0)
+        };
+        assert!(with_type("application/grpc"));
+        assert!(with_type("application/grpc+proto"));
+        // Envoy 1.40, side by side: case-sensitive, no parameters.
+        assert!(!with_type("application/grpc;charset=utf-8"));
+        assert!(!with_type("Application/GRPC"));
+        assert!(!with_type("application/grpcfoo"));
+        assert!(!with_type("application/grpc-web"));
+        assert!(!with_type("application/json"));
+        assert!(!route_matches(&g.matcher, &req("h", "/svc/M"), 0));
+
+        let mut f = route("f", PathMatch::Prefix("/".into()), vec![]);
+        f.matcher.fraction = Some(crate::config::Fraction {
+            numerator: 25,
+            denominator: 100,
+        });
+        let taken = (0..1000u64)
+            .filter(|n| route_matches(&f.matcher, &req("h", "/"), *n))
+            .count();
+        assert_eq!(taken, 250, "random % 100 < 25");
+        assert!(route_matches(&f.matcher, &req("h", "/"), 124));
+        assert!(!route_matches(&f.matcher, &req("h", "/"), 125));
     }
 }

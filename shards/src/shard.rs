@@ -122,7 +122,8 @@ impl Shard {
         (self.random_u64() >> 32) as u32
     }
 
-    fn random_u64(&self) -> u64 {
+    /// 64 random bits (xorshift64*).
+    pub fn random_u64(&self) -> u64 {
         let mut x = self.rng.get();
         x ^= x >> 12;
         x ^= x << 25;

@@ -61,15 +61,74 @@ pub struct Route {
 #[derive(Debug, Clone)]
 pub struct RouteMatch {
     pub path: PathMatch,
-    /// `case_sensitive` (default true) for `prefix` and `path`.
+    /// `case_sensitive` (default true) for `prefix`, `path` and
+    /// `path_separated_prefix`.
     pub case_sensitive: bool,
     pub headers: Vec<HeaderMatcher>,
+    /// `query_parameters`: every one must match.
+    pub query: Vec<QueryParamMatcher>,
+    /// `grpc`: only requests whose `content-type` is gRPC's.
+    pub grpc: bool,
+    /// `runtime_fraction`: the share of requests the route takes (its
+    /// `default_value`; no runtime layer can override it).
+    pub fraction: Option<Fraction>,
+}
+
+impl RouteMatch {
+    /// A matcher on the path alone (case-sensitive).
+    pub fn new(path: PathMatch) -> Self {
+        Self {
+            path,
+            case_sensitive: true,
+            headers: Vec::new(),
+            query: Vec::new(),
+            grpc: false,
+            fraction: None,
+        }
+    }
+}
+
+/// One `query_parameters` entry: the first value of the parameter `name`
+/// (compared as written, not percent-decoded, as Envoy does).
+#[derive(Debug, Clone)]
+pub struct QueryParamMatcher {
+    pub name: String,
+    pub kind: QueryParamMatch,
+}
+
+#[derive(Debug, Clone)]
+pub enum QueryParamMatch {
+    /// `present_match`: whether the parameter is there; no specifier at
+    /// all is `Present(true)`.
+    Present(bool),
+    /// `string_match` on its value (`a` without `=` has the value "").
+    Value(HeaderMatchKind),
+}
+
+/// A `FractionalPercent`: `numerator` out of `denominator` (100, 10 000
+/// or 1 000 000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fraction {
+    pub numerator: u32,
+    pub denominator: u32,
+}
+
+impl Fraction {
+    /// Whether a request with this random value falls in the share, as
+    /// Envoy evaluates a fractional percent: `random % denominator <
+    /// numerator`.
+    pub fn includes(&self, random: u64) -> bool {
+        random % u64::from(self.denominator) < u64::from(self.numerator)
+    }
 }
 
 #[derive(Debug, Clone)]
 pub enum PathMatch {
     Prefix(String),
     Path(String),
+    /// `path_separated_prefix`: the prefix, then the end of the path or a
+    /// `/` (`/api` takes `/api` and `/api/x`, not `/apix`).
+    SeparatedPrefix(String),
     /// `safe_regex`: must match the whole path (query stripped), as in Envoy.
     Regex(Regex),
 }

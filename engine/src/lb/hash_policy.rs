@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::config::{HashOn, HashPolicy};
+use crate::route::query_value;
 
 use super::xxhash::xxh64;
 
@@ -106,24 +107,6 @@ fn set_cookie(name: &str, value: &str, path: Option<&str>, ttl: Duration) -> Str
     }
     s.push_str("; HttpOnly");
     s
-}
-
-/// The first value of query parameter `name` in a request target (not
-/// percent-decoded, as Envoy compares it).
-fn query_value<'a>(path: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    let q = path.iter().position(|&b| b == b'?')?;
-    let query = &path[q + 1..];
-    let query = match query.iter().position(|&b| b == b'#') {
-        Some(f) => &query[..f],
-        None => query,
-    };
-    query.split(|&b| b == b'&').find_map(|pair| {
-        let (k, v) = match pair.iter().position(|&b| b == b'=') {
-            Some(e) => (&pair[..e], &pair[e + 1..]),
-            None => (pair, &pair[pair.len()..]),
-        };
-        (k == name).then_some(v)
-    })
 }
 
 #[cfg(test)]

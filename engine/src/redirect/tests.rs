@@ -14,11 +14,7 @@ fn redirect() -> Redirect {
 }
 
 fn prefix(p: &str) -> RouteMatch {
-    RouteMatch {
-        path: PathMatch::Prefix(p.into()),
-        case_sensitive: true,
-        headers: vec![],
-    }
+    RouteMatch::new(PathMatch::Prefix(p.into()))
 }
 
 fn at(r: &Redirect, m: &RouteMatch, host: &str, proto: &str, path: &str) -> String {

@@ -3,8 +3,8 @@
 use engine::tls::DownstreamTls;
 use engine::{
     Cluster, ClusterTarget, ConfigSource, DomainMatcher, DynamicResources, FilterChain,
-    HeaderMatchKind, HeaderMatcher, HttpConnectionManager, LbPolicy, Listener, PathMatch, Redirect,
-    RedirectPath, Route, RouteAction, VirtualHost,
+    HeaderMatchKind, HeaderMatcher, HttpConnectionManager, LbPolicy, Listener, PathMatch,
+    QueryParamMatch, Redirect, RedirectPath, Route, RouteAction, VirtualHost,
 };
 use serde_json::{json, Value};
 
@@ -321,14 +321,30 @@ fn route(r: &Route) -> Value {
     let m = match &r.matcher.path {
         PathMatch::Prefix(p) => json!({ "prefix": p }),
         PathMatch::Path(p) => json!({ "path": p }),
+        PathMatch::SeparatedPrefix(p) => json!({ "path_separated_prefix": p }),
         PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
     };
     let headers: Vec<Value> = r.matcher.headers.iter().map(header_matcher).collect();
+    let query: Vec<Value> = r
+        .matcher
+        .query
+        .iter()
+        .map(|q| match &q.kind {
+            QueryParamMatch::Present(p) => json!({ "name": q.name, "present_match": p }),
+            QueryParamMatch::Value(kind) => json!({ "name": q.name, "match": match_kind(kind) }),
+        })
+        .collect();
     let mut out = json!({
         "name": r.name,
         "match": m,
         "case_sensitive": r.matcher.case_sensitive,
         "headers": headers,
+        "query_parameters": query,
+        "grpc": r.matcher.grpc,
+        "runtime_fraction": r.matcher.fraction.map(|f| json!({
+            "numerator": f.numerator,
+            "denominator": f.denominator,
+        })),
         "decorator": r.decorator.as_ref().map(|op| json!({ "operation": op })),
     });
     let action = match &r.action {
@@ -387,7 +403,12 @@ fn redirect(r: &Redirect) -> Value {
 
 /// A route's header matcher, in Envoy's field names.
 fn header_matcher(hm: &HeaderMatcher) -> Value {
-    let kind = match &hm.kind {
+    json!({ "name": hm.name, "match": match_kind(&hm.kind), "invert_match": hm.invert })
+}
+
+/// A header's or query parameter's value matcher, in Envoy's field names.
+fn match_kind(kind: &HeaderMatchKind) -> Value {
+    match kind {
         HeaderMatchKind::Exact(v) => json!({ "exact": v }),
         HeaderMatchKind::Prefix(v) => json!({ "prefix": v }),
         HeaderMatchKind::Suffix(v) => json!({ "suffix": v }),
@@ -397,8 +418,7 @@ fn header_matcher(hm: &HeaderMatcher) -> Value {
         HeaderMatchKind::Range { start, end } => {
             json!({ "range_match": { "start": start, "end": end } })
         }
-    };
-    json!({ "name": hm.name, "match": kind, "invert_match": hm.invert })
+    }
 }
 
 /// Where a route sends: one cluster, or weighted clusters with each

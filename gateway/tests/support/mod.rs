@@ -64,11 +64,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
 pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> Route {
     Route {
         name: format!("{prefix}->{cluster}"),
-        matcher: RouteMatch {
-            path: PathMatch::Prefix(prefix.into()),
-            case_sensitive: true,
-            headers: vec![],
-        },
+        matcher: RouteMatch::new(PathMatch::Prefix(prefix.into())),
         action: RouteAction::Forward(ForwardAction {
             target: ClusterTarget::Cluster(cluster.into()),
             timeout,

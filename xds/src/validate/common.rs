@@ -216,3 +216,32 @@ pub(crate) fn metadata(
         _ => Ok(()),
     }
 }
+
+/// A `RuntimeFractionalPercent`: its `default_value` (required). The
+/// `runtime_key` is kept out: no runtime layer we accept can set it, so
+/// the default is what applies, as in an Envoy without that key.
+pub(crate) fn runtime_fraction(
+    f: &pb::envoy::config::core::v3::RuntimeFractionalPercent,
+    path: &Path,
+) -> Result<engine::Fraction> {
+    use crate::pb::envoy::r#type::v3::fractional_percent::DenominatorType as D;
+    let value = f
+        .default_value
+        .as_ref()
+        .ok_or_else(|| Error::invalid(path.field("default_value"), "required"))?;
+    let denominator = match D::try_from(value.denominator) {
+        Ok(D::Hundred) => 100,
+        Ok(D::TenThousand) => 10_000,
+        Ok(D::Million) => 1_000_000,
+        Err(_) => {
+            return Err(Error::invalid(
+                path.field("default_value").field("denominator"),
+                format!("unknown value {}", value.denominator),
+            ))
+        }
+    };
+    Ok(engine::Fraction {
+        numerator: value.numerator,
+        denominator,
+    })
+}

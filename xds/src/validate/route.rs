@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet};
 
 use engine::{
     ClusterTarget, DomainMatcher, ForwardAction, HeaderMatchKind, HeaderMatcher, HeaderMutation,
-    PathMatch, PerFilterConfig, Route, RouteAction, RouteConfig, RouteHeaders, RouteMatch,
-    StatefulSessionPerRoute, VirtualHost, WeightedClusters,
+    PathMatch, PerFilterConfig, QueryParamMatch, QueryParamMatcher, Route, RouteAction,
+    RouteConfig, RouteHeaders, RouteMatch, StatefulSessionPerRoute, VirtualHost, WeightedClusters,
 };
 use prost::Name;
 use regex::Regex;
@@ -383,26 +383,26 @@ fn route(
 
 fn route_match(m: &pb::RouteMatch, path: &Path) -> Result<RouteMatch> {
     use pb::route_match::PathSpecifier as P;
-    reject_set!(
-        path,
-        m,
-        query_parameters,
-        grpc,
-        runtime_fraction,
-        tls_context,
-        dynamic_metadata
-    );
+    reject_set!(path, m, tls_context, dynamic_metadata);
     let path_match = match &m.path_specifier {
         Some(P::Prefix(p)) => PathMatch::Prefix(p.clone()),
         Some(P::Path(p)) => PathMatch::Path(p.clone()),
+        Some(P::PathSeparatedPrefix(p)) => {
+            // Envoy's pattern `^[^?#]+[^?#/]$`.
+            let bad = p.len() < 2 || p.contains(['?', '#']) || p.ends_with('/');
+            if bad {
+                return Err(Error::invalid(
+                    path.field("path_separated_prefix"),
+                    format!("{p:?}: at least 2 characters, without ? or #, not ending in /"),
+                ));
+            }
+            PathMatch::SeparatedPrefix(p.clone())
+        }
         Some(P::SafeRegex(r)) => {
             PathMatch::Regex(regex(r, &path.field("safe_regex"), "^(?:", ")$")?)
         }
         Some(P::ConnectMatcher(_)) => {
             return Err(Error::unsupported(path.field("connect_matcher")))
-        }
-        Some(P::PathSeparatedPrefix(_)) => {
-            return Err(Error::unsupported(path.field("path_separated_prefix")))
         }
         Some(P::PathMatchPolicy(_)) => {
             return Err(Error::unsupported(path.field("path_match_policy")))
@@ -420,10 +420,45 @@ fn route_match(m: &pb::RouteMatch, path: &Path) -> Result<RouteMatch> {
         .enumerate()
         .map(|(i, h)| header_matcher(h, &path.field("headers").index(i)))
         .collect::<Result<_>>()?;
+    let query = m
+        .query_parameters
+        .iter()
+        .enumerate()
+        .map(|(i, q)| query_matcher(q, &path.field("query_parameters").index(i)))
+        .collect::<Result<_>>()?;
+    let fraction = match &m.runtime_fraction {
+        Some(f) => Some(super::common::runtime_fraction(
+            f,
+            &path.field("runtime_fraction"),
+        )?),
+        None => None,
+    };
     Ok(RouteMatch {
         path: path_match,
         case_sensitive: m.case_sensitive.unwrap_or(true),
         headers,
+        query,
+        grpc: m.grpc.is_some(),
+        fraction,
+    })
+}
+
+fn query_matcher(q: &pb::QueryParameterMatcher, path: &Path) -> Result<QueryParamMatcher> {
+    use pb::query_parameter_matcher::QueryParameterMatchSpecifier as S;
+    if q.name.is_empty() {
+        return Err(Error::invalid(path.field("name"), "required"));
+    }
+    let kind = match &q.query_parameter_match_specifier {
+        Some(S::StringMatch(sm)) => {
+            QueryParamMatch::Value(string_matcher(sm, &path.field("string_match"))?)
+        }
+        Some(S::PresentMatch(p)) => QueryParamMatch::Present(*p),
+        // Envoy: a name alone matches on presence.
+        None => QueryParamMatch::Present(true),
+    };
+    Ok(QueryParamMatcher {
+        name: q.name.clone(),
+        kind,
     })
 }
 

@@ -88,7 +88,9 @@ impl Streams {
         let cx = &self.cx;
         if let Some(hcm) = s.snap.as_ref().and_then(|snap| cx.hcm(snap)) {
             s.filtered = hcm.http_filters.len() > 1;
-            let routed = route_request_at(&hcm.route_config, &HeadView(&head));
+            // The request's random value: `runtime_fraction` matches.
+            let random = cx.wire.shard.random_u64();
+            let routed = route_request_at(&hcm.route_config, &HeadView(&head), random);
             s.route = routed.map(|(at, _)| at);
             // Its response heads get the route's edits (from the config,
             // which the stream then keeps).
