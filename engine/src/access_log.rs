@@ -29,6 +29,8 @@ enum Op {
     UpstreamCluster,
     DownstreamRemoteAddress,
     DownstreamRemoteAddressWithoutPort,
+    DownstreamDirectRemoteAddress,
+    DownstreamDirectRemoteAddressWithoutPort,
     RequestedServerName,
 }
 
@@ -85,7 +87,11 @@ pub struct LogRecord<'a> {
     pub bytes_sent: u64,
     pub upstream_host: Option<SocketAddr>,
     pub upstream_cluster: Option<&'a str>,
+    /// The client: the connection's peer, or the address a trusted
+    /// `x-forwarded-for` entry names (port 0).
     pub downstream: Option<SocketAddr>,
+    /// The connection's peer.
+    pub downstream_direct: Option<SocketAddr>,
     pub sni: Option<&'a str>,
     /// Values of [`LogFormat::req_fields`], in order.
     pub req: &'a [Option<&'a [u8]>],
@@ -212,6 +218,10 @@ impl LogFormat {
             "DOWNSTREAM_REMOTE_ADDRESS" => simple(Op::DownstreamRemoteAddress)?,
             "DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT" => {
                 simple(Op::DownstreamRemoteAddressWithoutPort)?
+            }
+            "DOWNSTREAM_DIRECT_REMOTE_ADDRESS" => simple(Op::DownstreamDirectRemoteAddress)?,
+            "DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT" => {
+                simple(Op::DownstreamDirectRemoteAddressWithoutPort)?
             }
             "REQUESTED_SERVER_NAME" => simple(Op::RequestedServerName)?,
             "REQ" | "RESP" => {
@@ -381,18 +391,30 @@ fn write_op(op: &Op, r: &LogRecord<'_>, out: &mut Vec<u8>) -> bool {
             Some(c) => w.0.extend_from_slice(c.as_bytes()),
             None => return false,
         },
-        Op::DownstreamRemoteAddress => match r.downstream {
-            Some(a) => {
-                let _ = write!(w, "{a}");
+        Op::DownstreamRemoteAddress | Op::DownstreamDirectRemoteAddress => {
+            let addr = match op {
+                Op::DownstreamRemoteAddress => r.downstream,
+                _ => r.downstream_direct,
+            };
+            match addr {
+                Some(a) => {
+                    let _ = write!(w, "{a}");
+                }
+                None => return false,
             }
-            None => return false,
-        },
-        Op::DownstreamRemoteAddressWithoutPort => match r.downstream {
-            Some(a) => {
-                let _ = write!(w, "{}", a.ip());
+        }
+        Op::DownstreamRemoteAddressWithoutPort | Op::DownstreamDirectRemoteAddressWithoutPort => {
+            let addr = match op {
+                Op::DownstreamRemoteAddressWithoutPort => r.downstream,
+                _ => r.downstream_direct,
+            };
+            match addr {
+                Some(a) => {
+                    let _ = write!(w, "{}", a.ip());
+                }
+                None => return false,
             }
-            None => return false,
-        },
+        }
         Op::RequestedServerName => match r.sni {
             Some(n) => w.0.extend_from_slice(n.as_bytes()),
             None => return false,

@@ -32,14 +32,36 @@ pub fn keep_te(value: &[u8]) -> bool {
 }
 
 /// Value of `x-forwarded-for` after appending the downstream peer, as Envoy
-/// does with `use_remote_address: true`.
+/// does with `use_remote_address: true`: after a comma, no space (Envoy
+/// 1.40 sends `1.2.3.4,10.0.0.1`).
 pub fn append_forwarded_for(existing: Option<&str>, peer: IpAddr) -> String {
-    let mut out = String::with_capacity(existing.map_or(0, |e| e.len() + 2) + 39);
+    let mut out = String::with_capacity(existing.map_or(0, |e| e.len() + 1) + 39);
     if let Some(e) = existing.filter(|e| !e.is_empty()) {
         out.push_str(e);
-        out.push_str(", ");
+        out.push(',');
     }
     let _ = write!(out, "{peer}");
+    out
+}
+
+/// An `x-request-id` as Envoy makes one: a UUID version 4 (RFC 9562
+/// §5.4), lowercase, from 128 random bits (6 of them replaced by the
+/// version and variant).
+pub fn uuid_v4(random: u128) -> [u8; 36] {
+    let bits = (random & !(0xF000u128 << 64) & !(0xC000u128 << 48))
+        | (0x4000u128 << 64)
+        | (0x8000u128 << 48);
+    let bytes = bits.to_be_bytes();
+    let mut out = [b'-'; 36];
+    let mut at = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            at += 1;
+        }
+        out[at] = b"0123456789abcdef"[usize::from(b >> 4)];
+        out[at + 1] = b"0123456789abcdef"[usize::from(b & 15)];
+        at += 2;
+    }
     out
 }
 
@@ -137,7 +159,7 @@ mod tests {
         assert_eq!(append_forwarded_for(Some(""), ip), "10.0.0.1");
         assert_eq!(
             append_forwarded_for(Some("1.2.3.4"), ip),
-            "1.2.3.4, 10.0.0.1"
+            "1.2.3.4,10.0.0.1"
         );
         let v6: IpAddr = "::1".parse().unwrap();
         assert_eq!(append_forwarded_for(None, v6), "::1");
@@ -153,5 +175,15 @@ mod tests {
         assert!(is_grpc_content_type(b"application/grpc+proto"));
         assert!(!is_grpc_content_type(b"application/grpc-web"));
         assert!(!is_grpc_content_type(b"application/json"));
+    }
+
+    #[test]
+    fn request_ids_are_uuid_v4() {
+        let id = uuid_v4(0);
+        assert_eq!(&id, b"00000000-0000-4000-8000-000000000000");
+        let id = uuid_v4(u128::MAX);
+        assert_eq!(&id, b"ffffffff-ffff-4fff-bfff-ffffffffffff");
+        let id = uuid_v4(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        assert_eq!(&id, b"01234567-89ab-4def-8123-456789abcdef");
     }
 }

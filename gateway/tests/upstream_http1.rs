@@ -117,7 +117,7 @@ fn an_inner_hop_keeps_the_clients_forwarded_proto_and_suppressed_headers_stay_ou
     let b = H1Backend::start(echo);
     let mut l = (*listener(vec![prefix_route("/", "c", Some(Duration::from_secs(5)))])).clone();
     for chain in l.chains_mut() {
-        chain.http.overwrite_forwarded_proto = false;
+        chain.http.trust.use_remote_address = false;
         chain.http.envoy_headers = false;
     }
     let mut c = (*cluster("c", &[b.addr()])).clone();

@@ -122,6 +122,11 @@ pub struct DownstreamStats {
     pub rq_redirect: Counter,
     /// Requests a route's `direct_response` answered.
     pub rq_direct_response: Counter,
+    /// Requests answered 307 to their normalized path
+    /// (`UNESCAPE_AND_REDIRECT`).
+    pub rq_redirected_with_normalized_path: Counter,
+    /// Requests answered 400 by path normalization (`REJECT_REQUEST`).
+    pub rq_failed_path_normalization: Counter,
     /// Header values a route's `*_headers_to_add` made that could not go
     /// on a head (a formatted value with CR, LF or NUL): left out.
     pub header_values_refused: Counter,

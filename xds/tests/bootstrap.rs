@@ -334,9 +334,9 @@ fn known_but_unimplemented_fields_are_rejected_when_set() {
     assert_eq!(
         bad(
             "          codec_type: HTTP2\n",
-            "          codec_type: HTTP2\n          via: gw\n"
+            "          codec_type: HTTP2\n          request_timeout: 5s\n"
         ),
-        format!("{HCM}.via: not supported")
+        format!("{HCM}.request_timeout: not supported")
     );
     // Contents of unmodelled message fields are not inspected.
     assert_eq!(

@@ -17,11 +17,11 @@ fn forwarded_for_follows_use_remote_address() {
     };
     let base = edit("codec_type: HTTP2\n", "codec_type: HTTP2\n");
     assert!(
-        !hcm(&base).append_x_forwarded_for,
+        !hcm(&base).trust.appends_forwarded_for(),
         "Envoy's default: XFF untouched"
     );
     assert!(
-        !hcm(&base).overwrite_forwarded_proto,
+        !hcm(&base).trust.overwrites_forwarded_proto(),
         "set only when absent"
     );
     assert!(hcm(&base).envoy_headers);
@@ -34,29 +34,116 @@ fn forwarded_for_follows_use_remote_address() {
         "          codec_type: HTTP2\n",
         "          codec_type: HTTP2\n          use_remote_address: true\n          generate_request_id: false\n",
     );
-    assert!(hcm(&on).append_x_forwarded_for);
-    assert!(hcm(&on).overwrite_forwarded_proto);
+    assert!(hcm(&on).trust.appends_forwarded_for());
+    assert!(hcm(&on).trust.overwrites_forwarded_proto());
     let skip = edit(
         "          codec_type: HTTP2\n",
         "          codec_type: HTTP2\n          use_remote_address: true\n          skip_xff_append: true\n",
     );
-    assert!(!hcm(&skip).append_x_forwarded_for);
-    assert_eq!(
-        bad(
+    assert!(!hcm(&skip).trust.appends_forwarded_for());
+}
+
+/// The connection manager's header settings: Envoy's defaults, each
+/// field taken, and the refusals naming their field.
+#[test]
+fn header_settings_take_envoy_defaults_and_fields() {
+    use engine::path::EscapedSlashes;
+    use engine::{InternalAddresses, ServerHeaderTransformation, StripHostPort};
+    let hcm = |extra: &str| {
+        let yaml = edit(
             "          codec_type: HTTP2\n",
-            "          codec_type: HTTP2\n          xff_num_trusted_hops: 1\n"
-        ),
-        format!("{HCM}.xff_num_trusted_hops: only 0 is supported")
-    );
+            &format!("          codec_type: HTTP2\n{extra}"),
+        );
+        load(&yaml).map(|b| b.listeners[0].filter_chains[0].http.clone())
+    };
+    let base = hcm("").unwrap();
+    assert!(base.request_id.generate, "Envoy generates x-request-id");
+    assert!(!base.request_id.preserve_external && !base.request_id.in_response);
+    assert_eq!(base.server_header.name, "envoy");
     assert_eq!(
-        bad(
-            "          codec_type: HTTP2\n",
-            "          codec_type: HTTP2\n          generate_request_id: true\n"
-        ),
-        format!(
-            "{HCM}.generate_request_id: request id generation is not supported; set it to false"
-        )
+        base.server_header.transformation,
+        ServerHeaderTransformation::Overwrite
     );
+    assert_eq!(base.via, None);
+    assert_eq!(base.trust.internal, InternalAddresses::None);
+    assert!(!base.path_normalization.is_active());
+    assert_eq!(base.strip_host_port, StripHostPort::None);
+
+    let all = hcm(concat!(
+        "          use_remote_address: true\n",
+        "          xff_num_trusted_hops: 2\n",
+        "          internal_address_config: { cidr_ranges: [ { address_prefix: 10.0.0.0, prefix_len: 8 } ] }\n",
+        "          generate_request_id: false\n",
+        "          preserve_external_request_id: true\n",
+        "          always_set_request_id_in_response: true\n",
+        "          via: edge-1\n",
+        "          server_name: edge\n",
+        "          server_header_transformation: APPEND_IF_ABSENT\n",
+        "          normalize_path: true\n",
+        "          merge_slashes: true\n",
+        "          path_with_escaped_slashes_action: UNESCAPE_AND_REDIRECT\n",
+        "          strip_any_host_port: true\n",
+    ))
+    .unwrap();
+    assert!(all.trust.use_remote_address && all.trust.xff_num_trusted_hops == 2);
+    assert!(all.trust.internal.contains("10.1.2.3".parse().unwrap()));
+    assert!(!all.trust.internal.contains("127.0.0.1".parse().unwrap()));
+    assert!(
+        !all.trust.overwrites_forwarded_proto(),
+        "a trusted hop sets it"
+    );
+    assert!(!all.request_id.generate && all.request_id.preserve_external);
+    assert!(all.request_id.in_response);
+    assert_eq!(all.via.as_deref(), Some("edge-1"));
+    assert_eq!(all.server_header.name, "edge");
+    assert_eq!(
+        all.server_header.transformation,
+        ServerHeaderTransformation::AppendIfAbsent
+    );
+    assert!(all.path_normalization.normalize && all.path_normalization.merge_slashes);
+    assert_eq!(
+        all.path_normalization.escaped_slashes,
+        EscapedSlashes::Redirect
+    );
+    assert_eq!(all.strip_host_port, StripHostPort::Any);
+    let legacy = hcm("          internal_address_config: {}\n").unwrap();
+    assert_eq!(legacy.trust.internal, InternalAddresses::Legacy);
+    let xff = hcm(concat!(
+        "          original_ip_detection_extensions:\n",
+        "          - name: envoy.extensions.http.original_ip_detection.xff\n",
+        "            typed_config:\n",
+        "              \"@type\": type.googleapis.com/envoy.extensions.http.original_ip_detection.xff.v3.XffConfig\n",
+        "              xff_num_trusted_hops: 1\n",
+    ))
+    .unwrap();
+    assert_eq!(xff.trust.xff_num_trusted_hops, 1);
+    assert!(!xff.trust.use_remote_address);
+
+    for (extra, want) in [
+        (
+            "          strip_matching_host_port: true\n          strip_any_host_port: true\n",
+            "strip_matching_host_port: may not be combined with strip_any_host_port",
+        ),
+        (
+            "          via: \"a\\nb\"\n",
+            "via: \"a\\nb\" is not a valid header value",
+        ),
+        (
+            "          use_remote_address: true\n          original_ip_detection_extensions: [ { name: x, typed_config: { \"@type\": type.googleapis.com/envoy.extensions.http.original_ip_detection.xff.v3.XffConfig } } ]\n",
+            "original_ip_detection_extensions: may not be combined with use_remote_address",
+        ),
+        (
+            "          internal_address_config: { cidr_ranges: [ { address_prefix: nope } ] }\n",
+            "internal_address_config.cidr_ranges[0].address_prefix: malformed IP address",
+        ),
+        (
+            "          request_id_extension: {}\n",
+            "request_id_extension",
+        ),
+    ] {
+        let err = hcm(extra).expect_err(extra).to_string();
+        assert!(err.contains(want), "{err}\nwanted {want:?}");
+    }
 }
 
 #[test]

@@ -16,6 +16,7 @@ fn record<'a>(req: &'a [Option<&'a [u8]>], resp: &'a [Option<&'a [u8]>]) -> LogR
         upstream_host: Some("10.0.0.1:8080".parse().unwrap()),
         upstream_cluster: Some("backend"),
         downstream: Some("192.0.2.7:51234".parse().unwrap()),
+        downstream_direct: Some("10.9.9.9:40000".parse().unwrap()),
         sni: None,
         req,
         resp,
@@ -112,5 +113,17 @@ fn json_has_sorted_keys_numbers_and_nulls() {
     assert_eq!(
         line(&f, &record(&req, &[])),
         "{\"msg\":\"took 12 ms \\\"ok\\\"\",\"path\":\"/x\",\"status\":200,\"ua\":null}\n"
+    );
+}
+
+#[test]
+fn the_direct_remote_address_is_the_peer() {
+    let f = LogFormat::text(
+        "%DOWNSTREAM_REMOTE_ADDRESS% %DOWNSTREAM_DIRECT_REMOTE_ADDRESS% %DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT%",
+    )
+    .unwrap();
+    assert_eq!(
+        line(&f, &record(&[], &[])),
+        "192.0.2.7:51234 10.9.9.9:40000 10.9.9.9"
     );
 }

@@ -70,14 +70,21 @@ pub struct HttpConnectionManager {
     pub max_requests_per_connection: Option<u32>,
     /// `drain_timeout` for GOAWAY on reload/shutdown (Envoy default 5 s).
     pub drain_timeout: Duration,
-    /// Append the downstream peer to `x-forwarded-for`: Envoy's
-    /// `use_remote_address: true` without `skip_xff_append` (Envoy's default
-    /// is false; edge deployments set it).
-    pub append_x_forwarded_for: bool,
-    /// `use_remote_address`: the edge overwrites `x-forwarded-proto` with
-    /// the downstream connection's scheme (otherwise it is set only when
-    /// absent), as Envoy with `xff_num_trusted_hops: 0`.
-    pub overwrite_forwarded_proto: bool,
+    /// Who the client is and what it may tell us: `use_remote_address`,
+    /// `xff_num_trusted_hops`, `internal_address_config` (see
+    /// [`crate::forwarding`]).
+    pub trust: ClientTrust,
+    /// `generate_request_id`, `preserve_external_request_id`,
+    /// `always_set_request_id_in_response`.
+    pub request_id: RequestIdPolicy,
+    /// `via`: appended to the `via` of requests and responses.
+    pub via: Option<String>,
+    /// `server_name` and `server_header_transformation`.
+    pub server_header: ServerHeader,
+    /// `normalize_path`, `merge_slashes`, `path_with_escaped_slashes_action`.
+    pub path_normalization: crate::path::PathNormalization,
+    /// `strip_matching_host_port` / `strip_any_host_port`.
+    pub strip_host_port: StripHostPort,
     /// The router's Envoy headers (not `suppress_envoy_headers`): requests
     /// go upstream with `x-envoy-expected-rq-timeout-ms`.
     pub envoy_headers: bool,
@@ -203,4 +210,116 @@ impl Default for Http2FloodLimits {
             max_inbound_window_update_frames_per_data_frame_sent: 10,
         }
     }
+}
+
+/// The connection manager's view of its clients: Envoy's
+/// `use_remote_address`, `skip_xff_append`, `xff_num_trusted_hops` and
+/// `internal_address_config`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientTrust {
+    /// The connection's peer is the client (an edge); else the client is
+    /// read from `x-forwarded-for`.
+    pub use_remote_address: bool,
+    /// With `use_remote_address`, the peer is not appended to
+    /// `x-forwarded-for`.
+    pub skip_xff_append: bool,
+    /// Proxies in front of us whose `x-forwarded-for` entries we trust.
+    pub xff_num_trusted_hops: u32,
+    /// Which client addresses make a request internal.
+    pub internal: InternalAddresses,
+}
+
+impl ClientTrust {
+    /// Whether the peer is appended to `x-forwarded-for`.
+    pub fn appends_forwarded_for(&self) -> bool {
+        self.use_remote_address && !self.skip_xff_append
+    }
+
+    /// Whether a client's `x-forwarded-proto` is replaced by the
+    /// connection's scheme (else it is set only when absent): an edge that
+    /// trusts no proxy in front of it, as Envoy.
+    pub fn overwrites_forwarded_proto(&self) -> bool {
+        self.use_remote_address && self.xff_num_trusted_hops == 0
+    }
+}
+
+/// `internal_address_config`: the client addresses whose requests are
+/// internal (they keep the `x-envoy-*` headers that steer the router).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum InternalAddresses {
+    /// Unset: no address is internal (Envoy 1.40's default).
+    #[default]
+    None,
+    /// Set without `cidr_ranges`: Envoy's legacy list (RFC 1918,
+    /// `127.0.0.1`, `::1`, `fd00::/8`).
+    Legacy,
+    /// `cidr_ranges`.
+    Ranges(Vec<crate::filter_chain::CidrRange>),
+}
+
+/// `x-request-id` handling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestIdPolicy {
+    /// `generate_request_id` (default true): a request without one gets a
+    /// UUID v4; an edge request's is replaced unless `preserve_external`.
+    pub generate: bool,
+    /// `preserve_external_request_id`.
+    pub preserve_external: bool,
+    /// `always_set_request_id_in_response`.
+    pub in_response: bool,
+}
+
+impl Default for RequestIdPolicy {
+    fn default() -> Self {
+        Self {
+            generate: true,
+            preserve_external: false,
+            in_response: false,
+        }
+    }
+}
+
+/// `server_name` and `server_header_transformation`: the `server` field
+/// of responses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerHeader {
+    /// `server_name` (default `envoy`, Envoy's).
+    pub name: String,
+    pub transformation: ServerHeaderTransformation,
+}
+
+impl Default for ServerHeader {
+    fn default() -> Self {
+        Self {
+            name: DEFAULT_SERVER_NAME.into(),
+            transformation: ServerHeaderTransformation::Overwrite,
+        }
+    }
+}
+
+/// Envoy's default `server_name`.
+pub const DEFAULT_SERVER_NAME: &str = "envoy";
+
+/// `server_header_transformation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ServerHeaderTransformation {
+    /// Every response says `server: <server_name>` (Envoy's default).
+    #[default]
+    Overwrite,
+    /// Only a response without a `server` gets ours.
+    AppendIfAbsent,
+    /// The upstream's, or none.
+    PassThrough,
+}
+
+/// `strip_matching_host_port` / `strip_any_host_port`: the port taken off
+/// the `host` before routing and forwarding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StripHostPort {
+    #[default]
+    None,
+    /// Only the listener's own port.
+    Matching,
+    /// Any port.
+    Any,
 }

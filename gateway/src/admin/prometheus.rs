@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 45] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 47] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -164,6 +164,18 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 45] = [
             "counter",
             "Requests answered by a route's direct_response (Envoy's rq_direct_response).",
             |s| &s.downstream.rq_direct_response,
+        ),
+        (
+            "gateway_downstream_rq_redirected_with_normalized_path",
+            "counter",
+            "Requests answered 307 to their path unescaped and normalized (path_with_escaped_slashes_action UNESCAPE_AND_REDIRECT).",
+            |s| &s.downstream.rq_redirected_with_normalized_path,
+        ),
+        (
+            "gateway_downstream_rq_failed_path_normalization",
+            "counter",
+            "Requests answered 400 for an escaped slash in their path (path_with_escaped_slashes_action REJECT_REQUEST).",
+            |s| &s.downstream.rq_failed_path_normalization,
         ),
         (
             "gateway_downstream_header_values_refused",

@@ -118,8 +118,17 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             max_connection_duration: None,
             max_requests_per_connection: None,
             drain_timeout: Duration::from_secs(1),
-            append_x_forwarded_for: true,
-            overwrite_forwarded_proto: true,
+            // An edge listener (`use_remote_address: true`), with Envoy's
+            // other defaults.
+            trust: engine::ClientTrust {
+                use_remote_address: true,
+                ..Default::default()
+            },
+            request_id: Default::default(),
+            via: None,
+            server_header: Default::default(),
+            path_normalization: Default::default(),
+            strip_host_port: Default::default(),
             envoy_headers: true,
             http_filters: vec![engine::HttpFilter::router()],
         },

@@ -131,6 +131,17 @@ pub fn route_table_bootstrap(
     route_config: &str,
     clusters: &str,
 ) -> Result<engine::Bootstrap, xds::Error> {
+    hcm_bootstrap("", route_config, clusters)
+}
+
+/// [`route_table_bootstrap`] with `hcm_fields` (YAML lines at the
+/// connection manager's field indentation, 10 spaces) in the connection
+/// manager.
+pub fn hcm_bootstrap(
+    hcm_fields: &str,
+    route_config: &str,
+    clusters: &str,
+) -> Result<engine::Bootstrap, xds::Error> {
     let clusters = match clusters.trim() {
         "" => String::new(),
         _ => format!("  clusters:\n{clusters}"),
@@ -148,6 +159,7 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
+{hcm_fields}
           http_filters:
           - name: envoy.filters.http.router
           route_config:

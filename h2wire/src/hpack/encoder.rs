@@ -42,6 +42,16 @@ impl Hasher for KeyIsHash {
     }
 }
 
+/// Fields whose value is new in every message (request and trace ids):
+/// indexing one would only evict entries that do repeat. Sent as literals
+/// naming the field, left out of the table.
+fn unique_per_message(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"x-request-id" | b"traceparent" | b"x-b3-traceid" | b"x-b3-spanid" | b"x-amzn-trace-id"
+    )
+}
+
 /// The encoding side of one connection's HPACK context.
 ///
 /// Strategy: an exact static match, then an exact dynamic match, is sent
@@ -159,7 +169,7 @@ impl Encoder {
         let max = self.table.max_size();
         if never_index {
             self.literal(name_index, 4, 0b0001_0000, name, value, dst);
-        } else if max == 0 || size * 4 > max * 3 {
+        } else if max == 0 || size * 4 > max * 3 || unique_per_message(name) {
             // Would flush most of the table for one field that may not repeat.
             self.literal(name_index, 4, 0b0000_0000, name, value, dst);
         } else {
@@ -347,6 +357,16 @@ mod tests {
             (e.by_field.len(), e.by_name.len(), e.hashes.len()),
             (1, 1, 1)
         );
+    }
+
+    #[test]
+    fn request_ids_stay_out_of_the_table() {
+        let mut e = Encoder::new();
+        let first = encode(&mut e, &[("x-request-id", "a", false)]);
+        let again = encode(&mut e, &[("x-request-id", "a", false)]);
+        // A literal without indexing both times (0000xxxx), not an index.
+        assert_eq!(first[0] & 0xf0, 0);
+        assert_eq!(first, again);
     }
 
     #[test]

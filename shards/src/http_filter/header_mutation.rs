@@ -148,6 +148,7 @@ fn render(f: &LogFormat, head: Head<'_>, edits: &HeaderEdits, input: &FormatInpu
         status: input.status,
         upstream_host: input.upstream,
         downstream: Some(input.peer),
+        downstream_direct: Some(input.peer),
         sni: input.sni,
         req: &req_values,
         resp: &resp_values,

@@ -142,6 +142,7 @@ impl Connection {
             tcp,
             conn,
             chain: position,
+            local_port,
         } = opened?;
         let chain = cfg.chains().nth(position)?;
         let drains = Drains {
@@ -154,7 +155,7 @@ impl Connection {
         // check): it is answered once and told, not closed as idle.
         let lifecycle = Lifecycle::new(Limits::of(&chain.http), Instant::now(), drains.any_fired());
         let sni = tcp.server_name().map(Box::from);
-        let streams = Streams::new(wire, conn, peer, &cfg, position, sni);
+        let streams = Streams::new(wire, conn, (peer, local_port), &cfg, position, sni);
         let unseen = rb.buf.len();
         Some(Self {
             wire: Rc::clone(wire),

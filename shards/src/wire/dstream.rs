@@ -4,6 +4,7 @@
 //! the connection's streams (`streams`), and what its filters keep between
 //! hooks lives here too.
 
+use super::streams::ClientClass;
 use std::time::{Duration, Instant};
 
 use engine::outlier::CallResult;
@@ -61,6 +62,14 @@ pub(crate) struct DStream {
     /// The `x-forwarded-proto` we set (the connection's scheme), when we
     /// set one: the client's, if any, then stays out.
     pub(super) xfp: Option<&'static [u8]>,
+    /// Who the client is: which of Envoy's `x-envoy-*` fields of its
+    /// go upstream, and whether ours say internal.
+    pub(super) class: ClientClass,
+    /// An edge request's client address, for `x-envoy-external-address`.
+    pub(super) external: Option<std::net::IpAddr>,
+    /// Its `x-request-id`, kept for the response when the listener says
+    /// `always_set_request_id_in_response`.
+    pub(super) request_id: Option<Box<[u8]>>,
     /// Requests carry the router's `x-envoy-expected-rq-timeout-ms`.
     pub(super) envoy_headers: bool,
     /// The request came without a body (END_STREAM on its head).
@@ -157,6 +166,9 @@ impl DStream {
             authority: None,
             xff: None,
             xfp: None,
+            class: ClientClass::External,
+            external: None,
+            request_id: None,
             envoy_headers: false,
             bodyless,
             retried_lost: false,

@@ -30,6 +30,9 @@ pub(crate) struct LogState {
     pub status: Option<u16>,
     /// Envoy's response flag for how the stream failed, if it did.
     pub flags: &'static str,
+    /// The client, when a trusted `x-forwarded-for` entry names another
+    /// than the connection's peer (`%DOWNSTREAM_REMOTE_ADDRESS%`).
+    remote: Option<SocketAddr>,
 }
 
 /// A field's value; `host` stands in for a missing `:authority`.
@@ -40,7 +43,12 @@ fn field<'a>(head: &'a HeaderList, name: &str) -> Option<&'a [u8]> {
 
 impl LogState {
     /// Starts a stream's record from its request head.
-    pub fn new(targets: &LogTargets, head: &HeaderList, now: Instant) -> Box<Self> {
+    pub fn new(
+        targets: &LogTargets,
+        head: &HeaderList,
+        now: Instant,
+        remote: Option<SocketAddr>,
+    ) -> Box<Self> {
         let mut s = Box::new(Self {
             start: SystemTime::now(),
             started: now,
@@ -51,6 +59,7 @@ impl LogState {
             bytes_sent: 0,
             status: None,
             flags: "",
+            remote,
         });
         for (_, f) in targets {
             for n in f.req_fields() {
@@ -123,7 +132,8 @@ impl LogState {
                 bytes_sent: self.bytes_sent,
                 upstream_host: upstream.map(|(a, _)| a),
                 upstream_cluster: upstream.map(|(_, c)| c),
-                downstream: Some(downstream),
+                downstream: Some(self.remote.unwrap_or(downstream)),
+                downstream_direct: Some(downstream),
                 sni,
                 req: &req,
                 resp: &resp,

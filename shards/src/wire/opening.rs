@@ -27,6 +27,8 @@ pub(super) struct Opened {
     /// The position of the filter chain serving it, in the listener's
     /// `chains()` order.
     pub chain: usize,
+    /// The port the client connected to (`strip_matching_host_port`).
+    pub local_port: u16,
 }
 
 /// A new connection's opening: `tls_inspector` when the listener has it,
@@ -46,7 +48,8 @@ pub(super) async fn open(
 ) -> Option<Opened> {
     let _ = tcp.set_nodelay(true);
     // A system call per connection, made only when some chain needs it.
-    let local = if listener.chain_table.needs_local_address() {
+    // A listener bound to port 0 (tests) knows its port only from here.
+    let local = if listener.chain_table.needs_local_address() || listener.address.port() == 0 {
         tcp.local_addr().unwrap_or(listener.address)
     } else {
         listener.address
@@ -123,6 +126,7 @@ pub(super) async fn open(
         tcp,
         conn,
         chain: position,
+        local_port: local.port(),
     })
 }
 

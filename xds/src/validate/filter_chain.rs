@@ -298,7 +298,7 @@ fn server_name(n: &str, path: &Path) -> Result<String> {
 
 /// CIDR ranges, masked; an IPv4 length above 32 taken as 32 (A36), one
 /// above 128 refused.
-fn ranges(v: &[core::CidrRange], path: &Path) -> Result<Vec<CidrRange>> {
+pub(super) fn ranges(v: &[core::CidrRange], path: &Path) -> Result<Vec<CidrRange>> {
     v.iter()
         .enumerate()
         .map(|(i, r)| {

@@ -12,6 +12,7 @@ use engine::{
 use prost::Name;
 
 use super::common::{reject_set, timeout_or, u32_in};
+use super::hcm_headers;
 use super::route::route_config;
 use super::source::Allowed;
 use crate::decode::{any_type_name, any_type_url, unpack};
@@ -86,7 +87,7 @@ pub fn http_connection_manager(
     if m.stat_prefix.is_empty() {
         return Err(Error::invalid(path.field("stat_prefix"), "required"));
     }
-    let append_x_forwarded_for = append_x_forwarded_for(m, path)?;
+    let trust = hcm_headers::client_trust(m, path)?;
     let (route_config, rds) = routes(m, path, known_clusters)?;
     let http_filters = http_filters(&m.http_filters, &path.field("http_filters"))?;
     let envoy_headers = router_envoy_headers(&m.http_filters);
@@ -167,8 +168,12 @@ pub fn http_connection_manager(
         )?,
         max_requests_per_connection: common.max_requests_per_connection.filter(|&n| n > 0),
         drain_timeout,
-        append_x_forwarded_for,
-        overwrite_forwarded_proto: m.use_remote_address.unwrap_or(false),
+        trust,
+        request_id: hcm_headers::request_id(m),
+        via: hcm_headers::via(m, path)?,
+        server_header: hcm_headers::server_header(m, path)?,
+        path_normalization: hcm_headers::path_normalization(m, path)?,
+        strip_host_port: hcm_headers::strip_host_port(m, path)?,
         envoy_headers,
         http_filters,
     })
@@ -181,21 +186,16 @@ fn reject_unimplemented(m: &hcm::HttpConnectionManager, path: &Path) -> Result<(
         m,
         add_user_agent,
         tracing,
-        server_name,
         forward_client_cert_details,
         proxy_100_continue,
-        via,
         upgrade_configs,
         delayed_close_timeout,
         request_timeout,
-        normalize_path,
-        preserve_external_request_id,
-        merge_slashes,
-        server_header_transformation,
+        request_id_extension,
         local_reply_config,
-        strip_matching_host_port,
         stream_error_on_invalid_http_message,
-        strip_port_mode,
+        strip_trailing_host_dot,
+        append_x_forwarded_port,
         http3_protocol_options,
     );
     Ok(())
@@ -211,26 +211,6 @@ fn codec_type(v: i32, path: &Path) -> Result<engine::CodecType> {
         Ok(other) => Err(Error::unsupported_value(path.clone(), other.as_str_name())),
         Err(_) => Err(Error::invalid(path.clone(), format!("unknown value {v}"))),
     }
-}
-
-/// Whether the peer is appended to `x-forwarded-for` (`use_remote_address`
-/// without `skip_xff_append`).
-fn append_x_forwarded_for(m: &hcm::HttpConnectionManager, path: &Path) -> Result<bool> {
-    // We trust only the connection's peer address (no XFF hops), and never
-    // generate `x-request-id`: accept the settings that say exactly that.
-    if m.xff_num_trusted_hops != 0 {
-        return Err(Error::unsupported_msg(
-            path.field("xff_num_trusted_hops"),
-            "only 0 is supported",
-        ));
-    }
-    if m.generate_request_id.is_some_and(|v| v) {
-        return Err(Error::unsupported_msg(
-            path.field("generate_request_id"),
-            "request id generation is not supported; set it to false",
-        ));
-    }
-    Ok(m.use_remote_address.unwrap_or(false) && !m.skip_xff_append)
 }
 
 /// The route table: `route_config` inline (checked against

@@ -8,6 +8,7 @@ pub(crate) mod common;
 mod dns;
 mod filter_chain;
 mod hash_policy;
+mod hcm_headers;
 mod header_mutation;
 mod health_check;
 mod http_connection_manager;

@@ -14,6 +14,11 @@ mod outcome;
 mod phases;
 mod reply;
 mod retry;
+mod setup;
+mod stamp;
+
+pub(crate) use stamp::ClientClass;
+use stamp::ResponseStamp;
 mod upstream;
 
 use std::net::SocketAddr;
@@ -69,6 +74,8 @@ pub(crate) struct ConnCx {
     /// This connection's inbox.
     pub inbox: usize,
     pub peer: SocketAddr,
+    /// The port the client connected to.
+    pub local_port: u16,
     /// The config the connection was accepted under: streams fall back to
     /// it when a reload removed the listener while the connection drains.
     pub listener: Arc<Listener>,
@@ -85,6 +92,8 @@ pub(crate) struct ConnCx {
     pub protocol: &'static str,
     /// `https` over TLS, else `http`: what `x-forwarded-proto` says.
     pub scheme: &'static [u8],
+    /// What the connection manager puts on every response head.
+    pub stamp: ResponseStamp,
 }
 
 impl ConnCx {
@@ -238,14 +247,19 @@ impl Streams {
     pub fn new(
         wire: &Rc<WireShard>,
         conn: DownCodec,
-        peer: SocketAddr,
+        (peer, local_port): (SocketAddr, u16),
         listener: &Arc<Listener>,
         chain: usize,
         sni: Option<Box<str>>,
     ) -> Self {
-        let (chain_id, logs, tls) = match listener.chains().nth(chain) {
-            Some(c) => (c.id, wire.log_targets(&c.http), c.tls.is_some()),
-            None => (0, Vec::new(), false),
+        let (chain_id, logs, tls, stamp) = match listener.chains().nth(chain) {
+            Some(c) => (
+                c.id,
+                wire.log_targets(&c.http),
+                c.tls.is_some(),
+                ResponseStamp::of(&c.http),
+            ),
+            None => (0, Vec::new(), false, ResponseStamp::default()),
         };
         let protocol = conn.protocol();
         Self {
@@ -253,6 +267,7 @@ impl Streams {
                 wire: Rc::clone(wire),
                 inbox: wire.inboxes.open(),
                 peer,
+                local_port,
                 listener: Arc::clone(listener),
                 chain: chain_id,
                 chain_hint: chain,
@@ -260,6 +275,7 @@ impl Streams {
                 sni,
                 protocol,
                 scheme: if tls { b"https" } else { b"http" },
+                stamp,
             },
             conn,
             table: AHashMap::default(),

@@ -1,8 +1,10 @@
 //! The request phases of one proxied stream, in order, and where the HTTP filters run in them: this file reads top to bottom as a stream lives.
 //!
 //! ```text
-//!  1. request headers   on_request: the route (virtual host by :authority, first
-//!                       matching route), then every filter's on_request_headers in
+//!  1. request headers   on_request: the connection manager's edits (path, host,
+//!                       client, x-request-id, via: streams/stamp.rs), the route
+//!                       (virtual host by :authority, first matching route:
+//!                       streams/setup.rs), then every filter's on_request_headers in
 //!                       order, the router last (cluster, host, the route's request
 //!                       header edits, or a redirect / direct response: http_filter::router);
 //!                       a filter may answer (→ local reply) or pause (→ resume)
@@ -11,7 +13,8 @@
 //!  3. request body      on_request_data, on_request_trailers: filters in order,
 //!                       then queued upstream
 //!  4. response headers  on_response_head: the route's header edits, filters in
-//!                       reverse, then downstream
+//!                       reverse, the connection manager's (server, via,
+//!                       x-request-id), then downstream
 //!  5. response body     on_response_data, on_response_trailers: filters in reverse,
 //!                       then queued downstream; bodies cross in streams/forward.rs
 //!  6. finish            every filter's on_log, the stats, the outcome for outlier
@@ -30,10 +33,9 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use engine::headers::{append_forwarded_for, is_grpc_content_type};
+use engine::headers::is_grpc_content_type;
 use engine::outlier::CallResult;
 use engine::retry::AttemptEnd;
-use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
@@ -42,7 +44,6 @@ use super::reply::{grpc_status, status_of};
 use super::upstream::idempotent;
 use super::{enqueue, reply, upstream, ConnCx, Streams};
 use crate::http_filter::chain::{self, Reached};
-use crate::http_filter::router::{text, HeadView};
 use crate::http_filter::{
     HeaderEdits, Reply, RequestHead, ResponseHead, Resumed, StreamSummary, Trailers,
 };
@@ -51,7 +52,6 @@ use crate::stats::HostCounter;
 use crate::wire::body::{owned, queued, Item};
 use crate::wire::codec::DownCodec;
 use crate::wire::dstream::{DStream, Target};
-use crate::wire::logging::LogState;
 use crate::wire::pool::PoolRef;
 
 /// Attempts per request when upstreams refuse streams before processing
@@ -85,60 +85,13 @@ impl Streams {
                 return self.conn.recycle(head);
             }
         };
-        let cx = &self.cx;
-        if let Some(hcm) = s.snap.as_ref().and_then(|snap| cx.hcm(snap)) {
-            s.filtered = hcm.http_filters.len() > 1;
-            // The request's random value: `runtime_fraction` matches.
-            let random = cx.wire.shard.random_u64();
-            let routed = route_request_at(&hcm.route_config, &HeadView(&head), random);
-            s.route = routed.map(|(at, _)| at);
-            // Its response heads get the route's edits (from the config,
-            // which the stream then keeps).
-            s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());
-            let policy = routed.and_then(|(_, r)| r.action.forward()?.retry_policy.as_ref());
-            s.retry_policy = policy.is_some();
-            s.retry_any_status = policy.is_some_and(|p| !p.retriable_status_codes.is_empty());
-            if let Some((route, action)) =
-                routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
-            {
-                let view = HeadView(&head);
-                let path = view.path();
-                s.path = match (&action.prefix_rewrite, &action.regex_rewrite) {
-                    (Some(new), _) => Some(rewrite_path(&route.matcher, new, path)),
-                    (None, Some((re, sub))) => Some(regex_rewrite_path(re, sub, path)),
-                    (None, None) => None,
-                }
-                .map(|p| p.into_bytes().into_boxed_slice());
-                s.authority = action
-                    .host_rewrite_literal
-                    .as_ref()
-                    .map(|h| h.as_bytes().into());
-                s.timeout = match grpc {
-                    true => action.timeout_for(
-                        head.get(b"grpc-timeout")
-                            .and_then(engine::headers::parse_grpc_timeout),
-                    ),
-                    false => action.timeout,
-                };
-                s.per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
-                s.count_attempts = action.attempt_count;
-            }
-            s.xff = hcm.append_x_forwarded_for.then(|| {
-                let xff = text(head.get(b"x-forwarded-for"));
-                append_forwarded_for(xff, cx.peer.ip())
-                    .into_bytes()
-                    .into_boxed_slice()
-            });
-            // Envoy's HCM: the edge (`use_remote_address`) overwrites it,
-            // an inner hop trusts the client's.
-            let client_xfp = head.get(b"x-forwarded-proto").is_some();
-            s.xfp = (hcm.overwrite_forwarded_proto || !client_xfp).then_some(cx.scheme);
-            s.envoy_headers = hcm.envoy_headers;
-            s.idle = hcm.stream_idle_timeout;
-            s.ends_at = hcm.max_stream_duration.map(|d| now + d);
-        }
-        s.log = (!cx.logs.is_empty()).then(|| LogState::new(&cx.logs, &head, now));
+        let mut head = head;
+        // The connection manager's edits and the route (`streams/setup.rs`).
+        let refused = self.cx.set_up(s, &mut head, grpc, now).err();
         s.head = Some(head);
+        if let Some(reply) = refused {
+            return self.fail_with(stream, *reply, None);
+        }
         self.admit(stream, 0, true);
     }
 
@@ -606,6 +559,9 @@ impl Streams {
             // too is not asked again (no loop of replies).
             let _ = chain::response_headers(f, cx, &mut rh);
         });
+        self.cx
+            .stamp
+            .response(None, &mut edits, s.request_id.as_deref());
         let stats = &self.cx.wire.shard.stats.downstream;
         let sent = reply::send(&mut self.conn, stream, &reply, &edits, s.grpc, head_only);
         stats.responses.record(sent);
@@ -760,6 +716,8 @@ fn on_response_head(
         // No byte of the head went out: the client gets the filter's reply.
         return Then::Refuse(reply);
     }
+    p.cx.stamp
+        .response(Some(head), edits, s.request_id.as_deref());
     if let Some(l) = s.log.as_mut() {
         l.on_response(&p.cx.logs, status, Some(head));
     }

@@ -6,6 +6,7 @@ use engine::headers::{is_hop_by_hop, keep_te};
 use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 
+use super::stamp::{self, ClientClass};
 use super::{touch, Streams};
 use crate::http_filter::HeaderEdits;
 use crate::local_reply::LocalReply;
@@ -19,13 +20,15 @@ use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
 struct Ours {
     xff: bool,
     xfp: bool,
-    expected_timeout: bool,
     attempt_count: bool,
+    /// Which of the client's `x-envoy-*` fields stay (`stamp.rs`).
+    class: ClientClass,
 }
 
 /// Whether a request field goes upstream as it is: not a pseudo-header
 /// (rebuilt), `host` (it is `:authority`), hop-by-hop, a `te` other than
-/// `trailers`, or one of [`Ours`] that we set.
+/// `trailers`, one of [`Ours`] that we set, or one of Envoy's internal
+/// fields the client may not send.
 fn forwarded(name: &[u8], value: &[u8], ours: Ours) -> bool {
     if name.first() == Some(&b':') || name == b"host" {
         return false;
@@ -35,12 +38,11 @@ fn forwarded(name: &[u8], value: &[u8], ours: Ours) -> bool {
     }
     if (ours.xff && name == b"x-forwarded-for")
         || (ours.xfp && name == b"x-forwarded-proto")
-        || (ours.expected_timeout && name == EXPECTED_TIMEOUT)
         || (ours.attempt_count && name == ATTEMPT_COUNT)
     {
         return false;
     }
-    !is_hop_by_hop(name)
+    !is_hop_by_hop(name) && stamp::client_field_kept(name, ours.class)
 }
 
 /// The router's header telling the upstream how long we wait for it.
@@ -101,9 +103,12 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
     let ours = Ours {
         xff: xff.is_some(),
         xfp: xfp.is_some(),
-        expected_timeout: expected_timeout.is_some(),
         attempt_count: attempt_count.is_some(),
+        class: s.class,
     };
+    let internal = (s.class == ClientClass::Internal).then_some(&b"true"[..]);
+    let mut ip = [0u8; 48];
+    let external = s.external.map(|a| stamp::external_address(a, &mut ip));
     // Ours go after the client's, in Envoy's order. Cookies go out never
     // indexed: they differ per client, and one upstream connection
     // carries many clients (RFC 7541 §7.1.3).
@@ -115,6 +120,8 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .chain(xfp.map(|v| (&b"x-forwarded-proto"[..], v, false)))
         .chain(expected_timeout.map(|v| (EXPECTED_TIMEOUT, v, false)))
         .chain(attempt_count.map(|v| (ATTEMPT_COUNT, v, false)))
+        .chain(internal.map(|v| (stamp::INTERNAL, v, false)))
+        .chain(external.map(|v| (stamp::EXTERNAL_ADDRESS, v, false)))
         .chain(edits.added().map(|(n, v)| (n, v, n == b"cookie")));
     let scheme = pool.scheme();
     pool.conn_at(slot)?

@@ -1,0 +1,112 @@
+//! Phase 1's start, for a new stream: the connection manager's own edits of its request (`stamp.rs`), its route, and what the stream keeps of both (rewrites, timeouts, retry policy, forwarding fields, the access log's record).
+
+use std::time::Instant;
+
+use engine::headers::append_forwarded_for;
+use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
+use h2wire::message::HeaderList;
+
+use super::stamp::{self, ClientClass};
+use super::ConnCx;
+use crate::http_filter::router::HeadView;
+use crate::http_filter::Reply;
+use crate::wire::dstream::DStream;
+use crate::wire::logging::LogState;
+
+impl ConnCx {
+    /// Sets up `s` for its request `head` (which the connection manager
+    /// may rewrite). `Err`: the reply the connection manager makes instead
+    /// (a path normalization's).
+    pub(super) fn set_up(
+        &self,
+        s: &mut DStream,
+        head: &mut HeaderList,
+        grpc: bool,
+        now: Instant,
+    ) -> Result<(), Box<Reply>> {
+        let cx = self;
+        let mut remote = None;
+        let mut refused = None;
+        if let Some(hcm) = s.snap.as_ref().and_then(|snap| cx.hcm(snap)) {
+            let shard = &cx.wire.shard;
+            let at = (cx.peer, cx.local_port);
+            let random = || shard.random_u64();
+            match stamp::request(hcm, head, at, random, &shard.stats.downstream) {
+                Ok(st) => {
+                    s.class = st.class;
+                    s.external = (st.class == ClientClass::Edge).then(|| st.client.remote.ip());
+                    remote = (st.client.remote != cx.peer).then_some(st.client.remote);
+                    if hcm.request_id.in_response {
+                        s.request_id = head.get(stamp::REQUEST_ID).map(Box::from);
+                    }
+                }
+                Err(reply) => refused = Some(reply),
+            }
+        }
+        let hcm = s.snap.as_ref().and_then(|snap| cx.hcm(snap));
+        if let Some(hcm) = hcm.filter(|_| refused.is_none()) {
+            s.filtered = hcm.http_filters.len() > 1;
+            // The request's random value: `runtime_fraction` matches.
+            let random = cx.wire.shard.random_u64();
+            let routed = route_request_at(&hcm.route_config, &HeadView(head), random);
+            s.route = routed.map(|(at, _)| at);
+            // Its response heads get the route's edits (from the config,
+            // which the stream then keeps).
+            s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());
+            let policy = routed.and_then(|(_, r)| r.action.forward()?.retry_policy.as_ref());
+            s.retry_policy = policy.is_some();
+            s.retry_any_status = policy.is_some_and(|p| !p.retriable_status_codes.is_empty());
+            if let Some((route, action)) =
+                routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
+            {
+                let view = HeadView(head);
+                let path = view.path();
+                s.path = match (&action.prefix_rewrite, &action.regex_rewrite) {
+                    (Some(new), _) => Some(rewrite_path(&route.matcher, new, path)),
+                    (None, Some((re, sub))) => Some(regex_rewrite_path(re, sub, path)),
+                    (None, None) => None,
+                }
+                .map(|p| p.into_bytes().into_boxed_slice());
+                s.authority = action
+                    .host_rewrite_literal
+                    .as_ref()
+                    .map(|h| h.as_bytes().into());
+                s.timeout = match grpc {
+                    true => action.timeout_for(
+                        head.get(b"grpc-timeout")
+                            .and_then(engine::headers::parse_grpc_timeout),
+                    ),
+                    false => action.timeout,
+                };
+                s.per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
+                s.count_attempts = action.attempt_count;
+                if s.class == ClientClass::Internal {
+                    // Only an internal client may steer the router (Envoy).
+                    if let Some(t) = stamp::millis(head, b"x-envoy-upstream-rq-timeout-ms") {
+                        s.timeout = t;
+                    }
+                    let per_try = b"x-envoy-upstream-rq-per-try-timeout-ms";
+                    if let Some(t) = stamp::millis(head, per_try) {
+                        s.per_try = t;
+                    }
+                }
+            }
+            s.xff = hcm.trust.appends_forwarded_for().then(|| {
+                let xff = stamp::joined(head, b"x-forwarded-for");
+                append_forwarded_for(xff.as_deref(), cx.peer.ip())
+                    .into_bytes()
+                    .into_boxed_slice()
+            });
+            // Envoy's HCM: the edge (`use_remote_address`) overwrites it,
+            // an inner hop trusts the client's.
+            let client_xfp = head.get(b"x-forwarded-proto").is_some();
+            s.xfp = (hcm.trust.overwrites_forwarded_proto() || !client_xfp).then_some(cx.scheme);
+            s.envoy_headers = hcm.envoy_headers;
+            s.idle = hcm.stream_idle_timeout;
+            s.ends_at = hcm.max_stream_duration.map(|d| now + d);
+        }
+        // A refused request is logged too.
+        s.log = (!cx.logs.is_empty()).then(|| LogState::new(&cx.logs, head, now, remote));
+        refused.map_or(Ok(()), Err)
+    }
+}
