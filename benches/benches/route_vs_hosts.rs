@@ -164,6 +164,7 @@ fn route_and_pick(wire: &WireShard, snap: &Snapshot, parts: &Parts) -> Option<So
     let name = match &route.action.forward()?.target {
         ClusterTarget::Cluster(name) => name.as_str(),
         ClusterTarget::Weighted(w) => w.pick(shard.random()),
+        ClusterTarget::Header(_) => return None,
     };
     let cluster = snap.cluster(name)?;
     shard

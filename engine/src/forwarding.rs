@@ -35,23 +35,29 @@ pub struct Client {
 /// The client of a request from `peer` whose `x-forwarded-for` fields,
 /// joined with commas, are `xff` (`None` when it has none).
 pub fn client(trust: &ClientTrust, peer: SocketAddr, xff: Option<&str>) -> Client {
+    // An IPv4 client of a dual-stack listener is an IPv4 client.
+    let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
     let hops = trust.xff_num_trusted_hops;
-    let (from_xff, may_be_internal) = if trust.use_remote_address {
+    // The address a request's internal status is judged by, if any.
+    let (from_xff, judged) = if trust.use_remote_address {
         let found = match hops {
             0 => None,
             n => xff.and_then(|x| from_right(x, n - 1).0),
         };
-        (found, xff.is_none())
+        // Internal only if it came with no x-forwarded-for at all.
+        (found, xff.is_none().then(|| found.unwrap_or(peer.ip())))
     } else {
         match xff {
-            Some(x) => from_right(x, hops),
-            None => (None, false),
+            // Only a list of one address, and never the peer: an entry
+            // that is not an address makes the request external.
+            Some(x) => {
+                let (found, single) = from_right(x, hops);
+                (found, found.filter(|_| single))
+            }
+            None => (None, None),
         }
     };
-    let internal = may_be_internal
-        && from_xff
-            .or(Some(peer.ip()))
-            .is_some_and(|ip| trust.internal.contains(ip));
+    let internal = judged.is_some_and(|ip| trust.internal.contains(ip));
     Client {
         remote: from_xff.map_or(peer, |ip| SocketAddr::new(ip, 0)),
         internal,
@@ -74,7 +80,12 @@ fn from_right(xff: &str, skip: u32) -> (Option<IpAddr>, bool) {
         Some(i) => (&rest[i + 1..], false),
         None => (rest, skip == 0),
     };
-    (entry.trim().parse().ok(), single)
+    let ip = entry
+        .trim()
+        .parse::<IpAddr>()
+        .ok()
+        .map(|ip| ip.to_canonical());
+    (ip, single)
 }
 
 impl InternalAddresses {
@@ -169,9 +180,16 @@ mod tests {
         assert_eq!(c(&inner, None), (false, false));
         // With a trusted hop the entry is never the only one.
         assert_eq!(
-            c(&trust(false, 1, lo), Some("127.0.0.5, 127.0.0.6")),
+            c(&trust(false, 1, lo.clone()), Some("127.0.0.5, 127.0.0.6")),
             (false, false)
         );
+        // An entry that is not an address never lets the peer decide.
+        assert_eq!(c(&inner, Some("unknown")), (false, false));
+        // IPv4 clients of a dual-stack listener are judged as IPv4.
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:5000".parse().unwrap();
+        let at_edge = client(&trust(true, 0, lo), mapped, None);
+        assert!(at_edge.internal);
+        assert_eq!(at_edge.remote.to_string(), "127.0.0.1:5000");
     }
 
     #[test]

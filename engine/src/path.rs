@@ -64,7 +64,11 @@ pub fn normalize(cfg: &PathNormalization, path: &str) -> Normalized {
         out = unescape_slashes(bare).into();
     }
     if cfg.normalize && needs_canonical(&out) {
-        out = canonical(&out).into();
+        let c = canonical(&out);
+        // An escape kept as written (`%20`) is no change.
+        if c != *out {
+            out = c.into();
+        }
     }
     if cfg.merge_slashes && out.contains("//") {
         out = merge_slashes(&out).into();
@@ -281,5 +285,6 @@ mod tests {
         assert_eq!(path_after(&norm, "/a/%zz%4"), "/a/%zz%4");
         assert!(!PathNormalization::default().is_active());
         assert_eq!(normalize(&norm, "/plain/path?x=1"), Normalized::Unchanged);
+        assert_eq!(normalize(&norm, "/a%20b"), Normalized::Unchanged);
     }
 }

@@ -37,6 +37,9 @@ pub struct Host {
     /// Gone from its EDS or DNS cluster but kept while its checks pass
     /// (Envoy's `PENDING_DYNAMIC_REMOVAL`); it serves as before.
     pub pending_removal: bool,
+    /// Its endpoint's `hostname` (a DNS cluster's: the name it was found
+    /// by), for `auto_host_rewrite`.
+    pub hostname: Option<Box<str>>,
 }
 
 impl Host {
@@ -144,6 +147,7 @@ impl ClusterSnapshot {
                 active,
                 placement: ep.placement,
                 pending_removal: false,
+                hostname: (!ep.hostname.is_empty()).then(|| ep.hostname.as_str().into()),
             });
         }
         for (host, id) in leaving.into_iter().zip(ids) {

@@ -127,6 +127,13 @@ fn via_and_server_as_envoy_writes_them() {
     assert_eq!(resp.header("via"), Some("1.1 upstream-proxy, gw1"));
     let (_, direct) = through(via, "/direct", "");
     assert_eq!(direct.header("via"), Some("gw1"));
+    // Every `via` the upstream sent, joined, then ours.
+    let two = H1Backend::start(|_| {
+        H1Answer::raw("HTTP/1.1 200 OK\r\nvia: 1.1 a\r\nvia: 1.1 b\r\ncontent-length: 2\r\n\r\nok")
+    });
+    let (_gw, addr) = gateway(via, &two);
+    let resp = send(addr, "h", "/", "");
+    assert_eq!(resp.header("via"), Some("1.1 a,1.1 b, gw1"));
 
     // (settings, proxied response's server, a local reply's)
     for (fields, proxied, local) in [
@@ -262,6 +269,14 @@ fn paths_are_normalized_before_routing() {
     assert_eq!(resp.header("location"), Some("/a/b?q=1"));
     let reject = format!("{norm}          path_with_escaped_slashes_action: REJECT_REQUEST\n");
     let (got, resp) = through(&reject, "/a%2fb", "");
+    assert!(got.is_none());
+    assert_eq!(resp.status, 400);
+    // A gRPC client follows no redirect: refused instead, as Envoy does.
+    let (got, resp) = through(&redirect, "/a%2Fb", "content-type: application/grpc\r\n");
+    assert!(got.is_none());
+    assert_eq!(resp.header("grpc-status"), Some("13"));
+    // A fragment is refused whatever the settings (Envoy 1.40).
+    let (got, resp) = through("", "/a#b", "");
     assert!(got.is_none());
     assert_eq!(resp.status, 400);
     let forward =

@@ -44,7 +44,7 @@ fn gateway_with(
 ) {
     let b = backend("b");
     // `/nowhere` names a cluster that does not exist: the gateway's own
-    // 503 ("cluster not found"), a local reply.
+    // 503 (no body, as Envoy 1.40), a local reply.
     let routes = vec![
         prefix_route("/nowhere", "gone", None),
         prefix_route("/", "c", None),
@@ -86,7 +86,7 @@ fn a_filter_adds_a_response_header_to_upstream_and_local_replies() {
     assert_eq!(ok.header("x-backend"), Some("b"));
     assert_eq!(ok.header("x-served-by"), Some("gateway"));
     assert_eq!(missing.status, 503);
-    assert_eq!(missing.body, Bytes::from_static(b"cluster not found"));
+    assert!(missing.body.is_empty());
     assert_eq!(missing.header("x-served-by"), Some("gateway"));
     gw.shutdown();
 }

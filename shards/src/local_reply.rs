@@ -48,7 +48,8 @@ impl LocalReply {
     pub fn body(self) -> &'static str {
         match self {
             Self::NoRoute => "",
-            Self::UnknownCluster => "cluster not found",
+            // Envoy 1.40 answers an unknown cluster with no body.
+            Self::UnknownCluster => "",
             Self::NoHealthyUpstream => "no healthy upstream",
             Self::ConnectFailure => {
                 "upstream connect error or disconnect/reset before headers. reset reason: connection failure"

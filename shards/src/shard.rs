@@ -70,6 +70,10 @@ pub struct Shard {
     /// How connections drain (`--drain-time-s`, `--drain-strategy`).
     pub drain: crate::drain::DrainOptions,
     rng: Cell<u64>,
+    /// Request ids: SipHash under a key from the OS over a counter, so
+    /// that one id seen tells nothing of the next (the xorshift above is
+    /// fast but invertible).
+    ids: (std::hash::RandomState, Cell<u64>),
 }
 
 /// A nonzero xorshift seed from the clock, the process and the shard.
@@ -108,6 +112,7 @@ impl Shard {
             // Seeded per process and shard, so gateways behind one ECMP
             // group (and restarts) do not all sample the same hosts first.
             rng: Cell::new(rng_seed(id)),
+            ids: (std::hash::RandomState::new(), Cell::new(0)),
         })
     }
 
@@ -120,6 +125,15 @@ impl Shard {
     /// xorshift64*: fast, shard-local randomness for weighted clusters.
     pub fn random(&self) -> u32 {
         (self.random_u64() >> 32) as u32
+    }
+
+    /// 128 unpredictable bits for an `x-request-id`.
+    pub fn request_id_bits(&self) -> u128 {
+        use std::hash::BuildHasher;
+        let (key, counter) = &self.ids;
+        let n = counter.get().wrapping_add(1);
+        counter.set(n);
+        (u128::from(key.hash_one((n, 0u8))) << 64) | u128::from(key.hash_one((n, 1u8)))
     }
 
     /// 64 random bits (xorshift64*).
@@ -196,6 +210,8 @@ impl Shard {
             ClusterTarget::Weighted(w) => session
                 .and_then(|s| session_cluster(w, s, snap))
                 .unwrap_or_else(|| w.pick(self.random())),
+            // Read from the request by the router.
+            ClusterTarget::Header(_) => "",
         }
     }
 

@@ -91,10 +91,10 @@ fn good_yaml_maps_every_field() {
     );
     let hz = &wild.routes[0];
     assert!(!hz.matcher.case_sensitive);
-    assert_eq!(
-        hz.action.forward().unwrap().host_rewrite_literal.as_deref(),
-        Some("backend.internal")
-    );
+    assert!(matches!(
+        &hz.action.forward().unwrap().host_rewrite,
+        Some(engine::HostRewrite::Literal(h)) if h == "backend.internal"
+    ));
     assert_eq!(
         hz.action.forward().unwrap().timeout,
         Some(engine::DEFAULT_ROUTE_TIMEOUT)

@@ -143,6 +143,10 @@ pub struct HeaderMatcher {
 
 /// What a matched route does: Envoy's `route`, `redirect` or
 /// `direct_response` (the `action` oneof).
+// Routes are config, built once per snapshot: a boxed forward action
+// would cost every forwarded request a pointer chase to save bytes on a
+// few redirect routes.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum RouteAction {
     /// `route`: forwarded to a cluster.
@@ -244,7 +248,15 @@ pub struct ForwardAction {
     /// by the substitution (in the regex crate's syntax); exclusive with
     /// `prefix_rewrite`.
     pub regex_rewrite: Option<(Regex, String)>,
-    pub host_rewrite_literal: Option<String>,
+    /// `host_rewrite_literal`, `host_rewrite_header`, `auto_host_rewrite`
+    /// or `host_rewrite_path_regex`.
+    pub host_rewrite: Option<HostRewrite>,
+    /// `append_x_forwarded_host`: a request whose host was rewritten goes
+    /// with its original in `x-forwarded-host`.
+    pub append_x_forwarded_host: bool,
+    /// `cluster_not_found_response_code`: the status when the cluster
+    /// (a `cluster_header`'s, or one gone from the config) is unknown.
+    pub cluster_not_found_status: u16,
     /// `hash_policy`: what a request's hash is made of, for `RING_HASH` and
     /// `MAGLEV` clusters (see `engine::lb::request_hash`).
     pub hash_policy: Vec<HashPolicy>,
@@ -293,6 +305,25 @@ pub enum HashOn {
 pub enum ClusterTarget {
     Cluster(String),
     Weighted(WeightedClusters),
+    /// `cluster_header`: the cluster the request's field of that
+    /// (lowercase) name names.
+    Header(String),
+}
+
+/// How a forwarded request's host is rewritten.
+#[derive(Debug, Clone)]
+pub enum HostRewrite {
+    /// `host_rewrite_literal`.
+    Literal(String),
+    /// `host_rewrite_header`: the value of that (lowercase) request field,
+    /// when it has a non-empty one.
+    Header(String),
+    /// `auto_host_rewrite`: the chosen host's `hostname` (a DNS cluster's
+    /// name), when it has one.
+    Auto,
+    /// `host_rewrite_path_regex`: the path (query left off) with every
+    /// match of the pattern replaced, as Envoy does (no match: the path).
+    PathRegex(Regex, String),
 }
 
 /// `weighted_clusters`: cumulative weights so a pick is one binary search.
@@ -342,7 +373,9 @@ mod tests {
             timeout: Some(s(15)),
             prefix_rewrite: None,
             regex_rewrite: None,
-            host_rewrite_literal: None,
+            host_rewrite: None,
+            append_x_forwarded_host: false,
+            cluster_not_found_status: 503,
             hash_policy: vec![],
             retry_policy: None,
             attempt_count: (false, false),

@@ -3,8 +3,8 @@
 use engine::tls::DownstreamTls;
 use engine::{
     Cluster, ClusterTarget, ConfigSource, DomainMatcher, DynamicResources, FilterChain,
-    HeaderMatchKind, HeaderMatcher, HttpConnectionManager, LbPolicy, Listener, PathMatch,
-    QueryParamMatch, Redirect, RedirectPath, Route, RouteAction, VirtualHost,
+    HeaderMatchKind, HeaderMatcher, HostRewrite, HttpConnectionManager, LbPolicy, Listener,
+    PathMatch, QueryParamMatch, Redirect, RedirectPath, Route, RouteAction, VirtualHost,
 };
 use serde_json::{json, Value};
 
@@ -352,7 +352,16 @@ fn route(r: &Route) -> Value {
             "route": route_target(&a.target),
             "timeout": a.timeout.map(|t| format!("{}s", t.as_secs_f64())),
             "prefix_rewrite": a.prefix_rewrite,
-            "host_rewrite_literal": a.host_rewrite_literal,
+            "host_rewrite": a.host_rewrite.as_ref().map(|h| match h {
+                HostRewrite::Literal(v) => json!({ "host_rewrite_literal": v }),
+                HostRewrite::Header(v) => json!({ "host_rewrite_header": v }),
+                HostRewrite::Auto => json!({ "auto_host_rewrite": true }),
+                HostRewrite::PathRegex(re, sub) => json!({
+                    "host_rewrite_path_regex": { "pattern": re.as_str(), "substitution": sub }
+                }),
+            }),
+            "append_x_forwarded_host": a.append_x_forwarded_host,
+            "cluster_not_found_response_code": a.cluster_not_found_status,
             "retry_policy": a.retry_policy.as_ref().map(|p| json!({
                 "num_retries": p.num_retries,
                 "per_try_timeout": p.per_try_timeout.map(|t| format!("{}s", t.as_secs_f64())),
@@ -426,6 +435,7 @@ fn match_kind(kind: &HeaderMatchKind) -> Value {
 fn route_target(target: &ClusterTarget) -> Value {
     match target {
         ClusterTarget::Cluster(c) => json!({ "cluster": c }),
+        ClusterTarget::Header(h) => json!({ "cluster_header": h }),
         ClusterTarget::Weighted(w) => {
             let mut prev = 0;
             let cs: Vec<Value> = w

@@ -14,10 +14,13 @@ use engine::headers::is_hop_by_hop;
 /// allocations, not eight).
 #[derive(Debug, Default, Clone)]
 pub struct HeaderEdits {
-    /// Lowercase names whose original fields are dropped.
-    removed: Vec<Box<[u8]>>,
-    /// The added fields' lowercase names and values, back to back; bytes
-    /// of fields removed again stay until the edits are dropped.
+    /// Lowercase names whose original fields are dropped: where each is
+    /// in `bytes` (kept with the buffer: no allocation per removal once
+    /// the edits are warm).
+    removed: Vec<[u32; 2]>,
+    /// The removed names, and the added fields' lowercase names and
+    /// values, back to back; bytes of fields removed again stay until the
+    /// edits are cleared.
     bytes: Vec<u8>,
     /// Fields added after the originals, in order: where each name
     /// starts, where it ends (its value starts), where its value ends.
@@ -26,7 +29,7 @@ pub struct HeaderEdits {
 
 impl PartialEq for HeaderEdits {
     fn eq(&self, other: &Self) -> bool {
-        self.removed == other.removed && self.added().eq(other.added())
+        self.removed_names().eq(other.removed_names()) && self.added().eq(other.added())
     }
 }
 
@@ -106,10 +109,7 @@ impl HeaderEdits {
     }
 
     fn push(&mut self, name: &[u8], value: &[u8]) {
-        if self.bytes.capacity() == 0 {
-            // Room for a few fields at once.
-            self.bytes.reserve(256);
-        }
+        self.room();
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(name);
         let mid = self.bytes.len() as u32;
@@ -122,13 +122,27 @@ impl HeaderEdits {
     pub fn remove(&mut self, name: &[u8]) -> Result<(), EditError> {
         let name = lowercase(name);
         check_name(&name)?;
+        self.remove_checked(&name);
+        Ok(())
+    }
+
+    fn remove_checked(&mut self, name: &[u8]) {
         let bytes = &self.bytes;
         self.added
             .retain(|[s, m, _]| bytes[*s as usize..*m as usize] != *name);
-        if !self.removes(&name) {
-            self.removed.push(name.into());
+        if !self.removes(name) {
+            self.room();
+            let start = self.bytes.len() as u32;
+            self.bytes.extend_from_slice(name);
+            self.removed.push([start, self.bytes.len() as u32]);
         }
-        Ok(())
+    }
+
+    /// The first edit of a head makes room for a few fields at once.
+    fn room(&mut self) {
+        if self.bytes.capacity() == 0 {
+            self.bytes.reserve(256);
+        }
     }
 
     /// Replaces every field named `name` with one of `value`.
@@ -138,9 +152,24 @@ impl HeaderEdits {
         self.append(name, value)
     }
 
+    /// [`set`](Self::set) for a lowercase name and a value checked before
+    /// (the config's, validated at load): no check per head.
+    pub(crate) fn set_checked(&mut self, name: &[u8], value: &[u8]) {
+        debug_assert!(check_name(name).is_ok() && check_value(value).is_ok());
+        self.remove_checked(name);
+        self.push(name, value);
+    }
+
+    /// The names whose original fields are dropped.
+    fn removed_names(&self) -> impl Iterator<Item = &[u8]> {
+        self.removed
+            .iter()
+            .map(|&[s, e]| &self.bytes[s as usize..e as usize])
+    }
+
     /// Whether the original fields named `name` (lowercase) are dropped.
     pub fn removes(&self, name: &[u8]) -> bool {
-        self.removed.iter().any(|n| **n == *name)
+        self.removed_names().any(|n| n == name)
     }
 
     /// Whether the edits touch `name` (lowercase): remove or add it.
@@ -168,9 +197,9 @@ impl HeaderEdits {
 
     /// Takes `other`'s edits after its own.
     pub fn extend(&mut self, other: HeaderEdits) {
-        for name in &other.removed {
+        for name in other.removed_names() {
             // Names in edits were checked when they went in.
-            let _ = self.remove(name);
+            self.remove_checked(name);
         }
         for (name, value) in other.added() {
             self.push(name, value);

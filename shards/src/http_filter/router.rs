@@ -4,7 +4,7 @@ use bytes::Bytes;
 use engine::lb::hash_policy::{request_hash, HashInput, NewCookie};
 use engine::redirect::{self, redirect_location, RedirectRequest};
 use engine::route::RequestView;
-use engine::{DirectResponse, Redirect, RouteAction, RouteMatch};
+use engine::{ClusterTarget, DirectResponse, Redirect, RouteAction, RouteMatch};
 use h2wire::message::HeaderList;
 
 use super::header_mutation::{self, FormatInput, Head};
@@ -34,10 +34,19 @@ impl HttpFilter for Router {
             }
         };
         let session = cx.override_host.as_ref();
-        let cluster_name = shard.choose_cluster(action, session, cx.snapshot);
+        let cluster_name = match &action.target {
+            // Absent, empty or not UTF-8: no cluster of that name.
+            ClusterTarget::Header(name) => head
+                .list
+                .get(name.as_bytes())
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .unwrap_or(""),
+            _ => shard.choose_cluster(action, session, cx.snapshot),
+        };
         let Some(cluster) = cx.snapshot.cluster(cluster_name) else {
             shard.stats.rq_unknown_cluster.inc();
-            return RequestFlow::Reply(Reply::from(LocalReply::UnknownCluster));
+            let status = action.cluster_not_found_status;
+            return RequestFlow::Reply(Reply::new(status, "", LocalReply::UnknownCluster.flag()));
         };
         let in_flight = cx.in_flight;
         let mut new_cookie = None;

@@ -58,6 +58,11 @@ pub(crate) struct DStream {
     /// `x-forwarded-for`, when they differ from the head's.
     pub(super) path: Option<Box<[u8]>>,
     pub(super) authority: Option<Box<[u8]>>,
+    /// `auto_host_rewrite`: the host's name becomes `:authority`.
+    pub(super) auto_host: bool,
+    /// `append_x_forwarded_host`: a rewritten host's original goes in
+    /// `x-forwarded-host`.
+    pub(super) forwarded_host: bool,
     pub(super) xff: Option<Box<[u8]>>,
     /// The `x-forwarded-proto` we set (the connection's scheme), when we
     /// set one: the client's, if any, then stays out.
@@ -164,6 +169,8 @@ impl DStream {
             states: None,
             path: None,
             authority: None,
+            auto_host: false,
+            forwarded_host: false,
             xff: None,
             xfp: None,
             class: ClientClass::External,

@@ -184,8 +184,7 @@ impl WireShard {
                     return None;
                 }
                 let p = Pool::new(
-                    host.address,
-                    host.id,
+                    (host.address, host.id, host.hostname.clone()),
                     Arc::clone(&cluster.config),
                     Rc::clone(&self.inboxes),
                     Arc::clone(&self.shard.stats),

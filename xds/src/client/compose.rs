@@ -281,5 +281,7 @@ pub(crate) fn referenced_clusters(rc: &RouteConfig) -> impl Iterator<Item = &str
         .flat_map(|a| match &a.target {
             ClusterTarget::Cluster(c) => vec![c.as_str()],
             ClusterTarget::Weighted(w) => w.clusters.iter().map(|(c, _)| c.as_str()).collect(),
+            // Named per request: none known ahead.
+            ClusterTarget::Header(_) => Vec::new(),
         })
 }

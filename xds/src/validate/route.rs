@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use engine::{
     ClusterTarget, DomainMatcher, ForwardAction, HeaderMatchKind, HeaderMatcher, HeaderMutation,
-    PathMatch, PerFilterConfig, QueryParamMatch, QueryParamMatcher, Route, RouteAction,
-    RouteConfig, RouteHeaders, RouteMatch, StatefulSessionPerRoute, VirtualHost, WeightedClusters,
+    HostRewrite, PathMatch, PerFilterConfig, QueryParamMatch, QueryParamMatcher, Route,
+    RouteAction, RouteConfig, RouteHeaders, RouteMatch, StatefulSessionPerRoute, VirtualHost,
+    WeightedClusters,
 };
 use prost::Name;
 use regex::Regex;
@@ -596,14 +597,12 @@ fn route_action(
         rate_limits,
         include_vh_rate_limits,
         cors,
-        cluster_not_found_response_code,
         idle_timeout,
         upgrade_configs,
         hedge_policy,
         request_mirror_policies,
         internal_redirect_policy,
         max_stream_duration,
-        append_x_forwarded_host,
     );
     let check = |name: &str, p: Path| -> Result<()> {
         if name.is_empty() {
@@ -624,7 +623,16 @@ fn route_action(
         Some(C::WeightedClusters(w)) => {
             ClusterTarget::Weighted(weighted(w, &path.field("weighted_clusters"), &check)?)
         }
-        Some(C::ClusterHeader(_)) => return Err(Error::unsupported(path.field("cluster_header"))),
+        Some(C::ClusterHeader(h)) => {
+            let name = h.to_ascii_lowercase();
+            if name.is_empty() || name.starts_with(':') {
+                return Err(Error::invalid(
+                    path.field("cluster_header"),
+                    format!("{h:?} is not a request field name"),
+                ));
+            }
+            ClusterTarget::Header(name)
+        }
         Some(C::ClusterSpecifierPlugin(_)) => {
             return Err(Error::unsupported(path.field("cluster_specifier_plugin")))
         }
@@ -640,17 +648,29 @@ fn route_action(
             ))
         }
     };
-    let host_rewrite_literal = match &a.host_rewrite_specifier {
+    let host_rewrite = match &a.host_rewrite_specifier {
         None => None,
-        Some(H::HostRewriteLiteral(h)) => Some(h.clone()),
-        Some(H::AutoHostRewrite(_)) => {
-            return Err(Error::unsupported(path.field("auto_host_rewrite")))
+        Some(H::HostRewriteLiteral(h)) => Some(HostRewrite::Literal(h.clone())),
+        Some(H::AutoHostRewrite(on)) => on.then_some(HostRewrite::Auto),
+        // Envoy takes an empty name, which rewrites nothing.
+        Some(H::HostRewriteHeader(h)) if h.is_empty() => None,
+        Some(H::HostRewriteHeader(h)) => Some(HostRewrite::Header(h.to_ascii_lowercase())),
+        Some(H::HostRewritePathRegex(rr)) => {
+            let (re, sub) =
+                super::route_reply::regex_rewrite(rr, &path.field("host_rewrite_path_regex"))?;
+            Some(HostRewrite::PathRegex(re, sub))
         }
-        Some(H::HostRewriteHeader(_)) => {
-            return Err(Error::unsupported(path.field("host_rewrite_header")))
-        }
-        Some(H::HostRewritePathRegex(_)) => {
-            return Err(Error::unsupported(path.field("host_rewrite_path_regex")))
+    };
+    use pb::route_action::ClusterNotFoundResponseCode as NotFound;
+    let cluster_not_found_status = match NotFound::try_from(a.cluster_not_found_response_code) {
+        Ok(NotFound::ServiceUnavailable) => 503,
+        Ok(NotFound::NotFound) => 404,
+        Ok(NotFound::InternalServerError) => 500,
+        Err(_) => {
+            return Err(Error::invalid(
+                path.field("cluster_not_found_response_code"),
+                format!("unknown value {}", a.cluster_not_found_response_code),
+            ))
         }
     };
     let prefix_rewrite = (!a.prefix_rewrite.is_empty()).then(|| a.prefix_rewrite.clone());
@@ -683,7 +703,9 @@ fn route_action(
         )?,
         prefix_rewrite,
         regex_rewrite,
-        host_rewrite_literal,
+        host_rewrite,
+        append_x_forwarded_host: a.append_x_forwarded_host,
+        cluster_not_found_status,
         hash_policy: hash_policies(&a.hash_policy, &path.field("hash_policy"))?,
         retry_policy: match &a.retry_policy {
             Some(p) => Some(retry_policy(p, &path.field("retry_policy"))?),

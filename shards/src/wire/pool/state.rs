@@ -64,6 +64,8 @@ pub type PoolRef = Rc<RefCell<Pool>>;
 pub struct Pool {
     pub addr: SocketAddr,
     pub host: HostId,
+    /// The host's name, for `auto_host_rewrite`.
+    pub hostname: Option<Box<str>>,
     pub(super) cluster: Arc<Cluster>,
     /// Where its connections deliver what they receive.
     pub(super) inboxes: Rc<Inboxes>,
@@ -88,8 +90,7 @@ pub struct Pool {
 
 impl Pool {
     pub(crate) fn new(
-        addr: SocketAddr,
-        host: HostId,
+        (addr, host, hostname): (SocketAddr, HostId, Option<Box<str>>),
         cluster: Arc<Cluster>,
         inboxes: Rc<Inboxes>,
         stats: Arc<ShardStats>,
@@ -98,6 +99,7 @@ impl Pool {
         Rc::new(RefCell::new(Self {
             addr,
             host,
+            hostname,
             cluster,
             inboxes,
             stats,

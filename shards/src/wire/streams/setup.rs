@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use engine::headers::append_forwarded_for;
 use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
+use engine::HostRewrite;
 use h2wire::message::HeaderList;
 
 use super::stamp::{self, ClientClass};
@@ -30,8 +31,9 @@ impl ConnCx {
         if let Some(hcm) = s.snap.as_ref().and_then(|snap| cx.hcm(snap)) {
             let shard = &cx.wire.shard;
             let at = (cx.peer, cx.local_port);
-            let random = || shard.random_u64();
-            match stamp::request(hcm, head, at, random, &shard.stats.downstream) {
+            let id_bits = || shard.request_id_bits();
+            let stats = &shard.stats.downstream;
+            match stamp::request(hcm, head, at, (grpc, id_bits), stats) {
                 Ok(st) => {
                     s.class = st.class;
                     s.external = (st.class == ClientClass::Edge).then(|| st.client.remote.ip());
@@ -41,6 +43,10 @@ impl ConnCx {
                     }
                 }
                 Err(reply) => refused = Some(reply),
+            }
+            if hcm.request_id.in_response && s.request_id.is_none() {
+                // A refused request's own id, echoed as Envoy does.
+                s.request_id = head.get(stamp::REQUEST_ID).map(Box::from);
             }
         }
         let hcm = s.snap.as_ref().and_then(|snap| cx.hcm(snap));
@@ -67,10 +73,22 @@ impl ConnCx {
                     (None, None) => None,
                 }
                 .map(|p| p.into_bytes().into_boxed_slice());
-                s.authority = action
-                    .host_rewrite_literal
-                    .as_ref()
-                    .map(|h| h.as_bytes().into());
+                (s.authority, s.auto_host) = match &action.host_rewrite {
+                    None => (None, false),
+                    Some(HostRewrite::Literal(h)) => (Some(h.as_bytes().into()), false),
+                    Some(HostRewrite::Header(name)) => {
+                        let v = head.get(name.as_bytes()).filter(|v| !v.is_empty());
+                        (v.map(Box::from), false)
+                    }
+                    Some(HostRewrite::PathRegex(re, sub)) => {
+                        let bare = path.split('?').next().unwrap_or(path);
+                        let host = re.replace_all(bare, sub.as_str());
+                        (Some(host.as_bytes().into()), false)
+                    }
+                    // The host is known only once picked (per attempt).
+                    Some(HostRewrite::Auto) => (None, true),
+                };
+                s.forwarded_host = action.append_x_forwarded_host;
                 s.timeout = match grpc {
                     true => action.timeout_for(
                         head.get(b"grpc-timeout")
@@ -93,7 +111,7 @@ impl ConnCx {
             }
             s.xff = hcm.trust.appends_forwarded_for().then(|| {
                 let xff = stamp::joined(head, b"x-forwarded-for");
-                append_forwarded_for(xff.as_deref(), cx.peer.ip())
+                append_forwarded_for(xff.as_deref(), cx.peer.ip().to_canonical())
                     .into_bytes()
                     .into_boxed_slice()
             });

@@ -56,24 +56,35 @@ pub(super) fn request(
     hcm: &HttpConnectionManager,
     head: &mut HeaderList,
     (peer, local_port): (SocketAddr, u16),
-    mut random: impl FnMut() -> u64,
+    (grpc, id_bits): (bool, impl FnOnce() -> u128),
     stats: &DownstreamStats,
 ) -> Result<Stamped, Box<Reply>> {
+    let refuse = || {
+        stats.rq_failed_path_normalization.inc();
+        Err(Box::new(Reply::new(400, "", "")))
+    };
+    let raw = head.get(b":path").unwrap_or(b"/");
+    // Envoy 1.40 refuses a fragment in the path, whatever its settings.
+    if raw.contains(&b'#') {
+        return refuse();
+    }
     if hcm.path_normalization.is_active() {
-        let path = std::str::from_utf8(head.get(b":path").unwrap_or(b"/")).unwrap_or("/");
+        // Not UTF-8: no canonical form (Envoy's canonicalizer fails too).
+        let Ok(path) = std::str::from_utf8(raw) else {
+            return refuse();
+        };
         match path::normalize(&hcm.path_normalization, path) {
             Normalized::Unchanged => {}
             Normalized::Rewritten(p) => set_field(head, b":path", p.as_bytes()),
+            // A gRPC client follows no redirect: Envoy refuses it instead.
+            Normalized::Redirect(_) if grpc => return refuse(),
             Normalized::Redirect(p) => {
                 stats.rq_redirected_with_normalized_path.inc();
                 let mut reply = Reply::new(307, "", "");
-                let _ = reply.fields.set(b"location", p.as_bytes());
+                reply.fields.set_checked(b"location", p.as_bytes());
                 return Err(Box::new(reply));
             }
-            Normalized::Reject => {
-                stats.rq_failed_path_normalization.inc();
-                return Err(Box::new(Reply::new(400, "", "")));
-            }
+            Normalized::Reject => return refuse(),
         }
     }
     if hcm.strip_host_port != StripHostPort::None {
@@ -95,8 +106,7 @@ pub(super) fn request(
     if ids.generate {
         let force = class == ClientClass::Edge && !ids.preserve_external;
         if force || head.get(REQUEST_ID).is_none() {
-            let bits = (u128::from(random()) << 64) | u128::from(random());
-            set_field(head, REQUEST_ID, &uuid_v4(bits));
+            set_field(head, REQUEST_ID, &uuid_v4(id_bits()));
         }
     }
     if let Some(via) = &hcm.via {
@@ -204,18 +214,31 @@ impl ResponseStamp {
         let theirs = |name: &[u8]| original.and_then(|h| h.get(name));
         if let Some((name, overwrite)) = &self.server {
             if *overwrite || edits.get(b"server", theirs(b"server")).is_none() {
-                let _ = edits.set(b"server", name);
+                edits.set_checked(b"server", name);
             }
         }
         if let Some(via) = &self.via {
-            let value = match edits.get(b"via", theirs(b"via")) {
-                Some(v) => Cow::Owned(format!("{}, {via}", String::from_utf8_lossy(v))),
-                None => Cow::Borrowed(&**via),
-            };
-            let _ = edits.set(b"via", value.as_bytes());
+            // Every `via` the response has (the upstream's unless removed,
+            // then those added), joined as Envoy joins repeated fields.
+            let kept = original
+                .filter(|_| !edits.removes(b"via"))
+                .into_iter()
+                .flat_map(|h| h.get_all(b"via"));
+            let added = edits.added().filter(|(n, _)| *n == b"via").map(|(_, v)| v);
+            let mut value = Vec::new();
+            for v in kept.chain(added) {
+                value.extend_from_slice(v);
+                value.push(b',');
+            }
+            if value.pop().is_some() {
+                value.push(b',');
+                value.push(b' ');
+            }
+            value.extend_from_slice(via.as_bytes());
+            edits.set_checked(b"via", &value);
         }
         if let Some(id) = request_id.filter(|_| self.request_id) {
-            let _ = edits.set(REQUEST_ID, id);
+            edits.set_checked(REQUEST_ID, id);
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
 /// client's are dropped where ours go.
 #[derive(Clone, Copy)]
 struct Ours {
+    xfh: bool,
     xff: bool,
     xfp: bool,
     attempt_count: bool,
@@ -37,6 +38,7 @@ fn forwarded(name: &[u8], value: &[u8], ours: Ours) -> bool {
         return keep_te(value);
     }
     if (ours.xff && name == b"x-forwarded-for")
+        || (ours.xfh && name == b"x-forwarded-host")
         || (ours.xfp && name == b"x-forwarded-proto")
         || (ours.attempt_count && name == ATTEMPT_COUNT)
     {
@@ -71,12 +73,25 @@ pub(super) fn decimal(mut n: u128, buf: &mut [u8; 40]) -> &[u8] {
 fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
     let head = s.head.as_ref()?;
     let get = |n: &[u8]| head.get(n).unwrap_or(b"");
-    let authority = s
+    let original = head.get(b":authority").or_else(|| head.get(b"host"));
+    // A copy: the pool is borrowed again to send (only with
+    // `auto_host_rewrite`).
+    let auto = s.auto_host.then(|| pool.hostname.clone()).flatten();
+    let rewritten = s
         .authority
         .as_deref()
-        .or_else(|| head.get(b":authority"))
-        .or_else(|| head.get(b"host"))
-        .unwrap_or(b"");
+        .or(auto.as_deref().map(str::as_bytes));
+    let authority = rewritten.or(original).unwrap_or(b"");
+    // Envoy: only a host actually rewritten; appended after a comma.
+    let forwarded_host = rewritten.filter(|_| s.forwarded_host).map(|_| {
+        let mut v = Vec::new();
+        for earlier in head.get_all(b"x-forwarded-host") {
+            v.extend_from_slice(earlier);
+            v.push(b',');
+        }
+        v.extend_from_slice(original.unwrap_or(b""));
+        v
+    });
     let path = s.path.as_deref().unwrap_or_else(|| get(b":path"));
     let none = HeaderEdits::default();
     let edits = s.edits.as_deref().unwrap_or(&none);
@@ -101,6 +116,7 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .0
         .then(|| decimal(s.attempt().into(), &mut count_digits));
     let ours = Ours {
+        xfh: forwarded_host.is_some(),
         xff: xff.is_some(),
         xfp: xfp.is_some(),
         attempt_count: attempt_count.is_some(),
@@ -117,6 +133,11 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .filter(|(n, v, _)| forwarded(n, v, ours) && !edits.removes(n))
         .map(|(n, v, never)| (n, v, never || n == b"cookie"))
         .chain(xff.map(|v| (&b"x-forwarded-for"[..], v, false)))
+        .chain(
+            forwarded_host
+                .as_deref()
+                .map(|v| (&b"x-forwarded-host"[..], v, false)),
+        )
         .chain(xfp.map(|v| (&b"x-forwarded-proto"[..], v, false)))
         .chain(expected_timeout.map(|v| (EXPECTED_TIMEOUT, v, false)))
         .chain(attempt_count.map(|v| (ATTEMPT_COUNT, v, false)))
