@@ -317,3 +317,66 @@ fn host_ports_come_off_before_the_virtual_host_is_chosen() {
         assert_eq!(got.field("x-vhost"), Some(other_port), "{fields}");
     }
 }
+
+#[test]
+fn request_timeout_times_the_request_not_the_response() {
+    let slow = H1Backend::start(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        H1Answer::ok("late")
+    });
+    let (_gw, addr) = gateway("          request_timeout: 0.3s\n", &slow);
+    // A body that never comes in whole: 408, as Envoy 1.40 answers.
+    let (mut s, mut r) = open(addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 100\r\n\r\nab")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let resp = read_response(&mut r, false);
+    assert_eq!(resp.status, 408);
+    assert_eq!(resp.body, b"request timeout");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(250));
+    // A request in whole is not timed any more: a slow answer comes.
+    let resp = send(addr, "h", "/", "");
+    assert_eq!(resp.status, 200);
+    let body_in_time = "POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 2\r\n\r\nok";
+    let (mut s, mut r) = open(addr);
+    s.write_all(body_in_time.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut r, false).status, 200);
+}
+
+#[test]
+fn trailing_host_dots_and_the_forwarded_port() {
+    let b = backend();
+    let (_gw, addr) = gateway(
+        "          strip_trailing_host_dot: true\n          append_x_forwarded_port: true\n",
+        &b,
+    );
+    send(addr, "example.com.", "/", "");
+    let got = b.requests().pop().unwrap();
+    assert_eq!(got.field("x-vhost"), Some("example"));
+    assert_eq!(got.field("host"), Some("example.com"));
+    let port = addr.port().to_string();
+    assert_eq!(got.field("x-forwarded-port"), Some(port.as_str()));
+    // Not an edge listener: a client's is kept.
+    send(addr, "h", "/", "x-forwarded-port: 443\r\n");
+    assert_eq!(
+        b.requests().pop().unwrap().field("x-forwarded-port"),
+        Some("443")
+    );
+}
+
+#[test]
+fn internal_clients_steer_retries_and_external_ones_do_not() {
+    let failing = H1Backend::start(|_| {
+        H1Answer::raw("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
+    });
+    let steer = "x-envoy-retry-on: 5xx\r\nx-envoy-max-retries: 2\r\n";
+    let internal = "          use_remote_address: true\n          internal_address_config: { cidr_ranges: [ { address_prefix: 127.0.0.0, prefix_len: 8 } ] }\n";
+    // (settings, attempts the backend saw): Envoy 1.40's case B and A.
+    for (fields, attempts) in [(internal, 3), ("          use_remote_address: true\n", 1)] {
+        let (_gw, addr) = gateway(fields, &failing);
+        let before = failing.requests().len();
+        let resp = send(addr, "h", "/", steer);
+        assert_eq!(resp.status, 503);
+        assert_eq!(failing.requests().len() - before, attempts, "{fields}");
+    }
+}

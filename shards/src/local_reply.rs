@@ -16,6 +16,8 @@ pub enum LocalReply {
     StreamIdleTimeout,
     /// `max_stream_duration`: the stream lived as long as it may.
     MaxDurationTimeout,
+    /// `request_timeout`: the request did not come in whole in time.
+    RequestTimeout,
     BadRequest,
     /// A circuit breaker of the cluster is open (`max_requests`,
     /// `max_pending_requests`, `max_connections`, `max_connection_pools`):
@@ -36,7 +38,9 @@ impl LocalReply {
             | Self::Overflow => StatusCode::SERVICE_UNAVAILABLE,
             Self::UpstreamReset => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
-            Self::StreamIdleTimeout | Self::MaxDurationTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::StreamIdleTimeout | Self::MaxDurationTimeout | Self::RequestTimeout => {
+                StatusCode::REQUEST_TIMEOUT
+            }
             Self::BadRequest => StatusCode::BAD_REQUEST,
             Self::SessionHostUnavailable(code) => {
                 StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
@@ -63,6 +67,7 @@ impl LocalReply {
             }
             Self::StreamIdleTimeout => "stream timeout",
             Self::MaxDurationTimeout => "downstream duration timeout",
+            Self::RequestTimeout => "request timeout",
             Self::BadRequest => "bad request",
             Self::SessionHostUnavailable(_) => "no healthy upstream",
         }
@@ -80,6 +85,8 @@ impl LocalReply {
             Self::Overflow => "UO",
             Self::StreamIdleTimeout => "SI",
             Self::MaxDurationTimeout => "DT",
+            // Envoy 1.40 sets no flag for it.
+            Self::RequestTimeout => "",
             Self::BadRequest => "DPE",
         }
     }

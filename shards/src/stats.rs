@@ -131,6 +131,9 @@ pub struct DownstreamStats {
     /// on a head (a formatted value with CR, LF or NUL): left out.
     pub header_values_refused: Counter,
     pub rq_timeout: Counter,
+    /// Requests not in whole within `request_timeout` (Envoy's
+    /// `downstream_rq_timeout`).
+    pub rq_request_timeout: Counter,
     pub rq_idle_timeout: Counter,
     /// Streams ended by `max_stream_duration`.
     pub rq_max_duration_reached: Counter,

@@ -58,6 +58,10 @@ pub struct HttpConnectionManager {
     /// must be complete this long after its first byte, else 408 and the
     /// connection closes.
     pub request_headers_timeout: Option<Duration>,
+    /// `request_timeout` (Envoy default: none): the whole request must
+    /// be in (its last byte taken) this long after its head, unless the
+    /// response started; else 408.
+    pub request_timeout: Option<Duration>,
     /// `common_http_protocol_options.max_connection_duration`: at it the
     /// connection drains (GOAWAY, then `drain_timeout`), so that clients
     /// reconnect and spread over the gateways behind an ECMP group (unset
@@ -85,6 +89,12 @@ pub struct HttpConnectionManager {
     pub path_normalization: crate::path::PathNormalization,
     /// `strip_matching_host_port` / `strip_any_host_port`.
     pub strip_host_port: StripHostPort,
+    /// `strip_trailing_host_dot`: `example.com.` routes and goes upstream
+    /// as `example.com`.
+    pub strip_trailing_host_dot: bool,
+    /// `append_x_forwarded_port`: requests go with `x-forwarded-port`, the
+    /// port the client connected to.
+    pub append_x_forwarded_port: bool,
     /// The router's Envoy headers (not `suppress_envoy_headers`): requests
     /// go upstream with `x-envoy-expected-rq-timeout-ms`.
     pub envoy_headers: bool,

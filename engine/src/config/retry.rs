@@ -98,3 +98,111 @@ pub struct RetryPolicy {
     /// when a pick lands on a host the predicate refuses.
     pub host_selection_max_attempts: u32,
 }
+
+/// An internal request's retry headers, as Envoy's router reads them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RetryHeaders<'a> {
+    /// `x-envoy-retry-on`.
+    pub retry_on: Option<&'a str>,
+    /// `x-envoy-retry-grpc-on`.
+    pub retry_grpc_on: Option<&'a str>,
+    /// `x-envoy-max-retries`.
+    pub max_retries: Option<&'a str>,
+    /// `x-envoy-retriable-status-codes`.
+    pub status_codes: Option<&'a str>,
+}
+
+impl RetryHeaders<'_> {
+    /// The policy for a request with these headers on a route with
+    /// `route` (Envoy's rules): the headers' conditions added to the
+    /// route's, `x-envoy-max-retries` replacing `num_retries`, the status
+    /// codes added to the route's. `None` when nothing changes (no
+    /// header with a known condition, code or count). A request without
+    /// a policy gets one only from a retry condition; unknown tokens are
+    /// ignored, as Envoy ignores them.
+    pub fn policy(&self, route: Option<&RetryPolicy>) -> Option<RetryPolicy> {
+        let mut on = RetryOn::default();
+        let tokens = |v: Option<&str>| {
+            v.into_iter()
+                .flat_map(|v| v.split(','))
+                .filter_map(|t| RetryOn::by_name(t.trim()))
+                .collect::<Vec<_>>()
+        };
+        for c in tokens(self.retry_on)
+            .into_iter()
+            .chain(tokens(self.retry_grpc_on))
+        {
+            on |= c;
+        }
+        let max = self.max_retries.and_then(|v| v.trim().parse::<u32>().ok());
+        let codes: Vec<u16> = self
+            .status_codes
+            .into_iter()
+            .flat_map(|v| v.split(','))
+            .filter_map(|c| c.trim().parse::<u16>().ok())
+            .filter(|c| (100..=599).contains(c))
+            .collect();
+        if route.is_none() && on.is_empty() {
+            return None;
+        }
+        if on.is_empty() && max.is_none() && codes.is_empty() {
+            return None;
+        }
+        let mut p = route.cloned().unwrap_or_else(|| RetryPolicy {
+            retry_on: RetryOn::default(),
+            num_retries: 1,
+            per_try_timeout: None,
+            retriable_status_codes: Vec::new(),
+            base_interval: DEFAULT_RETRY_BASE_INTERVAL,
+            max_interval: DEFAULT_RETRY_BASE_INTERVAL * 10,
+            previous_hosts: false,
+            host_selection_max_attempts: 1,
+        });
+        p.retry_on |= on;
+        if let Some(n) = max {
+            p.num_retries = n;
+        }
+        p.retriable_status_codes.extend(codes);
+        Some(p)
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn retry_headers_add_to_the_route_policy() {
+        let none = RetryHeaders::default();
+        assert_eq!(none.policy(None), None);
+        let on = RetryHeaders {
+            retry_on: Some("5xx, bogus"),
+            max_retries: Some("2"),
+            ..none
+        };
+        let p = on.policy(None).expect("a policy from the header");
+        assert!(p.retry_on.contains(RetryOn::FIVE_XX));
+        assert_eq!(p.num_retries, 2);
+        // A count alone makes no policy where there is none.
+        let count = RetryHeaders {
+            max_retries: Some("3"),
+            ..none
+        };
+        assert_eq!(count.policy(None), None);
+        let mut route = p.clone();
+        route.retry_on = RetryOn::RESET;
+        route.num_retries = 1;
+        let merged = count.policy(Some(&route)).expect("merged");
+        assert_eq!((merged.retry_on, merged.num_retries), (RetryOn::RESET, 3));
+        let grpc = RetryHeaders {
+            retry_grpc_on: Some("unavailable"),
+            status_codes: Some("409,x,700"),
+            ..none
+        };
+        let merged = grpc.policy(Some(&route)).expect("merged");
+        assert!(merged
+            .retry_on
+            .contains(RetryOn::GRPC_UNAVAILABLE | RetryOn::RESET));
+        assert_eq!(merged.retriable_status_codes, [409]);
+    }
+}

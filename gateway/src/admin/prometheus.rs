@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 47] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 48] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -188,6 +188,12 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 47] = [
             "counter",
             "Requests that hit the route timeout.",
             |s| &s.downstream.rq_timeout,
+        ),
+        (
+            "gateway_downstream_rq_request_timeout",
+            "counter",
+            "Requests not received whole within the connection manager's request_timeout: 408 (Envoy's downstream_rq_timeout).",
+            |s| &s.downstream.rq_request_timeout,
         ),
         (
             "gateway_upstream_rq_no_healthy_upstream",

@@ -43,8 +43,9 @@ impl Hasher for KeyIsHash {
 }
 
 /// Fields whose value is new in every message (request and trace ids):
-/// indexing one would only evict entries that do repeat. Sent as literals
-/// naming the field, left out of the table.
+/// indexing each would only evict entries that do repeat. The first one
+/// is indexed, so that its name is in the table; the next are literals
+/// naming that entry, left out of the table.
 fn unique_per_message(name: &[u8]) -> bool {
     matches!(
         name,
@@ -169,7 +170,7 @@ impl Encoder {
         let max = self.table.max_size();
         if never_index {
             self.literal(name_index, 4, 0b0001_0000, name, value, dst);
-        } else if max == 0 || size * 4 > max * 3 || unique_per_message(name) {
+        } else if max == 0 || size * 4 > max * 3 || (unique_per_message(name) && name_index != 0) {
             // Would flush most of the table for one field that may not repeat.
             self.literal(name_index, 4, 0b0000_0000, name, value, dst);
         } else {
@@ -363,10 +364,14 @@ mod tests {
     fn request_ids_stay_out_of_the_table() {
         let mut e = Encoder::new();
         let first = encode(&mut e, &[("x-request-id", "a", false)]);
-        let again = encode(&mut e, &[("x-request-id", "a", false)]);
-        // A literal without indexing both times (0000xxxx), not an index.
-        assert_eq!(first[0] & 0xf0, 0);
-        assert_eq!(first, again);
+        // Indexed once (01xxxxxx), for its name.
+        assert_eq!(first[0] & 0xc0, 0x40);
+        let second = encode(&mut e, &[("x-request-id", "b", false)]);
+        let third = encode(&mut e, &[("x-request-id", "b", false)]);
+        // Then literals without indexing (0000xxxx) naming that entry
+        // (index 62), never indexed themselves.
+        assert_eq!(second[0], 0x0f);
+        assert_eq!(second, third);
     }
 
     #[test]

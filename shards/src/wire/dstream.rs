@@ -89,6 +89,9 @@ pub(crate) struct DStream {
     /// That policy lists `retriable_status_codes` (any status may then be
     /// retried; otherwise only 5xx, 409 and gRPC statuses can be).
     pub(super) retry_any_status: bool,
+    /// The retry policy an internal client's `x-envoy-retry-on` and
+    /// related headers make, over its route's.
+    pub(super) header_policy: Option<Box<engine::RetryPolicy>>,
     /// Its virtual host's `include_request_attempt_count` and
     /// `include_attempt_count_in_response`.
     pub(super) count_attempts: (bool, bool),
@@ -125,6 +128,9 @@ pub(crate) struct DStream {
     /// `max_stream_duration`: when the stream ends, whatever it is doing
     /// (408 before the response head, a reset after).
     pub(super) ends_at: Option<Instant>,
+    /// `request_timeout`: when the request must be in whole (cleared once
+    /// it is, or once the response starts).
+    pub(super) request_ends: Option<Instant>,
     /// When something last moved, to the connection loop's clock.
     pub(super) active_at: Instant,
     /// The status that went downstream, and the upstream's `grpc-status`
@@ -182,6 +188,7 @@ impl DStream {
             retry_slot: false,
             retry_policy: false,
             retry_any_status: false,
+            header_policy: None,
             retries: None,
             per_try: None,
             count_attempts: (false, false),
@@ -199,6 +206,7 @@ impl DStream {
             deadline: None,
             idle: None,
             ends_at: None,
+            request_ends: None,
             active_at: now,
             served: None,
             status: None,

@@ -162,6 +162,7 @@ pub fn http_connection_manager(
             m.request_headers_timeout.as_ref(),
             &path.field("request_headers_timeout"),
         )?,
+        request_timeout: limit(m.request_timeout.as_ref(), &path.field("request_timeout"))?,
         max_connection_duration: limit(
             common.max_connection_duration.as_ref(),
             &cpath.field("max_connection_duration"),
@@ -174,6 +175,8 @@ pub fn http_connection_manager(
         server_header: hcm_headers::server_header(m, path)?,
         path_normalization: hcm_headers::path_normalization(m, path)?,
         strip_host_port: hcm_headers::strip_host_port(m, path)?,
+        strip_trailing_host_dot: m.strip_trailing_host_dot,
+        append_x_forwarded_port: m.append_x_forwarded_port,
         envoy_headers,
         http_filters,
     })
@@ -190,12 +193,9 @@ fn reject_unimplemented(m: &hcm::HttpConnectionManager, path: &Path) -> Result<(
         proxy_100_continue,
         upgrade_configs,
         delayed_close_timeout,
-        request_timeout,
         request_id_extension,
         local_reply_config,
         stream_error_on_invalid_http_message,
-        strip_trailing_host_dot,
-        append_x_forwarded_port,
         http3_protocol_options,
     );
     Ok(())

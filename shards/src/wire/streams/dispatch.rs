@@ -13,6 +13,8 @@ use crate::wire::inbox::Deliveries;
 /// Which of a stream's timers ran out.
 enum Expired {
     Duration,
+    /// The request did not come in whole within `request_timeout`.
+    Request,
     Route,
     Idle,
     /// A retry's back-off is over.
@@ -163,6 +165,8 @@ impl Streams {
             .filter_map(|(&id, s)| {
                 if s.ends_at.is_some_and(|t| now >= t) {
                     Some((id, Expired::Duration))
+                } else if s.request_ends.is_some_and(|t| now >= t) {
+                    Some((id, Expired::Request))
                 } else if s.deadline.is_some_and(|d| now >= d) {
                     Some((id, Expired::Route))
                 } else if s.try_ends.is_some_and(|t| now >= t) {
@@ -184,11 +188,46 @@ impl Streams {
         for (id, why) in due {
             match why {
                 Expired::Duration => self.lived_out(id),
+                Expired::Request => self.request_timed_out(id),
                 Expired::Route => self.timed_out(id),
                 Expired::BackOff => self.retry_now(id),
                 Expired::Try => self.try_timed_out(id),
                 Expired::Idle => self.idled_out(id),
             }
         }
+    }
+
+    /// The route timeout passed.
+    pub(super) fn timed_out(&mut self, stream: u32) {
+        let Some(s) = self.table.get(&stream) else {
+            return;
+        };
+        let stats = &self.cx.wire.shard.stats;
+        stats.downstream.rq_timeout.inc();
+        // Between attempts, the last host's outcome is counted already.
+        if let Some(t) = s.target.as_ref().filter(|_| !s.between_attempts()) {
+            stats.hosts.host(t.host).rq_timeout.inc();
+        }
+        self.fail(stream, LocalReply::UpstreamTimeout);
+    }
+
+    /// The stream lived its `max_stream_duration`.
+    pub(super) fn lived_out(&mut self, stream: u32) {
+        let stats = &self.cx.wire.shard.stats.downstream;
+        stats.rq_max_duration_reached.inc();
+        self.fail(stream, LocalReply::MaxDurationTimeout);
+    }
+
+    /// The request was not in whole within `request_timeout`.
+    pub(super) fn request_timed_out(&mut self, stream: u32) {
+        let stats = &self.cx.wire.shard.stats.downstream;
+        stats.rq_request_timeout.inc();
+        self.fail(stream, LocalReply::RequestTimeout);
+    }
+
+    /// Nothing moved on the stream for its stream idle timeout.
+    pub(super) fn idled_out(&mut self, stream: u32) {
+        self.cx.wire.shard.stats.downstream.rq_idle_timeout.inc();
+        self.fail(stream, LocalReply::StreamIdleTimeout);
     }
 }

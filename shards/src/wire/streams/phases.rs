@@ -267,6 +267,9 @@ impl Streams {
             return self.conn.release(stream, data.len() as u32);
         };
         s.active_at = now;
+        if end_stream {
+            s.request_ends = None;
+        }
         let len = data.len();
         // Before the router (a filter paused the stream) chunks wait as
         // they came; they go through the body hooks once the chain passes
@@ -297,6 +300,7 @@ impl Streams {
     pub(super) fn on_request_trailers(&mut self, stream: u32, fields: HeaderList) {
         let now = self.now;
         if let Some(s) = self.table.get_mut(&stream) {
+            s.request_ends = None;
             let mut trailers = owned(&fields);
             let answer = match s.target {
                 Some(_) => self
@@ -449,33 +453,6 @@ impl Streams {
                 self.fail(stream, LocalReply::UpstreamReset);
             }
         }
-    }
-
-    /// The route timeout passed.
-    pub(super) fn timed_out(&mut self, stream: u32) {
-        let Some(s) = self.table.get(&stream) else {
-            return;
-        };
-        let stats = &self.cx.wire.shard.stats;
-        stats.downstream.rq_timeout.inc();
-        // Between attempts, the last host's outcome is counted already.
-        if let Some(t) = s.target.as_ref().filter(|_| !s.between_attempts()) {
-            stats.hosts.host(t.host).rq_timeout.inc();
-        }
-        self.fail(stream, LocalReply::UpstreamTimeout);
-    }
-
-    /// The stream lived its `max_stream_duration`.
-    pub(super) fn lived_out(&mut self, stream: u32) {
-        let stats = &self.cx.wire.shard.stats.downstream;
-        stats.rq_max_duration_reached.inc();
-        self.fail(stream, LocalReply::MaxDurationTimeout);
-    }
-
-    /// Nothing moved on the stream for its stream idle timeout.
-    pub(super) fn idled_out(&mut self, stream: u32) {
-        self.cx.wire.shard.stats.downstream.rq_idle_timeout.inc();
-        self.fail(stream, LocalReply::StreamIdleTimeout);
     }
 
     /// Ends a stream that failed in the gateway's own way.
@@ -722,6 +699,7 @@ fn on_response_head(
         l.on_response(&p.cx.logs, status, Some(head));
     }
     s.resp_started = true;
+    s.request_ends = None;
     s.status = Some(status);
     shard.stats.downstream.responses.record(status);
     if let Some(h) = s.head.take() {

@@ -17,10 +17,14 @@ use crate::wire::dstream::{DStream, Target};
 use crate::wire::pool::PoolRef;
 
 impl ConnCx {
-    /// The `retry_policy` of `s`'s route, from the config it keeps.
+    /// The `retry_policy` of `s`: an internal client's headers' (made at
+    /// its start), else its route's, from the config it keeps.
     pub(super) fn retry_policy<'a>(&'a self, s: &'a DStream) -> Option<&'a RetryPolicy> {
         if !s.retry_policy {
             return None;
+        }
+        if let Some(p) = &s.header_policy {
+            return Some(p);
         }
         let hcm = self.hcm(s.snap.as_ref()?)?;
         let (_, route) = s.route?.get(&hcm.route_config)?;

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use engine::headers::append_forwarded_for;
 use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
-use engine::HostRewrite;
+use engine::{HostRewrite, RetryHeaders};
 use h2wire::message::HeaderList;
 
 use super::stamp::{self, ClientClass};
@@ -103,6 +103,19 @@ impl ConnCx {
                     if let Some(t) = stamp::millis(head, b"x-envoy-upstream-rq-timeout-ms") {
                         s.timeout = t;
                     }
+                    let text = |n: &[u8]| head.get(n).and_then(|v| std::str::from_utf8(v).ok());
+                    let retry = RetryHeaders {
+                        retry_on: text(b"x-envoy-retry-on"),
+                        retry_grpc_on: text(b"x-envoy-retry-grpc-on"),
+                        max_retries: text(b"x-envoy-max-retries"),
+                        status_codes: text(b"x-envoy-retriable-status-codes"),
+                    };
+                    if let Some(p) = retry.policy(action.retry_policy.as_ref()) {
+                        s.retry_policy = true;
+                        s.retry_any_status |= !p.retriable_status_codes.is_empty();
+                        s.per_try = s.per_try.or(p.per_try_timeout);
+                        s.header_policy = Some(Box::new(p));
+                    }
                     let per_try = b"x-envoy-upstream-rq-per-try-timeout-ms";
                     if let Some(t) = stamp::millis(head, per_try) {
                         s.per_try = t;
@@ -122,6 +135,7 @@ impl ConnCx {
             s.envoy_headers = hcm.envoy_headers;
             s.idle = hcm.stream_idle_timeout;
             s.ends_at = hcm.max_stream_duration.map(|d| now + d);
+            s.request_ends = hcm.request_timeout.filter(|_| !s.bodyless).map(|d| now + d);
         }
         // A refused request is logged too.
         s.log = (!cx.logs.is_empty()).then(|| LogState::new(&cx.logs, head, now, remote));

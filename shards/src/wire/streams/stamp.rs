@@ -87,25 +87,51 @@ pub(super) fn request(
             Normalized::Reject => return refuse(),
         }
     }
-    if hcm.strip_host_port != StripHostPort::None {
+    if hcm.strip_host_port != StripHostPort::None || hcm.strip_trailing_host_dot {
         for name in [&b":authority"[..], b"host"] {
-            let stripped = head
-                .get(name)
-                .and_then(|a| without_port(a, hcm.strip_host_port, local_port))
-                .map(<[u8]>::to_vec);
-            if let Some(a) = stripped {
+            let Some(a) = head.get(name) else { continue };
+            let mut a = Cow::Borrowed(a);
+            if let Some(host) = without_port(&a, hcm.strip_host_port, local_port) {
+                a = Cow::Owned(host.to_vec());
+            }
+            if hcm.strip_trailing_host_dot {
+                if let Some(host) = without_trailing_dot(&a) {
+                    a = Cow::Owned(host);
+                }
+            }
+            if let Cow::Owned(a) = a {
                 set_field(head, name, &a);
             }
         }
     }
-    let xff = joined(head, b"x-forwarded-for");
+    // One pass over the head for what the rest reads.
+    let (mut xff_fields, mut has_id) = (0u32, false);
+    let mut xff = None;
+    for (n, v, _) in head.iter() {
+        if n == b"x-forwarded-for" {
+            xff_fields += 1;
+            xff = xff.or(Some(v));
+        }
+        has_id |= n == REQUEST_ID;
+    }
+    let xff = match xff_fields {
+        0 | 1 => xff.map(|v| Cow::Borrowed(std::str::from_utf8(v).unwrap_or(""))),
+        _ => joined(head, b"x-forwarded-for"),
+    };
     let client = forwarding::client(&hcm.trust, peer, xff.as_deref());
     drop(xff);
     let class = ClientClass::of(&client);
+    if hcm.append_x_forwarded_port {
+        // As `x-forwarded-proto`: the edge's own, else the client's kept.
+        let theirs = head.get(b"x-forwarded-port").is_some();
+        if !theirs || hcm.trust.overwrites_forwarded_proto() {
+            set_field(head, b"x-forwarded-port", local_port.to_string().as_bytes());
+        }
+    }
     let ids = &hcm.request_id;
     if ids.generate {
         let force = class == ClientClass::Edge && !ids.preserve_external;
-        if force || head.get(REQUEST_ID).is_none() {
+        if force || !has_id {
             set_field(head, REQUEST_ID, &uuid_v4(id_bits()));
         }
     }
@@ -175,6 +201,21 @@ fn without_port(authority: &[u8], strip: StripHostPort, local_port: u16) -> Opti
         StripHostPort::Matching if port == local_port => Some(host),
         _ => None,
     }
+}
+
+/// `authority` without the dot that ends its host (`example.com.:80` →
+/// `example.com:80`), if it has one.
+fn without_trailing_dot(authority: &[u8]) -> Option<Vec<u8>> {
+    let host_end = match authority.iter().rposition(|&b| b == b':') {
+        // A port after the host (not a bare IPv6 literal's colon).
+        Some(c) if !authority[..c].contains(&b':') || authority[..c].ends_with(b"]") => c,
+        _ => authority.len(),
+    };
+    (host_end > 1 && authority[host_end - 1] == b'.').then(|| {
+        let mut out = authority[..host_end - 1].to_vec();
+        out.extend_from_slice(&authority[host_end..]);
+        out
+    })
 }
 
 /// The connection manager's response settings, taken once per
@@ -336,6 +377,18 @@ mod tests {
         assert_eq!(without_port(b"[::1]:443", Any, 0), Some(&b"[::1]"[..]));
         assert_eq!(without_port(b"::1", Any, 0), None);
         assert_eq!(without_port(b"h:x", Any, 0), None);
+    }
+
+    #[test]
+    fn trailing_host_dots_come_off() {
+        let strip =
+            |a: &str| without_trailing_dot(a.as_bytes()).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(strip("example.com."), Some("example.com".into()));
+        assert_eq!(strip("example.com.:8080"), Some("example.com:8080".into()));
+        assert_eq!(strip("example.com:8080"), None);
+        assert_eq!(strip("example.com"), None);
+        assert_eq!(strip("."), None);
+        assert_eq!(strip("[::1]:80"), None);
     }
 
     #[test]
