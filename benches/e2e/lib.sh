@@ -96,7 +96,8 @@ tls_version_haproxy() { echo "TLSv$TLS_VERSION"; }
 # both. CODEC_TYPE overrides AUTO; ADMIN_PORT sets the admin port (default
 # 0: any free one). UPSTREAM_PROTO=http1 makes the cluster speak HTTP/1.1
 # (no protocol options, Envoy's default), else HTTP/2. Envoy 1.40 takes the
-# same file.
+# same file. HCM_EXTRA is one more line of connection manager fields
+# (e.g. `generate_request_id: false`).
 write_bootstrap() { # file, node id
     local tls="" params="" upstream=""
     if [[ -n ${TLS_CERT:-} ]]; then
@@ -140,7 +141,8 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ingress
-          codec_type: ${CODEC_TYPE:-AUTO}
+          codec_type: ${CODEC_TYPE:-AUTO}${HCM_EXTRA:+
+          $HCM_EXTRA}
           http2_protocol_options: { max_concurrent_streams: 100 }
           route_config:
             name: bench

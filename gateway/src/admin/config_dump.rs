@@ -331,7 +331,9 @@ fn route(r: &Route) -> Value {
         .iter()
         .map(|q| match &q.kind {
             QueryParamMatch::Present(p) => json!({ "name": q.name, "present_match": p }),
-            QueryParamMatch::Value(kind) => json!({ "name": q.name, "match": match_kind(kind) }),
+            QueryParamMatch::Value(kind) => {
+                json!({ "name": q.name, "string_match": match_kind(kind) })
+            }
         })
         .collect();
     let mut out = json!({
@@ -342,8 +344,14 @@ fn route(r: &Route) -> Value {
         "query_parameters": query,
         "grpc": r.matcher.grpc,
         "runtime_fraction": r.matcher.fraction.map(|f| json!({
-            "numerator": f.numerator,
-            "denominator": f.denominator,
+            "default_value": {
+                "numerator": f.numerator,
+                "denominator": match f.denominator {
+                    100 => "HUNDRED",
+                    10_000 => "TEN_THOUSAND",
+                    _ => "MILLION",
+                },
+            }
         })),
         "decorator": r.decorator.as_ref().map(|op| json!({ "operation": op })),
     });

@@ -143,7 +143,9 @@ impl Encoder {
     ) {
         let statik = find_static(name, value);
         let mut field_hash = 0;
-        if !never_index {
+        // A value new in every message is never in the table: no lookup.
+        let unique = unique_per_message(name);
+        if !never_index && !unique {
             if let StaticMatch::Exact(i) = statik {
                 int::encode(i, 7, 0b1000_0000, dst);
                 return;
@@ -170,12 +172,16 @@ impl Encoder {
         let max = self.table.max_size();
         if never_index {
             self.literal(name_index, 4, 0b0001_0000, name, value, dst);
-        } else if max == 0 || size * 4 > max * 3 || (unique_per_message(name) && name_index != 0) {
+        } else if max == 0 || size * 4 > max * 3 || (unique && name_index != 0) {
             // Would flush most of the table for one field that may not repeat.
             self.literal(name_index, 4, 0b0000_0000, name, value, dst);
         } else {
             self.literal(name_index, 6, 0b0100_0000, name, value, dst);
             let name_hash = name_hash.unwrap_or_else(|| self.hasher.hash_one(name));
+            if unique {
+                // Not computed above: this entry is findable like any.
+                field_hash = self.hasher.hash_one((name, value));
+            }
             self.insert(name, value, field_hash, name_hash);
         }
     }
