@@ -32,6 +32,17 @@ fn gateway(
     policy: &str,
     vh_policy: &str,
 ) -> (gateway::GatewayHandle, SocketAddr) {
+    gateway_with(hosts, policy, vh_policy, "")
+}
+
+/// [`gateway`] with `cluster_extra` (YAML lines at cluster-field
+/// indentation) in cluster `web`.
+fn gateway_with(
+    hosts: &[SocketAddr],
+    policy: &str,
+    vh_policy: &str,
+    cluster_extra: &str,
+) -> (gateway::GatewayHandle, SocketAddr) {
     let endpoints: String = hosts
         .iter()
         .map(|a| {
@@ -60,7 +71,7 @@ fn gateway(
     );
     let clusters = format!(
         r#"  - name: web
-    connect_timeout: 1s
+    connect_timeout: 1s{cluster_extra}
     load_assignment:
       cluster_name: web
       endpoints:
@@ -242,6 +253,33 @@ fn num_retries_bounds_the_attempts() {
     assert_eq!(
         metric(admin, "gateway_upstream_rq_retry_limit_exceeded"),
         1.0
+    );
+}
+
+#[test]
+fn a_retry_budget_bounds_retries_in_flight() {
+    let bad = answering(503);
+    let policy = "{ retry_on: gateway-error, num_retries: 2 }";
+    // No share and no floor: no retry may go.
+    let none = "\n    circuit_breakers: { thresholds: [ { retry_budget: { budget_percent: { value: 0 }, min_retry_concurrency: 0 } } ] }";
+    let (gw, addr) = gateway_with(&[bad.addr()], policy, "", none);
+    assert_eq!(get_status(addr), 503);
+    assert_eq!(bad.requests().len(), 1, "no retry within the budget");
+    let admin = gw.admin_addr.expect("admin");
+    let series = format!(
+        "gateway_upstream_rq_retry_overflow{{cluster=\"web\",host=\"{}\"}}",
+        bad.addr()
+    );
+    assert_eq!(metric(admin, &series), 1.0);
+    drop(gw);
+    // Envoy's defaults (20 %, at least 3): one request's retries go.
+    let defaults = "\n    circuit_breakers: { thresholds: [ { retry_budget: {} } ] }";
+    let (_gw, addr) = gateway_with(&[bad.addr()], policy, "", defaults);
+    assert_eq!(get_status(addr), 503);
+    assert_eq!(
+        bad.requests().len(),
+        4,
+        "then the first attempt and two retries"
     );
 }
 

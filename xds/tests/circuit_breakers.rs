@@ -47,6 +47,27 @@ fn envoy_defaults_and_what_istio_writes() {
         (9, Some(2))
     );
     assert_eq!(cb.per_host_max_connections, Some(3));
+    assert_eq!(cb.default.retry_budget, None);
+    let c = load(
+        "{ thresholds: [{ retry_budget: {} }, { priority: HIGH, retry_budget: { budget_percent: { value: 12.5 }, min_retry_concurrency: 8 } }] }",
+    )
+    .unwrap();
+    let cb = c.circuit_breakers;
+    let envoy_defaults = engine::RetryBudget {
+        basis_points: 2_000,
+        min_concurrency: 3,
+    };
+    assert_eq!(cb.default.retry_budget, Some(envoy_defaults));
+    assert_eq!(
+        cb.high.retry_budget,
+        Some(engine::RetryBudget {
+            basis_points: 1_250,
+            min_concurrency: 8
+        })
+    );
+    // Per shard: the floor is shared, the share is of the shard's own.
+    let two = cb.high.per_shard(2).retry_budget.unwrap();
+    assert_eq!((two.basis_points, two.min_concurrency), (1_250, 4));
 }
 
 #[test]
@@ -57,8 +78,12 @@ fn refusals_name_their_field() {
             "circuit_breakers.thresholds[1].priority: a second thresholds entry",
         ),
         (
-            "{ thresholds: [{ retry_budget: {} }] }",
-            "circuit_breakers.thresholds[0].retry_budget: not supported",
+            "{ thresholds: [{ retry_budget: { budget_percent: { value: 120 } } }] }",
+            "circuit_breakers.thresholds[0].retry_budget.budget_percent.value: 120 is not within 0..=100",
+        ),
+        (
+            "{ per_host_thresholds: [{ retry_budget: {} }] }",
+            "circuit_breakers.per_host_thresholds[0].retry_budget: not supported",
         ),
         (
             "{ per_host_thresholds: [{ max_requests: 1 }] }",

@@ -21,6 +21,29 @@ pub struct CircuitThresholds {
     pub max_retries: u32,
     /// Connection pools (one per host on a shard); `None`: no limit.
     pub max_connection_pools: Option<u32>,
+    /// `retry_budget`: when set, retries in flight are bounded by a share
+    /// of the requests in flight instead of `max_retries`.
+    pub retry_budget: Option<RetryBudget>,
+}
+
+/// `retry_budget`: retries in flight may be `percent` of the requests
+/// active and pending, and at least `min_concurrency`, so that retries
+/// cannot multiply the load on a cluster in an outage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryBudget {
+    /// `budget_percent` in hundredths of a percent (Envoy's default 20 %).
+    pub basis_points: u32,
+    /// `min_retry_concurrency` (Envoy's default 3).
+    pub min_concurrency: u32,
+}
+
+impl RetryBudget {
+    /// Retries that may be in flight with `active` requests active or
+    /// pending.
+    pub fn limit(&self, active: u32) -> u32 {
+        let share = u64::from(active) * u64::from(self.basis_points) / 10_000;
+        (share as u32).max(self.min_concurrency)
+    }
 }
 
 impl Default for CircuitThresholds {
@@ -31,6 +54,7 @@ impl Default for CircuitThresholds {
             max_requests: DEFAULT_CIRCUIT_LIMIT,
             max_retries: DEFAULT_MAX_RETRIES,
             max_connection_pools: None,
+            retry_budget: None,
         }
     }
 }
@@ -49,6 +73,11 @@ impl CircuitThresholds {
             max_requests: share(self.max_requests),
             max_retries: share(self.max_retries),
             max_connection_pools: self.max_connection_pools.map(share),
+            // The share of this shard's own requests; the floor shared.
+            retry_budget: self.retry_budget.map(|b| RetryBudget {
+                min_concurrency: share(b.min_concurrency),
+                ..b
+            }),
         }
     }
 }
@@ -76,6 +105,7 @@ mod tests {
             max_requests: 1024,
             max_retries: 0,
             max_connection_pools: Some(5),
+            retry_budget: None,
         };
         let s = t.per_shard(4);
         assert_eq!(s.max_connections, 3, "4 shards × 3 ≤ 10 + 4");
@@ -85,5 +115,17 @@ mod tests {
         assert_eq!(s.max_connection_pools, Some(2));
         assert_eq!(t.per_shard(1), t);
         assert_eq!(t.per_shard(0), t);
+    }
+
+    #[test]
+    fn a_retry_budget_is_a_share_of_the_requests_with_a_floor() {
+        let b = RetryBudget {
+            basis_points: 2_000,
+            min_concurrency: 3,
+        };
+        assert_eq!(b.limit(0), 3);
+        assert_eq!(b.limit(10), 3);
+        assert_eq!(b.limit(100), 20);
+        assert_eq!(b.limit(1001), 200);
     }
 }

@@ -11,7 +11,7 @@ use crate::pb::envoy::config::core::v3::RoutingPriority;
 /// Validates `circuit_breakers`: one `thresholds` entry per priority,
 /// `per_host_thresholds` with only `max_connections` (as Envoy allows).
 /// `track_remaining` is accepted (the gateway's `/stats` always show what
-/// is held); `retry_budget` is refused by name.
+/// is held); `retry_budget` on `thresholds`, not on `per_host_thresholds`.
 pub fn circuit_breakers(c: Option<&pb::CircuitBreakers>, path: &Path) -> Result<CircuitBreakers> {
     let Some(c) = c else {
         return Ok(CircuitBreakers::default());
@@ -20,7 +20,6 @@ pub fn circuit_breakers(c: Option<&pb::CircuitBreakers>, path: &Path) -> Result<
     let mut seen = [false; 2];
     for (i, t) in c.thresholds.iter().enumerate() {
         let tpath = path.field("thresholds").index(i);
-        reject_set!(tpath, t, retry_budget);
         let (slot, p) = match RoutingPriority::try_from(t.priority) {
             Ok(RoutingPriority::Default) => (&mut out.default, 0),
             Ok(RoutingPriority::High) => (&mut out.high, 1),
@@ -44,6 +43,10 @@ pub fn circuit_breakers(c: Option<&pb::CircuitBreakers>, path: &Path) -> Result<
             max_requests: t.max_requests.unwrap_or(d.max_requests),
             max_retries: t.max_retries.unwrap_or(d.max_retries),
             max_connection_pools: t.max_connection_pools,
+            retry_budget: match &t.retry_budget {
+                Some(b) => Some(retry_budget(b, &tpath.field("retry_budget"))?),
+                None => None,
+            },
         };
     }
     for (i, t) in c.per_host_thresholds.iter().enumerate() {
@@ -64,4 +67,22 @@ pub fn circuit_breakers(c: Option<&pb::CircuitBreakers>, path: &Path) -> Result<
         out.per_host_max_connections = t.max_connections;
     }
     Ok(out)
+}
+
+/// `retry_budget`, Envoy's defaults (20 %, at least 3) filled in.
+fn retry_budget(
+    b: &pb::circuit_breakers::thresholds::RetryBudget,
+    path: &Path,
+) -> Result<engine::RetryBudget> {
+    let percent = b.budget_percent.as_ref().map_or(20.0, |p| p.value);
+    if !(0.0..=100.0).contains(&percent) {
+        return Err(Error::invalid(
+            path.field("budget_percent").field("value"),
+            format!("{percent} is not within 0..=100"),
+        ));
+    }
+    Ok(engine::RetryBudget {
+        basis_points: (percent * 100.0).round() as u32,
+        min_concurrency: b.min_retry_concurrency.unwrap_or(3),
+    })
 }

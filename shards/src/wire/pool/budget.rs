@@ -86,7 +86,13 @@ impl Budget {
         give(&self.pools, 1);
     }
     pub fn try_retry(&self) -> bool {
-        take(&self.retries, self.limits.get().max_retries)
+        let limits = self.limits.get();
+        let limit = match limits.retry_budget {
+            // A share of what this shard has in flight for the cluster.
+            Some(b) => b.limit(self.requests.get() + self.pending.get()),
+            None => limits.max_retries,
+        };
+        take(&self.retries, limit)
     }
     pub fn end_retry(&self) {
         give(&self.retries, 1);
@@ -119,6 +125,7 @@ mod tests {
             max_requests: 3,
             max_retries: 0,
             max_connection_pools: Some(1),
+            retry_budget: None,
         };
         let b = Budget {
             limits: Cell::new(t),
