@@ -28,7 +28,9 @@ impl ConnCx {
         let cx = self;
         let mut remote = None;
         let mut refused = None;
-        if let Some(hcm) = s.snap.as_ref().and_then(|snap| cx.hcm(snap)) {
+        // Looked up once: a listener by name, then its chain.
+        let hcm = s.snap.as_ref().and_then(|snap| cx.hcm(snap));
+        if let Some(hcm) = hcm {
             let shard = &cx.wire.shard;
             let at = (cx.peer, cx.local_port);
             let id_bits = || shard.request_id_bits();
@@ -49,7 +51,6 @@ impl ConnCx {
                 s.request_id = head.get(stamp::REQUEST_ID).map(Box::from);
             }
         }
-        let hcm = s.snap.as_ref().and_then(|snap| cx.hcm(snap));
         if let Some(hcm) = hcm.filter(|_| refused.is_none()) {
             s.filtered = hcm.http_filters.len() > 1;
             // The request's random value: `runtime_fraction` matches.
