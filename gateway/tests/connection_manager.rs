@@ -51,18 +51,11 @@ fn backend() -> H1Backend {
     })
 }
 
-fn send(addr: SocketAddr, host: &str, path: &str, extra: &str) -> Response {
-    let (mut s, mut r) = open(addr);
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    read_response(&mut r, false)
-}
-
 /// One request through; what the backend got, and the response.
 fn through(hcm_fields: &str, path: &str, extra: &str) -> (Option<H1Request>, Response) {
     let b = backend();
     let (_gw, addr) = gateway(hcm_fields, &b);
-    let resp = send(addr, "h", path, extra);
+    let resp = h1_get(addr, "h", path, extra);
     (b.requests().pop(), resp)
 }
 
@@ -132,7 +125,7 @@ fn via_and_server_as_envoy_writes_them() {
         H1Answer::raw("HTTP/1.1 200 OK\r\nvia: 1.1 a\r\nvia: 1.1 b\r\ncontent-length: 2\r\n\r\nok")
     });
     let (_gw, addr) = gateway(via, &two);
-    let resp = send(addr, "h", "/", "");
+    let resp = h1_get(addr, "h", "/", "");
     assert_eq!(resp.header("via"), Some("1.1 a,1.1 b, gw1"));
 
     // (settings, proxied response's server, a local reply's)
@@ -303,7 +296,7 @@ fn host_ports_come_off_before_the_virtual_host_is_chosen() {
     ] {
         let (_gw, addr) = gateway(fields, &b);
         let host = format!("example.com:{}", addr.port());
-        send(addr, &host, "/", "");
+        h1_get(addr, &host, "/", "");
         let got = b.requests().pop().unwrap();
         assert_eq!(got.field("x-vhost"), Some(port_of_listener), "{fields}");
         let want_host = if port_of_listener == "example" {
@@ -312,7 +305,7 @@ fn host_ports_come_off_before_the_virtual_host_is_chosen() {
             host
         };
         assert_eq!(got.field("host"), Some(want_host.as_str()), "{fields}");
-        send(addr, "example.com:99", "/", "");
+        h1_get(addr, "example.com:99", "/", "");
         let got = b.requests().pop().unwrap();
         assert_eq!(got.field("x-vhost"), Some(other_port), "{fields}");
     }
@@ -335,7 +328,7 @@ fn request_timeout_times_the_request_not_the_response() {
     assert_eq!(resp.body, b"request timeout");
     assert!(started.elapsed() >= std::time::Duration::from_millis(250));
     // A request in whole is not timed any more: a slow answer comes.
-    let resp = send(addr, "h", "/", "");
+    let resp = h1_get(addr, "h", "/", "");
     assert_eq!(resp.status, 200);
     let body_in_time = "POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 2\r\n\r\nok";
     let (mut s, mut r) = open(addr);
@@ -350,14 +343,14 @@ fn trailing_host_dots_and_the_forwarded_port() {
         "          strip_trailing_host_dot: true\n          append_x_forwarded_port: true\n",
         &b,
     );
-    send(addr, "example.com.", "/", "");
+    h1_get(addr, "example.com.", "/", "");
     let got = b.requests().pop().unwrap();
     assert_eq!(got.field("x-vhost"), Some("example"));
     assert_eq!(got.field("host"), Some("example.com"));
     let port = addr.port().to_string();
     assert_eq!(got.field("x-forwarded-port"), Some(port.as_str()));
     // Not an edge listener: a client's is kept.
-    send(addr, "h", "/", "x-forwarded-port: 443\r\n");
+    h1_get(addr, "h", "/", "x-forwarded-port: 443\r\n");
     assert_eq!(
         b.requests().pop().unwrap().field("x-forwarded-port"),
         Some("443")
@@ -375,7 +368,7 @@ fn internal_clients_steer_retries_and_external_ones_do_not() {
     for (fields, attempts) in [(internal, 3), ("          use_remote_address: true\n", 1)] {
         let (_gw, addr) = gateway(fields, &failing);
         let before = failing.requests().len();
-        let resp = send(addr, "h", "/", steer);
+        let resp = h1_get(addr, "h", "/", steer);
         assert_eq!(resp.status, 503);
         assert_eq!(failing.requests().len() - before, attempts, "{fields}");
     }

@@ -2,7 +2,6 @@
 
 mod support;
 
-use std::io::Write;
 use std::net::SocketAddr;
 
 use support::h1_backend::{H1Answer, H1Backend};
@@ -89,10 +88,7 @@ fn backend() -> H1Backend {
 }
 
 fn send(addr: SocketAddr, host: &str, path: &str, extra: &str) -> Response {
-    let (mut s, mut r) = open(addr);
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nuser-agent: probe\r\n{extra}\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    read_response(&mut r, false)
+    h1_get(addr, host, path, &format!("user-agent: probe\r\n{extra}"))
 }
 
 fn values<'a>(fields: &'a [(String, String)], name: &str) -> Vec<&'a str> {

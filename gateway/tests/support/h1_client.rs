@@ -86,3 +86,13 @@ pub fn closed(r: &mut BufReader<TcpStream>) -> bool {
     let mut b = [0u8; 1];
     matches!(r.read(&mut b), Ok(0))
 }
+
+/// One `GET` on a connection of its own: `extra` is more header lines,
+/// each ending in CRLF.
+pub fn h1_get(addr: SocketAddr, host: &str, path: &str, extra: &str) -> Response {
+    use std::io::Write;
+    let (mut s, mut r) = open(addr);
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    read_response(&mut r, false)
+}
