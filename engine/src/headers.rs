@@ -31,6 +31,15 @@ pub fn keep_te(value: &[u8]) -> bool {
     value.eq_ignore_ascii_case(b"trailers")
 }
 
+/// Where the `:` before an authority's port is (`host:80`, `[::1]:80`),
+/// if it has a port: a bare IPv6 literal's colons are not.
+pub fn port_colon(authority: &[u8]) -> Option<usize> {
+    let colon = authority.iter().rposition(|&b| b == b':')?;
+    let host = &authority[..colon];
+    let bracketed = host.starts_with(b"[");
+    (bracketed && host.ends_with(b"]") || !bracketed && !host.contains(&b':')).then_some(colon)
+}
+
 /// Value of `x-forwarded-for` after appending the downstream peer, as Envoy
 /// does with `use_remote_address: true`: after a comma, no space (Envoy
 /// 1.40 sends `1.2.3.4,10.0.0.1`).
@@ -175,6 +184,15 @@ mod tests {
         assert!(is_grpc_content_type(b"application/grpc+proto"));
         assert!(!is_grpc_content_type(b"application/grpc-web"));
         assert!(!is_grpc_content_type(b"application/json"));
+    }
+
+    #[test]
+    fn ports_are_found_after_the_host() {
+        assert_eq!(port_colon(b"example.com:80"), Some(11));
+        assert_eq!(port_colon(b"example.com"), None);
+        assert_eq!(port_colon(b"[::1]:443"), Some(5));
+        assert_eq!(port_colon(b"[::1]"), None);
+        assert_eq!(port_colon(b"::1"), None);
     }
 
     #[test]

@@ -112,13 +112,7 @@ fn new_path<'a>(
 /// of the request's forwarded proto (Envoy's `processRequestHost`).
 fn request_host<'a>(request: &RedirectRequest<'a>, new_scheme: &str, new_port: bool) -> &'a str {
     let host = request.authority;
-    let port_at = if host.starts_with('[') {
-        // `[v6]:port`: the port follows the bracket.
-        host.rfind("]:").map(|i| i + 1)
-    } else {
-        host.rfind(':')
-    };
-    let Some(at) = port_at else {
+    let Some(at) = crate::headers::port_colon(host.as_bytes()) else {
         return host;
     };
     let port = &host[at..];

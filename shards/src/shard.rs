@@ -197,21 +197,23 @@ impl Shard {
         override_host::lookup(cluster, addr, &self.ejected.borrow())
     }
 
-    /// Phase 2's cluster: the route's, or a weighted pick; on a weighted
-    /// split a session stays on the side that holds its host.
+    /// Phase 2's cluster: the route's, a weighted pick (on a weighted
+    /// split a session stays on the side that holds its host), or the one
+    /// the request's `field` of the route's `cluster_header` names (absent:
+    /// "", no cluster).
     pub fn choose_cluster<'a>(
         &self,
         action: &'a ForwardAction,
         session: Option<&OverrideHost>,
         snap: &Snapshot,
+        field: impl FnOnce(&str) -> Option<&'a str>,
     ) -> &'a str {
         match &action.target {
             ClusterTarget::Cluster(name) => name.as_str(),
             ClusterTarget::Weighted(w) => session
                 .and_then(|s| session_cluster(w, s, snap))
                 .unwrap_or_else(|| w.pick(self.random())),
-            // Read from the request by the router.
-            ClusterTarget::Header(_) => "",
+            ClusterTarget::Header(name) => field(name).unwrap_or(""),
         }
     }
 

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use engine::lb::hash_policy::{request_hash, HashInput, NewCookie};
 use engine::redirect::{self, redirect_location, RedirectRequest};
 use engine::route::RequestView;
-use engine::{ClusterTarget, DirectResponse, Redirect, RouteAction, RouteMatch};
+use engine::{DirectResponse, Redirect, RouteAction, RouteMatch};
 use h2wire::message::HeaderList;
 
 use super::header_mutation::{self, FormatInput, Head};
@@ -34,15 +34,10 @@ impl HttpFilter for Router {
             }
         };
         let session = cx.override_host.as_ref();
-        let cluster_name = match &action.target {
-            // Absent, empty or not UTF-8: no cluster of that name.
-            ClusterTarget::Header(name) => head
-                .list
-                .get(name.as_bytes())
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .unwrap_or(""),
-            _ => shard.choose_cluster(action, session, cx.snapshot),
-        };
+        // A `cluster_header` field absent, empty or not UTF-8 names none.
+        let list = head.list;
+        let field = |name: &str| std::str::from_utf8(list.get(name.as_bytes())?).ok();
+        let cluster_name = shard.choose_cluster(action, session, cx.snapshot, field);
         let Some(cluster) = cx.snapshot.cluster(cluster_name) else {
             shard.stats.rq_unknown_cluster.inc();
             let status = action.cluster_not_found_status;

@@ -2,7 +2,6 @@
 
 use std::time::Instant;
 
-use engine::headers::append_forwarded_for;
 use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
 use engine::{HostRewrite, RetryHeaders};
 use h2wire::message::HeaderList;
@@ -37,6 +36,7 @@ impl ConnCx {
             let stats = &shard.stats.downstream;
             match stamp::request(hcm, head, at, (grpc, id_bits), stats) {
                 Ok(st) => {
+                    s.xff = st.forwarded_for;
                     s.class = st.class;
                     s.external = (st.class == ClientClass::Edge).then(|| st.client.remote.ip());
                     remote = (st.client.remote != cx.peer).then_some(st.client.remote);
@@ -123,12 +123,6 @@ impl ConnCx {
                     }
                 }
             }
-            s.xff = hcm.trust.appends_forwarded_for().then(|| {
-                let xff = stamp::joined(head, b"x-forwarded-for");
-                append_forwarded_for(xff.as_deref(), cx.peer.ip().to_canonical())
-                    .into_bytes()
-                    .into_boxed_slice()
-            });
             // Envoy's HCM: the edge (`use_remote_address`) overwrites it,
             // an inner hop trusts the client's.
             let client_xfp = head.get(b"x-forwarded-proto").is_some();

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 
 use engine::forwarding::{self, Client};
-use engine::headers::uuid_v4;
+use engine::headers::{append_forwarded_for, port_colon, uuid_v4};
 use engine::path::{self, Normalized};
 use engine::{HttpConnectionManager, ServerHeaderTransformation, StripHostPort};
 use h2wire::message::HeaderList;
@@ -48,6 +48,8 @@ impl ClientClass {
 pub(super) struct Stamped {
     pub client: Client,
     pub class: ClientClass,
+    /// The `x-forwarded-for` we send, when we append the peer.
+    pub forwarded_for: Option<Box<[u8]>>,
 }
 
 /// The request side, before routing: `Err` is the reply a path
@@ -119,6 +121,12 @@ pub(super) fn request(
         _ => joined(head, b"x-forwarded-for"),
     };
     let client = forwarding::client(&hcm.trust, peer, xff.as_deref());
+    // What goes upstream as `x-forwarded-for`, made from the one read.
+    let forwarded_for = hcm.trust.appends_forwarded_for().then(|| {
+        append_forwarded_for(xff.as_deref(), peer.ip().to_canonical())
+            .into_bytes()
+            .into_boxed_slice()
+    });
     drop(xff);
     let class = ClientClass::of(&client);
     if hcm.append_x_forwarded_port {
@@ -142,7 +150,11 @@ pub(super) fn request(
         };
         set_field(head, b"via", value.as_bytes());
     }
-    Ok(Stamped { client, class })
+    Ok(Stamped {
+        client,
+        class,
+        forwarded_for,
+    })
 }
 
 /// The values of every `name` field, joined with commas as Envoy joins
@@ -189,12 +201,8 @@ fn set_field(head: &mut HeaderList, name: &[u8], value: &[u8]) {
 /// `authority` without its port, if `strip` takes it off (`Matching`:
 /// only `local_port`). An IPv6 literal keeps its brackets.
 fn without_port(authority: &[u8], strip: StripHostPort, local_port: u16) -> Option<&[u8]> {
-    let colon = authority.iter().rposition(|&b| b == b':')?;
+    let colon = port_colon(authority)?;
     let (host, port) = (&authority[..colon], &authority[colon + 1..]);
-    // `::1` unbracketed is no host with a port.
-    if host.contains(&b':') && !host.starts_with(b"[") {
-        return None;
-    }
     let port: u16 = std::str::from_utf8(port).ok()?.parse().ok()?;
     match strip {
         StripHostPort::Any => Some(host),
@@ -206,11 +214,7 @@ fn without_port(authority: &[u8], strip: StripHostPort, local_port: u16) -> Opti
 /// `authority` without the dot that ends its host (`example.com.:80` →
 /// `example.com:80`), if it has one.
 fn without_trailing_dot(authority: &[u8]) -> Option<Vec<u8>> {
-    let host_end = match authority.iter().rposition(|&b| b == b':') {
-        // A port after the host (not a bare IPv6 literal's colon).
-        Some(c) if !authority[..c].contains(&b':') || authority[..c].ends_with(b"]") => c,
-        _ => authority.len(),
-    };
+    let host_end = port_colon(authority).unwrap_or(authority.len());
     (host_end > 1 && authority[host_end - 1] == b'.').then(|| {
         let mut out = authority[..host_end - 1].to_vec();
         out.extend_from_slice(&authority[host_end..]);
