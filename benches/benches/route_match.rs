@@ -112,6 +112,7 @@ fn route(v: usize, r: usize) -> Route {
             hash_policy: Vec::new(),
             retry_policy: None,
             attempt_count: (false, false),
+            upgrades: Vec::new(),
             max_grpc_timeout: None,
             grpc_timeout_offset: None,
         }),

@@ -307,6 +307,7 @@ mod tests {
                 hash_policy: Vec::new(),
                 retry_policy: None,
                 attempt_count: (false, false),
+                upgrades: Vec::new(),
                 max_grpc_timeout: None,
                 grpc_timeout_offset: None,
             }),

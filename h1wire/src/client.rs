@@ -73,6 +73,9 @@ enum Receiving {
     Head,
     Body(BodyDecoder),
     UntilClose,
+    /// The server switched protocols (101 to an upgrade request): what
+    /// follows is no longer HTTP, and stays in the buffer for the caller.
+    Upgraded,
     Done,
 }
 
@@ -95,6 +98,8 @@ pub struct ClientConn {
     receiving: Receiving,
     /// The exchange in progress is for a HEAD request.
     head_request: bool,
+    /// The request asked for an upgrade: a 101 answers it.
+    upgrade_asked: bool,
     /// No exchange after the current one.
     closing: bool,
     /// Failed or aborted: nothing more is sent or received.
@@ -125,6 +130,7 @@ impl ClientConn {
             sending: Sending::Idle,
             receiving: Receiving::Head,
             head_request: false,
+            upgrade_asked: false,
             closing: false,
             broken: false,
             unreleased: 0,
@@ -191,6 +197,7 @@ impl ClientConn {
                 };
                 self.receiving = Receiving::Head;
                 self.head_request = method == b"HEAD";
+                self.upgrade_asked = false;
                 // The window is the exchange's, as an HTTP/2 stream's:
                 // a slow reader of the last response (its bytes are the
                 // caller's now) does not hold this one back.
@@ -204,6 +211,40 @@ impl ClientConn {
                 Err(e)
             }
         }
+    }
+
+    /// Writes the head of a request that asks to switch protocols
+    /// (`Connection: upgrade`, `Upgrade: <upgrade>`; RFC 9110 §7.8), with
+    /// no body: as [`Self::send_request`] otherwise. A 101 then answers it
+    /// (a [`ClientEvent::Response`] that does not end), after which the
+    /// connection takes nothing more: the bytes after the 101's head stay
+    /// in the buffer, and the connection is the caller's to tunnel. Any
+    /// other answer is an ordinary response, and the connection closes
+    /// after it.
+    pub fn send_upgrade<'a>(
+        &mut self,
+        method: &[u8],
+        target: &[u8],
+        host: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        upgrade: &[u8],
+    ) -> Result<(), SendError> {
+        let mark = self.out.len();
+        self.send_request(method, target, host, fields, true)?;
+        if upgrade.is_empty() || upgrade.iter().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+            self.out.truncate(mark);
+            self.sending = Sending::Idle;
+            return Err(SendError::InvalidUpgrade);
+        }
+        // The head ends with its blank line: the upgrade's two fields go
+        // before it.
+        self.out.truncate(self.out.len() - 2);
+        self.out.put_slice(b"connection: upgrade\r\nupgrade: ");
+        self.out.put_slice(upgrade);
+        self.out.put_slice(b"\r\n\r\n");
+        self.upgrade_asked = true;
+        self.closing = true;
+        Ok(())
     }
 
     /// Request body bytes: all of `data` is taken (HTTP/1.1 has no window;
@@ -329,6 +370,9 @@ impl ClientConn {
         let mut completed = false;
         loop {
             let limits = self.cfg.limits;
+            if matches!(self.receiving, Receiving::Upgraded) {
+                return Ok(());
+            }
             if self.sending == Sending::Idle || matches!(self.receiving, Receiving::Done) {
                 if buf.is_empty() {
                     return Ok(());
@@ -392,7 +436,7 @@ impl ClientConn {
                     completed = true;
                 }
                 // Handled above.
-                Receiving::Done => return Ok(()),
+                Receiving::Done | Receiving::Upgraded => return Ok(()),
             }
         }
     }
@@ -400,9 +444,19 @@ impl ClientConn {
     /// A response head arrived; true if it completes the response.
     fn on_head(&mut self, head: ResponseHead) -> Result<bool, Error> {
         let status = head.status;
+        if status == 101 && self.upgrade_asked {
+            self.events.push_back(ClientEvent::Response {
+                head,
+                informational: false,
+                end_stream: false,
+            });
+            self.receiving = Receiving::Upgraded;
+            return Ok(false);
+        }
         if status == 101 {
-            // We never ask for an upgrade (the caller's `upgrade` and
-            // `connection` fields are dropped): the server is out of step.
+            // Not asked for (the caller's `upgrade` and `connection`
+            // fields are dropped from ordinary requests): the server is
+            // out of step.
             return Err(Error::BadResponse(
                 "101 Switching Protocols to a request without Upgrade",
             ));
@@ -492,7 +546,7 @@ impl ClientConn {
             (_, Receiving::Body(_) | Receiving::UntilClose) => {
                 !self.stalled && self.unreleased < self.window
             }
-            (_, Receiving::Done) => false,
+            (_, Receiving::Done | Receiving::Upgraded) => false,
         }
     }
 
@@ -501,6 +555,12 @@ impl ClientConn {
     /// `recv` again without reading.
     pub fn has_pending_input(&self, buf: &BytesMut) -> bool {
         self.stalled && !self.broken && !buf.is_empty() && self.unreleased < self.window
+    }
+
+    /// A 101 answered the upgrade this connection asked for: it is a
+    /// tunnel now.
+    pub fn is_upgraded(&self) -> bool {
+        matches!(self.receiving, Receiving::Upgraded)
     }
 
     /// The caller gave up on the exchange (its client went away): HTTP/1.1

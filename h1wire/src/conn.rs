@@ -135,6 +135,8 @@ pub struct ServerConn {
     out: BytesMut,
     /// Requests parsed, for the caller's counters.
     requests: u64,
+    /// A 101 answered the current request (`send_switching`).
+    upgraded: bool,
     /// The status of the refusal written since the caller last asked.
     refused: Option<u16>,
     /// The version of the last request taken.
@@ -153,6 +155,7 @@ impl ServerConn {
             events: VecDeque::new(),
             out: BytesMut::new(),
             requests: 0,
+            upgraded: false,
             refused: None,
             version: Version::Http11,
         }
@@ -408,6 +411,37 @@ impl ServerConn {
             self.end_body(framing);
         }
         Ok(())
+    }
+
+    /// Answers the current request 101 Switching Protocols to `upgrade`
+    /// (RFC 9110 §15.2.2): `fields` (hop-by-hop ones skipped), then
+    /// `connection: upgrade` and `upgrade`. The connection is then the
+    /// caller's, as a tunnel: it takes and writes nothing more, and the
+    /// bytes after the request's head are left in the caller's buffer.
+    pub fn send_switching<'a>(
+        &mut self,
+        stream: u32,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        upgrade: &[u8],
+    ) -> Result<(), SendError> {
+        let x = *self.exchange_for(stream)?;
+        if x.writing != Writing::Head {
+            return Err(SendError::HeadersSent);
+        }
+        encode::status_line(&mut self.out, Version::Http11, 101);
+        encode::fields(&mut self.out, fields);
+        self.out.put_slice(b"connection: upgrade\r\nupgrade: ");
+        self.out.put_slice(upgrade);
+        self.out.put_slice(b"\r\n\r\n");
+        self.exchange = None;
+        self.reading = Reading::Closed;
+        self.upgraded = true;
+        Ok(())
+    }
+
+    /// A 101 went: the connection is a tunnel now.
+    pub fn is_upgraded(&self) -> bool {
+        self.upgraded
     }
 
     /// Writes body bytes: all of `data` is taken (HTTP/1.1 has no window;

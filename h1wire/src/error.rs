@@ -74,6 +74,10 @@ pub enum SendError {
     /// number, or two different ones; nothing was written.
     #[error("invalid request Content-Length")]
     InvalidContentLength,
+    /// An empty `upgrade` given to `send_upgrade`, or one with CR, LF or
+    /// NUL; nothing was written.
+    #[error("invalid Upgrade value")]
+    InvalidUpgrade,
     /// The exchange failed or was aborted (a response error, a length
     /// mismatch, [`ClientConn::abort`](crate::client::ClientConn::abort)):
     /// close the connection.

@@ -418,10 +418,37 @@ pub struct LbStats {
     pub panic: Counter,
 }
 
+/// Tunnels: `tcp_proxy` connections (Envoy's `tcp.<stat_prefix>.*`,
+/// summed over proxies) and upgraded HTTP/1.1 connections.
+#[derive(Debug, Default)]
+pub struct TunnelStats {
+    /// Connections a `tcp_proxy` chain took.
+    pub tcp_cx_total: Counter,
+    /// Tunnels open now (TCP proxies and upgrades).
+    pub active: Counter,
+    /// Closed at once: the cluster is not in the snapshot
+    /// (`downstream_cx_no_route`).
+    pub tcp_no_route: Counter,
+    /// Closed at once: the cluster had no host to pick.
+    pub tcp_no_healthy_upstream: Counter,
+    /// Closed after `max_connect_attempts` connects failed
+    /// (`upstream_cx_connect_attempts_exceeded`).
+    pub tcp_connect_attempts_exceeded: Counter,
+    /// Closed by the idle timeout (`idle_timeout`).
+    pub idle_timeout: Counter,
+    /// Closed at `max_downstream_connection_duration`.
+    pub max_duration_reached: Counter,
+    /// Bytes from clients to backends (`downstream_cx_rx_bytes_total`).
+    pub rx_bytes: Counter,
+    /// Bytes from backends to clients (`downstream_cx_tx_bytes_total`).
+    pub tx_bytes: Counter,
+}
+
 /// Everything one shard counts.
 #[derive(Debug, Default)]
 pub struct ShardStats {
     pub session: SessionStats,
+    pub tunnel: TunnelStats,
     pub lb: LbStats,
     pub downstream: DownstreamStats,
     pub hosts: HostStatsTable,

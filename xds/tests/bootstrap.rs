@@ -437,12 +437,12 @@ fn duplicate_cluster_names_are_rejected() {
 fn unsupported_network_filter_is_rejected() {
     let e = bad(
         "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-        "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
+        "type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy",
     );
     assert!(
         e.starts_with(&format!(
             "{HCM}: network filter \"envoy.filters.network.http_connection_manager\" \
-             (type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy) is not supported"
+             (type.googleapis.com/envoy.extensions.filters.network.redis_proxy.v3.RedisProxy) is not supported"
         )),
         "{e}"
     );

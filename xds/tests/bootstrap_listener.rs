@@ -416,3 +416,65 @@ fn an_unnamed_listener_is_named_and_traffic_direction_is_accepted() {
     let two = load(&two).unwrap();
     assert_ne!(two.listeners[0].name, two.listeners[1].name);
 }
+
+/// `upgrade_configs` on the connection manager and on a route: taken
+/// with their `enabled`, and what is not implemented refused by path.
+#[test]
+fn upgrade_configs_of_manager_and_route() {
+    let yaml = edit(
+        "          codec_type: HTTP2\n",
+        "          codec_type: HTTP2\n          upgrade_configs: [{ upgrade_type: websocket }, { upgrade_type: spdy/3, enabled: false }]\n",
+    );
+    let b = load(&yaml).unwrap();
+    let hcm = &b.listeners[0].filter_chains[0].http;
+    let types: Vec<(&str, bool)> = hcm
+        .upgrades
+        .iter()
+        .map(|u| (u.upgrade_type.as_str(), u.enabled))
+        .collect();
+    assert_eq!(types, [("websocket", true), ("spdy/3", false)]);
+    let yaml = edit(
+        "                  prefix_rewrite: /v2/users/\n",
+        "                  prefix_rewrite: /v2/users/\n                  upgrade_configs: [{ upgrade_type: WebSocket, enabled: false }]\n",
+    );
+    let b = load(&yaml).unwrap();
+    let route = &b.listeners[0].filter_chains[0]
+        .http
+        .route_config
+        .virtual_hosts[0]
+        .routes[0];
+    let action = route.action.forward().unwrap();
+    assert_eq!(action.upgrades[0].upgrade_type, "WebSocket");
+    assert!(!action.upgrades[0].enabled);
+
+    let manager = |list: &str| {
+        bad(
+            "          codec_type: HTTP2\n",
+            &format!("          codec_type: HTTP2\n          upgrade_configs: {list}\n"),
+        )
+    };
+    assert_eq!(
+        manager("[{ upgrade_type: CONNECT }]"),
+        format!("{HCM}.upgrade_configs[0].upgrade_type: CONNECT is not supported (HTTP/1.1 Upgrade types such as websocket are)")
+    );
+    assert_eq!(
+        manager("[{ upgrade_type: websocket }, { upgrade_type: WebSocket }]"),
+        format!("{HCM}.upgrade_configs[1].upgrade_type: \"WebSocket\" is configured twice")
+    );
+    assert_eq!(
+        manager("[{ upgrade_type: \"\" }]"),
+        format!("{HCM}.upgrade_configs[0].upgrade_type: required")
+    );
+    assert_eq!(
+        manager("[{ upgrade_type: websocket, filters: [{ name: f }] }]"),
+        format!("{HCM}.upgrade_configs[0].filters: not supported")
+    );
+    let e = bad(
+        "                  prefix_rewrite: /v2/users/\n",
+        "                  prefix_rewrite: /v2/users/\n                  upgrade_configs: [{ upgrade_type: CONNECT, connect_config: {} }]\n",
+    );
+    assert!(
+        e.ends_with(".route.upgrade_configs[0].connect_config: not supported"),
+        "{e}"
+    );
+}

@@ -268,3 +268,97 @@ fn a_chain_s_id_changes_with_its_configuration_only() {
     assert_eq!(ids(&first)[0], ids(&changed)[0]);
     assert_ne!(ids(&first)[1], ids(&changed)[1]);
 }
+
+/// A chain whose one filter is a TCP proxy with `fields` (YAML flow
+/// entries).
+fn tcp_chain(name: &str, fields: &str) -> String {
+    format!(
+        "    - name: {name}\n      filters:\n      - name: envoy.filters.network.tcp_proxy\n        typed_config: {{ \"@type\": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, {fields} }}\n"
+    )
+}
+
+#[test]
+fn tcp_proxy_chains_and_what_they_refuse() {
+    let l = ok(
+        "",
+        &[tcp_chain(
+            "t",
+            "stat_prefix: t, cluster: later, idle_timeout: 0s, max_connect_attempts: 3, max_downstream_connection_duration: 60s",
+        )],
+    );
+    let t = l.filter_chains[0]
+        .tcp_proxy
+        .as_ref()
+        .expect("a tcp_proxy chain");
+    // A cluster not (yet) configured is taken, as Envoy takes it.
+    assert!(matches!(&t.target, engine::TcpTarget::Cluster(c) if c == "later"));
+    assert_eq!(t.idle_timeout, None);
+    assert_eq!(t.max_connect_attempts, 3);
+    assert_eq!(
+        t.max_downstream_connection_duration,
+        Some(Duration::from_secs(60))
+    );
+    let l = ok("", &[tcp_chain("t", "stat_prefix: t, cluster: c")]);
+    let t = l.filter_chains[0].tcp_proxy.as_ref().unwrap();
+    assert_eq!(t.idle_timeout, Some(Duration::from_secs(3600)));
+    assert_eq!(t.max_connect_attempts, 1);
+    let l = ok(
+        "",
+        &[tcp_chain(
+            "t",
+            "stat_prefix: t, weighted_clusters: { clusters: [{ name: a, weight: 1 }, { name: b, weight: 3 }] }",
+        )],
+    );
+    let engine::TcpTarget::Weighted(w) = &l.filter_chains[0].tcp_proxy.as_ref().unwrap().target
+    else {
+        panic!("weighted")
+    };
+    assert_eq!((w.pick(0), w.pick(1), w.pick(3)), ("a", "b", "b"));
+    // HTTP and TCP chains side by side.
+    let l = ok(
+        INSPECTOR,
+        &[
+            chain("h", "{ server_names: [h.example] }"),
+            tcp_chain("t", "stat_prefix: t, cluster: c").replace(
+                "      filters:",
+                "      filter_chain_match: { server_names: [t.example] }\n      filters:",
+            ),
+        ],
+    );
+    assert!(l.filter_chains[0].tcp_proxy.is_none());
+    assert!(l.filter_chains[1].tcp_proxy.is_some());
+
+    let at = format!("{AT}.filter_chains[0].filters[0].typed_config");
+    let one = |fields: &str| bad("", &[tcp_chain("t", fields)]);
+    assert_eq!(one("cluster: c"), format!("{at}.stat_prefix: required"));
+    assert_eq!(
+        one("stat_prefix: t"),
+        format!("{at}: one of cluster or weighted_clusters is required")
+    );
+    assert_eq!(
+        one("stat_prefix: t, cluster: c, tunneling_config: { hostname: h }"),
+        format!("{at}.tunneling_config: not supported")
+    );
+    assert_eq!(
+        one("stat_prefix: t, cluster: c, upstream_connect_mode: ON_DOWNSTREAM_DATA"),
+        format!("{at}.upstream_connect_mode: ON_DOWNSTREAM_DATA is not supported")
+    );
+    assert_eq!(
+        one("stat_prefix: t, weighted_clusters: { clusters: [{ name: a, weight: 0 }] }"),
+        format!("{at}.weighted_clusters.clusters[0].weight: must be at least 1")
+    );
+    assert_eq!(
+        one("stat_prefix: t, cluster: c, max_connect_attempts: 0"),
+        format!("{at}.max_connect_attempts: 0 is out of range 1..=4294967295")
+    );
+    // Other network filters are named in the refusal.
+    let e = bad(
+        "",
+        &["    - name: r\n      filters:\n      - name: envoy.filters.network.redis_proxy\n        typed_config: { \"@type\": type.googleapis.com/google.protobuf.Empty }\n".to_string()],
+    );
+    assert!(
+        e.contains("network filter \"envoy.filters.network.redis_proxy\"")
+            && e.contains("only type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager and type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy are"),
+        "{e}"
+    );
+}

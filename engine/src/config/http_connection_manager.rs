@@ -104,6 +104,9 @@ pub struct HttpConnectionManager {
     ///
     /// [`Route::per_filter`]: super::route::Route::per_filter
     pub http_filters: Vec<HttpFilter>,
+    /// `upgrade_configs`: the upgrades (WebSocket) its routes forward
+    /// unless a route says otherwise.
+    pub upgrades: Vec<super::upgrade::UpgradeConfig>,
 }
 
 impl HttpConnectionManager {

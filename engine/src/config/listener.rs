@@ -68,7 +68,12 @@ pub struct FilterChain {
     pub id: u64,
     /// The chain's `transport_socket`: TLS, or plaintext (`None`).
     pub tls: Option<Arc<crate::tls::DownstreamTls>>,
+    /// The chain's HTTP connection manager. A `tcp_proxy` chain has one
+    /// with no routes and no filters, which nothing reads.
     pub http: HttpConnectionManager,
+    /// `envoy.filters.network.tcp_proxy`: the chain moves bytes to a
+    /// cluster instead of serving HTTP.
+    pub tcp_proxy: Option<Arc<super::tcp_proxy::TcpProxy>>,
 }
 
 impl Listener {
@@ -87,6 +92,7 @@ impl Listener {
             id: 0,
             tls,
             http,
+            tcp_proxy: None,
         };
         let table = ChainTable::build(&[&chain.filter_chain_match])
             .expect("a single chain overlaps nothing");

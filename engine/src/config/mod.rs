@@ -23,6 +23,8 @@ mod outlier;
 mod retry;
 mod route;
 mod session;
+mod tcp_proxy;
+mod upgrade;
 mod upstream;
 
 pub use access_log::*;
@@ -40,6 +42,8 @@ pub use outlier::*;
 pub use retry::*;
 pub use route::*;
 pub use session::*;
+pub use tcp_proxy::*;
+pub use upgrade::*;
 pub use upstream::*;
 
 use std::net::SocketAddr;

@@ -272,6 +272,9 @@ pub struct ForwardAction {
     /// `include_attempt_count_in_response`: `x-envoy-attempt-count` on the
     /// request going upstream, and on the response.
     pub attempt_count: (bool, bool),
+    /// `upgrade_configs`: this route's say on upgrades (WebSocket), ahead
+    /// of its connection manager's.
+    pub upgrades: Vec<super::upgrade::UpgradeConfig>,
 }
 
 /// One `hash_policy` entry.
@@ -379,6 +382,7 @@ mod tests {
             hash_policy: vec![],
             retry_policy: None,
             attempt_count: (false, false),
+            upgrades: Vec::new(),
             max_grpc_timeout: max,
             grpc_timeout_offset: offset,
         };

@@ -221,9 +221,12 @@ fn outlier_json(o: &engine::OutlierDetection) -> Value {
 }
 
 /// One filter chain: its match, TLS (certificates by name, never keys) and
-/// HTTP connection manager.
+/// HTTP connection manager or TCP proxy.
 fn chain(c: &FilterChain) -> Value {
-    let hcm = http_connection_manager(&c.http);
+    let (filter, config) = match &c.tcp_proxy {
+        Some(t) => ("tcp_proxy", tcp_proxy(t)),
+        None => ("http_connection_manager", http_connection_manager(&c.http)),
+    };
     // Certificates by their names, never their keys.
     let tls = c.tls.as_deref().map(downstream_tls);
     let m = &c.filter_chain_match;
@@ -244,7 +247,37 @@ fn chain(c: &FilterChain) -> Value {
             "source_ports": m.source_ports,
         },
         "tls": tls,
-        "http_connection_manager": hcm,
+        filter: config,
+    })
+}
+
+/// A chain's TCP proxy.
+fn tcp_proxy(t: &engine::TcpProxy) -> Value {
+    let target = match &t.target {
+        engine::TcpTarget::Cluster(c) => json!({ "cluster": c }),
+        engine::TcpTarget::Weighted(w) => {
+            let mut below = 0;
+            let clusters: Vec<Value> = w
+                .clusters
+                .iter()
+                .map(|(name, bound)| {
+                    let weight = bound - below;
+                    below = *bound;
+                    json!({ "name": name, "weight": weight })
+                })
+                .collect();
+            json!({ "weighted_clusters": clusters })
+        }
+    };
+    json!({
+        "stat_prefix": t.stat_prefix,
+        "target": target,
+        "idle_timeout_ms": t.idle_timeout.map(|d| d.as_millis() as u64),
+        "max_connect_attempts": t.max_connect_attempts,
+        "max_downstream_connection_duration_ms": t
+            .max_downstream_connection_duration
+            .map(|d| d.as_millis() as u64),
+        "access_log": t.access_log.len(),
     })
 }
 

@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 48] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 57] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -302,6 +302,60 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 48] = [
             "counter",
             "Request header fields dropped for an underscore in their name (headers_with_underscores_action DROP_HEADER).",
             |s| &s.downstream.dropped_headers_with_underscores,
+        ),
+        (
+            "gateway_tcp_proxy_cx_total",
+            "counter",
+            "Connections taken by tcp_proxy filter chains.",
+            |s| &s.tunnel.tcp_cx_total,
+        ),
+        (
+            "gateway_tunnel_cx_active",
+            "gauge",
+            "Open tunnels: tcp_proxy connections and upgraded HTTP/1.1 connections.",
+            |s| &s.tunnel.active,
+        ),
+        (
+            "gateway_tcp_proxy_cx_no_route",
+            "counter",
+            "tcp_proxy connections closed at once: their cluster is not in the config.",
+            |s| &s.tunnel.tcp_no_route,
+        ),
+        (
+            "gateway_tcp_proxy_cx_no_healthy_upstream",
+            "counter",
+            "tcp_proxy connections closed at once: their cluster had no host to pick.",
+            |s| &s.tunnel.tcp_no_healthy_upstream,
+        ),
+        (
+            "gateway_tcp_proxy_connect_attempts_exceeded",
+            "counter",
+            "tcp_proxy connections closed after max_connect_attempts failed connects.",
+            |s| &s.tunnel.tcp_connect_attempts_exceeded,
+        ),
+        (
+            "gateway_tunnel_idle_timeout",
+            "counter",
+            "Tunnels closed by their idle timeout.",
+            |s| &s.tunnel.idle_timeout,
+        ),
+        (
+            "gateway_tunnel_max_duration_reached",
+            "counter",
+            "Tunnels closed at max_downstream_connection_duration.",
+            |s| &s.tunnel.max_duration_reached,
+        ),
+        (
+            "gateway_tunnel_rx_bytes_total",
+            "counter",
+            "Bytes tunnels moved from clients to backends.",
+            |s| &s.tunnel.rx_bytes,
+        ),
+        (
+            "gateway_tunnel_tx_bytes_total",
+            "counter",
+            "Bytes tunnels moved from backends to clients.",
+            |s| &s.tunnel.tx_bytes,
         ),
     ];
 

@@ -76,6 +76,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             hash_policy: Vec::new(),
             retry_policy: None,
             attempt_count: (false, false),
+            upgrades: Vec::new(),
             max_grpc_timeout: None,
             grpc_timeout_offset: None,
         }),
@@ -136,6 +137,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             append_x_forwarded_port: false,
             envoy_headers: true,
             http_filters: vec![engine::HttpFilter::router()],
+            upgrades: Vec::new(),
         },
     ))
 }

@@ -341,5 +341,64 @@ fn a_request_that_cannot_be_framed_writes_nothing() {
     }
 }
 
+#[test]
+fn an_upgrade_request_and_its_101_leave_the_rest_to_the_caller() {
+    let mut c = conn();
+    c.send_upgrade(
+        b"GET",
+        b"/chat",
+        b"a",
+        [
+            (&b"sec-websocket-key"[..], &b"k"[..]),
+            (b"connection", b"x"),
+        ],
+        b"websocket",
+    )
+    .unwrap();
+    // The caller's own hop-by-hop fields are dropped; the upgrade's go last.
+    assert_eq!(
+        out(&mut c),
+        "GET /chat HTTP/1.1\r\nhost: a\r\nsec-websocket-key: k\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+    );
+    let mut buf = BytesMut::from(
+        &b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x02hi"[..],
+    );
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(101, false)]);
+    assert!(c.is_upgraded());
+    // The bytes after the head are the tunnel's, untouched; no more is
+    // taken, nor read for.
+    assert_eq!(&buf[..], b"\x81\x02hi");
+    c.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..], b"\x81\x02hi");
+    assert!(!c.wants_input());
+}
+
+#[test]
+fn an_upgrade_refused_is_an_ordinary_response_and_the_connection_closes() {
+    let mut c = conn();
+    c.send_upgrade(b"GET", b"/", b"a", [], b"websocket")
+        .unwrap();
+    out(&mut c);
+    let mut buf = BytesMut::from(&b"HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\n\r\nno"[..]);
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(403, false), data("no", true)]);
+    assert!(!c.is_upgraded());
+    assert!(c.is_closing());
+    // A bad upgrade value writes nothing.
+    let mut c = conn();
+    assert_eq!(
+        c.send_upgrade(b"GET", b"/", b"a", [], b"web\r\nx: y"),
+        Err(SendError::InvalidUpgrade)
+    );
+    assert_eq!(out(&mut c), "");
+    assert!(c.is_idle());
+    // A 101 not asked for still fails.
+    let mut c = conn();
+    c.send_request(b"GET", b"/", b"a", [], true).unwrap();
+    let mut buf = BytesMut::from(&b"HTTP/1.1 101 Switching Protocols\r\n\r\n"[..]);
+    assert!(c.recv(&mut buf).is_err());
+}
+
 mod input;
 mod responses;

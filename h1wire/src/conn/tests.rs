@@ -449,3 +449,34 @@ fn a_refusal_after_the_response_began_is_not_reported_as_answered() {
     assert!(c.recv(&mut buf).is_err());
     assert_eq!(c.take_refusal(), None);
 }
+
+#[test]
+fn a_101_hands_the_connection_over_with_the_bytes_after_the_head() {
+    let mut c = conn();
+    let mut buf = BytesMut::from(
+        &b"GET /chat HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n\x81\x02hi"[..],
+    );
+    c.recv(&mut buf).unwrap();
+    let (s, head, end) = request(&mut c);
+    assert!(head.upgrade && end);
+    // What the client sent after its head is not a request: it waits.
+    assert_eq!(&buf[..], b"\x81\x02hi");
+    assert!(!c.can_take());
+    c.send_switching(
+        s,
+        [
+            (&b"sec-websocket-accept"[..], &b"x"[..]),
+            (b"upgrade", b"h2c"),
+        ],
+        b"websocket",
+    )
+    .unwrap();
+    assert_eq!(
+        out(&mut c),
+        "HTTP/1.1 101 Switching Protocols\r\nsec-websocket-accept: x\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
+    );
+    assert!(c.is_upgraded() && c.is_closed());
+    assert!(!c.wants_input(buf.len()));
+    let none: [(&[u8], &[u8]); 0] = [];
+    assert!(c.send_headers(s, 200, none, true).is_err());
+}

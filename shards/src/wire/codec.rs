@@ -59,8 +59,11 @@ pub(crate) struct H1Conn {
     opts: Http1Options,
     underscores: HeadersWithUnderscoresAction,
     counts: ServerCounts,
-    /// Upgrade and CONNECT requests refused since the last count.
+    /// CONNECT requests refused since the last count.
     upgrades_refused: u32,
+    /// The current request's `Upgrade` value, when it asks for one (the
+    /// 101 that may answer it says it back).
+    upgrade: Option<Box<[u8]>>,
     /// The event being converted, for `poll_event`.
     pending: Option<Event>,
 }
@@ -108,6 +111,7 @@ impl DownCodec {
             underscores,
             counts: ServerCounts::default(),
             upgrades_refused: 0,
+            upgrade: None,
             pending: None,
         })
     }
@@ -164,10 +168,26 @@ impl DownCodec {
     ) -> Result<(), SendError> {
         match self {
             DownCodec::H2(c) => c.send_headers(stream, status, fields, end_stream),
+            // A 101 answers an upgrade: the connection becomes a tunnel.
+            DownCodec::H1(c) if status == 101 => match c.upgrade.take() {
+                Some(upgrade) => c
+                    .conn
+                    .send_switching(stream, fields, &upgrade)
+                    .map_err(h1_send_error),
+                None => Err(SendError::UnknownStream),
+            },
             DownCodec::H1(c) => c
                 .conn
                 .send_headers(stream, status, fields, end_stream)
                 .map_err(h1_send_error),
+        }
+    }
+
+    /// A 101 went: the connection is a tunnel now, its codec done.
+    pub fn is_upgraded(&self) -> bool {
+        match self {
+            DownCodec::H2(_) => false,
+            DownCodec::H1(c) => c.conn.is_upgraded(),
         }
     }
 
@@ -395,13 +415,23 @@ impl H1Conn {
     fn request(&mut self, head: &h1wire::RequestHead) -> Option<HeaderList> {
         let method = head.method();
         let target = head.target();
-        // Without `upgrade_configs` Envoy answers an upgrade 403, and a
-        // CONNECT 404 (no route matches it), and closes: so do we.
-        if method == b"CONNECT" || (head.upgrade && !is_h2c_upgrade(head)) {
+        // CONNECT tunnels are not implemented: Envoy without a route for
+        // them answers 404 (no route matches it) and closes, as we do.
+        if method == b"CONNECT" {
             self.upgrades_refused += 1;
-            self.refuse(if method == b"CONNECT" { 404 } else { 403 });
+            self.refuse(404);
             return None;
         }
+        // An upgrade keeps its `Upgrade` field in the list, for the route
+        // to decide on (`upgrade_configs`); `h2c` is ignored.
+        let upgrade = head.upgrade && !is_h2c_upgrade(head);
+        self.upgrade = upgrade
+            .then(|| {
+                head.fields()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(b"upgrade"))
+            })
+            .flatten()
+            .map(|(_, v)| Box::from(v));
         let (authority, path) = match split_target(target) {
             Target::Origin => (head.host(), target),
             Target::Absolute { authority, path } if self.opts.allow_absolute_url => {
@@ -435,10 +465,7 @@ impl H1Conn {
         // every request), on the stack for the usual few tokens.
         let named = connection_named(head.fields());
         for (name, value) in head.fields() {
-            if !named.is_empty()
-                && !name.eq_ignore_ascii_case(b"connection")
-                && named.iter().any(|t| t.eq_ignore_ascii_case(name))
-            {
+            if this_hop_only(&named, name, upgrade) {
                 continue;
             }
             if name.contains(&b'_') {
@@ -460,6 +487,19 @@ impl H1Conn {
         }
         Some(list)
     }
+}
+
+/// Whether `name` is a field the client's `Connection` named (`named`):
+/// for this hop only, unless it is `Connection` itself or the `Upgrade`
+/// of a request that upgrades.
+fn this_hop_only(named: &[&[u8]], name: &[u8], upgrade: bool) -> bool {
+    if named.is_empty() || name.eq_ignore_ascii_case(b"connection") {
+        return false;
+    }
+    if upgrade && name.eq_ignore_ascii_case(b"upgrade") {
+        return false;
+    }
+    named.iter().any(|t| t.eq_ignore_ascii_case(name))
 }
 
 /// `Upgrade: h2c` (RFC 7540 §3.2, withdrawn by RFC 9113): served as the
@@ -674,23 +714,32 @@ mod tests {
     }
 
     #[test]
-    fn upgrades_and_connect_are_refused_with_403_but_h2c_is_ignored() {
+    fn upgrades_reach_the_route_connect_is_refused_and_h2c_is_ignored() {
         let (mut c, ev) = h1(
             &hcm(),
             b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
         );
-        assert!(ev.is_none());
-        let out = c.poll_output().expect("an answer");
-        assert!(out.starts_with(b"HTTP/1.1 403 Forbidden\r\n"));
-        assert!(c.is_closed());
-
-        assert_eq!(counted(&mut c).rq_upgrade_refused.get(), 1);
+        // The route decides (`upgrade_configs`): its `Upgrade` field is
+        // kept, `Connection` is not the upstream's.
+        let Some(Event::Request { head, .. }) = ev else {
+            panic!("an upgrade is a request");
+        };
+        assert_eq!(head.get(b"upgrade"), Some(&b"websocket"[..]));
+        assert!(!c.is_closed());
+        // Its 101 says the upgrade back, and the connection is a tunnel.
+        let none: [(&[u8], &[u8]); 0] = [];
+        c.send_headers(1, 101, none, false).unwrap();
+        let out = c.poll_output().expect("the 101");
+        assert!(out.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+        assert!(out.ends_with(b"connection: upgrade\r\nupgrade: websocket\r\n\r\n"));
+        assert!(c.is_upgraded());
 
         let (mut c, ev) = h1(&hcm(), b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n");
         assert!(ev.is_none() && c.is_closed());
         assert!(c.poll_output().expect("404").starts_with(b"HTTP/1.1 404 "));
+        assert_eq!(counted(&mut c).rq_upgrade_refused.get(), 1);
 
-        let (_, ev) = h1(
+        let (mut c, ev) = h1(
             &hcm(),
             b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n",
         );
@@ -698,6 +747,9 @@ mod tests {
             panic!("served as HTTP/1.1");
         };
         assert!(head.get(b"http2-settings").is_none());
+        assert!(head.get(b"upgrade").is_none());
+        // No upgrade asked: a 101 cannot be sent.
+        assert!(c.send_headers(1, 101, none, false).is_err());
     }
 
     #[test]

@@ -26,10 +26,11 @@ use super::inbox::Deliveries;
 use super::lifecycle::{
     Arm, ConnState, Fired, GoAway, Lifecycle, Limits, Next, Open, HARD_CLOSE_AFTER,
 };
-use super::opening::{open, Opened};
+use super::opening::{open, Opened, Serving};
 use super::pool::Woken;
 use super::readbuf::IDLE_READ_SIZE;
 use super::streams::Streams;
+use super::tcp_proxy;
 use super::tls::Transport;
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
@@ -60,6 +61,9 @@ enum End {
     Flush,
     /// Close at once: the client reads nothing, or its socket failed.
     Abort,
+    /// A stream is routed to upgrade (WebSocket): the connection becomes
+    /// its tunnel, or carries its refusal (`upgrade`).
+    Upgrade,
 }
 
 /// The drains a connection listens to.
@@ -110,22 +114,52 @@ pub(crate) async fn serve(
     let stats = &wire.shard.stats.downstream;
     stats.cx_total.inc();
     let _open = Open::new(&stats.cx_active);
-    let Some(mut conn) = Connection::open(&wire, tcp, &listener, &drains).await else {
-        return;
-    };
-    let end = conn.run().await;
-    conn.close(end).await;
+    match Connection::open(&wire, tcp, &listener, &drains).await {
+        None => {}
+        Some(Opening::Http(mut conn)) => {
+            let end = match conn.run().await {
+                End::Upgrade => conn.upgrade().await,
+                end => end,
+            };
+            conn.close(end).await;
+        }
+        Some(Opening::Tcp(t)) => {
+            let drains = [&t.chain_drain, &t.shutdown];
+            let client = (t.peer, t.sni.as_deref());
+            tcp_proxy::serve(&wire, t.tcp, &t.proxy, client, &drains).await;
+        }
+    }
+}
+
+/// A connection opened: served as HTTP, or proxied as bytes.
+// Made once per connection and taken apart at once: no need to box.
+#[allow(clippy::large_enum_variant)]
+enum Opening {
+    Http(Connection),
+    Tcp(TcpOpening),
+}
+
+/// What a `tcp_proxy` connection is served with.
+struct TcpOpening {
+    tcp: Transport,
+    proxy: Arc<engine::TcpProxy>,
+    peer: SocketAddr,
+    sni: Option<Box<str>>,
+    /// Its chain's drain (an update removed or changed the chain, or the
+    /// listener went): the tunnel has the drain time left.
+    chain_drain: Subscription,
+    shutdown: Subscription,
 }
 
 impl Connection {
     /// The connection's opening (`opening::open`), then its streams and
-    /// lifecycle under the filter chain it was given.
+    /// lifecycle under the filter chain it was given (or its TCP proxy).
     async fn open(
         wire: &Rc<WireShard>,
         tcp: TcpStream,
         listener: &str,
         drains: &ChainDrains,
-    ) -> Option<Self> {
+    ) -> Option<Opening> {
         let shard = &wire.shard;
         let stats = &shard.stats.downstream;
         let peer = tcp
@@ -140,11 +174,25 @@ impl Connection {
         };
         let Opened {
             tcp,
-            conn,
+            serving,
+            sni,
             chain: position,
             local_port,
         } = opened?;
         let chain = cfg.chains().nth(position)?;
+        let conn = match serving {
+            Serving::Http(conn) => conn,
+            Serving::Tcp(proxy) => {
+                return Some(Opening::Tcp(TcpOpening {
+                    tcp,
+                    proxy,
+                    peer,
+                    sni,
+                    chain_drain: drains.chain(chain.id).subscribe(),
+                    shutdown,
+                }))
+            }
+        };
         let drains = Drains {
             chain: drains.chain(chain.id).subscribe(),
             shutdown,
@@ -157,7 +205,7 @@ impl Connection {
         let sni = tcp.server_name().map(Box::from);
         let streams = Streams::new(wire, conn, (peer, local_port), &cfg, position, sni);
         let unseen = rb.buf.len();
-        Some(Self {
+        Some(Opening::Http(Self {
             wire: Rc::clone(wire),
             tcp,
             rb,
@@ -169,7 +217,7 @@ impl Connection {
             unseen,
             batch: Deliveries::new(),
             eager_turns: 0,
-        })
+        }))
     }
 
     fn state(&self) -> ConnState {
@@ -192,6 +240,9 @@ impl Connection {
         // A drain notice went this turn: the next step waits for a wake-up.
         let mut noticed = false;
         loop {
+            if self.streams.upgrading.is_some() {
+                return End::Upgrade;
+            }
             let s = &mut self.streams;
             s.out.take_from(&mut s.conn);
             if let Err(flood) = s.conn.check_outbound(s.out.bytes()) {
@@ -447,6 +498,20 @@ impl Connection {
             self.lifecycle.on_input(Instant::now(), partial);
         }
         Ok(())
+    }
+
+    /// Runs the upgrade its streams hold (`wire::upgrade`); the
+    /// connection ends with it: at once after a tunnel, else once the
+    /// answer (a refusal, a failure) went.
+    async fn upgrade(&mut self) -> End {
+        let drains = [&self.drains.chain, &self.drains.shutdown];
+        let (wire, tcp, rb, streams) = (&self.wire, &mut self.tcp, &mut self.rb, &mut self.streams);
+        super::upgrade::run(wire, tcp, rb, streams, &drains).await;
+        if self.streams.conn.is_upgraded() {
+            End::Abort
+        } else {
+            End::Flush
+        }
     }
 
     /// Ends the connection: what is left (a GOAWAY, the last responses)

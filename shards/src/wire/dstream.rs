@@ -79,6 +79,9 @@ pub(crate) struct DStream {
     pub(super) envoy_headers: bool,
     /// The request came without a body (END_STREAM on its head).
     pub(super) bodyless: bool,
+    /// Its route forwards its `Upgrade` (WebSocket): it goes upstream on
+    /// a connection of its own, which becomes a tunnel on a 101.
+    pub(super) upgrade: bool,
     /// Retried once already after its upstream connection died.
     pub(super) retried_lost: bool,
     /// Holds one of the cluster's `max_retries` (from its first resend to
@@ -184,6 +187,7 @@ impl DStream {
             request_id: None,
             envoy_headers: false,
             bodyless,
+            upgrade: false,
             retried_lost: false,
             retry_slot: false,
             retry_policy: false,

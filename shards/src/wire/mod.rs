@@ -40,8 +40,11 @@ pub mod pool;
 mod readbuf;
 pub mod runtime;
 mod streams;
+mod tcp_proxy;
 pub mod tls;
+mod tunnel;
 mod upcodec;
+mod upgrade;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -132,15 +135,14 @@ impl WireShard {
         }
     }
 
-    /// The access logs of a connection manager, as a connection uses
-    /// them: each format with its sink's number (looked up once per
-    /// connection, from this shard's cache).
+    /// The access logs of a connection manager or a TCP proxy, as a
+    /// connection uses them: each format with its sink's number (looked
+    /// up once per connection, from this shard's cache).
     pub(crate) fn log_targets(
         &self,
-        hcm: &engine::HttpConnectionManager,
+        logs: &[engine::AccessLog],
     ) -> Vec<(u32, Arc<engine::access_log::LogFormat>)> {
-        hcm.access_log
-            .iter()
+        logs.iter()
             .map(|l| {
                 let id = *self
                     .log_sinks
@@ -197,7 +199,7 @@ impl WireShard {
     }
 
     /// The circuit breakers of `cluster` on this shard, made on first use.
-    fn budget(&self, cluster: &engine::Cluster) -> Rc<pool::Budget> {
+    pub(crate) fn budget(&self, cluster: &engine::Cluster) -> Rc<pool::Budget> {
         let mut budgets = self.budgets.borrow_mut();
         if let Some(b) = budgets.get(&cluster.name) {
             return Rc::clone(b);

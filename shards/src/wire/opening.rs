@@ -1,12 +1,13 @@
-//! A new downstream connection's opening, before its codec runs: `tls_inspector` reads the ClientHello, the listener's table picks a filter chain (none: closed unanswered), then the chain's TLS handshake and the protocol (ALPN, `codec_type`, or the first bytes).
+//! A new downstream connection's opening, before its codec runs: `tls_inspector` peeks at the ClientHello, the listener's table picks a filter chain (none: closed unanswered), then the chain's TLS handshake and the protocol (ALPN, `codec_type`, or the first bytes), or the chain's `tcp_proxy`.
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::filter_chain::Connection;
-use engine::{HeadersWithUnderscoresAction, HttpConnectionManager, Listener};
+use engine::{HeadersWithUnderscoresAction, HttpConnectionManager, Listener, TcpProxy};
 use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
@@ -20,10 +21,23 @@ use smallvec::SmallVec;
 use super::tls::{self, within_timer, Inspected, Transport, Waited};
 use super::ReadBuf;
 
+/// What a connection's chain serves.
+// Made once per connection and taken apart at once: no need to box.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Serving {
+    /// HTTP, through this codec.
+    Http(DownCodec),
+    /// Its bytes, to a cluster (`tcp_proxy`).
+    Tcp(Arc<TcpProxy>),
+}
+
 /// How a connection opened.
 pub(super) struct Opened {
     pub tcp: Transport,
-    pub conn: DownCodec,
+    pub serving: Serving,
+    /// The SNI `tls_inspector` read (a passthrough connection has no
+    /// other).
+    pub sni: Option<Box<str>>,
     /// The position of the filter chain serving it, in the listener's
     /// `chains()` order.
     pub chain: usize,
@@ -58,22 +72,26 @@ pub(super) async fn open(
         None => Inspected::Plain(tcp),
         Some(i) => tls::inspect(tcp, i, drain_sub, shutdown_sub, stats).await?,
     };
-    let (sni, alpn) = inspected.hello();
-    let alpn: SmallVec<[&[u8]; 4]> = alpn.iter().map(Vec::as_slice).collect();
-    let connection = Connection {
-        local,
-        peer,
-        server_name: sni.as_deref(),
-        transport_protocol: match inspected {
-            Inspected::Plain(_) => "raw_buffer",
-            Inspected::Tls(_) => "tls",
-        },
-        application_protocols: &alpn,
+    let selected = {
+        let (sni, alpn) = inspected.hello();
+        let alpn: SmallVec<[&[u8]; 4]> = alpn.iter().map(Vec::as_slice).collect();
+        let connection = Connection {
+            local,
+            peer,
+            server_name: sni,
+            transport_protocol: match inspected {
+                Inspected::Plain(_) => "raw_buffer",
+                Inspected::Tls { .. } => "tls",
+            },
+            application_protocols: &alpn,
+        };
+        listener.select(&connection)
     };
-    let Some((position, chain)) = listener.select(&connection) else {
+    let Some((position, chain)) = selected else {
         stats.cx_no_filter_chain_match.inc();
         return None;
     };
+    let sni: Option<Box<str>> = inspected.hello().0.map(Box::from);
     let hcm = &chain.http;
     let codec_type = hcm.codec_type;
     // The handshake (TLS, then the first bytes) must be over within this.
@@ -82,7 +100,11 @@ pub(super) async fn open(
         .map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT));
     let (mut tcp, alpn) = match (&chain.tls, inspected) {
         (None, Inspected::Plain(tcp)) => (Transport::Plain(tcp), None),
-        (None, Inspected::Tls(_)) => {
+        // TLS passed through: the backend gets the ClientHello, unread.
+        (None, start @ Inspected::Tls { .. }) if chain.tcp_proxy.is_some() => {
+            (Transport::Plain(start.into_tcp()), None)
+        }
+        (None, Inspected::Tls { .. }) => {
             // A TLS client given a plaintext chain: its ClientHello is
             // read, and no HTTP codec could make sense of the rest.
             stats.cx_protocol_error.inc();
@@ -92,6 +114,15 @@ pub(super) async fn open(
             tls::handshake(start, tls, within, drain_sub, shutdown_sub, stats).await?
         }
     };
+    if let Some(proxy) = &chain.tcp_proxy {
+        return Some(Opened {
+            tcp,
+            serving: Serving::Tcp(Arc::clone(proxy)),
+            sni,
+            chain: position,
+            local_port: local.port(),
+        });
+    }
     // Which protocol: what ALPN agreed (the client speaks it, whatever
     // codec_type says), else the listener's, else (AUTO) the first bytes
     // tell (the HTTP/2 preface or not).
@@ -124,7 +155,8 @@ pub(super) async fn open(
     };
     Some(Opened {
         tcp,
-        conn,
+        serving: Serving::Http(conn),
+        sni,
         chain: position,
         local_port: local.port(),
     })

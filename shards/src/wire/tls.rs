@@ -119,27 +119,32 @@ fn alpn_proto(alpn: Option<&[u8]>) -> Option<Proto> {
 /// What `tls_inspector` found at the start of a connection.
 pub(crate) enum Inspected {
     /// Not TLS, or no byte within the timeout with
-    /// `continue_on_listener_filters_timeout`: nothing was read.
+    /// `continue_on_listener_filters_timeout`.
     Plain(TcpStream),
-    /// A ClientHello, read: the handshake goes on from it.
-    Tls(Box<futures_rustls::StartHandshake<TcpStream>>),
+    /// A ClientHello, peeked: its bytes are still in the socket, for the
+    /// chain's own handshake or for a `tcp_proxy` to pass on.
+    Tls {
+        tcp: TcpStream,
+        /// The SNI, lowercase.
+        sni: Option<String>,
+        /// The ALPN list, in the client's order.
+        alpn: Vec<Vec<u8>>,
+    },
 }
 
 impl Inspected {
-    /// The ClientHello's SNI (lowercase) and ALPN list, in the client's
-    /// order; none for a plaintext client.
-    pub fn hello(&self) -> (Option<String>, Vec<Vec<u8>>) {
+    /// The ClientHello's SNI and ALPN list; none for a plaintext client.
+    pub fn hello(&self) -> (Option<&str>, &[Vec<u8>]) {
         match self {
-            Inspected::Plain(_) => (None, Vec::new()),
-            Inspected::Tls(start) => {
-                let hello = start.client_hello();
-                let sni = hello.server_name().map(str::to_ascii_lowercase);
-                let alpn = hello
-                    .alpn()
-                    .map(|list| list.map(<[u8]>::to_vec).collect())
-                    .unwrap_or_default();
-                (sni, alpn)
-            }
+            Inspected::Plain(_) => (None, &[]),
+            Inspected::Tls { sni, alpn, .. } => (sni.as_deref(), alpn),
+        }
+    }
+
+    /// The socket, nothing of it read.
+    pub fn into_tcp(self) -> TcpStream {
+        match self {
+            Inspected::Plain(tcp) | Inspected::Tls { tcp, .. } => tcp,
         }
     }
 }
@@ -178,18 +183,20 @@ pub(super) async fn within_timer<T>(
     .await
 }
 
-/// `tls_inspector`: looks at the first byte (without reading it) and, for
-/// a TLS handshake record, reads the ClientHello, all within the
+/// The most of a connection's first bytes `tls_inspector` looks at for a
+/// whole ClientHello (Envoy's default `max_client_hello_size`).
+const MAX_CLIENT_HELLO: usize = 64 * 1024;
+
+/// `tls_inspector`: peeks at the first bytes (reading none of them) and,
+/// for a TLS handshake record, at the whole ClientHello, all within the
 /// listener's `listener_filters_timeout`. `None`: the connection is over
-/// (the client left, its ClientHello was malformed, or the timeout passed;
-/// counted).
+/// (the client left, its ClientHello was malformed or too large, or the
+/// timeout passed; counted).
 ///
 /// As in Envoy, bytes that are not a TLS handshake leave the connection
 /// plaintext (`raw_buffer`), and past the timeout with
-/// `continue_on_listener_filters_timeout` a connection that sent nothing
-/// goes on as plaintext. One that timed out inside its ClientHello is
-/// closed even then: the inspector has read part of it (Envoy only peeks),
-/// so no chain could serve it.
+/// `continue_on_listener_filters_timeout` the connection goes on as
+/// plaintext with what it sent still unread.
 pub(crate) async fn inspect(
     tcp: TcpStream,
     inspector: TlsInspector,
@@ -213,9 +220,8 @@ pub(crate) async fn inspect(
     if first[0] != 22 {
         return Some(Inspected::Plain(tcp));
     }
-    let hello = futures_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), tcp);
-    match within_timer(hello, &mut timer, drain, shutdown).await {
-        Waited::Done(Ok(start)) => Some(Inspected::Tls(Box::new(start))),
+    match within_timer(peek_hello(&tcp), &mut timer, drain, shutdown).await {
+        Waited::Done(Ok((sni, alpn))) => Some(Inspected::Tls { tcp, sni, alpn }),
         Waited::Done(Err(e)) => {
             if e.kind() == io::ErrorKind::InvalidData {
                 stats.tls_handshake_error.inc();
@@ -227,8 +233,65 @@ pub(crate) async fn inspect(
         }
         Waited::Gone => None,
         Waited::TimedOut => {
+            if inspector.continue_on_timeout {
+                stats.cx_listener_filters_timeout.inc();
+                return Some(Inspected::Plain(tcp));
+            }
             stats.cx_listener_filters_timeout.inc();
             None
+        }
+    }
+}
+
+/// Peeks at the socket until its first bytes hold a whole ClientHello:
+/// its SNI (lowercase) and ALPN list. Only bytes not seen before are
+/// parsed; a peek that finds nothing new waits a little (up to 16 ms)
+/// before the next, as the rest of a split hello is usually a segment
+/// away.
+async fn peek_hello(tcp: &TcpStream) -> io::Result<(Option<String>, Vec<Vec<u8>>)> {
+    let mut buf = vec![0u8; 2048];
+    let mut seen = 0;
+    let mut acceptor = rustls::server::Acceptor::default();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let n = tcp.peek(&mut buf).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if n > seen {
+            let mut fresh = &buf[seen..n];
+            seen = n;
+            while !fresh.is_empty() {
+                if acceptor.read_tls(&mut fresh)? == 0 {
+                    break;
+                }
+                match acceptor.accept() {
+                    Ok(Some(accepted)) => {
+                        let hello = accepted.client_hello();
+                        let sni = hello.server_name().map(str::to_ascii_lowercase);
+                        let alpn = hello
+                            .alpn()
+                            .map(|list| list.map(<[u8]>::to_vec).collect())
+                            .unwrap_or_default();
+                        return Ok((sni, alpn));
+                    }
+                    Ok(None) => {}
+                    Err((e, _)) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+                }
+            }
+            pause = Duration::from_millis(1);
+        } else {
+            glommio::timer::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(16));
+        }
+        if n == buf.len() {
+            if buf.len() >= MAX_CLIENT_HELLO {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "ClientHello larger than 64 KiB",
+                ));
+            }
+            buf.resize(buf.len() * 2, 0);
         }
     }
 }
@@ -246,10 +309,8 @@ pub(crate) async fn handshake(
     stats: &DownstreamStats,
 ) -> Option<(Transport, Option<Proto>)> {
     let config = Arc::clone(&tls.state().config);
-    let accept = match start {
-        Inspected::Plain(tcp) => futures_rustls::TlsAcceptor::from(config).accept(tcp),
-        Inspected::Tls(start) => start.into_stream(config),
-    };
+    // A ClientHello the inspector peeked at is still in the socket.
+    let accept = futures_rustls::TlsAcceptor::from(config).accept(start.into_tcp());
     let mut timer = Some(Box::pin(Timer::new(within)));
     let done = match within_timer(accept, &mut timer, drain, shutdown).await {
         Waited::Done(r) => r,

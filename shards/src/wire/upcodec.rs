@@ -94,6 +94,40 @@ impl UpCodec {
         }
     }
 
+    /// Opens the one stream of an upgrade (WebSocket): an HTTP/1.1
+    /// request asking to switch to `upgrade`, with no body. A 101 answers
+    /// it with a response head that does not end; after it the
+    /// connection is a tunnel (`is_upgraded`). HTTP/2 has no upgrades.
+    pub fn send_upgrade<'a>(
+        &mut self,
+        method: &[u8],
+        authority: &[u8],
+        path: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
+        upgrade: &[u8],
+    ) -> Result<u32, SendError> {
+        let UpCodec::H1(c) = self else {
+            return Err(SendError::GoingAway);
+        };
+        let fields = fields
+            .into_iter()
+            .filter(|(n, _, _)| *n != b"te")
+            .map(|(n, v, _)| (n, v));
+        c.conn
+            .send_upgrade(method, path, authority, fields, upgrade)
+            .map_err(|_| SendError::GoingAway)?;
+        c.stream = 1;
+        Ok(1)
+    }
+
+    /// A 101 answered this connection's upgrade: it is a tunnel now.
+    pub fn is_upgraded(&self) -> bool {
+        match self {
+            UpCodec::H2(_) => false,
+            UpCodec::H1(c) => c.conn.is_upgraded(),
+        }
+    }
+
     pub fn send_data(
         &mut self,
         stream: u32,

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use engine::filter_chain::{ChainTable, CidrRange, FilterChainMatch, SourceType};
 use engine::LISTENER_FILTERS_TIMEOUT;
@@ -16,6 +17,7 @@ use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::listener::v3 as pb;
 use crate::pb::envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector as PbTlsInspector;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+use crate::pb::envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
 
 /// Envoy's name for the TLS inspector listener filter.
 const TLS_INSPECTOR: &str = "envoy.filters.listener.tls_inspector";
@@ -161,7 +163,8 @@ fn listener_filters(l: &pb::Listener, path: &Path) -> Result<Option<TlsInspector
 }
 
 /// One chain: its match (ignored on the default chain, as in Envoy), its
-/// transport socket and its one HTTP connection manager.
+/// transport socket and its one network filter: an HTTP connection
+/// manager or a TCP proxy.
 fn filter_chain(
     fc: &pb::FilterChain,
     path: &Path,
@@ -183,8 +186,9 @@ fn filter_chain(
         return Err(Error::invalid(
             path.field("filters"),
             format!(
-                "exactly one filter ({}) is supported, got {}",
+                "exactly one filter ({} or {}) is supported, got {}",
                 hcm::HttpConnectionManager::NAME,
+                TcpProxy::NAME,
                 fc.filters.len()
             ),
         ));
@@ -199,19 +203,30 @@ fn filter_chain(
         None => return Err(Error::invalid(fpath.field("typed_config"), "required")),
     };
     let tpath = fpath.field("typed_config");
-    if any_type_name(any, &tpath)? != hcm::HttpConnectionManager::full_name() {
+    let type_name = any_type_name(any, &tpath)?;
+    let (http, tcp_proxy) = if type_name == hcm::HttpConnectionManager::full_name() {
+        let (config, cpath) = unpack::<hcm::HttpConnectionManager>(any, &tpath)?;
+        let http = http_connection_manager(&config, &cpath, known_clusters)?;
+        (http, None)
+    } else if type_name == TcpProxy::full_name() {
+        let (config, cpath) = unpack::<TcpProxy>(any, &tpath)?;
+        let proxy = super::tcp_proxy::tcp_proxy(&config, &cpath)?;
+        (
+            unused_manager(&proxy.stat_prefix, &cpath)?,
+            Some(Arc::new(proxy)),
+        )
+    } else {
         return Err(Error::unsupported_msg(
             tpath.clone(),
             format!(
-                "network filter {:?} ({}) is not supported; only {} is",
+                "network filter {:?} ({}) is not supported; only {} and {} are",
                 filter.name,
                 any_type_url(any, &tpath)?,
-                hcm::HttpConnectionManager::type_url()
+                hcm::HttpConnectionManager::type_url(),
+                TcpProxy::type_url()
             ),
         ));
-    }
-    let (config, cpath) = unpack::<hcm::HttpConnectionManager>(any, &tpath)?;
-    let http = http_connection_manager(&config, &cpath, known_clusters)?;
+    };
     Ok(FilterChain {
         name: fc.name.clone(),
         filter_chain_match,
@@ -221,7 +236,25 @@ fn filter_chain(
         id: crate::digest::digest(fc),
         tls,
         http,
+        tcp_proxy,
     })
+}
+
+/// The connection manager a `tcp_proxy` chain carries: no routes, the
+/// router alone; nothing serves HTTP through it.
+fn unused_manager(stat_prefix: &str, path: &Path) -> Result<engine::HttpConnectionManager> {
+    let m = hcm::HttpConnectionManager {
+        stat_prefix: stat_prefix.to_owned(),
+        route_specifier: Some(hcm::http_connection_manager::RouteSpecifier::RouteConfig(
+            Default::default(),
+        )),
+        http_filters: vec![hcm::HttpFilter {
+            name: "envoy.filters.http.router".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    http_connection_manager(&m, path, &HashSet::new())
 }
 
 /// `filter_chain_match`, validated and normalised.

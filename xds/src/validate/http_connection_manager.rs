@@ -179,6 +179,10 @@ pub fn http_connection_manager(
         append_x_forwarded_port: m.append_x_forwarded_port,
         envoy_headers,
         http_filters,
+        upgrades: super::upgrade::manager_upgrades(
+            &m.upgrade_configs,
+            &path.field("upgrade_configs"),
+        )?,
     })
 }
 
@@ -191,7 +195,6 @@ fn reject_unimplemented(m: &hcm::HttpConnectionManager, path: &Path) -> Result<(
         tracing,
         forward_client_cert_details,
         proxy_100_continue,
-        upgrade_configs,
         delayed_close_timeout,
         request_id_extension,
         local_reply_config,

@@ -21,7 +21,9 @@ mod route;
 mod route_reply;
 mod session;
 mod source;
+mod tcp_proxy;
 mod tls;
+mod upgrade;
 mod upstream;
 
 pub use cluster::{cluster, cluster_load_assignment};

@@ -598,7 +598,6 @@ fn route_action(
         include_vh_rate_limits,
         cors,
         idle_timeout,
-        upgrade_configs,
         hedge_policy,
         request_mirror_policies,
         internal_redirect_policy,
@@ -713,6 +712,10 @@ fn route_action(
         },
         // The virtual host's, set by the caller.
         attempt_count: (false, false),
+        upgrades: super::upgrade::route_upgrades(
+            &a.upgrade_configs,
+            &path.field("upgrade_configs"),
+        )?,
         max_grpc_timeout: match &a.max_grpc_timeout {
             Some(d) => Some(super::common::duration(d, &path.field("max_grpc_timeout"))?),
             None => None,

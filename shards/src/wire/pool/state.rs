@@ -124,6 +124,11 @@ impl Pool {
         }
     }
 
+    /// The cluster the pool was made for.
+    pub(crate) fn cluster(&self) -> Arc<Cluster> {
+        Arc::clone(&self.cluster)
+    }
+
     /// The name of the cluster the pool was made for.
     pub fn cluster_name(&self) -> &str {
         &self.cluster.name

@@ -16,9 +16,11 @@ mod reply;
 mod retry;
 mod setup;
 mod stamp;
+mod upgrade;
 
 pub(crate) use stamp::ClientClass;
 use stamp::ResponseStamp;
+pub(crate) use upgrade::{UpgradeRequest, REFUSAL_BODY_LIMIT};
 mod upstream;
 
 use std::net::SocketAddr;
@@ -239,6 +241,9 @@ pub(crate) struct Streams {
     pub requests: u32,
     /// Edits of the response head in hand, reused from head to head.
     head_edits: HeaderEdits,
+    /// A stream routed to upgrade (WebSocket), for the connection's task
+    /// to connect (`upgrade_request`).
+    pub upgrading: Option<u32>,
 }
 
 impl Streams {
@@ -255,7 +260,7 @@ impl Streams {
         let (chain_id, logs, tls, stamp) = match listener.chains().nth(chain) {
             Some(c) => (
                 c.id,
-                wire.log_targets(&c.http),
+                wire.log_targets(&c.http.access_log),
                 c.tls.is_some(),
                 ResponseStamp::of(&c.http),
             ),
@@ -294,6 +299,7 @@ impl Streams {
             now: Instant::now(),
             requests: 0,
             head_edits: HeaderEdits::default(),
+            upgrading: None,
         }
     }
 

@@ -88,6 +88,12 @@ impl Streams {
         let mut head = head;
         // The connection manager's edits and the route (`streams/setup.rs`).
         let refused = self.cx.set_up(s, &mut head, grpc, now).err();
+        if !s.upgrade && head.get(b"upgrade").is_some() {
+            // An upgrade answered otherwise (refused, a direct response)
+            // ends its connection, as in Envoy: what the client sends
+            // next was meant for the other protocol.
+            self.conn.go_away(ErrorCode::NO_ERROR);
+        }
         s.head = Some(head);
         if let Some(reply) = refused {
             return self.fail_with(stream, *reply, None);
@@ -254,6 +260,12 @@ impl Streams {
     /// Phase 2, on the host's pool; a connection that cannot be had fails
     /// the stream.
     pub(super) fn open_upstream(&mut self, stream: u32) {
+        // An upgrade goes on a connection of its own, which the
+        // connection's task makes (`wire::upgrade`).
+        if self.table.get(&stream).is_some_and(|s| s.upgrade) {
+            self.upgrading = Some(stream);
+            return;
+        }
         if let Err(reply) = self.try_open(stream) {
             self.fail(stream, reply);
         }
@@ -477,7 +489,7 @@ impl Streams {
 
     /// Ends a stream with `reply`: a local reply if no response head went
     /// out yet (the response filters run on it), else a reset.
-    fn fail_with(&mut self, stream: u32, reply: Reply, failed: Option<CallResult>) {
+    pub(super) fn fail_with(&mut self, stream: u32, reply: Reply, failed: Option<CallResult>) {
         let Some(mut s) = self.table.remove(&stream) else {
             return;
         };

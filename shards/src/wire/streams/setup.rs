@@ -57,6 +57,19 @@ impl ConnCx {
             let random = cx.wire.shard.random_u64();
             let routed = route_request_at(&hcm.route_config, &HeadView(head), random);
             s.route = routed.map(|(at, _)| at);
+            if let Some(token) = head.get(b"upgrade") {
+                // `upgrade_configs`: the route's say, else its manager's.
+                let forward = routed.and_then(|(_, r)| r.action.forward());
+                let upgrades = forward.map(|a| a.upgrades.as_slice());
+                if engine::upgrade_allowed(&hcm.upgrades, upgrades, token) {
+                    // A direct response or redirect answers it as any
+                    // request; a request with a body is not upgraded.
+                    s.upgrade = forward.is_some() && s.bodyless;
+                } else {
+                    cx.wire.shard.stats.downstream.rq_upgrade_refused.inc();
+                    refused = Some(Box::new(Reply::new(403, "", "")));
+                }
+            }
             // Its response heads get the route's edits (from the config,
             // which the stream then keeps).
             s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());

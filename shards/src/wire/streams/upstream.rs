@@ -13,6 +13,7 @@ use crate::local_reply::LocalReply;
 use crate::wire::body::queued;
 use crate::wire::dstream::DStream;
 use crate::wire::pool::{Acquire, Pool, PoolRef, UpRef};
+use crate::wire::upcodec::UpCodec;
 
 /// The fields the gateway itself may set on a request going upstream: a
 /// client's are dropped where ours go.
@@ -67,20 +68,62 @@ pub(super) fn decimal(mut n: u128, buf: &mut [u8; 40]) -> &[u8] {
     }
 }
 
+/// Where a request head is written: a pooled connection's codec, or an
+/// upgrade's own connection.
+pub(super) trait HeadSink {
+    /// Writes the head: the upstream stream id, or `None` if it could not
+    /// be taken.
+    fn send<'a>(
+        self,
+        method: &'a [u8],
+        authority: &'a [u8],
+        path: &'a [u8],
+        fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
+        bodyless: bool,
+    ) -> Option<u32>;
+}
+
+/// A connection of a host's pool, and the scheme its requests say.
+struct Pooled<'c> {
+    conn: &'c mut UpCodec,
+    scheme: &'static [u8],
+}
+
+impl HeadSink for Pooled<'_> {
+    fn send<'a>(
+        self,
+        method: &'a [u8],
+        authority: &'a [u8],
+        path: &'a [u8],
+        fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
+        bodyless: bool,
+    ) -> Option<u32> {
+        self.conn
+            .send_request(method, self.scheme, authority, path, fields, bodyless)
+            .ok()
+    }
+}
+
 /// Writes the request head of `s` on connection `slot` of `pool`, with
 /// the route's rewrites and the filters' edits: the upstream stream id, or
 /// `None` if the connection could not take it.
 fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
-    let head = s.head.as_ref()?;
-    let get = |n: &[u8]| head.get(n).unwrap_or(b"");
-    let original = head.get(b":authority").or_else(|| head.get(b"host"));
     // A copy: the pool is borrowed again to send (only with
     // `auto_host_rewrite`).
     let auto = s.auto_host.then(|| pool.hostname.clone()).flatten();
-    let rewritten = s
-        .authority
-        .as_deref()
-        .or(auto.as_deref().map(str::as_bytes));
+    let scheme = pool.scheme();
+    let conn = pool.conn_at(slot)?;
+    write_request(s, auto.as_deref(), Pooled { conn, scheme })
+}
+
+/// Writes the request head of `s` into `sink`, with the route's rewrites
+/// (`auto`: the host's name, for `auto_host_rewrite`), the filters'
+/// edits and the connection manager's fields.
+pub(super) fn write_request(s: &DStream, auto: Option<&str>, sink: impl HeadSink) -> Option<u32> {
+    let head = s.head.as_ref()?;
+    let get = |n: &[u8]| head.get(n).unwrap_or(b"");
+    let original = head.get(b":authority").or_else(|| head.get(b"host"));
+    let rewritten = s.authority.as_deref().or(auto.map(str::as_bytes));
     let authority = rewritten.or(original).unwrap_or(b"");
     // Envoy: only a host actually rewritten; appended after a comma.
     let forwarded_host = rewritten.filter(|_| s.forwarded_host).map(|_| {
@@ -144,10 +187,7 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
         .chain(internal.map(|v| (stamp::INTERNAL, v, false)))
         .chain(external.map(|v| (stamp::EXTERNAL_ADDRESS, v, false)))
         .chain(edits.added().map(|(n, v)| (n, v, n == b"cookie")));
-    let scheme = pool.scheme();
-    pool.conn_at(slot)?
-        .send_request(get(b":method"), scheme, authority, path, fields, s.bodyless)
-        .ok()
+    sink.send(get(b":method"), authority, path, fields, s.bodyless)
 }
 
 /// Methods RFC 9110 §9.2.2 calls idempotent: safe to send again when the

@@ -1,0 +1,368 @@
+//! WebSocket over HTTP/1.1 (`upgrade_configs`, connection manager and route): the upgrade's request on a connection of its own, the 101 through the response phases, then a tunnel with the bytes both sides sent early, half-closes passed on; refusals (403 where nothing enables it, a backend's own answer, a backend down), the stream idle timeout, and the access log.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// A WebSocket backend (no framing of its own: bytes are bytes): each
+/// request head is kept; a request without `Upgrade` is answered 200
+/// `ok`, `/refuse…` 400 with a body, any other path 101 then `HELLO`,
+/// then every byte read echoed, and `BYE` at the client's end.
+struct WsBackend {
+    addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl WsBackend {
+    fn start() -> Self {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&heads);
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let kept = Arc::clone(&kept);
+                std::thread::spawn(move || {
+                    let (head, rest) = read_head(&mut s);
+                    kept.lock().unwrap().push(head.clone());
+                    if !head
+                        .to_ascii_lowercase()
+                        .contains("\r\nupgrade: websocket\r\n")
+                    {
+                        let _ = s.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        );
+                        return;
+                    }
+                    if head.starts_with("GET /refuse") {
+                        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 4\r\nX-Backend: b1\r\n\r\nnope");
+                        std::thread::sleep(Duration::from_secs(1));
+                        return;
+                    }
+                    let _ = s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: abc\r\nX-Backend: b1\r\n\r\nHELLO");
+                    let _ = s.write_all(&rest);
+                    let mut buf = [0u8; 16384];
+                    loop {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                if s.write_all(&buf[..n]).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    let _ = s.write_all(b"BYE");
+                });
+            }
+        });
+        Self { addr, heads }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+/// Reads up to the end of a head: the head (text) and the bytes after it.
+fn read_head(s: &mut TcpStream) -> (String, Vec<u8>) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = got.split_off(at + 4);
+            return (String::from_utf8_lossy(&got).into_owned(), rest);
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return (String::from_utf8_lossy(&got).into_owned(), Vec::new()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn read_exactly(s: &mut TcpStream, n: usize) -> String {
+    let mut buf = vec![0u8; n];
+    s.read_exact(&mut buf).unwrap();
+    String::from_utf8(buf).unwrap()
+}
+
+fn read_to_end(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+const UPGRADE: &str = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+
+/// Sends an upgrade request for `path` with `early` bytes after its head.
+fn upgrade(addr: SocketAddr, path: &str, early: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: example\r\n{UPGRADE}\r\n{early}"
+    )
+    .unwrap();
+    s
+}
+
+/// A gateway over `backend` with the connection manager's `hcm_fields`
+/// and `route_config` (YAML at their indentations, see
+/// `support::yaml::hcm_bootstrap`).
+fn gateway(hcm_fields: &str, route_config: &str, backend: SocketAddr) -> gateway::GatewayHandle {
+    let clusters = format!(
+        "  - name: ws\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: ws\n      endpoints:\n      - lb_endpoints: [{}]\n",
+        yaml::endpoint(&backend.ip().to_string(), backend.port(), "")
+    );
+    let b = yaml::hcm_bootstrap(hcm_fields, route_config, &clusters)
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
+    start(b, 1)
+}
+
+const ALL_TO_WS: &str = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              response_headers_to_add: [{ header: { key: x-added, value: "yes" } }]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: ws }
+"#;
+
+fn stat(gw: &gateway::GatewayHandle, line: &str) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, s) = admin_get(gw.admin_addr.unwrap(), "/stats");
+        if s.lines().any(|l| l == line) {
+            return true;
+        }
+        if Instant::now() > until {
+            eprintln!("{s}");
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
+    let backend = WsBackend::start();
+    let gw = gateway(
+        "          upgrade_configs: [{ upgrade_type: websocket }]",
+        ALL_TO_WS,
+        backend.addr,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let mut c = upgrade(addr, "/chat?room=1", "EARLY");
+    let (head, rest) = read_head(&mut c);
+    let lines: Vec<&str> = head.lines().collect();
+    assert_eq!(lines[0], "HTTP/1.1 101 Switching Protocols", "{head}");
+    for want in [
+        "sec-websocket-accept: abc",
+        "x-backend: b1",
+        "x-added: yes",
+        "server: envoy",
+        "connection: upgrade",
+        "upgrade: websocket",
+    ] {
+        assert!(lines.contains(&want), "no {want:?} in {head}");
+    }
+    // The backend's first bytes, then the client's early ones echoed.
+    let mut got = String::from_utf8(rest).unwrap();
+    while got.len() < "HELLOEARLY".len() {
+        got.push_str(&read_exactly(&mut c, 1));
+    }
+    assert_eq!(got, "HELLOEARLY");
+    c.write_all(b"MORE").unwrap();
+    assert_eq!(read_exactly(&mut c, 4), "MORE");
+    let big = vec![b'x'; 300_000];
+    let mut writer = c.try_clone().unwrap();
+    let sent = big.clone();
+    let w = std::thread::spawn(move || {
+        writer.write_all(&sent).unwrap();
+        writer.shutdown(Shutdown::Write).unwrap();
+    });
+    let mut echoed = vec![0u8; big.len()];
+    c.read_exact(&mut echoed).unwrap();
+    w.join().unwrap();
+    assert!(echoed == big);
+    // Our end passed on: the backend says goodbye and the tunnel closes.
+    assert_eq!(read_to_end(&mut c), "BYE");
+    let heads = backend.heads();
+    let head = heads[0].to_ascii_lowercase();
+    assert!(head.starts_with("get /chat?room=1 http/1.1\r\n"), "{head}");
+    for want in [
+        "\r\nupgrade: websocket\r\n",
+        "\r\nconnection: upgrade\r\n",
+        "\r\nsec-websocket-key: dghlihnhbxbszsbub25jzq==\r\n",
+        "\r\nx-forwarded-proto: http\r\n",
+        "\r\nx-request-id: ",
+    ] {
+        assert!(head.contains(want), "no {want:?} in {head}");
+    }
+    assert!(!head.contains("content-length"), "{head}");
+    assert!(stat(&gw, "gateway_tunnel_cx_active 0"));
+    assert!(stat(
+        &gw,
+        &format!("gateway_tunnel_rx_bytes_total {}", 5 + 4 + big.len())
+    ));
+    gw.shutdown();
+}
+
+#[test]
+fn a_route_enables_or_disables_what_its_manager_says() {
+    let backend = WsBackend::start();
+    // As Envoy's websocket example `envoy-ws-route.yaml`: the manager
+    // lists nothing, one route enables WebSocket.
+    let routes = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/ws" }
+                route: { cluster: ws, upgrade_configs: [{ upgrade_type: websocket }] }
+              - match: { prefix: "/off" }
+                route: { cluster: ws, upgrade_configs: [{ upgrade_type: websocket, enabled: false }] }
+              - match: { prefix: "/" }
+                direct_response: { status: 200, body: { inline_string: "NotWebSocket\n" } }
+"#;
+    let gw = gateway("", routes, backend.addr);
+    let addr = gw.listener("ingress").unwrap();
+    let mut c = upgrade(addr, "/ws/x", "");
+    let (head, _) = read_head(&mut c);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    drop(c);
+    for path in ["/off/x", "/"] {
+        let mut c = upgrade(addr, path, "");
+        let answer = read_to_end(&mut c);
+        assert!(
+            answer.starts_with("HTTP/1.1 403 Forbidden\r\n"),
+            "{path}: {answer}"
+        );
+    }
+    let plain = h1_client::h1_get(addr, "example", "/", "");
+    assert_eq!(
+        (plain.status, &plain.body[..]),
+        (200, &b"NotWebSocket\n"[..])
+    );
+    assert!(stat(&gw, "gateway_downstream_rq_upgrade_refused 2"));
+    assert_eq!(backend.heads().len(), 1);
+    gw.shutdown();
+}
+
+#[test]
+fn a_backend_that_refuses_or_is_down_answers_the_client() {
+    let backend = WsBackend::start();
+    let gw = gateway(
+        "          upgrade_configs: [{ upgrade_type: websocket }]",
+        ALL_TO_WS,
+        backend.addr,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let mut c = upgrade(addr, "/refuse", "");
+    let answer = read_to_end(&mut c);
+    assert!(
+        answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("\r\nx-backend: b1\r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nnope"), "{answer}");
+    gw.shutdown();
+
+    let dead = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let gw = gateway(
+        "          upgrade_configs: [{ upgrade_type: websocket }]",
+        ALL_TO_WS,
+        dead,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let mut c = upgrade(addr, "/chat", "");
+    let answer = read_to_end(&mut c);
+    assert!(
+        answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{answer}"
+    );
+    gw.shutdown();
+}
+
+#[test]
+fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
+    let backend = WsBackend::start();
+    let dir = std::env::temp_dir().join(format!("gw-ws-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("ws.log");
+    let _ = std::fs::remove_file(&log);
+    let fields = format!(
+        r#"          upgrade_configs: [{{ upgrade_type: websocket }}]
+          stream_idle_timeout: 0.4s
+          access_log: [{{ name: envoy.access_loggers.file, typed_config: {{ "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog, path: {}, log_format: {{ text_format_source: {{ inline_string: "%RESPONSE_CODE% %BYTES_RECEIVED% %BYTES_SENT% %PROTOCOL% %UPSTREAM_CLUSTER%\n" }} }} }} }}]"#,
+        log.display()
+    );
+    let gw = gateway(&fields, ALL_TO_WS, backend.addr);
+    let addr = gw.listener("ingress").unwrap();
+    let mut c = upgrade(addr, "/chat", "");
+    let (head, rest) = read_head(&mut c);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    let mut got = String::from_utf8(rest).unwrap();
+    while got.len() < 5 {
+        got.push_str(&read_exactly(&mut c, 1));
+    }
+    c.write_all(b"ping").unwrap();
+    assert_eq!(read_exactly(&mut c, 4), "ping");
+    let quiet = Instant::now();
+    // Closed by the gateway, not half-closed: no "BYE".
+    assert_eq!(read_to_end(&mut c), "");
+    let waited = quiet.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
+    assert!(stat(&gw, "gateway_tunnel_idle_timeout 1"));
+    let until = Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if !text.is_empty() || Instant::now() > until {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(text, "101 4 9 HTTP/1.1 ws\n");
+    gw.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_websocket_client_that_stops_reading_stalls_only_itself() {
+    let backend = WsBackend::start();
+    let gw = gateway(
+        "          upgrade_configs: [{ upgrade_type: websocket }]",
+        ALL_TO_WS,
+        backend.addr,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    let mut hog = upgrade(addr, "/hog", "");
+    let (head, _) = read_head(&mut hog);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    hog.set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let chunk = vec![b'h'; 64 * 1024];
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until && hog.write(&chunk).is_ok() {}
+    assert!(Instant::now() < until, "the hog was never held back");
+    for i in 0..3 {
+        let mut c = upgrade(addr, "/chat", "");
+        let (head, _) = read_head(&mut c);
+        assert!(head.starts_with("HTTP/1.1 101 "), "victim {i}: {head}");
+        let plain = h1_client::h1_get(addr, "example", "/plain", "");
+        assert_eq!((plain.status, &plain.body[..]), (200, &b"ok"[..]));
+    }
+    drop(hog);
+    gw.shutdown();
+}

@@ -1,0 +1,155 @@
+//! An upgrade's stream (WebSocket over HTTP/1.1): its request written for a connection of its own, the backend's answer through the response phases (a 101 makes the client's connection a tunnel, anything else is its response), and the stream's end when the tunnel closes.
+//!
+//! The connection's task drives it (`wire::upgrade`): once the router
+//! chose a host for a stream whose route forwards its `Upgrade`, the
+//! stream is not opened on the host's pool (whose connections go back to
+//! it) but waits in `upgrading` for the task to connect.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use engine::{Cluster, HostId};
+use h2wire::conn::ClientEvent;
+use h2wire::message::HeaderList;
+
+use super::upstream::{write_request, HeadSink};
+use super::Streams;
+use crate::http_filter::{HeaderEdits, Reply};
+use crate::local_reply::LocalReply;
+use crate::wire::tunnel::Moved;
+use crate::wire::upcodec::UpCodec;
+
+/// Response body bytes of a backend that refuses an upgrade taken into
+/// its answer; past them the stream fails.
+pub(crate) const REFUSAL_BODY_LIMIT: u32 = 64 * 1024;
+
+/// An upgrade's request, ready for its own connection to the host.
+pub(crate) struct UpgradeRequest {
+    pub stream: u32,
+    /// The request head, written in it.
+    pub codec: UpCodec,
+    pub addr: SocketAddr,
+    pub host: HostId,
+    pub cluster: Arc<Cluster>,
+    /// The stream's idle timeout (`stream_idle_timeout`): the backend's
+    /// answer and then the tunnel's quiet are bounded by it.
+    pub idle: Option<Duration>,
+    /// When `max_stream_duration` ends it.
+    pub ends_at: Option<Instant>,
+}
+
+/// An upgrade's own connection to its host.
+struct Upgrading<'c> {
+    codec: &'c mut UpCodec,
+    upgrade: &'c [u8],
+}
+
+impl HeadSink for Upgrading<'_> {
+    fn send<'a>(
+        self,
+        method: &'a [u8],
+        authority: &'a [u8],
+        path: &'a [u8],
+        fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
+        _bodyless: bool,
+    ) -> Option<u32> {
+        self.codec
+            .send_upgrade(method, authority, path, fields, self.upgrade)
+            .ok()
+    }
+}
+
+impl Streams {
+    /// The request of the stream waiting to upgrade, written for its own
+    /// connection to the host the router chose (`None`: it is gone, or
+    /// its head could not be written, in which case it failed).
+    pub(crate) fn upgrade_request(&mut self) -> Option<UpgradeRequest> {
+        let stream = self.upgrading.take()?;
+        let s = self.table.get_mut(&stream)?;
+        let t = s.target.as_ref()?;
+        let (addr, host, cluster, hostname) = {
+            let p = t.pool.borrow();
+            (p.addr, p.host, p.cluster(), p.hostname.clone())
+        };
+        let upgrade: Box<[u8]> = s.head.as_ref()?.get(b"upgrade")?.into();
+        // The body window holds a refusal's body, not a tunnel's bytes.
+        let mut codec = UpCodec::h1(REFUSAL_BODY_LIMIT, false);
+        s.attempts = s.attempts.saturating_add(1);
+        let sink = Upgrading {
+            codec: &mut codec,
+            upgrade: &upgrade,
+        };
+        let auto = s.auto_host.then_some(hostname).flatten();
+        if write_request(s, auto.as_deref(), sink).is_none() {
+            self.fail(stream, LocalReply::BadRequest);
+            return None;
+        }
+        let (idle, ends_at) = (s.idle, s.ends_at);
+        Some(UpgradeRequest {
+            stream,
+            codec,
+            addr,
+            host,
+            cluster,
+            idle,
+            ends_at,
+        })
+    }
+
+    /// The backend switched protocols: its 101 (`head`) goes through the
+    /// response phases. Whether the client's connection is a tunnel now
+    /// (a response filter may have answered in its place).
+    pub(crate) fn upgraded(&mut self, stream: u32, head: HeaderList) -> bool {
+        let ev = ClientEvent::Response {
+            stream,
+            head,
+            informational: false,
+            end_stream: false,
+        };
+        self.on_upstream(stream, ev);
+        self.conn.is_upgraded() && self.table.contains_key(&stream)
+    }
+
+    /// The backend answered the upgrade with `head` and `body` (all of
+    /// it) instead: that is the client's answer, after which the
+    /// connection closes.
+    pub(crate) fn upgrade_answered(&mut self, stream: u32, head: &HeaderList, body: Bytes) {
+        let status = super::reply::status_of(head);
+        let mut fields = HeaderEdits::default();
+        for (name, value, _) in head.iter() {
+            if name.first() != Some(&b':') && name != b"content-length" {
+                let _ = fields.append(name, value);
+            }
+        }
+        if let Some(s) = self.table.get_mut(&stream) {
+            s.served = Some((status, None));
+        }
+        let reply = Reply {
+            status,
+            fields,
+            body,
+            flag: "",
+        };
+        // `connection: close`: the client's next bytes were meant for the
+        // protocol it asked for.
+        self.conn.go_away(h2wire::ErrorCode::NO_ERROR);
+        self.fail_with(stream, reply, None);
+    }
+
+    /// The upgrade's connection failed before an answer came.
+    pub(crate) fn upgrade_failed(&mut self, stream: u32, reply: LocalReply) {
+        self.conn.go_away(h2wire::ErrorCode::NO_ERROR);
+        self.fail(stream, reply);
+    }
+
+    /// The tunnel closed: the stream ends with what it moved.
+    pub(crate) fn tunnel_closed(&mut self, stream: u32, moved: Moved) {
+        if let Some(l) = self.table.get_mut(&stream).and_then(|s| s.log.as_mut()) {
+            l.bytes_received += moved.received;
+            l.bytes_sent += moved.sent;
+        }
+        self.finish(stream);
+    }
+}

@@ -1,0 +1,325 @@
+//! A tunnel: a client's bytes and a backend's moved both ways unread, through bounded buffers, half-closes passed on, until both directions end, either side fails, the idle timeout passes or the tunnel's deadline comes (`tcp_proxy` chains; upgraded HTTP/1.1 connections).
+//!
+//! Each direction is a [`Half`]: read from one side into its buffer,
+//! write to the other, and only read again once the buffer went out, so
+//! a side that stops reading stops the other side's reads (its bytes wait
+//! in its socket): a tunnel holds at most two buffers of 16 KiB however
+//! fast one side sends. A quiet tunnel gives its buffers back after a
+//! second, so an idle WebSocket holds its two sockets and no buffer.
+//! One wake-up moves at most [`TURN_BYTES`] before it lets the shard's
+//! other tasks run.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_lite::{AsyncRead, AsyncWrite};
+use glommio::timer::Timer;
+
+use super::tls::Transport;
+use crate::signal::Subscription;
+
+/// The first read's size; each read that fills the buffer doubles it, up
+/// to [`MAX_BUFFER`].
+const FIRST_BUFFER: usize = 1024;
+/// The most one direction holds.
+const MAX_BUFFER: usize = 16 * 1024;
+/// Bytes moved in one wake-up before the tunnel yields to other tasks.
+const TURN_BYTES: usize = 256 * 1024;
+/// Quiet this long, a tunnel gives back its empty buffers.
+const QUIET: Duration = Duration::from_secs(1);
+
+/// What bounds a tunnel's life.
+pub(super) struct TunnelLimits {
+    /// No byte either way for this long ends it.
+    pub idle: Option<Duration>,
+    /// It ends here whatever moves (`max_downstream_connection_duration`).
+    pub deadline: Option<Instant>,
+    /// After a drain signal, it has this long left (the gateway's drain
+    /// time, as Envoy closes a drained listener's connections after it).
+    pub drain_time: Duration,
+}
+
+/// How a tunnel ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// Both sides closed their halves, and everything went.
+    Closed,
+    /// A side's socket failed (reset, or a TLS error).
+    Failed,
+    /// Nothing moved within the idle timeout.
+    Idle,
+    /// The tunnel's deadline came.
+    Deadline,
+    /// A drain's time ran out.
+    Drained,
+}
+
+/// Bytes moved each way.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Moved {
+    /// From the client, to the backend.
+    pub received: u64,
+    /// From the backend, to the client.
+    pub sent: u64,
+}
+
+/// Whether a direction has passed its end on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shut {
+    Open,
+    /// The source ended; a TLS `close_notify` may still be going out.
+    Flushing,
+    /// The destination's write side is shut.
+    Done,
+}
+
+/// One direction of a tunnel.
+struct Half {
+    buf: Vec<u8>,
+    /// Bytes `start..end` of `buf` wait to be written.
+    start: usize,
+    end: usize,
+    /// Next read's size.
+    size: usize,
+    eof: bool,
+    shut: Shut,
+    moved: u64,
+}
+
+impl Half {
+    /// A direction whose first bytes (already read from its source) are
+    /// `first`.
+    fn new(first: Vec<u8>) -> Self {
+        let end = first.len();
+        Self {
+            buf: first,
+            start: 0,
+            end,
+            size: FIRST_BUFFER,
+            eof: false,
+            shut: Shut::Open,
+            moved: 0,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.shut == Shut::Done
+    }
+
+    /// Gives back the buffer of a quiet direction.
+    fn release(&mut self) {
+        if self.start == self.end {
+            self.buf = Vec::new();
+            self.start = 0;
+            self.end = 0;
+            self.size = FIRST_BUFFER;
+        }
+    }
+
+    /// Moves what it can from `src` to `dst` within `budget` bytes:
+    /// whether anything happened (bytes, an end).
+    fn poll_move(
+        &mut self,
+        src: &mut Transport,
+        dst: &mut Transport,
+        cx: &mut Context<'_>,
+        budget: &mut usize,
+    ) -> io::Result<bool> {
+        let mut progress = false;
+        loop {
+            if self.start < self.end {
+                match Pin::new(&mut *dst).poll_write(cx, &self.buf[self.start..self.end]) {
+                    Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                    Poll::Ready(Ok(n)) => {
+                        self.start += n;
+                        self.moved += n as u64;
+                        *budget = budget.saturating_sub(n);
+                        progress = true;
+                        if self.start == self.end {
+                            (self.start, self.end) = (0, 0);
+                        }
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => return Ok(progress),
+                }
+            }
+            // What TLS keeps of the written bytes goes out before more is
+            // read (a plain socket holds nothing).
+            if let Poll::Ready(Err(e)) = Pin::new(&mut *dst).poll_flush(cx) {
+                return Err(e);
+            }
+            if self.eof {
+                match self.shut {
+                    Shut::Open => {
+                        dst.send_close_notify();
+                        self.shut = Shut::Flushing;
+                        continue;
+                    }
+                    Shut::Flushing => match Pin::new(&mut *dst).poll_flush(cx) {
+                        Poll::Ready(Ok(())) => {
+                            dst.shutdown_write();
+                            self.shut = Shut::Done;
+                            return Ok(true);
+                        }
+                        Poll::Ready(Err(e)) => return Err(e),
+                        Poll::Pending => return Ok(progress),
+                    },
+                    Shut::Done => return Ok(progress),
+                }
+            }
+            if *budget == 0 {
+                return Ok(progress);
+            }
+            if self.buf.len() < self.size {
+                self.buf.resize(self.size, 0);
+            }
+            let want = self.size;
+            match Pin::new(&mut *src).poll_read(cx, &mut self.buf[..want]) {
+                Poll::Ready(Ok(0)) => {
+                    self.eof = true;
+                    progress = true;
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.end = n;
+                    if n == want && self.size < MAX_BUFFER {
+                        self.size *= 2;
+                    }
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return Ok(progress),
+            }
+        }
+    }
+}
+
+/// Moves bytes between `down` (the client) and `up` (the backend) until
+/// the tunnel ends; `to_up` and `to_down` are bytes already read from one
+/// side for the other (what followed an upgrade request or its 101).
+/// Returns how it ended and what moved; the transports are left as they
+/// are (the caller drops them, closing the sockets).
+pub(super) async fn run(
+    down: &mut Transport,
+    up: &mut Transport,
+    (to_up, to_down): (Vec<u8>, Vec<u8>),
+    limits: &TunnelLimits,
+    drains: &[&Subscription],
+) -> (Ended, Moved) {
+    let mut upward = Half::new(to_up);
+    let mut downward = Half::new(to_down);
+    let mut deadline = limits.deadline;
+    let mut drained = false;
+    let mut last = Instant::now();
+    // The timer and when it fires.
+    let mut timer: Option<(Instant, Pin<Box<Timer>>)> = None;
+    let ended = poll_fn(|cx| loop {
+        let mut budget = TURN_BYTES;
+        let moved = upward
+            .poll_move(down, up, cx, &mut budget)
+            .and_then(|a| Ok(downward.poll_move(up, down, cx, &mut budget)? || a));
+        match moved {
+            Err(e) => {
+                tracing::debug!("tunnel failed: {e}");
+                return Poll::Ready(Ended::Failed);
+            }
+            Ok(true) => last = Instant::now(),
+            Ok(false) => {}
+        }
+        if upward.done() && downward.done() {
+            return Poll::Ready(Ended::Closed);
+        }
+        if budget == 0 {
+            // More is ready: let the shard's other tasks run first.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if !drained && drains.iter().any(|d| d.poll_fired(cx).is_ready()) {
+            drained = true;
+            let by = Instant::now() + limits.drain_time;
+            deadline = Some(deadline.map_or(by, |d| d.min(by)));
+            timer = None;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| d <= now) {
+            return Poll::Ready(if drained {
+                Ended::Drained
+            } else {
+                Ended::Deadline
+            });
+        }
+        if limits.idle.is_some_and(|idle| now >= last + idle) {
+            return Poll::Ready(Ended::Idle);
+        }
+        let holds = !upward.buf.is_empty() || !downward.buf.is_empty();
+        if holds && now >= last + QUIET {
+            upward.release();
+            downward.release();
+        }
+        // One timer for the earliest of: the deadline, the idle timeout,
+        // the quiet release. A timer that fired early (bytes moved since
+        // it was set) is set again from here.
+        let holds = !upward.buf.is_empty() || !downward.buf.is_empty();
+        let next = [
+            deadline,
+            limits.idle.map(|i| last + i),
+            holds.then_some(last + QUIET),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else {
+            return Poll::Pending;
+        };
+        if timer.as_ref().is_none_or(|(at, _)| next < *at) {
+            let t = Timer::new(next.saturating_duration_since(now));
+            timer = Some((next, Box::pin(t)));
+        }
+        let Some((_, t)) = timer.as_mut() else {
+            return Poll::Pending;
+        };
+        match t.as_mut().poll(cx) {
+            Poll::Ready(_) => timer = None,
+            Poll::Pending => return Poll::Pending,
+        }
+    })
+    .await;
+    let moved = Moved {
+        received: upward.moved,
+        sent: downward.moved,
+    };
+    (ended, moved)
+}
+
+impl Transport {
+    /// Queues a TLS `close_notify` (nothing on a plain socket); the next
+    /// flush writes it.
+    fn send_close_notify(&mut self) {
+        match self {
+            Transport::Plain(_) => {}
+            Transport::Tls(t) => t.get_mut().1.send_close_notify(),
+            Transport::TlsClient(t) => t.get_mut().1.send_close_notify(),
+        }
+    }
+
+    /// Shuts the socket's write side (the peer reads its end), at once:
+    /// `shutdown(2)` does not block.
+    fn shutdown_write(&self) {
+        // SAFETY: the descriptor is the transport's open socket.
+        unsafe {
+            libc::shutdown(self.raw_fd(), libc::SHUT_WR);
+        }
+    }
+
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Transport::Plain(t) => t.as_raw_fd(),
+            Transport::Tls(t) => t.get_ref().0.as_raw_fd(),
+            Transport::TlsClient(t) => t.get_ref().0.as_raw_fd(),
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! An HTTP/1.1 connection that upgrades (WebSocket): the upgrade's request on a connection of its own to the host the router chose, the backend's answer through the response phases, and on a 101 the two connections joined as a tunnel until either ends.
+//!
+//! The connection's task runs this once its streams hold a stream routed
+//! to upgrade (`Streams::upgrading`); HTTP/1.1 serves one exchange at a
+//! time, so no other stream is in flight. What the client sent after its
+//! request head (early WebSocket frames) waits in the read buffer and
+//! goes to the backend first; what the backend sent after its 101 goes to
+//! the client first. The upgraded connection never returns to a pool:
+//! it is this task's, and closes with the tunnel.
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use bytes::{Bytes, BytesMut};
+use futures_lite::{AsyncRead, AsyncWriteExt};
+use glommio::timer::Timer;
+use h2wire::conn::ClientEvent;
+use h2wire::message::HeaderList;
+
+use super::lifecycle::HARD_CLOSE_AFTER;
+use super::readbuf::ReadBuf;
+use super::streams::{Streams, UpgradeRequest, REFUSAL_BODY_LIMIT};
+use super::tcp_proxy::{connect_host, ConnectError};
+use super::tls::Transport;
+use super::tunnel::{self, Ended, TunnelLimits};
+use super::WireShard;
+use crate::local_reply::LocalReply;
+use crate::signal::Subscription;
+
+/// Bytes asked of the backend per read while its answer comes.
+const READ_SIZE: usize = 8 * 1024;
+
+/// How the backend answered an upgrade.
+enum Answer {
+    /// 101: its head, and the bytes that came after it.
+    Switched(HeaderList, Vec<u8>),
+    /// Any other response, with its whole body.
+    Refused(HeaderList, Bytes),
+    /// No answer: the stream fails with this.
+    Failed(LocalReply),
+}
+
+/// Runs the upgrade of the stream `streams` holds for it: its end is the
+/// connection's (the caller closes it, flushing what the streams left:
+/// a refusal's answer, or nothing after a tunnel).
+pub(super) async fn run(
+    wire: &Rc<WireShard>,
+    down: &mut Transport,
+    rb: &mut ReadBuf,
+    streams: &mut Streams,
+    drains: &[&Subscription],
+) {
+    let Some(req) = streams.upgrade_request() else {
+        return;
+    };
+    let UpgradeRequest {
+        stream,
+        mut codec,
+        addr,
+        host,
+        cluster,
+        idle,
+        ends_at,
+    } = req;
+    // Responses to the client's earlier requests go before the 101.
+    streams.out.take_from(&mut streams.conn);
+    streams.out.flush_within(down, HARD_CLOSE_AFTER).await;
+    if !streams.out.is_empty() {
+        return;
+    }
+    let budget = wire.budget(&cluster);
+    let tls = cluster.upstream.tls.as_deref();
+    let connected = connect_host(wire, budget, (addr, host), (cluster.connect_timeout, tls)).await;
+    let mut up = match connected {
+        Ok(up) => up,
+        Err(ConnectError::Overflow) => return streams.upgrade_failed(stream, LocalReply::Overflow),
+        Err(ConnectError::Failed(e)) => {
+            tracing::debug!(%addr, "upgrade connect failed: {e}");
+            return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
+        }
+    };
+    // The answer is awaited as a stream's response is: within its idle
+    // timeout (upgrades have no route timeout, as in Envoy).
+    let within = idle.unwrap_or(HARD_CLOSE_AFTER * 300);
+    let answer = exchange(&mut up.transport, &mut codec, within).await;
+    let (head, to_down) = match answer {
+        Answer::Failed(reply) => return streams.upgrade_failed(stream, reply),
+        Answer::Refused(head, body) => return streams.upgrade_answered(stream, &head, body),
+        Answer::Switched(head, rest) => (head, rest),
+    };
+    if !streams.upgraded(stream, head) {
+        // A response filter answered in the 101's place.
+        return;
+    }
+    streams.out.take_from(&mut streams.conn);
+    streams.out.flush_within(down, HARD_CLOSE_AFTER).await;
+    if !streams.out.is_empty() {
+        return streams.tunnel_closed(stream, tunnel::Moved::default());
+    }
+    let stats = &wire.shard.stats.tunnel;
+    stats.active.inc();
+    let limits = TunnelLimits {
+        idle,
+        deadline: ends_at,
+        drain_time: wire.shard.drain.time,
+    };
+    let to_up = rb.buf.split().to_vec();
+    let (ended, moved) =
+        tunnel::run(down, &mut up.transport, (to_up, to_down), &limits, drains).await;
+    stats.active.dec();
+    stats.rx_bytes.add(moved.received);
+    stats.tx_bytes.add(moved.sent);
+    match ended {
+        Ended::Idle => stats.idle_timeout.inc(),
+        Ended::Deadline => stats.max_duration_reached.inc(),
+        Ended::Closed | Ended::Failed | Ended::Drained => {}
+    }
+    streams.tunnel_closed(stream, moved);
+}
+
+/// Writes the upgrade's request and reads the backend's answer, within
+/// `within`.
+async fn exchange(
+    up: &mut Transport,
+    codec: &mut super::upcodec::UpCodec,
+    within: std::time::Duration,
+) -> Answer {
+    let mut timer = Box::pin(Timer::new(within));
+    let work = async {
+        while let Some(bytes) = codec.poll_output() {
+            if up.write_all(&bytes).await.is_err() {
+                return Answer::Failed(LocalReply::UpstreamReset);
+            }
+        }
+        if up.flush().await.is_err() {
+            return Answer::Failed(LocalReply::UpstreamReset);
+        }
+        read_answer(up, codec).await
+    };
+    let mut work = std::pin::pin!(work);
+    poll_fn(|cx| {
+        if let Poll::Ready(a) = work.as_mut().poll(cx) {
+            return Poll::Ready(a);
+        }
+        timer
+            .as_mut()
+            .poll(cx)
+            .map(|_| Answer::Failed(LocalReply::UpstreamTimeout))
+    })
+    .await
+}
+
+/// Reads until the backend's answer is whole: a 101's head, or another
+/// response's head and body (at most the codec's window of body).
+async fn read_answer(up: &mut Transport, codec: &mut super::upcodec::UpCodec) -> Answer {
+    let mut rb = ReadBuf::default();
+    let mut refused: Option<(HeaderList, BytesMut)> = None;
+    loop {
+        let room = rb.room(READ_SIZE);
+        let n = poll_fn(|cx| Pin::new(&mut *up).poll_read(cx, room))
+            .await
+            .unwrap_or(0);
+        rb.filled(n);
+        let r = if n == 0 {
+            codec.recv(&mut rb.buf).and_then(|()| codec.recv_eof())
+        } else {
+            codec.recv(&mut rb.buf)
+        };
+        while let Some(ev) = codec.poll_event() {
+            match ev {
+                ClientEvent::Response {
+                    informational: true,
+                    ..
+                } => {}
+                ClientEvent::Response { head, .. } if codec.is_upgraded() => {
+                    return Answer::Switched(head, rb.buf.split().to_vec());
+                }
+                ClientEvent::Response {
+                    head, end_stream, ..
+                } => {
+                    if end_stream {
+                        return Answer::Refused(head, Bytes::new());
+                    }
+                    refused = Some((head, BytesMut::new()));
+                }
+                ClientEvent::Data {
+                    data, end_stream, ..
+                } => {
+                    if let Some((_, body)) = refused.as_mut() {
+                        codec.release(1, data.len() as u32);
+                        body.extend_from_slice(&data);
+                    }
+                    if end_stream {
+                        if let Some((head, body)) = refused.take() {
+                            return Answer::Refused(head, body.freeze());
+                        }
+                    }
+                }
+                ClientEvent::Trailers { .. } => {
+                    if let Some((head, body)) = refused.take() {
+                        return Answer::Refused(head, body.freeze());
+                    }
+                }
+                _ => return Answer::Failed(LocalReply::UpstreamReset),
+            }
+        }
+        if r.is_err() || n == 0 {
+            return Answer::Failed(LocalReply::UpstreamReset);
+        }
+        if refused
+            .as_ref()
+            .is_some_and(|(_, b)| b.len() >= REFUSAL_BODY_LIMIT as usize)
+        {
+            // A refusal whose body will not fit: it is no answer we pass on.
+            return Answer::Failed(LocalReply::UpstreamReset);
+        }
+    }
+}
