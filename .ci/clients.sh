@@ -5,8 +5,9 @@
 # Chromium (apt-installed when missing) loading a page over TLS; a gRPC
 # client (grpcio, pip-installed when missing) over TLS keeping a stateful
 # session across two backends; a real HTTP/1.1 server (Python's
-# http.server) as an upstream, in cleartext and over TLS. Every port is
-# chosen by the kernel.
+# http.server) as an upstream, in cleartext and over TLS; WebSocket
+# clients (Python's websockets, Chromium) over ws://, wss:// and wss://
+# passed through by SNI. Every port is chosen by the kernel.
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -273,6 +274,146 @@ v1=$(await_addr "$work/gateway-v1.log" "listener .* on")
 check "an unnamed listener serving an X.509 v1 certificate" "200" \
     "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/v1-cert.pem" \
         --resolve "v1.example.com:${v1##*:}:127.0.0.1" "https://v1.example.com:${v1##*:}/")"
+
+# WebSocket: a real server (.ci/ws_backend.py, RFC 6455 echo) behind a
+# route that enables upgrades; Python's `websockets` (pip-installed when
+# missing) over ws:// and wss:// (HTTP/1.1 by ALPN), headless Chromium
+# over wss:// from a page the gateway itself serves (a direct response),
+# and wss:// passed through by SNI (tls_inspector + tcp_proxy) to a TLS
+# WebSocket server whose certificate the client checks.
+if ! python3 -c 'import websockets' 2>/dev/null; then
+    python3 -m pip install -q websockets >/dev/null 2>&1 || pip install -q websockets >/dev/null
+fi
+python3 .ci/ws_backend.py --listen 127.0.0.1:0 >"$work/ws.log" 2>&1 &
+pids+=($!)
+ws=$(await_addr "$work/ws.log" "listening on")
+python3 .ci/ws_backend.py --listen 127.0.0.1:0 --tls "$work/cert.pem" "$work/key.pem" >"$work/wss.log" 2>&1 &
+pids+=($!)
+wss=$(await_addr "$work/wss.log" "listening on")
+cat >"$work/ws.yaml" <<YAML
+admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    listener_filters:
+    - name: envoy.filters.listener.tls_inspector
+      typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector }
+    filter_chains:
+    - filter_chain_match: { server_names: [passthrough.localhost] }
+      filters:
+      - name: envoy.filters.network.tcp_proxy
+        typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: wss, cluster: wss }
+    - filter_chain_match: { transport_protocol: tls }
+      transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            alpn_protocols: [h2, http/1.1]
+            tls_certificates:
+            - certificate_chain: { filename: $work/cert.pem }
+              private_key: { filename: $work/key.pem }
+      filters: &hcm
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ws
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/ws" }
+                route: { cluster: ws, upgrade_configs: [{ upgrade_type: websocket }] }
+              - match: { path: "/" }
+                response_headers_to_add: [{ header: { key: content-type, value: text/html }, append_action: OVERWRITE_IF_EXISTS_OR_ADD }]
+                direct_response:
+                  status: 200
+                  body:
+                    inline_string: |
+                      <html><body><pre id="out">pending</pre><script>
+                      const ws = new WebSocket("wss://" + location.host + "/ws");
+                      ws.onopen = () => ws.send("from chromium");
+                      ws.onmessage = (e) => { document.getElementById("out").textContent = e.data; ws.close(); };
+                      ws.onerror = () => { document.getElementById("out").textContent = "error"; };
+                      </script></body></html>
+          http_filters:
+          - name: envoy.filters.http.router
+    - filter_chain_match: { transport_protocol: raw_buffer }
+      filters: *hcm
+  clusters:
+  - name: ws
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: ws
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${ws##*:} } } }
+  - name: wss
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: wss
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${wss##*:} } } }
+YAML
+"$BIN/gateway" -c "$work/ws.yaml" --shards 1 >"$work/gateway-ws.log" 2>&1 &
+pids+=($!)
+wsgw=$(await_addr "$work/gateway-ws.log" "listener ingress on")
+ws_client() { # url [sni host]: sends a text and a 100 kB binary message, prints the echoes
+    python3 - "$@" "$work/cert.pem" <<'PY'
+import asyncio, ssl, sys
+import websockets
+async def main(url, ca):
+    ctx = ssl.create_default_context(cafile=ca) if url.startswith("wss") else None
+    async with websockets.connect(url, ssl=ctx, open_timeout=10) as ws:
+        await ws.send("hello")
+        text = await asyncio.wait_for(ws.recv(), 10)
+        await ws.send(b"\x00\x01" * 50000)
+        binary = await asyncio.wait_for(ws.recv(), 10)
+        print(text, len(binary))
+asyncio.run(main(sys.argv[1], sys.argv[-1]))
+PY
+}
+check "WebSocket (Python websockets) over ws://" "echo: hello 100006" \
+    "$(timeout 30 bash -c "$(declare -f ws_client); work=$work; ws_client ws://localhost:${wsgw##*:}/ws" 2>&1)"
+check "WebSocket (Python websockets) over wss://" "echo: hello 100006" \
+    "$(timeout 30 bash -c "$(declare -f ws_client); work=$work; ws_client wss://localhost:${wsgw##*:}/ws" 2>&1)"
+# The same client through the passthrough chain: its TLS is the backend's,
+# reached by the name the gateway's table sends to tcp_proxy.
+check "WebSocket over wss:// passed through by SNI (tcp_proxy)" "echo: hello 100006" \
+    "$(timeout 30 python3 - "${wsgw##*:}" "$work/cert.pem" <<'PY' 2>&1
+import asyncio, socket, ssl, sys
+import websockets
+async def main(port, ca):
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.check_hostname = False  # the backend's certificate names localhost
+    sock = socket.create_connection(("127.0.0.1", int(port)))
+    async with websockets.connect("wss://passthrough.localhost/ws", sock=sock, ssl=ctx,
+                                  server_hostname="passthrough.localhost", open_timeout=10) as ws:
+        await ws.send("hello")
+        text = await asyncio.wait_for(ws.recv(), 10)
+        await ws.send(b"\x00\x01" * 50000)
+        binary = await asyncio.wait_for(ws.recv(), 10)
+        print(text, len(binary))
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+PY
+)"
+ws_admin=$(await_addr "$work/gateway-ws.log" "admin on")
+# `--dump-dom` dumps at the load event, before the WebSocket's answer: the
+# page is read over Chromium's DevTools protocol until its text changes.
+check "Chromium's WebSocket over wss:// (page served by the gateway)" "echo: from chromium" \
+    "$(timeout 60 python3 .ci/chromium_page.py "https://localhost:${wsgw##*:}/" out pending 30 -- \
+        --no-sandbox --disable-gpu --disable-background-networking --no-first-run \
+        --ignore-certificate-errors-spki-list="$spki" 2>&1)"
+tunnels=
+for _ in $(seq 50); do
+    tunnels=$(curl -s "${ws_admin%/}/stats" | awk '$1 == "gateway_tunnel_cx_active" {print $2}')
+    [[ $tunnels == 0 ]] && break
+    sleep 0.1
+done
+check "WebSocket tunnels all closed" "0" "$tunnels"
 
 if [[ $failures -gt 0 ]]; then
     echo "clients: $failures failures; gateway log:" >&2
