@@ -183,6 +183,15 @@ impl DownCodec {
         }
     }
 
+    /// The `Upgrade` value of the request just taken, when it asks for an
+    /// upgrade (HTTP/1.1 only: HTTP/2 has none).
+    pub fn upgrade_asked(&self) -> Option<&[u8]> {
+        match self {
+            DownCodec::H2(_) => None,
+            DownCodec::H1(c) => c.upgrade.as_deref(),
+        }
+    }
+
     /// A 101 went: the connection is a tunnel now, its codec done.
     pub fn is_upgraded(&self) -> bool {
         match self {

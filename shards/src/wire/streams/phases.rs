@@ -87,8 +87,9 @@ impl Streams {
         };
         let mut head = head;
         // The connection manager's edits and the route (`streams/setup.rs`).
-        let refused = self.cx.set_up(s, &mut head, grpc, now).err();
-        if !s.upgrade && head.get(b"upgrade").is_some() {
+        let upgrade = self.conn.upgrade_asked();
+        let refused = self.cx.set_up(s, &mut head, (grpc, upgrade), now).err();
+        if !s.upgrade && upgrade.is_some() {
             // An upgrade answered otherwise (refused, a direct response)
             // ends its connection, as in Envoy: what the client sends
             // next was meant for the other protocol.
@@ -161,7 +162,9 @@ impl Streams {
                 // The route timeout runs from the end of the request as
                 // the router sees it (Envoy's): a filter's pause before
                 // it does not count.
-                if s.bodyless {
+                // (An upgrade has none, as in Envoy.)
+                let upgrade = s.upgrade;
+                if s.bodyless && !upgrade {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
                 if !s.filtered && !s.route_edits && !s.retry_policy {
@@ -170,7 +173,11 @@ impl Streams {
                 } else if !s.req.is_empty() && self.filter_held_body(stream).is_err() {
                     return;
                 }
-                if defer {
+                if upgrade {
+                    // On a connection of its own, which the connection's
+                    // task makes (`wire::upgrade`).
+                    self.upgrading = Some(stream);
+                } else if defer {
                     self.to_open.push(stream);
                 } else {
                     self.open_upstream(stream);
@@ -260,12 +267,6 @@ impl Streams {
     /// Phase 2, on the host's pool; a connection that cannot be had fails
     /// the stream.
     pub(super) fn open_upstream(&mut self, stream: u32) {
-        // An upgrade goes on a connection of its own, which the
-        // connection's task makes (`wire::upgrade`).
-        if self.table.get(&stream).is_some_and(|s| s.upgrade) {
-            self.upgrading = Some(stream);
-            return;
-        }
         if let Err(reply) = self.try_open(stream) {
             self.fail(stream, reply);
         }

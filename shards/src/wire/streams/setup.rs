@@ -15,13 +15,14 @@ use crate::wire::logging::LogState;
 
 impl ConnCx {
     /// Sets up `s` for its request `head` (which the connection manager
-    /// may rewrite). `Err`: the reply the connection manager makes instead
-    /// (a path normalization's).
+    /// may rewrite): a gRPC request or not, and the `Upgrade` it asks for
+    /// if any. `Err`: the reply the connection manager makes instead (a
+    /// path normalization's, a refused upgrade's).
     pub(super) fn set_up(
         &self,
         s: &mut DStream,
         head: &mut HeaderList,
-        grpc: bool,
+        (grpc, upgrade): (bool, Option<&[u8]>),
         now: Instant,
     ) -> Result<(), Box<Reply>> {
         let cx = self;
@@ -57,7 +58,7 @@ impl ConnCx {
             let random = cx.wire.shard.random_u64();
             let routed = route_request_at(&hcm.route_config, &HeadView(head), random);
             s.route = routed.map(|(at, _)| at);
-            if let Some(token) = head.get(b"upgrade") {
+            if let Some(token) = upgrade {
                 // `upgrade_configs`: the route's say, else its manager's.
                 let forward = routed.and_then(|(_, r)| r.action.forward());
                 let upgrades = forward.map(|a| a.upgrades.as_slice());
