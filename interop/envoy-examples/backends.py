@@ -19,11 +19,28 @@ checks look at; see the notes per mode.
            as its IndexMap does). Plain HTTP with --http-port, TLS with
            --https-port --cert --key (ALPN http/1.1: this stand-in speaks
            HTTP/1.1 only; the real one also offers h2).
+  websocket
+           the websocket example's service-ws / service-wss (websocat 1.11,
+           shared/websocket: `websocat -E ws-listen:0.0.0.0:80
+           literalreply:'[ws] HELO'`, `websocat wss-listen:0.0.0.0:443
+           literalreply:"[wss] HELO" --pkcs12-der ...`): an RFC 6455 server
+           on any path; every message (text or binary) is answered with a
+           text message holding --reply, a ping with a pong, a close with a
+           close (its status code echoed); a request that is not a
+           WebSocket upgrade gets websocat's 400 "Only WebSocket connections
+           are welcome here" and the connection closed. Plain with
+           --http-port, TLS with --https-port --cert --key (no ALPN, as
+           websocat's native-tls; the PEM pair the example's pkcs12 is made
+           from).
 """
 import argparse
+import base64
+import hashlib
 import json
 import socket
+import socketserver
 import ssl
+import struct
 import sys
 import threading
 import urllib.parse
@@ -128,9 +145,175 @@ class TLSServer(ThreadingHTTPServer):
         super().finish_request(request, client_address)
 
 
+# --- websocket (websocat's server mode) ---------------------------------------
+
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+# websocat 1.x's answer to a request that is not a WebSocket upgrade (src/http_serve.rs).
+WS_BAD_REQUEST = (b"HTTP/1.1 400 Bad Request\r\nServer: websocat\r\nContent-Type: text/plain\r\n"
+                  b"Connection: close\r\n\r\nOnly WebSocket connections are welcome here\n")
+
+
+def ws_accept(key):
+    """Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 4.2.2)."""
+    return base64.b64encode(hashlib.sha1(key.strip() + WS_GUID).digest())
+
+
+def ws_frame(opcode, payload, mask=None):
+    """One final frame; masked with the 4 bytes MASK when given (a client's)."""
+    n = len(payload)
+    bit = 0x80 if mask else 0
+    if n < 126:
+        head = struct.pack("!BB", 0x80 | opcode, bit | n)
+    elif n < 1 << 16:
+        head = struct.pack("!BBH", 0x80 | opcode, bit | 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, bit | 127, n)
+    if mask:
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        head += mask
+    return head + payload
+
+
+class WsReader:
+    """Frames from a socket, after the bytes the handshake read past its end."""
+
+    def __init__(self, sock, buf=b""):
+        self.sock, self.buf = sock, buf
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def frame(self):
+        """(fin, opcode, masked, payload), unmasked."""
+        b0, b1 = self.exact(2)
+        n = b1 & 0x7F
+        if n == 126:
+            (n,) = struct.unpack("!H", self.exact(2))
+        elif n == 127:
+            (n,) = struct.unpack("!Q", self.exact(8))
+        mask = self.exact(4) if b1 & 0x80 else None
+        payload = self.exact(n)
+        if mask:
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        return bool(b0 & 0x80), b0 & 0x0F, mask is not None, payload
+
+
+def read_head(sock, limit=65536):
+    """An HTTP head (up to the blank line) and what was read past it; None on EOF."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        if len(buf) > limit:
+            return None
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.split(b"\r\n")
+    fields = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower().decode("latin-1")
+        fields[name] = (fields[name] + b", " if name in fields else b"") + value.strip()
+    return lines[0], fields, rest
+
+
+def websocket_handler(opts):
+    reply = opts.reply.encode()
+
+    def tokens(v):
+        return [t.strip().lower() for t in v.split(b",")]
+
+    class H(socketserver.BaseRequestHandler):
+        def log(self, msg):
+            sys.stderr.write("%s:%s %s\n" % (self.client_address[0], self.client_address[1], msg))
+
+        def handle(self):
+            sock = self.request
+            sock.settimeout(300)
+            try:
+                got = read_head(sock)
+                if got is None:
+                    return self.log("closed before a request head")
+                line, fields, rest = got
+                method, _, target = line.decode("latin-1").partition(" ")
+                if not (method == "GET" and b"websocket" in tokens(fields.get("upgrade", b""))
+                        and b"upgrade" in tokens(fields.get("connection", b""))
+                        and "sec-websocket-key" in fields):
+                    self.log("%s: not a WebSocket upgrade -> 400" % line.decode("latin-1"))
+                    sock.sendall(WS_BAD_REQUEST)
+                    return
+                sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                             b"Sec-WebSocket-Accept: " + ws_accept(fields["sec-websocket-key"]) + b"\r\n\r\n")
+                self.log("%s -> 101" % line.decode("latin-1"))
+                self.frames(sock, WsReader(sock, rest))
+            except (EOFError, OSError) as e:
+                self.log("connection ended: %s" % (e or type(e).__name__))
+
+        def frames(self, sock, rd):
+            message, first = b"", None
+            while True:
+                fin, op, masked, payload = rd.frame()
+                if not masked:
+                    self.log("an unmasked frame from the client (opcode %d)" % op)
+                if op in (1, 2) or (op == 0 and first is not None):
+                    first = op if op else first
+                    message += payload
+                    if not fin:
+                        continue
+                    self.log("%s message %r -> %r" % ("text" if first == 1 else "binary", message, reply))
+                    sock.sendall(ws_frame(1, reply))
+                    message, first = b"", None
+                elif op == 9:
+                    self.log("ping %r -> pong" % payload)
+                    sock.sendall(ws_frame(10, payload))
+                elif op == 10:
+                    self.log("pong %r" % payload)
+                elif op == 8:
+                    self.log("close %r -> close" % payload)
+                    sock.sendall(ws_frame(8, payload[:2]))
+                    return
+                else:
+                    self.log("opcode %d: protocol error, closing" % op)
+                    sock.sendall(ws_frame(8, struct.pack("!H", 1002)))
+                    return
+    return H
+
+
+class WsServer(socketserver.ThreadingTCPServer):
+    """One thread per connection; TLS handshakes (with CTX) in that thread."""
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, handler, ctx=None):
+        self.ctx = ctx
+        super().__init__(addr, handler)
+
+    def finish_request(self, request, client_address):
+        if self.ctx is not None:
+            request.settimeout(30)
+            try:
+                request = self.ctx.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError) as e:
+                sys.stderr.write(f"{client_address}: TLS handshake failed: {e}\n")
+                return
+            try:
+                super().finish_request(request, client_address)
+            finally:
+                request.close()  # the raw socket that shutdown_request closes is detached
+            return
+        super().finish_request(request, client_address)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["hello", "locality", "echo"])
+    ap.add_argument("mode", choices=["hello", "locality", "echo", "websocket"])
     ap.add_argument("--bind", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--service-name", default="")
@@ -141,6 +324,7 @@ def main():
     ap.add_argument("--https-port", type=int)
     ap.add_argument("--cert")
     ap.add_argument("--key")
+    ap.add_argument("--reply", default="", help="websocket: the literal reply to every message")
     opts = ap.parse_args()
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
@@ -150,6 +334,14 @@ def main():
         servers.append(ThreadingHTTPServer((opts.bind, opts.port), hello_handler(opts)))
     elif opts.mode == "locality":
         servers.append(ThreadingHTTPServer((opts.bind, opts.port), locality_handler(opts)))
+    elif opts.mode == "websocket":
+        handler = websocket_handler(opts)
+        if opts.http_port:
+            servers.append(WsServer((opts.bind, opts.http_port), handler))
+        if opts.https_port:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(opts.cert, opts.key)
+            servers.append(WsServer((opts.bind, opts.https_port), handler, ctx))
     else:
         handler = echo_handler(opts)
         if opts.http_port:

