@@ -149,7 +149,10 @@ fn route_matches<R: RequestView + ?Sized>(m: &RouteMatch, req: &R, random: u64) 
             .get(..p.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(p)),
     };
+    let connect = req.method() == "CONNECT";
     let path_ok = match &m.path {
+        PathMatch::Connect => connect,
+        _ if connect => false,
         PathMatch::Prefix(p) => starts(p),
         PathMatch::SeparatedPrefix(p) => {
             starts(p) && matches!(path.as_bytes().get(p.len()), None | Some(b'/'))
@@ -231,7 +234,9 @@ fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
 pub fn rewrite_path(matcher: &RouteMatch, new_prefix: &str, path: &str) -> String {
     let rest = match &matcher.path {
         PathMatch::Prefix(p) | PathMatch::SeparatedPrefix(p) => path.get(p.len()..).unwrap_or(""),
-        PathMatch::Path(_) | PathMatch::Regex(_) => path.find('?').map_or("", |i| &path[i..]),
+        PathMatch::Path(_) | PathMatch::Regex(_) | PathMatch::Connect => {
+            path.find('?').map_or("", |i| &path[i..])
+        }
     };
     let mut out = String::with_capacity(new_prefix.len() + rest.len());
     out.push_str(new_prefix);
@@ -396,6 +401,25 @@ mod tests {
             virtual_hosts: vec![vh("exact", vec![DomainMatcher::Exact("a".into())])],
         };
         assert!(route_request(&rc, &req("b", "/"), 0).is_none());
+    }
+
+    #[test]
+    fn connect_requests_match_connect_matchers_only() {
+        let connect = Req {
+            method: "CONNECT",
+            // What a view of a head without `:path` reads.
+            ..req("db:5432", "/")
+        };
+        let c = route("c", PathMatch::Connect, vec![]);
+        assert!(route_matches(&c.matcher, &connect, 0));
+        assert!(!route_matches(&c.matcher, &req("h", "/"), 0));
+        for other in [
+            PathMatch::Prefix("/".into()),
+            PathMatch::Regex(Regex::new("^(?:.*)$").unwrap()),
+        ] {
+            let r = route("r", other, vec![]);
+            assert!(!route_matches(&r.matcher, &connect, 0));
+        }
     }
 
     #[test]

@@ -7,36 +7,9 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::raw::{echo_backend, read_n, read_to_end};
 use support::tls_client::*;
 use support::{yaml, *};
-
-/// A TCP backend: for each connection, `greeting` first, then every byte
-/// it reads echoed back; at the client's end, `bye` and a close.
-fn echo_backend(greeting: &'static str) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { return };
-            std::thread::spawn(move || {
-                let _ = s.write_all(greeting.as_bytes());
-                let mut buf = [0u8; 16384];
-                loop {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            if s.write_all(&buf[..n]).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-                let _ = s.write_all(b"bye");
-            });
-        }
-    });
-    addr
-}
 
 /// A `clusters` entry: `name`, plain TCP to `addrs`.
 fn tcp_cluster(name: &str, addrs: &[SocketAddr]) -> String {
@@ -92,18 +65,6 @@ fn connect(addr: SocketAddr) -> TcpStream {
     s
 }
 
-fn read_n(s: &mut impl Read, n: usize) -> String {
-    let mut buf = vec![0u8; n];
-    s.read_exact(&mut buf).unwrap();
-    String::from_utf8(buf).unwrap()
-}
-
-fn read_to_end(s: &mut impl Read) -> String {
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn stats(gw: &gateway::GatewayHandle) -> String {
     admin_get(gw.admin_addr.unwrap(), "/stats").1
 }
@@ -123,7 +84,7 @@ fn wait_stat(gw: &gateway::GatewayHandle, line: &str) {
 
 #[test]
 fn bytes_go_both_ways_and_half_closes_are_passed_on() {
-    let backend = echo_backend("hi ");
+    let backend = echo_backend("hi ", "bye");
     let (gw, addr) = proxy_gateway("cluster: echo", &tcp_cluster("echo", &[backend]));
     let mut c = connect(addr);
     // The backend speaks first: nothing waits for the client's bytes.
@@ -229,7 +190,7 @@ fn tls_is_passed_through_unread_to_the_chain_sni_chose() {
 
 #[test]
 fn weighted_clusters_share_the_connections() {
-    let (a, b) = (echo_backend("A"), echo_backend("B"));
+    let (a, b) = (echo_backend("A", "bye"), echo_backend("B", "bye"));
     let clusters = format!("{}{}", tcp_cluster("a", &[a]), tcp_cluster("b", &[b]));
     let (gw, addr) = proxy_gateway(
         "weighted_clusters: { clusters: [{ name: a, weight: 1 }, { name: b, weight: 3 }] }",
@@ -250,7 +211,7 @@ fn weighted_clusters_share_the_connections() {
 
 #[test]
 fn the_idle_timeout_closes_both_sides() {
-    let backend = echo_backend("");
+    let backend = echo_backend("", "bye");
     let (gw, addr) = proxy_gateway(
         "cluster: echo, idle_timeout: 0.3s",
         &tcp_cluster("echo", &[backend]),
@@ -318,7 +279,7 @@ fn unknown_clusters_and_failed_connects_close_the_client_with_their_flags() {
 
 #[test]
 fn a_client_that_stops_reading_stalls_only_itself() {
-    let backend = echo_backend("");
+    let backend = echo_backend("", "bye");
     let (gw, addr) = proxy_gateway("cluster: echo", &tcp_cluster("echo", &[backend]));
     // The hog sends and never reads: its echo fills the socket buffers
     // and the tunnel's, then its own sends stop.

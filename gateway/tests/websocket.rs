@@ -7,6 +7,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::raw::{read_head, read_n, read_to_end};
 use support::*;
 
 /// A WebSocket backend (no framing of its own: bytes are bytes): each
@@ -68,34 +69,6 @@ impl WsBackend {
     fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap().clone()
     }
-}
-
-/// Reads up to the end of a head: the head (text) and the bytes after it.
-fn read_head(s: &mut TcpStream) -> (String, Vec<u8>) {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let rest = got.split_off(at + 4);
-            return (String::from_utf8_lossy(&got).into_owned(), rest);
-        }
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => return (String::from_utf8_lossy(&got).into_owned(), Vec::new()),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-}
-
-fn read_exactly(s: &mut TcpStream, n: usize) -> String {
-    let mut buf = vec![0u8; n];
-    s.read_exact(&mut buf).unwrap();
-    String::from_utf8(buf).unwrap()
-}
-
-fn read_to_end(s: &mut TcpStream) -> String {
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 const UPGRADE: &str = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
@@ -175,11 +148,11 @@ fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
     // The backend's first bytes, then the client's early ones echoed.
     let mut got = String::from_utf8(rest).unwrap();
     while got.len() < "HELLOEARLY".len() {
-        got.push_str(&read_exactly(&mut c, 1));
+        got.push_str(&read_n(&mut c, 1));
     }
     assert_eq!(got, "HELLOEARLY");
     c.write_all(b"MORE").unwrap();
-    assert_eq!(read_exactly(&mut c, 4), "MORE");
+    assert_eq!(read_n(&mut c, 4), "MORE");
     let big = vec![b'x'; 300_000];
     let mut writer = c.try_clone().unwrap();
     let sent = big.clone();
@@ -312,10 +285,10 @@ fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
     let mut got = String::from_utf8(rest).unwrap();
     while got.len() < 5 {
-        got.push_str(&read_exactly(&mut c, 1));
+        got.push_str(&read_n(&mut c, 1));
     }
     c.write_all(b"ping").unwrap();
-    assert_eq!(read_exactly(&mut c, 4), "ping");
+    assert_eq!(read_n(&mut c, 4), "ping");
     let quiet = Instant::now();
     // Closed by the gateway, not half-closed: no "BYE".
     assert_eq!(read_to_end(&mut c), "");

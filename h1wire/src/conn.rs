@@ -413,33 +413,39 @@ impl ServerConn {
         Ok(())
     }
 
-    /// Answers the current request 101 Switching Protocols to `upgrade`
-    /// (RFC 9110 §15.2.2): `fields` (hop-by-hop ones skipped), then
-    /// `connection: upgrade` and `upgrade`. The connection is then the
-    /// caller's, as a tunnel: it takes and writes nothing more, and the
+    /// Answers the current request with a switch to a tunnel: 101
+    /// Switching Protocols to `upgrade` (RFC 9110 §15.2.2), or a 2xx to a
+    /// CONNECT (`upgrade` none; §9.3.6: no framing fields, the tunnel's
+    /// bytes follow). `fields` (hop-by-hop ones skipped) go in the head,
+    /// then for a 101 `connection: upgrade` and `upgrade`. The connection
+    /// is then the caller's: it takes and writes nothing more, and the
     /// bytes after the request's head are left in the caller's buffer.
     pub fn send_switching<'a>(
         &mut self,
         stream: u32,
+        status: u16,
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-        upgrade: &[u8],
+        upgrade: Option<&[u8]>,
     ) -> Result<(), SendError> {
         let x = *self.exchange_for(stream)?;
         if x.writing != Writing::Head {
             return Err(SendError::HeadersSent);
         }
-        encode::status_line(&mut self.out, Version::Http11, 101);
+        encode::status_line(&mut self.out, Version::Http11, status);
         encode::fields(&mut self.out, fields);
-        self.out.put_slice(b"connection: upgrade\r\nupgrade: ");
-        self.out.put_slice(upgrade);
-        self.out.put_slice(b"\r\n\r\n");
+        if let Some(upgrade) = upgrade {
+            self.out.put_slice(b"connection: upgrade\r\nupgrade: ");
+            self.out.put_slice(upgrade);
+            self.out.put_slice(b"\r\n");
+        }
+        self.out.put_slice(b"\r\n");
         self.exchange = None;
         self.reading = Reading::Closed;
         self.upgraded = true;
         Ok(())
     }
 
-    /// A 101 went: the connection is a tunnel now.
+    /// A 101 (or a CONNECT's 2xx) went: the connection is a tunnel now.
     pub fn is_upgraded(&self) -> bool {
         self.upgraded
     }

@@ -454,10 +454,6 @@ fn upgrade_configs_of_manager_and_route() {
         )
     };
     assert_eq!(
-        manager("[{ upgrade_type: CONNECT }]"),
-        format!("{HCM}.upgrade_configs[0].upgrade_type: CONNECT is not supported (HTTP/1.1 Upgrade types such as websocket are)")
-    );
-    assert_eq!(
         manager("[{ upgrade_type: websocket }, { upgrade_type: WebSocket }]"),
         format!("{HCM}.upgrade_configs[1].upgrade_type: \"WebSocket\" is configured twice")
     );
@@ -469,12 +465,45 @@ fn upgrade_configs_of_manager_and_route() {
         manager("[{ upgrade_type: websocket, filters: [{ name: f }] }]"),
         format!("{HCM}.upgrade_configs[0].filters: not supported")
     );
-    let e = bad(
-        "                  prefix_rewrite: /v2/users/\n",
-        "                  prefix_rewrite: /v2/users/\n                  upgrade_configs: [{ upgrade_type: CONNECT, connect_config: {} }]\n",
-    );
+    let route_upgrades = |list: &str| {
+        bad(
+            "                  prefix_rewrite: /v2/users/\n",
+            &format!("                  prefix_rewrite: /v2/users/\n                  upgrade_configs: {list}\n"),
+        )
+    };
+    let e = route_upgrades("[{ upgrade_type: CONNECT, connect_config: { allow_post: true } }]");
     assert!(
-        e.ends_with(".route.upgrade_configs[0].connect_config: not supported"),
+        e.ends_with(".route.upgrade_configs[0].connect_config.allow_post: not supported"),
+        "{e}"
+    );
+    let e = route_upgrades("[{ upgrade_type: websocket, connect_config: {} }]");
+    assert!(
+        e.ends_with(".route.upgrade_configs[0].connect_config: only for upgrade_type CONNECT"),
+        "{e}"
+    );
+    // CONNECT: a connect_matcher route that terminates it, or none.
+    let connect = |route: &str| {
+        load(&edit(
+            "              - match: { path: /healthz, case_sensitive: false }\n",
+            &format!("              - match: {{ connect_matcher: {{}} }}\n                route: {route}\n              - match: {{ path: /healthz, case_sensitive: false }}\n"),
+        ))
+    };
+    let b = connect(
+        "{ cluster: canary, upgrade_configs: [{ upgrade_type: CONNECT, connect_config: {} }] }",
+    )
+    .unwrap();
+    let r = &b.listeners[0].filter_chains[0]
+        .http
+        .route_config
+        .virtual_hosts[1]
+        .routes[0];
+    assert!(matches!(r.matcher.path, engine::PathMatch::Connect));
+    assert!(engine::terminates_connect(
+        &r.action.forward().unwrap().upgrades
+    ));
+    let e = connect("{ cluster: canary }").unwrap_err();
+    assert!(
+        e.ends_with(".route.upgrade_configs: a connect_matcher route must terminate CONNECT (upgrade_configs: [{ upgrade_type: CONNECT, connect_config: {} }]); CONNECT forwarded upstream is not supported"),
         "{e}"
     );
 }

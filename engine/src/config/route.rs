@@ -131,6 +131,9 @@ pub enum PathMatch {
     SeparatedPrefix(String),
     /// `safe_regex`: must match the whole path (query stripped), as in Envoy.
     Regex(Regex),
+    /// `connect_matcher`: CONNECT requests, which no other matcher takes
+    /// (an HTTP/1.1 CONNECT has no path).
+    Connect,
 }
 
 #[derive(Debug, Clone)]

@@ -8,6 +8,27 @@ pub struct UpgradeConfig {
     pub upgrade_type: String,
     /// `enabled` (default true).
     pub enabled: bool,
+    /// A route's `connect_config` (CONNECT only): the gateway answers the
+    /// CONNECT itself and tunnels its bytes to the cluster's host.
+    pub terminate_connect: bool,
+}
+
+impl UpgradeConfig {
+    /// An entry enabling `upgrade_type`.
+    pub fn enabling(upgrade_type: &str) -> Self {
+        Self {
+            upgrade_type: upgrade_type.to_owned(),
+            enabled: true,
+            terminate_connect: false,
+        }
+    }
+}
+
+/// Whether `route` (a route's `upgrade_configs`) terminates CONNECT.
+pub fn terminates_connect(route: &[UpgradeConfig]) -> bool {
+    route
+        .iter()
+        .any(|u| u.enabled && u.terminate_connect && u.upgrade_type.eq_ignore_ascii_case("CONNECT"))
 }
 
 /// Whether a request asking to upgrade to `token` is forwarded: the
@@ -36,8 +57,8 @@ mod tests {
 
     fn ws(enabled: bool) -> Vec<UpgradeConfig> {
         vec![UpgradeConfig {
-            upgrade_type: "websocket".into(),
             enabled,
+            ..UpgradeConfig::enabling("websocket")
         }]
     }
 

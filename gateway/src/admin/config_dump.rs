@@ -356,6 +356,7 @@ fn route(r: &Route) -> Value {
         PathMatch::Path(p) => json!({ "path": p }),
         PathMatch::SeparatedPrefix(p) => json!({ "path_separated_prefix": p }),
         PathMatch::Regex(re) => json!({ "safe_regex": re.as_str() }),
+        PathMatch::Connect => json!({ "connect_matcher": {} }),
     };
     let headers: Vec<Value> = r.matcher.headers.iter().map(header_matcher).collect();
     let query: Vec<Value> = r

@@ -6,6 +6,7 @@ pub mod h1_backend;
 pub mod h1_client;
 pub mod h2c_server;
 pub mod health_server;
+pub mod raw;
 pub mod tls_client;
 pub mod yaml;
 

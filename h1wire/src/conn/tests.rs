@@ -464,11 +464,12 @@ fn a_101_hands_the_connection_over_with_the_bytes_after_the_head() {
     assert!(!c.can_take());
     c.send_switching(
         s,
+        101,
         [
             (&b"sec-websocket-accept"[..], &b"x"[..]),
             (b"upgrade", b"h2c"),
         ],
-        b"websocket",
+        Some(b"websocket"),
     )
     .unwrap();
     assert_eq!(
@@ -479,4 +480,19 @@ fn a_101_hands_the_connection_over_with_the_bytes_after_the_head() {
     assert!(!c.wants_input(buf.len()));
     let none: [(&[u8], &[u8]); 0] = [];
     assert!(c.send_headers(s, 200, none, true).is_err());
+}
+
+#[test]
+fn a_connect_answered_2xx_becomes_a_tunnel_without_framing() {
+    let mut c = conn();
+    let mut buf = BytesMut::from(&b"CONNECT db:5432 HTTP/1.1\r\nHost: db:5432\r\n\r\nstartup"[..]);
+    c.recv(&mut buf).unwrap();
+    let (s, head, end) = request(&mut c);
+    assert!(end);
+    assert_eq!(head.target(), b"db:5432");
+    assert_eq!(&buf[..], b"startup");
+    c.send_switching(s, 200, [(&b"server"[..], &b"envoy"[..])], None)
+        .unwrap();
+    assert_eq!(out(&mut c), "HTTP/1.1 200 OK\r\nserver: envoy\r\n\r\n");
+    assert!(c.is_upgraded());
 }

@@ -168,14 +168,16 @@ impl DownCodec {
     ) -> Result<(), SendError> {
         match self {
             DownCodec::H2(c) => c.send_headers(stream, status, fields, end_stream),
-            // A 101 answers an upgrade: the connection becomes a tunnel.
-            DownCodec::H1(c) if status == 101 => match c.upgrade.take() {
-                Some(upgrade) => c
-                    .conn
-                    .send_switching(stream, fields, &upgrade)
-                    .map_err(h1_send_error),
-                None => Err(SendError::UnknownStream),
-            },
+            // A 101 answers an upgrade, a 2xx a CONNECT: the connection
+            // becomes a tunnel.
+            DownCodec::H1(c) if c.switches(status) => {
+                let upgrade = c.upgrade.take().unwrap_or_default();
+                let upgrade = (status == 101).then_some(&*upgrade);
+                c.conn
+                    .send_switching(stream, status, fields, upgrade)
+                    .map_err(h1_send_error)
+            }
+            DownCodec::H1(_) if status == 101 => Err(SendError::UnknownStream),
             DownCodec::H1(c) => c
                 .conn
                 .send_headers(stream, status, fields, end_stream)
@@ -376,6 +378,16 @@ fn h1_only(name: &[u8]) -> bool {
 }
 
 impl H1Conn {
+    /// Whether a response of `status` turns the connection into a tunnel:
+    /// a 101 to an upgrade, a 2xx to a CONNECT.
+    fn switches(&self, status: u16) -> bool {
+        match self.upgrade.as_deref() {
+            Some(b"CONNECT") => (200..300).contains(&status),
+            Some(_) => status == 101,
+            None => false,
+        }
+    }
+
     fn poll_event(&mut self) -> Option<Event> {
         loop {
             if let Some(ev) = self.pending.take() {
@@ -424,15 +436,25 @@ impl H1Conn {
     fn request(&mut self, head: &h1wire::RequestHead) -> Option<HeaderList> {
         let method = head.method();
         let target = head.target();
-        // CONNECT tunnels are not implemented: Envoy without a route for
-        // them answers 404 (no route matches it) and closes, as we do.
+        // A CONNECT (authority-form target) and an upgrade keep what they
+        // ask for, for the route to decide on (`upgrade_configs`); `h2c`
+        // is ignored.
         if method == b"CONNECT" {
-            self.upgrades_refused += 1;
-            self.refuse(404);
-            return None;
+            // Only the authority-form (`host:port`, RFC 9112 §3.2.3):
+            // Envoy answers anything else 400 before routing.
+            if !authority_form(target) {
+                self.refuse(400);
+                return None;
+            }
+            self.upgrade = Some(Box::from(&b"CONNECT"[..]));
+            let mut list = HeaderList::pooled();
+            list.push(b":method", method, false);
+            list.push(b":authority", target, false);
+            for (name, value) in head.fields() {
+                push_lowercase(&mut list, name, value);
+            }
+            return Some(list);
         }
-        // An upgrade keeps its `Upgrade` field in the list, for the route
-        // to decide on (`upgrade_configs`); `h2c` is ignored.
         let upgrade = head.upgrade && !is_h2c_upgrade(head);
         self.upgrade = upgrade
             .then(|| {
@@ -496,6 +518,19 @@ impl H1Conn {
         }
         Some(list)
     }
+}
+
+/// A CONNECT's target as RFC 9112 §3.2.3 has it: a host, `:`, a port.
+fn authority_form(target: &[u8]) -> bool {
+    let Some(colon) = target.iter().rposition(|&b| b == b':') else {
+        return false;
+    };
+    let (host, port) = (&target[..colon], &target[colon + 1..]);
+    !host.is_empty()
+        && !host.contains(&b'/')
+        && !port.is_empty()
+        && port.len() <= 5
+        && port.iter().all(u8::is_ascii_digit)
 }
 
 /// Whether `name` is a field the client's `Connection` named (`named`):
@@ -723,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn upgrades_reach_the_route_connect_is_refused_and_h2c_is_ignored() {
+    fn upgrades_and_connect_reach_the_route_and_h2c_is_ignored() {
         let (mut c, ev) = h1(
             &hcm(),
             b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
@@ -743,10 +778,25 @@ mod tests {
         assert!(out.ends_with(b"connection: upgrade\r\nupgrade: websocket\r\n\r\n"));
         assert!(c.is_upgraded());
 
+        // A CONNECT too: its target is the authority, it has no path, and
+        // a 2xx (not a 101) makes the tunnel.
         let (mut c, ev) = h1(&hcm(), b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n");
+        let Some(Event::Request { head, .. }) = ev else {
+            panic!("a CONNECT is a request");
+        };
+        assert_eq!(head.get(b":method"), Some(&b"CONNECT"[..]));
+        assert_eq!(head.get(b":authority"), Some(&b"a:443"[..]));
+        assert!(head.get(b":path").is_none());
+        assert_eq!(c.upgrade_asked(), Some(&b"CONNECT"[..]));
+        assert!(c.send_headers(1, 101, none, false).is_err());
+        c.send_headers(1, 200, none, false).unwrap();
+        let out = c.poll_output().expect("the 200");
+        assert_eq!(&out[..], b"HTTP/1.1 200 OK\r\n\r\n");
+        assert!(c.is_upgraded());
+        // Not the authority-form: 400, as Envoy answers.
+        let (mut c, ev) = h1(&hcm(), b"CONNECT / HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(ev.is_none() && c.is_closed());
-        assert!(c.poll_output().expect("404").starts_with(b"HTTP/1.1 404 "));
-        assert_eq!(counted(&mut c).rq_upgrade_refused.get(), 1);
+        assert!(c.poll_output().expect("400").starts_with(b"HTTP/1.1 400 "));
 
         let (mut c, ev) = h1(
             &hcm(),

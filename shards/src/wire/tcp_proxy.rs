@@ -16,7 +16,7 @@ use engine::{HostId, TcpProxy};
 
 use super::pool::Budget;
 use super::tls::{connect_upstream, Transport};
-use super::tunnel::{self, Ended, Moved, TunnelLimits};
+use super::tunnel::{self, Moved, TunnelLimits};
 use super::WireShard;
 use crate::signal::Subscription;
 use crate::stats::ShardStats;
@@ -56,7 +56,6 @@ pub(super) async fn serve(
     let (flags, upstream, moved) = match connect(wire, cluster, proxy.max_connect_attempts).await {
         Err((flag, tried)) => (flag, tried, Moved::default()),
         Ok(mut up) => {
-            stats.active.inc();
             let limits = TunnelLimits {
                 idle: proxy.idle_timeout,
                 deadline: proxy
@@ -65,16 +64,14 @@ pub(super) async fn serve(
                 drain_time: shard.drain.time,
             };
             let no_bytes = (Vec::new(), Vec::new());
-            let (ended, moved) =
-                tunnel::run(&mut down, &mut up.transport, no_bytes, &limits, drains).await;
-            stats.active.dec();
-            stats.rx_bytes.add(moved.received);
-            stats.tx_bytes.add(moved.sent);
-            match ended {
-                Ended::Idle => stats.idle_timeout.inc(),
-                Ended::Deadline => stats.max_duration_reached.inc(),
-                Ended::Closed | Ended::Failed | Ended::Drained => {}
-            }
+            let moved = tunnel::run(
+                &mut down,
+                &mut up.transport,
+                no_bytes,
+                (&limits, drains),
+                stats,
+            )
+            .await;
             ("", Some(up.addr), moved)
         }
     };

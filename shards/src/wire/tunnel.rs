@@ -21,6 +21,7 @@ use glommio::timer::Timer;
 
 use super::tls::Transport;
 use crate::signal::Subscription;
+use crate::stats::TunnelStats;
 
 /// The first read's size; each read that fills the buffer doubles it, up
 /// to [`MAX_BUFFER`].
@@ -45,7 +46,7 @@ pub(super) struct TunnelLimits {
 
 /// How a tunnel ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ended {
+enum Ended {
     /// Both sides closed their halves, and everything went.
     Closed,
     /// A side's socket failed (reset, or a TLS error).
@@ -201,9 +202,31 @@ impl Half {
 /// Moves bytes between `down` (the client) and `up` (the backend) until
 /// the tunnel ends; `to_up` and `to_down` are bytes already read from one
 /// side for the other (what followed an upgrade request or its 101).
-/// Returns how it ended and what moved; the transports are left as they
-/// are (the caller drops them, closing the sockets).
+/// Counted in `stats` (open tunnels, bytes, why it ended); returns what
+/// moved. The transports are left as they are (the caller drops them,
+/// closing the sockets).
 pub(super) async fn run(
+    down: &mut Transport,
+    up: &mut Transport,
+    early: (Vec<u8>, Vec<u8>),
+    (limits, drains): (&TunnelLimits, &[&Subscription]),
+    stats: &TunnelStats,
+) -> Moved {
+    stats.active.inc();
+    let (ended, moved) = pump(down, up, early, limits, drains).await;
+    stats.active.dec();
+    stats.rx_bytes.add(moved.received);
+    stats.tx_bytes.add(moved.sent);
+    match ended {
+        Ended::Idle => stats.idle_timeout.inc(),
+        Ended::Deadline => stats.max_duration_reached.inc(),
+        Ended::Closed | Ended::Failed | Ended::Drained => {}
+    }
+    moved
+}
+
+/// The tunnel itself: how it ended, and what moved.
+async fn pump(
     down: &mut Transport,
     up: &mut Transport,
     (to_up, to_down): (Vec<u8>, Vec<u8>),

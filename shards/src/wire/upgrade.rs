@@ -1,4 +1,4 @@
-//! An HTTP/1.1 connection that upgrades (WebSocket): the upgrade's request on a connection of its own to the host the router chose, the backend's answer through the response phases, and on a 101 the two connections joined as a tunnel until either ends.
+//! An HTTP/1.1 connection that upgrades (WebSocket) or CONNECTs: the upgrade's request on a connection of its own to the host the router chose (a CONNECT's bytes only: the gateway answers it 200 itself), the answer through the response phases, and on a 101 (or that 200) the two connections joined as a tunnel until either ends.
 //!
 //! The connection's task runs this once its streams hold a stream routed
 //! to upgrade (`Streams::upgrading`); HTTP/1.1 serves one exchange at a
@@ -24,7 +24,7 @@ use super::readbuf::ReadBuf;
 use super::streams::{Streams, UpgradeRequest, REFUSAL_BODY_LIMIT};
 use super::tcp_proxy::{connect_host, ConnectError};
 use super::tls::Transport;
-use super::tunnel::{self, Ended, TunnelLimits};
+use super::tunnel::{self, TunnelLimits};
 use super::WireShard;
 use crate::local_reply::LocalReply;
 use crate::signal::Subscription;
@@ -82,9 +82,13 @@ pub(super) async fn run(
         }
     };
     // The answer is awaited as a stream's response is: within its idle
-    // timeout (upgrades have no route timeout, as in Envoy).
+    // timeout (upgrades have no route timeout, as in Envoy). A CONNECT
+    // is answered here once the host is connected.
     let within = idle.unwrap_or(HARD_CLOSE_AFTER * 300);
-    let answer = exchange(&mut up.transport, &mut codec, within).await;
+    let answer = match codec.as_mut() {
+        Some(codec) => exchange(&mut up.transport, codec, within).await,
+        None => Answer::Switched(connected_head(), Vec::new()),
+    };
     let (head, to_down) = match answer {
         Answer::Failed(reply) => return streams.upgrade_failed(stream, reply),
         Answer::Refused(head, body) => return streams.upgrade_answered(stream, &head, body),
@@ -99,25 +103,23 @@ pub(super) async fn run(
     if !streams.out.is_empty() {
         return streams.tunnel_closed(stream, tunnel::Moved::default());
     }
-    let stats = &wire.shard.stats.tunnel;
-    stats.active.inc();
     let limits = TunnelLimits {
         idle,
         deadline: ends_at,
         drain_time: wire.shard.drain.time,
     };
     let to_up = rb.buf.split().to_vec();
-    let (ended, moved) =
-        tunnel::run(down, &mut up.transport, (to_up, to_down), &limits, drains).await;
-    stats.active.dec();
-    stats.rx_bytes.add(moved.received);
-    stats.tx_bytes.add(moved.sent);
-    match ended {
-        Ended::Idle => stats.idle_timeout.inc(),
-        Ended::Deadline => stats.max_duration_reached.inc(),
-        Ended::Closed | Ended::Failed | Ended::Drained => {}
-    }
+    let stats = &wire.shard.stats.tunnel;
+    let early = (to_up, to_down);
+    let moved = tunnel::run(down, &mut up.transport, early, (&limits, drains), stats).await;
     streams.tunnel_closed(stream, moved);
+}
+
+/// The head of the gateway's answer to a CONNECT it terminates.
+fn connected_head() -> HeaderList {
+    let mut head = HeaderList::pooled();
+    head.push(b":status", b"200", false);
+    head
 }
 
 /// Writes the upgrade's request and reads the backend's answer, within

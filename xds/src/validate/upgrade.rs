@@ -1,25 +1,19 @@
-//! `upgrade_configs` of a connection manager and of a route → `engine::UpgradeConfig`: the types forwarded as tunnels (WebSocket and the like), each named once; upgrade filters and `CONNECT` refused by name.
+//! `upgrade_configs` of a connection manager and of a route → `engine::UpgradeConfig`: the types forwarded as tunnels (WebSocket and the like) and CONNECT terminated here (`connect_config`), each named once; upgrade filters refused by name.
 
 use std::collections::HashSet;
 
 use engine::UpgradeConfig;
 
+use super::common::reject_set;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::route::v3 as route;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
 
-/// One entry's type, checked: not empty, not repeated, not `CONNECT`
-/// (CONNECT tunnels are not implemented).
+/// One entry's type, checked: not empty, not repeated.
 fn upgrade_type(t: &str, seen: &mut HashSet<String>, path: &Path) -> Result<String> {
     let tpath = path.field("upgrade_type");
     if t.is_empty() {
         return Err(Error::invalid(tpath, "required"));
-    }
-    if t.eq_ignore_ascii_case("CONNECT") {
-        return Err(Error::unsupported_msg(
-            tpath,
-            "CONNECT is not supported (HTTP/1.1 Upgrade types such as websocket are)",
-        ));
     }
     if t.bytes().any(|b| b.is_ascii_control()) {
         return Err(Error::invalid(
@@ -49,6 +43,7 @@ pub(super) fn manager_upgrades(
             Ok(UpgradeConfig {
                 upgrade_type: upgrade_type(&u.upgrade_type, &mut seen, &p)?,
                 enabled: u.enabled.unwrap_or(true),
+                terminate_connect: false,
             })
         })
         .collect()
@@ -64,12 +59,18 @@ pub(super) fn route_upgrades(
         .enumerate()
         .map(|(i, u)| {
             let p = path.index(i);
-            if u.connect_config.is_some() {
-                return Err(Error::unsupported(p.field("connect_config")));
+            let upgrade_type = upgrade_type(&u.upgrade_type, &mut seen, &p)?;
+            if let Some(c) = &u.connect_config {
+                let cpath = p.field("connect_config");
+                reject_set!(cpath, c, proxy_protocol_config, allow_post);
+                if !upgrade_type.eq_ignore_ascii_case("CONNECT") {
+                    return Err(Error::invalid(cpath, "only for upgrade_type CONNECT"));
+                }
             }
             Ok(UpgradeConfig {
-                upgrade_type: upgrade_type(&u.upgrade_type, &mut seen, &p)?,
+                upgrade_type,
                 enabled: u.enabled.unwrap_or(true),
+                terminate_connect: u.connect_config.is_some(),
             })
         })
         .collect()

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
-use engine::{HostRewrite, RetryHeaders};
+use engine::{HostRewrite, PathMatch, RetryHeaders};
 use h2wire::message::HeaderList;
 
 use super::stamp::{self, ClientClass};
@@ -68,8 +68,15 @@ impl ConnCx {
                     s.upgrade = forward.is_some() && s.bodyless;
                 } else {
                     cx.wire.shard.stats.downstream.rq_upgrade_refused.inc();
-                    refused = Some(Box::new(Reply::new(403, "", "")));
+                    // Envoy answers a CONNECT it does not take 404.
+                    let status = if token == b"CONNECT" { 404 } else { 403 };
+                    refused = Some(Box::new(Reply::new(status, "", "")));
                 }
+            } else if routed.is_some_and(|(_, r)| matches!(r.matcher.path, PathMatch::Connect)) {
+                // An HTTP/2 CONNECT: its tunnel would be the stream's DATA,
+                // which is not implemented.
+                cx.wire.shard.stats.downstream.rq_upgrade_refused.inc();
+                refused = Some(Box::new(Reply::new(404, "", "")));
             }
             // Its response heads get the route's edits (from the config,
             // which the stream then keeps).

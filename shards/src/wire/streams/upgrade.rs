@@ -1,4 +1,4 @@
-//! An upgrade's stream (WebSocket over HTTP/1.1): its request written for a connection of its own, the backend's answer through the response phases (a 101 makes the client's connection a tunnel, anything else is its response), and the stream's end when the tunnel closes.
+//! An upgrade's stream (WebSocket, CONNECT over HTTP/1.1): its request written for a connection of its own, the backend's answer through the response phases (a 101, or the gateway's 200 to a CONNECT, makes the client's connection a tunnel; anything else is its response), and the stream's end when the tunnel closes.
 //!
 //! The connection's task drives it (`wire::upgrade`): once the router
 //! chose a host for a stream whose route forwards its `Upgrade`, the
@@ -28,8 +28,9 @@ pub(crate) const REFUSAL_BODY_LIMIT: u32 = 64 * 1024;
 /// An upgrade's request, ready for its own connection to the host.
 pub(crate) struct UpgradeRequest {
     pub stream: u32,
-    /// The request head, written in it.
-    pub codec: UpCodec,
+    /// The request head, written in it; none for a CONNECT, which the
+    /// gateway answers itself.
+    pub codec: Option<UpCodec>,
     pub addr: SocketAddr,
     pub host: HostId,
     pub cluster: Arc<Cluster>,
@@ -67,26 +68,33 @@ impl Streams {
     /// its head could not be written, in which case it failed).
     pub(crate) fn upgrade_request(&mut self) -> Option<UpgradeRequest> {
         let stream = self.upgrading.take()?;
+        let upgrade: Box<[u8]> = self.conn.upgrade_asked()?.into();
         let s = self.table.get_mut(&stream)?;
         let t = s.target.as_ref()?;
         let (addr, host, cluster, hostname) = {
             let p = t.pool.borrow();
             (p.addr, p.host, p.cluster(), p.hostname.clone())
         };
-        let upgrade: Box<[u8]> = s.head.as_ref()?.get(b"upgrade")?.into();
-        // The body window holds a refusal's body, not a tunnel's bytes.
-        let mut codec = UpCodec::h1(REFUSAL_BODY_LIMIT, false);
         s.attempts = s.attempts.saturating_add(1);
-        let sink = Upgrading {
-            codec: &mut codec,
-            upgrade: &upgrade,
-        };
-        let auto = s.auto_host.then_some(hostname).flatten();
-        if write_request(s, auto.as_deref(), sink).is_none() {
-            self.fail(stream, LocalReply::BadRequest);
-            return None;
-        }
         let (idle, ends_at) = (s.idle, s.ends_at);
+        // A CONNECT is answered here: no request goes to the host, only
+        // the client's bytes.
+        let codec = if &*upgrade == b"CONNECT" {
+            None
+        } else {
+            // The body window holds a refusal's body, not a tunnel's bytes.
+            let mut codec = UpCodec::h1(REFUSAL_BODY_LIMIT, false);
+            let sink = Upgrading {
+                codec: &mut codec,
+                upgrade: &upgrade,
+            };
+            let auto = s.auto_host.then_some(hostname).flatten();
+            if write_request(s, auto.as_deref(), sink).is_none() {
+                self.fail(stream, LocalReply::BadRequest);
+                return None;
+            }
+            Some(codec)
+        };
         Some(UpgradeRequest {
             stream,
             codec,
@@ -98,9 +106,10 @@ impl Streams {
         })
     }
 
-    /// The backend switched protocols: its 101 (`head`) goes through the
-    /// response phases. Whether the client's connection is a tunnel now
-    /// (a response filter may have answered in its place).
+    /// The backend switched protocols: its 101 (`head`; for a CONNECT,
+    /// the gateway's own 200) goes through the response phases. Whether
+    /// the client's connection is a tunnel now (a response filter may
+    /// have answered in its place).
     pub(crate) fn upgraded(&mut self, stream: u32, head: HeaderList) -> bool {
         let ev = ClientEvent::Response {
             stream,
