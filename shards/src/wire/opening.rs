@@ -105,8 +105,8 @@ pub(super) async fn open(
             (Transport::Plain(start.into_tcp()), None)
         }
         (None, Inspected::Tls { .. }) => {
-            // A TLS client given a plaintext chain: its ClientHello is
-            // read, and no HTTP codec could make sense of the rest.
+            // A TLS client given a plaintext HTTP chain: no HTTP codec
+            // could make sense of its bytes.
             stats.cx_protocol_error.inc();
             return None;
         }

@@ -25,6 +25,8 @@ use crate::stats::ShardStats;
 /// connections (circuit breakers) and its host's while it lives.
 pub(super) struct Upstream {
     pub transport: Transport,
+    /// TLS's ALPN chose HTTP/2.
+    pub h2: bool,
     addr: SocketAddr,
     host: HostId,
     budget: Rc<Budget>,
@@ -175,11 +177,12 @@ pub(super) async fn connect_host(
         return Err(ConnectError::Overflow);
     }
     match connect_upstream(addr, timeout, tls).await {
-        Ok((transport, _)) => {
+        Ok((transport, alpn)) => {
             hs.cx_total.inc();
             hs.cx_active.inc();
             Ok(Upstream {
                 transport,
+                h2: alpn == Some(super::codec::Proto::H2),
                 addr,
                 host,
                 budget,

@@ -40,26 +40,10 @@ impl Transport {
         }
     }
 
-    /// Stops sending: a TLS `close_notify` then the socket's write side
-    /// (HTTP/1.1's lingering close reads on after it).
+    /// Stops sending: a TLS `close_notify`, written, then the socket's
+    /// write side shut (HTTP/1.1's lingering close reads on after it).
     pub async fn close_write(&mut self) -> io::Result<()> {
-        match self {
-            Transport::Plain(_) => {}
-            Transport::Tls(t) => t.get_mut().1.send_close_notify(),
-            Transport::TlsClient(t) => t.get_mut().1.send_close_notify(),
-        }
-        // A plain socket holds nothing to flush; TLS holds the alert.
-        futures_lite::AsyncWriteExt::flush(self).await?;
-        Ok(self.tcp().shutdown(std::net::Shutdown::Write).await?)
-    }
-
-    /// The socket under the transport.
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Transport::Plain(t) => t,
-            Transport::Tls(t) => t.get_ref().0,
-            Transport::TlsClient(t) => t.get_ref().0,
-        }
+        futures_lite::AsyncWriteExt::close(self).await
     }
 }
 
@@ -233,12 +217,10 @@ pub(crate) async fn inspect(
         }
         Waited::Gone => None,
         Waited::TimedOut => {
-            if inspector.continue_on_timeout {
-                stats.cx_listener_filters_timeout.inc();
-                return Some(Inspected::Plain(tcp));
-            }
             stats.cx_listener_filters_timeout.inc();
-            None
+            inspector
+                .continue_on_timeout
+                .then_some(Inspected::Plain(tcp))
         }
     }
 }

@@ -1,17 +1,18 @@
 //! A tunnel: a client's bytes and a backend's moved both ways unread, through bounded buffers, half-closes passed on, until both directions end, either side fails, the idle timeout passes or the tunnel's deadline comes (`tcp_proxy` chains; upgraded HTTP/1.1 connections).
 //!
 //! Each direction is a [`Half`]: read from one side into its buffer,
-//! write to the other, and only read again once the buffer went out, so
-//! a side that stops reading stops the other side's reads (its bytes wait
-//! in its socket): a tunnel holds at most two buffers of 16 KiB however
-//! fast one side sends. A quiet tunnel gives its buffers back after a
-//! second, so an idle WebSocket holds its two sockets and no buffer.
-//! One wake-up moves at most [`TURN_BYTES`] before it lets the shard's
-//! other tasks run.
+//! write to the other (and, over TLS, flush), and only read again once the
+//! buffer went out, so a side that stops reading stops the other side's
+//! reads (its bytes wait in its socket): a tunnel holds at most two
+//! buffers of 16 KiB however fast one side sends. A quiet tunnel gives its
+//! spare buffers back after a second, so an idle WebSocket holds its two
+//! sockets and no buffer. One wake-up moves at most [`TURN_BYTES`], half
+//! each way, the directions taking turns to go first, before it lets the
+//! shard's other tasks run; drains and the deadline are looked at on every
+//! wake-up, busy or not.
 
 use std::future::{poll_fn, Future};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -72,9 +73,7 @@ pub(super) struct Moved {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Shut {
     Open,
-    /// The source ended; a TLS `close_notify` may still be going out.
-    Flushing,
-    /// The destination's write side is shut.
+    /// The destination's write side is shut (after a TLS `close_notify`).
     Done,
 }
 
@@ -109,6 +108,12 @@ impl Half {
 
     fn done(&self) -> bool {
         self.shut == Shut::Done
+    }
+
+    /// Holds a buffer it could give back: nothing in it waits to be
+    /// written (a blocked write has its own wake-up).
+    fn holds_spare(&self) -> bool {
+        !self.buf.is_empty() && self.start == self.end
     }
 
     /// Gives back the buffer of a quiet direction.
@@ -150,28 +155,27 @@ impl Half {
                 }
             }
             // What TLS keeps of the written bytes goes out before more is
-            // read (a plain socket holds nothing).
-            if let Poll::Ready(Err(e)) = Pin::new(&mut *dst).poll_flush(cx) {
-                return Err(e);
+            // read (a plain socket holds nothing): a side's bytes in flight
+            // stay within its one buffer.
+            match Pin::new(&mut *dst).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return Ok(progress),
             }
             if self.eof {
-                match self.shut {
-                    Shut::Open => {
-                        dst.send_close_notify();
-                        self.shut = Shut::Flushing;
-                        continue;
-                    }
-                    Shut::Flushing => match Pin::new(&mut *dst).poll_flush(cx) {
+                if self.shut == Shut::Open {
+                    // TLS: close_notify, written; then the socket's write
+                    // side shut. The peer reads its end.
+                    match Pin::new(&mut *dst).poll_close(cx) {
                         Poll::Ready(Ok(())) => {
-                            dst.shutdown_write();
                             self.shut = Shut::Done;
-                            return Ok(true);
+                            progress = true;
                         }
                         Poll::Ready(Err(e)) => return Err(e),
-                        Poll::Pending => return Ok(progress),
-                    },
-                    Shut::Done => return Ok(progress),
+                        Poll::Pending => {}
+                    }
                 }
+                return Ok(progress);
             }
             if *budget == 0 {
                 return Ok(progress);
@@ -212,9 +216,8 @@ pub(super) async fn run(
     (limits, drains): (&TunnelLimits, &[&Subscription]),
     stats: &TunnelStats,
 ) -> Moved {
-    stats.active.inc();
+    let _open = crate::wire::lifecycle::Open::new(&stats.active);
     let (ended, moved) = pump(down, up, early, limits, drains).await;
-    stats.active.dec();
     stats.rx_bytes.add(moved.received);
     stats.tx_bytes.add(moved.sent);
     match ended {
@@ -240,11 +243,21 @@ async fn pump(
     let mut last = Instant::now();
     // The timer and when it fires.
     let mut timer: Option<(Instant, Pin<Box<Timer>>)> = None;
+    // Which direction goes first this wake-up: they take turns, so one
+    // that always has bytes (an upload) does not starve the other.
+    let mut upward_first = true;
     let ended = poll_fn(|cx| loop {
-        let mut budget = TURN_BYTES;
-        let moved = upward
-            .poll_move(down, up, cx, &mut budget)
-            .and_then(|a| Ok(downward.poll_move(up, down, cx, &mut budget)? || a));
+        // Each direction its half of the turn's bytes.
+        let (mut up_budget, mut down_budget) = (TURN_BYTES / 2, TURN_BYTES / 2);
+        let mut turn = |first: bool| {
+            if first {
+                upward.poll_move(down, up, cx, &mut up_budget)
+            } else {
+                downward.poll_move(up, down, cx, &mut down_budget)
+            }
+        };
+        let moved = turn(upward_first).and_then(|a| Ok(turn(!upward_first)? || a));
+        upward_first = !upward_first;
         match moved {
             Err(e) => {
                 tracing::debug!("tunnel failed: {e}");
@@ -256,11 +269,7 @@ async fn pump(
         if upward.done() && downward.done() {
             return Poll::Ready(Ended::Closed);
         }
-        if budget == 0 {
-            // More is ready: let the shard's other tasks run first.
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
+        // Drains and the deadline hold for a busy tunnel too.
         if !drained && drains.iter().any(|d| d.poll_fired(cx).is_ready()) {
             drained = true;
             let by = Instant::now() + limits.drain_time;
@@ -275,22 +284,26 @@ async fn pump(
                 Ended::Deadline
             });
         }
+        if up_budget == 0 || down_budget == 0 {
+            // More is ready: let the shard's other tasks run first.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if limits.idle.is_some_and(|idle| now >= last + idle) {
             return Poll::Ready(Ended::Idle);
         }
-        let holds = !upward.buf.is_empty() || !downward.buf.is_empty();
-        if holds && now >= last + QUIET {
+        if now >= last + QUIET {
             upward.release();
             downward.release();
         }
         // One timer for the earliest of: the deadline, the idle timeout,
-        // the quiet release. A timer that fired early (bytes moved since
-        // it was set) is set again from here.
-        let holds = !upward.buf.is_empty() || !downward.buf.is_empty();
+        // the quiet release of a spare buffer. A timer that fired early
+        // (bytes moved since it was set) is set again from here.
+        let spare = upward.holds_spare() || downward.holds_spare();
         let next = [
             deadline,
             limits.idle.map(|i| last + i),
-            holds.then_some(last + QUIET),
+            spare.then_some(last + QUIET),
         ]
         .into_iter()
         .flatten()
@@ -316,33 +329,4 @@ async fn pump(
         sent: downward.moved,
     };
     (ended, moved)
-}
-
-impl Transport {
-    /// Queues a TLS `close_notify` (nothing on a plain socket); the next
-    /// flush writes it.
-    fn send_close_notify(&mut self) {
-        match self {
-            Transport::Plain(_) => {}
-            Transport::Tls(t) => t.get_mut().1.send_close_notify(),
-            Transport::TlsClient(t) => t.get_mut().1.send_close_notify(),
-        }
-    }
-
-    /// Shuts the socket's write side (the peer reads its end), at once:
-    /// `shutdown(2)` does not block.
-    fn shutdown_write(&self) {
-        // SAFETY: the descriptor is the transport's open socket.
-        unsafe {
-            libc::shutdown(self.raw_fd(), libc::SHUT_WR);
-        }
-    }
-
-    fn raw_fd(&self) -> std::os::fd::RawFd {
-        match self {
-            Transport::Plain(t) => t.as_raw_fd(),
-            Transport::Tls(t) => t.get_ref().0.as_raw_fd(),
-            Transport::TlsClient(t) => t.get_ref().0.as_raw_fd(),
-        }
-    }
 }

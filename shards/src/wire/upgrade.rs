@@ -31,6 +31,9 @@ use crate::signal::Subscription;
 
 /// Bytes asked of the backend per read while its answer comes.
 const READ_SIZE: usize = 8 * 1024;
+/// How long an upgrade's answer may take when the stream has no idle
+/// timeout (`stream_idle_timeout: 0s`): Envoy's default idle timeout.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How the backend answered an upgrade.
 enum Answer {
@@ -70,6 +73,12 @@ pub(super) async fn run(
     if !streams.out.is_empty() {
         return;
     }
+    // An upgrade is HTTP/1.1's; to an HTTP/2 cluster it would be an
+    // extended CONNECT (RFC 8441), which is not implemented.
+    if codec.is_some() && cluster.upstream.protocol == engine::UpstreamProtocol::Http2 {
+        tracing::debug!(%addr, "upgrade to an HTTP/2 cluster: not implemented");
+        return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
+    }
     let budget = wire.budget(&cluster);
     let tls = cluster.upstream.tls.as_deref();
     let connected = connect_host(wire, budget, (addr, host), (cluster.connect_timeout, tls)).await;
@@ -81,10 +90,14 @@ pub(super) async fn run(
             return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
         }
     };
+    if codec.is_some() && up.h2 {
+        tracing::debug!(%addr, "upgrade: the host's ALPN chose HTTP/2");
+        return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
+    }
     // The answer is awaited as a stream's response is: within its idle
     // timeout (upgrades have no route timeout, as in Envoy). A CONNECT
     // is answered here once the host is connected.
-    let within = idle.unwrap_or(HARD_CLOSE_AFTER * 300);
+    let within = idle.unwrap_or(ANSWER_WAIT);
     let answer = match codec.as_mut() {
         Some(codec) => exchange(&mut up.transport, codec, within).await,
         None => Answer::Switched(connected_head(), Vec::new()),
@@ -161,9 +174,10 @@ async fn read_answer(up: &mut Transport, codec: &mut super::upcodec::UpCodec) ->
     let mut refused: Option<(HeaderList, BytesMut)> = None;
     loop {
         let room = rb.room(READ_SIZE);
-        let n = poll_fn(|cx| Pin::new(&mut *up).poll_read(cx, room))
-            .await
-            .unwrap_or(0);
+        let Ok(n) = poll_fn(|cx| Pin::new(&mut *up).poll_read(cx, room)).await else {
+            // Reset mid-answer: no answer, not a short one.
+            return Answer::Failed(LocalReply::UpstreamReset);
+        };
         rb.filled(n);
         let r = if n == 0 {
             codec.recv(&mut rb.buf).and_then(|()| codec.recv_eof())

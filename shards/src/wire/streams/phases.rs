@@ -88,12 +88,10 @@ impl Streams {
         let mut head = head;
         // The connection manager's edits and the route (`streams/setup.rs`).
         let upgrade = self.conn.upgrade_asked();
+        let asked = upgrade.is_some();
         let refused = self.cx.set_up(s, &mut head, (grpc, upgrade), now).err();
-        if !s.upgrade && upgrade.is_some() {
-            // An upgrade answered otherwise (refused, a direct response)
-            // ends its connection, as in Envoy: what the client sends
-            // next was meant for the other protocol.
-            self.conn.go_away(ErrorCode::NO_ERROR);
+        if asked && !s.upgrade {
+            keep_to_http(&mut self.conn);
         }
         s.head = Some(head);
         if let Some(reply) = refused {
@@ -196,6 +194,10 @@ impl Streams {
             (Reached::Reply(r), _, _) => r,
         };
         if let Some(s) = self.table.remove(&stream) {
+            if s.upgrade {
+                // A filter answered an upgrade.
+                keep_to_http(&mut self.conn);
+            }
             self.reply_new(stream, s, reply);
         }
     }
@@ -479,13 +481,7 @@ impl Streams {
         if end.is_some_and(|end| self.retry_after(stream, end, self.now)) {
             return;
         }
-        let failed = match reply {
-            LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
-            LocalReply::UpstreamReset => Some(CallResult::Reset),
-            LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
-            _ => None,
-        };
-        self.fail_with(stream, Reply::from(reply), failed);
+        self.fail_with(stream, Reply::from(reply), host_result(reply));
     }
 
     /// Ends a stream with `reply`: a local reply if no response head went
@@ -616,6 +612,26 @@ impl Streams {
         if let Some(result) = result {
             self.record_outlier(&t.pool, result);
         }
+    }
+}
+
+/// An upgrade (or CONNECT) answered otherwise (refused, a direct
+/// response, a filter's reply): no answer to it switches the connection,
+/// which ends after it, as in Envoy: what the client sends next was meant
+/// for the other protocol.
+fn keep_to_http(conn: &mut DownCodec) {
+    conn.forget_upgrade();
+    conn.go_away(ErrorCode::NO_ERROR);
+}
+
+/// What a failure of the gateway's own kind counts against the host, for
+/// outlier detection.
+pub(super) fn host_result(reply: LocalReply) -> Option<CallResult> {
+    match reply {
+        LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
+        LocalReply::UpstreamReset => Some(CallResult::Reset),
+        LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
+        _ => None,
     }
 }
 

@@ -147,10 +147,16 @@ impl Streams {
         self.fail_with(stream, reply, None);
     }
 
-    /// The upgrade's connection failed before an answer came.
+    /// The upgrade's connection failed before an answer came: the client
+    /// gets `reply` (never a retry: the connection's task has left its
+    /// streams' turns to run the upgrade).
     pub(crate) fn upgrade_failed(&mut self, stream: u32, reply: LocalReply) {
         self.conn.go_away(h2wire::ErrorCode::NO_ERROR);
-        self.fail(stream, reply);
+        self.fail_with(
+            stream,
+            Reply::from(reply),
+            super::phases::host_result(reply),
+        );
     }
 
     /// The tunnel closed: the stream ends with what it moved.
