@@ -206,6 +206,18 @@ fn weighted_clusters_share_the_connections() {
     // 1:3 of 80: 20 expected on a; far outside chance below 7 or above 35.
     assert!((7..=35).contains(&to_a), "a got {to_a}, b {to_b}");
     assert!(to_b > to_a, "a got {to_a}, b {to_b}");
+    // The chain as /config_dump shows it: its proxy, weights and all.
+    let (_, dump) = admin_get(gw.admin_addr.unwrap(), "/config_dump");
+    let dump: serde_json::Value = serde_json::from_str(&dump).unwrap();
+    let chain = dump
+        .pointer("/static_resources/listeners/0/filter_chains/0")
+        .unwrap_or_else(|| panic!("no chain in {dump}"));
+    assert_eq!(chain["tcp_proxy"]["stat_prefix"], "tcp");
+    assert_eq!(
+        chain["tcp_proxy"]["target"]["weighted_clusters"],
+        serde_json::json!([{ "name": "a", "weight": 1 }, { "name": "b", "weight": 3 }])
+    );
+    assert!(chain.get("http_connection_manager").is_none());
     gw.shutdown();
 }
 
