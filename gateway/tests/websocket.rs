@@ -180,6 +180,10 @@ fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
     }
     assert!(!head.contains("content-length"), "{head}");
     assert!(stat(&gw, "gateway_tunnel_cx_active 0"));
+    // The tunnel ran in a task of its own: the connection is counted
+    // until it ends, once.
+    assert!(stat(&gw, "gateway_downstream_cx_active 0"));
+    assert!(stat(&gw, "gateway_downstream_cx_total 1"));
     assert!(stat(
         &gw,
         &format!("gateway_tunnel_rx_bytes_total {}", 5 + 4 + big.len())

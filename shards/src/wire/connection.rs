@@ -22,6 +22,7 @@ use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
 use super::chain_drains::ChainDrains;
+use super::dstream::DStream;
 use super::inbox::Deliveries;
 use super::lifecycle::{
     Arm, ConnState, Fired, GoAway, Lifecycle, Limits, Next, Open, HARD_CLOSE_AFTER,
@@ -29,13 +30,15 @@ use super::lifecycle::{
 use super::opening::{open, Opened, Serving};
 use super::pool::Woken;
 use super::readbuf::IDLE_READ_SIZE;
-use super::streams::Streams;
+use super::streams::{ConnCx, Streams};
 use super::tcp_proxy;
 use super::tls::Transport;
+use super::tunnel;
+use super::upgrade::Upgraded;
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
 use crate::signal::Subscription;
-use crate::stats::DownstreamStats;
+use crate::stats::{DownstreamStats, ShardStats};
 
 /// Bytes asked of a client socket per read while streams are open.
 const READ_SIZE: usize = 8 * 1024;
@@ -118,7 +121,12 @@ pub(crate) async fn serve(
         None => {}
         Some(Opening::Http(mut conn)) => {
             let end = match conn.run().await {
-                End::Upgrade => conn.upgrade().await,
+                End::Upgrade => match conn.upgrade().await {
+                    // Its own task: the connection's goes, and with it
+                    // everything HTTP.
+                    Ok(tunnel) => return conn.tunnel(tunnel),
+                    Err(end) => end,
+                },
                 end => end,
             };
             conn.close(end).await;
@@ -500,18 +508,37 @@ impl Connection {
         Ok(())
     }
 
-    /// Runs the upgrade its streams hold (`wire::upgrade`); the
-    /// connection ends with it: at once after a tunnel, else once the
-    /// answer (a refusal, a failure) went.
-    async fn upgrade(&mut self) -> End {
-        let drains = [&self.drains.chain, &self.drains.shutdown];
+    /// Runs the upgrade its streams hold (`wire::upgrade`) up to the
+    /// client's answer: `Ok` when the connection is to become a tunnel,
+    /// else how it ends (once the answer, a refusal or a failure, went;
+    /// at once if the 101 went and the tunnel cannot be).
+    async fn upgrade(&mut self) -> Result<Upgraded, End> {
         let (wire, tcp, rb, streams) = (&self.wire, &mut self.tcp, &mut self.rb, &mut self.streams);
-        super::upgrade::run(wire, tcp, rb, streams, &drains).await;
-        if self.streams.conn.is_upgraded() {
-            End::Abort
-        } else {
-            End::Flush
+        match super::upgrade::run(wire, tcp, rb, streams).await {
+            Some(tunnel) => Ok(tunnel),
+            None if self.streams.conn.is_upgraded() => Err(End::Abort),
+            None => Err(End::Flush),
         }
+    }
+
+    /// Hands the connection to a task of its own that runs its tunnel;
+    /// this task's state (codec, streams, buffers) goes with it.
+    fn tunnel(self, t: Upgraded) {
+        let Connection {
+            wire,
+            tcp,
+            streams,
+            drains,
+            ..
+        } = self;
+        let Some((cx, s)) = streams.into_tunnel(t.stream) else {
+            return;
+        };
+        // Open while its tunnel is: counted again before this task's
+        // count ends.
+        let open = OpenTunnel::new(Arc::clone(&wire.shard.stats));
+        glommio::spawn_local(run_tunnel(tcp, t, (cx, s), drains, open)).detach();
+        trim_lists(&wire.shard);
     }
 
     /// Ends the connection: what is left (a GOAWAY, the last responses)
@@ -529,6 +556,37 @@ impl Connection {
         self.streams.close();
         self.wire.flush_logs();
         trim_lists(&self.wire.shard);
+    }
+}
+
+/// An upgraded connection's own task: its tunnel, then its stream's end.
+async fn run_tunnel(
+    mut tcp: Transport,
+    mut t: Upgraded,
+    (cx, s): (ConnCx, DStream),
+    drains: Drains,
+    open: OpenTunnel,
+) {
+    let subscriptions = [&drains.chain, &drains.shutdown];
+    let stats = &open.0.tunnel;
+    let scope = (&t.limits, &subscriptions[..]);
+    let moved = tunnel::run(&mut tcp, &mut t.up.transport, t.early, scope, stats).await;
+    cx.tunnel_closed(t.stream, s, moved);
+}
+
+/// An upgraded connection counted open (`cx_active`) while its task runs.
+struct OpenTunnel(Arc<ShardStats>);
+
+impl OpenTunnel {
+    fn new(stats: Arc<ShardStats>) -> Self {
+        stats.downstream.cx_active.inc();
+        Self(stats)
+    }
+}
+
+impl Drop for OpenTunnel {
+    fn drop(&mut self) {
+        self.0.downstream.cx_active.dec();
     }
 }
 

@@ -22,12 +22,11 @@ use h2wire::message::HeaderList;
 use super::lifecycle::HARD_CLOSE_AFTER;
 use super::readbuf::ReadBuf;
 use super::streams::{Streams, UpgradeRequest, REFUSAL_BODY_LIMIT};
-use super::tcp_proxy::{connect_host, ConnectError};
+use super::tcp_proxy::{connect_host, ConnectError, Upstream};
 use super::tls::Transport;
 use super::tunnel::{self, TunnelLimits};
 use super::WireShard;
 use crate::local_reply::LocalReply;
-use crate::signal::Subscription;
 
 /// Bytes asked of the backend per read while its answer comes.
 const READ_SIZE: usize = 8 * 1024;
@@ -45,19 +44,29 @@ enum Answer {
     Failed(LocalReply),
 }
 
-/// Runs the upgrade of the stream `streams` holds for it: its end is the
-/// connection's (the caller closes it, flushing what the streams left:
-/// a refusal's answer, or nothing after a tunnel).
+/// An upgrade the client was told it has (the 101, or a CONNECT's 200,
+/// went): what its tunnel is made of.
+pub(super) struct Upgraded {
+    /// The upgraded stream, still in its connection's table.
+    pub stream: u32,
+    pub up: Upstream,
+    /// Bytes already read for the other side: the client's, after its
+    /// request's head; the backend's, after its 101.
+    pub early: (Vec<u8>, Vec<u8>),
+    pub limits: TunnelLimits,
+}
+
+/// Runs the upgrade of the stream `streams` holds for it, up to the
+/// client's answer: `Some` when the connection is to become a tunnel (the
+/// caller runs it, `tunnel_to`), else its end is the connection's (the
+/// caller closes it, flushing what the streams left: a refusal's answer).
 pub(super) async fn run(
     wire: &Rc<WireShard>,
     down: &mut Transport,
     rb: &mut ReadBuf,
     streams: &mut Streams,
-    drains: &[&Subscription],
-) {
-    let Some(req) = streams.upgrade_request() else {
-        return;
-    };
+) -> Option<Upgraded> {
+    let req = streams.upgrade_request()?;
     let UpgradeRequest {
         stream,
         mut codec,
@@ -71,29 +80,37 @@ pub(super) async fn run(
     streams.out.take_from(&mut streams.conn);
     streams.out.flush_within(down, HARD_CLOSE_AFTER).await;
     if !streams.out.is_empty() {
-        return;
+        return None;
     }
     // An upgrade is HTTP/1.1's; to an HTTP/2 cluster it would be an
     // extended CONNECT (RFC 8441), which is not implemented.
     if codec.is_some() && cluster.upstream.protocol == engine::UpstreamProtocol::Http2 {
         tracing::debug!(%addr, "upgrade to an HTTP/2 cluster: not implemented");
-        return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
+        streams.upgrade_failed(stream, LocalReply::ConnectFailure);
+        return None;
     }
     let budget = wire.budget(&cluster);
     let tls = cluster.upstream.tls.as_deref();
     let connected = connect_host(wire, budget, (addr, host), (cluster.connect_timeout, tls)).await;
-    let mut up = match connected {
-        Ok(up) => up,
-        Err(ConnectError::Overflow) => return streams.upgrade_failed(stream, LocalReply::Overflow),
+    let failed = match connected {
+        Ok(up) if codec.is_some() && up.h2 => {
+            tracing::debug!(%addr, "upgrade: the host's ALPN chose HTTP/2");
+            Err(LocalReply::ConnectFailure)
+        }
+        Ok(up) => Ok(up),
+        Err(ConnectError::Overflow) => Err(LocalReply::Overflow),
         Err(ConnectError::Failed(e)) => {
             tracing::debug!(%addr, "upgrade connect failed: {e}");
-            return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
+            Err(LocalReply::ConnectFailure)
         }
     };
-    if codec.is_some() && up.h2 {
-        tracing::debug!(%addr, "upgrade: the host's ALPN chose HTTP/2");
-        return streams.upgrade_failed(stream, LocalReply::ConnectFailure);
-    }
+    let mut up = match failed {
+        Ok(up) => up,
+        Err(reply) => {
+            streams.upgrade_failed(stream, reply);
+            return None;
+        }
+    };
     // The answer is awaited as a stream's response is: within its idle
     // timeout (upgrades have no route timeout, as in Envoy). A CONNECT
     // is answered here once the host is connected.
@@ -103,18 +120,25 @@ pub(super) async fn run(
         None => Answer::Switched(connected_head(), Vec::new()),
     };
     let (head, to_down) = match answer {
-        Answer::Failed(reply) => return streams.upgrade_failed(stream, reply),
-        Answer::Refused(head, body) => return streams.upgrade_answered(stream, &head, body),
+        Answer::Failed(reply) => {
+            streams.upgrade_failed(stream, reply);
+            return None;
+        }
+        Answer::Refused(head, body) => {
+            streams.upgrade_answered(stream, &head, body);
+            return None;
+        }
         Answer::Switched(head, rest) => (head, rest),
     };
     if !streams.upgraded(stream, head) {
         // A response filter answered in the 101's place.
-        return;
+        return None;
     }
     streams.out.take_from(&mut streams.conn);
     streams.out.flush_within(down, HARD_CLOSE_AFTER).await;
     if !streams.out.is_empty() {
-        return streams.tunnel_closed(stream, tunnel::Moved::default());
+        streams.tunnel_closed(stream, tunnel::Moved::default());
+        return None;
     }
     let limits = TunnelLimits {
         idle,
@@ -122,10 +146,12 @@ pub(super) async fn run(
         drain_time: wire.shard.drain.time,
     };
     let to_up = rb.buf.split().to_vec();
-    let stats = &wire.shard.stats.tunnel;
-    let early = (to_up, to_down);
-    let moved = tunnel::run(down, &mut up.transport, early, (&limits, drains), stats).await;
-    streams.tunnel_closed(stream, moved);
+    Some(Upgraded {
+        stream,
+        up,
+        early: (to_up, to_down),
+        limits,
+    })
 }
 
 /// The head of the gateway's answer to a CONNECT it terminates.

@@ -2,14 +2,14 @@
 
 use engine::outlier::CallResult;
 
-use super::Streams;
+use super::ConnCx;
 use crate::wire::logging::LogState;
 use crate::wire::pool::PoolRef;
 
-impl Streams {
+impl ConnCx {
     /// Queues the stream's access log lines.
     pub(super) fn log(&self, l: &LogState, upstream: Option<(std::net::SocketAddr, &str)>) {
-        let cx = &self.cx;
+        let cx = self;
         l.emit(
             &cx.logs,
             &cx.wire,
@@ -23,7 +23,7 @@ impl Streams {
     /// Counts the stream's outcome for outlier detection, when the host's
     /// cluster in the current snapshot has it.
     pub(super) fn record_outlier(&self, pool: &PoolRef, result: CallResult) {
-        let shard = &self.cx.wire.shard;
+        let shard = &self.wire.shard;
         let snap = shard.snapshot();
         let p = pool.borrow();
         let Some(cluster) = snap.cluster(p.cluster_name()) else {

@@ -565,23 +565,42 @@ impl Streams {
     /// Phase 6 for a stream out of the table: its filters' `on_log`, what
     /// it held given back, the stats, the access log, the outcome for
     /// outlier detection.
-    fn forget(&mut self, stream: u32, mut s: DStream) {
+    fn forget(&mut self, stream: u32, s: DStream) {
+        let conn = &mut self.conn;
+        self.cx.settle(stream, s, self.now, |s| {
+            conn.release(stream, queued(&s.req));
+            if let Some(head) = s.head.take() {
+                conn.recycle(head);
+            }
+        });
+    }
+}
+
+impl ConnCx {
+    /// Phase 6 for a stream out of its connection's table: its filters'
+    /// `on_log`, then `give_back` (what it holds of the client's codec,
+    /// given back by the caller that has the codec), the stats, the access
+    /// log, the outcome for outlier detection. An upgraded stream is
+    /// settled here by the tunnel's task, its connection's codec gone.
+    pub(crate) fn settle(
+        &self,
+        stream: u32,
+        mut s: DStream,
+        now: Instant,
+        give_back: impl FnOnce(&mut DStream),
+    ) {
         if s.filtered {
             let summary = StreamSummary {
                 status: s.status,
                 upstream: s.served_by(),
                 flag: s.flag,
             };
-            let now = self.now;
-            self.cx.filters(&mut s, stream, now, false, |f, cx| {
+            self.filters(&mut s, stream, now, false, |f, cx| {
                 chain::log(f, cx, &summary)
             });
         }
-        self.conn.release(stream, queued(&s.req));
-        if let Some(head) = s.head.take() {
-            self.conn.recycle(head);
-        }
-        let stats = &self.cx.wire.shard.stats;
+        give_back(&mut s);
+        let stats = &self.wire.shard.stats;
         stats.downstream.rq_active.dec();
         let Some(t) = &s.target else {
             if let Some(l) = &s.log {

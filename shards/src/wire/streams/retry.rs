@@ -116,7 +116,7 @@ impl Streams {
         answered: bool,
     ) {
         self.detach(stream, answered);
-        self.record_outlier(pool, result);
+        self.cx.record_outlier(pool, result);
     }
 
     /// The attempt in flight passed its `per_try_timeout`: it is retried

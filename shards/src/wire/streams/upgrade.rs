@@ -15,9 +15,10 @@ use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 
 use super::upstream::{write_request, HeadSink};
-use super::Streams;
+use super::{ConnCx, Streams};
 use crate::http_filter::{HeaderEdits, Reply};
 use crate::local_reply::LocalReply;
+use crate::wire::dstream::DStream;
 use crate::wire::tunnel::Moved;
 use crate::wire::upcodec::UpCodec;
 
@@ -159,12 +160,39 @@ impl Streams {
         );
     }
 
-    /// The tunnel closed: the stream ends with what it moved.
+    /// The connection becomes the tunnel of `stream`: it leaves the
+    /// table with what its end needs (`ConnCx::tunnel_closed`), and the
+    /// rest of the connection (codec, table, buffers) can go: an open
+    /// WebSocket holds none of it.
+    pub(crate) fn into_tunnel(mut self, stream: u32) -> Option<(ConnCx, DStream)> {
+        let s = self.table.remove(&stream);
+        // Anything else (nothing, on HTTP/1.1) ends as at a close; the
+        // inbox closes.
+        self.close();
+        let Streams { cx, .. } = self;
+        Some((cx, s?))
+    }
+
+    /// The tunnel closed before it began (its 101 could not be written):
+    /// the stream ends with what it moved.
     pub(crate) fn tunnel_closed(&mut self, stream: u32, moved: Moved) {
         if let Some(l) = self.table.get_mut(&stream).and_then(|s| s.log.as_mut()) {
             l.bytes_received += moved.received;
             l.bytes_sent += moved.sent;
         }
         self.finish(stream);
+    }
+}
+
+impl ConnCx {
+    /// An upgraded stream's tunnel closed: the stream ends (its access log
+    /// line, counters, outlier outcome) with what the tunnel moved.
+    pub(crate) fn tunnel_closed(&self, stream: u32, mut s: DStream, moved: Moved) {
+        if let Some(l) = s.log.as_mut() {
+            l.bytes_received += moved.received;
+            l.bytes_sent += moved.sent;
+        }
+        self.settle(stream, s, std::time::Instant::now(), |_| {});
+        self.wire.flush_logs();
     }
 }
