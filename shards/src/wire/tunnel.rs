@@ -258,12 +258,14 @@ async fn pump(
         };
         let moved = turn(upward_first).and_then(|a| Ok(turn(!upward_first)? || a));
         upward_first = !upward_first;
+        // One clock read a wake-up: what moved and every limit use it.
+        let now = Instant::now();
         match moved {
             Err(e) => {
                 tracing::debug!("tunnel failed: {e}");
                 return Poll::Ready(Ended::Failed);
             }
-            Ok(true) => last = Instant::now(),
+            Ok(true) => last = now,
             Ok(false) => {}
         }
         if upward.done() && downward.done() {
@@ -272,11 +274,10 @@ async fn pump(
         // Drains and the deadline hold for a busy tunnel too.
         if !drained && drains.iter().any(|d| d.poll_fired(cx).is_ready()) {
             drained = true;
-            let by = Instant::now() + limits.drain_time;
+            let by = now + limits.drain_time;
             deadline = Some(deadline.map_or(by, |d| d.min(by)));
             timer = None;
         }
-        let now = Instant::now();
         if deadline.is_some_and(|d| d <= now) {
             return Poll::Ready(if drained {
                 Ended::Drained
