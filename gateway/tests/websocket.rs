@@ -107,6 +107,18 @@ const ALL_TO_WS: &str = r#"            virtual_hosts:
                 route: { cluster: ws }
 "#;
 
+/// A gateway whose connection manager enables WebSocket, routing all to
+/// `backend` (`ALL_TO_WS`), and its listener's address.
+fn ws_gateway(backend: SocketAddr) -> (gateway::GatewayHandle, SocketAddr) {
+    let gw = gateway(
+        "          upgrade_configs: [{ upgrade_type: websocket }]",
+        ALL_TO_WS,
+        backend,
+    );
+    let addr = gw.listener("ingress").unwrap();
+    (gw, addr)
+}
+
 fn stat(gw: &gateway::GatewayHandle, line: &str) -> bool {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
@@ -125,12 +137,7 @@ fn stat(gw: &gateway::GatewayHandle, line: &str) -> bool {
 #[test]
 fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
     let backend = WsBackend::start();
-    let gw = gateway(
-        "          upgrade_configs: [{ upgrade_type: websocket }]",
-        ALL_TO_WS,
-        backend.addr,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = ws_gateway(backend.addr);
     let mut c = upgrade(addr, "/chat?room=1", "EARLY");
     let (head, rest) = read_head(&mut c);
     let lines: Vec<&str> = head.lines().collect();
@@ -234,12 +241,7 @@ fn a_route_enables_or_disables_what_its_manager_says() {
 #[test]
 fn a_backend_that_refuses_or_is_down_answers_the_client() {
     let backend = WsBackend::start();
-    let gw = gateway(
-        "          upgrade_configs: [{ upgrade_type: websocket }]",
-        ALL_TO_WS,
-        backend.addr,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = ws_gateway(backend.addr);
     let mut c = upgrade(addr, "/refuse", "");
     let answer = read_to_end(&mut c);
     assert!(
@@ -254,12 +256,7 @@ fn a_backend_that_refuses_or_is_down_answers_the_client() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let gw = gateway(
-        "          upgrade_configs: [{ upgrade_type: websocket }]",
-        ALL_TO_WS,
-        dead,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = ws_gateway(dead);
     let mut c = upgrade(addr, "/chat", "");
     let answer = read_to_end(&mut c);
     assert!(
@@ -318,12 +315,7 @@ fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
 #[test]
 fn a_websocket_client_that_stops_reading_stalls_only_itself() {
     let backend = WsBackend::start();
-    let gw = gateway(
-        "          upgrade_configs: [{ upgrade_type: websocket }]",
-        ALL_TO_WS,
-        backend.addr,
-    );
-    let addr = gw.listener("ingress").unwrap();
+    let (gw, addr) = ws_gateway(backend.addr);
     let mut hog = upgrade(addr, "/hog", "");
     let (head, _) = read_head(&mut hog);
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");

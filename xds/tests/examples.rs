@@ -36,3 +36,20 @@ fn file_source_example_is_valid_and_serves_a_listener() {
     assert_eq!(composed.listeners.len(), 1);
     assert_eq!(composed.clusters[0].name, "echo");
 }
+
+#[test]
+fn tunnels_example_is_valid() {
+    let b = xds::bootstrap::load_file(example("tunnels.yaml")).unwrap();
+    let web = &b.listeners[0].filter_chains[0];
+    let ws = &web.http.route_config.virtual_hosts[0].routes[0];
+    assert_eq!(
+        ws.action.forward().unwrap().upgrades[0].upgrade_type,
+        "websocket"
+    );
+    let passthrough = &b.listeners[1];
+    assert!(passthrough.tls_inspector.is_some());
+    assert!(passthrough
+        .filter_chains
+        .iter()
+        .all(|c| c.tcp_proxy.is_some() && c.tls.is_none()));
+}

@@ -1,8 +1,12 @@
-//! What a finished stream leaves behind: its access log lines, and its outcome for outlier detection.
+//! What a finished stream leaves behind (phase 6 past the client's codec): its filters' `on_log`, its counters, its access log lines, and its outcome for outlier detection.
+
+use std::time::Instant;
 
 use engine::outlier::CallResult;
 
 use super::ConnCx;
+use crate::http_filter::{chain, StreamSummary};
+use crate::wire::dstream::DStream;
 use crate::wire::logging::LogState;
 use crate::wire::pool::PoolRef;
 
@@ -39,6 +43,64 @@ impl ConnCx {
         }
         if let Some(host) = cluster.host_by_addr(&p.addr) {
             shard.record_outlier(cluster, host, result);
+        }
+    }
+}
+
+impl ConnCx {
+    /// Phase 6 for a stream out of its connection's table: its filters'
+    /// `on_log`, then `give_back` (what it holds of the client's codec,
+    /// given back by the caller that has the codec), the stats, the access
+    /// log, the outcome for outlier detection. An upgraded stream is
+    /// settled here by the tunnel's task, its connection's codec gone.
+    pub(crate) fn settle(
+        &self,
+        stream: u32,
+        mut s: DStream,
+        now: Instant,
+        give_back: impl FnOnce(&mut DStream),
+    ) {
+        if s.filtered {
+            let summary = StreamSummary {
+                status: s.status,
+                upstream: s.served_by(),
+                flag: s.flag,
+            };
+            self.filters(&mut s, stream, now, false, |f, cx| {
+                chain::log(f, cx, &summary)
+            });
+        }
+        give_back(&mut s);
+        let stats = &self.wire.shard.stats;
+        stats.downstream.rq_active.dec();
+        let Some(t) = &s.target else {
+            if let Some(l) = &s.log {
+                self.log(l, None);
+            }
+            return;
+        };
+        {
+            let mut p = t.pool.borrow_mut();
+            p.in_flight = p.in_flight.saturating_sub(1);
+            p.budget.end_request();
+            if s.retry_slot {
+                p.budget.end_retry();
+            }
+        }
+        stats.hosts.host(t.host).rq_active.dec();
+        if let Some(l) = &s.log {
+            let p = t.pool.borrow();
+            self.log(l, Some((p.addr, p.cluster_name())));
+        }
+        // A client that went away is not the host's fault; the status it
+        // had answered by then still counts (as Envoy counts it).
+        let counted = s.between_attempts();
+        let result = s
+            .failed
+            .filter(|_| !counted)
+            .or_else(|| s.served.map(|(status, grpc)| s.answered(status, grpc)));
+        if let Some(result) = result {
+            self.record_outlier(&t.pool, result);
         }
     }
 }
