@@ -2,6 +2,8 @@
 //! loop of the measuring servers in src/bin (the benchmarks themselves and
 //! the e2e scripts live outside this library).
 
+pub mod ws;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

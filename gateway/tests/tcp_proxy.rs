@@ -65,23 +65,6 @@ fn connect(addr: SocketAddr) -> TcpStream {
     s
 }
 
-fn stats(gw: &gateway::GatewayHandle) -> String {
-    admin_get(gw.admin_addr.unwrap(), "/stats").1
-}
-
-/// Waits (up to 5 s) for the `/stats` line `line`.
-fn wait_stat(gw: &gateway::GatewayHandle, line: &str) {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let s = stats(gw);
-        if s.lines().any(|l| l == line) {
-            return;
-        }
-        assert!(Instant::now() < until, "no `{line}` in /stats:\n{s}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn bytes_go_both_ways_and_half_closes_are_passed_on() {
     let backend = echo_backend("hi ", "bye");

@@ -119,21 +119,6 @@ fn ws_gateway(backend: SocketAddr) -> (gateway::GatewayHandle, SocketAddr) {
     (gw, addr)
 }
 
-fn stat(gw: &gateway::GatewayHandle, line: &str) -> bool {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (_, s) = admin_get(gw.admin_addr.unwrap(), "/stats");
-        if s.lines().any(|l| l == line) {
-            return true;
-        }
-        if Instant::now() > until {
-            eprintln!("{s}");
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
     let backend = WsBackend::start();
@@ -186,15 +171,15 @@ fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
         assert!(head.contains(want), "no {want:?} in {head}");
     }
     assert!(!head.contains("content-length"), "{head}");
-    assert!(stat(&gw, "gateway_tunnel_cx_active 0"));
+    wait_stat(&gw, "gateway_tunnel_cx_active 0");
     // The tunnel ran in a task of its own: the connection is counted
     // until it ends, once.
-    assert!(stat(&gw, "gateway_downstream_cx_active 0"));
-    assert!(stat(&gw, "gateway_downstream_cx_total 1"));
-    assert!(stat(
+    wait_stat(&gw, "gateway_downstream_cx_active 0");
+    wait_stat(&gw, "gateway_downstream_cx_total 1");
+    wait_stat(
         &gw,
-        &format!("gateway_tunnel_rx_bytes_total {}", 5 + 4 + big.len())
-    ));
+        &format!("gateway_tunnel_rx_bytes_total {}", 5 + 4 + big.len()),
+    );
     gw.shutdown();
 }
 
@@ -233,7 +218,7 @@ fn a_route_enables_or_disables_what_its_manager_says() {
         (plain.status, &plain.body[..]),
         (200, &b"NotWebSocket\n"[..])
     );
-    assert!(stat(&gw, "gateway_downstream_rq_upgrade_refused 2"));
+    wait_stat(&gw, "gateway_downstream_rq_upgrade_refused 2");
     assert_eq!(backend.heads().len(), 1);
     gw.shutdown();
 }
@@ -298,7 +283,7 @@ fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
         waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
         "closed after {waited:?}"
     );
-    assert!(stat(&gw, "gateway_tunnel_idle_timeout 1"));
+    wait_stat(&gw, "gateway_tunnel_idle_timeout 1");
     let until = Instant::now() + Duration::from_secs(5);
     let text = loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();

@@ -52,8 +52,9 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use glommio::timer::sleep;
 
+use benches::ws::{accept_key, base64, raise_nofile};
+
 /// RFC 6455 §1.3: appended to the client's key before hashing.
-const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 const MAX_HEAD: usize = 16 * 1024;
 /// Idle mode opens this many connections at a time.
 const OPENERS: usize = 16;
@@ -61,83 +62,6 @@ const OPENERS: usize = 16;
 const GRACE: Duration = Duration::from_secs(5);
 /// Errors printed in full; the rest are only counted.
 const SHOWN_ERRORS: usize = 5;
-
-/// SHA-1 (FIPS 180-4) of `data` (the same as ws_echo's).
-fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&(data.len() as u64 * 8).to_be_bytes());
-    for block in msg.chunks_exact(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, &wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(wi);
-            (e, d, c, b, a) = (d, c, b.rotate_left(30), a, t);
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (o, x) in out.chunks_exact_mut(4).zip(h) {
-        o.copy_from_slice(&x.to_be_bytes());
-    }
-    out
-}
-
-/// Standard base64 with padding (RFC 4648 §4; the same as ws_echo's).
-fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// `Sec-WebSocket-Accept` for a client's `Sec-WebSocket-Key`.
-fn accept_key(key: &str) -> String {
-    base64(&sha1(format!("{key}{GUID}").as_bytes()))
-}
 
 /// xorshift64*: mask keys, handshake keys (not cryptographic; a benchmark).
 struct Rng(u64);
@@ -465,21 +389,6 @@ fn clk_tck() -> f64 {
         t as f64
     } else {
         100.0
-    }
-}
-
-/// Raises the soft open-files limit to the hard limit.
-fn raise_nofile() {
-    // SAFETY: plain getrlimit/setrlimit on a local struct.
-    unsafe {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
     }
 }
 

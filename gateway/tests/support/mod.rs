@@ -684,3 +684,25 @@ pub fn wait_answering(addr: SocketAddr, want: &[&str]) {
         || answering(addr, 8) == want,
     );
 }
+
+/// The admin's `/stats` of `gw`.
+pub fn stats(gw: &gateway::GatewayHandle) -> String {
+    admin_get(gw.admin_addr.expect("admin"), "/stats").1
+}
+
+/// Waits (up to 5 s) for the `/stats` line `line` (counters are read from
+/// the shards, which count as they go).
+pub fn wait_stat(gw: &gateway::GatewayHandle, line: &str) {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = stats(gw);
+        if s.lines().any(|l| l == line) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no `{line}` in /stats:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
