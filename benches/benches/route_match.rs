@@ -113,6 +113,7 @@ fn route(v: usize, r: usize) -> Route {
             retry_policy: None,
             attempt_count: (false, false),
             upgrades: Vec::new(),
+            mirrors: Vec::new(),
             max_grpc_timeout: None,
             grpc_timeout_offset: None,
         }),

@@ -313,6 +313,7 @@ mod tests {
                 retry_policy: None,
                 attempt_count: (false, false),
                 upgrades: Vec::new(),
+                mirrors: Vec::new(),
                 max_grpc_timeout: None,
                 grpc_timeout_offset: None,
             }),

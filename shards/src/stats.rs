@@ -444,11 +444,39 @@ pub struct TunnelStats {
     pub tx_bytes: Counter,
 }
 
+/// Request mirroring (`request_mirror_policies`): copies sent to mirror
+/// clusters, and the ones dropped (the requests copied are never
+/// affected).
+#[derive(Debug, Default)]
+pub struct MirrorStats {
+    /// Copies sent (their host picked, their stream opened or waiting).
+    pub rq_total: Counter,
+    /// Copies in flight now.
+    pub active: Counter,
+    /// Abandoned: the copy's unsent body passed the listener's
+    /// `per_connection_buffer_limit_bytes` (the mirror reads slower than
+    /// the client sends), or the shard's bound on such bytes.
+    pub backlog_overflow: Counter,
+    /// Abandoned: the request's stream ended before the request did
+    /// (a client reset, an answer before the body was whole).
+    pub abandoned: Counter,
+    /// Not made: the shard holds its most copies already, or the mirror
+    /// cluster's circuit breakers are full.
+    pub overflow: Counter,
+    /// Not made: the mirror cluster is not in the config.
+    pub unknown_cluster: Counter,
+    /// Ended without an answer: no host, connect failure, reset.
+    pub failed: Counter,
+    /// Ended at their route's timeout.
+    pub timeout: Counter,
+}
+
 /// Everything one shard counts.
 #[derive(Debug, Default)]
 pub struct ShardStats {
     pub session: SessionStats,
     pub tunnel: TunnelStats,
+    pub mirror: MirrorStats,
     pub lb: LbStats,
     pub downstream: DownstreamStats,
     pub hosts: HostStatsTable,

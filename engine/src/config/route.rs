@@ -278,6 +278,9 @@ pub struct ForwardAction {
     /// `upgrade_configs`: this route's say on upgrades (WebSocket), ahead
     /// of its connection manager's.
     pub upgrades: Vec<super::upgrade::UpgradeConfig>,
+    /// `request_mirror_policies`: the route's own, else its virtual
+    /// host's, else its table's (the most specific non-empty list, whole).
+    pub mirrors: Vec<super::mirror::MirrorPolicy>,
 }
 
 /// One `hash_policy` entry.
@@ -386,6 +389,7 @@ mod tests {
             retry_policy: None,
             attempt_count: (false, false),
             upgrades: Vec::new(),
+            mirrors: Vec::new(),
             max_grpc_timeout: max,
             grpc_timeout_offset: offset,
         };

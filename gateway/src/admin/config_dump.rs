@@ -377,16 +377,7 @@ fn route(r: &Route) -> Value {
         "headers": headers,
         "query_parameters": query,
         "grpc": r.matcher.grpc,
-        "runtime_fraction": r.matcher.fraction.map(|f| json!({
-            "default_value": {
-                "numerator": f.numerator,
-                "denominator": match f.denominator {
-                    100 => "HUNDRED",
-                    10_000 => "TEN_THOUSAND",
-                    _ => "MILLION",
-                },
-            }
-        })),
+        "runtime_fraction": r.matcher.fraction.map(runtime_fraction),
         "decorator": r.decorator.as_ref().map(|op| json!({ "operation": op })),
     });
     let action = match &r.action {
@@ -410,6 +401,7 @@ fn route(r: &Route) -> Value {
                 "retriable_status_codes": p.retriable_status_codes,
                 "previous_hosts": p.previous_hosts,
             })),
+            "request_mirror_policies": a.mirrors.iter().map(mirror_policy).collect::<Vec<_>>(),
         }),
         RouteAction::Redirect(rd) => json!({ "redirect": redirect(rd) }),
         RouteAction::DirectResponse(d) => json!({
@@ -424,6 +416,41 @@ fn route(r: &Route) -> Value {
         out.extend(action);
     }
     out
+}
+
+/// A `RuntimeFractionalPercent`'s default, in Envoy's names.
+fn runtime_fraction(f: engine::Fraction) -> Value {
+    json!({
+        "default_value": {
+            "numerator": f.numerator,
+            "denominator": match f.denominator {
+                100 => "HUNDRED",
+                10_000 => "TEN_THOUSAND",
+                _ => "MILLION",
+            },
+        }
+    })
+}
+
+/// A route's mirror policy, in Envoy's field names.
+fn mirror_policy(m: &engine::MirrorPolicy) -> Value {
+    let mut v = match &m.cluster {
+        engine::MirrorCluster::Named(c) => json!({ "cluster": c }),
+        engine::MirrorCluster::Header(h) => json!({ "cluster_header": h }),
+    };
+    if let Value::Object(o) = &mut v {
+        if let Some(f) = m.fraction {
+            o.insert("runtime_fraction".into(), runtime_fraction(f));
+        }
+        if let Some(h) = &m.host_rewrite {
+            o.insert("host_rewrite_literal".into(), json!(h));
+        }
+        o.insert(
+            "disable_shadow_host_suffix_append".into(),
+            json!(!m.host_suffix),
+        );
+    }
+    v
 }
 
 /// A route's `redirect`, in Envoy's field names.

@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 57] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 65] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -356,6 +356,54 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 57] = [
             "counter",
             "Bytes tunnels moved from backends to clients.",
             |s| &s.tunnel.tx_bytes,
+        ),
+        (
+            "gateway_mirror_rq_total",
+            "counter",
+            "Request copies sent to mirror clusters (request_mirror_policies).",
+            |s| &s.mirror.rq_total,
+        ),
+        (
+            "gateway_mirror_rq_active",
+            "gauge",
+            "Request copies in flight to mirror clusters.",
+            |s| &s.mirror.active,
+        ),
+        (
+            "gateway_mirror_rq_backlog_overflow",
+            "counter",
+            "Request copies abandoned: their unsent body passed the listener's per_connection_buffer_limit_bytes (the mirror read slower than the client sent).",
+            |s| &s.mirror.backlog_overflow,
+        ),
+        (
+            "gateway_mirror_rq_abandoned",
+            "counter",
+            "Request copies abandoned: the request's stream ended before the request did.",
+            |s| &s.mirror.abandoned,
+        ),
+        (
+            "gateway_mirror_rq_overflow",
+            "counter",
+            "Request copies not made: the shard held its most copies, or the mirror cluster's circuit breakers were full.",
+            |s| &s.mirror.overflow,
+        ),
+        (
+            "gateway_mirror_rq_unknown_cluster",
+            "counter",
+            "Request copies not made: the mirror cluster is not in the config.",
+            |s| &s.mirror.unknown_cluster,
+        ),
+        (
+            "gateway_mirror_rq_failed",
+            "counter",
+            "Request copies ended without an answer: no host, connect failure or reset.",
+            |s| &s.mirror.failed,
+        ),
+        (
+            "gateway_mirror_rq_timeout",
+            "counter",
+            "Request copies ended at their route's timeout.",
+            |s| &s.mirror.timeout,
         ),
     ];
 

@@ -78,6 +78,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             retry_policy: None,
             attempt_count: (false, false),
             upgrades: Vec::new(),
+            mirrors: Vec::new(),
             max_grpc_timeout: None,
             grpc_timeout_offset: None,
         }),

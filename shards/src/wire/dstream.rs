@@ -112,6 +112,9 @@ pub(crate) struct DStream {
     pub(super) waiting: bool,
     /// Request body (and trailers) on their way upstream.
     pub(super) req: ItemQueue,
+    /// Its route's mirror copies, while the request body passes (boxed:
+    /// rare).
+    pub(super) mirror: Option<Box<super::streams::MirrorTap>>,
     /// Response body (and trailers) on their way downstream.
     pub(super) resp: ItemQueue,
     /// Response window granted on the upstream stream beyond the initial
@@ -201,6 +204,7 @@ impl DStream {
             up: None,
             waiting: false,
             req: ItemQueue::default(),
+            mirror: None,
             resp: ItemQueue::default(),
             granted: 0,
             queued: false,

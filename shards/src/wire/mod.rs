@@ -34,6 +34,7 @@ mod dstream;
 mod inbox;
 mod lifecycle;
 mod logging;
+mod mirror;
 mod opening;
 mod outbuf;
 pub mod pool;
@@ -88,6 +89,8 @@ pub struct WireShard {
     /// at the end of the turn ([`Self::flush_logs`]): one queue operation
     /// (and at most one wake-up of the writer) per turn, not per line.
     log_batch: RefCell<Vec<(u32, Vec<u8>)>>,
+    /// Request copies on their way to mirror clusters (`mirror`).
+    pub(crate) mirrors: RefCell<mirror::Mirrors>,
 }
 
 impl WireShard {
@@ -104,6 +107,7 @@ impl WireShard {
             logs,
             log_sinks: RefCell::default(),
             log_batch: RefCell::default(),
+            mirrors: RefCell::default(),
         })
     }
 
@@ -222,6 +226,27 @@ impl WireShard {
                 }
                 None => Rc::strong_count(b) > 1,
             });
+    }
+
+    /// Counts a stream's outcome on `pool`'s host for outlier detection,
+    /// when the host's cluster in the current snapshot has it.
+    pub(crate) fn record_outlier(&self, pool: &PoolRef, result: engine::outlier::CallResult) {
+        let snap = self.shard.snapshot();
+        let p = pool.borrow();
+        let Some(cluster) = snap.cluster(p.cluster_name()) else {
+            return;
+        };
+        if !cluster
+            .config
+            .outlier_detection
+            .as_ref()
+            .is_some_and(|o| o.has_detector())
+        {
+            return;
+        }
+        if let Some(host) = cluster.host_by_addr(&p.addr) {
+            self.shard.record_outlier(cluster, host, result);
+        }
     }
 
     /// Drops the pool of `host` (its connections close once their streams

@@ -5,17 +5,16 @@
 use std::collections::{HashMap, HashSet};
 
 use engine::{
-    ClusterTarget, DomainMatcher, ForwardAction, HeaderMatchKind, HeaderMatcher, HeaderMutation,
-    HostRewrite, PathMatch, PerFilterConfig, QueryParamMatch, QueryParamMatcher, Route,
-    RouteAction, RouteConfig, RouteHeaders, RouteMatch, StatefulSessionPerRoute, VirtualHost,
-    WeightedClusters,
+    ClusterTarget, DomainMatcher, ForwardAction, HeaderMutation, HostRewrite, PathMatch,
+    PerFilterConfig, Route, RouteAction, RouteConfig, RouteHeaders, RouteMatch,
+    StatefulSessionPerRoute, VirtualHost, WeightedClusters,
 };
 use prost::Name;
-use regex::Regex;
 
 use super::common::{reject_set, timeout_or};
 use super::hash_policy::hash_policies;
 use super::header_mutation::header_mutation;
+use super::mirror::mirror_policies;
 use super::retry::retry_policy;
 use super::route_reply::{direct_response, redirect, DEFAULT_MAX_DIRECT_RESPONSE_BODY};
 use super::session::stateful_session_per_route;
@@ -24,7 +23,6 @@ use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::route::v3 as pb;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
-use crate::pb::envoy::r#type::matcher::v3 as matcher;
 
 /// The name Envoy registers the stateful session filter under: a
 /// `FilterConfig { disabled: true }` under this key disables the filter
@@ -55,7 +53,6 @@ pub fn route_config(
         internal_only_headers,
         vhds,
         cluster_specifier_plugins,
-        request_mirror_policies,
         ignore_port_in_host_matching,
         ignore_path_parameters_in_path_matching,
     );
@@ -82,6 +79,11 @@ pub fn route_config(
             &rc.response_headers_to_remove,
         )?,
         most_specific_header_mutations_wins: rc.most_specific_header_mutations_wins,
+        mirrors: mirror_policies(
+            &rc.request_mirror_policies,
+            &path.field("request_mirror_policies"),
+            check,
+        )?,
     };
     // Envoy rejects a domain listed by two virtual hosts of one table.
     let mut seen: HashMap<(u8, String), usize> = HashMap::new();
@@ -116,6 +118,9 @@ pub struct TableDefaults {
     /// The table's own (request, response) header edits.
     pub headers: (HeaderMutation, HeaderMutation),
     pub most_specific_header_mutations_wins: bool,
+    /// `request_mirror_policies`: a route's when neither it nor its
+    /// virtual host has any.
+    pub mirrors: Vec<engine::MirrorPolicy>,
 }
 
 impl Default for TableDefaults {
@@ -124,6 +129,7 @@ impl Default for TableDefaults {
             max_direct_response_body: DEFAULT_MAX_DIRECT_RESPONSE_BODY,
             headers: Default::default(),
             most_specific_header_mutations_wins: false,
+            mirrors: Vec::new(),
         }
     }
 }
@@ -133,6 +139,8 @@ struct VhDefaults<'a> {
     headers: &'a (HeaderMutation, HeaderMutation),
     retry_policy: Option<&'a engine::RetryPolicy>,
     attempt_count: (bool, bool),
+    /// Its own `request_mirror_policies`, else its table's.
+    mirrors: &'a [engine::MirrorPolicy],
 }
 
 /// One level's (request, response) header edits, from its four lists.
@@ -208,7 +216,17 @@ pub fn virtual_host(
         }
         domains.push(m);
     }
+    let vh_mirrors = mirror_policies(
+        &vh.request_mirror_policies,
+        &path.field("request_mirror_policies"),
+        known_clusters,
+    )?;
     let defaults = VhDefaults {
+        mirrors: if vh_mirrors.is_empty() {
+            &table.mirrors
+        } else {
+            &vh_mirrors
+        },
         headers: &vh_headers,
         retry_policy: vh_retry.as_ref(),
         attempt_count: (
@@ -318,7 +336,7 @@ fn route(
     let Some(m) = &r.r#match else {
         return Err(Error::invalid(path.field("match"), "required"));
     };
-    let matcher = route_match(m, &path.field("match"))?;
+    let matcher = super::route_match::route_match(m, &path.field("match"))?;
     let action = match &r.action {
         Some(Action::Route(a)) => {
             let mut action = route_action(a, &path.field("route"), known_clusters, &matcher)?;
@@ -337,6 +355,10 @@ fn route(
             // The route's own policy whole, else its virtual host's.
             action.retry_policy = action.retry_policy.or_else(|| vh.retry_policy.cloned());
             action.attempt_count = vh.attempt_count;
+            // The most specific non-empty list, whole (Envoy's).
+            if action.mirrors.is_empty() {
+                action.mirrors = vh.mirrors.to_vec();
+            }
             RouteAction::Forward(action)
         }
         Some(Action::Redirect(r)) => RouteAction::Redirect(redirect(r, &path.field("redirect"))?),
@@ -394,204 +416,6 @@ fn route(
     })
 }
 
-fn route_match(m: &pb::RouteMatch, path: &Path) -> Result<RouteMatch> {
-    use pb::route_match::PathSpecifier as P;
-    reject_set!(path, m, tls_context, dynamic_metadata);
-    let path_match = match &m.path_specifier {
-        Some(P::Prefix(p)) => PathMatch::Prefix(p.clone()),
-        Some(P::Path(p)) => PathMatch::Path(p.clone()),
-        Some(P::PathSeparatedPrefix(p)) => {
-            // Envoy's pattern `^[^?#]+[^?#/]$`.
-            let bad = p.len() < 2 || p.contains(['?', '#']) || p.ends_with('/');
-            if bad {
-                return Err(Error::invalid(
-                    path.field("path_separated_prefix"),
-                    format!("{p:?}: at least 2 characters, without ? or #, not ending in /"),
-                ));
-            }
-            PathMatch::SeparatedPrefix(p.clone())
-        }
-        Some(P::SafeRegex(r)) => {
-            PathMatch::Regex(regex(r, &path.field("safe_regex"), "^(?:", ")$")?)
-        }
-        Some(P::ConnectMatcher(_)) => PathMatch::Connect,
-        Some(P::PathMatchPolicy(_)) => {
-            return Err(Error::unsupported(path.field("path_match_policy")))
-        }
-        None => {
-            return Err(Error::invalid(
-                path.clone(),
-                "one of prefix, path or safe_regex is required",
-            ))
-        }
-    };
-    let headers = m
-        .headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| header_matcher(h, &path.field("headers").index(i)))
-        .collect::<Result<_>>()?;
-    let query = m
-        .query_parameters
-        .iter()
-        .enumerate()
-        .map(|(i, q)| query_matcher(q, &path.field("query_parameters").index(i)))
-        .collect::<Result<_>>()?;
-    let fraction = match &m.runtime_fraction {
-        Some(f) => Some(super::common::runtime_fraction(
-            f,
-            &path.field("runtime_fraction"),
-        )?),
-        None => None,
-    };
-    Ok(RouteMatch {
-        path: path_match,
-        case_sensitive: m.case_sensitive.unwrap_or(true),
-        headers,
-        query,
-        grpc: m.grpc.is_some(),
-        fraction,
-    })
-}
-
-fn query_matcher(q: &pb::QueryParameterMatcher, path: &Path) -> Result<QueryParamMatcher> {
-    use pb::query_parameter_matcher::QueryParameterMatchSpecifier as S;
-    if q.name.is_empty() {
-        return Err(Error::invalid(path.field("name"), "required"));
-    }
-    let kind = match &q.query_parameter_match_specifier {
-        Some(S::StringMatch(sm)) => {
-            QueryParamMatch::Value(string_matcher(sm, &path.field("string_match"))?)
-        }
-        Some(S::PresentMatch(p)) => QueryParamMatch::Present(*p),
-        // Envoy: a name alone matches on presence.
-        None => QueryParamMatch::Present(true),
-    };
-    Ok(QueryParamMatcher {
-        name: q.name.clone(),
-        kind,
-    })
-}
-
-/// Compiles `RegexMatcher.regex` wrapped in `open`/`close` (anchors, flags).
-pub(super) fn regex(
-    r: &matcher::RegexMatcher,
-    path: &Path,
-    open: &str,
-    close: &str,
-) -> Result<Regex> {
-    // `google_re2` (and its deprecated max_program_size) only picks Envoy's
-    // engine; the regex crate accepts the same RE2 syntax.
-    let rpath = path.field("regex");
-    if r.regex.is_empty() {
-        return Err(Error::invalid(rpath, "required"));
-    }
-    compile(&format!("{open}{}{close}", r.regex), &r.regex, &rpath)
-}
-
-fn compile(pattern: &str, shown: &str, path: &Path) -> Result<Regex> {
-    Regex::new(pattern).map_err(|e| {
-        // regex's Display is a multi-line diagram; the last line says why.
-        let e = e.to_string();
-        let why = e
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim()
-            .trim_start_matches("error: ");
-        Error::invalid(path.clone(), format!("invalid regex {shown:?}: {why}"))
-    })
-}
-
-/// Header names that are HTTP/2 pseudo-headers we can match on.
-const PSEUDO_HEADERS: [&str; 4] = [":authority", ":path", ":method", ":scheme"];
-
-fn header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
-    use pb::header_matcher::HeaderMatchSpecifier as S;
-    reject_set!(path, h, treat_missing_header_as_empty);
-    let name = h.name.to_ascii_lowercase();
-    if name.is_empty() {
-        return Err(Error::invalid(path.field("name"), "required"));
-    }
-    if name.starts_with(':') && !PSEUDO_HEADERS.contains(&name.as_str()) {
-        return Err(Error::unsupported_value(
-            path.field("name"),
-            format!("matching on {name:?}"),
-        ));
-    }
-    let kind = match &h.header_match_specifier {
-        Some(S::ExactMatch(s)) => HeaderMatchKind::Exact(s.clone()),
-        Some(S::PrefixMatch(s)) => HeaderMatchKind::Prefix(s.clone()),
-        Some(S::SuffixMatch(s)) => HeaderMatchKind::Suffix(s.clone()),
-        Some(S::ContainsMatch(s)) => HeaderMatchKind::Contains(s.clone()),
-        Some(S::SafeRegexMatch(r)) => {
-            HeaderMatchKind::Regex(regex(r, &path.field("safe_regex_match"), "^(?:", ")$")?)
-        }
-        Some(S::RangeMatch(r)) => HeaderMatchKind::Range {
-            start: r.start,
-            end: r.end,
-        },
-        Some(S::PresentMatch(p)) => HeaderMatchKind::Present(*p),
-        Some(S::StringMatch(sm)) => string_matcher(sm, &path.field("string_match"))?,
-        // Envoy: a matcher with only a name matches on presence.
-        None => HeaderMatchKind::Present(true),
-    };
-    Ok(HeaderMatcher {
-        name,
-        kind,
-        invert: h.invert_match,
-    })
-}
-
-/// `StringMatcher` → header match; `ignore_case` becomes a `(?i)` regex
-/// since the engine's literal matchers are case-sensitive.
-pub(super) fn string_matcher(sm: &matcher::StringMatcher, path: &Path) -> Result<HeaderMatchKind> {
-    use matcher::string_matcher::MatchPattern as M;
-    let nonempty = |s: &str, field: &str| {
-        if s.is_empty() {
-            Err(Error::invalid(path.field(field), "must not be empty"))
-        } else {
-            Ok(s.to_owned())
-        }
-    };
-    let (literal, field, open, close) = match &sm.match_pattern {
-        // Envoy: ignore_case has no effect on safe_regex.
-        Some(M::SafeRegex(r)) => {
-            return Ok(HeaderMatchKind::Regex(regex(
-                r,
-                &path.field("safe_regex"),
-                "^(?:",
-                ")$",
-            )?))
-        }
-        Some(M::Custom(_)) => return Err(Error::unsupported(path.field("custom"))),
-        None => {
-            return Err(Error::invalid(
-                path.clone(),
-                "one of exact, prefix, suffix, safe_regex or contains is required",
-            ))
-        }
-        Some(M::Exact(s)) => (s.clone(), "exact", "^(?:", ")$"),
-        Some(M::Prefix(s)) => (nonempty(s, "prefix")?, "prefix", "^(?:", ")"),
-        Some(M::Suffix(s)) => (nonempty(s, "suffix")?, "suffix", "(?:", ")$"),
-        Some(M::Contains(s)) => (nonempty(s, "contains")?, "contains", "(?:", ")"),
-    };
-    if sm.ignore_case {
-        let pattern = format!("(?i){open}{}{close}", regex::escape(&literal));
-        return Ok(HeaderMatchKind::Regex(compile(
-            &pattern,
-            &literal,
-            &path.field(field),
-        )?));
-    }
-    Ok(match field {
-        "exact" => HeaderMatchKind::Exact(literal),
-        "prefix" => HeaderMatchKind::Prefix(literal),
-        "suffix" => HeaderMatchKind::Suffix(literal),
-        _ => HeaderMatchKind::Contains(literal),
-    })
-}
-
 fn route_action(
     a: &pb::RouteAction,
     path: &Path,
@@ -609,7 +433,6 @@ fn route_action(
         cors,
         idle_timeout,
         hedge_policy,
-        request_mirror_policies,
         internal_redirect_policy,
         max_stream_duration,
     );
@@ -725,6 +548,11 @@ fn route_action(
         upgrades: super::upgrade::route_upgrades(
             &a.upgrade_configs,
             &path.field("upgrade_configs"),
+        )?,
+        mirrors: mirror_policies(
+            &a.request_mirror_policies,
+            &path.field("request_mirror_policies"),
+            known_clusters,
         )?,
         max_grpc_timeout: match &a.max_grpc_timeout {
             Some(d) => Some(super::common::duration(d, &path.field("max_grpc_timeout"))?),

@@ -107,7 +107,7 @@ pub(super) fn regex_rewrite(
     let Some(pattern) = &rr.pattern else {
         return Err(Error::invalid(path.field("pattern"), "required"));
     };
-    let regex = super::route::regex(pattern, &path.field("pattern"), "(?:", ")")?;
+    let regex = super::route_match::regex(pattern, &path.field("pattern"), "(?:", ")")?;
     let spath = path.field("substitution");
     header_value(&rr.substitution, &spath)?;
     let substitution = substitution(&rr.substitution, regex.captures_len(), &spath)?;

@@ -13,7 +13,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::common::reject_set;
-use super::route::string_matcher;
+use super::route_match::string_matcher;
 use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;

@@ -10,6 +10,7 @@
 
 mod dispatch;
 mod forward;
+mod mirror;
 mod outcome;
 mod phases;
 mod reply;
@@ -18,6 +19,7 @@ mod setup;
 mod stamp;
 mod upgrade;
 
+pub(crate) use mirror::MirrorTap;
 pub(crate) use stamp::ClientClass;
 use stamp::ResponseStamp;
 pub(crate) use upgrade::{UpgradeRequest, REFUSAL_BODY_LIMIT};
@@ -327,7 +329,7 @@ impl Streams {
 }
 
 /// Notes in `touched` that `slot` of `pool` has output to write.
-fn touch(touched: &mut Vec<(PoolRef, usize)>, pool: &PoolRef, slot: usize) {
+pub(in crate::wire) fn touch(touched: &mut Vec<(PoolRef, usize)>, pool: &PoolRef, slot: usize) {
     if !touched
         .iter()
         .any(|(p, s)| *s == slot && Rc::ptr_eq(p, pool))

@@ -24,26 +24,9 @@ impl ConnCx {
         );
     }
 
-    /// Counts the stream's outcome for outlier detection, when the host's
-    /// cluster in the current snapshot has it.
+    /// Counts the stream's outcome for outlier detection.
     pub(super) fn record_outlier(&self, pool: &PoolRef, result: CallResult) {
-        let shard = &self.wire.shard;
-        let snap = shard.snapshot();
-        let p = pool.borrow();
-        let Some(cluster) = snap.cluster(p.cluster_name()) else {
-            return;
-        };
-        if !cluster
-            .config
-            .outlier_detection
-            .as_ref()
-            .is_some_and(|o| o.has_detector())
-        {
-            return;
-        }
-        if let Some(host) = cluster.host_by_addr(&p.addr) {
-            shard.record_outlier(cluster, host, result);
-        }
+        self.wire.record_outlier(pool, result);
     }
 }
 

@@ -163,11 +163,20 @@ impl Streams {
                 if s.bodyless && !upgrade {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
+                if !s.req.is_empty()
+                    && (s.filtered || s.route_edits || s.retry_policy)
+                    && self.filter_held_body(stream).is_err()
+                {
+                    return;
+                }
+                // Its copies start from the head as it goes upstream.
+                self.tap_mirrors(stream);
+                let Some(s) = self.table.get_mut(&stream) else {
+                    return;
+                };
                 if !s.filtered && !s.route_edits && !s.retry_policy {
                     // Only the router ran: nothing needs the config again.
                     s.snap = None;
-                } else if !s.req.is_empty() && self.filter_held_body(stream).is_err() {
-                    return;
                 }
                 if upgrade {
                     // On a connection of its own, which the connection's
@@ -300,6 +309,12 @@ impl Streams {
             self.conn.release(stream, len as u32);
             return self.fail_with(stream, r, None);
         }
+        if s.mirror.is_some() {
+            self.mirror_data(stream, &data, end_stream);
+        }
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
         s.req.push_back(Item::Data {
             data,
             end: end_stream,
@@ -327,8 +342,13 @@ impl Streams {
             match answer {
                 Some(r) => self.fail_with(stream, r, None),
                 None => {
-                    s.req.push_back(Item::Trailers(trailers));
-                    enqueue(&mut self.queued, s, stream);
+                    if s.mirror.is_some() {
+                        self.mirror_trailers(stream, &trailers);
+                    }
+                    if let Some(s) = self.table.get_mut(&stream) {
+                        s.req.push_back(Item::Trailers(trailers));
+                        enqueue(&mut self.queued, s, stream);
+                    }
                 }
             }
         }

@@ -49,6 +49,8 @@ struct Upgrading<'c> {
 }
 
 impl HeadSink for Upgrading<'_> {
+    type Out = u32;
+
     fn send<'a>(
         self,
         method: &'a [u8],

@@ -68,11 +68,13 @@ pub(super) fn decimal(mut n: u128, buf: &mut [u8; 40]) -> &[u8] {
     }
 }
 
-/// Where a request head is written: a pooled connection's codec, or an
-/// upgrade's own connection.
+/// Where a request head is written: a pooled connection's codec, an
+/// upgrade's own connection, or a mirror's copy.
 pub(super) trait HeadSink {
-    /// Writes the head: the upstream stream id, or `None` if it could not
-    /// be taken.
+    /// What writing gives: the upstream stream id, or the copy.
+    type Out;
+
+    /// Writes the head; `None` if it could not be taken.
     fn send<'a>(
         self,
         method: &'a [u8],
@@ -80,7 +82,7 @@ pub(super) trait HeadSink {
         path: &'a [u8],
         fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
         bodyless: bool,
-    ) -> Option<u32>;
+    ) -> Option<Self::Out>;
 }
 
 /// A connection of a host's pool, and the scheme its requests say.
@@ -90,6 +92,8 @@ struct Pooled<'c> {
 }
 
 impl HeadSink for Pooled<'_> {
+    type Out = u32;
+
     fn send<'a>(
         self,
         method: &'a [u8],
@@ -119,7 +123,11 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
 /// Writes the request head of `s` into `sink`, with the route's rewrites
 /// (`auto`: the host's name, for `auto_host_rewrite`), the filters'
 /// edits and the connection manager's fields.
-pub(super) fn write_request(s: &DStream, auto: Option<&str>, sink: impl HeadSink) -> Option<u32> {
+pub(super) fn write_request<S: HeadSink>(
+    s: &DStream,
+    auto: Option<&str>,
+    sink: S,
+) -> Option<S::Out> {
     let head = s.head.as_ref()?;
     let get = |n: &[u8]| head.get(n).unwrap_or(b"");
     let original = head.get(b":authority").or_else(|| head.get(b"host"));

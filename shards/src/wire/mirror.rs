@@ -1,0 +1,639 @@
+//! Request mirroring's sending side: the shard's copies (`request_mirror_policies`) in one table, fed by the streams they copy (`streams::mirror`) and sent by one task per shard to their mirror cluster's pools, fire and forget: answers are read and dropped, ends counted.
+//!
+//! A copy streams as Envoy's does: its head leaves with the request's,
+//! its body chunk by chunk (shared `Bytes`, not copied). Unlike Envoy's,
+//! it never holds the request back: a copy whose unsent body passes the
+//! listener's buffer limit (a mirror slower than the client) is
+//! abandoned, not waited for. Bounds: at most [`MAX_SHADOWS`] copies and
+//! [`MAX_SHADOW_BYTES`] of unsent body per shard; a copy lives at most
+//! its route's timeout (or [`SHADOW_TIMEOUT_CAP`]) from the request's end.
+
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use ahash::AHashMap;
+use engine::outlier::CallResult;
+use engine::HostId;
+use glommio::timer::Timer;
+use h2wire::conn::ClientEvent;
+
+use super::body::{drain, Gone, Item, ItemQueue};
+use super::inbox::{Delivered, Deliveries};
+use super::pool::{Acquire, Pool, PoolRef, UpRef};
+use super::WireShard;
+
+/// Copies in flight on one shard, at most.
+pub const MAX_SHADOWS: usize = 1024;
+/// Unsent body bytes those copies hold, at most.
+pub const MAX_SHADOW_BYTES: usize = 64 << 20;
+/// How long a copy may take after its request's end when its route has
+/// no timeout.
+pub const SHADOW_TIMEOUT_CAP: Duration = Duration::from_secs(60);
+
+/// How long a copy may take once its request ended: its route's
+/// timeout, at most [`SHADOW_TIMEOUT_CAP`].
+fn shadow_timeout(route: Option<Duration>) -> Duration {
+    route.unwrap_or(SHADOW_TIMEOUT_CAP).min(SHADOW_TIMEOUT_CAP)
+}
+
+/// A field of a copy's head: name, value, never indexed (HPACK).
+pub(crate) type ShadowField = (Box<[u8]>, Box<[u8]>, bool);
+
+/// A request head as it goes to the primary, owned, with the copy's host.
+pub(crate) struct ShadowHead {
+    pub method: Box<[u8]>,
+    pub authority: Box<[u8]>,
+    pub path: Box<[u8]>,
+    pub fields: Vec<ShadowField>,
+    pub bodyless: bool,
+}
+
+/// How a copy ended.
+enum Ended {
+    /// Its answer came whole (whatever its status).
+    Answered,
+    Failed(CallResult),
+    TimedOut,
+    /// Its request's stream ended before the request did, or the copy
+    /// fell behind past its bound.
+    Abandoned,
+}
+
+/// Where a copy is.
+enum Stage {
+    /// Handed over; the task picks its host and opens its stream.
+    New { cluster: Box<str> },
+    /// Waiting for room in its host's pool, or open there.
+    Sent {
+        pool: PoolRef,
+        host: HostId,
+        up: Option<UpRef>,
+    },
+}
+
+/// One copy.
+struct Shadow {
+    stage: Stage,
+    /// Its head, until it goes out.
+    head: Option<ShadowHead>,
+    /// Its body (and trailers) not yet sent, and their bytes.
+    body: ItemQueue,
+    unsent: usize,
+    /// The most `unsent` may be.
+    limit: usize,
+    /// Its route's timeout, which runs from the request's end.
+    timeout: Option<Duration>,
+    /// Set when the request ended.
+    deadline: Option<Instant>,
+    answered: bool,
+    /// To end at the task's next turn, and why.
+    ending: Option<Ended>,
+}
+
+/// The shard's copies, and the task that sends them.
+#[derive(Default)]
+pub(crate) struct Mirrors {
+    live: AHashMap<u32, Shadow>,
+    /// Copies with something for the task to do: new, ending, fed.
+    due: VecDeque<u32>,
+    next: u32,
+    bytes: usize,
+    /// The task's inbox, while it runs.
+    inbox: Option<usize>,
+}
+
+impl WireShard {
+    /// A new copy of a request whose head is `head`, to `cluster`; its
+    /// number, for its body to follow, or `None` past the shard's bounds.
+    pub(crate) fn mirror_open(
+        self: &Rc<Self>,
+        cluster: &str,
+        head: ShadowHead,
+        limit: usize,
+        timeout: Option<Duration>,
+    ) -> Option<u32> {
+        let mut m = self.mirrors.borrow_mut();
+        if m.live.len() >= MAX_SHADOWS {
+            self.shard.stats.mirror.overflow.inc();
+            return None;
+        }
+        let id = m.next;
+        m.next = m.next.wrapping_add(1);
+        // A request without a body is whole already: its timeout runs.
+        let deadline = head
+            .bodyless
+            .then(|| Instant::now() + shadow_timeout(timeout));
+        m.live.insert(
+            id,
+            Shadow {
+                stage: Stage::New {
+                    cluster: cluster.into(),
+                },
+                head: Some(head),
+                body: ItemQueue::default(),
+                unsent: 0,
+                limit,
+                timeout,
+                deadline,
+                answered: false,
+                ending: None,
+            },
+        );
+        drop(m);
+        self.mirror_due(id);
+        Some(id)
+    }
+
+    /// More of copy `id`'s body (`end`: the request is whole); a copy that
+    /// falls behind past its bound, or the shard's, is abandoned.
+    pub(crate) fn mirror_feed(self: &Rc<Self>, id: u32, item: Item, end: bool) {
+        let mut m = self.mirrors.borrow_mut();
+        let bytes = m.bytes;
+        let Some(s) = m.live.get_mut(&id).filter(|s| s.ending.is_none()) else {
+            return;
+        };
+        let len = match &item {
+            Item::Data { data, .. } => data.len(),
+            Item::Trailers(_) => 0,
+        };
+        if s.unsent + len > s.limit || bytes + len > MAX_SHADOW_BYTES {
+            s.ending = Some(Ended::Abandoned);
+            self.shard.stats.mirror.backlog_overflow.inc();
+        } else {
+            s.unsent += len;
+            s.body.push_back(item);
+            if end {
+                s.deadline = Some(Instant::now() + shadow_timeout(s.timeout));
+            }
+            m.bytes += len;
+        }
+        drop(m);
+        self.mirror_due(id);
+    }
+
+    /// Copy `id`'s request will not end: its stream is gone.
+    pub(crate) fn mirror_abandon(self: &Rc<Self>, id: u32) {
+        let mut m = self.mirrors.borrow_mut();
+        let Some(s) = m.live.get_mut(&id).filter(|s| s.ending.is_none()) else {
+            return;
+        };
+        s.ending = Some(Ended::Abandoned);
+        drop(m);
+        self.shard.stats.mirror.abandoned.inc();
+        self.mirror_due(id);
+    }
+
+    /// Copy `id` has something for the task to do: the task is woken, or
+    /// started.
+    fn mirror_due(self: &Rc<Self>, id: u32) {
+        let mut m = self.mirrors.borrow_mut();
+        m.due.push_back(id);
+        match m.inbox {
+            Some(inbox) => {
+                drop(m);
+                self.inboxes.wake_each([inbox]);
+            }
+            None => {
+                let inbox = self.inboxes.open();
+                m.inbox = Some(inbox);
+                drop(m);
+                glommio::spawn_local(run(Rc::clone(self), inbox)).detach();
+            }
+        }
+    }
+}
+
+/// The task's state between turns.
+struct Task {
+    wire: Rc<WireShard>,
+    inbox: usize,
+    /// Copies ended this turn whose events may still come: their
+    /// response windows are given back.
+    ended: Vec<(u32, PoolRef, UpRef)>,
+    /// Upstream connections given output this turn.
+    touched: Vec<(PoolRef, usize)>,
+}
+
+/// The task: starts, feeds and ends copies as they come due, follows
+/// their deliveries and deadlines; ends when no copy is left (the next
+/// one starts it again).
+async fn run(wire: Rc<WireShard>, inbox: usize) {
+    let mut t = Task {
+        wire: Rc::clone(&wire),
+        inbox,
+        ended: Vec::new(),
+        touched: Vec::new(),
+    };
+    let mut batch = Deliveries::new();
+    let mut timer: Option<(Instant, Pin<Box<Timer>>)> = None;
+    loop {
+        loop {
+            let next = wire.mirrors.borrow_mut().due.pop_front();
+            match next {
+                Some(id) => t.visit(id),
+                None => break,
+            }
+        }
+        wire.inboxes.swap_items(inbox, &mut batch);
+        for (id, what) in batch.drain(..) {
+            t.on_delivery(id, what);
+        }
+        t.ended.clear();
+        t.expire(Instant::now());
+        t.flush();
+        let (idle, due) = {
+            let m = wire.mirrors.borrow();
+            if !m.due.is_empty() {
+                continue;
+            }
+            let due = m.live.values().filter_map(|s| s.deadline).min();
+            (m.live.is_empty(), due)
+        };
+        if idle {
+            // Nothing is routed to the inbox any more.
+            wire.mirrors.borrow_mut().inbox = None;
+            wire.inboxes.close(inbox);
+            return;
+        }
+        if timer.as_ref().map(|(at, _)| *at) != due {
+            let now = Instant::now();
+            timer = due.map(|at| (at, Box::pin(Timer::new(at.saturating_duration_since(now)))));
+        }
+        poll_fn(|cx| {
+            if !wire.mirrors.borrow().due.is_empty() {
+                return Poll::Ready(());
+            }
+            if wire.inboxes.poll(inbox, cx).is_ready() {
+                return Poll::Ready(());
+            }
+            let fired = timer
+                .as_mut()
+                .is_some_and(|(_, tm)| tm.as_mut().poll(cx).is_ready());
+            if fired {
+                timer = None;
+                return Poll::Ready(());
+            }
+            Poll::Pending
+        })
+        .await;
+    }
+}
+
+impl Task {
+    /// A copy came due: it ends, starts, or sends what body it has.
+    fn visit(&mut self, id: u32) {
+        let (ending, new) = {
+            let mut m = self.wire.mirrors.borrow_mut();
+            let Some(s) = m.live.get_mut(&id) else { return };
+            (s.ending.take(), matches!(s.stage, Stage::New { .. }))
+        };
+        if let Some(how) = ending {
+            return self.end(id, how);
+        }
+        if new {
+            self.start(id);
+        }
+        self.send_body(id);
+    }
+
+    /// A new copy: its host (the cluster's policy, as the snapshot is
+    /// now), within the cluster's circuit breakers, then its stream.
+    fn start(&mut self, id: u32) {
+        let wire = Rc::clone(&self.wire);
+        let shard = &wire.shard;
+        let stats = &shard.stats.mirror;
+        let cluster_name = match wire.mirrors.borrow().live.get(&id).map(|s| &s.stage) {
+            Some(Stage::New { cluster }) => cluster.clone(),
+            _ => return,
+        };
+        let snap = shard.snapshot();
+        let Some(cluster) = snap.cluster(&cluster_name) else {
+            stats.unknown_cluster.inc();
+            return self.forget(id);
+        };
+        let in_flight = |h| wire.in_flight(h);
+        let Ok(host) = shard.choose_host(cluster, None, in_flight, || None) else {
+            stats.failed.inc();
+            return self.forget(id);
+        };
+        let pool = match wire.pool(host, cluster) {
+            Some(pool) if pool.borrow().budget.try_request() => pool,
+            _ => {
+                shard.stats.hosts.host(host.id).rq_pending_overflow.inc();
+                stats.overflow.inc();
+                return self.forget(id);
+            }
+        };
+        pool.borrow_mut().in_flight += 1;
+        let host_stats = shard.stats.hosts.host(host.id);
+        host_stats.rq_total.inc();
+        host_stats.rq_active.inc();
+        stats.rq_total.inc();
+        stats.active.inc();
+        if let Some(s) = wire.mirrors.borrow_mut().live.get_mut(&id) {
+            s.stage = Stage::Sent {
+                pool,
+                host: host.id,
+                up: None,
+            };
+        }
+        self.open(id);
+    }
+
+    /// Opens the copy's stream on its pool, or waits for room there.
+    fn open(&mut self, id: u32) {
+        let (pool, head) = {
+            let mut m = self.wire.mirrors.borrow_mut();
+            let Some(s) = m.live.get_mut(&id) else { return };
+            let Stage::Sent { pool, up: None, .. } = &s.stage else {
+                return;
+            };
+            (Rc::clone(pool), s.head.take())
+        };
+        let Some(head) = head else { return };
+        let slot = match Pool::acquire(&pool, self.inbox, id) {
+            Acquire::Ready(slot) => slot,
+            Acquire::Wait => {
+                self.put_back(id, head);
+                return;
+            }
+            Acquire::Failed => return self.end(id, Ended::Failed(CallResult::ConnectFailure)),
+            Acquire::Overflow => {
+                self.wire.shard.stats.mirror.overflow.inc();
+                return self.end(id, Ended::Failed(CallResult::ConnectFailure));
+            }
+        };
+        let up = {
+            let mut p = pool.borrow_mut();
+            let scheme = p.scheme();
+            let fields = head
+                .fields
+                .iter()
+                .map(|(n, v, never)| (&n[..], &v[..], *never));
+            let sent = p.conn_at(slot).and_then(|conn| {
+                let (method, path) = (&head.method, &head.path);
+                conn.send_request(method, scheme, &head.authority, path, fields, head.bodyless)
+                    .ok()
+            });
+            sent.map(|stream| p.route(slot, stream, self.inbox, id))
+        };
+        let Some(up) = up else {
+            return self.end(id, Ended::Failed(CallResult::ConnectFailure));
+        };
+        if let Some(Stage::Sent { up: at, .. }) = self
+            .wire
+            .mirrors
+            .borrow_mut()
+            .live
+            .get_mut(&id)
+            .map(|s| &mut s.stage)
+        {
+            *at = Some(up);
+        }
+        super::streams::touch(&mut self.touched, &pool, slot);
+    }
+
+    /// A head that waits for room in its pool.
+    fn put_back(&self, id: u32, head: ShadowHead) {
+        if let Some(s) = self.wire.mirrors.borrow_mut().live.get_mut(&id) {
+            s.head = Some(head);
+        }
+    }
+
+    /// Sends what body the copy's windows and connection take.
+    fn send_body(&mut self, id: u32) {
+        let mut m = self.wire.mirrors.borrow_mut();
+        let Mirrors { live, bytes, .. } = &mut *m;
+        let Some(s) = live.get_mut(&id) else { return };
+        let Stage::Sent {
+            pool, up: Some(up), ..
+        } = &s.stage
+        else {
+            return;
+        };
+        if s.body.is_empty() {
+            return;
+        }
+        let (pool, up) = (Rc::clone(pool), *up);
+        let mut p = pool.borrow_mut();
+        if !p.takes_request_data(up) {
+            return;
+        }
+        let Some(conn) = p.conn(up) else { return };
+        let d = drain(&mut s.body, conn, up.stream, &mut Gone, 0);
+        p.sent_request_data(up, d.moved);
+        drop(p);
+        s.unsent -= d.moved as usize;
+        *bytes -= d.moved as usize;
+        drop(m);
+        if d.moved > 0 || d.ended {
+            super::streams::touch(&mut self.touched, &pool, up.slot);
+        }
+    }
+
+    /// What the copy's upstream connection delivered.
+    fn on_delivery(&mut self, id: u32, what: Delivered) {
+        let sent = match self.wire.mirrors.borrow().live.get(&id).map(|s| &s.stage) {
+            Some(Stage::Sent { pool, host, up }) => Some((Rc::clone(pool), *host, *up)),
+            _ => None,
+        };
+        let Some((pool, host, up)) = sent else {
+            return self.give_back(id, what);
+        };
+        match what {
+            Delivered::Retry => {
+                self.open(id);
+                self.send_body(id);
+            }
+            Delivered::ConnectFailed => self.end(id, Ended::Failed(CallResult::ConnectFailure)),
+            Delivered::ConnectionLost => self.end(id, Ended::Failed(CallResult::Reset)),
+            Delivered::Resume(_) => {}
+            Delivered::Event(ev) => {
+                if let Some(up) = up {
+                    self.on_event(id, (pool, host, up), ev);
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, id: u32, (pool, host, up): (PoolRef, HostId, UpRef), ev: ClientEvent) {
+        let answered = |t: &Self| {
+            let mut m = t.wire.mirrors.borrow_mut();
+            m.live.get_mut(&id).is_some_and(|s| {
+                let was = s.answered;
+                s.answered = true;
+                was
+            })
+        };
+        let end = match ev {
+            ClientEvent::Response {
+                head,
+                informational,
+                end_stream,
+                ..
+            } => {
+                if !informational {
+                    answered(self);
+                    let status = head
+                        .get(b":status")
+                        .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u16>().ok())
+                        .unwrap_or(0);
+                    self.wire
+                        .shard
+                        .stats
+                        .hosts
+                        .host(host)
+                        .responses
+                        .record(status);
+                    self.wire.record_outlier(&pool, CallResult::Status(status));
+                }
+                if let Some(conn) = pool.borrow_mut().conn(up) {
+                    conn.recycle(head);
+                }
+                end_stream.then_some(Ended::Answered)
+            }
+            ClientEvent::Data {
+                data, end_stream, ..
+            } => {
+                if let Some(conn) = pool.borrow_mut().conn(up) {
+                    conn.release(up.stream, data.len() as u32);
+                }
+                super::streams::touch(&mut self.touched, &pool, up.slot);
+                end_stream.then_some(Ended::Answered)
+            }
+            ClientEvent::Trailers { fields, .. } => {
+                if let Some(conn) = pool.borrow_mut().conn(up) {
+                    conn.recycle(fields);
+                }
+                Some(Ended::Answered)
+            }
+            ClientEvent::Reset { .. } | ClientEvent::TooLarge { .. } => {
+                // After its answer, a reset only stops the request body.
+                let was = self
+                    .wire
+                    .mirrors
+                    .borrow()
+                    .live
+                    .get(&id)
+                    .is_some_and(|s| s.answered);
+                Some(if was {
+                    Ended::Answered
+                } else {
+                    Ended::Failed(CallResult::Reset)
+                })
+            }
+            ClientEvent::WindowOpen { .. } => {
+                self.send_body(id);
+                None
+            }
+            _ => None,
+        };
+        if let Some(end) = end {
+            self.end(id, end);
+        }
+    }
+
+    /// An event for a copy already ended: a body's window goes back.
+    fn give_back(&mut self, id: u32, what: Delivered) {
+        let Delivered::Event(ClientEvent::Data { data, .. }) = what else {
+            return;
+        };
+        let Some((pool, up)) = self
+            .ended
+            .iter()
+            .find(|(e, _, _)| *e == id)
+            .map(|(_, p, up)| (Rc::clone(p), *up))
+        else {
+            return;
+        };
+        if let Some(conn) = pool.borrow_mut().conn(up) {
+            conn.release(up.stream, data.len() as u32);
+        }
+        super::streams::touch(&mut self.touched, &pool, up.slot);
+    }
+
+    /// Ends copies past their deadline.
+    fn expire(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .wire
+            .mirrors
+            .borrow()
+            .live
+            .iter()
+            .filter(|(_, s)| s.deadline.is_some_and(|d| now >= d))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            self.end(id, Ended::TimedOut);
+        }
+    }
+
+    /// Forgets a copy that never got a host.
+    fn forget(&mut self, id: u32) {
+        let mut m = self.wire.mirrors.borrow_mut();
+        if let Some(s) = m.live.remove(&id) {
+            m.bytes -= s.unsent;
+        }
+    }
+
+    /// Ends a copy: its stream left (cancelled unless it ended whole),
+    /// what it held given back, its end counted.
+    fn end(&mut self, id: u32, how: Ended) {
+        let Some(s) = self.wire.mirrors.borrow_mut().live.remove(&id) else {
+            return;
+        };
+        self.wire.mirrors.borrow_mut().bytes -= s.unsent;
+        let stats = &self.wire.shard.stats;
+        let Stage::Sent { pool, host, up } = s.stage else {
+            return;
+        };
+        {
+            let mut p = pool.borrow_mut();
+            match up {
+                Some(up) => {
+                    // Its request went whole (it has a deadline once whole).
+                    let whole =
+                        matches!(how, Ended::Answered) && s.deadline.is_some() && s.body.is_empty();
+                    if !whole {
+                        p.cancel(up, s.answered, 0);
+                    }
+                    p.unroute(up);
+                    self.ended.push((id, Rc::clone(&pool), up));
+                }
+                None => p.cancel_wait(self.inbox, id),
+            }
+            p.in_flight = p.in_flight.saturating_sub(1);
+            p.budget.end_request();
+        }
+        if let Some(up) = up {
+            super::streams::touch(&mut self.touched, &pool, up.slot);
+        }
+        let host_stats = stats.hosts.host(host);
+        host_stats.rq_active.dec();
+        stats.mirror.active.dec();
+        match how {
+            // Counted where abandoned.
+            Ended::Answered | Ended::Abandoned => {}
+            Ended::Failed(result) => {
+                stats.mirror.failed.inc();
+                self.wire.record_outlier(&pool, result);
+            }
+            Ended::TimedOut => {
+                stats.mirror.timeout.inc();
+                host_stats.rq_timeout.inc();
+                self.wire.record_outlier(&pool, CallResult::Timeout);
+            }
+        }
+    }
+
+    /// Wakes the upstream tasks given output.
+    fn flush(&mut self) {
+        for (pool, slot) in self.touched.drain(..) {
+            pool.borrow_mut().flush(slot);
+        }
+    }
+}
