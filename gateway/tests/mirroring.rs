@@ -465,3 +465,71 @@ fn an_http2_request_is_copied_to_an_http2_mirror_with_its_body_and_trailers() {
     assert_eq!(trailers.as_deref(), Some("x-sum: 42"));
     wait_stat(&gw, "gateway_mirror_rq_active 0");
 }
+
+#[test]
+fn a_copy_held_back_by_a_full_connection_goes_on_when_it_drains() {
+    let primary = H1Backend::start(|r| H1Answer::ok(&r.body.len().to_string()));
+    // Reads nothing for half a second, then the whole request.
+    let slow = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow_addr = slow.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let Ok((mut c, _)) = slow.accept() else {
+            return;
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        let body_at = loop {
+            let n = c.read(&mut buf).unwrap_or(0);
+            assert!(n > 0, "the copy ended early");
+            got.extend_from_slice(&buf[..n]);
+            if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&got[..body_at]).to_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while got.len() - body_at < len {
+            let n = c.read(&mut buf).unwrap_or(0);
+            assert!(n > 0, "the copy ended early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = c.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+        let _ = tx.send(got.len() - body_at);
+    });
+    // The copy may fall 8 MiB behind; its connection holds 16 KiB.
+    let listener = "    per_connection_buffer_limit_bytes: 8388608";
+    let mirror_fields = "    per_connection_buffer_limit_bytes: 16384";
+    let bs = bootstrap_with(
+        primary.addr(),
+        slow_addr,
+        (listener, "", TO_MIRROR),
+        mirror_fields,
+    )
+    .expect("bootstrap");
+    let gw = start(bs, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    // More than the kernel's buffers on the way hold.
+    let n = 6_000_000;
+    let body = "b".repeat(n);
+    let r = send(
+        addr,
+        &format!("POST / HTTP/1.1\r\nHost: h\r\ncontent-length: {n}\r\n\r\n{body}"),
+    );
+    assert_eq!((r.status, r.body), (200, n.to_string().into_bytes()));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(n));
+    wait_stat(&gw, "gateway_mirror_rq_active 0");
+    let s = stats(&gw);
+    for quiet in [
+        "gateway_mirror_rq_timeout 0",
+        "gateway_mirror_rq_backlog_overflow 0",
+    ] {
+        assert!(s.lines().any(|l| l == quiet), "{quiet}:\n{s}");
+    }
+}

@@ -453,9 +453,9 @@ pub struct MirrorStats {
     pub rq_total: Counter,
     /// Copies in flight now.
     pub active: Counter,
-    /// Abandoned: the copy's unsent body passed the listener's
-    /// `per_connection_buffer_limit_bytes` (the mirror reads slower than
-    /// the client sends), or the shard's bound on such bytes.
+    /// Abandoned: the copy's unsent body passed its bound (1 MiB or the
+    /// listener's `per_connection_buffer_limit_bytes`, the larger; the
+    /// mirror reads slower than the client sends), or the shard's.
     pub backlog_overflow: Counter,
     /// Abandoned: the request's stream ended before the request did
     /// (a client reset, an answer before the body was whole).

@@ -372,7 +372,7 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 65] = [
         (
             "gateway_mirror_rq_backlog_overflow",
             "counter",
-            "Request copies abandoned: their unsent body passed the listener's per_connection_buffer_limit_bytes (the mirror read slower than the client sent).",
+            "Request copies abandoned: their unsent body passed 1 MiB or the listener's per_connection_buffer_limit_bytes, whichever is larger, or the shard's 64 MiB of copy bodies (the mirror read slower than the client sent).",
             |s| &s.mirror.backlog_overflow,
         ),
         (

@@ -31,6 +31,15 @@ impl Item {
         let credit = data.len() as u32;
         Self::Data { data, end, credit }
     }
+
+    /// The same item for another receiver (a mirror's copy): the chunk's
+    /// bytes shared, its own credit.
+    pub fn share(&self) -> Self {
+        match self {
+            Self::Data { data, end, .. } => Self::data(data.clone(), *end),
+            Self::Trailers(t) => Self::Trailers(t.clone()),
+        }
+    }
 }
 
 /// A stream's items waiting one way, oldest first. Almost every stream

@@ -2,8 +2,8 @@
 //!
 //! A copy streams as Envoy's does: its head leaves with the request's,
 //! its body chunk by chunk (shared `Bytes`, not copied). Unlike Envoy's,
-//! it never holds the request back: a copy whose unsent body passes the
-//! listener's buffer limit (a mirror slower than the client) is
+//! it never holds the request back: a copy whose unsent body passes its
+//! bound (a mirror slower than the client; `streams::mirror` sets it) is
 //! abandoned, not waited for. Bounds: at most [`MAX_SHADOWS`] copies and
 //! [`MAX_SHADOW_BYTES`] of unsent body per shard; a copy lives at most
 //! its route's timeout (or [`SHADOW_TIMEOUT_CAP`]) from the request's end.
@@ -57,6 +57,8 @@ enum Ended {
     /// Its answer came whole (whatever its status).
     Answered,
     Failed(CallResult),
+    /// The cluster's circuit breakers refused it: not the host's doing.
+    Refused,
     TimedOut,
     /// Its request's stream ended before the request did, or the copy
     /// fell behind past its bound.
@@ -89,7 +91,10 @@ struct Shadow {
     timeout: Option<Duration>,
     /// Set when the request ended.
     deadline: Option<Instant>,
-    answered: bool,
+    /// Its answer's status, once its head came.
+    status: Option<u16>,
+    /// In the task's `due` list.
+    due: bool,
     /// To end at the task's next turn, and why.
     ending: Option<Ended>,
 }
@@ -139,7 +144,8 @@ impl WireShard {
                 limit,
                 timeout,
                 deadline,
-                answered: false,
+                status: None,
+                due: false,
                 ending: None,
             },
         );
@@ -191,6 +197,10 @@ impl WireShard {
     /// started.
     fn mirror_due(self: &Rc<Self>, id: u32) {
         let mut m = self.mirrors.borrow_mut();
+        match m.live.get_mut(&id) {
+            Some(s) if !s.due => s.due = true,
+            _ => return,
+        }
         m.due.push_back(id);
         match m.inbox {
             Some(inbox) => {
@@ -212,8 +222,8 @@ struct Task {
     wire: Rc<WireShard>,
     inbox: usize,
     /// Copies ended this turn whose events may still come: their
-    /// response windows are given back.
-    ended: Vec<(u32, PoolRef, UpRef)>,
+    /// response windows are given back, a pool's room passed on.
+    ended: Vec<(u32, PoolRef, Option<UpRef>)>,
     /// Upstream connections given output this turn.
     touched: Vec<(PoolRef, usize)>,
 }
@@ -244,6 +254,9 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
         }
         t.ended.clear();
         t.expire(Instant::now());
+        // A wake with nothing delivered may be a connection's window or
+        // write buffer opening again: every body held back tries again.
+        t.send_held();
         t.flush();
         let (idle, due) = {
             let m = wire.mirrors.borrow();
@@ -254,17 +267,26 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
             (m.live.is_empty(), due)
         };
         if idle {
-            // Nothing is routed to the inbox any more.
+            // Nothing is routed to the inbox any more: what is left in it
+            // (nothing) is given back as any delivery is.
             wire.mirrors.borrow_mut().inbox = None;
-            wire.inboxes.close(inbox);
+            if let Some(mut left) = wire.inboxes.close(inbox) {
+                for (id, what) in left.drain(..) {
+                    t.on_delivery(id, what);
+                }
+            }
             return;
         }
         if timer.as_ref().map(|(at, _)| *at) != due {
             let now = Instant::now();
             timer = due.map(|at| (at, Box::pin(Timer::new(at.saturating_duration_since(now)))));
         }
+        // Polled again after parking: something woke the task, with or
+        // without a delivery (a connection's window or write buffer
+        // opening again wakes with none), and the turn runs.
+        let mut parked = false;
         poll_fn(|cx| {
-            if !wire.mirrors.borrow().due.is_empty() {
+            if parked || !wire.mirrors.borrow().due.is_empty() {
                 return Poll::Ready(());
             }
             if wire.inboxes.poll(inbox, cx).is_ready() {
@@ -277,6 +299,7 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
                 timer = None;
                 return Poll::Ready(());
             }
+            parked = true;
             Poll::Pending
         })
         .await;
@@ -289,6 +312,7 @@ impl Task {
         let (ending, new) = {
             let mut m = self.wire.mirrors.borrow_mut();
             let Some(s) = m.live.get_mut(&id) else { return };
+            s.due = false;
             (s.ending.take(), matches!(s.stage, Stage::New { .. }))
         };
         if let Some(how) = ending {
@@ -364,7 +388,7 @@ impl Task {
             Acquire::Failed => return self.end(id, Ended::Failed(CallResult::ConnectFailure)),
             Acquire::Overflow => {
                 self.wire.shard.stats.mirror.overflow.inc();
-                return self.end(id, Ended::Failed(CallResult::ConnectFailure));
+                return self.end(id, Ended::Refused);
             }
         };
         let up = {
@@ -461,14 +485,6 @@ impl Task {
     }
 
     fn on_event(&mut self, id: u32, (pool, host, up): (PoolRef, HostId, UpRef), ev: ClientEvent) {
-        let answered = |t: &Self| {
-            let mut m = t.wire.mirrors.borrow_mut();
-            m.live.get_mut(&id).is_some_and(|s| {
-                let was = s.answered;
-                s.answered = true;
-                was
-            })
-        };
         let end = match ev {
             ClientEvent::Response {
                 head,
@@ -477,19 +493,15 @@ impl Task {
                 ..
             } => {
                 if !informational {
-                    answered(self);
                     let status = head
                         .get(b":status")
                         .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u16>().ok())
                         .unwrap_or(0);
-                    self.wire
-                        .shard
-                        .stats
-                        .hosts
-                        .host(host)
-                        .responses
-                        .record(status);
-                    self.wire.record_outlier(&pool, CallResult::Status(status));
+                    let stats = &self.wire.shard.stats;
+                    stats.hosts.host(host).responses.record(status);
+                    if let Some(s) = self.wire.mirrors.borrow_mut().live.get_mut(&id) {
+                        s.status = Some(status);
+                    }
                 }
                 if let Some(conn) = pool.borrow_mut().conn(up) {
                     conn.recycle(head);
@@ -511,20 +523,10 @@ impl Task {
                 }
                 Some(Ended::Answered)
             }
+            // After its answer's head, a reset only cuts what is left of
+            // an answer nobody reads (`end` counts the answer).
             ClientEvent::Reset { .. } | ClientEvent::TooLarge { .. } => {
-                // After its answer, a reset only stops the request body.
-                let was = self
-                    .wire
-                    .mirrors
-                    .borrow()
-                    .live
-                    .get(&id)
-                    .is_some_and(|s| s.answered);
-                Some(if was {
-                    Ended::Answered
-                } else {
-                    Ended::Failed(CallResult::Reset)
-                })
+                Some(Ended::Failed(CallResult::Reset))
             }
             ClientEvent::WindowOpen { .. } => {
                 self.send_body(id);
@@ -537,11 +539,27 @@ impl Task {
         }
     }
 
-    /// An event for a copy already ended: a body's window goes back.
+    /// Every copy whose body waits on an open stream tries to send it.
+    fn send_held(&mut self) {
+        let held: Vec<u32> = self
+            .wire
+            .mirrors
+            .borrow()
+            .live
+            .iter()
+            .filter(|(_, s)| {
+                !s.body.is_empty() && matches!(s.stage, Stage::Sent { up: Some(_), .. })
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        for id in held {
+            self.send_body(id);
+        }
+    }
+
+    /// A delivery for a copy already ended: a body's window goes back, a
+    /// pool's room goes to its next waiter.
     fn give_back(&mut self, id: u32, what: Delivered) {
-        let Delivered::Event(ClientEvent::Data { data, .. }) = what else {
-            return;
-        };
         let Some((pool, up)) = self
             .ended
             .iter()
@@ -550,10 +568,16 @@ impl Task {
         else {
             return;
         };
-        if let Some(conn) = pool.borrow_mut().conn(up) {
-            conn.release(up.stream, data.len() as u32);
+        match (what, up) {
+            (Delivered::Event(ClientEvent::Data { data, .. }), Some(up)) => {
+                if let Some(conn) = pool.borrow_mut().conn(up) {
+                    conn.release(up.stream, data.len() as u32);
+                }
+                super::streams::touch(&mut self.touched, &pool, up.slot);
+            }
+            (Delivered::Retry, None) => pool.borrow_mut().pass_room(),
+            _ => {}
         }
-        super::streams::touch(&mut self.touched, &pool, up.slot);
     }
 
     /// Ends copies past their deadline.
@@ -581,7 +605,9 @@ impl Task {
     }
 
     /// Ends a copy: its stream left (cancelled unless it ended whole),
-    /// what it held given back, its end counted.
+    /// what it held given back, its end counted, and one outcome for its
+    /// host's outlier detection: its answer's status if one came, else
+    /// its failure.
     fn end(&mut self, id: u32, how: Ended) {
         let Some(s) = self.wire.mirrors.borrow_mut().live.remove(&id) else {
             return;
@@ -595,38 +621,49 @@ impl Task {
             let mut p = pool.borrow_mut();
             match up {
                 Some(up) => {
-                    // Its request went whole (it has a deadline once whole).
+                    // Its request went out whole (its deadline is set once
+                    // the request's end was fed; the body queue then empty
+                    // means the end was sent).
                     let whole =
                         matches!(how, Ended::Answered) && s.deadline.is_some() && s.body.is_empty();
                     if !whole {
-                        p.cancel(up, s.answered, 0);
+                        p.cancel(up, s.status.is_some(), 0);
                     }
                     p.unroute(up);
-                    self.ended.push((id, Rc::clone(&pool), up));
                 }
                 None => p.cancel_wait(self.inbox, id),
             }
             p.in_flight = p.in_flight.saturating_sub(1);
             p.budget.end_request();
         }
+        self.ended.push((id, Rc::clone(&pool), up));
         if let Some(up) = up {
             super::streams::touch(&mut self.touched, &pool, up.slot);
         }
         let host_stats = stats.hosts.host(host);
         host_stats.rq_active.dec();
         stats.mirror.active.dec();
-        match how {
-            // Counted where abandoned.
-            Ended::Answered | Ended::Abandoned => {}
+        let failure = match how {
+            // Counted where abandoned or refused.
+            Ended::Answered | Ended::Abandoned | Ended::Refused => None,
             Ended::Failed(result) => {
-                stats.mirror.failed.inc();
-                self.wire.record_outlier(&pool, result);
+                if s.status.is_none() {
+                    stats.mirror.failed.inc();
+                }
+                Some(result)
             }
             Ended::TimedOut => {
                 stats.mirror.timeout.inc();
                 host_stats.rq_timeout.inc();
-                self.wire.record_outlier(&pool, CallResult::Timeout);
+                Some(CallResult::Timeout)
             }
+        };
+        let outcome = match (s.status, failure) {
+            (Some(status), _) => Some(CallResult::Status(status)),
+            (None, failure) => failure,
+        };
+        if let Some(result) = outcome {
+            self.wire.record_outlier(&pool, result);
         }
     }
 

@@ -280,6 +280,12 @@ impl Pool {
             .end_pending((before - self.waiters.len()) as u32);
     }
 
+    /// A waiter given room could not take it (it ended meanwhile): the
+    /// room goes to the next one.
+    pub(crate) fn pass_room(&mut self) {
+        self.kick_waiter();
+    }
+
     pub(super) fn kick_waiter(&mut self) {
         while let Some((inbox, down)) = self.waiters.pop_front() {
             self.budget.end_pending(1);

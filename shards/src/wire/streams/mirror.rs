@@ -82,6 +82,11 @@ impl Streams {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
+        // An upgrade (WebSocket, CONNECT) is not copied: a copy of its
+        // handshake would open nothing.
+        if s.upgrade {
+            return;
+        }
         let Some(snap) = s.snap.as_ref() else { return };
         let Some((_, route)) = self
             .cx
@@ -113,11 +118,11 @@ impl Streams {
             ended: s.bodyless,
         };
         for item in s.req.iter() {
-            let (item, end) = match item {
-                Item::Data { data, end, .. } => (Item::data(data.clone(), *end), *end),
-                Item::Trailers(t) => (Item::Trailers(t.clone()), true),
+            let end = match item {
+                Item::Data { end, .. } => *end,
+                Item::Trailers(_) => true,
             };
-            feed(&mut tap, item, end);
+            feed(&mut tap, item.share(), end);
         }
         if !tap.ended {
             s.mirror = Some(Box::new(tap));
@@ -185,11 +190,7 @@ fn feed(tap: &mut MirrorTap, item: Item, end: bool) {
         return;
     };
     for &id in rest {
-        let copy = match &item {
-            Item::Data { data, end, .. } => Item::data(data.clone(), *end),
-            Item::Trailers(t) => Item::Trailers(t.clone()),
-        };
-        tap.wire.mirror_feed(id, copy, end);
+        tap.wire.mirror_feed(id, item.share(), end);
     }
     tap.wire.mirror_feed(last, item, end);
     tap.ended |= end;
