@@ -560,18 +560,26 @@ impl Connection {
 }
 
 /// An upgraded connection's own task: its tunnel, then its stream's end.
-async fn run_tunnel(
+///
+/// An async block, not an `async fn`: an `async fn` keeps its arguments
+/// twice in its future (as passed, and moved into its body's locals),
+/// about 1.4 KB more for every open tunnel. The block uses what it
+/// captured in place.
+#[allow(clippy::manual_async_fn)] // the lint's `async fn` is what this avoids
+fn run_tunnel(
     mut tcp: Transport,
     mut t: Upgraded,
-    (cx, s): (ConnCx, DStream),
+    end: (ConnCx, DStream),
     drains: Drains,
     open: OpenTunnel,
-) {
-    let subscriptions = [&drains.chain, &drains.shutdown];
-    let stats = &open.0.tunnel;
-    let scope = (&t.limits, &subscriptions[..]);
-    let moved = tunnel::run(&mut tcp, &mut t.up.transport, t.early, scope, stats).await;
-    cx.tunnel_closed(t.stream, s, moved);
+) -> impl Future<Output = ()> {
+    async move {
+        let subscriptions = [&drains.chain, &drains.shutdown];
+        let scope = (&t.limits, &subscriptions[..]);
+        let early = std::mem::take(&mut t.early);
+        let moved = tunnel::run(&mut tcp, &mut t.up.transport, early, scope, &open.0.tunnel).await;
+        end.0.tunnel_closed(t.stream, end.1, moved);
+    }
 }
 
 /// An upgraded connection counted open (`cx_active`) while its task runs.
