@@ -1,12 +1,15 @@
 //! A tunnel: a client's bytes and a backend's moved both ways unread, through bounded buffers, half-closes passed on, until both directions end, either side fails, the idle timeout passes or the tunnel's deadline comes (`tcp_proxy` chains; upgraded HTTP/1.1 connections).
 //!
-//! Each direction is a [`Half`]: read from one side into its buffer,
-//! write to the other (and, over TLS, flush), and only read again once the
-//! buffer went out, so a side that stops reading stops the other side's
-//! reads (its bytes wait in its socket): a tunnel holds at most two
-//! buffers of 16 KiB however fast one side sends. A quiet tunnel gives its
-//! spare buffers back after a second, so an idle WebSocket holds its two
-//! sockets and no buffer. One wake-up moves at most [`TURN_BYTES`], half
+//! Each direction is a [`Half`]: read from one side, write to the other
+//! (and, over TLS, flush), and only read again once what was read went
+//! out, so a side that stops reading stops the other side's reads (its
+//! bytes wait in its socket): a tunnel holds at most two buffers of
+//! 16 KiB however fast one side sends. A direction reads into the shard's
+//! shared buffer and writes on at once; only bytes the other side does not
+//! take then get a buffer of the direction's own, which it gives back
+//! after a second of quiet. Bytes that go straight through (an echo, a
+//! chat) and an idle WebSocket hold no buffer: its two sockets and its
+//! task are all it costs. One wake-up moves at most [`TURN_BYTES`], half
 //! each way, the directions taking turns to go first, before it lets the
 //! shard's other tasks run; drains and the deadline are looked at on every
 //! wake-up, busy or not.
@@ -180,6 +183,18 @@ impl Half {
             if *budget == 0 {
                 return Ok(progress);
             }
+            if self.buf.is_empty() {
+                // No buffer of its own: through the shard's.
+                match SHARED.with(|b| self.read_through(src, dst, cx, budget, &mut b.borrow_mut()))
+                {
+                    Poll::Ready(Ok(())) => {
+                        progress = true;
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => return Ok(progress),
+                }
+            }
             if self.buf.len() < self.size {
                 self.buf.resize(self.size, 0);
             }
@@ -201,6 +216,60 @@ impl Half {
             }
         }
     }
+}
+
+impl Half {
+    /// A read into `shared` (the shard's buffer), written on at once:
+    /// only what `dst` does not take now is kept, in a buffer of the
+    /// direction's own. A tunnel whose bytes go straight through (and an
+    /// idle one) then holds no buffer at all. `Pending`: nothing to read.
+    fn read_through(
+        &mut self,
+        src: &mut Transport,
+        dst: &mut Transport,
+        cx: &mut Context<'_>,
+        budget: &mut usize,
+        shared: &mut [u8],
+    ) -> Poll<io::Result<()>> {
+        let want = self.size.min(shared.len());
+        let n = match Pin::new(&mut *src).poll_read(cx, &mut shared[..want]) {
+            Poll::Ready(Ok(0)) => {
+                self.eof = true;
+                return Poll::Ready(Ok(()));
+            }
+            Poll::Ready(Ok(n)) => n,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        };
+        if n == want && self.size < MAX_BUFFER {
+            self.size *= 2;
+        }
+        let mut at = 0;
+        while at < n {
+            match Pin::new(&mut *dst).poll_write(cx, &shared[at..n]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(w)) => {
+                    at += w;
+                    self.moved += w as u64;
+                    *budget = budget.saturating_sub(w);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => break,
+            }
+        }
+        if at < n {
+            self.buf = shared[at..n].to_vec();
+            (self.start, self.end) = (0, n - at);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+thread_local! {
+    /// The buffer directions without one of their own read into, one per
+    /// thread (a shard's tasks never run at once); nothing stays in it
+    /// between reads.
+    static SHARED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; MAX_BUFFER]);
 }
 
 /// Moves bytes between `down` (the client) and `up` (the backend) until
