@@ -112,6 +112,8 @@ pub(crate) struct DStream {
     pub(super) waiting: bool,
     /// Request body (and trailers) on their way upstream.
     pub(super) req: ItemQueue,
+    /// Its route mirrors it (`request_mirror_policies`).
+    pub(super) mirrored: bool,
     /// Its route's mirror copies, while the request body passes (boxed:
     /// rare).
     pub(super) mirror: Option<Box<super::streams::MirrorTap>>,
@@ -204,6 +206,7 @@ impl DStream {
             up: None,
             waiting: false,
             req: ItemQueue::default(),
+            mirrored: false,
             mirror: None,
             resp: ItemQueue::default(),
             granted: 0,

@@ -159,7 +159,7 @@ impl Streams {
                 // the router sees it (Envoy's): a filter's pause before
                 // it does not count.
                 // (An upgrade has none, as in Envoy.)
-                let upgrade = s.upgrade;
+                let (upgrade, mirrored) = (s.upgrade, s.mirrored);
                 if s.bodyless && !upgrade {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
@@ -169,8 +169,10 @@ impl Streams {
                 {
                     return;
                 }
-                // Its copies start from the head as it goes upstream.
-                self.tap_mirrors(stream);
+                if mirrored {
+                    // Its copies start from the head as it goes upstream.
+                    self.tap_mirrors(stream);
+                }
                 let Some(s) = self.table.get_mut(&stream) else {
                     return;
                 };

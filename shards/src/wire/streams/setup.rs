@@ -87,6 +87,7 @@ impl ConnCx {
             if let Some((route, action)) =
                 routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
             {
+                s.mirrored = !action.mirrors.is_empty();
                 let view = HeadView(head);
                 let path = view.path();
                 s.path = match (&action.prefix_rewrite, &action.regex_rewrite) {
