@@ -114,6 +114,7 @@ fn route(v: usize, r: usize) -> Route {
             attempt_count: (false, false),
             upgrades: Vec::new(),
             mirrors: Vec::new(),
+            per_request_buffer_limit: None,
             max_grpc_timeout: None,
             grpc_timeout_offset: None,
         }),

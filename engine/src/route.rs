@@ -314,6 +314,7 @@ mod tests {
                 attempt_count: (false, false),
                 upgrades: Vec::new(),
                 mirrors: Vec::new(),
+                per_request_buffer_limit: None,
                 max_grpc_timeout: None,
                 grpc_timeout_offset: None,
             }),

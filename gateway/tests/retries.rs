@@ -1,4 +1,4 @@
-//! A route's `retry_policy` end to end: a 5xx, a refused connection and a status in `retriable_status_codes` are retried on another host (`previous_hosts`), `num_retries` bounds the attempts, a policy that does not name the failure passes it through, a request whose body went upstream is not retried, the virtual host's policy applies to routes without one; and the fields not supported are refused by name.
+//! A route's `retry_policy` end to end: a 5xx, a refused connection and a status in `retriable_status_codes` are retried on another host (`previous_hosts`), `num_retries` bounds the attempts, a policy that does not name the failure passes it through, a request's body goes again whole (within the retry buffer; past it, no retry), the virtual host's policy applies to routes without one; and the fields not supported are refused by name.
 
 mod support;
 
@@ -283,15 +283,86 @@ fn a_retry_budget_bounds_retries_in_flight() {
     );
 }
 
+/// A backend answering `status` and echoing the body it got in
+/// `x-body`.
+fn answering_with_body(status: u16) -> H1Backend {
+    H1Backend::start(move |r| {
+        H1Answer::raw(format!(
+            "HTTP/1.1 {status} X\r\nx-body: {}\r\ncontent-length: 0\r\n\r\n",
+            String::from_utf8_lossy(&r.body)
+        ))
+    })
+}
+
 #[test]
-fn a_request_whose_body_went_upstream_is_not_retried() {
-    let bad = answering(503);
-    let (_gw, addr) = gateway(&[bad.addr()], "{ retry_on: 5xx, num_retries: 2 }", "");
+fn a_request_body_goes_again_whole_on_a_retry() {
+    let (bad, good) = (answering_with_body(503), answering_with_body(200));
+    let policy = format!("{{ retry_on: 5xx, num_retries: 2, {PREVIOUS_HOSTS} }}");
+    let (gw, addr) = gateway(&[bad.addr(), good.addr()], &policy, "");
+    for _ in 0..4 {
+        let (mut s, mut r) = open(addr);
+        s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 5\r\n\r\nhello")
+            .unwrap();
+        let resp = read_response(&mut r, false);
+        assert_eq!((resp.status, resp.header("x-body")), (200, Some("hello")));
+    }
+    // A chunked body, in pieces: the retry gets all of it.
+    let (mut s, mut r) = open(addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    s.write_all(b"4\r\ndefg\r\n0\r\n\r\n").unwrap();
+    let resp = read_response(&mut r, false);
+    assert_eq!((resp.status, resp.header("x-body")), (200, Some("abcdefg")));
+    assert!(bad
+        .requests()
+        .iter()
+        .all(|r| r.body == b"hello" || r.body == b"abcdefg"));
+    assert!(stats(&gw).contains("gateway_upstream_rq_retry_body_overflow 0"));
+}
+
+#[test]
+fn a_body_past_the_retry_buffer_is_not_retried() {
+    let bad = answering_with_body(503);
+    let vh = "per_request_buffer_limit_bytes: 4";
+    let (gw, addr) = gateway(&[bad.addr()], "{ retry_on: 5xx, num_retries: 2 }", vh);
     let (mut s, mut r) = open(addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 5\r\n\r\nhello")
         .unwrap();
     assert_eq!(read_response(&mut r, false).status, 503);
     assert_eq!(bad.requests().len(), 1);
+    wait_stat(&gw, "gateway_upstream_rq_retry_body_overflow 1");
+    // Within it: retried.
+    let (mut s, mut r) = open(addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 4\r\n\r\nhell")
+        .unwrap();
+    assert_eq!(read_response(&mut r, false).status, 503);
+    assert_eq!(bad.requests().len(), 4);
+}
+
+#[test]
+fn an_http2_body_with_trailers_goes_again_after_a_refused_connection() {
+    let good = H1Backend::start(|r| {
+        H1Answer::raw(format!(
+            "HTTP/1.1 200 OK\r\nx-len: {}\r\ncontent-length: 0\r\n\r\n",
+            r.body.len()
+        ))
+    });
+    let policy = format!("{{ retry_on: connect-failure, num_retries: 3, {PREVIOUS_HOSTS} }}");
+    let (_gw, addr) = gateway(&[refusing(), good.addr()], &policy, "");
+    for _ in 0..4 {
+        let reply = client(move || async move {
+            let c = connect(addr).await;
+            let body = bytes::Bytes::from(vec![b'q'; 100_000]);
+            let mut t = http::HeaderMap::new();
+            t.insert("x-t", "1".parse().unwrap());
+            request(&c, "POST", "/", &[], Some(body), Some(t))
+                .await
+                .unwrap()
+        });
+        assert_eq!(reply.status.as_u16(), 200);
+        assert_eq!(reply.headers.get("x-len").unwrap(), "100000");
+    }
 }
 
 #[test]

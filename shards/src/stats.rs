@@ -75,6 +75,11 @@ impl StatusClasses {
 /// Shard-wide downstream counters.
 #[derive(Debug, Default)]
 pub struct DownstreamStats {
+    /// Requests whose body passed the retry buffer (the route's
+    /// `per_request_buffer_limit_bytes`, else the listener's buffer
+    /// limit): not retried from then on (Envoy's
+    /// `retry_or_shadow_abandoned`).
+    pub rq_retry_body_overflow: Counter,
     pub cx_total: Counter,
     pub cx_active: Counter,
     /// Connections served as HTTP/1.x and as HTTP/2.

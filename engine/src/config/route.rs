@@ -281,6 +281,11 @@ pub struct ForwardAction {
     /// `request_mirror_policies`: the route's own, else its virtual
     /// host's, else its table's (the most specific non-empty list, whole).
     pub mirrors: Vec<super::mirror::MirrorPolicy>,
+    /// `per_request_buffer_limit_bytes`, the route's else its virtual
+    /// host's: the most request body kept to replay on a retry (at most
+    /// the listener's `per_connection_buffer_limit_bytes`, which applies
+    /// when this is unset).
+    pub per_request_buffer_limit: Option<u32>,
 }
 
 /// One `hash_policy` entry.
@@ -390,6 +395,7 @@ mod tests {
             attempt_count: (false, false),
             upgrades: Vec::new(),
             mirrors: Vec::new(),
+            per_request_buffer_limit: None,
             max_grpc_timeout: max,
             grpc_timeout_offset: offset,
         };

@@ -79,6 +79,7 @@ pub fn prefix_route(prefix: &str, cluster: &str, timeout: Option<Duration>) -> R
             attempt_count: (false, false),
             upgrades: Vec::new(),
             mirrors: Vec::new(),
+            per_request_buffer_limit: None,
             max_grpc_timeout: None,
             grpc_timeout_offset: None,
         }),

@@ -112,6 +112,8 @@ pub(crate) struct DStream {
     pub(super) waiting: bool,
     /// Request body (and trailers) on their way upstream.
     pub(super) req: ItemQueue,
+    /// Its body as it went, kept for a retry (boxed: rare).
+    pub(super) replay: Option<Box<super::streams::Replay>>,
     /// Its route mirrors it (`request_mirror_policies`).
     pub(super) mirrored: bool,
     /// Its route's mirror copies, while the request body passes (boxed:
@@ -206,6 +208,7 @@ impl DStream {
             up: None,
             waiting: false,
             req: ItemQueue::default(),
+            replay: None,
             mirrored: false,
             mirror: None,
             resp: ItemQueue::default(),

@@ -141,6 +141,8 @@ struct VhDefaults<'a> {
     attempt_count: (bool, bool),
     /// Its own `request_mirror_policies`, else its table's.
     mirrors: &'a [engine::MirrorPolicy],
+    /// Its `per_request_buffer_limit_bytes`.
+    per_request_buffer_limit: Option<u32>,
 }
 
 /// One level's (request, response) header edits, from its four lists.
@@ -183,7 +185,6 @@ pub fn virtual_host(
         rate_limits,
         cors,
         hedge_policy,
-        per_request_buffer_limit_bytes,
         matcher,
     );
     super::common::metadata(vh.metadata.as_ref(), || path.clone())?;
@@ -222,6 +223,7 @@ pub fn virtual_host(
         known_clusters,
     )?;
     let defaults = VhDefaults {
+        per_request_buffer_limit: vh.per_request_buffer_limit_bytes,
         mirrors: if vh_mirrors.is_empty() {
             &table.mirrors
         } else {
@@ -325,13 +327,7 @@ fn route(
     vh: &VhDefaults<'_>,
 ) -> Result<Route> {
     use pb::route::Action;
-    reject_set!(
-        path,
-        r,
-        tracing,
-        per_request_buffer_limit_bytes,
-        stat_prefix,
-    );
+    reject_set!(path, r, tracing, stat_prefix,);
     super::common::metadata(r.metadata.as_ref(), || path.clone())?;
     let Some(m) = &r.r#match else {
         return Err(Error::invalid(path.field("match"), "required"));
@@ -359,6 +355,9 @@ fn route(
             if action.mirrors.is_empty() {
                 action.mirrors = vh.mirrors.to_vec();
             }
+            action.per_request_buffer_limit = r
+                .per_request_buffer_limit_bytes
+                .or(vh.per_request_buffer_limit);
             RouteAction::Forward(action)
         }
         Some(Action::Redirect(r)) => RouteAction::Redirect(redirect(r, &path.field("redirect"))?),
@@ -554,6 +553,8 @@ fn route_action(
             &path.field("request_mirror_policies"),
             known_clusters,
         )?,
+        // The route's own, set by the caller.
+        per_request_buffer_limit: None,
         max_grpc_timeout: match &a.max_grpc_timeout {
             Some(d) => Some(super::common::duration(d, &path.field("max_grpc_timeout"))?),
             None => None,

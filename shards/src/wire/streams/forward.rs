@@ -42,7 +42,7 @@ impl Streams {
             let (Some(up), Some(target)) = (s.up, s.target.as_ref()) else {
                 return true;
             };
-            if !s.req.is_empty() && !s.bodyless {
+            if !s.req.is_empty() && !s.bodyless && !s.keeps_head() {
                 // The body starts upstream: a refusal can no longer be
                 // resent (the bytes are not kept), so the head goes back.
                 if let Some(head) = s.head.take() {

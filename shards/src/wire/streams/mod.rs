@@ -13,6 +13,7 @@ mod forward;
 mod mirror;
 mod outcome;
 mod phases;
+mod replay;
 mod reply;
 mod retry;
 mod setup;
@@ -20,6 +21,7 @@ mod stamp;
 mod upgrade;
 
 pub(crate) use mirror::MirrorTap;
+pub(crate) use replay::Replay;
 pub(crate) use stamp::ClientClass;
 use stamp::ResponseStamp;
 pub(crate) use upgrade::{UpgradeRequest, REFUSAL_BODY_LIMIT};

@@ -160,6 +160,7 @@ impl Streams {
                 // it does not count.
                 // (An upgrade has none, as in Envoy.)
                 let (upgrade, mirrored) = (s.upgrade, s.mirrored);
+                let retry_policy = s.retry_policy && !s.req.is_empty();
                 if s.bodyless && !upgrade {
                     s.deadline = s.timeout.map(|t| now + t);
                 }
@@ -172,6 +173,9 @@ impl Streams {
                 if mirrored {
                     // Its copies start from the head as it goes upstream.
                     self.tap_mirrors(stream);
+                }
+                if retry_policy {
+                    self.keep_held_for_retry(stream);
                 }
                 let Some(s) = self.table.get_mut(&stream) else {
                     return;
@@ -314,14 +318,16 @@ impl Streams {
         if s.mirror.is_some() {
             self.mirror_data(stream, &data, end_stream);
         }
-        let Some(s) = self.table.get_mut(&stream) else {
-            return;
-        };
-        s.req.push_back(Item::Data {
+        let item = Item::Data {
             data,
             end: end_stream,
             credit: len as u32,
-        });
+        };
+        self.keep_for_retry(stream, &item);
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
+        s.req.push_back(item);
         enqueue(&mut self.queued, s, stream);
     }
 
@@ -347,8 +353,10 @@ impl Streams {
                     if s.mirror.is_some() {
                         self.mirror_trailers(stream, &trailers);
                     }
+                    let item = Item::Trailers(trailers);
+                    self.keep_for_retry(stream, &item);
                     if let Some(s) = self.table.get_mut(&stream) {
-                        s.req.push_back(Item::Trailers(trailers));
+                        s.req.push_back(item);
                         enqueue(&mut self.queued, s, stream);
                     }
                 }
@@ -414,7 +422,7 @@ impl Streams {
                 // while no body byte went (the head is kept until then).
                 let resend = !s.resp_started
                     && code == ErrorCode::REFUSED_STREAM
-                    && s.head.is_some()
+                    && s.can_resend()
                     && s.attempts < MAX_ATTEMPTS;
                 // Resent as long as it may be; then a refusal the route's
                 // retry policy names goes again on a newly picked host.
@@ -709,6 +717,8 @@ fn on_response_head(
         l.on_response(&p.cx.logs, status, Some(head));
     }
     s.resp_started = true;
+    // No attempt follows an answer that began: its body need not be kept.
+    s.replay = None;
     s.request_ends = None;
     s.status = Some(status);
     shard.stats.downstream.responses.record(status);

@@ -1,8 +1,9 @@
 //! A route's `retry_policy` on a stream: an attempt that failed in a way the policy retries (a response it names, a reset, no connection) is left before any of it reaches the client; the stream waits its back-off (in the connection's deadline scan), then goes again to a host the cluster's policy picks, avoiding those tried under `previous_hosts`.
 //!
-//! Only a stream that still holds its request head can go again: one
-//! whose request body started upstream is not retried (there is no
-//! replay buffer), as Envoy does not retry past its buffer limit.
+//! A stream goes again with its request head and its body as far as it
+//! came (`replay.rs`, bounded by the route's `per_request_buffer_limit_bytes`
+//! or the listener's buffer limit); one whose body passed that bound is
+//! not retried, as Envoy does not retry past its buffer limit.
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -45,7 +46,7 @@ impl ConnCx {
         end: AttemptEnd,
         now: Instant,
     ) -> Option<(PoolRef, CallResult)> {
-        if s.resp_started || s.head.is_none() {
+        if s.resp_started || !s.can_resend() {
             return None;
         }
         let policy = self.retry_policy(s)?;

@@ -243,6 +243,10 @@ impl Streams {
         let Some(s) = self.table.get_mut(&stream) else {
             return Ok(());
         };
+        if s.attempts > 0 && super::replay::rewind(s) {
+            // Another attempt: the body kept for it goes again whole.
+            super::enqueue(&mut self.queued, s, stream);
+        }
         s.attempts = s.attempts.saturating_add(1);
         s.try_ends = s.per_try.map(|d| self.now + d);
         let up_stream =
