@@ -134,8 +134,16 @@ impl Streams {
 
     /// A retried stream's back-off is over: a host, then the attempt.
     pub(super) fn retry_now(&mut self, stream: u32) {
-        if let Some(r) = self.table.get_mut(&stream).and_then(|s| s.retries.as_mut()) {
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
+        if let Some(r) = s.retries.as_mut() {
             r.at = None;
+        }
+        if !s.can_resend() {
+            // The body passed the retry buffer during the back-off: what
+            // went before is gone, so there is no whole request to send.
+            return self.fail(stream, LocalReply::UpstreamReset);
         }
         match self.retarget(stream) {
             Ok(()) => self.open_upstream(stream),
