@@ -18,6 +18,25 @@ pub enum HeaderMatchKind {
     },
 }
 
+/// Config equality: a regex is its pattern.
+impl PartialEq for HeaderMatchKind {
+    fn eq(&self, other: &Self) -> bool {
+        use HeaderMatchKind as K;
+        match (self, other) {
+            (K::Exact(a), K::Exact(b))
+            | (K::Prefix(a), K::Prefix(b))
+            | (K::Suffix(a), K::Suffix(b))
+            | (K::Contains(a), K::Contains(b)) => a == b,
+            (K::Regex(a), K::Regex(b)) => a.as_str() == b.as_str(),
+            (K::Present(a), K::Present(b)) => a == b,
+            (K::Range { start, end }, K::Range { start: s2, end: e2 }) => start == s2 && end == e2,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for HeaderMatchKind {}
+
 impl HeaderMatchKind {
     /// Whether a present value matches (`Present(want)`: whether `want`).
     pub fn matches(&self, v: &str) -> bool {

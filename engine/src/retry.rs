@@ -12,6 +12,8 @@ pub enum AttemptEnd {
     Response {
         status: u16,
         grpc_status: Option<u32>,
+        /// One of the policy's `retriable_headers` matches it.
+        headers: bool,
     },
     /// The upstream reset the stream or its connection died, before a
     /// response head.
@@ -33,8 +35,10 @@ impl RetryPolicy {
             AttemptEnd::Response {
                 status,
                 grpc_status,
+                headers,
             } => {
-                (on.contains(RetryOn::FIVE_XX) && status >= 500)
+                (on.contains(RetryOn::RETRIABLE_HEADERS) && headers)
+                    || (on.contains(RetryOn::FIVE_XX) && status >= 500)
                     || (on.contains(RetryOn::GATEWAY_ERROR) && matches!(status, 502..=504))
                     || (on.contains(RetryOn::RETRIABLE_4XX) && status == 409)
                     || (on.contains(RetryOn::RETRIABLE_STATUS_CODES)
@@ -49,6 +53,30 @@ impl RetryPolicy {
                 any(any_failure | RetryOn::REFUSED_STREAM | RetryOn::RESET_BEFORE_REQUEST)
             }
         }
+    }
+
+    /// Whether answers of any status may be retried (listed codes, or
+    /// header matchers), not only 5xx, 409 and gRPC ones.
+    pub fn any_status(&self) -> bool {
+        !self.retriable_status_codes.is_empty() || !self.retriable_headers.is_empty()
+    }
+
+    /// Whether an answer whose fields `get` reads (lowercase names,
+    /// `:status` included) matches one of `retriable_headers` (any).
+    pub fn headers_retriable<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.retriable_headers
+            .iter()
+            .any(|h| crate::route::header_value_matches(h, get(&h.name)))
+    }
+
+    /// Whether a request whose fields `get` reads may be retried at all:
+    /// one of `retriable_request_headers` matches it, or there are none.
+    pub fn request_retriable<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.retriable_request_headers.is_empty()
+            || self
+                .retriable_request_headers
+                .iter()
+                .any(|h| crate::route::header_value_matches(h, get(&h.name)))
     }
 
     /// How long retry `n` (1 for the first) waits: Envoy's fully jittered

@@ -214,6 +214,12 @@ fn header_matches<R: RequestView + ?Sized>(h: &HeaderMatcher, req: &R) -> bool {
         ":method" => Some(req.method()),
         name => req.header(name),
     };
+    header_value_matches(h, value)
+}
+
+/// Whether `h` matches a field whose (first) value is `value` (`None`:
+/// absent), as Envoy's header matchers decide.
+pub fn header_value_matches(h: &HeaderMatcher, value: Option<&str>) -> bool {
     let matched = match (&h.kind, value) {
         (HeaderMatchKind::Present(want), v) => v.is_some() == *want,
         (_, None) => false,

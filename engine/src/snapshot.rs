@@ -15,7 +15,7 @@ use ahash::AHashMap;
 use crate::active_health::{combined_status, ActiveCheck, ActiveHealth, ClusterVerdicts};
 use crate::config::LbPolicy;
 use crate::config::Listener;
-use crate::config::{Bootstrap, Cluster, HealthStatus, Runtime};
+use crate::config::{Bootstrap, Cluster, HealthStatus, Node, Runtime};
 use crate::host::{HostId, HostRegistry};
 use crate::lb::hash::{HashTable, PrebuiltTable};
 
@@ -258,6 +258,8 @@ pub struct Snapshot {
     pub host_capacity: usize,
     /// The bootstrap's runtime keys (per-listener connection limits).
     pub runtime: Runtime,
+    /// The bootstrap's `node` (what `add_user_agent` writes).
+    pub node: Node,
 }
 
 impl Snapshot {
@@ -324,6 +326,7 @@ impl Snapshot {
             warming,
             host_capacity: registry.capacity(),
             runtime: bootstrap.runtime.clone(),
+            node: bootstrap.node.clone(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! The connection manager's own edits, end to end over HTTP/1.1: `x-request-id` (generated, replaced at the edge, preserved, echoed), `via`, `server`, Envoy's `x-envoy-*` fields from external and internal clients, `x-forwarded-for` with trusted hops, path normalization and host port stripping. Expected values are Envoy 1.40's on the same settings and requests (recorded 2026-11-27).
+//! The connection manager's own edits, end to end over HTTP/1.1: `x-request-id` (generated, replaced at the edge, preserved, echoed), `via`, `server`, Envoy's `x-envoy-*` fields from external and internal clients, `x-forwarded-for` with trusted hops, path normalization and host port stripping, `add_user_agent`, `request_id_extension`. Expected values are Envoy 1.40's on the same settings and requests (recorded 2026-11-27).
 
 mod support;
 
@@ -13,6 +13,13 @@ use support::*;
 /// `/direct` answers itself, `example.com` and `*` are told apart by
 /// `x-vhost` on the request.
 fn gateway(hcm_fields: &str, b: &H1Backend) -> (gateway::GatewayHandle, SocketAddr) {
+    let gw = start(bootstrap(hcm_fields, b), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    (gw, addr)
+}
+
+/// [`gateway`]'s bootstrap.
+fn bootstrap(hcm_fields: &str, b: &H1Backend) -> engine::Bootstrap {
     let table = r#"            virtual_hosts:
             - name: example
               domains: ["example.com"]
@@ -37,10 +44,7 @@ fn gateway(hcm_fields: &str, b: &H1Backend) -> (gateway::GatewayHandle, SocketAd
         ip = b.addr().ip(),
         port = b.addr().port(),
     );
-    let bootstrap = support::yaml::hcm_bootstrap(hcm_fields, table, &clusters).expect("bootstrap");
-    let gw = start(bootstrap, 1);
-    let addr = gw.listener("ingress").expect("listener");
-    (gw, addr)
+    support::yaml::hcm_bootstrap(hcm_fields, table, &clusters).expect("bootstrap")
 }
 
 fn backend() -> H1Backend {
@@ -372,4 +376,80 @@ fn internal_clients_steer_retries_and_external_ones_do_not() {
         assert_eq!(resp.status, 503);
         assert_eq!(failing.requests().len() - before, attempts, "{fields}");
     }
+}
+
+/// What the backend got for a request through a gateway whose node is
+/// `node` (id, cluster) and whose manager has `add_user_agent: true`.
+fn with_node(node: (&str, &str), extra: &str) -> H1Request {
+    let b = backend();
+    let mut bs = bootstrap("          add_user_agent: true", &b);
+    (bs.node.id, bs.node.cluster) = (node.0.into(), node.1.into());
+    let gw = start(bs, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    h1_get(addr, "h", "/", extra);
+    b.requests().pop().expect("a request")
+}
+
+#[test]
+fn add_user_agent_names_the_node_as_envoy_does() {
+    // No user-agent: the node's cluster is one; the node's names added.
+    let r = with_node(("node-1", "front-cluster"), "");
+    assert_eq!(r.field("user-agent"), Some("front-cluster"));
+    assert_eq!(
+        r.field("x-envoy-downstream-service-cluster"),
+        Some("front-cluster")
+    );
+    assert_eq!(r.field("x-envoy-downstream-service-node"), Some("node-1"));
+    // The client's own user-agent stays; an empty one is filled; the
+    // client's node fields are replaced.
+    let r = with_node(("node-1", "front-cluster"), "user-agent: curl/8\r\n");
+    assert_eq!(r.field("user-agent"), Some("curl/8"));
+    let r = with_node(("node-1", "front-cluster"), "user-agent:\r\n");
+    assert_eq!(r.field("user-agent"), Some("front-cluster"));
+    let evil =
+        "x-envoy-downstream-service-cluster: evil\r\nx-envoy-downstream-service-node: evilnode\r\n";
+    let r = with_node(("node-1", "front-cluster"), evil);
+    let all = |n: &str| -> Vec<&str> {
+        r.fields
+            .iter()
+            .filter(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    assert_eq!(all("x-envoy-downstream-service-cluster"), ["front-cluster"]);
+    assert_eq!(all("x-envoy-downstream-service-node"), ["node-1"]);
+    // A node without a cluster: empty values, as Envoy sends them; no id,
+    // no node field of ours (a non-edge client's is kept, as in Envoy).
+    let r = with_node(("", ""), evil);
+    assert_eq!(r.field("user-agent"), Some(""));
+    assert_eq!(r.field("x-envoy-downstream-service-cluster"), Some(""));
+    assert_eq!(r.field("x-envoy-downstream-service-node"), Some("evilnode"));
+}
+
+#[test]
+fn the_uuid_request_id_extension_is_taken_and_others_are_refused() {
+    let b = backend();
+    let uuid = r#"          request_id_extension:
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig
+              pack_trace_reason: true
+              use_request_id_for_trace_sampling: false"#;
+    let (_gw, addr) = gateway(uuid, &b);
+    h1_get(addr, "h", "/", "");
+    let id = b
+        .requests()
+        .pop()
+        .unwrap()
+        .field("x-request-id")
+        .unwrap()
+        .to_owned();
+    // UUID v4, as without the extension (no tracing to pack a reason for).
+    assert_eq!((id.len(), &id[14..15]), (36, "4"), "{id}");
+    let other = r#"          request_id_extension:
+            typed_config: { "@type": type.googleapis.com/google.protobuf.Empty }"#;
+    let table = "            virtual_hosts: []";
+    let e = support::yaml::hcm_bootstrap(other, table, "")
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("request_id_extension.typed_config"), "{e}");
 }

@@ -391,9 +391,9 @@ fn unsupported_retry_fields_are_refused_by_name() {
             .expect_err("refused")
             .to_string()
     };
-    let e = refused("{ retry_on: 5xx, per_try_idle_timeout: 1s }");
+    let e = refused("{ retry_on: 5xx, retry_priority: { name: x } }");
     assert!(
-        e.contains("retry_policy.per_try_idle_timeout") && e.contains("not supported"),
+        e.contains("retry_policy.retry_priority") && e.contains("not supported"),
         "{e}"
     );
     let e = refused("{ retry_on: \"5xx,bogus\" }");
@@ -401,8 +401,10 @@ fn unsupported_retry_fields_are_refused_by_name() {
         e.contains("retry_policy.retry_on") && e.contains("bogus"),
         "{e}"
     );
-    let e = refused("{ retry_on: retriable-headers }");
+    let e = refused("{ retry_on: envoy-ratelimited }");
     assert!(e.contains("retry_on") && e.contains("not supported"), "{e}");
+    let e = refused("{ retry_on: retriable-headers, retriable_headers: [{ name: '' }] }");
+    assert!(e.contains("retriable_headers[0].name"), "{e}");
     let e = refused("{ retry_on: 5xx, retry_host_predicate: [{ name: envoy.retry_host_predicates.omit_canary_hosts }] }");
     assert!(
         e.contains("retry_host_predicate[0]") && e.contains("omit_canary_hosts"),

@@ -80,6 +80,9 @@ pub struct DownstreamStats {
     /// limit): not retried from then on (Envoy's
     /// `retry_or_shadow_abandoned`).
     pub rq_retry_body_overflow: Counter,
+    /// Attempts given up after their `per_try_idle_timeout` (Envoy's
+    /// `upstream_rq_per_try_idle_timeout`).
+    pub rq_per_try_idle_timeout: Counter,
     pub cx_total: Counter,
     pub cx_active: Counter,
     /// Connections served as HTTP/1.x and as HTTP/2.

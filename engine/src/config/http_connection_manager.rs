@@ -81,6 +81,11 @@ pub struct HttpConnectionManager {
     /// `generate_request_id`, `preserve_external_request_id`,
     /// `always_set_request_id_in_response`.
     pub request_id: RequestIdPolicy,
+    /// `add_user_agent`: requests get `x-envoy-downstream-service-cluster`
+    /// (the node's cluster), `x-envoy-downstream-service-node` (its id,
+    /// when it has one), and the node's cluster as `user-agent` when they
+    /// have none.
+    pub add_user_agent: bool,
     /// `via`: appended to the `via` of requests and responses.
     pub via: Option<String>,
     /// `server_name` and `server_header_transformation`.

@@ -23,10 +23,11 @@ impl RetryOn {
     pub const GRPC_INTERNAL: Self = Self(1 << 10);
     pub const GRPC_RESOURCE_EXHAUSTED: Self = Self(1 << 11);
     pub const GRPC_UNAVAILABLE: Self = Self(1 << 12);
+    pub const RETRIABLE_HEADERS: Self = Self(1 << 13);
 
     /// Envoy's names for the conditions (`x-envoy-retry-on`,
     /// `x-envoy-retry-grpc-on`).
-    pub const NAMES: [(&'static str, Self); 13] = [
+    pub const NAMES: [(&'static str, Self); 14] = [
         ("5xx", Self::FIVE_XX),
         ("gateway-error", Self::GATEWAY_ERROR),
         ("reset", Self::RESET),
@@ -35,6 +36,7 @@ impl RetryOn {
         ("refused-stream", Self::REFUSED_STREAM),
         ("retriable-status-codes", Self::RETRIABLE_STATUS_CODES),
         ("reset-before-request", Self::RESET_BEFORE_REQUEST),
+        ("retriable-headers", Self::RETRIABLE_HEADERS),
         ("cancelled", Self::GRPC_CANCELLED),
         ("deadline-exceeded", Self::GRPC_DEADLINE_EXCEEDED),
         ("internal", Self::GRPC_INTERNAL),
@@ -97,6 +99,16 @@ pub struct RetryPolicy {
     /// `host_selection_retry_max_attempts` (default 1): picks per retry
     /// when a pick lands on a host the predicate refuses.
     pub host_selection_max_attempts: u32,
+    /// `retriable_headers`, for `retriable-headers`: an answer any of
+    /// them matches (`:status` included) is retried.
+    pub retriable_headers: Vec<super::HeaderMatcher>,
+    /// `retriable_request_headers`: when set, only a request one of them
+    /// matches is retried at all.
+    pub retriable_request_headers: Vec<super::HeaderMatcher>,
+    /// `per_try_idle_timeout`: an attempt whose upstream sends nothing for
+    /// this long (from the request's end and its connection, then between
+    /// any of its answer's bytes) is given up.
+    pub per_try_idle_timeout: Option<Duration>,
 }
 
 /// An internal request's retry headers, as Envoy's router reads them.
@@ -110,6 +122,9 @@ pub struct RetryHeaders<'a> {
     pub max_retries: Option<&'a str>,
     /// `x-envoy-retriable-status-codes`.
     pub status_codes: Option<&'a str>,
+    /// `x-envoy-retriable-header-names`: presence matchers added to the
+    /// policy's `retriable_headers`.
+    pub header_names: Option<&'a str>,
 }
 
 impl RetryHeaders<'_> {
@@ -145,7 +160,14 @@ impl RetryHeaders<'_> {
         if route.is_none() && on.is_empty() {
             return None;
         }
-        if on.is_empty() && max.is_none() && codes.is_empty() {
+        let names: Vec<String> = self
+            .header_names
+            .into_iter()
+            .flat_map(|v| v.split(','))
+            .map(|n| n.trim().to_ascii_lowercase())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if on.is_empty() && max.is_none() && codes.is_empty() && names.is_empty() {
             return None;
         }
         let mut p = route.cloned().unwrap_or_else(|| RetryPolicy {
@@ -157,8 +179,17 @@ impl RetryHeaders<'_> {
             max_interval: DEFAULT_RETRY_BASE_INTERVAL * 10,
             previous_hosts: false,
             host_selection_max_attempts: 1,
+            retriable_headers: Vec::new(),
+            retriable_request_headers: Vec::new(),
+            per_try_idle_timeout: None,
         });
         p.retry_on |= on;
+        p.retriable_headers
+            .extend(names.into_iter().map(|name| super::HeaderMatcher {
+                name,
+                kind: super::HeaderMatchKind::Present(true),
+                invert: false,
+            }));
         if let Some(n) = max {
             p.num_retries = n;
         }
@@ -204,5 +235,34 @@ mod header_tests {
             .retry_on
             .contains(RetryOn::GRPC_UNAVAILABLE | RetryOn::RESET));
         assert_eq!(merged.retriable_status_codes, [409]);
+    }
+
+    #[test]
+    fn retriable_header_names_add_presence_matchers() {
+        let none = RetryHeaders::default();
+        let names = RetryHeaders {
+            retry_on: Some("retriable-headers"),
+            header_names: Some("X-Foo, ,x-bar"),
+            ..none
+        };
+        let p = names.policy(None).expect("a policy");
+        let got: Vec<_> = p
+            .retriable_headers
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        assert_eq!(got, ["x-foo", "x-bar"]);
+        assert!(p.headers_retriable(|n| (n == "x-bar").then_some("")));
+        assert!(!p.headers_retriable(|_| None));
+        // Names alone add to a route's policy.
+        let route = p.clone();
+        let alone = RetryHeaders {
+            header_names: Some("x-baz"),
+            ..none
+        };
+        assert_eq!(
+            alone.policy(Some(&route)).unwrap().retriable_headers.len(),
+            3
+        );
     }
 }

@@ -136,7 +136,7 @@ pub enum PathMatch {
     Connect,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderMatcher {
     /// Lowercase header name; `:authority`, `:path`, `:method`, `:scheme` allowed.
     pub name: String,

@@ -17,6 +17,9 @@ fn policy(on: &[&str]) -> RetryPolicy {
         max_interval: Duration::from_millis(250),
         previous_hosts: false,
         host_selection_max_attempts: 1,
+        retriable_headers: Vec::new(),
+        retriable_request_headers: Vec::new(),
+        per_try_idle_timeout: None,
     }
 }
 
@@ -24,6 +27,7 @@ fn status(s: u16) -> AttemptEnd {
     AttemptEnd::Response {
         status: s,
         grpc_status: None,
+        headers: false,
     }
 }
 
@@ -64,6 +68,7 @@ fn grpc_conditions_read_the_grpc_status() {
     let grpc = |g| AttemptEnd::Response {
         status: 200,
         grpc_status: Some(g),
+        headers: false,
     };
     let p = policy(&["unavailable", "cancelled"]);
     assert!(p.retries(grpc(14)) && p.retries(grpc(1)));

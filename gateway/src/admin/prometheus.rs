@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 66] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 67] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -212,6 +212,12 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 66] = [
             "counter",
             "Requests not retried past their body's retry buffer: the route's per_request_buffer_limit_bytes, else the listener's per_connection_buffer_limit_bytes (Envoy's retry_or_shadow_abandoned).",
             |s| &s.downstream.rq_retry_body_overflow,
+        ),
+        (
+            "gateway_upstream_rq_per_try_idle_timeout",
+            "counter",
+            "Attempts given up after their retry policy's per_try_idle_timeout (Envoy's upstream_rq_per_try_idle_timeout).",
+            |s| &s.downstream.rq_per_try_idle_timeout,
         ),
         (
             "gateway_upstream_rq_retry_success",

@@ -132,6 +132,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
                 ..Default::default()
             },
             request_id: Default::default(),
+            add_user_agent: false,
             via: None,
             server_header: Default::default(),
             path_normalization: Default::default(),

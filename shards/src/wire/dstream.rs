@@ -102,6 +102,11 @@ pub(crate) struct DStream {
     /// passes it (until its response head).
     pub(super) per_try: Option<Duration>,
     pub(super) try_ends: Option<Instant>,
+    /// Its policy's `per_try_idle_timeout`, and when the attempt in flight
+    /// passes it (armed once the request went whole, pushed on by each of
+    /// the answer's events).
+    pub(super) try_idle: Option<Duration>,
+    pub(super) try_idle_at: Option<Instant>,
     /// Its retries so far, once it made one (boxed: rare).
     pub(super) retries: Option<Box<Retries>>,
     /// The chosen host and its pool, once the router chose.
@@ -204,6 +209,8 @@ impl DStream {
             per_try: None,
             count_attempts: (false, false),
             try_ends: None,
+            try_idle: None,
+            try_idle_at: None,
             target: None,
             up: None,
             waiting: false,

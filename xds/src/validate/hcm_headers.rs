@@ -68,13 +68,33 @@ pub(super) fn client_trust(m: &hcm::HttpConnectionManager, path: &Path) -> Resul
 
 /// `generate_request_id` (default true), `preserve_external_request_id`,
 /// `always_set_request_id_in_response`.
-pub(super) fn request_id(m: &hcm::HttpConnectionManager) -> RequestIdPolicy {
-    RequestIdPolicy {
+pub(super) fn request_id(m: &hcm::HttpConnectionManager, path: &Path) -> Result<RequestIdPolicy> {
+    if let Some(ext) = &m.request_id_extension {
+        // Envoy's UUID extension is what it does by default; its two
+        // fields steer tracing, which the gateway does not do: taken,
+        // nothing to change (checked on Envoy 1.40: ids stay UUID v4
+        // whatever they say when there is no tracing).
+        let epath = path.field("request_id_extension").field("typed_config");
+        let Some(any) = &ext.typed_config else {
+            return Err(Error::invalid(epath, "required"));
+        };
+        let name = crate::decode::any_type_name(any, &epath)?;
+        if name != UUID_REQUEST_ID {
+            return Err(Error::unsupported_msg(
+                epath,
+                format!("request ID extension {name:?} is not supported (only {UUID_REQUEST_ID})"),
+            ));
+        }
+    }
+    Ok(RequestIdPolicy {
         generate: m.generate_request_id.unwrap_or(true),
         preserve_external: m.preserve_external_request_id,
         in_response: m.always_set_request_id_in_response,
-    }
+    })
 }
+
+/// Envoy's request ID extension, the only one there is.
+const UUID_REQUEST_ID: &str = "envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig";
 
 /// A header value from the config: visible ASCII and spaces, no CR, LF
 /// or NUL (Envoy's `HTTP_HEADER_VALUE` rule, which is laxer on bytes

@@ -13,8 +13,7 @@ use crate::pb::envoy::extensions::retry::host::previous_hosts::v3::PreviousHosts
 const PREVIOUS_HOSTS: &str = "envoy.retry_host_predicates.previous_hosts";
 
 /// Conditions Envoy has that the gateway does not act on.
-const UNSUPPORTED_CONDITIONS: [&str; 4] = [
-    "retriable-headers",
+const UNSUPPORTED_CONDITIONS: [&str; 3] = [
     "envoy-ratelimited",
     "http3-post-connect-failure",
     "unavailable-with-backoff",
@@ -27,13 +26,19 @@ pub(super) fn retry_policy(p: &pb::RetryPolicy, path: &Path) -> Result<RetryPoli
     reject_set!(
         path,
         p,
-        per_try_idle_timeout,
         retry_priority,
         retry_options_predicates,
         rate_limited_retry_back_off,
-        retriable_headers,
-        retriable_request_headers,
     );
+    let matchers = |list: &[pb::HeaderMatcher], field: &str| {
+        list.iter()
+            .enumerate()
+            .map(|(i, h)| super::route_match::any_header_matcher(h, &path.field(field).index(i)))
+            .collect::<Result<Vec<_>>>()
+    };
+    let retriable_headers = matchers(&p.retriable_headers, "retriable_headers")?;
+    let retriable_request_headers =
+        matchers(&p.retriable_request_headers, "retriable_request_headers")?;
     let opath = path.field("retry_on");
     let mut retry_on = RetryOn::default();
     for token in p
@@ -135,6 +140,15 @@ pub(super) fn retry_policy(p: &pb::RetryPolicy, path: &Path) -> Result<RetryPoli
             None => None,
         },
         retriable_status_codes,
+        retriable_headers,
+        retriable_request_headers,
+        // 0 (or unset): none.
+        per_try_idle_timeout: match &p.per_try_idle_timeout {
+            Some(d) => {
+                Some(duration(d, &path.field("per_try_idle_timeout"))?).filter(|d| !d.is_zero())
+            }
+            None => None,
+        },
         base_interval,
         max_interval,
         previous_hosts,

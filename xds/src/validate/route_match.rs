@@ -123,17 +123,24 @@ fn compile(pattern: &str, shown: &str, path: &Path) -> Result<Regex> {
 const PSEUDO_HEADERS: [&str; 4] = [":authority", ":path", ":method", ":scheme"];
 
 fn header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
-    use pb::header_matcher::HeaderMatchSpecifier as S;
-    reject_set!(path, h, treat_missing_header_as_empty);
     let name = h.name.to_ascii_lowercase();
-    if name.is_empty() {
-        return Err(Error::invalid(path.field("name"), "required"));
-    }
     if name.starts_with(':') && !PSEUDO_HEADERS.contains(&name.as_str()) {
         return Err(Error::unsupported_value(
             path.field("name"),
             format!("matching on {name:?}"),
         ));
+    }
+    any_header_matcher(h, path)
+}
+
+/// A `HeaderMatcher` on any field, pseudo-headers included (a retry
+/// policy's, which match `:status` and `:method`).
+pub(super) fn any_header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
+    use pb::header_matcher::HeaderMatchSpecifier as S;
+    reject_set!(path, h, treat_missing_header_as_empty);
+    let name = h.name.to_ascii_lowercase();
+    if name.is_empty() {
+        return Err(Error::invalid(path.field("name"), "required"));
     }
     let kind = match &h.header_match_specifier {
         Some(S::ExactMatch(s)) => HeaderMatchKind::Exact(s.clone()),

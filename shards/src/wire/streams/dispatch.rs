@@ -21,6 +21,8 @@ enum Expired {
     BackOff,
     /// The attempt in flight passed its `per_try_timeout`.
     Try,
+    /// The attempt in flight sent nothing for its `per_try_idle_timeout`.
+    TryIdle,
 }
 
 impl Streams {
@@ -171,6 +173,8 @@ impl Streams {
                     Some((id, Expired::Route))
                 } else if s.try_ends.is_some_and(|t| now >= t) {
                     Some((id, Expired::Try))
+                } else if s.try_idle_at.is_some_and(|t| now >= t) {
+                    Some((id, Expired::TryIdle))
                 } else if s
                     .retries
                     .as_ref()
@@ -192,6 +196,7 @@ impl Streams {
                 Expired::Route => self.timed_out(id),
                 Expired::BackOff => self.retry_now(id),
                 Expired::Try => self.try_timed_out(id),
+                Expired::TryIdle => self.try_idled_out(id),
                 Expired::Idle => self.idled_out(id),
             }
         }

@@ -106,6 +106,7 @@ impl Streams {
                 moved |= d.moved > 0 || d.ended;
                 if d.ended {
                     s.deadline = s.timeout.map(|t| now + t);
+                    s.try_idle_at = s.try_idle.map(|t| now + t);
                 }
             }
             // Only bytes that moved count as activity: a stream stuck

@@ -383,6 +383,10 @@ impl Streams {
             return self.give_back(stream, ev);
         };
         s.active_at = now;
+        // The attempt is not idle: its per-try idle timeout starts over.
+        if let (Some(_), Some(d)) = (s.try_idle_at, s.try_idle) {
+            s.try_idle_at = Some(now + d);
+        }
         let mut p = Parts {
             cx,
             conn,
@@ -678,9 +682,18 @@ fn on_response_head(
     // lookup for them.
     let retriable = status >= 500 || status == 409 || grpc_status.is_some() || s.retry_any_status;
     if s.retry_policy && (retriable || s.retries.is_some()) {
+        let field = |n: &str| {
+            head.get(n.as_bytes())
+                .and_then(|v| std::str::from_utf8(v).ok())
+        };
+        let headers = s.retry_any_status
+            && p.cx
+                .retry_policy(s)
+                .is_some_and(|r| r.headers_retriable(field));
         let end = AttemptEnd::Response {
             status,
             grpc_status,
+            headers,
         };
         if let Some((pool, result)) = p.cx.retry_decision(s, end, p.now) {
             return Then::Retry(pool, result);

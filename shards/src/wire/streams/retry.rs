@@ -53,6 +53,15 @@ impl ConnCx {
         if !policy.retries(end) {
             return None;
         }
+        // `retriable_request_headers`: only a request one of them matches.
+        let head = s.head.as_ref()?;
+        let field = |n: &str| {
+            head.get(n.as_bytes())
+                .and_then(|v| std::str::from_utf8(v).ok())
+        };
+        if !policy.request_retriable(field) {
+            return None;
+        }
         let stats = &self.wire.shard.stats;
         let done = s.retries.as_ref().map_or(0, |r| r.done);
         if done >= policy.num_retries {
@@ -77,11 +86,13 @@ impl ConnCx {
         retries.at = Some(now + wait);
         s.served = None;
         s.try_ends = None;
+        s.try_idle_at = None;
         stats.rq_retry.inc();
         let result = match end {
             AttemptEnd::Response {
                 status,
                 grpc_status,
+                ..
             } => s.answered(status, grpc_status),
             AttemptEnd::Reset | AttemptEnd::RefusedStream => CallResult::Reset,
             AttemptEnd::ConnectFailure => CallResult::ConnectFailure,
@@ -129,6 +140,23 @@ impl Streams {
         s.try_ends = None;
         if !self.retry_after(stream, AttemptEnd::Reset, self.now) {
             self.timed_out(stream);
+        }
+    }
+
+    /// The attempt in flight sent nothing for its `per_try_idle_timeout`:
+    /// before its answer began it is retried as a reset would be (Envoy's
+    /// `5xx`, `gateway-error`, `reset`), else the stream ends 504; an
+    /// answer that began is cut off.
+    pub(super) fn try_idled_out(&mut self, stream: u32) {
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
+        s.try_idle_at = None;
+        let started = s.resp_started;
+        let stats = &self.cx.wire.shard.stats.downstream;
+        stats.rq_per_try_idle_timeout.inc();
+        if started || !self.retry_after(stream, AttemptEnd::Reset, self.now) {
+            self.fail(stream, LocalReply::UpstreamTimeout);
         }
     }
 

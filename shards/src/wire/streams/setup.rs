@@ -37,6 +37,9 @@ impl ConnCx {
             let stats = &shard.stats.downstream;
             match stamp::request(hcm, head, at, (grpc, id_bits), stats) {
                 Ok(st) => {
+                    if let Some(snap) = s.snap.as_ref().filter(|_| hcm.add_user_agent) {
+                        add_user_agent(&snap.node, &mut s.edits, head);
+                    }
                     s.xff = st.forwarded_for;
                     s.class = st.class;
                     s.external = (st.class == ClientClass::Edge).then(|| st.client.remote.ip());
@@ -83,7 +86,8 @@ impl ConnCx {
             s.route_edits = routed.is_some_and(|(_, r)| !r.headers.response.is_empty());
             let policy = routed.and_then(|(_, r)| r.action.forward()?.retry_policy.as_ref());
             s.retry_policy = policy.is_some();
-            s.retry_any_status = policy.is_some_and(|p| !p.retriable_status_codes.is_empty());
+            s.retry_any_status = policy.is_some_and(|p| p.any_status());
+            s.try_idle = policy.and_then(|p| p.per_try_idle_timeout);
             if let Some((route, action)) =
                 routed.and_then(|(_, r)| r.action.forward().map(|a| (r, a)))
             {
@@ -132,10 +136,12 @@ impl ConnCx {
                         retry_grpc_on: text(b"x-envoy-retry-grpc-on"),
                         max_retries: text(b"x-envoy-max-retries"),
                         status_codes: text(b"x-envoy-retriable-status-codes"),
+                        header_names: text(b"x-envoy-retriable-header-names"),
                     };
                     if let Some(p) = retry.policy(action.retry_policy.as_ref()) {
                         s.retry_policy = true;
-                        s.retry_any_status |= !p.retriable_status_codes.is_empty();
+                        s.retry_any_status |= p.any_status();
+                        s.try_idle = s.try_idle.or(p.per_try_idle_timeout);
                         s.per_try = s.per_try.or(p.per_try_timeout);
                         s.header_policy = Some(Box::new(p));
                     }
@@ -157,5 +163,31 @@ impl ConnCx {
         // A refused request is logged too.
         s.log = (!cx.logs.is_empty()).then(|| LogState::new(&cx.logs, head, now, remote));
         refused.map_or(Ok(()), Err)
+    }
+}
+
+/// `add_user_agent`, as Envoy 1.40 does it: the node's cluster as
+/// `x-envoy-downstream-service-cluster` (empty when it has none), and as
+/// `user-agent` when the request's is absent or empty; the node's id as
+/// `x-envoy-downstream-service-node` when it has one. The first two
+/// replace the client's, whoever the client is (as edits: the edge's
+/// removal of client `x-envoy-*` fields does not take ours).
+fn add_user_agent(
+    node: &engine::Node,
+    edits: &mut Option<Box<crate::http_filter::HeaderEdits>>,
+    head: &mut HeaderList,
+) {
+    // Config values: checked when the bootstrap was loaded.
+    let e = edits.get_or_insert_with(Default::default);
+    let _ = e.set(
+        b"x-envoy-downstream-service-cluster",
+        node.cluster.as_bytes(),
+    );
+    if !node.id.is_empty() {
+        let _ = e.set(b"x-envoy-downstream-service-node", node.id.as_bytes());
+    }
+    let safe = !node.cluster.bytes().any(|b| matches!(b, 0 | b'\r' | b'\n'));
+    if safe && head.get(b"user-agent").is_none_or(<[u8]>::is_empty) {
+        stamp::set_field(head, b"user-agent", node.cluster.as_bytes());
     }
 }

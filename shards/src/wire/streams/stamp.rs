@@ -179,7 +179,7 @@ pub(super) fn joined<'a>(head: &'a HeaderList, name: &'a [u8]) -> Option<Cow<'a,
 
 /// Makes `name` one field of `value`: appended if the head has none, else
 /// in the place of the first (and the others dropped).
-fn set_field(head: &mut HeaderList, name: &[u8], value: &[u8]) {
+pub(super) fn set_field(head: &mut HeaderList, name: &[u8], value: &[u8]) {
     if head.get(name).is_none() {
         return head.push(name, value, false);
     }
