@@ -26,6 +26,9 @@ pub enum LocalReply {
     /// A `strict` stateful session whose host is unavailable, answered with
     /// `status_on_strict_destination_not_found` (503 by default).
     SessionHostUnavailable(u16),
+    /// A retry is due but the request's body passed the retry buffer: no
+    /// whole request is left to send (Envoy's 507).
+    RetryBufferExceeded,
 }
 
 impl LocalReply {
@@ -42,6 +45,7 @@ impl LocalReply {
                 StatusCode::REQUEST_TIMEOUT
             }
             Self::BadRequest => StatusCode::BAD_REQUEST,
+            Self::RetryBufferExceeded => StatusCode::INSUFFICIENT_STORAGE,
             Self::SessionHostUnavailable(code) => {
                 StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
             }
@@ -69,6 +73,7 @@ impl LocalReply {
             Self::MaxDurationTimeout => "downstream duration timeout",
             Self::RequestTimeout => "request timeout",
             Self::BadRequest => "bad request",
+            Self::RetryBufferExceeded => "exceeded request buffer limit while retrying upstream",
             Self::SessionHostUnavailable(_) => "no healthy upstream",
         }
     }
@@ -85,8 +90,8 @@ impl LocalReply {
             Self::Overflow => "UO",
             Self::StreamIdleTimeout => "SI",
             Self::MaxDurationTimeout => "DT",
-            // Envoy 1.40 sets no flag for it.
-            Self::RequestTimeout => "",
+            // Envoy 1.40 sets no flag for these.
+            Self::RequestTimeout | Self::RetryBufferExceeded => "",
             Self::BadRequest => "DPE",
         }
     }

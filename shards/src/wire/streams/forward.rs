@@ -105,7 +105,12 @@ impl Streams {
                 }
                 moved |= d.moved > 0 || d.ended;
                 if d.ended {
-                    s.deadline = s.timeout.map(|t| now + t);
+                    // The route timeout runs once, from the request's
+                    // first end: a retry that sends it again does not
+                    // start it over.
+                    if s.deadline.is_none() {
+                        s.deadline = s.timeout.map(|t| now + t);
+                    }
                     s.try_idle_at = s.try_idle.map(|t| now + t);
                 }
             }

@@ -325,7 +325,8 @@ impl Streams {
         };
         self.keep_for_retry(stream, &item);
         let Some(s) = self.table.get_mut(&stream) else {
-            return;
+            // Ended by it (a pending retry that can no longer be made).
+            return self.conn.release(stream, len as u32);
         };
         s.req.push_back(item);
         enqueue(&mut self.queued, s, stream);
@@ -383,9 +384,16 @@ impl Streams {
             return self.give_back(stream, ev);
         };
         s.active_at = now;
-        // The attempt is not idle: its per-try idle timeout starts over.
+        // Its answer moved: the attempt's per-try idle timeout starts over,
+        // or ends with the answer.
         if let (Some(_), Some(d)) = (s.try_idle_at, s.try_idle) {
-            s.try_idle_at = Some(now + d);
+            match &ev {
+                ClientEvent::Response { end_stream, .. } | ClientEvent::Data { end_stream, .. } => {
+                    s.try_idle_at = (!end_stream).then(|| now + d);
+                }
+                ClientEvent::Trailers { .. } => s.try_idle_at = None,
+                _ => {}
+            }
         }
         let mut p = Parts {
             cx,

@@ -1,5 +1,6 @@
 //! A retryable request's body kept for its next attempt: the chunks (and trailers) that went to the router, shared not copied, up to the route's `per_request_buffer_limit_bytes` (at most the listener's `per_connection_buffer_limit_bytes`, which applies when it is unset), as Envoy buffers them; past it the request is not retried.
 
+use crate::local_reply::LocalReply;
 use crate::wire::body::{queued, Item, ItemQueue};
 use crate::wire::dstream::DStream;
 
@@ -68,9 +69,24 @@ impl Streams {
             };
             let stats = &self.cx.wire.shard.stats.downstream;
             stats.rq_retry_body_overflow.inc();
+            if s.up.is_none() && s.attempts > 0 {
+                // A retry is pending (back-off, or a wait for a
+                // connection): it can no longer be made. Envoy answers at
+                // once, as here.
+                self.fail(stream, LocalReply::RetryBufferExceeded);
+            }
             return;
         }
-        r.items.push(item.share());
+        // Kept with its credit as it came (a filter may have resized it):
+        // what a rewind moves along is what the client is owed.
+        r.items.push(match item {
+            Item::Data { data, end, credit } => Item::Data {
+                data: data.clone(),
+                end: *end,
+                credit: *credit,
+            },
+            Item::Trailers(t) => Item::Trailers(t.clone()),
+        });
     }
 
     /// The chunks that came before the router (a filter paused the
@@ -96,13 +112,22 @@ pub(super) fn rewind(s: &mut DStream) -> bool {
         return false;
     };
     let mut owed = queued(&s.req);
-    let mut items: Vec<Item> = r.items.iter().map(Item::share).collect();
-    for item in items.iter_mut().rev() {
-        if let Item::Data { data, credit, .. } = item {
-            *credit = (data.len() as u32).min(owed);
-            owed -= *credit;
-        }
+    let mut items: Vec<Item> = Vec::with_capacity(r.items.len());
+    for item in r.items.iter().rev() {
+        items.push(match item {
+            Item::Data { data, end, credit } => {
+                let give = (*credit).min(owed);
+                owed -= give;
+                Item::Data {
+                    data: data.clone(),
+                    end: *end,
+                    credit: give,
+                }
+            }
+            Item::Trailers(t) => Item::Trailers(t.clone()),
+        });
     }
+    items.reverse();
     let mut q = ItemQueue::default();
     for item in items {
         q.push_back(item);

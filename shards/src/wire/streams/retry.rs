@@ -171,7 +171,7 @@ impl Streams {
         if !s.can_resend() {
             // The body passed the retry buffer during the back-off: what
             // went before is gone, so there is no whole request to send.
-            return self.fail(stream, LocalReply::UpstreamReset);
+            return self.fail(stream, LocalReply::RetryBufferExceeded);
         }
         match self.retarget(stream) {
             Ok(()) => self.open_upstream(stream),

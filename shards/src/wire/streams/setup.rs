@@ -177,7 +177,8 @@ fn add_user_agent(
     edits: &mut Option<Box<crate::http_filter::HeaderEdits>>,
     head: &mut HeaderList,
 ) {
-    // Config values: checked when the bootstrap was loaded.
+    // The node's names are not checked at load: a value that cannot be
+    // a header value is left out (the edits refuse it; so does this).
     let e = edits.get_or_insert_with(Default::default);
     let _ = e.set(
         b"x-envoy-downstream-service-cluster",
@@ -186,7 +187,10 @@ fn add_user_agent(
     if !node.id.is_empty() {
         let _ = e.set(b"x-envoy-downstream-service-node", node.id.as_bytes());
     }
-    let safe = !node.cluster.bytes().any(|b| matches!(b, 0 | b'\r' | b'\n'));
+    let safe = node
+        .cluster
+        .bytes()
+        .all(|b| b == b' ' || b == b'\t' || (0x21..0x7f).contains(&b));
     if safe && head.get(b"user-agent").is_none_or(<[u8]>::is_empty) {
         stamp::set_field(head, b"user-agent", node.cluster.as_bytes());
     }

@@ -229,11 +229,21 @@ impl Streams {
         else {
             return Ok(());
         };
+        if self
+            .table
+            .get(&stream)
+            .is_some_and(|s| s.attempts > 0 && !s.can_resend())
+        {
+            // Another attempt, but its body passed the retry buffer.
+            return Err(LocalReply::RetryBufferExceeded);
+        }
         let slot = match Pool::acquire(&pool, self.cx.inbox, stream) {
             Acquire::Ready(slot) => slot,
             Acquire::Wait => {
                 if let Some(s) = self.table.get_mut(&stream) {
                     s.waiting = true;
+                    // The last attempt's timers do not run while it waits.
+                    (s.try_ends, s.try_idle_at) = (None, None);
                 }
                 return Ok(());
             }
