@@ -495,3 +495,23 @@ fn a_body_that_passes_the_retry_buffer_during_the_back_off_is_never_sent_in_part
         );
     }
 }
+
+#[test]
+fn the_per_try_timeout_runs_from_the_request_s_end() {
+    use std::time::Duration;
+    // Answers as soon as the body is in: an upload slower than the
+    // per-try timeout still gets its answer, as through Envoy (the
+    // attempt's timer starts with the request's end).
+    let b = answering_with_body(200);
+    // A condition that does not retry a timed-out attempt: it would end
+    // the request 504 mid-upload.
+    let policy = "{ retry_on: connect-failure, per_try_timeout: 0.3s }";
+    let (_gw, addr) = gateway(&[b.addr()], policy, "");
+    let (mut s, mut r) = open(addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 6\r\n\r\nabc")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    s.write_all(b"def").unwrap();
+    let resp = read_response(&mut r, false);
+    assert_eq!((resp.status, resp.header("x-body")), (200, Some("abcdef")));
+}

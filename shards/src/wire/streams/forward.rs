@@ -111,7 +111,11 @@ impl Streams {
                     if s.deadline.is_none() {
                         s.deadline = s.timeout.map(|t| now + t);
                     }
+                    // This attempt's timers start with its request's end.
                     s.try_idle_at = s.try_idle.map(|t| now + t);
+                    if s.up.is_some() && !s.resp_started {
+                        s.try_ends = s.per_try.map(|t| now + t);
+                    }
                 }
             }
             // Only bytes that moved count as activity: a stream stuck

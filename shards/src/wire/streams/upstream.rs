@@ -258,10 +258,12 @@ impl Streams {
             super::enqueue(&mut self.queued, s, stream);
         }
         s.attempts = s.attempts.saturating_add(1);
-        s.try_ends = s.per_try.map(|d| self.now + d);
-        // From the request's end (now, for one without a body; else when
-        // its end goes upstream, `forward`).
-        s.try_idle_at = s.try_idle.filter(|_| s.bodyless).map(|d| self.now + d);
+        // The attempt's timers run from the request's end, as the route
+        // timeout does (now, for one without a body; else when its end
+        // goes upstream, `forward`).
+        let whole = s.bodyless;
+        s.try_ends = s.per_try.filter(|_| whole).map(|d| self.now + d);
+        s.try_idle_at = s.try_idle.filter(|_| whole).map(|d| self.now + d);
         let up_stream =
             send_request(s, &mut pool.borrow_mut(), slot).ok_or(LocalReply::ConnectFailure)?;
         let up = pool
