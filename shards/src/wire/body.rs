@@ -11,6 +11,7 @@ use super::upcodec::UpCodec;
 
 /// A body chunk waiting for window on the side it goes to, or the trailers
 /// that end it.
+#[derive(Clone)]
 pub enum Item {
     Data {
         data: Bytes,

@@ -79,14 +79,7 @@ impl Streams {
         }
         // Kept with its credit as it came (a filter may have resized it):
         // what a rewind moves along is what the client is owed.
-        r.items.push(match item {
-            Item::Data { data, end, credit } => Item::Data {
-                data: data.clone(),
-                end: *end,
-                credit: *credit,
-            },
-            Item::Trailers(t) => Item::Trailers(t.clone()),
-        });
+        r.items.push(item.clone());
     }
 
     /// The chunks that came before the router (a filter paused the
@@ -105,29 +98,21 @@ impl Streams {
 /// A new attempt's body: every kept item again, from the first. What the
 /// client is still owed for the items not yet sent (their credit) moves to
 /// the same bytes in the new queue, counted from its end, so the client's
-/// window opens as those bytes go, as before.
-/// Whether there is a body to send.
+/// window opens as those bytes go, as before. Whether there is a body to
+/// send.
 pub(super) fn rewind(s: &mut DStream) -> bool {
     let Some(r) = s.replay.as_ref().filter(|r| !r.lost && !r.items.is_empty()) else {
         return false;
     };
     let mut owed = queued(&s.req);
-    let mut items: Vec<Item> = Vec::with_capacity(r.items.len());
-    for item in r.items.iter().rev() {
-        items.push(match item {
-            Item::Data { data, end, credit } => {
-                let give = (*credit).min(owed);
-                owed -= give;
-                Item::Data {
-                    data: data.clone(),
-                    end: *end,
-                    credit: give,
-                }
-            }
-            Item::Trailers(t) => Item::Trailers(t.clone()),
-        });
+    let mut items = r.items.clone();
+    for item in items.iter_mut().rev() {
+        if let Item::Data { credit, .. } = item {
+            let give = (*credit).min(owed);
+            owed -= give;
+            *credit = give;
+        }
     }
-    items.reverse();
     let mut q = ItemQueue::default();
     for item in items {
         q.push_back(item);
