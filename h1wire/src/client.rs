@@ -64,6 +64,9 @@ enum Sending {
     /// Body bytes still to come under a `Content-Length`: this many.
     Length(u64),
     Chunked,
+    /// An upgrade's tunnel (`send_upgrade_tunnel`): bytes go as they are,
+    /// and the end shuts the write side.
+    Raw,
     Done,
 }
 
@@ -100,6 +103,11 @@ pub struct ClientConn {
     head_request: bool,
     /// The request asked for an upgrade: a 101 answers it.
     upgrade_asked: bool,
+    /// The upgrade's bytes are the caller's as data (`send_upgrade_tunnel`).
+    tunnel: bool,
+    /// A tunnel's sender ended: once its bytes are written, the socket's
+    /// write side is to be shut.
+    write_shut: bool,
     /// No exchange after the current one.
     closing: bool,
     /// Failed or aborted: nothing more is sent or received.
@@ -131,6 +139,8 @@ impl ClientConn {
             receiving: Receiving::Head,
             head_request: false,
             upgrade_asked: false,
+            tunnel: false,
+            write_shut: false,
             closing: false,
             broken: false,
             unreleased: 0,
@@ -198,6 +208,7 @@ impl ClientConn {
                 self.receiving = Receiving::Head;
                 self.head_request = method == b"HEAD";
                 self.upgrade_asked = false;
+                self.tunnel = false;
                 // The window is the exchange's, as an HTTP/2 stream's:
                 // a slow reader of the last response (its bytes are the
                 // caller's now) does not hold this one back.
@@ -247,6 +258,34 @@ impl ClientConn {
         Ok(())
     }
 
+    /// [`Self::send_upgrade`] for a caller that carries the tunnel as the
+    /// exchange's body: [`Self::send_data`] writes its bytes as they are
+    /// (at once: the server reads them after its 101, or the connection
+    /// closes after a refusal), and its end asks for the write side to be
+    /// shut ([`Self::wants_write_shut`]); after a 101 the server's bytes
+    /// come as [`ClientEvent::Data`] within the window, ending with its
+    /// close. WebSocket over HTTP/2 (RFC 8441) to an HTTP/1.1 server.
+    pub fn send_upgrade_tunnel<'a>(
+        &mut self,
+        method: &[u8],
+        target: &[u8],
+        host: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        upgrade: &[u8],
+    ) -> Result<(), SendError> {
+        self.send_upgrade(method, target, host, fields, upgrade)?;
+        self.tunnel = true;
+        self.sending = Sending::Raw;
+        Ok(())
+    }
+
+    /// A tunnel's sender ended and its bytes are all handed out
+    /// ([`Self::poll_output`]): shut the socket's write side (the server
+    /// reads its end; its own direction goes on).
+    pub fn wants_write_shut(&self) -> bool {
+        self.write_shut && !self.has_output()
+    }
+
     /// Request body bytes: all of `data` is taken (HTTP/1.1 has no window;
     /// the caller bounds what it has not written yet), one chunk per call
     /// when chunked. Returns the count. Bytes past the `Content-Length`,
@@ -279,11 +318,17 @@ impl ClientConn {
                         encode::last_chunk(&mut self.out, []);
                     }
                 }
+                Sending::Raw => {
+                    if n > 0 {
+                        self.push_data(std::mem::take(data));
+                    }
+                }
                 // Excluded by `check_sending`.
                 Sending::Idle | Sending::Done => {}
             }
         }
         if end_stream {
+            self.write_shut |= self.sending == Sending::Raw;
             self.request_sent();
         }
         Ok(n)
@@ -309,6 +354,8 @@ impl ClientConn {
                     let fields = fields.into_iter().filter(|(n, _)| !skipped_in_trailers(n));
                     encode::last_chunk(&mut self.out, fields);
                 }
+                // A tunnel has no trailers: they end it.
+                Sending::Raw => self.write_shut = true,
                 // Excluded by `check_sending`.
                 Sending::Idle | Sending::Done => {}
             }
@@ -323,7 +370,7 @@ impl ClientConn {
             _ if self.broken => Err(SendError::Broken),
             Sending::Idle => Err(SendError::NoRequest),
             Sending::Done => Err(SendError::RequestComplete),
-            Sending::Length(_) | Sending::Chunked => Ok(()),
+            Sending::Length(_) | Sending::Chunked | Sending::Raw => Ok(()),
         }
     }
 
@@ -450,7 +497,12 @@ impl ClientConn {
                 informational: false,
                 end_stream: false,
             });
-            self.receiving = Receiving::Upgraded;
+            // A tunnel carried as the exchange's body: the server's bytes
+            // run to its close, within the window, as a body would.
+            self.receiving = match self.tunnel {
+                true => Receiving::UntilClose,
+                false => Receiving::Upgraded,
+            };
             return Ok(false);
         }
         if status == 101 {

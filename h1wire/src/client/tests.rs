@@ -375,6 +375,43 @@ fn an_upgrade_request_and_its_101_leave_the_rest_to_the_caller() {
 }
 
 #[test]
+fn a_tunnel_upgrade_carries_its_bytes_as_the_exchange_body() {
+    let mut c = ClientConn::new(ClientConfig {
+        body_window: 4,
+        ..ClientConfig::default()
+    });
+    c.send_upgrade_tunnel(b"GET", b"/chat", b"a", [], b"websocket")
+        .unwrap();
+    // Bytes sent before the 101 follow the head, unframed.
+    c.send_data(&mut Bytes::from_static(b"early"), false)
+        .unwrap();
+    assert_eq!(
+        out(&mut c),
+        "GET /chat HTTP/1.1\r\nhost: a\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\nearly"
+    );
+    let mut buf =
+        BytesMut::from(&b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\nhello"[..]);
+    c.recv(&mut buf).unwrap();
+    // The server's bytes are data within the window (4 bytes).
+    assert_eq!(events(&mut c), vec![head(101, false), data("hell", false)]);
+    assert!(!c.wants_input() && !c.has_pending_input(&buf));
+    c.release(4);
+    assert!(c.has_pending_input(&buf));
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![data("o", false)]);
+    assert!(c.wants_input());
+    // The client's end: its last bytes, then the write side is to shut.
+    c.send_data(&mut Bytes::from_static(b"bye"), true).unwrap();
+    assert!(!c.wants_write_shut(), "not before its bytes are out");
+    assert_eq!(out(&mut c), "bye");
+    assert!(c.wants_write_shut());
+    // The server's close ends its direction.
+    c.recv_eof().unwrap();
+    assert_eq!(events(&mut c), vec![data("", true)]);
+    assert!(c.is_closing() && !c.is_idle());
+}
+
+#[test]
 fn an_upgrade_refused_is_an_ordinary_response_and_the_connection_closes() {
     let mut c = conn();
     c.send_upgrade(b"GET", b"/", b"a", [], b"websocket")

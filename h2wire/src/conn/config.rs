@@ -39,6 +39,10 @@ pub struct ServerConfig {
     pub headers_with_underscores: UnderscoreAction,
     /// Envoy's HTTP/2 flood limits; each is off while `None`.
     pub flood: FloodLimits,
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441): announced, clients may
+    /// open extended CONNECT streams (`:protocol`, WebSocket over HTTP/2);
+    /// without it a `:protocol` is malformed.
+    pub enable_connect_protocol: bool,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +58,7 @@ impl Default for ServerConfig {
             max_headers_count: None,
             headers_with_underscores: UnderscoreAction::Allow,
             flood: FloodLimits::default(),
+            enable_connect_protocol: false,
         }
     }
 }
@@ -137,13 +142,16 @@ impl ServerConfig {
 
     /// The SETTINGS we announce.
     pub(crate) fn settings(&self) -> Settings {
-        announced(
-            self.max_concurrent_streams,
-            self.initial_stream_window,
-            self.max_frame_size,
-            self.max_header_list_size,
-            self.header_table_size,
-        )
+        Settings {
+            enable_connect_protocol: self.enable_connect_protocol.then_some(true),
+            ..announced(
+                self.max_concurrent_streams,
+                self.initial_stream_window,
+                self.max_frame_size,
+                self.max_header_list_size,
+                self.header_table_size,
+            )
+        }
     }
 }
 

@@ -126,9 +126,9 @@ impl Dispatch for ServerConn {
             }
         };
         let content_length = match check_request(&head) {
-            // We never send SETTINGS_ENABLE_CONNECT_PROTOCOL, so
-            // `:protocol` is malformed here (RFC 8441 §3).
-            Ok(h) if h.protocol.is_none() => h.content_length,
+            // `:protocol` is malformed unless we announced
+            // SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441 §3).
+            Ok(h) if h.protocol.is_none() || self.cfg.enable_connect_protocol => h.content_length,
             _ => {
                 self.recycle(head);
                 self.stream_error(stream, ErrorCode::PROTOCOL_ERROR);

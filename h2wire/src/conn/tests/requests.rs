@@ -222,6 +222,37 @@ fn malformed_request_is_reset_without_an_event() {
 }
 
 #[test]
+fn extended_connect_is_a_request_once_enabled() {
+    let cfg = ServerConfig {
+        enable_connect_protocol: true,
+        ..ServerConfig::default()
+    };
+    let mut p = Peer::new(cfg.clone());
+    let got = p.read();
+    let Some(Got::Other(Frame::Settings(s))) = got.first() else {
+        panic!("expected SETTINGS first, got {got:?}");
+    };
+    assert_eq!(s.enable_connect_protocol, Some(true));
+    let mut p = Peer::connected(cfg);
+    let connect = [
+        request("CONNECT", "/chat"),
+        vec![(":protocol", "websocket")],
+    ];
+    p.headers(1, &connect.concat(), false);
+    // `:protocol` stays malformed on any other method (RFC 8441 §4).
+    p.headers(
+        3,
+        &[request("GET", "/"), vec![(":protocol", "websocket")]].concat(),
+        true,
+    );
+    p.flush().unwrap();
+    let (stream, head, end) = expect_request(p.conn.poll_event());
+    assert_eq!((stream, end), (1, false));
+    assert_eq!(head.get(b":protocol"), Some(&b"websocket"[..]));
+    assert_eq!(p.read(), [rst(3, ErrorCode::PROTOCOL_ERROR)]);
+}
+
+#[test]
 fn content_length_must_match_the_body() {
     let mut p = Peer::connected(ServerConfig::default());
     let with_length = |n| [request("POST", "/"), vec![("content-length", n)]].concat();
