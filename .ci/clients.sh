@@ -319,6 +319,7 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: ws
+          http2_protocol_options: { allow_connect: true }
           route_config:
             virtual_hosts:
             - name: all
@@ -403,13 +404,27 @@ PY
 ws_admin=$(await_addr "$work/gateway-ws.log" "admin on")
 # `--dump-dom` dumps at the load event, before the WebSocket's answer: the
 # page is read over Chromium's DevTools protocol until its text changes.
-check "Chromium's WebSocket over wss:// (page served by the gateway)" "echo: from chromium" \
-    "$(timeout 60 python3 .ci/chromium_page.py "https://localhost:${wsgw##*:}/" out pending 30 -- \
+counter() { # name: its value in the WebSocket gateway's /stats
+    curl -s "${ws_admin%/}/stats" | awk -v n="$1" '$1 == n {print $2}'
+}
+chromium_ws() { # extra Chromium flags...
+    timeout 60 python3 .ci/chromium_page.py "https://localhost:${wsgw##*:}/" out pending 30 -- \
         --no-sandbox --disable-gpu --disable-background-networking --no-first-run \
-        --ignore-certificate-errors-spki-list="$spki" 2>&1)"
+        --ignore-certificate-errors-spki-list="$spki" "$@" 2>&1
+}
+# The page comes over HTTP/2 (ALPN), whose SETTINGS allow extended
+# CONNECT (`allow_connect`): Chromium opens its WebSocket as a stream of
+# that connection (RFC 8441), no HTTP/1.1 connection is made.
+h1_before=$(counter gateway_downstream_cx_http1_total)
+check "Chromium's WebSocket over HTTP/2 (RFC 8441, wss://)" "echo: from chromium" "$(chromium_ws)"
+check "Chromium's WebSocket came over HTTP/2" "$h1_before" "$(counter gateway_downstream_cx_http1_total)"
+# With HTTP/2 off, the same page upgrades an HTTP/1.1 connection.
+check "Chromium's WebSocket over HTTP/1.1 (wss://)" "echo: from chromium" "$(chromium_ws --disable-http2)"
+check "Chromium's WebSocket came over HTTP/1.1" "more" \
+    "$([[ $(counter gateway_downstream_cx_http1_total) -gt $h1_before ]] && echo more || echo same)"
 tunnels=
 for _ in $(seq 50); do
-    tunnels=$(curl -s "${ws_admin%/}/stats" | awk '$1 == "gateway_tunnel_cx_active" {print $2}')
+    tunnels=$(counter gateway_tunnel_cx_active)
     [[ $tunnels == 0 ]] && break
     sleep 0.1
 done

@@ -74,7 +74,18 @@ def serve(conn):
             body = b"ws backend"
             conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
             return
-        accept = base64.b64encode(hashlib.sha1(fields.get(b"sec-websocket-key", b"") + GUID).digest())
+        # As RFC 6455 servers do (§4.2.1): a handshake without a 16-byte
+        # key or version 13 is refused. An HTTP/2 client's WebSocket
+        # (RFC 8441) has no key; the gateway must make one.
+        key = fields.get(b"sec-websocket-key", b"")
+        try:
+            key_ok = len(base64.b64decode(key, validate=True)) == 16
+        except ValueError:
+            key_ok = False
+        if not key_ok or fields.get(b"sec-websocket-version") != b"13":
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            return
+        accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
         conn.sendall(
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"

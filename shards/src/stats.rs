@@ -90,9 +90,13 @@ pub struct DownstreamStats {
     pub cx_http2_total: Counter,
     /// Requests taken over HTTP/1.x (the rest of `rq_total` is HTTP/2's).
     pub rq_http1_total: Counter,
-    /// HTTP/1.1 upgrade requests (WebSocket and the like) and CONNECT,
-    /// refused: no route takes them (Envoy without `upgrade_configs`).
+    /// HTTP/1.1 upgrade requests (WebSocket and the like), HTTP/2
+    /// extended CONNECTs and CONNECT, refused: no route takes them (Envoy
+    /// without `upgrade_configs`).
     pub rq_upgrade_refused: Counter,
+    /// Upgrades and CONNECTs sent to a backend (or, terminated, connected
+    /// to it), whatever its answer (Envoy's `downstream_cx_upgrades_total`).
+    pub rq_upgrades_total: Counter,
     pub cx_protocol_error: Counter,
     /// TLS handshakes completed, of which resumed; handshakes that failed
     /// (bad or unexpected bytes, no common version or suite, no

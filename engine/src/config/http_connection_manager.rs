@@ -47,6 +47,11 @@ pub struct HttpConnectionManager {
     pub initial_stream_window_size: u32,
     /// `http2_protocol_options.initial_connection_window_size`.
     pub initial_connection_window_size: u32,
+    /// `http2_protocol_options.allow_connect`: HTTP/2 clients are told
+    /// (SETTINGS_ENABLE_CONNECT_PROTOCOL) they may open extended CONNECT
+    /// streams (RFC 8441): WebSocket over HTTP/2, routed as the HTTP/1.1
+    /// upgrade it stands for.
+    pub allow_connect: bool,
     /// `common_http_protocol_options.idle_timeout` (Envoy default 1 h; `None` disables).
     pub idle_timeout: Option<Duration>,
     /// `stream_idle_timeout` (Envoy default 5 min; `None` disables).

@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 67] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 68] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -48,8 +48,14 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 67] = [
         (
             "gateway_downstream_rq_upgrade_refused",
             "counter",
-            "HTTP/1.1 upgrade (WebSocket) and CONNECT requests refused with 403 or 404.",
+            "Upgrade (WebSocket over HTTP/1.1 or HTTP/2) and CONNECT requests refused with 403 or 404.",
             |s| &s.downstream.rq_upgrade_refused,
+        ),
+        (
+            "gateway_downstream_rq_upgrades_total",
+            "counter",
+            "Upgrade and CONNECT requests sent upstream, whatever the answer.",
+            |s| &s.downstream.rq_upgrades_total,
         ),
         (
             "gateway_downstream_tls_handshake",

@@ -8,6 +8,7 @@ pub mod h2c_server;
 pub mod health_server;
 pub mod raw;
 pub mod tls_client;
+pub mod ws_backend;
 pub mod yaml;
 
 use std::collections::BTreeMap;
@@ -117,6 +118,7 @@ pub fn listener(routes: Vec<Route>) -> Arc<Listener> {
             http2_flood: Default::default(),
             initial_stream_window_size: 1 << 20,
             initial_connection_window_size: 16 << 20,
+            allow_connect: false,
             idle_timeout: Some(Duration::from_secs(3600)),
             stream_idle_timeout: Some(Duration::from_secs(300)),
             max_stream_duration: None,

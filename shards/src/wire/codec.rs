@@ -135,7 +135,21 @@ impl DownCodec {
 
     pub fn poll_event(&mut self) -> Option<Event> {
         match self {
-            DownCodec::H2(c) => c.poll_event(),
+            DownCodec::H2(c) => match c.poll_event()? {
+                Event::Request {
+                    stream,
+                    head,
+                    end_stream,
+                } if head.get(b":protocol").is_some() => {
+                    let head = as_upgrade(head);
+                    Some(Event::Request {
+                        stream,
+                        head,
+                        end_stream,
+                    })
+                }
+                ev => Some(ev),
+            },
             DownCodec::H1(c) => c.poll_event(),
         }
     }
@@ -167,6 +181,9 @@ impl DownCodec {
         end_stream: bool,
     ) -> Result<(), SendError> {
         match self {
+            // An extended CONNECT is answered 200 where HTTP/1.1 switched
+            // protocols (RFC 8441 §5).
+            DownCodec::H2(c) if status == 101 => c.send_headers(stream, 200, fields, end_stream),
             DownCodec::H2(c) => c.send_headers(stream, status, fields, end_stream),
             // A 101 answers an upgrade, a 2xx a CONNECT: the connection
             // becomes a tunnel.
@@ -537,6 +554,28 @@ impl H1Conn {
         }
         Some(list)
     }
+}
+
+/// An extended CONNECT (RFC 8441: `:method CONNECT` with a `:protocol`,
+/// which h2wire takes only once `allow_connect` announced it) as the
+/// HTTP/1.1 upgrade it stands for, as Envoy routes it: `:method GET`,
+/// `connection: upgrade` and `upgrade: <protocol>` (fields HTTP/2
+/// requests cannot otherwise carry, so they mark it), its other fields
+/// as they came.
+fn as_upgrade(head: HeaderList) -> HeaderList {
+    let mut list = HeaderList::pooled();
+    let mut protocol: &[u8] = b"";
+    for (name, value, never) in head.iter() {
+        match name {
+            b":method" => list.push(name, b"GET", false),
+            b":protocol" => protocol = value,
+            _ => list.push(name, value, never),
+        }
+    }
+    list.push(b"connection", b"upgrade", false);
+    list.push(b"upgrade", protocol, false);
+    head.recycle();
+    list
 }
 
 /// A CONNECT's target as RFC 9112 §3.2.3 has it: a host, `:`, a port.

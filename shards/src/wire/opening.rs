@@ -226,6 +226,7 @@ fn server_config(hcm: &HttpConnectionManager) -> ServerConfig {
                 f.max_inbound_window_update_frames_per_data_frame_sent,
             ),
         },
+        enable_connect_protocol: hcm.allow_connect,
         ..ServerConfig::default()
     }
 }

@@ -120,6 +120,46 @@ impl UpCodec {
         Ok(1)
     }
 
+    /// Opens a stream whose body is an upgrade's tunnel (WebSocket over
+    /// HTTP/2 from the client, RFC 8441): on HTTP/1.1 the upgrade request,
+    /// the stream's data written as they are, a 101's bytes as its
+    /// response body until the server closes; the connection then closes
+    /// (it never goes back to the pool). HTTP/2 servers are not asked
+    /// (extended CONNECT upstream is not implemented).
+    pub fn send_upgrade_stream<'a>(
+        &mut self,
+        method: &[u8],
+        authority: &[u8],
+        path: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
+        upgrade: &[u8],
+    ) -> Result<u32, SendError> {
+        let UpCodec::H1(c) = self else {
+            return Err(SendError::GoingAway);
+        };
+        if !c.conn.is_idle() {
+            return Err(SendError::TooManyStreams);
+        }
+        let fields = fields
+            .into_iter()
+            .filter(|(n, _, _)| *n != b"te")
+            .map(|(n, v, _)| (n, v));
+        c.conn
+            .send_upgrade_tunnel(method, path, authority, fields, upgrade)
+            .map_err(|_| SendError::GoingAway)?;
+        c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
+        Ok(c.stream)
+    }
+
+    /// A tunnel's sender ended and its bytes are out: the socket's write
+    /// side is to be shut.
+    pub fn wants_write_shut(&self) -> bool {
+        match self {
+            UpCodec::H2(_) => false,
+            UpCodec::H1(c) => c.conn.wants_write_shut(),
+        }
+    }
+
     /// A 101 answered this connection's upgrade: it is a tunnel now.
     pub fn is_upgraded(&self) -> bool {
         match self {

@@ -94,7 +94,15 @@ pub fn http_connection_manager(
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
     let h2path = path.field("http2_protocol_options");
-    reject_unused_h2(&h2, &h2path)?;
+    // `allow_connect` is a listener's (WebSocket over HTTP/2); a
+    // cluster's is refused with the rest.
+    reject_unused_h2(
+        &core::Http2ProtocolOptions {
+            allow_connect: false,
+            ..h2.clone()
+        },
+        &h2path,
+    )?;
     let common = m.common_http_protocol_options.unwrap_or_default();
     let cpath = path.field("common_http_protocol_options");
     reject_set!(cpath, common, max_response_headers_kb);
@@ -144,6 +152,7 @@ pub fn http_connection_manager(
             DEFAULT_CONNECTION_WINDOW,
             &h2path.field("initial_connection_window_size"),
         )?,
+        allow_connect: h2.allow_connect,
         idle_timeout: timeout_or(
             common.idle_timeout.as_ref(),
             DEFAULT_IDLE_TIMEOUT,

@@ -7,7 +7,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use engine::UpstreamProtocol;
-use futures_lite::AsyncRead;
+use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::timer::Timer;
 use h2wire::conn::ClientEvent;
 
@@ -135,6 +135,9 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
     let mut out = OutBuf::new(u32::MAX);
     let idle_timeout = pool.borrow().cluster.upstream.idle_timeout;
     let mut idle_timer: Option<Pin<Box<Timer>>> = None;
+    // An upgrade's tunnel whose client ended: the socket's write side is
+    // shut (once), and the server's direction goes on.
+    let mut shut = false;
     loop {
         let (closing, pending) = {
             let mut p = pool.borrow_mut();
@@ -182,6 +185,13 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             if let Some(timer) = idle_timer.as_mut() {
                 if timer.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(UpWoken::IdleCheck);
+                }
+            }
+            if !shut && out.bytes() == 0 && pool.borrow().conns[slot].conn.wants_write_shut() {
+                match Pin::new(&mut *tcp).poll_close(cx) {
+                    Poll::Ready(Ok(())) => shut = true,
+                    Poll::Ready(Err(_)) => return Poll::Ready(UpWoken::Failed),
+                    Poll::Pending => {}
                 }
             }
             if let Some(room) = room.as_deref_mut() {

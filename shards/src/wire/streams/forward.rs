@@ -108,7 +108,7 @@ impl Streams {
                     // The route timeout runs once, from the request's
                     // first end: a retry that sends it again does not
                     // start it over.
-                    if s.deadline.is_none() {
+                    if s.deadline.is_none() && !s.upgrade {
                         s.deadline = s.timeout.map(|t| now + t);
                     }
                     // This attempt's timers start with its request's end.

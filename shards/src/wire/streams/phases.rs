@@ -85,9 +85,16 @@ impl Streams {
         };
         let mut head = head;
         // The connection manager's edits and the route (`streams/setup.rs`).
-        let upgrade = self.conn.upgrade_asked();
+        // An HTTP/2 request with `upgrade` is an extended CONNECT (the
+        // codec made it one): its tunnel is the stream's body.
+        let in_stream = match self.conn.is_h1() {
+            false => head.get(b"upgrade").map(Box::<[u8]>::from),
+            true => None,
+        };
+        let upgrade = self.conn.upgrade_asked().or(in_stream.as_deref());
         let asked = upgrade.is_some();
-        let refused = self.cx.set_up(s, &mut head, (grpc, upgrade), now).err();
+        let ask = (grpc, upgrade, in_stream.is_some());
+        let refused = self.cx.set_up(s, &mut head, ask, now).err();
         if asked && !s.upgrade {
             keep_to_http(&mut self.conn);
         }
@@ -184,9 +191,11 @@ impl Streams {
                     // Only the router ran: nothing needs the config again.
                     s.snap = None;
                 }
-                if upgrade {
+                if upgrade && self.conn.is_h1() {
                     // On a connection of its own, which the connection's
-                    // task makes (`wire::upgrade`).
+                    // task makes (`wire::upgrade`). An HTTP/2 stream's
+                    // upgrade is a stream on the pool's connection, which
+                    // then closes with it (`UpCodec::send_upgrade_stream`).
                     self.upgrading = Some(stream);
                 } else if defer {
                     self.to_open.push(stream);
@@ -619,10 +628,14 @@ impl Streams {
 /// An upgrade (or CONNECT) answered otherwise (refused, a direct
 /// response, a filter's reply): no answer to it switches the connection,
 /// which ends after it, as in Envoy: what the client sends next was meant
-/// for the other protocol.
+/// for the other protocol. An HTTP/2 extended CONNECT is one stream of
+/// many, whose refusal ends only itself (Envoy also sends GOAWAY there,
+/// sending the client's next requests to a new connection).
 fn keep_to_http(conn: &mut DownCodec) {
-    conn.forget_upgrade();
-    conn.go_away(ErrorCode::NO_ERROR);
+    if conn.is_h1() {
+        conn.forget_upgrade();
+        conn.go_away(ErrorCode::NO_ERROR);
+    }
 }
 
 /// What a failure of the gateway's own kind counts against the host, for

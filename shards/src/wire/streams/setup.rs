@@ -22,7 +22,7 @@ impl ConnCx {
         &self,
         s: &mut DStream,
         head: &mut HeaderList,
-        (grpc, upgrade): (bool, Option<&[u8]>),
+        (grpc, upgrade, in_stream): (bool, Option<&[u8]>, bool),
         now: Instant,
     ) -> Result<(), Box<Reply>> {
         let cx = self;
@@ -67,8 +67,9 @@ impl ConnCx {
                 let upgrades = forward.map(|a| a.upgrades.as_slice());
                 if engine::upgrade_allowed(&hcm.upgrades, upgrades, token) {
                     // A direct response or redirect answers it as any
-                    // request; a request with a body is not upgraded.
-                    s.upgrade = forward.is_some() && s.bodyless;
+                    // request; a request with a body is not upgraded
+                    // (but an extended CONNECT's body is its tunnel).
+                    s.upgrade = forward.is_some() && (s.bodyless || in_stream);
                 } else {
                     cx.wire.shard.stats.downstream.rq_upgrade_refused.inc();
                     // Envoy answers a CONNECT it does not take 404.
@@ -159,6 +160,16 @@ impl ConnCx {
             s.idle = hcm.stream_idle_timeout;
             s.ends_at = hcm.max_stream_duration.map(|d| now + d);
             s.request_ends = hcm.request_timeout.filter(|_| !s.bodyless).map(|d| now + d);
+            if s.upgrade {
+                // A tunnel lasts as long as its two sides want (its idle
+                // timeout and `max_stream_duration` hold): the route's
+                // timeouts and retries are for requests (Envoy's tunnel
+                // outlived its 15 s route timeout; the header saying it
+                // still goes).
+                (s.per_try, s.try_idle, s.request_ends) = (None, None, None);
+                (s.retry_policy, s.retry_any_status) = (false, false);
+                s.header_policy = None;
+            }
         }
         // A refused request is logged too.
         s.log = (!cx.logs.is_empty()).then(|| LogState::new(&cx.logs, head, now, remote));

@@ -80,6 +80,7 @@ impl Streams {
         };
         s.attempts = s.attempts.saturating_add(1);
         let (idle, ends_at) = (s.idle, s.ends_at);
+        self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
         // A CONNECT is answered here: no request goes to the host, only
         // the client's bytes.
         let codec = if &*upgrade == b"CONNECT" {

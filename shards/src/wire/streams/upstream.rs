@@ -89,6 +89,9 @@ pub(super) trait HeadSink {
 struct Pooled<'c> {
     conn: &'c mut UpCodec,
     scheme: &'static [u8],
+    /// The `Upgrade` of an HTTP/2 client's extended CONNECT: the stream
+    /// is its tunnel; with the `sec-websocket-key` the gateway adds.
+    upgrade: Option<(&'c [u8], Option<[u8; 24]>)>,
 }
 
 impl HeadSink for Pooled<'_> {
@@ -102,22 +105,55 @@ impl HeadSink for Pooled<'_> {
         fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
         bodyless: bool,
     ) -> Option<u32> {
-        self.conn
-            .send_request(method, self.scheme, authority, path, fields, bodyless)
-            .ok()
+        match self.upgrade {
+            Some((upgrade, key)) => {
+                // The key lives here: the fields are taken at its lifetime.
+                let key = key
+                    .as_ref()
+                    .map(|k| (&b"sec-websocket-key"[..], &k[..], false));
+                let fields = fields
+                    .map(|(n, v, never)| -> (&[u8], &[u8], bool) { (n, v, never) })
+                    .chain(key);
+                self.conn
+                    .send_upgrade_stream(method, authority, path, fields, upgrade)
+            }
+            None => self
+                .conn
+                .send_request(method, self.scheme, authority, path, fields, bodyless),
+        }
+        .ok()
     }
 }
 
 /// Writes the request head of `s` on connection `slot` of `pool`, with
 /// the route's rewrites and the filters' edits: the upstream stream id, or
 /// `None` if the connection could not take it.
-fn send_request(s: &DStream, pool: &mut Pool, slot: usize) -> Option<u32> {
+fn send_request(s: &DStream, pool: &mut Pool, slot: usize, random: u128) -> Option<u32> {
     // A copy: the pool is borrowed again to send (only with
     // `auto_host_rewrite`).
     let auto = s.auto_host.then(|| pool.hostname.clone()).flatten();
     let scheme = pool.scheme();
     let conn = pool.conn_at(slot)?;
-    write_request(s, auto.as_deref(), Pooled { conn, scheme })
+    let upgrade = s
+        .upgrade
+        .then(|| {
+            let head = s.head.as_ref()?;
+            let token = head.get(b"upgrade")?;
+            // RFC 8441's WebSocket has no key, which RFC 6455 servers
+            // refuse (400): one is made for the HTTP/1.1 hop (Envoy
+            // forwards none). Its answer's accept goes back unchecked, as
+            // the client expects none.
+            let keyless = token.eq_ignore_ascii_case(b"websocket")
+                && head.get(b"sec-websocket-key").is_none();
+            Some((token, keyless.then(|| websocket_key(random))))
+        })
+        .flatten();
+    let sink = Pooled {
+        conn,
+        scheme,
+        upgrade,
+    };
+    write_request(s, auto.as_deref(), sink)
 }
 
 /// Writes the request head of `s` into `sink`, with the route's rewrites
@@ -198,6 +234,26 @@ pub(super) fn write_request<S: HeadSink>(
     sink.send(get(b":method"), authority, path, fields, s.bodyless)
 }
 
+/// A `sec-websocket-key` (RFC 6455 §4.1): 16 random bytes in base64.
+fn websocket_key(random: u128) -> [u8; 24] {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = random.to_be_bytes();
+    let mut key = [b'='; 24];
+    // 16 bytes: five groups of three (20 characters), then one byte (two
+    // characters and the padding).
+    for (i, group) in bytes.chunks(3).enumerate() {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (j, &b)| n | u32::from(b) << (16 - 8 * j));
+        let chars = if group.len() == 3 { 4 } else { 2 };
+        for c in 0..chars {
+            key[i * 4 + c] = ALPHABET[(n >> (18 - 6 * c) & 63) as usize];
+        }
+    }
+    key
+}
+
 /// Methods RFC 9110 §9.2.2 calls idempotent: safe to send again when the
 /// connection died before an answer.
 pub(super) fn idempotent(method: Option<&[u8]>) -> bool {
@@ -264,8 +320,17 @@ impl Streams {
         let whole = s.bodyless;
         s.try_ends = s.per_try.filter(|_| whole).map(|d| self.now + d);
         s.try_idle_at = s.try_idle.filter(|_| whole).map(|d| self.now + d);
-        let up_stream =
-            send_request(s, &mut pool.borrow_mut(), slot).ok_or(LocalReply::ConnectFailure)?;
+        let shard = &self.cx.wire.shard;
+        let random = if s.upgrade {
+            u128::from(shard.random_u64()) << 64 | u128::from(shard.random_u64())
+        } else {
+            0
+        };
+        let up_stream = send_request(s, &mut pool.borrow_mut(), slot, random)
+            .ok_or(LocalReply::ConnectFailure)?;
+        if s.upgrade {
+            self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
+        }
         let up = pool
             .borrow_mut()
             .route(slot, up_stream, self.cx.inbox, stream);
@@ -332,5 +397,19 @@ impl Streams {
             conn.release(up.stream, data.len() as u32);
         }
         self.touch(&pool, up.slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::websocket_key;
+
+    #[test]
+    fn a_websocket_key_is_16_bytes_in_base64() {
+        // RFC 6455 §1.3's sample nonce, "the sample nonce".
+        let nonce = u128::from_be_bytes(*b"the sample nonce");
+        assert_eq!(&websocket_key(nonce), b"dGhlIHNhbXBsZSBub25jZQ==");
+        assert_eq!(&websocket_key(0), b"AAAAAAAAAAAAAAAAAAAAAA==");
+        assert_eq!(&websocket_key(u128::MAX), b"/////////////////////w==");
     }
 }
