@@ -32,6 +32,8 @@ enum Op {
     DownstreamDirectRemoteAddress,
     DownstreamDirectRemoteAddressWithoutPort,
     RequestedServerName,
+    /// The body of the gateway's own reply (`local_reply_config` formats).
+    LocalReplyBody,
 }
 
 /// A piece of a text format.
@@ -93,6 +95,9 @@ pub struct LogRecord<'a> {
     /// The connection's peer.
     pub downstream_direct: Option<SocketAddr>,
     pub sni: Option<&'a str>,
+    /// The gateway's own reply's body, while `local_reply_config` formats
+    /// it.
+    pub local_reply_body: Option<&'a [u8]>,
     /// Values of [`LogFormat::req_fields`], in order.
     pub req: &'a [Option<&'a [u8]>],
     pub resp: &'a [Option<&'a [u8]>],
@@ -224,6 +229,7 @@ impl LogFormat {
                 simple(Op::DownstreamDirectRemoteAddressWithoutPort)?
             }
             "REQUESTED_SERVER_NAME" => simple(Op::RequestedServerName)?,
+            "LOCAL_REPLY_BODY" => simple(Op::LocalReplyBody)?,
             "REQ" | "RESP" => {
                 let arg = arg
                     .filter(|a| !a.is_empty())
@@ -419,6 +425,10 @@ fn write_op(op: &Op, r: &LogRecord<'_>, out: &mut Vec<u8>) -> bool {
             Some(n) => w.0.extend_from_slice(n.as_bytes()),
             None => return false,
         },
+        Op::LocalReplyBody => match r.local_reply_body {
+            Some(b) => w.0.extend_from_slice(b),
+            None => return false,
+        },
     }
     true
 }
@@ -506,6 +516,8 @@ fn rfc3339_millis(t: SystemTime, out: &mut impl std::fmt::Write) {
         d.subsec_millis()
     );
 }
+
+pub mod filter;
 
 #[cfg(test)]
 mod tests;

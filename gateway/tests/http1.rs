@@ -333,3 +333,36 @@ fn http_1_0_is_served_when_accepted() {
     assert_eq!((resp.status, &resp.body[..]), (200, &b"hi"[..]));
     assert_eq!(resp.header("connection"), Some("close"));
 }
+
+#[test]
+fn a_closing_reply_lingers_for_delayed_close_timeout() {
+    let b = backend("b1");
+    // Writes after the refusal's close: whether each went through (the
+    // gateway still reading and dropping) or failed (it closed, the
+    // kernel answered with a reset).
+    let after_close = |delayed: Duration| {
+        let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+        l.filter_chains[0].http.delayed_close_timeout = delayed;
+        let gw = start(
+            bootstrap(std::sync::Arc::new(l), vec![cluster("c", &[b.addr()])]),
+            1,
+        );
+        let addr = gw.listener("ingress").expect("listener");
+        let (mut s, mut r) = open(addr);
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut r, false).status, 400);
+        assert!(closed(&mut r));
+        let mut went = Vec::new();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(100));
+            went.push(s.write_all(b"more bytes").is_ok());
+        }
+        gw.shutdown();
+        went
+    };
+    // Envoy's default, 1 s: the client's late bytes are read and dropped.
+    assert_eq!(after_close(Duration::from_secs(1)), [true, true, true]);
+    // 0: closed at once; the second write meets the reset.
+    let none = after_close(Duration::ZERO);
+    assert!(none[1..].iter().any(|w| !w), "{none:?}");
+}

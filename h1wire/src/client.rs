@@ -103,6 +103,8 @@ pub struct ClientConn {
     head_request: bool,
     /// The request asked for an upgrade: a 101 answers it.
     upgrade_asked: bool,
+    /// The request is a CONNECT: a 2xx answers it (RFC 9110 §9.3.6).
+    connect_asked: bool,
     /// The upgrade's bytes are the caller's as data (`send_upgrade_tunnel`).
     tunnel: bool,
     /// A tunnel's sender ended: once its bytes are written, the socket's
@@ -139,6 +141,7 @@ impl ClientConn {
             receiving: Receiving::Head,
             head_request: false,
             upgrade_asked: false,
+            connect_asked: false,
             tunnel: false,
             write_shut: false,
             closing: false,
@@ -208,6 +211,7 @@ impl ClientConn {
                 self.receiving = Receiving::Head;
                 self.head_request = method == b"HEAD";
                 self.upgrade_asked = false;
+                self.connect_asked = false;
                 self.tunnel = false;
                 // The window is the exchange's, as an HTTP/2 stream's:
                 // a slow reader of the last response (its bytes are the
@@ -259,12 +263,13 @@ impl ClientConn {
     }
 
     /// [`Self::send_upgrade`] for a caller that carries the tunnel as the
-    /// exchange's body: [`Self::send_data`] writes its bytes as they are
-    /// (at once: the server reads them after its 101, or the connection
-    /// closes after a refusal), and its end asks for the write side to be
-    /// shut ([`Self::wants_write_shut`]); after a 101 the server's bytes
-    /// come as [`ClientEvent::Data`] within the window, ending with its
-    /// close. WebSocket over HTTP/2 (RFC 8441) to an HTTP/1.1 server.
+    /// exchange's body: once a 101 came, [`Self::send_data`] writes its
+    /// bytes as they are (before it, or after a refusal, they are dropped:
+    /// the server would read them as HTTP), and its end asks for the write
+    /// side to be shut ([`Self::wants_write_shut`]); after the 101 the
+    /// server's bytes come as [`ClientEvent::Data`] within the window,
+    /// ending with its close. WebSocket over HTTP/2 (RFC 8441) to an
+    /// HTTP/1.1 server.
     pub fn send_upgrade_tunnel<'a>(
         &mut self,
         method: &[u8],
@@ -276,6 +281,51 @@ impl ClientConn {
         self.send_upgrade(method, target, host, fields, upgrade)?;
         self.tunnel = true;
         self.sending = Sending::Raw;
+        Ok(())
+    }
+
+    /// Writes a CONNECT to `authority` (its target, RFC 9112 §3.2.3, and
+    /// `host`) with `fields`: a 2xx then answers it as a 101 answers an
+    /// upgrade (a [`ClientEvent::Response`] that does not end, whatever
+    /// framing it claims), after which the connection is a tunnel; any
+    /// other answer is an ordinary response, and the connection closes.
+    /// `tunnel`: the caller carries the tunnel as the exchange's body, as
+    /// with [`Self::send_upgrade_tunnel`]; else the bytes after the 2xx
+    /// are left in the buffer for the caller, as after a 101.
+    pub fn send_connect<'a>(
+        &mut self,
+        authority: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        tunnel: bool,
+    ) -> Result<(), SendError> {
+        self.send_request(b"CONNECT", authority, authority, fields, true)?;
+        self.connect_asked = true;
+        self.closing = true;
+        if tunnel {
+            self.tunnel = true;
+            self.sending = Sending::Raw;
+        }
+        Ok(())
+    }
+
+    /// Takes the idle connection for a tunnel with no request at all (a
+    /// CONNECT the caller answered itself): bytes go as they are and come
+    /// back as [`ClientEvent::Data`] within the window until the server
+    /// closes, as after [`Self::send_connect`]'s 2xx with `tunnel`. The
+    /// connection closes with it.
+    pub fn open_raw(&mut self) -> Result<(), SendError> {
+        if !self.is_idle() {
+            return Err(SendError::Busy);
+        }
+        self.sending = Sending::Raw;
+        self.receiving = Receiving::UntilClose;
+        self.head_request = false;
+        (self.upgrade_asked, self.connect_asked) = (false, false);
+        self.tunnel = true;
+        self.closing = true;
+        self.unreleased = 0;
+        self.window = u64::from(self.cfg.body_window);
+        self.stalled = false;
         Ok(())
     }
 
@@ -318,6 +368,10 @@ impl ClientConn {
                         encode::last_chunk(&mut self.out, []);
                     }
                 }
+                // Only into a tunnel the 101 opened: before it, or after a
+                // refusal, the server would read them as HTTP (a request
+                // smuggled past the caller). Dropped.
+                Sending::Raw if !matches!(self.receiving, Receiving::UntilClose) => data.clear(),
                 Sending::Raw => {
                     if n > 0 {
                         self.push_data(std::mem::take(data));
@@ -491,7 +545,12 @@ impl ClientConn {
     /// A response head arrived; true if it completes the response.
     fn on_head(&mut self, head: ResponseHead) -> Result<bool, Error> {
         let status = head.status;
-        if status == 101 && self.upgrade_asked {
+        let switched = match status {
+            101 => self.upgrade_asked,
+            200..=299 => self.connect_asked,
+            _ => false,
+        };
+        if switched {
             self.events.push_back(ClientEvent::Response {
                 head,
                 informational: false,

@@ -59,8 +59,10 @@ impl LocalReply {
             // Envoy 1.40 answers an unknown cluster with no body.
             Self::UnknownCluster => "",
             Self::NoHealthyUpstream => "no healthy upstream",
+            // A refused connect's, in Envoy 1.40 (its connect timeout
+            // says "connection timeout" instead).
             Self::ConnectFailure => {
-                "upstream connect error or disconnect/reset before headers. reset reason: connection failure"
+                "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure"
             }
             Self::UpstreamReset => {
                 "upstream connect error or disconnect/reset before headers. reset reason: remote reset"

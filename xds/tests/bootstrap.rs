@@ -334,9 +334,9 @@ fn known_but_unimplemented_fields_are_rejected_when_set() {
     assert_eq!(
         bad(
             "          codec_type: HTTP2\n",
-            "          codec_type: HTTP2\n          delayed_close_timeout: 5s\n"
+            "          codec_type: HTTP2\n          proxy_100_continue: true\n"
         ),
-        format!("{HCM}.delayed_close_timeout: not supported")
+        format!("{HCM}.proxy_100_continue: not supported")
     );
     // Contents of unmodelled message fields are not inspected.
     assert_eq!(

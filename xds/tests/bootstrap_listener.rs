@@ -481,7 +481,7 @@ fn upgrade_configs_of_manager_and_route() {
         e.ends_with(".route.upgrade_configs[0].connect_config: only for upgrade_type CONNECT"),
         "{e}"
     );
-    // CONNECT: a connect_matcher route that terminates it, or none.
+    // CONNECT: a connect_matcher route that terminates it, or sends it on.
     let connect = |route: &str| {
         load(&edit(
             "              - match: { path: /healthz, case_sensitive: false }\n",
@@ -501,9 +501,14 @@ fn upgrade_configs_of_manager_and_route() {
     assert!(engine::terminates_connect(
         &r.action.forward().unwrap().upgrades
     ));
-    let e = connect("{ cluster: canary }").unwrap_err();
-    assert!(
-        e.ends_with(".route.upgrade_configs: a connect_matcher route must terminate CONNECT (upgrade_configs: [{ upgrade_type: CONNECT, connect_config: {} }]); CONNECT forwarded upstream is not supported"),
-        "{e}"
-    );
+    // Without `connect_config` the CONNECT goes on to the host.
+    let b = connect("{ cluster: canary, upgrade_configs: [{ upgrade_type: CONNECT }] }").unwrap();
+    let r = &b.listeners[0].filter_chains[0]
+        .http
+        .route_config
+        .virtual_hosts[1]
+        .routes[0];
+    assert!(!engine::terminates_connect(
+        &r.action.forward().unwrap().upgrades
+    ));
 }

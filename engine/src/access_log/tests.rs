@@ -18,6 +18,7 @@ fn record<'a>(req: &'a [Option<&'a [u8]>], resp: &'a [Option<&'a [u8]>]) -> LogR
         downstream: Some("192.0.2.7:51234".parse().unwrap()),
         downstream_direct: Some("10.9.9.9:40000".parse().unwrap()),
         sni: None,
+        local_reply_body: None,
         req,
         resp,
     }

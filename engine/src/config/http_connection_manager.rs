@@ -47,6 +47,9 @@ pub struct HttpConnectionManager {
     pub initial_stream_window_size: u32,
     /// `http2_protocol_options.initial_connection_window_size`.
     pub initial_connection_window_size: u32,
+    /// `local_reply_config`: how the gateway's own replies are rewritten
+    /// and formatted (`None`: as they are).
+    pub local_reply: Option<std::sync::Arc<super::LocalReplyConfig>>,
     /// `http2_protocol_options.allow_connect`: HTTP/2 clients are told
     /// (SETTINGS_ENABLE_CONNECT_PROTOCOL) they may open extended CONNECT
     /// streams (RFC 8441): WebSocket over HTTP/2, routed as the HTTP/1.1
@@ -63,6 +66,10 @@ pub struct HttpConnectionManager {
     /// must be complete this long after its first byte, else 408 and the
     /// connection closes.
     pub request_headers_timeout: Option<Duration>,
+    /// `delayed_close_timeout` (Envoy default 1 s; 0: none): after a reply
+    /// that closes the connection, how long it still reads and drops what
+    /// the client sends, so the reply is not lost to a TCP reset.
+    pub delayed_close_timeout: Duration,
     /// `request_timeout` (Envoy default: none): the whole request must
     /// be in (its last byte taken) this long after its head, unless the
     /// response started; else 408.

@@ -382,12 +382,15 @@ fn a_tunnel_upgrade_carries_its_bytes_as_the_exchange_body() {
     });
     c.send_upgrade_tunnel(b"GET", b"/chat", b"a", [], b"websocket")
         .unwrap();
-    // Bytes sent before the 101 follow the head, unframed.
-    c.send_data(&mut Bytes::from_static(b"early"), false)
-        .unwrap();
+    // Bytes before the 101 would be read as HTTP: dropped.
+    c.send_data(
+        &mut Bytes::from_static(b"GET /admin HTTP/1.1\r\n\r\n"),
+        false,
+    )
+    .unwrap();
     assert_eq!(
         out(&mut c),
-        "GET /chat HTTP/1.1\r\nhost: a\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\nearly"
+        "GET /chat HTTP/1.1\r\nhost: a\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n"
     );
     let mut buf =
         BytesMut::from(&b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\nhello"[..]);
@@ -400,6 +403,10 @@ fn a_tunnel_upgrade_carries_its_bytes_as_the_exchange_body() {
     c.recv(&mut buf).unwrap();
     assert_eq!(events(&mut c), vec![data("o", false)]);
     assert!(c.wants_input());
+    // Into the tunnel: unframed.
+    c.send_data(&mut Bytes::from_static(b"frames"), false)
+        .unwrap();
+    assert_eq!(out(&mut c), "frames");
     // The client's end: its last bytes, then the write side is to shut.
     c.send_data(&mut Bytes::from_static(b"bye"), true).unwrap();
     assert!(!c.wants_write_shut(), "not before its bytes are out");
@@ -409,6 +416,40 @@ fn a_tunnel_upgrade_carries_its_bytes_as_the_exchange_body() {
     c.recv_eof().unwrap();
     assert_eq!(events(&mut c), vec![data("", true)]);
     assert!(c.is_closing() && !c.is_idle());
+}
+
+#[test]
+fn a_connect_is_answered_by_a_2xx_and_the_rest_is_the_tunnel() {
+    let mut c = conn();
+    c.send_connect(b"db.internal:5432", [(&b"x-a"[..], &b"1"[..])], false)
+        .unwrap();
+    assert_eq!(
+        out(&mut c),
+        "CONNECT db.internal:5432 HTTP/1.1\r\nhost: db.internal:5432\r\nx-a: 1\r\n\r\n"
+    );
+    // Whatever framing a 2xx claims, what follows it is the tunnel's.
+    let mut buf = BytesMut::from(&b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nbytes"[..]);
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(200, false)]);
+    assert!(c.is_upgraded());
+    assert_eq!(&buf[..], b"bytes");
+    // Carried as the exchange's body.
+    let mut c = conn();
+    c.send_connect(b"db.internal:5432", [], true).unwrap();
+    out(&mut c);
+    let mut buf = BytesMut::from(&b"HTTP/1.1 200 Connection established\r\n\r\nhi"[..]);
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(200, false), data("hi", false)]);
+    c.send_data(&mut Bytes::from_static(b"up"), false).unwrap();
+    assert_eq!(out(&mut c), "up");
+    // A refusal is an ordinary response.
+    let mut c = conn();
+    c.send_connect(b"db.internal:5432", [], true).unwrap();
+    out(&mut c);
+    let mut buf = BytesMut::from(&b"HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\n\r\nno"[..]);
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(403, false), data("no", true)]);
+    assert!(c.is_closing());
 }
 
 #[test]
@@ -422,6 +463,17 @@ fn an_upgrade_refused_is_an_ordinary_response_and_the_connection_closes() {
     assert_eq!(events(&mut c), vec![head(403, false), data("no", true)]);
     assert!(!c.is_upgraded());
     assert!(c.is_closing());
+    // A tunnel's bytes after a refusal are dropped too.
+    let mut c = conn();
+    c.send_upgrade_tunnel(b"GET", b"/", b"a", [], b"websocket")
+        .unwrap();
+    out(&mut c);
+    let mut buf = BytesMut::from(&b"HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\n\r\nno"[..]);
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(403, false), data("no", true)]);
+    c.send_data(&mut Bytes::from_static(b"GET /x HTTP/1.1\r\n\r\n"), false)
+        .unwrap();
+    assert_eq!(out(&mut c), "");
     // A bad upgrade value writes nothing.
     let mut c = conn();
     assert_eq!(

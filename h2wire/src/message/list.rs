@@ -172,6 +172,16 @@ impl HeaderList {
         self.iter().find(|&(n, _, _)| n == name).map(|(_, v, _)| v)
     }
 
+    /// The value of pseudo-header `name` (`:protocol`), looking only at
+    /// the pseudo-headers, which come first in a checked message (RFC
+    /// 9113 §8.3): a few fields, not the whole list.
+    pub fn pseudo(&self, name: &[u8]) -> Option<&[u8]> {
+        self.iter()
+            .take_while(|(n, _, _)| n.first() == Some(&b':'))
+            .find(|&(n, _, _)| n == name)
+            .map(|(_, v, _)| v)
+    }
+
     /// The values of every field called `name`, in block order.
     pub fn get_all<'a>(&'a self, name: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.iter()
@@ -225,6 +235,8 @@ mod tests {
         assert_eq!(l.get(b"cookie"), Some(&b"a=b"[..]));
         assert_eq!(l.get(b":path"), Some(&b"/index.html?q=1"[..]));
         assert_eq!(l.get(b"Cookie"), None, "names compare exactly");
+        assert_eq!(l.pseudo(b":path"), Some(&b"/index.html?q=1"[..]));
+        assert_eq!(l.pseudo(b"cookie"), None, "only pseudo-headers");
         assert_eq!(l.get(b"absent"), None);
         let all: Vec<_> = l.get_all(b"cookie").collect();
         assert_eq!(all, [&b"a=b"[..], &b"c=d"[..]]);

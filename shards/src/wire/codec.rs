@@ -140,7 +140,7 @@ impl DownCodec {
                     stream,
                     head,
                     end_stream,
-                } if head.get(b":protocol").is_some() => {
+                } if head.pseudo(b":protocol").is_some() => {
                     let head = as_upgrade(head);
                     Some(Event::Request {
                         stream,
@@ -559,16 +559,22 @@ impl H1Conn {
 /// An extended CONNECT (RFC 8441: `:method CONNECT` with a `:protocol`,
 /// which h2wire takes only once `allow_connect` announced it) as the
 /// HTTP/1.1 upgrade it stands for, as Envoy routes it: `:method GET`,
-/// `connection: upgrade` and `upgrade: <protocol>` (fields HTTP/2
-/// requests cannot otherwise carry, so they mark it), its other fields
-/// as they came.
+/// `connection: upgrade` and `upgrade: <protocol>`, its other fields as
+/// they came but `content-length` (the tunnel's bytes are no body; h2wire
+/// still holds the stream to it). `:protocol` stays among the
+/// pseudo-headers, which are never forwarded: it marks the stream a
+/// tunnel for a look at the list's first few fields.
 fn as_upgrade(head: HeaderList) -> HeaderList {
     let mut list = HeaderList::pooled();
     let mut protocol: &[u8] = b"";
     for (name, value, never) in head.iter() {
         match name {
             b":method" => list.push(name, b"GET", false),
-            b":protocol" => protocol = value,
+            b":protocol" => {
+                protocol = value;
+                list.push(name, value, never);
+            }
+            b"content-length" => {}
             _ => list.push(name, value, never),
         }
     }

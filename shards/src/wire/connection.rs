@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_lite::AsyncRead;
 use glommio::net::TcpStream;
@@ -550,7 +550,8 @@ impl Connection {
             s.out.take_from(&mut s.conn);
             s.out.flush_within(&mut self.tcp, HARD_CLOSE_AFTER).await;
             if s.conn.is_h1() {
-                linger(&mut self.tcp, &mut self.rb).await;
+                let within = self.lifecycle.delayed_close();
+                linger(&mut self.tcp, &mut self.rb, within).await;
             }
         }
         self.streams.close();
@@ -599,12 +600,16 @@ impl Drop for OpenTunnel {
 }
 
 /// An HTTP/1.1 connection we close: stop sending, then read and drop what
-/// the client still sends until it closes or `HARD_CLOSE_AFTER` passes.
+/// the client still sends until it closes or `within` passes (the
+/// connection manager's `delayed_close_timeout`; 0: close at once).
 /// Closing with unread bytes makes the kernel send a reset, and a client
 /// that receives it may drop the response it has not read yet (the 400
 /// that explains the close).
-async fn linger(tcp: &mut Transport, rb: &mut ReadBuf) {
-    let mut timer = Box::pin(Timer::new(HARD_CLOSE_AFTER));
+async fn linger(tcp: &mut Transport, rb: &mut ReadBuf, within: Duration) {
+    if within.is_zero() {
+        return;
+    }
+    let mut timer = Box::pin(Timer::new(within));
     // Over TLS the close_notify must be written first: a client that
     // reads nothing must not hold the connection in that write either.
     let closed = futures_lite::future::or(async { tcp.close_write().await.is_ok() }, async {

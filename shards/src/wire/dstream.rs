@@ -82,6 +82,10 @@ pub(crate) struct DStream {
     /// Its route forwards its `Upgrade` (WebSocket): it goes upstream on
     /// a connection of its own, which becomes a tunnel on a 101.
     pub(super) upgrade: bool,
+    /// A CONNECT its route terminates (`connect_config`): the gateway
+    /// answers it and tunnels its bytes alone; else the CONNECT itself
+    /// goes to the host.
+    pub(super) terminate: bool,
     /// Retried once already after its upstream connection died.
     pub(super) retried_lost: bool,
     /// Holds one of the cluster's `max_retries` (from its first resend to
@@ -200,6 +204,7 @@ impl DStream {
             envoy_headers: false,
             bodyless,
             upgrade: false,
+            terminate: false,
             retried_lost: false,
             retry_slot: false,
             retry_policy: false,

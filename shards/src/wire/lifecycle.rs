@@ -130,6 +130,9 @@ pub(super) struct Limits {
     pub headers_timeout: Option<Duration>,
     pub max_connection_duration: Option<Duration>,
     pub max_requests: Option<u32>,
+    /// `delayed_close_timeout`: an HTTP/1.1 connection we close reads and
+    /// drops the client's bytes this long after its last reply.
+    pub delayed_close: Duration,
 }
 
 impl Limits {
@@ -140,6 +143,7 @@ impl Limits {
             headers_timeout: hcm.request_headers_timeout,
             max_connection_duration: hcm.max_connection_duration,
             max_requests: hcm.max_requests_per_connection,
+            delayed_close: hcm.delayed_close_timeout,
         }
     }
 }
@@ -170,6 +174,12 @@ pub(super) struct Lifecycle {
 }
 
 impl Lifecycle {
+    /// `delayed_close_timeout`: how long a closing HTTP/1.1 connection
+    /// reads on.
+    pub fn delayed_close(&self) -> Duration {
+        self.limits.delayed_close
+    }
+
     /// A connection opened at `now`; `born_draining` when a drain it
     /// belongs to had already begun.
     pub fn new(limits: Limits, now: Instant, born_draining: bool) -> Self {

@@ -10,6 +10,7 @@ fn limits() -> Limits {
         headers_timeout: None,
         max_connection_duration: None,
         max_requests: None,
+        delayed_close: Duration::from_secs(1),
     }
 }
 

@@ -42,6 +42,11 @@ fn field<'a>(head: &'a HeaderList, name: &str) -> Option<&'a [u8]> {
 }
 
 impl LogState {
+    /// When the request began, and how long ago.
+    pub(crate) fn began(&self) -> (SystemTime, std::time::Duration) {
+        (self.start, self.started.elapsed())
+    }
+
     /// Starts a stream's record from its request head.
     pub fn new(
         targets: &LogTargets,
@@ -135,6 +140,7 @@ impl LogState {
                 downstream: Some(self.remote.unwrap_or(downstream)),
                 downstream_direct: Some(downstream),
                 sni,
+                local_reply_body: None,
                 req: &req,
                 resp: &resp,
             };

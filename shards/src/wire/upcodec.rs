@@ -151,6 +151,65 @@ impl UpCodec {
         Ok(c.stream)
     }
 
+    /// Opens the one stream of a CONNECT to `authority`, sent on to the
+    /// host (Envoy's CONNECT without `connect_config`): a 2xx answers it
+    /// and the connection is a tunnel, as after an upgrade's 101.
+    /// `tunnel`: its bytes are the stream's body (an HTTP/2 client's
+    /// CONNECT), as for [`Self::send_upgrade_stream`]; else the caller
+    /// takes the connection over (`is_upgraded`).
+    pub fn send_connect<'a>(
+        &mut self,
+        authority: &[u8],
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
+        tunnel: bool,
+    ) -> Result<u32, SendError> {
+        let UpCodec::H1(c) = self else {
+            return Err(SendError::GoingAway);
+        };
+        if !c.conn.is_idle() {
+            return Err(SendError::TooManyStreams);
+        }
+        let fields = fields
+            .into_iter()
+            .filter(|(n, _, _)| *n != b"te")
+            .map(|(n, v, _)| (n, v));
+        c.conn
+            .send_connect(authority, fields, tunnel)
+            .map_err(|_| SendError::GoingAway)?;
+        c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
+        Ok(c.stream)
+    }
+
+    /// Opens a stream that is a tunnel of raw bytes to the host, with no
+    /// request (a CONNECT its route terminates, from an HTTP/2 client):
+    /// its response is the gateway's own 200, given once the connection
+    /// runs (after its connect, so a host down answers 503 instead).
+    pub fn open_raw(&mut self) -> Result<u32, SendError> {
+        let UpCodec::H1(c) = self else {
+            return Err(SendError::GoingAway);
+        };
+        c.conn.open_raw().map_err(|_| SendError::TooManyStreams)?;
+        c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
+        let mut head = HeaderList::pooled();
+        head.push(b":status", b"200", false);
+        c.events.push_back(ClientEvent::Response {
+            stream: c.stream,
+            head,
+            informational: false,
+            end_stream: false,
+        });
+        Ok(c.stream)
+    }
+
+    /// Events made without input wait (a raw tunnel's 200): the
+    /// connection's task routes them without a read.
+    pub fn has_events(&self) -> bool {
+        match self {
+            UpCodec::H2(_) => false,
+            UpCodec::H1(c) => !c.events.is_empty(),
+        }
+    }
+
     /// A tunnel's sender ended and its bytes are out: the socket's write
     /// side is to be shut.
     pub fn wants_write_shut(&self) -> bool {

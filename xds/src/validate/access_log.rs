@@ -102,7 +102,7 @@ fn json(j: &prost_types::Struct, path: &Path) -> Result<LogFormat> {
     LogFormat::json(&fields).map_err(|e| Error::invalid(path.clone(), e.to_string()))
 }
 
-fn log_format(lf: &core::SubstitutionFormatString, path: &Path) -> Result<LogFormat> {
+pub(super) fn log_format(lf: &core::SubstitutionFormatString, path: &Path) -> Result<LogFormat> {
     reject_set!(path, lf, omit_empty_values, formatters, json_format_options);
     use core::substitution_format_string::Format as F;
     match &lf.format {

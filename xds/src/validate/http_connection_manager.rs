@@ -37,6 +37,9 @@ const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `http_protocol_options` (`Http1ProtocolOptions`): the fields we honour;
 /// any other set field is refused by name.
+/// Envoy's default `delayed_close_timeout`.
+const DEFAULT_DELAYED_CLOSE: Duration = Duration::from_secs(1);
+
 fn http1_options(
     o: Option<&core::Http1ProtocolOptions>,
     path: &Path,
@@ -153,6 +156,12 @@ pub fn http_connection_manager(
             &h2path.field("initial_connection_window_size"),
         )?,
         allow_connect: h2.allow_connect,
+        local_reply: m
+            .local_reply_config
+            .as_ref()
+            .map(|c| super::local_reply::local_reply(c, &path.field("local_reply_config")))
+            .transpose()?
+            .map(Arc::new),
         idle_timeout: timeout_or(
             common.idle_timeout.as_ref(),
             DEFAULT_IDLE_TIMEOUT,
@@ -167,6 +176,10 @@ pub fn http_connection_manager(
             common.max_stream_duration.as_ref(),
             &cpath.field("max_stream_duration"),
         )?,
+        delayed_close_timeout: match &m.delayed_close_timeout {
+            Some(d) => super::common::duration(d, &path.field("delayed_close_timeout"))?,
+            None => DEFAULT_DELAYED_CLOSE,
+        },
         request_headers_timeout: limit(
             m.request_headers_timeout.as_ref(),
             &path.field("request_headers_timeout"),
@@ -204,8 +217,6 @@ fn reject_unimplemented(m: &hcm::HttpConnectionManager, path: &Path) -> Result<(
         tracing,
         forward_client_cert_details,
         proxy_100_continue,
-        delayed_close_timeout,
-        local_reply_config,
         stream_error_on_invalid_http_message,
         http3_protocol_options,
     );

@@ -14,6 +14,7 @@ mod health_check;
 mod http_connection_manager;
 mod lb;
 mod listener;
+mod local_reply;
 mod mirror;
 mod node;
 mod outlier;

@@ -336,18 +336,6 @@ fn route(
     let action = match &r.action {
         Some(Action::Route(a)) => {
             let mut action = route_action(a, &path.field("route"), known_clusters, &matcher)?;
-            if matches!(matcher.path, PathMatch::Connect)
-                && !engine::terminates_connect(&action.upgrades)
-            {
-                // Envoy would send the CONNECT on to the cluster as a
-                // request; only terminating it here is implemented.
-                return Err(Error::unsupported_msg(
-                    path.field("route").field("upgrade_configs"),
-                    "a connect_matcher route must terminate CONNECT \
-                     (upgrade_configs: [{ upgrade_type: CONNECT, connect_config: {} }]); \
-                     CONNECT forwarded upstream is not supported",
-                ));
-            }
             // The route's own policy whole, else its virtual host's.
             action.retry_policy = action.retry_policy.or_else(|| vh.retry_policy.cloned());
             action.attempt_count = vh.attempt_count;

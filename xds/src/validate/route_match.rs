@@ -122,7 +122,7 @@ fn compile(pattern: &str, shown: &str, path: &Path) -> Result<Regex> {
 /// Header names that are HTTP/2 pseudo-headers we can match on.
 const PSEUDO_HEADERS: [&str; 4] = [":authority", ":path", ":method", ":scheme"];
 
-fn header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
+pub(super) fn header_matcher(h: &pb::HeaderMatcher, path: &Path) -> Result<HeaderMatcher> {
     let name = h.name.to_ascii_lowercase();
     if name.starts_with(':') && !PSEUDO_HEADERS.contains(&name.as_str()) {
         return Err(Error::unsupported_value(

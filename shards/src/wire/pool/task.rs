@@ -157,7 +157,10 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             // Retired (host left), failed or closing, and nothing left on
             // it: close.
             let closing = c.is_over(retired);
-            (closing, c.conn.has_pending_input(&rb.buf))
+            (
+                closing,
+                c.conn.has_pending_input(&rb.buf) || c.conn.has_events(),
+            )
         };
         if closing {
             out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
@@ -219,6 +222,7 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
                     .wake_each(c.routes.values().map(|&(inbox, _)| inbox));
             }
             if c.conn.has_output()
+                || c.conn.has_events()
                 || c.conn.wants_input() != wants
                 || waiting.is_some_and(|buf| c.conn.has_pending_input(buf))
                 || c.is_over(retired)

@@ -52,7 +52,11 @@ impl Streams {
             let pool = std::rc::Rc::clone(&target.pool);
             let mut p = pool.borrow_mut();
             let windows = p.stream_windows();
-            let send_request = !s.req.is_empty() && p.takes_request_data(up);
+            // A tunnel's bytes wait for its 101: before it, or after a
+            // refusal, they would reach the backend as HTTP (a request
+            // smuggled past the routes and filters).
+            let send_request =
+                !s.req.is_empty() && (!s.upgrade || s.resp_started) && p.takes_request_data(up);
             // A connection gone after the response ended (an HTTP/1.1
             // body that ran to the close) still has its last bytes here:
             // they go on, with nothing to release them to.

@@ -10,6 +10,7 @@
 
 mod dispatch;
 mod forward;
+mod local_reply;
 mod mirror;
 mod outcome;
 mod phases;

@@ -88,7 +88,13 @@ impl Streams {
         // An HTTP/2 request with `upgrade` is an extended CONNECT (the
         // codec made it one): its tunnel is the stream's body.
         let in_stream = match self.conn.is_h1() {
-            false => head.get(b"upgrade").map(Box::<[u8]>::from),
+            false => match head.pseudo(b":protocol") {
+                Some(token) => Some(Box::<[u8]>::from(token)),
+                None if head.pseudo(b":method") == Some(b"CONNECT") => {
+                    Some(Box::from(&b"CONNECT"[..]))
+                }
+                None => None,
+            },
             true => None,
         };
         let upgrade = self.conn.upgrade_asked().or(in_stream.as_deref());
@@ -571,6 +577,9 @@ impl Streams {
     /// in reverse, sent (`streams/reply.rs`).
     fn reply(&mut self, stream: u32, s: &mut DStream, reply: Reply) {
         let now = self.now;
+        // `local_reply_config` first: the log, the filters and the wire
+        // see the reply as it rewrites it.
+        let reply = self.cx.local_reply(s, reply);
         let head_only = s.head.as_ref().is_some_and(reply::is_head);
         s.flag = reply.flag;
         if let Some(l) = s.log.as_mut() {

@@ -34,7 +34,8 @@ pub(super) fn send(
 ) -> u16 {
     if grpc {
         let code = http_to_grpc_status(reply.status).to_string();
-        let message = (!reply.body.is_empty()).then_some(&reply.body[..]);
+        let message = super::local_reply::grpc_message(&reply.body);
+        let message = (!message.is_empty()).then_some(&message[..]);
         let fields = [
             (&b"content-type"[..], &b"application/grpc"[..]),
             (b"grpc-status", code.as_bytes()),

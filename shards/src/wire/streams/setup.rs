@@ -3,13 +3,14 @@
 use std::time::Instant;
 
 use engine::route::{regex_rewrite_path, rewrite_path, route_request_at, RequestView};
-use engine::{HostRewrite, PathMatch, RetryHeaders};
+use engine::{HostRewrite, RetryHeaders};
 use h2wire::message::HeaderList;
 
 use super::stamp::{self, ClientClass};
 use super::ConnCx;
 use crate::http_filter::router::HeadView;
 use crate::http_filter::Reply;
+use crate::local_reply::LocalReply;
 use crate::wire::dstream::DStream;
 use crate::wire::logging::LogState;
 
@@ -65,22 +66,22 @@ impl ConnCx {
                 // `upgrade_configs`: the route's say, else its manager's.
                 let forward = routed.and_then(|(_, r)| r.action.forward());
                 let upgrades = forward.map(|a| a.upgrades.as_slice());
-                if engine::upgrade_allowed(&hcm.upgrades, upgrades, token) {
+                if in_stream && s.bodyless {
+                    // An extended CONNECT that ends at once has no tunnel.
+                    refused = Some(Box::new(Reply::from(LocalReply::BadRequest)));
+                } else if engine::upgrade_allowed(&hcm.upgrades, upgrades, token) {
                     // A direct response or redirect answers it as any
                     // request; a request with a body is not upgraded
                     // (but an extended CONNECT's body is its tunnel).
                     s.upgrade = forward.is_some() && (s.bodyless || in_stream);
+                    s.terminate = token == b"CONNECT"
+                        && forward.is_some_and(|a| engine::terminates_connect(&a.upgrades));
                 } else {
                     cx.wire.shard.stats.downstream.rq_upgrade_refused.inc();
                     // Envoy answers a CONNECT it does not take 404.
                     let status = if token == b"CONNECT" { 404 } else { 403 };
                     refused = Some(Box::new(Reply::new(status, "", "")));
                 }
-            } else if routed.is_some_and(|(_, r)| matches!(r.matcher.path, PathMatch::Connect)) {
-                // An HTTP/2 CONNECT: its tunnel would be the stream's DATA,
-                // which is not implemented.
-                cx.wire.shard.stats.downstream.rq_upgrade_refused.inc();
-                refused = Some(Box::new(Reply::new(404, "", "")));
             }
             // Its response heads get the route's edits (from the config,
             // which the stream then keeps).

@@ -59,9 +59,13 @@ impl HeadSink for Upgrading<'_> {
         fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
         _bodyless: bool,
     ) -> Option<u32> {
-        self.codec
-            .send_upgrade(method, authority, path, fields, self.upgrade)
-            .ok()
+        match self.upgrade {
+            b"CONNECT" => self.codec.send_connect(authority, fields, false),
+            upgrade => self
+                .codec
+                .send_upgrade(method, authority, path, fields, upgrade),
+        }
+        .ok()
     }
 }
 
@@ -81,9 +85,9 @@ impl Streams {
         s.attempts = s.attempts.saturating_add(1);
         let (idle, ends_at) = (s.idle, s.ends_at);
         self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
-        // A CONNECT is answered here: no request goes to the host, only
-        // the client's bytes.
-        let codec = if &*upgrade == b"CONNECT" {
+        // A CONNECT its route terminates is answered here: no request
+        // goes to the host, only the client's bytes.
+        let codec = if s.terminate {
             None
         } else {
             // The body window holds a refusal's body, not a tunnel's bytes.

@@ -89,9 +89,19 @@ pub(super) trait HeadSink {
 struct Pooled<'c> {
     conn: &'c mut UpCodec,
     scheme: &'static [u8],
-    /// The `Upgrade` of an HTTP/2 client's extended CONNECT: the stream
-    /// is its tunnel; with the `sec-websocket-key` the gateway adds.
-    upgrade: Option<(&'c [u8], Option<[u8; 24]>)>,
+    /// An HTTP/2 client's stream that is a tunnel: what opens it.
+    tunnel: Option<Tunnel<'c>>,
+}
+
+/// How an HTTP/2 client's tunnel opens on the host's connection.
+enum Tunnel<'c> {
+    /// An extended CONNECT's upgrade (`upgrade: <token>`), with the
+    /// `sec-websocket-key` the gateway adds.
+    Upgrade(&'c [u8], Option<[u8; 24]>),
+    /// A CONNECT sent on.
+    Connect,
+    /// A CONNECT its route terminates: no request, the bytes alone.
+    Raw,
 }
 
 impl HeadSink for Pooled<'_> {
@@ -105,8 +115,10 @@ impl HeadSink for Pooled<'_> {
         fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
         bodyless: bool,
     ) -> Option<u32> {
-        match self.upgrade {
-            Some((upgrade, key)) => {
+        match self.tunnel {
+            Some(Tunnel::Connect) => self.conn.send_connect(authority, fields, true),
+            Some(Tunnel::Raw) => self.conn.open_raw(),
+            Some(Tunnel::Upgrade(upgrade, key)) => {
                 // The key lives here: the fields are taken at its lifetime.
                 let key = key
                     .as_ref()
@@ -134,10 +146,16 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize, random: u128) -> Opti
     let auto = s.auto_host.then(|| pool.hostname.clone()).flatten();
     let scheme = pool.scheme();
     let conn = pool.conn_at(slot)?;
-    let upgrade = s
+    let tunnel = s
         .upgrade
         .then(|| {
             let head = s.head.as_ref()?;
+            if head.get(b":method") == Some(b"CONNECT") {
+                return Some(match s.terminate {
+                    true => Tunnel::Raw,
+                    false => Tunnel::Connect,
+                });
+            }
             let token = head.get(b"upgrade")?;
             // RFC 8441's WebSocket has no key, which RFC 6455 servers
             // refuse (400): one is made for the HTTP/1.1 hop (Envoy
@@ -145,13 +163,16 @@ fn send_request(s: &DStream, pool: &mut Pool, slot: usize, random: u128) -> Opti
             // the client expects none.
             let keyless = token.eq_ignore_ascii_case(b"websocket")
                 && head.get(b"sec-websocket-key").is_none();
-            Some((token, keyless.then(|| websocket_key(random))))
+            Some(Tunnel::Upgrade(
+                token,
+                keyless.then(|| websocket_key(random)),
+            ))
         })
         .flatten();
     let sink = Pooled {
         conn,
         scheme,
-        upgrade,
+        tunnel,
     };
     write_request(s, auto.as_deref(), sink)
 }
@@ -320,11 +341,11 @@ impl Streams {
         let whole = s.bodyless;
         s.try_ends = s.per_try.filter(|_| whole).map(|d| self.now + d);
         s.try_idle_at = s.try_idle.filter(|_| whole).map(|d| self.now + d);
-        let shard = &self.cx.wire.shard;
-        let random = if s.upgrade {
-            u128::from(shard.random_u64()) << 64 | u128::from(shard.random_u64())
-        } else {
-            0
+        // Keyed, as request ids are: the shard's RNG (which picks hosts)
+        // is not shown to backends.
+        let random = match s.upgrade {
+            true => self.cx.wire.shard.request_id_bits(),
+            false => 0,
         };
         let up_stream = send_request(s, &mut pool.borrow_mut(), slot, random)
             .ok_or(LocalReply::ConnectFailure)?;

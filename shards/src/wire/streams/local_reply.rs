@@ -1,0 +1,156 @@
+//! `local_reply_config` on the gateway's own replies (no route, upstream failures and timeouts, direct responses, redirects, filters' refusals; never a backend's response): the first mapper whose filter takes the reply rewrites its status, headers and body, then the body format (the mapper's, else the config's) makes its body, as Envoy 1.40 does.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use engine::access_log::filter::FilterInput;
+use engine::access_log::LogRecord;
+use engine::headers::http_to_grpc_status;
+use engine::HeaderMutation;
+use smallvec::SmallVec;
+
+use super::ConnCx;
+use crate::http_filter::header_mutation::{self, FormatInput, Head};
+use crate::http_filter::Reply;
+use crate::wire::dstream::DStream;
+
+impl ConnCx {
+    /// `reply` as the connection manager's `local_reply_config` makes it
+    /// (as it is without one).
+    pub(super) fn local_reply(&self, s: &DStream, mut reply: Reply) -> Reply {
+        // The stream's config, else (only the router ran, and the stream
+        // let its config go) the shard's.
+        let current;
+        let snap = match s.snap.as_ref() {
+            Some(snap) => snap,
+            None => {
+                current = self.wire.shard.snapshot();
+                &current
+            }
+        };
+        let Some(config) = self.hcm(snap).and_then(|h| h.local_reply.as_deref()) else {
+            return reply;
+        };
+        let head = s.head.as_ref();
+        let field = |name: &str| {
+            head?
+                .get(name.as_bytes())
+                .and_then(|v| std::str::from_utf8(v).ok())
+        };
+        let (start, age) = match s.log.as_ref() {
+            Some(l) => l.began(),
+            None => (SystemTime::now(), Duration::ZERO),
+        };
+        let input = FilterInput {
+            status: reply.status,
+            duration: age,
+            flags: reply.flag,
+            request: &field,
+            grpc_status: s.grpc.then(|| http_to_grpc_status(reply.status)),
+            random: self.wire.shard.random_u64(),
+        };
+        let mapper = config.mapper(&input);
+        if let Some(m) = mapper {
+            reply.status = m.status.unwrap_or(reply.status);
+            if let Some(body) = &m.body {
+                reply.body = Bytes::copy_from_slice(body);
+            }
+            self.reply_headers(s, &m.headers, &mut reply);
+        }
+        let Some(format) = config.body_format(mapper) else {
+            return reply;
+        };
+        let fields = format.format.req_fields();
+        let req: SmallVec<[Option<&[u8]>; 4]> = fields
+            .iter()
+            .map(|n| head.and_then(|h| h.get(n.as_bytes())))
+            .collect();
+        let resp: SmallVec<[Option<&[u8]>; 4]> =
+            format.format.resp_fields().iter().map(|_| None).collect();
+        let record = LogRecord {
+            start: Some(start),
+            duration: Some(age),
+            protocol: self.protocol,
+            status: Some(reply.status),
+            flags: reply.flag,
+            upstream_host: s.served_by(),
+            downstream: Some(self.peer),
+            downstream_direct: Some(self.peer),
+            sni: self.sni.as_deref(),
+            local_reply_body: Some(&reply.body),
+            req: &req,
+            resp: &resp,
+            ..Default::default()
+        };
+        let mut body = Vec::new();
+        format.format.render(&record, &mut body);
+        if s.grpc && format.content_type == "application/json" && body.ends_with(b"\n") {
+            // Envoy's gRPC message from a JSON format has no newline.
+            body.pop();
+        }
+        reply.body = Bytes::from(body);
+        let _ = reply
+            .fields
+            .set(b"content-type", format.content_type.as_bytes());
+        reply
+    }
+
+    /// A mapper's `headers_to_add` on the reply's own fields.
+    fn reply_headers(&self, s: &DStream, headers: &HeaderMutation, reply: &mut Reply) {
+        if headers.is_empty() {
+            return;
+        }
+        let input = FormatInput {
+            peer: self.peer,
+            upstream: s.served_by(),
+            protocol: self.protocol,
+            // A reply the gateway made reads 0, as Envoy's.
+            status: None,
+            sni: self.sni.as_deref(),
+        };
+        let head = Head::Response {
+            list: None,
+            request: s.head.as_ref(),
+        };
+        let levels = std::slice::from_ref(headers);
+        let refused = header_mutation::apply(levels, head, &mut reply.fields, &input);
+        if refused > 0 {
+            let stats = &self.wire.shard.stats.downstream;
+            stats.header_values_refused.add(refused.into());
+        }
+    }
+}
+
+/// A gRPC message as `grpc-message` carries it: percent-encoded outside
+/// printable ASCII, and `%` itself (the gRPC HTTP/2 spec).
+pub(super) fn grpc_message(body: &[u8]) -> Cow<'_, [u8]> {
+    let plain = |b: u8| (0x20..0x7f).contains(&b) && b != b'%';
+    if body.iter().all(|&b| plain(b)) {
+        return Cow::Borrowed(body);
+    }
+    let mut out = Vec::with_capacity(body.len() + 8);
+    for &b in body {
+        if plain(b) {
+            out.push(b);
+        } else {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_message;
+
+    #[test]
+    fn grpc_messages_are_percent_encoded() {
+        assert_eq!(&grpc_message(b"no route")[..], b"no route");
+        assert_eq!(&grpc_message(b" 404 NR /nope\n")[..], b" 404 NR /nope%0A");
+        assert_eq!(
+            &grpc_message("50% caf\u{e9}".as_bytes())[..],
+            b"50%25 caf%C3%A9"
+        );
+    }
+}
