@@ -272,3 +272,68 @@ fn a_websocket_that_stops_reading_stalls_only_its_own_stream() {
     }
     gw.shutdown();
 }
+
+/// A backend that serves plain requests on kept-alive connections, and
+/// closes a connection that served one when an upgrade comes on it (the
+/// race of a keep-alive close with the next request); an upgrade first
+/// on its connection gets 101 and an echo.
+fn closing_keep_alive_backend() -> SocketAddr {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut served = 0;
+                loop {
+                    let mut head = Vec::new();
+                    let mut b = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match s.read(&mut b) {
+                            Ok(1) => head.push(b[0]),
+                            _ => return,
+                        }
+                    }
+                    let upgrade = String::from_utf8_lossy(&head)
+                        .to_ascii_lowercase()
+                        .contains("\r\nupgrade: websocket\r\n");
+                    if upgrade && served > 0 {
+                        return;
+                    }
+                    if upgrade {
+                        let _ = s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n");
+                        let mut buf = [0u8; 4096];
+                        while let Ok(n @ 1..) = s.read(&mut buf) {
+                            if s.write_all(&buf[..n]).is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                    served += 1;
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_tunnel_whose_kept_alive_connection_was_closed_is_sent_again() {
+    let (gw, addr) = gateway(WS_ON_H2, closing_keep_alive_backend());
+    let (plain, status, echo) = client(move || async move {
+        let (send, _) = connect_h2(addr).await;
+        // Leaves a kept-alive connection in the host's pool.
+        let plain = get(&send, "/plain", &[]).await.unwrap().status;
+        let (head, mut rx, mut tx) = open_ws(&send, "/chat").await.unwrap();
+        tx.send_data(Bytes::from_static(b"ping"), false).unwrap();
+        (plain, head.status, read_n(&mut rx, 4).await.unwrap())
+    });
+    assert_eq!((plain.as_u16(), status.as_u16()), (200, 200));
+    assert_eq!(&echo[..], b"ping");
+    // Counted once, though sent twice.
+    wait_stat(&gw, "gateway_downstream_rq_upgrades_total 1");
+    gw.shutdown();
+}

@@ -42,7 +42,10 @@ impl Streams {
             let (Some(up), Some(target)) = (s.up, s.target.as_ref()) else {
                 return true;
             };
-            if !s.req.is_empty() && !s.bodyless && !s.keeps_head() {
+            // (A tunnel's bytes start at its answer: its head stays until
+            // then, for a resend on a lost connection.)
+            let started = !s.upgrade || s.resp_started;
+            if !s.req.is_empty() && !s.bodyless && !s.keeps_head() && started {
                 // The body starts upstream: a refusal can no longer be
                 // resent (the bytes are not kept), so the head goes back.
                 if let Some(head) = s.head.take() {

@@ -477,18 +477,19 @@ impl Streams {
 
     /// The upstream connection died under the stream. An idempotent
     /// bodiless request that has no response yet is retried once on
-    /// another connection (Envoy's `reset` retry, without a policy);
-    /// anything else fails as an upstream reset.
+    /// another connection (Envoy's `reset` retry, without a policy), as
+    /// is a tunnel not yet answered (its bytes wait for the answer: none
+    /// went; a kept-alive connection the host closed as the upgrade was
+    /// written loses nothing); anything else fails as an upstream reset.
     pub(super) fn connection_lost(&mut self, stream: u32) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
         let retry = !s.resp_started
-            && s.bodyless
             && !s.retried_lost
             && s.head
                 .as_ref()
-                .is_some_and(|h| idempotent(h.get(b":method")));
+                .is_some_and(|h| s.upgrade || (s.bodyless && idempotent(h.get(b":method"))));
         s.retried_lost |= retry;
         self.resend_or_fail(stream, retry.then_some(|h| &h.rq_retry_conn_lost));
     }

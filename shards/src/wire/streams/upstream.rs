@@ -349,7 +349,8 @@ impl Streams {
         };
         let up_stream = send_request(s, &mut pool.borrow_mut(), slot, random)
             .ok_or(LocalReply::ConnectFailure)?;
-        if s.upgrade {
+        if s.upgrade && s.attempts == 1 {
+            // Once per tunnel, however often it is resent.
             self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
         }
         let up = pool
