@@ -255,6 +255,11 @@ impl LogFormat {
         Ok(Piece::Op { op, max_len })
     }
 
+    /// A `json_format`.
+    pub fn is_json(&self) -> bool {
+        matches!(self.shape, Shape::Json(_))
+    }
+
     /// The text of a format without operators (`100%%` is `100%`).
     pub fn literal(&self) -> Option<&str> {
         match &self.shape {

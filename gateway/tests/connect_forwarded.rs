@@ -43,7 +43,10 @@ impl ProxyBackend {
                         std::thread::sleep(Duration::from_millis(500));
                         return;
                     }
-                    let _ = s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    // A length that frames nothing: the tunnel follows.
+                    let _ = s.write_all(
+                        b"HTTP/1.1 200 Connection established\r\ncontent-length: 0\r\n\r\n",
+                    );
                     let _ = s.write_all(&rest);
                     let mut buf = [0u8; 16384];
                     while let Ok(n @ 1..) = s.read(&mut buf) {
@@ -62,6 +65,15 @@ impl ProxyBackend {
 /// A gateway whose `connect_matcher` route sends CONNECT on to `target`
 /// (`connect_config` when `terminate`), with `allow_connect` for HTTP/2.
 fn gateway(target: SocketAddr, terminate: bool) -> (gateway::GatewayHandle, SocketAddr) {
+    gateway_with(target, terminate, "")
+}
+
+/// [`gateway`] with more connection manager fields.
+fn gateway_with(
+    target: SocketAddr,
+    terminate: bool,
+    hcm_fields: &str,
+) -> (gateway::GatewayHandle, SocketAddr) {
     let upgrade = match terminate {
         true => "{ upgrade_type: CONNECT, connect_config: {} }",
         false => "{ upgrade_type: CONNECT }",
@@ -81,12 +93,10 @@ fn gateway(target: SocketAddr, terminate: bool) -> (gateway::GatewayHandle, Sock
         "  - name: proxy\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: proxy\n      endpoints:\n      - lb_endpoints: [{}]\n",
         yaml::endpoint(&target.ip().to_string(), target.port(), "")
     );
-    let b = yaml::hcm_bootstrap(
-        "          http2_protocol_options: { allow_connect: true }",
-        &routes,
-        &cluster,
-    )
-    .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
+    let fields =
+        format!("          http2_protocol_options: {{ allow_connect: true }}\n{hcm_fields}");
+    let b = yaml::hcm_bootstrap(&fields, &routes, &cluster)
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
     let gw = start(b, 1);
     let addr = gw.listener("ingress").unwrap();
     (gw, addr)
@@ -125,7 +135,14 @@ fn an_http1_connect_goes_on_to_the_host_whose_2xx_makes_the_tunnel() {
     for want in ["\r\nx-forwarded-proto: http\r\n", "\r\nx-request-id: "] {
         assert!(head.contains(want), "no {want:?} in {head}");
     }
-    // A refusal is the client's answer, and the connection closes.
+    gw.shutdown();
+    // A refusal is the client's answer, and the connection closes; the
+    // host's answer, which `local_reply_config` does not shape.
+    let (gw, addr) = gateway_with(
+        backend.addr,
+        false,
+        "          local_reply_config: { body_format: { text_format: \"shaped %LOCAL_REPLY_BODY%\" } }",
+    );
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     c.write_all(b"CONNECT refused:1 HTTP/1.1\r\nHost: refused:1\r\n\r\n")
@@ -133,7 +150,7 @@ fn an_http1_connect_goes_on_to_the_host_whose_2xx_makes_the_tunnel() {
     let answer = read_to_end(&mut c);
     assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
     assert!(answer.ends_with("\r\n\r\nnope"), "{answer}");
-    wait_stat(&gw, "gateway_downstream_rq_upgrades_total 2");
+    wait_stat(&gw, "gateway_downstream_rq_upgrades_total 1");
     gw.shutdown();
 }
 

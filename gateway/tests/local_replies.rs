@@ -238,6 +238,9 @@ fn grpc_local_replies_carry_the_formatted_body_as_their_message() {
     });
     assert_eq!(reply.status, 200);
     assert_eq!(reply.grpc_status(), Some("12"));
+    // The format's content type is the message's: the reply stays gRPC.
+    let types: Vec<_> = reply.headers.get_all("content-type").iter().collect();
+    assert_eq!(types, ["application/grpc"]);
     // No trailing newline, as Envoy's.
     assert_eq!(
         reply.header("grpc-message"),

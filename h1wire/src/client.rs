@@ -110,6 +110,9 @@ pub struct ClientConn {
     /// A tunnel's sender ended: once its bytes are written, the socket's
     /// write side is to be shut.
     write_shut: bool,
+    /// A 101 or a CONNECT's 2xx came (or the tunnel is raw): the
+    /// exchange is a tunnel now.
+    switched: bool,
     /// No exchange after the current one.
     closing: bool,
     /// Failed or aborted: nothing more is sent or received.
@@ -144,6 +147,7 @@ impl ClientConn {
             connect_asked: false,
             tunnel: false,
             write_shut: false,
+            switched: false,
             closing: false,
             broken: false,
             unreleased: 0,
@@ -211,6 +215,7 @@ impl ClientConn {
                 self.receiving = Receiving::Head;
                 self.head_request = method == b"HEAD";
                 self.upgrade_asked = false;
+                self.switched = false;
                 self.connect_asked = false;
                 self.tunnel = false;
                 // The window is the exchange's, as an HTTP/2 stream's:
@@ -322,6 +327,7 @@ impl ClientConn {
         self.head_request = false;
         (self.upgrade_asked, self.connect_asked) = (false, false);
         self.tunnel = true;
+        self.switched = true;
         self.closing = true;
         self.unreleased = 0;
         self.window = u64::from(self.cfg.body_window);
@@ -371,7 +377,11 @@ impl ClientConn {
                 // Only into a tunnel the 101 opened: before it, or after a
                 // refusal, the server would read them as HTTP (a request
                 // smuggled past the caller). Dropped.
-                Sending::Raw if !matches!(self.receiving, Receiving::UntilClose) => data.clear(),
+                Sending::Raw
+                    if !self.switched || !matches!(self.receiving, Receiving::UntilClose) =>
+                {
+                    data.clear()
+                }
                 Sending::Raw => {
                     if n > 0 {
                         self.push_data(std::mem::take(data));
@@ -551,6 +561,11 @@ impl ClientConn {
             _ => false,
         };
         if switched {
+            self.switched = true;
+            // What follows is the tunnel's, whatever framing the head
+            // claims (RFC 9110 §9.3.6): none is passed on.
+            let mut head = head;
+            head.framing = ResponseFraming::UntilClose;
             self.events.push_back(ClientEvent::Response {
                 head,
                 informational: false,

@@ -474,6 +474,17 @@ fn an_upgrade_refused_is_an_ordinary_response_and_the_connection_closes() {
     c.send_data(&mut Bytes::from_static(b"GET /x HTTP/1.1\r\n\r\n"), false)
         .unwrap();
     assert_eq!(out(&mut c), "");
+    // Also after a refusal whose body runs to the close.
+    let mut c = conn();
+    c.send_upgrade_tunnel(b"GET", b"/", b"a", [], b"websocket")
+        .unwrap();
+    out(&mut c);
+    let mut buf = BytesMut::from(&b"HTTP/1.1 403 Forbidden\r\n\r\nno"[..]);
+    c.recv(&mut buf).unwrap();
+    assert_eq!(events(&mut c), vec![head(403, false), data("no", false)]);
+    c.send_data(&mut Bytes::from_static(b"GET /x HTTP/1.1\r\n\r\n"), false)
+        .unwrap();
+    assert_eq!(out(&mut c), "");
     // A bad upgrade value writes nothing.
     let mut c = conn();
     assert_eq!(

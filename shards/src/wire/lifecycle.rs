@@ -28,11 +28,10 @@ pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a connection with streams looks for expired deadlines: the
 /// precision of the route timeout on this path.
 pub(super) const DEADLINE_SCAN: Duration = Duration::from_millis(50);
-/// How long an abruptly closed connection may take to flush its GOAWAY,
-/// and how long an HTTP/1.1 connection we close keeps reading (and
-/// dropping) what its client still sends, so that the kernel does not
-/// answer those bytes with a reset that destroys our last response in
-/// the client's buffer (Envoy's `delayed_close_timeout`, also 1 s).
+/// How long a connection we close may take to flush its last bytes (a
+/// GOAWAY, the last responses) to a client that may not read them. (How
+/// long an HTTP/1.1 connection then reads and drops what its client still
+/// sends is the connection manager's `delayed_close_timeout`.)
 pub(super) const HARD_CLOSE_AFTER: Duration = Duration::from_secs(1);
 
 /// What the connection is at the top of a turn, as the lifecycle needs it.

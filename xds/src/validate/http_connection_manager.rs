@@ -35,11 +35,11 @@ const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// `http_protocol_options` (`Http1ProtocolOptions`): the fields we honour;
-/// any other set field is refused by name.
 /// Envoy's default `delayed_close_timeout`.
 const DEFAULT_DELAYED_CLOSE: Duration = Duration::from_secs(1);
 
+/// `http_protocol_options` (`Http1ProtocolOptions`): the fields we honour;
+/// any other set field is refused by name.
 fn http1_options(
     o: Option<&core::Http1ProtocolOptions>,
     path: &Path,

@@ -47,7 +47,9 @@ impl ConnCx {
             duration: age,
             flags: reply.flag,
             request: &field,
-            grpc_status: s.grpc.then(|| http_to_grpc_status(reply.status)),
+            // Envoy's: a reply's gRPC status, from its HTTP status for any
+            // request.
+            grpc_status: Some(http_to_grpc_status(reply.status)),
             random: self.wire.shard.random_u64(),
         };
         let mapper = config.mapper(&input);
@@ -85,7 +87,7 @@ impl ConnCx {
         };
         let mut body = Vec::new();
         format.format.render(&record, &mut body);
-        if s.grpc && format.content_type == "application/json" && body.ends_with(b"\n") {
+        if s.grpc && format.format.is_json() && body.ends_with(b"\n") {
             // Envoy's gRPC message from a JSON format has no newline.
             body.pop();
         }

@@ -543,6 +543,19 @@ impl Streams {
     /// Ends a stream with `reply`: a local reply if no response head went
     /// out yet (the response filters run on it), else a reset.
     pub(super) fn fail_with(&mut self, stream: u32, reply: Reply, failed: Option<CallResult>) {
+        self.end_with(stream, reply, failed, true);
+    }
+
+    /// [`Self::fail_with`]; `local`: the reply is the gateway's own, which
+    /// `local_reply_config` shapes (a backend's answer passed on as one,
+    /// an upgrade's refusal, is not).
+    pub(super) fn end_with(
+        &mut self,
+        stream: u32,
+        reply: Reply,
+        failed: Option<CallResult>,
+        local: bool,
+    ) {
         let Some(mut s) = self.table.remove(&stream) else {
             return;
         };
@@ -562,7 +575,7 @@ impl Streams {
             let hosts = &self.cx.wire.shard.stats.hosts;
             hosts.host(t.host).responses.record(reply.status);
         }
-        self.reply(stream, &mut s, reply);
+        self.reply(stream, &mut s, reply, local);
         self.table.insert(stream, s);
         self.finish(stream);
     }
@@ -570,17 +583,20 @@ impl Streams {
     /// A local reply for a stream not in the table (it never reached the
     /// router, or a filter answered it), which then ends.
     fn reply_new(&mut self, stream: u32, mut s: DStream, reply: Reply) {
-        self.reply(stream, &mut s, reply);
+        self.reply(stream, &mut s, reply, true);
         self.forget(stream, s);
     }
 
     /// The local reply itself: logged, run through the response filters
     /// in reverse, sent (`streams/reply.rs`).
-    fn reply(&mut self, stream: u32, s: &mut DStream, reply: Reply) {
+    fn reply(&mut self, stream: u32, s: &mut DStream, reply: Reply, local: bool) {
         let now = self.now;
         // `local_reply_config` first: the log, the filters and the wire
         // see the reply as it rewrites it.
-        let reply = self.cx.local_reply(s, reply);
+        let reply = match local {
+            true => self.cx.local_reply(s, reply),
+            false => reply,
+        };
         let head_only = s.head.as_ref().is_some_and(reply::is_head);
         s.flag = reply.flag;
         if let Some(l) = s.log.as_mut() {

@@ -42,7 +42,8 @@ pub(super) fn send(
         ]
         .into_iter()
         .chain(message.map(|m| (&b"grpc-message"[..], m)))
-        .chain(reply.fields.added());
+        // A body format's content type is the message's, not the reply's.
+        .chain(reply.fields.added().filter(|(n, _)| *n != b"content-type"));
         let _ = conn.send_headers(stream, 200, edits.apply(fields), true);
         return 200;
     }

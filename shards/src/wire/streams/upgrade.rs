@@ -152,7 +152,8 @@ impl Streams {
         // `connection: close`: the client's next bytes were meant for the
         // protocol it asked for.
         self.conn.go_away(h2wire::ErrorCode::NO_ERROR);
-        self.fail_with(stream, reply, None);
+        // The backend's answer: not the gateway's, for `local_reply_config`.
+        self.end_with(stream, reply, None, false);
     }
 
     /// The upgrade's connection failed before an answer came: the client

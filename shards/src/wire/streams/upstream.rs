@@ -347,8 +347,16 @@ impl Streams {
             true => self.cx.wire.shard.request_id_bits(),
             false => 0,
         };
-        let up_stream = send_request(s, &mut pool.borrow_mut(), slot, random)
-            .ok_or(LocalReply::ConnectFailure)?;
+        let Some(up_stream) = send_request(s, &mut pool.borrow_mut(), slot, random) else {
+            if s.upgrade {
+                // The host's connection cannot carry it (it speaks HTTP/2):
+                // no failure of the host's (outlier detection, retries).
+                let reply = crate::http_filter::Reply::from(LocalReply::ConnectFailure);
+                self.fail_with(stream, reply, None);
+                return Ok(());
+            }
+            return Err(LocalReply::ConnectFailure);
+        };
         if s.upgrade && s.attempts == 1 {
             // Once per tunnel, however often it is resent.
             self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
