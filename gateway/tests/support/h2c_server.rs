@@ -21,6 +21,16 @@ where
     F: Fn(u64, H2Conn) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
+    h2c_server_with(false, serve)
+}
+
+/// [`h2c_server`]; `extended_connect`: its SETTINGS enable extended
+/// CONNECT (RFC 8441).
+pub fn h2c_server_with<F, Fut>(extended_connect: bool, serve: F) -> SocketAddr
+where
+    F: Fn(u64, H2Conn) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
     let (tx, rx) = std::sync::mpsc::channel();
     LocalExecutorBuilder::new(Placement::Unbound)
         .io_memory(1 << 20)
@@ -33,7 +43,11 @@ where
                 let Ok(s) = l.accept().await else { return };
                 let serve = std::rc::Rc::clone(&serve);
                 glommio::spawn_local(async move {
-                    if let Ok(conn) = h2::server::handshake(s.compat()).await {
+                    let mut builder = h2::server::Builder::new();
+                    if extended_connect {
+                        builder.enable_connect_protocol();
+                    }
+                    if let Ok(conn) = builder.handshake(s.compat()).await {
                         serve(n, conn).await;
                     }
                 })

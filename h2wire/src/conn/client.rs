@@ -37,6 +37,9 @@ pub struct ClientConn {
     pub(super) next_id: u32,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
     pub(super) peer_max_streams: u32,
+    /// The server's SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441), once its
+    /// SETTINGS came.
+    pub(super) peer_extended_connect: Option<bool>,
     /// A GOAWAY was received or sent: no new streams.
     pub(super) going_away: bool,
     pub(super) core: ConnCore,
@@ -64,6 +67,7 @@ impl ClientConn {
             streams: StreamMap::new(),
             next_id: 1,
             peer_max_streams: INITIAL_STREAM_LIMIT,
+            peer_extended_connect: None,
             going_away: false,
             core,
             events: VecDeque::new(),

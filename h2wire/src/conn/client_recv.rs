@@ -121,6 +121,11 @@ impl Dispatch for ClientConn {
                 events.push_back(ClientEvent::WindowOpen { stream });
             })?;
         let first = !std::mem::replace(&mut self.got_settings, true);
+        match s.enable_connect_protocol {
+            Some(on) => self.peer_extended_connect = Some(on),
+            None if first => self.peer_extended_connect = Some(false),
+            None => {}
+        }
         // The assumed limit holds until the first SETTINGS; without the
         // parameter there, the RFC's initial value applies: no limit.
         let limit = match s.max_concurrent_streams {

@@ -74,6 +74,57 @@ impl ClientConn {
         Ok(stream)
     }
 
+    /// Opens a CONNECT stream (RFC 9113 §8.5): `:method CONNECT` and
+    /// `:authority` alone, then `fields`; its DATA are the tunnel's bytes
+    /// once a 2xx answers it. With `extended` (`protocol`, `scheme`,
+    /// `path`: RFC 8441's extended CONNECT, e.g. WebSocket), refused while
+    /// the server's SETTINGS say it does not take one; sent when they have
+    /// not come yet (a new connection's first streams go before them).
+    pub fn send_connect<'a>(
+        &mut self,
+        authority: &[u8],
+        extended: Option<(&[u8], &[u8], &[u8])>,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
+    ) -> Result<u32, SendError> {
+        if extended.is_some() && self.peer_extended_connect == Some(false) {
+            return Err(SendError::NoExtendedConnect);
+        }
+        self.open_check()?;
+        let stream = self.next_id;
+        self.next_id += 2;
+        let mut state = StreamState::Idle;
+        state.send_headers(false);
+        self.streams.insert(
+            stream,
+            Stream {
+                state,
+                send: Window::new(self.core.peer_initial),
+                recv: RecvWindow::new(self.core.local_initial),
+                content_left: None,
+                head_done: false,
+                head_request: false,
+            },
+        );
+        let buf = &mut self.core.out.buf;
+        let mark = begin_headers(buf);
+        let enc = &mut self.core.encoder;
+        enc.begin_block(buf);
+        enc.encode_field(b":method", b"CONNECT", false, buf);
+        if let Some((_, scheme, _)) = extended {
+            enc.encode_field(b":scheme", scheme, false, buf);
+        }
+        enc.encode_field(b":authority", authority, false, buf);
+        if let Some((protocol, _, path)) = extended {
+            enc.encode_field(b":path", path, false, buf);
+            enc.encode_field(b":protocol", protocol, false, buf);
+        }
+        for (name, value, never_index) in fields {
+            enc.encode_field(name, value, never_index, buf);
+        }
+        finish_headers(buf, mark, stream, false, self.core.peer_max_frame);
+        Ok(stream)
+    }
+
     /// Why no stream can be opened now, if none can.
     pub(super) fn open_check(&self) -> Result<(), SendError> {
         if self.going_away || self.dead.is_some() {

@@ -40,4 +40,8 @@ pub enum SendError {
     /// Client: all 2^30 stream ids of the connection are used.
     #[error("stream ids exhausted")]
     IdsExhausted,
+    /// Client: an extended CONNECT (`:protocol`) to a server whose
+    /// SETTINGS did not enable it (RFC 8441 §3).
+    #[error("the server does not take extended CONNECT")]
+    NoExtendedConnect,
 }

@@ -124,18 +124,22 @@ impl UpCodec {
     /// HTTP/2 from the client, RFC 8441): on HTTP/1.1 the upgrade request,
     /// the stream's data written as they are, a 101's bytes as its
     /// response body until the server closes; the connection then closes
-    /// (it never goes back to the pool). HTTP/2 servers are not asked
-    /// (extended CONNECT upstream is not implemented).
+    /// (it never goes back to the pool). On HTTP/2 an extended CONNECT
+    /// (`:protocol` the upgrade), whose 200 opens the stream's tunnel on a
+    /// connection shared as ever.
     pub fn send_upgrade_stream<'a>(
         &mut self,
-        method: &[u8],
+        (method, scheme): (&[u8], &[u8]),
         authority: &[u8],
         path: &[u8],
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
         upgrade: &[u8],
     ) -> Result<u32, SendError> {
-        let UpCodec::H1(c) = self else {
-            return Err(SendError::GoingAway);
+        let c = match self {
+            UpCodec::H2(c) => {
+                return c.send_connect(authority, Some((upgrade, scheme, path)), fields);
+            }
+            UpCodec::H1(c) => c,
         };
         if !c.conn.is_idle() {
             return Err(SendError::TooManyStreams);
@@ -163,8 +167,11 @@ impl UpCodec {
         fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
         tunnel: bool,
     ) -> Result<u32, SendError> {
-        let UpCodec::H1(c) = self else {
-            return Err(SendError::GoingAway);
+        let c = match self {
+            // A stream of the connection, its DATA the tunnel's.
+            UpCodec::H2(c) if tunnel => return c.send_connect(authority, None, fields),
+            UpCodec::H2(_) => return Err(SendError::GoingAway),
+            UpCodec::H1(c) => c,
         };
         if !c.conn.is_idle() {
             return Err(SendError::TooManyStreams);
@@ -199,6 +206,11 @@ impl UpCodec {
             end_stream: false,
         });
         Ok(c.stream)
+    }
+
+    /// Whether it speaks HTTP/2.
+    pub fn is_h2(&self) -> bool {
+        matches!(self, UpCodec::H2(_))
     }
 
     /// Events made without input wait (a raw tunnel's 200): the

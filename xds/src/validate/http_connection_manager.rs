@@ -97,8 +97,8 @@ pub fn http_connection_manager(
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
     let h2path = path.field("http2_protocol_options");
-    // `allow_connect` is a listener's (WebSocket over HTTP/2); a
-    // cluster's is refused with the rest.
+    // `allow_connect` is read here (WebSocket over HTTP/2); the others
+    // are refused by name.
     reject_unused_h2(
         &core::Http2ProtocolOptions {
             allow_connect: false,

@@ -241,7 +241,13 @@ fn protocol_options(o: &upstream::HttpProtocolOptions, path: &Path) -> Result<Ch
 
 /// `http2_protocol_options` of an upstream.
 fn http2(h2: &core::Http2ProtocolOptions, h2path: &Path) -> Result<UpstreamHttp2> {
-    reject_unused_h2(h2, h2path)?;
+    // `allow_connect`: extended CONNECT goes to HTTP/2 hosts whose own
+    // SETTINGS allow it, whether or not it is set here.
+    let h2_checked = core::Http2ProtocolOptions {
+        allow_connect: false,
+        ..h2.clone()
+    };
+    reject_unused_h2(&h2_checked, h2path)?;
     reject_h2_flood_limits(h2, h2path)?;
     let d = UpstreamHttp2::default();
     Ok(UpstreamHttp2 {

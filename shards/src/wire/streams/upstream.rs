@@ -120,14 +120,21 @@ impl HeadSink for Pooled<'_> {
             Some(Tunnel::Raw) => self.conn.open_raw(),
             Some(Tunnel::Upgrade(upgrade, key)) => {
                 // The key lives here: the fields are taken at its lifetime.
+                // An HTTP/2 host gets the extended CONNECT as it came, keyless.
                 let key = key
                     .as_ref()
+                    .filter(|_| !self.conn.is_h2())
                     .map(|k| (&b"sec-websocket-key"[..], &k[..], false));
                 let fields = fields
                     .map(|(n, v, never)| -> (&[u8], &[u8], bool) { (n, v, never) })
                     .chain(key);
-                self.conn
-                    .send_upgrade_stream(method, authority, path, fields, upgrade)
+                self.conn.send_upgrade_stream(
+                    (method, self.scheme),
+                    authority,
+                    path,
+                    fields,
+                    upgrade,
+                )
             }
             None => self
                 .conn
