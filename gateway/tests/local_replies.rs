@@ -20,6 +20,7 @@ fn routes() -> &'static str {
               - { match: { path: /ok }, direct_response: { status: 200, body: { inline_string: fine } } }
               - { match: { path: /missing }, route: { cluster: dead } }
               - { match: { path: /up500 }, route: { cluster: backend } }
+              - { match: { path: /hang }, route: { cluster: hang, timeout: 0.3s } }
 "#
 }
 
@@ -27,6 +28,8 @@ struct World {
     _gw: gateway::GatewayHandle,
     addr: SocketAddr,
     _backend: H1Backend,
+    /// Takes connections into its backlog and never answers.
+    _hang: TcpListener,
 }
 
 fn world(local_reply_config: &str, extra_fields: &str) -> World {
@@ -45,7 +48,10 @@ fn world(local_reply_config: &str, extra_fields: &str) -> World {
             yaml::endpoint(&a.ip().to_string(), a.port(), "")
         )
     };
-    let clusters = cluster("dead", dead) + &cluster("backend", backend.addr());
+    let hang = TcpListener::bind("127.0.0.1:0").unwrap();
+    let clusters = cluster("dead", dead)
+        + &cluster("backend", backend.addr())
+        + &cluster("hang", hang.local_addr().unwrap());
     let fields = format!("{local_reply_config}\n{extra_fields}");
     let b = yaml::hcm_bootstrap(&fields, routes(), &clusters)
         .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
@@ -55,6 +61,7 @@ fn world(local_reply_config: &str, extra_fields: &str) -> World {
         _gw: gw,
         addr,
         _backend: backend,
+        _hang: hang,
     }
 }
 
@@ -181,6 +188,21 @@ fn the_first_matching_mapper_wins_with_its_own_format_over_the_global_one() {
     assert_eq!((ok.status, body(&ok)), (200, "global fine"));
     let up = get(&w, "/up500", "");
     assert_eq!((up.status, body(&up)), (500, "backend error"));
+}
+
+#[test]
+fn a_reply_after_the_body_went_upstream_still_reads_the_request() {
+    let w = world(
+        r#"          local_reply_config:
+            mappers:
+            - filter: { header_filter: { header: { name: x-test, string_match: { exact: "yes" } } } }
+              status_code: 418
+            body_format: { text_format: "%RESPONSE_CODE% %RESPONSE_FLAGS% %REQ(X-TEST)%" }"#,
+        "",
+    );
+    // The body goes to a host that never answers: the route's timeout.
+    let r = support::h1_client::h1_post(w.addr, "example", "/hang", "x-test: yes\r\n", b"hello");
+    assert_eq!((r.status, body(&r)), (418, "418 UT yes"));
 }
 
 #[test]

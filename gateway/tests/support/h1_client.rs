@@ -96,3 +96,16 @@ pub fn h1_get(addr: SocketAddr, host: &str, path: &str, extra: &str) -> Response
     s.write_all(req.as_bytes()).unwrap();
     read_response(&mut r, false)
 }
+
+/// A POST of `body` (with `Content-Length`) and its response.
+pub fn h1_post(addr: SocketAddr, host: &str, path: &str, extra: &str, body: &[u8]) -> Response {
+    use std::io::Write;
+    let (mut s, mut r) = open(addr);
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\n{extra}\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    read_response(&mut r, false)
+}

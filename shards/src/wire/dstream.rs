@@ -86,6 +86,12 @@ pub(crate) struct DStream {
     /// answers it and tunnels its bytes alone; else the CONNECT itself
     /// goes to the host.
     pub(super) terminate: bool,
+    /// Its connection manager shapes local replies (`local_reply_config`),
+    /// which read the request's fields: the head stays to the end.
+    pub(super) reply_needs_head: bool,
+    /// Its body went upstream unkept: the head that stays (for a local
+    /// reply) cannot be sent again.
+    pub(super) body_gone: bool,
     /// Retried once already after its upstream connection died.
     pub(super) retried_lost: bool,
     /// Holds one of the cluster's `max_retries` (from its first resend to
@@ -205,6 +211,8 @@ impl DStream {
             bodyless,
             upgrade: false,
             terminate: false,
+            reply_needs_head: false,
+            body_gone: false,
             retried_lost: false,
             retry_slot: false,
             retry_policy: false,

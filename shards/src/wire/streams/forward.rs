@@ -47,8 +47,11 @@ impl Streams {
             let started = !s.upgrade || s.resp_started;
             if !s.req.is_empty() && !s.bodyless && !s.keeps_head() && started {
                 // The body starts upstream: a refusal can no longer be
-                // resent (the bytes are not kept), so the head goes back.
-                if let Some(head) = s.head.take() {
+                // resent (the bytes are not kept), so the head goes back,
+                // unless a local reply may still read it.
+                if s.reply_needs_head {
+                    s.body_gone = true;
+                } else if let Some(head) = s.head.take() {
                     self.conn.recycle(head);
                 }
             }

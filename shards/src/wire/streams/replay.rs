@@ -21,7 +21,7 @@ impl DStream {
     /// The stream can go again on a new upstream stream: it holds its
     /// head, and its body (if any went) is all kept.
     pub(super) fn can_resend(&self) -> bool {
-        self.head.is_some() && !self.replay.as_ref().is_some_and(|r| r.lost)
+        self.head.is_some() && !self.body_gone && !self.replay.as_ref().is_some_and(|r| r.lost)
     }
 
     /// Its head stays past the first body byte upstream: a retry may

@@ -58,6 +58,7 @@ impl ConnCx {
         }
         if let Some(hcm) = hcm.filter(|_| refused.is_none()) {
             s.filtered = hcm.http_filters.len() > 1;
+            s.reply_needs_head = hcm.local_reply.is_some();
             // The request's random value: `runtime_fraction` matches.
             let random = cx.wire.shard.random_u64();
             let routed = route_request_at(&hcm.route_config, &HeadView(head), random);
