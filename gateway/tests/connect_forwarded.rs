@@ -8,13 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use glommio::net::TcpStream as GTcp;
 use h2::client::SendRequest;
 use h2::RecvStream;
 use http::Request;
 use support::raw::{echo_backend, read_head, read_to_end};
 use support::*;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 /// An HTTP/1.1 proxy backend: each CONNECT head is kept; a CONNECT to
 /// `refused:1` gets 403 with a body, any other 200 then an echo of what
@@ -154,19 +152,6 @@ fn an_http1_connect_goes_on_to_the_host_whose_2xx_makes_the_tunnel() {
     gw.shutdown();
 }
 
-async fn h2(addr: SocketAddr) -> SendRequest<Bytes> {
-    let tcp = GTcp::connect(addr).await.expect("connect");
-    let (send, conn) = h2::client::Builder::new()
-        .handshake::<_, Bytes>(tcp.compat())
-        .await
-        .expect("handshake");
-    glommio::spawn_local(async move {
-        let _ = conn.await;
-    })
-    .detach();
-    send
-}
-
 /// An HTTP/2 CONNECT to `authority`: its status, and its stream's two
 /// directions.
 async fn h2_connect(
@@ -197,7 +182,7 @@ fn an_http2_connect_goes_on_to_the_host_as_a_stream_tunnel() {
     let backend = ProxyBackend::start();
     let (gw, addr) = gateway(backend.addr, false);
     let (ok, refused) = client(move || async move {
-        let send = h2(addr).await;
+        let send = connect(addr).await;
         let (status, mut rx, mut tx) = h2_connect(&send, "db.internal:5432").await.unwrap();
         tx.send_data(Bytes::from_static(b"ping"), true).unwrap();
         let got = read_all(&mut rx).await;
@@ -221,7 +206,7 @@ fn an_http2_connect_goes_on_to_the_host_as_a_stream_tunnel() {
 fn an_http2_connect_its_route_terminates_is_answered_once_the_host_is_connected() {
     let (gw, addr) = gateway(echo_backend("hi ", " bye"), true);
     let got = client(move || async move {
-        let send = h2(addr).await;
+        let send = connect(addr).await;
         let (status, mut rx, mut tx) = h2_connect(&send, "db.internal:5432").await.unwrap();
         tx.send_data(Bytes::from_static(b"query"), true).unwrap();
         (status, read_all(&mut rx).await)
@@ -236,7 +221,7 @@ fn an_http2_connect_its_route_terminates_is_answered_once_the_host_is_connected(
         .unwrap();
     let (gw, addr) = gateway(dead, true);
     let status = client(move || async move {
-        let send = h2(addr).await;
+        let send = connect(addr).await;
         h2_connect(&send, "db.internal:5432")
             .await
             .map(|(status, _, _)| status)

@@ -3,7 +3,6 @@
 mod support;
 
 use std::net::{SocketAddr, TcpListener};
-use std::time::{Duration, Instant};
 
 use support::h1_backend::{H1Answer, H1Backend};
 use support::h1_client::{h1_get, Response};
@@ -224,14 +223,7 @@ fn the_access_log_sees_the_mapped_status_and_keeps_the_flag() {
     );
     let nope = get(&w, "/nope", "");
     assert_eq!((nope.status, body(&nope)), (200, ""));
-    let until = Instant::now() + Duration::from_secs(5);
-    let text = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if !text.is_empty() || Instant::now() > until {
-            break text;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let text = wait_lines(&log, 1);
     assert_eq!(text, "200 NR\n");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -260,14 +260,7 @@ fn unknown_clusters_and_failed_connects_close_the_client_with_their_flags() {
         wait_stat(&gw, stat);
         gw.shutdown();
     }
-    let until = Instant::now() + Duration::from_secs(5);
-    let text = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.lines().count() >= 2 || Instant::now() > until {
-            break text;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let text = wait_lines(&log, 2);
     assert_eq!(text, format!("nowhere NR 0 0 - -\ndead UF 0 0 {dead} -\n"));
     let _ = std::fs::remove_dir_all(&dir);
 }

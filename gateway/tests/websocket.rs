@@ -223,14 +223,7 @@ fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
         "closed after {waited:?}"
     );
     wait_stat(&gw, "gateway_tunnel_idle_timeout 1");
-    let until = Instant::now() + Duration::from_secs(5);
-    let text = loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if !text.is_empty() || Instant::now() > until {
-            break text;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let text = wait_lines(&log, 1);
     assert_eq!(text, "101 4 9 HTTP/1.1 ws\n");
     gw.shutdown();
     let _ = std::fs::remove_dir_all(&dir);

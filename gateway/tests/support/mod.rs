@@ -713,3 +713,16 @@ pub fn wait_stat(gw: &gateway::GatewayHandle, line: &str) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The text of the file at `path` once it has `lines` lines (an access
+/// log the shards write as requests end), or what it has after 5 s.
+pub fn wait_lines(path: &std::path::Path, lines: usize) -> String {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines || Instant::now() > until {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

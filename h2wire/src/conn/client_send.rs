@@ -35,21 +35,7 @@ impl ClientConn {
         end_stream: bool,
     ) -> Result<u32, SendError> {
         self.open_check()?;
-        let stream = self.next_id;
-        self.next_id += 2;
-        let mut state = StreamState::Idle;
-        state.send_headers(end_stream);
-        self.streams.insert(
-            stream,
-            Stream {
-                state,
-                send: Window::new(self.core.peer_initial),
-                recv: RecvWindow::new(self.core.local_initial),
-                content_left: None,
-                head_done: false,
-                head_request: method == b"HEAD",
-            },
-        );
+        let stream = self.open_stream(end_stream, method == b"HEAD");
         let buf = &mut self.core.out.buf;
         let mark = begin_headers(buf);
         self.core.encoder.begin_block(buf);
@@ -90,21 +76,7 @@ impl ClientConn {
             return Err(SendError::NoExtendedConnect);
         }
         self.open_check()?;
-        let stream = self.next_id;
-        self.next_id += 2;
-        let mut state = StreamState::Idle;
-        state.send_headers(false);
-        self.streams.insert(
-            stream,
-            Stream {
-                state,
-                send: Window::new(self.core.peer_initial),
-                recv: RecvWindow::new(self.core.local_initial),
-                content_left: None,
-                head_done: false,
-                head_request: false,
-            },
-        );
+        let stream = self.open_stream(false, false);
         let buf = &mut self.core.out.buf;
         let mark = begin_headers(buf);
         let enc = &mut self.core.encoder;
@@ -123,6 +95,27 @@ impl ClientConn {
         }
         finish_headers(buf, mark, stream, false, self.core.peer_max_frame);
         Ok(stream)
+    }
+
+    /// A new stream whose HEADERS go now (`end_stream`: with END_STREAM;
+    /// `head_request`: a HEAD's, whose response has no body): its id.
+    fn open_stream(&mut self, end_stream: bool, head_request: bool) -> u32 {
+        let stream = self.next_id;
+        self.next_id += 2;
+        let mut state = StreamState::Idle;
+        state.send_headers(end_stream);
+        self.streams.insert(
+            stream,
+            Stream {
+                state,
+                send: Window::new(self.core.peer_initial),
+                recv: RecvWindow::new(self.core.local_initial),
+                content_left: None,
+                head_done: false,
+                head_request,
+            },
+        );
+        stream
     }
 
     /// Why no stream can be opened now, if none can.

@@ -79,17 +79,10 @@ impl UpCodec {
                 if !c.conn.is_idle() {
                     return Err(SendError::TooManyStreams);
                 }
-                // `te: trailers` is HTTP/2's way of saying trailers are
-                // understood; on HTTP/1.1 it is hop-by-hop.
-                let fields = fields
-                    .into_iter()
-                    .filter(|(n, _, _)| *n != b"te")
-                    .map(|(n, v, _)| (n, v));
                 c.conn
-                    .send_request(method, path, authority, fields, end_stream)
+                    .send_request(method, path, authority, h1_fields(fields), end_stream)
                     .map_err(|_| SendError::GoingAway)?;
-                c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
-                Ok(c.stream)
+                Ok(c.next_stream())
             }
         }
     }
@@ -109,10 +102,7 @@ impl UpCodec {
         let UpCodec::H1(c) = self else {
             return Err(SendError::GoingAway);
         };
-        let fields = fields
-            .into_iter()
-            .filter(|(n, _, _)| *n != b"te")
-            .map(|(n, v, _)| (n, v));
+        let fields = h1_fields(fields);
         c.conn
             .send_upgrade(method, path, authority, fields, upgrade)
             .map_err(|_| SendError::GoingAway)?;
@@ -144,15 +134,11 @@ impl UpCodec {
         if !c.conn.is_idle() {
             return Err(SendError::TooManyStreams);
         }
-        let fields = fields
-            .into_iter()
-            .filter(|(n, _, _)| *n != b"te")
-            .map(|(n, v, _)| (n, v));
+        let fields = h1_fields(fields);
         c.conn
             .send_upgrade_tunnel(method, path, authority, fields, upgrade)
             .map_err(|_| SendError::GoingAway)?;
-        c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
-        Ok(c.stream)
+        Ok(c.next_stream())
     }
 
     /// Opens the one stream of a CONNECT to `authority`, sent on to the
@@ -176,15 +162,11 @@ impl UpCodec {
         if !c.conn.is_idle() {
             return Err(SendError::TooManyStreams);
         }
-        let fields = fields
-            .into_iter()
-            .filter(|(n, _, _)| *n != b"te")
-            .map(|(n, v, _)| (n, v));
+        let fields = h1_fields(fields);
         c.conn
             .send_connect(authority, fields, tunnel)
             .map_err(|_| SendError::GoingAway)?;
-        c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
-        Ok(c.stream)
+        Ok(c.next_stream())
     }
 
     /// Opens a stream that is a tunnel of raw bytes to the host, with no
@@ -196,16 +178,16 @@ impl UpCodec {
             return Err(SendError::GoingAway);
         };
         c.conn.open_raw().map_err(|_| SendError::TooManyStreams)?;
-        c.stream = if c.stream == 0 { 1 } else { c.stream + 2 };
+        let stream = c.next_stream();
         let mut head = HeaderList::pooled();
         head.push(b":status", b"200", false);
         c.events.push_back(ClientEvent::Response {
-            stream: c.stream,
+            stream,
             head,
             informational: false,
             end_stream: false,
         });
-        Ok(c.stream)
+        Ok(stream)
     }
 
     /// Whether it speaks HTTP/2.
@@ -418,6 +400,12 @@ impl UpCodec {
 }
 
 impl H1Up {
+    /// The next exchange's stream id (1, 3, 5, …), now the current one.
+    fn next_stream(&mut self) -> u32 {
+        self.stream = if self.stream == 0 { 1 } else { self.stream + 2 };
+        self.stream
+    }
+
     /// Turns what `h1wire` decoded into HTTP/2's events.
     fn convert(&mut self) {
         use h1wire::client::ClientEvent as E;
@@ -472,6 +460,18 @@ impl H1Up {
             }
         });
     }
+}
+
+/// A request's fields as HTTP/1.1 writes them: without `te`, HTTP/2's
+/// way of saying trailers are understood (on HTTP/1.1 it is hop-by-hop),
+/// and without HPACK's never-index flag.
+fn h1_fields<'a>(
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8], bool)>,
+) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+    fields
+        .into_iter()
+        .filter(|(n, _, _)| *n != b"te")
+        .map(|(n, v, _)| (n, v))
 }
 
 /// A response head as HTTP/2 would have it: `:status`, then the fields in
