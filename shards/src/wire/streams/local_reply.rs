@@ -1,4 +1,4 @@
-//! `local_reply_config` on the gateway's own replies (no route, upstream failures and timeouts, direct responses, redirects, filters' refusals; never a backend's response): the first mapper whose filter takes the reply rewrites its status, headers and body, then the body format (the mapper's, else the config's) makes its body, as Envoy 1.40 does.
+//! The gateway's own replies, sent as responses through the response phases, and `local_reply_config` on them (no route, upstream failures and timeouts, direct responses, redirects, filters' refusals; never a backend's response): the first mapper whose filter takes the reply rewrites its status, headers and body, then the body format (the mapper's, else the config's) makes its body, as Envoy 1.40 does.
 
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
@@ -10,10 +10,105 @@ use engine::headers::http_to_grpc_status;
 use engine::HeaderMutation;
 use smallvec::SmallVec;
 
-use super::ConnCx;
+use engine::outlier::CallResult;
+use h2wire::ErrorCode;
+
+use super::{reply, ConnCx, Streams};
+use crate::http_filter::chain;
 use crate::http_filter::header_mutation::{self, FormatInput, Head};
-use crate::http_filter::Reply;
+use crate::http_filter::{HeaderEdits, Reply, ResponseHead};
 use crate::wire::dstream::DStream;
+
+impl Streams {
+    /// Ends a stream with `reply`: a local reply if no response head went
+    /// out yet (the response filters run on it), else a reset.
+    pub(super) fn fail_with(&mut self, stream: u32, reply: Reply, failed: Option<CallResult>) {
+        self.end_with(stream, reply, failed, true);
+    }
+
+    /// [`Self::fail_with`]; `local`: the reply is the gateway's own, which
+    /// `local_reply_config` shapes (a backend's answer passed on as one,
+    /// an upgrade's refusal, is not).
+    pub(super) fn end_with(
+        &mut self,
+        stream: u32,
+        reply: Reply,
+        failed: Option<CallResult>,
+        local: bool,
+    ) {
+        let Some(mut s) = self.table.remove(&stream) else {
+            return;
+        };
+        s.failed = failed;
+        if s.resp_started {
+            s.flag = reply.flag;
+            if let Some(l) = s.log.as_mut() {
+                l.flags = reply.flag;
+            }
+            self.conn.reset(stream, ErrorCode::INTERNAL_ERROR);
+            self.table.insert(stream, s);
+            return self.finish(stream);
+        }
+        // The host's counters see the reply in its place, unless the host
+        // answered and a filter refused that answer (counted as it came).
+        if let (Some(t), None, false) = (&s.target, s.served, s.between_attempts()) {
+            let hosts = &self.cx.wire.shard.stats.hosts;
+            hosts.host(t.host).responses.record(reply.status);
+        }
+        self.reply(stream, &mut s, reply, local);
+        self.table.insert(stream, s);
+        self.finish(stream);
+    }
+
+    /// A local reply for a stream not in the table (it never reached the
+    /// router, or a filter answered it), which then ends.
+    pub(super) fn reply_new(&mut self, stream: u32, mut s: DStream, reply: Reply) {
+        self.reply(stream, &mut s, reply, true);
+        self.forget(stream, s);
+    }
+
+    /// The local reply itself: logged, run through the response filters
+    /// in reverse, sent (`streams/reply.rs`).
+    fn reply(&mut self, stream: u32, s: &mut DStream, reply: Reply, local: bool) {
+        let now = self.now;
+        // `local_reply_config` first: the log, the filters and the wire
+        // see the reply as it rewrites it.
+        let reply = match local {
+            true => self.cx.local_reply(s, reply),
+            false => reply,
+        };
+        let head_only = s.head.as_ref().is_some_and(reply::is_head);
+        s.flag = reply.flag;
+        if let Some(l) = s.log.as_mut() {
+            l.flags = reply.flag;
+            let status = if s.grpc { 200 } else { reply.status };
+            l.on_response(&self.cx.logs, status, None);
+            if !s.grpc && !head_only {
+                l.bytes_sent += reply.body.len() as u64;
+            }
+        }
+        let mut edits = HeaderEdits::default();
+        self.cx
+            .route_response_edits(s, None, reply.status, &mut edits);
+        self.cx.filters(s, stream, now, false, |f, cx| {
+            let mut rh = ResponseHead {
+                status: reply.status,
+                list: None,
+                edits: &mut edits,
+            };
+            // A local reply is the last answer: a filter that refuses it
+            // too is not asked again (no loop of replies).
+            let _ = chain::response_headers(f, cx, &mut rh);
+        });
+        self.cx
+            .stamp
+            .response(None, &mut edits, s.request_id.as_deref());
+        let stats = &self.cx.wire.shard.stats.downstream;
+        let sent = reply::send(&mut self.conn, stream, &reply, &edits, s.grpc, head_only);
+        stats.responses.record(sent);
+        s.status = Some(sent);
+    }
+}
 
 impl ConnCx {
     /// `reply` as the connection manager's `local_reply_config` makes it
