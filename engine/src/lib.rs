@@ -8,6 +8,7 @@
 pub mod access_log;
 pub mod active_health;
 pub mod backoff;
+pub mod base64;
 pub mod config;
 pub mod ejected;
 pub mod filter_chain;

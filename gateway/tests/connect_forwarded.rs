@@ -4,7 +4,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -12,52 +11,22 @@ use h2::client::SendRequest;
 use h2::RecvStream;
 use http::Request;
 use support::raw::{echo_backend, read_head, read_to_end};
+use support::tunnel_backend::{Answer, TunnelBackend};
 use support::*;
 
-/// An HTTP/1.1 proxy backend: each CONNECT head is kept; a CONNECT to
-/// `refused:1` gets 403 with a body, any other 200 then an echo of what
-/// follows, and `BYE` at the client's end.
-struct ProxyBackend {
-    addr: SocketAddr,
-    heads: Arc<Mutex<Vec<String>>>,
-}
-
-impl ProxyBackend {
-    fn start() -> Self {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let heads = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&heads);
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                let kept = Arc::clone(&kept);
-                std::thread::spawn(move || {
-                    let (head, rest) = read_head(&mut s);
-                    kept.lock().unwrap().push(head.clone());
-                    if head.starts_with("CONNECT refused:1 ") {
-                        let _ =
-                            s.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 4\r\n\r\nnope");
-                        std::thread::sleep(Duration::from_millis(500));
-                        return;
-                    }
-                    // A length that frames nothing: the tunnel follows.
-                    let _ = s.write_all(
-                        b"HTTP/1.1 200 Connection established\r\ncontent-length: 0\r\n\r\n",
-                    );
-                    let _ = s.write_all(&rest);
-                    let mut buf = [0u8; 16384];
-                    while let Ok(n @ 1..) = s.read(&mut buf) {
-                        if s.write_all(&buf[..n]).is_err() {
-                            return;
-                        }
-                    }
-                    let _ = s.write_all(b"BYE");
-                });
-            }
-        });
-        Self { addr, heads }
-    }
+/// An HTTP/1.1 proxy backend: a CONNECT to `refused:1` gets 403 with a
+/// body, any other 200 (with a length that frames nothing: the tunnel
+/// follows), then the echo.
+fn proxy_backend() -> TunnelBackend {
+    TunnelBackend::start(|head| match head.starts_with("CONNECT refused:1 ") {
+        true => Answer::Close(
+            b"HTTP/1.1 403 Forbidden\r\ncontent-length: 4\r\n\r\nnope",
+            Duration::from_millis(500),
+        ),
+        false => {
+            Answer::Tunnel(b"HTTP/1.1 200 Connection established\r\ncontent-length: 0\r\n\r\n")
+        }
+    })
 }
 
 /// A gateway whose `connect_matcher` route sends CONNECT on to `target`
@@ -102,7 +71,7 @@ fn gateway_with(
 
 #[test]
 fn an_http1_connect_goes_on_to_the_host_whose_2xx_makes_the_tunnel() {
-    let backend = ProxyBackend::start();
+    let backend = proxy_backend();
     let (gw, addr) = gateway(backend.addr, false);
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -125,7 +94,7 @@ fn an_http1_connect_goes_on_to_the_host_whose_2xx_makes_the_tunnel() {
     assert_eq!(read_to_end(&mut c), "BYE");
     // As Envoy 1.40 sent it: the CONNECT itself, with the forwarding
     // fields.
-    let head = backend.heads.lock().unwrap()[0].to_ascii_lowercase();
+    let head = backend.heads()[0].to_ascii_lowercase();
     assert!(
         head.starts_with("connect db.internal:5432 http/1.1\r\nhost: db.internal:5432\r\n"),
         "{head}"
@@ -179,7 +148,7 @@ async fn read_all(rx: &mut RecvStream) -> Bytes {
 
 #[test]
 fn an_http2_connect_goes_on_to_the_host_as_a_stream_tunnel() {
-    let backend = ProxyBackend::start();
+    let backend = proxy_backend();
     let (gw, addr) = gateway(backend.addr, false);
     let (ok, refused) = client(move || async move {
         let send = connect(addr).await;
@@ -194,7 +163,7 @@ fn an_http2_connect_goes_on_to_the_host_as_a_stream_tunnel() {
     // end) its goodbye.
     assert_eq!(ok, (200, Bytes::from_static(b"pingBYE")));
     assert_eq!(refused, (403, Bytes::from_static(b"nope")));
-    let heads = backend.heads.lock().unwrap().clone();
+    let heads = backend.heads();
     assert!(
         heads[0].starts_with("CONNECT db.internal:5432 HTTP/1.1\r\nhost: db.internal:5432\r\n"),
         "{heads:?}"

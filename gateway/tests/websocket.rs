@@ -7,7 +7,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use support::raw::{read_head, read_n, read_to_end};
-use support::ws_backend::WsBackend;
+use support::tunnel_backend::TunnelBackend;
 use support::*;
 
 const UPGRADE: &str = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
@@ -60,7 +60,7 @@ fn ws_gateway(backend: SocketAddr) -> (gateway::GatewayHandle, SocketAddr) {
 
 #[test]
 fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let (gw, addr) = ws_gateway(backend.addr);
     let mut c = upgrade(addr, "/chat?room=1", "EARLY");
     let (head, rest) = read_head(&mut c);
@@ -124,7 +124,7 @@ fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
 
 #[test]
 fn a_route_enables_or_disables_what_its_manager_says() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     // As Envoy's websocket example `envoy-ws-route.yaml`: the manager
     // lists nothing, one route enables WebSocket.
     let routes = r#"            virtual_hosts:
@@ -164,7 +164,7 @@ fn a_route_enables_or_disables_what_its_manager_says() {
 
 #[test]
 fn a_backend_that_refuses_or_is_down_answers_the_client() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let (gw, addr) = ws_gateway(backend.addr);
     let mut c = upgrade(addr, "/refuse", "");
     let answer = read_to_end(&mut c);
@@ -192,7 +192,7 @@ fn a_backend_that_refuses_or_is_down_answers_the_client() {
 
 #[test]
 fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let dir = std::env::temp_dir().join(format!("gw-ws-log-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("ws.log");
@@ -231,7 +231,7 @@ fn a_quiet_tunnel_ends_at_the_stream_idle_timeout_and_is_logged() {
 
 #[test]
 fn a_websocket_client_that_stops_reading_stalls_only_itself() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let (gw, addr) = ws_gateway(backend.addr);
     let mut hog = upgrade(addr, "/hog", "");
     let (head, _) = read_head(&mut hog);

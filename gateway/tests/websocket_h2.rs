@@ -10,7 +10,7 @@ use glommio::net::TcpStream;
 use h2::client::SendRequest;
 use h2::RecvStream;
 use http::Request;
-use support::ws_backend::WsBackend;
+use support::tunnel_backend::TunnelBackend;
 use support::*;
 use tokio_util::compat::FuturesAsyncReadCompatExt;
 
@@ -105,7 +105,7 @@ async fn read_n(rx: &mut RecvStream, n: usize) -> Result<Bytes, h2::Error> {
 
 #[test]
 fn a_websocket_over_http2_tunnels_through_an_http1_backend() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let (gw, addr) = gateway(WS_ON_H2, backend.addr);
     let big = Bytes::from(vec![b'x'; 300_000]);
     let sent = big.clone();
@@ -188,7 +188,7 @@ fn a_websocket_over_http2_tunnels_through_an_http1_backend() {
 
 #[test]
 fn refusals_reach_the_http2_client_as_responses() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let (gw, addr) = gateway(WS_ON_H2, backend.addr);
     let (off, refused, plain) = client(move || async move {
         let (send, _) = connect_h2(addr).await;
@@ -233,7 +233,7 @@ fn refusals_reach_the_http2_client_as_responses() {
 
 #[test]
 fn a_websocket_that_stops_reading_stalls_only_its_own_stream() {
-    let backend = WsBackend::start();
+    let backend = TunnelBackend::websocket();
     let (gw, addr) = gateway(WS_ON_H2, backend.addr);
     let answers = client(move || async move {
         let (send, _) = connect_h2(addr).await;

@@ -70,6 +70,16 @@ enum Sending {
     Done,
 }
 
+/// Which answer switches the exchange in progress to a tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Switch {
+    No,
+    /// An upgrade's 101.
+    Upgrade,
+    /// A CONNECT's 2xx (RFC 9110 §9.3.6).
+    Connect,
+}
+
 /// Where the response of the exchange in progress stands.
 #[derive(Debug)]
 enum Receiving {
@@ -101,10 +111,8 @@ pub struct ClientConn {
     receiving: Receiving,
     /// The exchange in progress is for a HEAD request.
     head_request: bool,
-    /// The request asked for an upgrade: a 101 answers it.
-    upgrade_asked: bool,
-    /// The request is a CONNECT: a 2xx answers it (RFC 9110 §9.3.6).
-    connect_asked: bool,
+    /// What answer would switch the exchange to a tunnel.
+    asked: Switch,
     /// The upgrade's bytes are the caller's as data (`send_upgrade_tunnel`).
     tunnel: bool,
     /// A tunnel's sender ended: once its bytes are written, the socket's
@@ -143,8 +151,7 @@ impl ClientConn {
             sending: Sending::Idle,
             receiving: Receiving::Head,
             head_request: false,
-            upgrade_asked: false,
-            connect_asked: false,
+            asked: Switch::No,
             tunnel: false,
             write_shut: false,
             switched: false,
@@ -214,9 +221,8 @@ impl ClientConn {
                 };
                 self.receiving = Receiving::Head;
                 self.head_request = method == b"HEAD";
-                self.upgrade_asked = false;
+                self.asked = Switch::No;
                 self.switched = false;
-                self.connect_asked = false;
                 self.tunnel = false;
                 // The window is the exchange's, as an HTTP/2 stream's:
                 // a slow reader of the last response (its bytes are the
@@ -262,7 +268,7 @@ impl ClientConn {
         self.out.put_slice(b"connection: upgrade\r\nupgrade: ");
         self.out.put_slice(upgrade);
         self.out.put_slice(b"\r\n\r\n");
-        self.upgrade_asked = true;
+        self.asked = Switch::Upgrade;
         self.closing = true;
         Ok(())
     }
@@ -284,8 +290,7 @@ impl ClientConn {
         upgrade: &[u8],
     ) -> Result<(), SendError> {
         self.send_upgrade(method, target, host, fields, upgrade)?;
-        self.tunnel = true;
-        self.sending = Sending::Raw;
+        self.carry_tunnel();
         Ok(())
     }
 
@@ -304,13 +309,19 @@ impl ClientConn {
         tunnel: bool,
     ) -> Result<(), SendError> {
         self.send_request(b"CONNECT", authority, authority, fields, true)?;
-        self.connect_asked = true;
+        self.asked = Switch::Connect;
         self.closing = true;
         if tunnel {
-            self.tunnel = true;
-            self.sending = Sending::Raw;
+            self.carry_tunnel();
         }
         Ok(())
+    }
+
+    /// The caller carries the tunnel as the exchange's body: raw bytes
+    /// out, and after the switch the server's as data.
+    fn carry_tunnel(&mut self) {
+        self.tunnel = true;
+        self.sending = Sending::Raw;
     }
 
     /// Takes the idle connection for a tunnel with no request at all (a
@@ -322,11 +333,10 @@ impl ClientConn {
         if !self.is_idle() {
             return Err(SendError::Busy);
         }
-        self.sending = Sending::Raw;
+        self.carry_tunnel();
         self.receiving = Receiving::UntilClose;
         self.head_request = false;
-        (self.upgrade_asked, self.connect_asked) = (false, false);
-        self.tunnel = true;
+        self.asked = Switch::No;
         self.switched = true;
         self.closing = true;
         self.unreleased = 0;
@@ -556,8 +566,8 @@ impl ClientConn {
     fn on_head(&mut self, head: ResponseHead) -> Result<bool, Error> {
         let status = head.status;
         let switched = match status {
-            101 => self.upgrade_asked,
-            200..=299 => self.connect_asked,
+            101 => self.asked == Switch::Upgrade,
+            200..=299 => self.asked == Switch::Connect,
             _ => false,
         };
         if switched {

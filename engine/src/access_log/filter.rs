@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::config::HeaderMatcher;
+use crate::config::{Fraction, HeaderMatcher};
 use crate::route::header_value_matches;
 
 /// `ComparisonFilter.op`.
@@ -39,12 +39,9 @@ pub enum LogFilter {
     /// `traceable_filter`: no request is traced (no tracing), so none
     /// pass.
     Traceable,
-    /// `runtime_filter`: a sample of `numerator` in `denominator` (the
-    /// runtime key's default; there is no runtime).
-    Sampled {
-        numerator: u64,
-        denominator: u64,
-    },
+    /// `runtime_filter`: a sample (the runtime key's default; there is no
+    /// runtime).
+    Sampled(Fraction),
     And(Vec<LogFilter>),
     Or(Vec<LogFilter>),
     /// `header_filter`: on the request's fields.
@@ -83,10 +80,7 @@ impl LogFilter {
             }
             LogFilter::NotHealthCheck => true,
             LogFilter::Traceable => false,
-            LogFilter::Sampled {
-                numerator,
-                denominator,
-            } => r.random % denominator.max(&1) < *numerator,
+            LogFilter::Sampled(share) => share.includes(r.random),
             LogFilter::And(all) => all.iter().all(|f| f.matches(r)),
             LogFilter::Or(any) => any.iter().any(|f| f.matches(r)),
             LogFilter::Header(h) => header_value_matches(h, (r.request)(&h.name)),
@@ -146,10 +140,10 @@ mod tests {
         let either = LogFilter::Or(vec![ge500, flag("NR")]);
         assert!(both.matches(&uf) && !both.matches(&nr));
         assert!(either.matches(&uf) && either.matches(&nr) && !either.matches(&ok));
-        let half = LogFilter::Sampled {
+        let half = LogFilter::Sampled(Fraction {
             numerator: 50,
             denominator: 100,
-        };
+        });
         assert!(half.matches(&ok));
         assert!(!half.matches(&FilterInput { random: 57, ..ok }));
     }

@@ -6,7 +6,6 @@
 //! here: it is a few lines, it must accept both alphabets and optional
 //! padding at once, and it keeps the engine crate free of a dependency.
 
-mod base64;
 mod proto;
 mod stack_buf;
 #[cfg(test)]
@@ -19,7 +18,7 @@ use std::time::Duration;
 
 use crate::config::{SessionCookie, StatefulSession, StatefulSessionPerRoute};
 
-use base64::{base64_decode, base64_encode};
+use crate::base64::{base64_decode, base64_encode};
 use proto::{decode_envoy_proto, TAG_ADDRESS, TAG_EXPIRES};
 use stack_buf::StackBuf;
 pub use value::SessionValue;

@@ -8,7 +8,7 @@ pub mod h2c_server;
 pub mod health_server;
 pub mod raw;
 pub mod tls_client;
-pub mod ws_backend;
+pub mod tunnel_backend;
 pub mod yaml;
 
 use std::collections::BTreeMap;

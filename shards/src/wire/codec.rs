@@ -140,7 +140,9 @@ impl DownCodec {
                     stream,
                     head,
                     end_stream,
-                } if head.pseudo(b":protocol").is_some() => {
+                } if head.pseudo(b":method") == Some(b"CONNECT")
+                    && head.pseudo(b":protocol").is_some() =>
+                {
                     let head = as_upgrade(head);
                     Some(Event::Request {
                         stream,

@@ -224,24 +224,32 @@ pub(crate) fn runtime_fraction(
     f: &pb::envoy::config::core::v3::RuntimeFractionalPercent,
     path: &Path,
 ) -> Result<engine::Fraction> {
-    use crate::pb::envoy::r#type::v3::fractional_percent::DenominatorType as D;
     let value = f
         .default_value
         .as_ref()
         .ok_or_else(|| Error::invalid(path.field("default_value"), "required"))?;
-    let denominator = match D::try_from(value.denominator) {
+    fractional_percent(value, &path.field("default_value"))
+}
+
+/// A `FractionalPercent` (at `path`).
+pub(crate) fn fractional_percent(
+    f: &pb::envoy::r#type::v3::FractionalPercent,
+    path: &Path,
+) -> Result<engine::Fraction> {
+    use crate::pb::envoy::r#type::v3::fractional_percent::DenominatorType as D;
+    let denominator = match D::try_from(f.denominator) {
         Ok(D::Hundred) => 100,
         Ok(D::TenThousand) => 10_000,
         Ok(D::Million) => 1_000_000,
         Err(_) => {
             return Err(Error::invalid(
-                path.field("default_value").field("denominator"),
-                format!("unknown value {}", value.denominator),
+                path.field("denominator"),
+                format!("unknown value {}", f.denominator),
             ))
         }
     };
     Ok(engine::Fraction {
-        numerator: value.numerator,
+        numerator: f.numerator,
         denominator,
     })
 }

@@ -121,26 +121,14 @@ pub(super) fn log_filter(f: &accesslog::AccessLogFilter, path: &Path) -> Result<
         S::TraceableFilter(_) => LogFilter::Traceable,
         S::RuntimeFilter(r) => {
             // No runtime: the default percentage applies (0 % unset).
-            use crate::pb::envoy::r#type::v3::fractional_percent::DenominatorType as D;
             let p = path.field("runtime_filter").field("percent_sampled");
-            let (numerator, denominator) = match &r.percent_sampled {
-                None => (0, 100),
-                Some(f) => match D::try_from(f.denominator) {
-                    Ok(D::Hundred) => (f.numerator, 100),
-                    Ok(D::TenThousand) => (f.numerator, 10_000),
-                    Ok(D::Million) => (f.numerator, 1_000_000),
-                    Err(_) => {
-                        return Err(Error::invalid(
-                            p.field("denominator"),
-                            format!("unknown value {}", f.denominator),
-                        ))
-                    }
+            LogFilter::Sampled(match &r.percent_sampled {
+                None => engine::Fraction {
+                    numerator: 0,
+                    denominator: 100,
                 },
-            };
-            LogFilter::Sampled {
-                numerator: numerator.into(),
-                denominator,
-            }
+                Some(f) => super::common::fractional_percent(f, &p)?,
+            })
         }
         S::AndFilter(a) => LogFilter::And(filters(&a.filters, &path.field("and_filter"))?),
         S::OrFilter(o) => LogFilter::Or(filters(&o.filters, &path.field("or_filter"))?),

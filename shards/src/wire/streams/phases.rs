@@ -89,12 +89,12 @@ impl Streams {
         // An HTTP/2 request with `upgrade` is an extended CONNECT (the
         // codec made it one): its tunnel is the stream's body.
         let in_stream = match self.conn.is_h1() {
-            false => match head.pseudo(b":protocol") {
-                Some(token) => Some(Box::<[u8]>::from(token)),
-                None if head.pseudo(b":method") == Some(b"CONNECT") => {
-                    Some(Box::from(&b"CONNECT"[..]))
-                }
-                None => None,
+            // `:method` first (it leads the list): only a GET may be an
+            // extended CONNECT the codec rewrote.
+            false => match head.pseudo(b":method") {
+                Some(b"CONNECT") => Some(Box::from(&b"CONNECT"[..])),
+                Some(b"GET") => head.pseudo(b":protocol").map(Box::<[u8]>::from),
+                _ => None,
             },
             true => None,
         };

@@ -264,21 +264,10 @@ pub(super) fn write_request<S: HeadSink>(
 
 /// A `sec-websocket-key` (RFC 6455 §4.1): 16 random bytes in base64.
 fn websocket_key(random: u128) -> [u8; 24] {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = random.to_be_bytes();
-    let mut key = [b'='; 24];
-    // 16 bytes: five groups of three (20 characters), then one byte (two
-    // characters and the padding).
-    for (i, group) in bytes.chunks(3).enumerate() {
-        let n = group
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (j, &b)| n | u32::from(b) << (16 - 8 * j));
-        let chars = if group.len() == 3 { 4 } else { 2 };
-        for c in 0..chars {
-            key[i * 4 + c] = ALPHABET[(n >> (18 - 6 * c) & 63) as usize];
-        }
-    }
+    let mut text = String::with_capacity(24);
+    engine::base64::base64_encode(&random.to_be_bytes(), &mut text);
+    let mut key = [0; 24];
+    key.copy_from_slice(text.as_bytes());
     key
 }
 

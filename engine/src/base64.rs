@@ -1,13 +1,11 @@
 //! Hand-written base64: standard padded encoding, decoding of either
-//! alphabet with optional padding.
-
-use super::value::MAX_DECODED;
+//! alphabet with optional padding (session cookies, WebSocket keys).
 
 const BASE64_STANDARD: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Appends the standard, padded base64 of `bytes` (what Envoy writes).
-pub(super) fn base64_encode(bytes: &[u8], out: &mut String) {
+pub fn base64_encode(bytes: &[u8], out: &mut String) {
     let sym = |i: u32| char::from(BASE64_STANDARD[(i & 63) as usize]);
     for chunk in bytes.chunks(3) {
         let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
@@ -36,7 +34,7 @@ fn base64_symbol(c: u8) -> Option<u32> {
 /// Decodes base64 (either alphabet, padded or not) into `buf`. `None` for a
 /// bad symbol, bad padding, non-zero trailing bits (a non-canonical
 /// encoding, which no encoder writes) or output longer than `buf`.
-pub(super) fn base64_decode<'b>(input: &[u8], buf: &'b mut [u8; MAX_DECODED]) -> Option<&'b [u8]> {
+pub fn base64_decode<'b>(input: &[u8], buf: &'b mut [u8]) -> Option<&'b [u8]> {
     let symbols = strip_padding(input)?;
     // Reject before decoding when the output cannot fit (or a lone
     // trailing symbol, which encodes no whole byte).
