@@ -111,6 +111,7 @@ fn route(v: usize, r: usize) -> Route {
             cluster_not_found_status: 503,
             hash_policy: Vec::new(),
             retry_policy: None,
+            hedge_on_per_try_timeout: false,
             attempt_count: (false, false),
             upgrades: Vec::new(),
             mirrors: Vec::new(),

@@ -255,11 +255,7 @@ impl ServerConn {
         }
         self.requests += 1;
         self.version = head.version;
-        self.last_stream = if self.last_stream == 0 {
-            1
-        } else {
-            self.last_stream.wrapping_add(2)
-        };
+        self.last_stream = next_stream_id(self.last_stream);
         let stream = self.last_stream;
         let bodyless = matches!(head.framing, BodyFraming::None | BodyFraming::Length(0));
         if head.expect_continue && !bodyless {
@@ -610,6 +606,16 @@ fn ends_after_trailers(
     limits: &Limits,
 ) -> Result<bool, Error> {
     Ok(decoder.decode(buf, limits)? == Some(BodyEvent::End))
+}
+
+/// The id after `last` for an exchange: odd, as HTTP/2's client streams,
+/// and below 2^31 as they are (a proxy keys other things above), wrapping
+/// to 1 there.
+fn next_stream_id(last: u32) -> u32 {
+    match last.checked_add(2) {
+        Some(next) if last != 0 && next < 1 << 31 => next,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

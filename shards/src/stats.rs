@@ -503,6 +503,12 @@ pub struct ShardStats {
     pub rq_retry_success: Counter,
     /// Retriable failures past `num_retries` (`upstream_rq_retry_limit_exceeded`).
     pub rq_retry_limit_exceeded: Counter,
+    /// Attempts past their `per_try_timeout`, hedged ones aside (Envoy's
+    /// `upstream_rq_per_try_timeout`).
+    pub rq_per_try_timeout: Counter,
+    /// Attempts past their `per_try_timeout` left in flight beside a new
+    /// one (`hedge_on_per_try_timeout`; Envoy has no counter for it).
+    pub rq_hedged: Counter,
     /// The sum of the hosts' `rq_immediate_hc_fail`: what the control
     /// shard polls before it looks at any host.
     pub immediate_hc_fail: Counter,

@@ -266,6 +266,10 @@ pub struct ForwardAction {
     /// `retry_policy`, its own or else its virtual host's (Envoy takes the
     /// route's whole, not merged).
     pub retry_policy: Option<RetryPolicy>,
+    /// `hedge_policy.hedge_on_per_try_timeout`, the route's policy else
+    /// its virtual host's: an attempt past its `per_try_timeout` stays in
+    /// flight beside the retry it makes, and the first good answer wins.
+    pub hedge_on_per_try_timeout: bool,
     /// `max_grpc_timeout`: when set, a gRPC request's `grpc-timeout`
     /// replaces the route timeout, capped by it (0: no cap).
     pub max_grpc_timeout: Option<Duration>,
@@ -392,6 +396,7 @@ mod tests {
             cluster_not_found_status: 503,
             hash_policy: vec![],
             retry_policy: None,
+            hedge_on_per_try_timeout: false,
             attempt_count: (false, false),
             upgrades: Vec::new(),
             mirrors: Vec::new(),

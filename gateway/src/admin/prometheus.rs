@@ -14,7 +14,7 @@ fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
 type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 68] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 70] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -236,6 +236,18 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 68] = [
             "counter",
             "Retriable failures past num_retries (upstream_rq_retry_limit_exceeded).",
             |s| &s.rq_retry_limit_exceeded,
+        ),
+        (
+            "gateway_upstream_rq_per_try_timeout",
+            "counter",
+            "Attempts past their retry policy's per_try_timeout, hedged ones aside (Envoy's upstream_rq_per_try_timeout).",
+            |s| &s.rq_per_try_timeout,
+        ),
+        (
+            "gateway_upstream_rq_hedged",
+            "counter",
+            "Attempts past their per_try_timeout left in flight beside a new attempt (hedge_on_per_try_timeout).",
+            |s| &s.rq_hedged,
         ),
         (
             "gateway_downstream_rq_idle_timeout",

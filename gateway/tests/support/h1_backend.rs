@@ -213,8 +213,10 @@ fn exchanges(
             sni: sni.clone(),
         };
         nth += 1;
+        // Recorded as it came: a test sees a request its handler still
+        // holds.
+        requests.lock().expect("lock").push(req.clone());
         let answer = handler(&req);
-        requests.lock().expect("lock").push(req);
         if io
             .write_all(&answer.bytes)
             .and_then(|_| io.flush())

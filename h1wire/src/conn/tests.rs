@@ -496,3 +496,12 @@ fn a_connect_answered_2xx_becomes_a_tunnel_without_framing() {
     assert_eq!(out(&mut c), "HTTP/1.1 200 OK\r\nserver: envoy\r\n\r\n");
     assert!(c.is_upgraded());
 }
+
+#[test]
+fn exchange_ids_are_odd_and_stay_below_2_pow_31() {
+    use super::next_stream_id;
+    assert_eq!(next_stream_id(0), 1);
+    assert_eq!(next_stream_id(1), 3);
+    assert_eq!(next_stream_id((1 << 31) - 3), (1 << 31) - 1);
+    assert_eq!(next_stream_id((1 << 31) - 1), 1);
+}

@@ -24,6 +24,22 @@ pub(crate) struct Target {
     pub pool: PoolRef,
 }
 
+/// Keys with this bit name an attempt of a stream other than by the
+/// stream's id, where attempts are keyed (its pool's routes, its
+/// connection's inbox): a hedged stream has several in flight, each
+/// keyed by an alias (`Streams::aliases`). Downstream ids stay below it
+/// (HTTP/2's; h1wire's wrap there).
+pub(crate) const ALIAS_BIT: u32 = 1 << 31;
+
+/// An attempt a hedge left in flight beside the stream's newer one
+/// (`hedge_on_per_try_timeout`): its key, its host and pool, its upstream
+/// stream.
+pub(crate) struct Earlier {
+    pub key: u32,
+    pub target: Target,
+    pub up: UpRef,
+}
+
 /// One proxied stream, keyed by its downstream stream id.
 pub(crate) struct DStream {
     /// The snapshot the stream started with, kept while its filters may
@@ -117,6 +133,15 @@ pub(crate) struct DStream {
     /// the answer's events).
     pub(super) try_idle: Option<Duration>,
     pub(super) try_idle_at: Option<Instant>,
+    /// A per-try timeout sends another attempt beside the one in flight
+    /// (`hedge_on_per_try_timeout`) rather than leaving it.
+    pub(super) hedging: bool,
+    /// The attempts hedges left in flight, each still waiting for its
+    /// answer's head; the first to answer well is the answer.
+    pub(super) earlier: Vec<Earlier>,
+    /// The current attempt's key when it is not the stream's id (an
+    /// [`ALIAS_BIT`] key); 0 otherwise.
+    pub(super) alias: u32,
     /// Its retries so far, once it made one (boxed: rare).
     pub(super) retries: Option<Box<Retries>>,
     /// The chosen host and its pool, once the router chose.
@@ -219,6 +244,9 @@ impl DStream {
             retry_any_status: false,
             header_policy: None,
             retries: None,
+            hedging: false,
+            earlier: Vec::new(),
+            alias: 0,
             per_try: None,
             count_attempts: (false, false),
             try_ends: None,
@@ -274,6 +302,31 @@ impl DStream {
     /// one: its request reached no backend.
     pub(super) fn never_sent(&self) -> bool {
         self.up.is_none() && !self.waiting && self.attempts == 0
+    }
+
+    /// What `x-envoy-expected-rq-timeout-ms` tells the host, as Envoy's
+    /// router computes it: the attempt's `per_try_timeout` unless the
+    /// stream hedges, else the route timeout; never past what is left of
+    /// the route timeout (a retry's share; at least a millisecond).
+    pub(super) fn expected_timeout(&self) -> Option<Duration> {
+        let per_try = self.per_try.filter(|_| !self.hedging);
+        let expected = per_try.or(self.timeout)?;
+        let left = match self.deadline.filter(|_| self.attempts > 1) {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                Some(left.max(Duration::from_millis(1)))
+            }
+            None => self.timeout,
+        };
+        Some(left.map_or(expected, |left| expected.min(left)))
+    }
+
+    /// The current attempt's key in its pool's routes and the inbox.
+    pub(super) fn key(&self, stream: u32) -> u32 {
+        match self.alias {
+            0 => stream,
+            alias => alias,
+        }
     }
 
     /// Its host's address, once the router chose one.

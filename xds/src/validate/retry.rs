@@ -155,3 +155,29 @@ pub(super) fn retry_policy(p: &pb::RetryPolicy, path: &Path) -> Result<RetryPoli
         host_selection_max_attempts: attempts.max(1) as u32,
     })
 }
+
+/// `hedge_policy` on a route or virtual host: whether a per-try timeout
+/// sends another attempt beside the one in flight
+/// (`hedge_on_per_try_timeout`). `initial_requests` and
+/// `additional_request_chance` are not implemented by Envoy either (its
+/// docs hide them): only their no-op values (1, 0) are accepted, as a
+/// config that asks for more requests would not get them.
+pub(super) fn hedge_policy(h: &pb::HedgePolicy, path: &Path) -> Result<bool> {
+    match h.initial_requests {
+        Some(0) => {
+            return Err(Error::invalid(
+                path.field("initial_requests"),
+                "must be at least 1",
+            ))
+        }
+        Some(n) if n > 1 => return Err(Error::unsupported(path.field("initial_requests"))),
+        _ => {}
+    }
+    if let Some(chance) = &h.additional_request_chance {
+        let at = path.field("additional_request_chance");
+        if super::common::fractional_percent(chance, &at)?.numerator > 0 {
+            return Err(Error::unsupported(at));
+        }
+    }
+    Ok(h.hedge_on_per_try_timeout)
+}

@@ -15,7 +15,7 @@ use super::common::{reject_set, timeout_or};
 use super::hash_policy::hash_policies;
 use super::header_mutation::header_mutation;
 use super::mirror::mirror_policies;
-use super::retry::retry_policy;
+use super::retry::{hedge_policy, retry_policy};
 use super::route_reply::{direct_response, redirect, DEFAULT_MAX_DIRECT_RESPONSE_BODY};
 use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
@@ -138,6 +138,8 @@ impl Default for TableDefaults {
 struct VhDefaults<'a> {
     headers: &'a (HeaderMutation, HeaderMutation),
     retry_policy: Option<&'a engine::RetryPolicy>,
+    /// Its `hedge_policy`'s `hedge_on_per_try_timeout`.
+    hedge: bool,
     attempt_count: (bool, bool),
     /// Its own `request_mirror_policies`, else its table's.
     mirrors: &'a [engine::MirrorPolicy],
@@ -184,7 +186,6 @@ pub fn virtual_host(
         virtual_clusters,
         rate_limits,
         cors,
-        hedge_policy,
         matcher,
     );
     super::common::metadata(vh.metadata.as_ref(), || path.clone())?;
@@ -231,6 +232,10 @@ pub fn virtual_host(
         },
         headers: &vh_headers,
         retry_policy: vh_retry.as_ref(),
+        hedge: match &vh.hedge_policy {
+            Some(h) => hedge_policy(h, &path.field("hedge_policy"))?,
+            None => false,
+        },
         attempt_count: (
             vh.include_request_attempt_count,
             vh.include_attempt_count_in_response,
@@ -338,6 +343,10 @@ fn route(
             let mut action = route_action(a, &path.field("route"), known_clusters, &matcher)?;
             // The route's own policy whole, else its virtual host's.
             action.retry_policy = action.retry_policy.or_else(|| vh.retry_policy.cloned());
+            // Likewise the route's `hedge_policy`, else its virtual host's.
+            if a.hedge_policy.is_none() {
+                action.hedge_on_per_try_timeout = vh.hedge;
+            }
             action.attempt_count = vh.attempt_count;
             // The most specific non-empty list, whole (Envoy's).
             if action.mirrors.is_empty() {
@@ -419,7 +428,6 @@ fn route_action(
         include_vh_rate_limits,
         cors,
         idle_timeout,
-        hedge_policy,
         internal_redirect_policy,
         max_stream_duration,
     );
@@ -529,6 +537,10 @@ fn route_action(
         retry_policy: match &a.retry_policy {
             Some(p) => Some(retry_policy(p, &path.field("retry_policy"))?),
             None => None,
+        },
+        hedge_on_per_try_timeout: match &a.hedge_policy {
+            Some(h) => hedge_policy(h, &path.field("hedge_policy"))?,
+            None => false,
         },
         // The virtual host's, set by the caller.
         attempt_count: (false, false),

@@ -7,6 +7,7 @@ use h2wire::conn::Event;
 use super::{Streams, FLOOD_MIN_RESETS};
 use crate::local_reply::LocalReply;
 use crate::stats::DownstreamStats;
+use crate::wire::dstream::ALIAS_BIT;
 use crate::wire::inbox::Delivered;
 use crate::wire::inbox::Deliveries;
 
@@ -100,21 +101,34 @@ impl Streams {
     }
 
     /// What an upstream connection (or a paused filter) delivered for
-    /// `stream`.
-    fn on_delivery(&mut self, stream: u32, what: Delivered) {
+    /// `key`: a stream's id, or the alias of one of its attempts.
+    fn on_delivery(&mut self, key: u32, what: Delivered) {
+        if let Delivered::Resume(resumed) = what {
+            let (ticket, outcome) = *resumed;
+            return self.resume(key, ticket, outcome);
+        }
+        let stream = match key & ALIAS_BIT {
+            0 => key,
+            _ => match self.aliases.get(&key) {
+                Some(&stream) => stream,
+                None => return self.stale(key, what),
+            },
+        };
+        let Some(s) = self.table.get(&stream) else {
+            return self.stale(key, what);
+        };
+        if s.key(stream) != key {
+            // An attempt a hedge left in flight, or one already left.
+            return match s.earlier.iter().any(|e| e.key == key) {
+                true => self.on_earlier(stream, key, what),
+                false => self.stale(key, what),
+            };
+        }
         // A stream waiting out a retry's back-off left its last attempt:
         // what that attempt's upstream had already delivered is stale (its
         // body's window still goes back).
-        if self
-            .table
-            .get(&stream)
-            .is_some_and(|s| s.between_attempts())
-            && !matches!(what, Delivered::Resume(_))
-        {
-            if let Delivered::Event(ev) = what {
-                self.give_back(stream, ev);
-            }
-            return;
+        if s.between_attempts() {
+            return self.stale(key, what);
         }
         let failed = match what {
             Delivered::Event(ev) => {
@@ -127,14 +141,17 @@ impl Streams {
                 self.connection_lost(stream);
                 None
             }
-            Delivered::Resume(resumed) => {
-                let (ticket, outcome) = *resumed;
-                self.resume(stream, ticket, outcome);
-                None
-            }
+            Delivered::Resume(_) => None,
         };
         if let Some(reply) = failed {
             self.fail(stream, reply);
+        }
+    }
+
+    /// What came for an attempt already left: a body's window goes back.
+    fn stale(&mut self, key: u32, what: Delivered) {
+        if let Delivered::Event(ev) = what {
+            self.give_back(key, ev);
         }
     }
 
@@ -212,6 +229,10 @@ impl Streams {
         // Between attempts, the last host's outcome is counted already.
         if let Some(t) = s.target.as_ref().filter(|_| !s.between_attempts()) {
             stats.hosts.host(t.host).rq_timeout.inc();
+        }
+        // So is each attempt a hedge left (as Envoy counts them).
+        for e in &s.earlier {
+            stats.hosts.host(e.target.host).rq_timeout.inc();
         }
         self.fail(stream, LocalReply::UpstreamTimeout);
     }

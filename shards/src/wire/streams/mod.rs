@@ -10,6 +10,7 @@
 
 mod dispatch;
 mod forward;
+mod hedge;
 mod local_reply;
 mod mirror;
 mod outcome;
@@ -224,9 +225,15 @@ pub(crate) struct Streams {
     pub table: AHashMap<u32, DStream>,
     /// Upstream connections given output this turn: (pool, slot).
     touched: Vec<(PoolRef, usize)>,
-    /// Streams finished this turn whose upstream events may still sit in
-    /// the inbox: their windows must still be released.
+    /// Attempts left this turn (by key: stream and attempt bit) whose
+    /// upstream events may still sit in the inbox: their windows must
+    /// still be released.
     graveyard: Vec<(u32, PoolRef, UpRef)>,
+    /// The keys of hedged streams' attempts other than their ids
+    /// ([`ALIAS_BIT`](crate::wire::dstream::ALIAS_BIT) keys) → the
+    /// stream, and the next one to give out.
+    aliases: AHashMap<u32, u32>,
+    next_alias: u32,
     /// Streams with body items queued either way, for `forward`.
     queued: Vec<u32>,
     /// New requests of this read, opened upstream once its events are
@@ -291,6 +298,8 @@ impl Streams {
             table: AHashMap::default(),
             touched: Vec::new(),
             graveyard: Vec::new(),
+            aliases: AHashMap::default(),
+            next_alias: 0,
             queued: Vec::new(),
             to_open: Vec::new(),
             flood: FloodCount {

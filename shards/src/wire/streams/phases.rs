@@ -467,12 +467,20 @@ impl Streams {
             | ClientEvent::StreamLimit { .. }
             | ClientEvent::GoAway { .. } => Then::Go,
         };
+        // An answer went out: the attempt a hedge left is of no more use
+        // (Envoy resets the other attempts then).
+        if s.resp_started && !s.earlier.is_empty() {
+            self.drop_all_earlier(stream);
+        }
         match then {
             Then::Go => {}
             Then::Finish => self.finish(stream),
             Then::Fail(reply) => self.fail(stream, reply),
             Then::Refuse(reply) => self.fail_with(stream, reply, None),
             Then::Retry(pool, result) => self.leave_attempt(stream, &pool, result, true),
+            Then::Yield(result) => {
+                self.yield_to_earlier(stream, Some(result), true);
+            }
         }
     }
 
@@ -535,8 +543,13 @@ impl Streams {
             LocalReply::UpstreamReset => Some(AttemptEnd::Reset),
             _ => None,
         };
-        if end.is_some_and(|end| self.retry_after(stream, end, self.now)) {
-            return;
+        if let Some(end) = end {
+            // Another attempt, else the one a hedge left answers.
+            if self.retry_after(stream, end, self.now)
+                || self.yield_to_earlier(stream, host_result(reply), false)
+            {
+                return;
+            }
         }
         self.fail_with(stream, Reply::from(reply), host_result(reply));
     }
@@ -552,7 +565,8 @@ impl Streams {
     /// Phase 6 for a stream out of the table: its filters' `on_log`, what
     /// it held given back, the stats, the access log, the outcome for
     /// outlier detection.
-    pub(super) fn forget(&mut self, stream: u32, s: DStream) {
+    pub(super) fn forget(&mut self, stream: u32, mut s: DStream) {
+        self.let_go_attempts(&mut s);
         let conn = &mut self.conn;
         self.cx.settle(stream, s, self.now, |s| {
             conn.release(stream, queued(&s.req));
@@ -610,6 +624,9 @@ enum Then {
     /// The route's retry policy takes the attempt again: it is left (its
     /// host's outlier detection counts the result) and the stream waits.
     Retry(PoolRef, CallResult),
+    /// An answer the policy would retry, with no retry left: it is
+    /// dropped for the attempt a hedge left in flight.
+    Yield(CallResult),
 }
 
 /// Phase 4: the upstream's response head, through the filters in reverse,
@@ -654,8 +671,12 @@ fn on_response_head(
             grpc_status,
             headers,
         };
-        if let Some((pool, result)) = p.cx.retry_decision(s, end, p.now) {
+        if let Some((pool, result)) = p.cx.retry_decision(s, Some(end), p.now) {
             return Then::Retry(pool, result);
+        }
+        if !s.earlier.is_empty() && p.cx.retry_policy(s).is_some_and(|r| r.retries(end)) {
+            // The attempt a hedge left may still answer well (Envoy's).
+            return Then::Yield(s.answered(status, grpc_status));
         }
         if s.retries.is_some() && p.cx.retry_policy(s).is_some_and(|r| !r.retries(end)) {
             shard.stats.rq_retry_success.inc();

@@ -34,23 +34,24 @@ impl ConnCx {
 }
 
 impl ConnCx {
-    /// Whether `s`'s attempt that ended as `end` goes again. If so its
-    /// next attempt is scheduled (after its back-off) and what is left to
-    /// do is returned: leave the attempt on this pool, whose host's
-    /// outlier detection counts this result. `None` when the policy does
-    /// not retry it, its retries are spent, or the cluster's
-    /// `max_retries` is.
+    /// Whether `s`'s attempt that ended as `end` goes again (`None`: a
+    /// hedge at its per-try timeout, which goes whatever the policy's
+    /// `retry_on`). If so its next attempt is scheduled (after its
+    /// back-off) and what is left to do is returned: leave the attempt on
+    /// this pool, whose host's outlier detection counts this result.
+    /// `None` when the policy does not retry it, its retries are spent, or
+    /// the cluster's `max_retries` is.
     pub(super) fn retry_decision(
         &self,
         s: &mut DStream,
-        end: AttemptEnd,
+        end: Option<AttemptEnd>,
         now: Instant,
     ) -> Option<(PoolRef, CallResult)> {
         if s.resp_started || !s.can_resend() {
             return None;
         }
         let policy = self.retry_policy(s)?;
-        if !policy.retries(end) {
+        if end.is_some_and(|end| !policy.retries(end)) {
             return None;
         }
         // `retriable_request_headers`: only a request one of them matches.
@@ -89,13 +90,14 @@ impl ConnCx {
         s.try_idle_at = None;
         stats.rq_retry.inc();
         let result = match end {
-            AttemptEnd::Response {
+            Some(AttemptEnd::Response {
                 status,
                 grpc_status,
                 ..
-            } => s.answered(status, grpc_status),
-            AttemptEnd::Reset | AttemptEnd::RefusedStream => CallResult::Reset,
-            AttemptEnd::ConnectFailure => CallResult::ConnectFailure,
+            }) => s.answered(status, grpc_status),
+            Some(AttemptEnd::Reset | AttemptEnd::RefusedStream) => CallResult::Reset,
+            Some(AttemptEnd::ConnectFailure) => CallResult::ConnectFailure,
+            None => CallResult::Timeout,
         };
         Some((pool, result))
     }
@@ -108,7 +110,7 @@ impl Streams {
         let Some(s) = self.table.get_mut(&stream) else {
             return false;
         };
-        match self.cx.retry_decision(s, end, now) {
+        match self.cx.retry_decision(s, Some(end), now) {
             Some((pool, result)) => {
                 self.leave_attempt(stream, &pool, result, false);
                 true
@@ -131,13 +133,19 @@ impl Streams {
         self.cx.record_outlier(pool, result);
     }
 
-    /// The attempt in flight passed its `per_try_timeout`: it is retried
-    /// as a reset would be (Envoy's), else the stream ends 504.
+    /// The attempt in flight passed its `per_try_timeout`: a hedging
+    /// stream sends another beside it (`hedge.rs`); otherwise it is
+    /// retried as a reset would be (Envoy's), else the stream ends 504.
     pub(super) fn try_timed_out(&mut self, stream: u32) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
         s.try_ends = None;
+        if s.hedging {
+            return self.hedge(stream);
+        }
+        // Envoy's counter leaves hedged attempts out.
+        self.cx.wire.shard.stats.rq_per_try_timeout.inc();
         if !self.retry_after(stream, AttemptEnd::Reset, self.now) {
             self.timed_out(stream);
         }
@@ -155,7 +163,10 @@ impl Streams {
         let started = s.resp_started;
         let stats = &self.cx.wire.shard.stats.downstream;
         stats.rq_per_try_idle_timeout.inc();
-        if started || !self.retry_after(stream, AttemptEnd::Reset, self.now) {
+        if started
+            || !(self.retry_after(stream, AttemptEnd::Reset, self.now)
+                || self.yield_to_earlier(stream, Some(CallResult::Timeout), false))
+        {
             self.fail(stream, LocalReply::UpstreamTimeout);
         }
     }
@@ -168,13 +179,16 @@ impl Streams {
         if let Some(r) = s.retries.as_mut() {
             r.at = None;
         }
-        if !s.can_resend() {
+        let picked = match s.can_resend() {
+            true => self.retarget(stream),
             // The body passed the retry buffer during the back-off: what
             // went before is gone, so there is no whole request to send.
-            return self.fail(stream, LocalReply::RetryBufferExceeded);
-        }
-        match self.retarget(stream) {
+            false => Err(LocalReply::RetryBufferExceeded),
+        };
+        match picked {
             Ok(()) => self.open_upstream(stream),
+            // The attempt a hedge left may still answer.
+            Err(_) if self.yield_to_earlier(stream, None, false) => {}
             Err(reply) => self.fail(stream, reply),
         }
     }
@@ -189,18 +203,21 @@ impl Streams {
         let Some(s) = self.table.get_mut(&stream) else {
             return Ok(());
         };
-        let (Some(snap), Some(old)) = (s.snap.as_ref().map(Rc::clone), s.target.take()) else {
+        let Some(snap) = s.snap.as_ref().map(Rc::clone) else {
             return Err(LocalReply::UpstreamReset);
         };
-        // The old attempt's hold on its host and pool, given back.
-        {
-            let mut p = old.pool.borrow_mut();
-            p.in_flight = p.in_flight.saturating_sub(1);
-            p.budget.end_request();
-        }
-        shard.stats.hosts.host(old.host).rq_active.dec();
+        // The last attempt's pool: its hold given back, unless a hedge
+        // left it in flight.
+        let last = match (s.target.take(), s.earlier.last()) {
+            (Some(old), _) => {
+                cx.release_target(&old);
+                old.pool
+            }
+            (None, Some(earlier)) => Rc::clone(&earlier.target.pool),
+            (None, None) => return Err(LocalReply::UpstreamReset),
+        };
         let picked = (|| {
-            let Some(cluster) = snap.cluster(old.pool.borrow().cluster_name()) else {
+            let Some(cluster) = snap.cluster(last.borrow().cluster_name()) else {
                 shard.stats.rq_unknown_cluster.inc();
                 return Err(LocalReply::UnknownCluster);
             };
@@ -243,7 +260,7 @@ impl Streams {
             Err(reply) => {
                 // No target to give the retry's slot back with at the end.
                 if std::mem::take(&mut s.retry_slot) {
-                    old.pool.borrow().budget.end_retry();
+                    last.borrow().budget.end_retry();
                 }
                 return Err(reply);
             }

@@ -127,6 +127,7 @@ impl ConnCx {
                     false => action.timeout,
                 };
                 s.per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
+                s.hedging = action.hedge_on_per_try_timeout;
                 s.count_attempts = action.attempt_count;
                 if s.class == ClientClass::Internal {
                     // Only an internal client may steer the router (Envoy).
@@ -152,6 +153,12 @@ impl ConnCx {
                     if let Some(t) = stamp::millis(head, per_try) {
                         s.per_try = t;
                     }
+                    // Envoy reads "true" and "false", nothing else.
+                    match head.get(b"x-envoy-hedge-on-per-try-timeout") {
+                        Some(b"true") => s.hedging = true,
+                        Some(b"false") => s.hedging = false,
+                        _ => {}
+                    }
                 }
             }
             // Envoy's HCM: the edge (`use_remote_address`) overwrites it,
@@ -169,7 +176,7 @@ impl ConnCx {
                 // outlived its 15 s route timeout; the header saying it
                 // still goes).
                 (s.per_try, s.try_idle, s.request_ends) = (None, None, None);
-                (s.retry_policy, s.retry_any_status) = (false, false);
+                (s.retry_policy, s.retry_any_status, s.hedging) = (false, false, false);
                 s.header_policy = None;
             }
         }

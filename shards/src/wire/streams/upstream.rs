@@ -220,7 +220,7 @@ pub(super) fn write_request<S: HeadSink>(
     let xfp = s.xfp.filter(|_| !edits.removes(b"x-forwarded-proto"));
     let mut digits = [0u8; 40];
     let expected_timeout = s
-        .timeout
+        .expected_timeout()
         .map(|t| t.as_millis())
         // Under a millisecond reads as none, as Envoy truncates it.
         .filter(|ms| *ms > 0 && s.envoy_headers && !edits.removes(EXPECTED_TIMEOUT))
@@ -310,7 +310,8 @@ impl Streams {
             // Another attempt, but its body passed the retry buffer.
             return Err(LocalReply::RetryBufferExceeded);
         }
-        let slot = match Pool::acquire(&pool, self.cx.inbox, stream) {
+        let key = self.table.get(&stream).map_or(stream, |s| s.key(stream));
+        let slot = match Pool::acquire(&pool, self.cx.inbox, key) {
             Acquire::Ready(slot) => slot,
             Acquire::Wait => {
                 if let Some(s) = self.table.get_mut(&stream) {
@@ -357,9 +358,7 @@ impl Streams {
             // Once per tunnel, however often it is resent.
             self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
         }
-        let up = pool
-            .borrow_mut()
-            .route(slot, up_stream, self.cx.inbox, stream);
+        let up = pool.borrow_mut().route(slot, up_stream, self.cx.inbox, key);
         s.up = Some(up);
         self.touch(&pool, slot);
         Ok(())
@@ -391,8 +390,9 @@ impl Streams {
         let Some(pool) = s.target.as_ref().map(|t| Rc::clone(&t.pool)) else {
             return;
         };
+        let key = s.key(stream);
         if s.waiting {
-            pool.borrow_mut().cancel_wait(self.cx.inbox, stream);
+            pool.borrow_mut().cancel_wait(self.cx.inbox, key);
             s.waiting = false;
         }
         let Some(up) = s.up.take() else {
@@ -406,16 +406,17 @@ impl Streams {
         p.unroute(up);
         drop(p);
         touch(&mut self.touched, &pool, up.slot);
-        self.graveyard.push((stream, pool, up));
+        self.graveyard.push((key, pool, up));
     }
 
-    /// An event for a stream already finished: a body's window is released
-    /// on the upstream connection, a header list dropped.
-    pub(super) fn give_back(&mut self, stream: u32, ev: ClientEvent) {
+    /// An event for an attempt already left (`key`: its stream and
+    /// attempt bit): a body's window is released on the upstream
+    /// connection, a header list dropped.
+    pub(super) fn give_back(&mut self, key: u32, ev: ClientEvent) {
         let ClientEvent::Data { data, .. } = ev else {
             return;
         };
-        let Some((_, pool, up)) = self.graveyard.iter().find(|(s, _, _)| *s == stream) else {
+        let Some((_, pool, up)) = self.graveyard.iter().find(|(k, _, _)| *k == key) else {
             return;
         };
         let (pool, up) = (Rc::clone(pool), *up);
