@@ -41,6 +41,9 @@ where
             let serve = std::rc::Rc::new(serve);
             for n in 0.. {
                 let Ok(s) = l.accept().await else { return };
+                // Its WINDOW_UPDATEs are small writes: Nagle would hold
+                // them for the gateway's delayed ACK.
+                let _ = s.set_nodelay(true);
                 let serve = std::rc::Rc::clone(&serve);
                 glommio::spawn_local(async move {
                     let mut builder = h2::server::Builder::new();

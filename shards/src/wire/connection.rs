@@ -23,6 +23,7 @@ use h2wire::ErrorCode;
 
 use super::chain_drains::ChainDrains;
 use super::dstream::DStream;
+use super::h2_stream::H2Stream;
 use super::inbox::Deliveries;
 use super::lifecycle::{
     Arm, ConnState, Fired, GoAway, Lifecycle, Limits, Next, Open, HARD_CLOSE_AFTER,
@@ -576,9 +577,17 @@ fn run_tunnel(
 ) -> impl Future<Output = ()> {
     async move {
         let subscriptions = [&drains.chain, &drains.shutdown];
-        let scope = (&t.limits, &subscriptions[..]);
         let early = std::mem::take(&mut t.early);
-        let moved = tunnel::run(&mut tcp, &mut t.up.transport, early, scope, &open.0.tunnel).await;
+        let h2 = t.h2.take();
+        let scope = (&t.limits, &subscriptions[..]);
+        let stats = &open.0.tunnel;
+        let moved = match h2 {
+            Some((codec, stream, input)) => {
+                let mut up = H2Stream::new(&mut t.up.transport, codec, stream, input);
+                tunnel::run(&mut tcp, &mut up, early, scope, stats).await
+            }
+            None => tunnel::run(&mut tcp, &mut t.up.transport, early, scope, stats).await,
+        };
         end.0.tunnel_closed(t.stream, end.1, moved);
     }
 }

@@ -31,6 +31,7 @@ mod chain_drains;
 mod codec;
 mod connection;
 mod dstream;
+mod h2_stream;
 mod inbox;
 mod lifecycle;
 mod logging;

@@ -133,8 +133,8 @@ impl Half {
     /// whether anything happened (bytes, an end).
     fn poll_move(
         &mut self,
-        src: &mut Transport,
-        dst: &mut Transport,
+        src: &mut (impl AsyncRead + Unpin),
+        dst: &mut (impl AsyncWrite + Unpin),
         cx: &mut Context<'_>,
         budget: &mut usize,
     ) -> io::Result<bool> {
@@ -225,8 +225,8 @@ impl Half {
     /// idle one) then holds no buffer at all. `Pending`: nothing to read.
     fn read_through(
         &mut self,
-        src: &mut Transport,
-        dst: &mut Transport,
+        src: &mut (impl AsyncRead + Unpin),
+        dst: &mut (impl AsyncWrite + Unpin),
         cx: &mut Context<'_>,
         budget: &mut usize,
         shared: &mut [u8],
@@ -272,7 +272,8 @@ thread_local! {
     static SHARED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; MAX_BUFFER]);
 }
 
-/// Moves bytes between `down` (the client) and `up` (the backend) until
+/// Moves bytes between `down` (the client) and `up` (the backend: its
+/// connection, or a stream of an HTTP/2 connection, `H2Stream`) until
 /// the tunnel ends; `to_up` and `to_down` are bytes already read from one
 /// side for the other (what followed an upgrade request or its 101).
 /// Counted in `stats` (open tunnels, bytes, why it ended); returns what
@@ -280,7 +281,7 @@ thread_local! {
 /// closing the sockets).
 pub(super) async fn run(
     down: &mut Transport,
-    up: &mut Transport,
+    up: &mut (impl AsyncRead + AsyncWrite + Unpin),
     early: (Vec<u8>, Vec<u8>),
     (limits, drains): (&TunnelLimits, &[&Subscription]),
     stats: &TunnelStats,
@@ -300,7 +301,7 @@ pub(super) async fn run(
 /// The tunnel itself: how it ended, and what moved.
 async fn pump(
     down: &mut Transport,
-    up: &mut Transport,
+    up: &mut (impl AsyncRead + AsyncWrite + Unpin),
     (to_up, to_down): (Vec<u8>, Vec<u8>),
     limits: &TunnelLimits,
     drains: &[&Subscription],

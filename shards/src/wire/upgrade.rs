@@ -25,6 +25,7 @@ use super::streams::{Streams, UpgradeRequest, REFUSAL_BODY_LIMIT};
 use super::tcp_proxy::{connect_host, ConnectError, Upstream};
 use super::tls::Transport;
 use super::tunnel::{self, TunnelLimits};
+use super::upcodec::UpCodec;
 use super::WireShard;
 use crate::local_reply::LocalReply;
 
@@ -36,7 +37,9 @@ const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How the backend answered an upgrade.
 enum Answer {
-    /// 101: its head, and the bytes that came after it.
+    /// 101 (on HTTP/2, a 200 to an extended CONNECT, a 2xx to a CONNECT):
+    /// its head, and the bytes that came after it (on HTTP/2, for the
+    /// codec).
     Switched(HeaderList, Vec<u8>),
     /// Any other response, with its whole body.
     Refused(HeaderList, Bytes),
@@ -54,6 +57,9 @@ pub(super) struct Upgraded {
     /// request's head; the backend's, after its 101.
     pub early: (Vec<u8>, Vec<u8>),
     pub limits: TunnelLimits,
+    /// To an HTTP/2 host: the connection's codec, the tunnel's stream on
+    /// it, and what was read after the answer, for the codec.
+    pub h2: Option<(UpCodec, u32, BytesMut)>,
 }
 
 /// Runs the upgrade of the stream `streams` holds for it, up to the
@@ -70,6 +76,7 @@ pub(super) async fn run(
     let UpgradeRequest {
         stream,
         mut codec,
+        up_stream,
         addr,
         host,
         cluster,
@@ -82,18 +89,11 @@ pub(super) async fn run(
     if !streams.out.is_empty() {
         return None;
     }
-    // An upgrade is HTTP/1.1's; to an HTTP/2 cluster it would be an
-    // extended CONNECT (RFC 8441), which is not implemented.
-    if codec.is_some() && cluster.upstream.protocol == engine::UpstreamProtocol::Http2 {
-        tracing::debug!(%addr, "upgrade to an HTTP/2 cluster: not implemented");
-        streams.upgrade_failed(stream, LocalReply::ConnectFailure);
-        return None;
-    }
     let budget = wire.budget(&cluster);
     let tls = cluster.upstream.tls.as_deref();
     let connected = connect_host(wire, budget, (addr, host), (cluster.connect_timeout, tls)).await;
     let failed = match connected {
-        Ok(up) if codec.is_some() && up.h2 => {
+        Ok(up) if codec.as_ref().is_some_and(|c| !c.is_h2()) && up.h2 => {
             tracing::debug!(%addr, "upgrade: the host's ALPN chose HTTP/2");
             Err(LocalReply::ConnectFailure)
         }
@@ -115,11 +115,12 @@ pub(super) async fn run(
     // timeout (upgrades have no route timeout, as in Envoy). A CONNECT
     // is answered here once the host is connected.
     let within = idle.unwrap_or(ANSWER_WAIT);
+    let connect = streams.conn.upgrade_asked() == Some(b"CONNECT");
     let answer = match codec.as_mut() {
-        Some(codec) => exchange(&mut up.transport, codec, within).await,
+        Some(codec) => exchange(&mut up.transport, codec, (up_stream, connect), within).await,
         None => Answer::Switched(connected_head(), Vec::new()),
     };
-    let (head, to_down) = match answer {
+    let (mut head, mut to_down) = match answer {
         Answer::Failed(reply) => {
             streams.upgrade_failed(stream, reply);
             return None;
@@ -130,6 +131,15 @@ pub(super) async fn run(
         }
         Answer::Switched(head, rest) => (head, rest),
     };
+    // The rest of an HTTP/2 host's bytes are its codec's; its 200 to a
+    // WebSocket's extended CONNECT is the client's 101 (Envoy's).
+    let h2 = codec.filter(UpCodec::is_h2).map(|c| {
+        let input = BytesMut::from(&std::mem::take(&mut to_down)[..]);
+        (c, up_stream, input)
+    });
+    if h2.is_some() && !connect {
+        head = with_status(&head, b"101");
+    }
     if !streams.upgraded(stream, head) {
         // A response filter answered in the 101's place.
         return None;
@@ -151,7 +161,23 @@ pub(super) async fn run(
         up,
         early: (to_up, to_down),
         limits,
+        h2,
     })
+}
+
+/// Whether an HTTP/2 host's `status` opens the tunnel: a 2xx to a CONNECT,
+/// a 200 to an extended CONNECT (anything else is passed on as the
+/// answer, as Envoy does).
+fn switches(head: &HeaderList, connect: bool) -> bool {
+    let status = head
+        .get(b":status")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse::<u16>().ok())
+        .unwrap_or(0);
+    match connect {
+        true => (200..300).contains(&status),
+        false => status == 200,
+    }
 }
 
 /// The head of the gateway's answer to a CONNECT it terminates.
@@ -161,11 +187,23 @@ fn connected_head() -> HeaderList {
     head
 }
 
-/// Writes the upgrade's request and reads the backend's answer, within
+/// `head` with its `:status` replaced by `status`.
+fn with_status(head: &HeaderList, status: &[u8]) -> HeaderList {
+    let mut list = HeaderList::pooled();
+    list.push(b":status", status, false);
+    for (name, value, never) in head.iter().filter(|(n, _, _)| *n != b":status") {
+        list.push(name, value, never);
+    }
+    list
+}
+
+/// Writes the upgrade's request and reads the backend's answer to its
+/// stream (`asked`: the stream, and whether it is a CONNECT), within
 /// `within`.
 async fn exchange(
     up: &mut Transport,
-    codec: &mut super::upcodec::UpCodec,
+    codec: &mut UpCodec,
+    asked: (u32, bool),
     within: std::time::Duration,
 ) -> Answer {
     let mut timer = Box::pin(Timer::new(within));
@@ -178,7 +216,7 @@ async fn exchange(
         if up.flush().await.is_err() {
             return Answer::Failed(LocalReply::UpstreamReset);
         }
-        read_answer(up, codec).await
+        read_answer(up, codec, asked).await
     };
     let mut work = std::pin::pin!(work);
     poll_fn(|cx| {
@@ -193,12 +231,26 @@ async fn exchange(
     .await
 }
 
-/// Reads until the backend's answer is whole: a 101's head, or another
-/// response's head and body (at most the codec's window of body).
-async fn read_answer(up: &mut Transport, codec: &mut super::upcodec::UpCodec) -> Answer {
+/// Reads until the backend's answer is whole: a 101's head (on HTTP/2,
+/// a 200 to an extended CONNECT, a 2xx to a CONNECT, as Envoy takes
+/// them), or another response's head and body (at most the codec's
+/// window of body).
+async fn read_answer(
+    up: &mut Transport,
+    codec: &mut UpCodec,
+    (id, connect): (u32, bool),
+) -> Answer {
     let mut rb = ReadBuf::default();
     let mut refused: Option<(HeaderList, BytesMut)> = None;
+    let h2 = codec.is_h2();
     loop {
+        // HTTP/2's own frames (SETTINGS' ACK, WINDOW_UPDATE) go as they
+        // are made.
+        while let Some(bytes) = codec.poll_output() {
+            if up.write_all(&bytes).await.is_err() {
+                return Answer::Failed(LocalReply::UpstreamReset);
+            }
+        }
         let room = rb.room(READ_SIZE);
         let Ok(n) = poll_fn(|cx| Pin::new(&mut *up).poll_read(cx, room)).await else {
             // Reset mid-answer: no answer, not a short one.
@@ -220,6 +272,13 @@ async fn read_answer(up: &mut Transport, codec: &mut super::upcodec::UpCodec) ->
                     return Answer::Switched(head, rb.buf.split().to_vec());
                 }
                 ClientEvent::Response {
+                    head,
+                    end_stream: false,
+                    ..
+                } if h2 && switches(&head, connect) => {
+                    return Answer::Switched(head, rb.buf.split().to_vec());
+                }
+                ClientEvent::Response {
                     head, end_stream, ..
                 } => {
                     if end_stream {
@@ -227,11 +286,13 @@ async fn read_answer(up: &mut Transport, codec: &mut super::upcodec::UpCodec) ->
                     }
                     refused = Some((head, BytesMut::new()));
                 }
+                ClientEvent::WindowOpen { .. } | ClientEvent::StreamLimit { .. } => {}
+                ClientEvent::GoAway { last_stream, .. } if last_stream >= id => {}
                 ClientEvent::Data {
                     data, end_stream, ..
                 } => {
                     if let Some((_, body)) = refused.as_mut() {
-                        codec.release(1, data.len() as u32);
+                        codec.release(id, data.len() as u32);
                         body.extend_from_slice(&data);
                     }
                     if end_stream {

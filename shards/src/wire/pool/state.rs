@@ -317,7 +317,7 @@ impl Pool {
     /// A codec for a new connection speaking `proto` (HTTP/2 when not
     /// known yet: replaced before any stream is opened on it), and its cap
     /// on streams.
-    pub(super) fn codec(&self, proto: Option<Proto>) -> (UpCodec, u32) {
+    pub(crate) fn codec(&self, proto: Option<Proto>) -> (UpCodec, u32) {
         if proto == Some(Proto::H1) {
             let (initial, _) = self.stream_windows();
             return (

@@ -32,6 +32,8 @@ pub(crate) struct UpgradeRequest {
     /// The request head, written in it; none for a CONNECT, which the
     /// gateway answers itself.
     pub codec: Option<UpCodec>,
+    /// The stream it went on (HTTP/2's; HTTP/1.1 has the one).
+    pub up_stream: u32,
     pub addr: SocketAddr,
     pub host: HostId,
     pub cluster: Arc<Cluster>,
@@ -42,10 +44,13 @@ pub(crate) struct UpgradeRequest {
     pub ends_at: Option<Instant>,
 }
 
-/// An upgrade's own connection to its host.
+/// An upgrade's own connection to its host: HTTP/1.1's upgrade or
+/// CONNECT, or (to an HTTP/2 cluster) an extended CONNECT (RFC 8441) or
+/// CONNECT stream, as Envoy sends them.
 struct Upgrading<'c> {
     codec: &'c mut UpCodec,
     upgrade: &'c [u8],
+    scheme: &'static [u8],
 }
 
 impl HeadSink for Upgrading<'_> {
@@ -59,8 +64,15 @@ impl HeadSink for Upgrading<'_> {
         fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
         _bodyless: bool,
     ) -> Option<u32> {
+        let h2 = self.codec.is_h2();
         match self.upgrade {
-            b"CONNECT" => self.codec.send_connect(authority, fields, false),
+            // On HTTP/2 a stream whose DATA is the tunnel.
+            b"CONNECT" => self.codec.send_connect(authority, fields, h2),
+            upgrade if h2 => {
+                let method = (method, self.scheme);
+                self.codec
+                    .send_upgrade_stream(method, authority, path, fields, upgrade)
+            }
             upgrade => self
                 .codec
                 .send_upgrade(method, authority, path, fields, upgrade),
@@ -78,34 +90,52 @@ impl Streams {
         let upgrade: Box<[u8]> = self.conn.upgrade_asked()?.into();
         let s = self.table.get_mut(&stream)?;
         let t = s.target.as_ref()?;
-        let (addr, host, cluster, hostname) = {
+        let (addr, host, cluster, hostname, scheme, h2) = {
             let p = t.pool.borrow();
-            (p.addr, p.host, p.cluster(), p.hostname.clone())
+            // An HTTP/2 cluster's connection: made for this stream alone,
+            // as an HTTP/1.1 upgrade's is.
+            let h2 = (p.cluster().upstream.protocol == engine::UpstreamProtocol::Http2)
+                .then(|| p.codec(Some(crate::wire::codec::Proto::H2)).0);
+            (
+                p.addr,
+                p.host,
+                p.cluster(),
+                p.hostname.clone(),
+                p.scheme(),
+                h2,
+            )
         };
         s.attempts = s.attempts.saturating_add(1);
         let (idle, ends_at) = (s.idle, s.ends_at);
         self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
         // A CONNECT its route terminates is answered here: no request
         // goes to the host, only the client's bytes.
+        let mut up_stream = 1;
         let codec = if s.terminate {
             None
         } else {
-            // The body window holds a refusal's body, not a tunnel's bytes.
-            let mut codec = UpCodec::h1(REFUSAL_BODY_LIMIT, false);
+            // The body window holds a refusal's body, not a tunnel's bytes
+            // (HTTP/2's stream window is the tunnel's).
+            let mut codec = h2.unwrap_or_else(|| UpCodec::h1(REFUSAL_BODY_LIMIT, false));
             let sink = Upgrading {
                 codec: &mut codec,
                 upgrade: &upgrade,
+                scheme,
             };
             let auto = s.auto_host.then_some(hostname).flatten();
-            if write_request(s, auto.as_deref(), sink).is_none() {
-                self.fail(stream, LocalReply::BadRequest);
-                return None;
+            match write_request(s, auto.as_deref(), sink) {
+                Some(id) => up_stream = id,
+                None => {
+                    self.fail(stream, LocalReply::BadRequest);
+                    return None;
+                }
             }
             Some(codec)
         };
         Some(UpgradeRequest {
             stream,
             codec,
+            up_stream,
             addr,
             host,
             cluster,
