@@ -43,6 +43,7 @@ fn each_request_gets_a_line_and_files_reopen() {
     let b = backend("b1");
     let mut l = (*listener(vec![prefix_route("/known", "c", None)])).clone();
     l.filter_chains[0].http.access_log = vec![AccessLog {
+        filter: None,
         sink: LogSink::File(path.clone()),
         format: Arc::new(LogFormat::text(FORMAT).unwrap()),
     }];
@@ -92,6 +93,7 @@ fn failures_carry_their_response_flags() {
         .unwrap();
     let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
     l.filter_chains[0].http.access_log = vec![AccessLog {
+        filter: None,
         sink: LogSink::File(path.clone()),
         format: Arc::new(
             LogFormat::json(&[
@@ -114,6 +116,146 @@ fn failures_carry_their_response_flags() {
         got[0],
         format!("{{\"code\":503,\"flags\":\"UF\",\"upstream\":\"{dead}\"}}")
     );
+    gw.shutdown();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An `access_log` entry (YAML flow mapping) writing `%REQ(:PATH)%
+/// %RESPONSE_CODE%` lines to `path`, with `filter` (empty: none).
+fn file_log(path: &std::path::Path, filter: &str) -> String {
+    let filter = match filter {
+        "" => String::new(),
+        f => format!(", filter: {f}"),
+    };
+    format!(
+        r#"{{ name: envoy.access_loggers.file{filter}, typed_config: {{ "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog, path: {}, log_format: {{ text_format_source: {{ inline_string: "%REQ(:PATH)% %RESPONSE_CODE%\n" }} }} }} }}"#,
+        path.display()
+    )
+}
+
+#[test]
+fn each_access_log_s_filter_picks_its_requests() {
+    let dir = std::env::temp_dir().join(format!("gw-access-filter-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (all, errors, debug, tcp_like) = (
+        dir.join("all.log"),
+        dir.join("errors.log"),
+        dir.join("debug.log"),
+        dir.join("none.log"),
+    );
+    let logs = [
+        file_log(&all, ""),
+        file_log(
+            &errors,
+            "{ status_code_filter: { comparison: { op: GE, value: { default_value: 400, runtime_key: errors } } } }",
+        ),
+        file_log(
+            &debug,
+            "{ and_filter: { filters: [ { header_filter: { header: { name: x-debug, present_match: true } } }, { not_health_check_filter: {} } ] } }",
+        ),
+        // Nothing is traced: a traceable filter takes no request.
+        file_log(&tcp_like, "{ traceable_filter: {} }"),
+    ];
+    let hcm = format!("          access_log: [{}]", logs.join(", "));
+    let b = support::h1_backend::H1Backend::start(|_| support::h1_backend::H1Answer::ok("b1"));
+    let routes = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/known" }
+                route: { cluster: c }
+"#;
+    let clusters = format!(
+        "  - name: c\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: c\n      endpoints:\n      - lb_endpoints: [{}]\n",
+        yaml::endpoint(&b.addr().ip().to_string(), b.addr().port(), "")
+    );
+    let bs = yaml::hcm_bootstrap(&hcm, routes, &clusters)
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
+    let gw = start(bs, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    for request in [
+        "GET /known/a HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        "GET /nowhere HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        "GET /known/b HTTP/1.1\r\nHost: a\r\nX-Debug: 1\r\nConnection: close\r\n\r\n",
+    ] {
+        h1(addr, request);
+    }
+    assert_eq!(
+        lines(&all, 3),
+        ["/known/a 200", "/nowhere 404", "/known/b 200"]
+    );
+    assert_eq!(lines(&errors, 1), ["/nowhere 404"]);
+    assert_eq!(lines(&debug, 1), ["/known/b 200"]);
+    // The lines above went after the filtered ones would have: none came.
+    let skipped = std::fs::read_to_string(&tcp_like).unwrap_or_default();
+    assert_eq!(skipped, "");
+    assert_eq!(lines(&errors, 1).len(), 1);
+    gw.shutdown();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_access_log_filter_with_an_unknown_field_is_refused_by_name() {
+    let log = file_log(
+        std::path::Path::new("/tmp/never.log"),
+        "{ status_code_filter: { comparison: { op: GE } } }",
+    );
+    let hcm = format!("          access_log: [{log}]");
+    let routes = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes: []
+"#;
+    let err = match yaml::hcm_bootstrap(&hcm, routes, "") {
+        Ok(_) => panic!("a comparison without a value accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("access_log[0].filter.status_code_filter"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_retried_request_s_body_counts_once_in_bytes_received() {
+    let dir = std::env::temp_dir().join(format!("gw-access-retry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("access.log");
+    let log = format!(
+        r#"{{ name: envoy.access_loggers.file, typed_config: {{ "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog, path: {}, log_format: {{ text_format_source: {{ inline_string: "%RESPONSE_CODE% %BYTES_RECEIVED%\n" }} }} }} }}"#,
+        path.display()
+    );
+    let hcm = format!("          access_log: [{log}]");
+    // The first attempt fails, the retry (the body sent again) answers.
+    let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let b = support::h1_backend::H1Backend::start(move |_| {
+        match n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => support::h1_backend::H1Answer::raw("HTTP/1.1 503 X\r\ncontent-length: 0\r\n\r\n"),
+            _ => support::h1_backend::H1Answer::ok("ok"),
+        }
+    });
+    let routes = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: c, retry_policy: { retry_on: 5xx, num_retries: 1 } }
+"#;
+    let clusters = format!(
+        "  - name: c\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: c\n      endpoints:\n      - lb_endpoints: [{}]\n",
+        yaml::endpoint(&b.addr().ip().to_string(), b.addr().port(), "")
+    );
+    let bs = yaml::hcm_bootstrap(&hcm, routes, &clusters)
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
+    let gw = start(bs, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let resp = h1(
+        addr,
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+    );
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    assert_eq!(b.requests().len(), 2);
+    assert_eq!(lines(&path, 1), ["200 5"]);
     gw.shutdown();
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -26,7 +26,7 @@ impl Comparison {
 }
 
 /// One `AccessLogFilter`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogFilter {
     /// `status_code_filter` (the runtime key's default value).
     Status(Comparison, u32),
@@ -56,22 +56,42 @@ pub enum LogFilter {
     },
 }
 
-/// What a filter sees of a request.
-pub struct FilterInput<'a> {
+/// What a filter sees of a request (`'r`: what the request's fields are
+/// read from, which may outlive the lookup itself).
+pub struct FilterInput<'a, 'r> {
     pub status: u16,
     pub duration: Duration,
     /// Envoy's response flags, comma-separated (empty: none).
     pub flags: &'a str,
     /// A request field's value by lowercase name (pseudo-headers too).
-    pub request: &'a dyn Fn(&str) -> Option<&'a str>,
+    pub request: &'a dyn Fn(&str) -> Option<&'r str>,
     pub grpc_status: Option<u32>,
     /// A uniformly random value, for sampling.
     pub random: u64,
 }
 
 impl LogFilter {
+    /// The request fields its `header_filter`s read, once each.
+    pub fn fields(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.collect_fields(&mut names);
+        names
+    }
+
+    fn collect_fields(&self, names: &mut Vec<String>) {
+        match self {
+            LogFilter::Header(h) if !names.contains(&h.name) => names.push(h.name.clone()),
+            LogFilter::And(all) | LogFilter::Or(all) => {
+                for f in all {
+                    f.collect_fields(names);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Whether the request passes.
-    pub fn matches(&self, r: &FilterInput<'_>) -> bool {
+    pub fn matches(&self, r: &FilterInput<'_, '_>) -> bool {
         match self {
             LogFilter::Status(op, v) => op.holds(r.status.into(), (*v).into()),
             LogFilter::Duration(op, ms) => {
@@ -108,7 +128,7 @@ mod tests {
         status: u16,
         flags: &'a str,
         request: &'a dyn Fn(&str) -> Option<&'a str>,
-    ) -> FilterInput<'a> {
+    ) -> FilterInput<'a, 'a> {
         FilterInput {
             status,
             duration: Duration::from_millis(250),
@@ -146,6 +166,22 @@ mod tests {
         });
         assert!(half.matches(&ok));
         assert!(!half.matches(&FilterInput { random: 57, ..ok }));
+    }
+
+    #[test]
+    fn the_fields_header_filters_read_are_listed_once() {
+        let h = |n: &str| {
+            LogFilter::Header(HeaderMatcher {
+                name: n.into(),
+                kind: HeaderMatchKind::Present(true),
+                invert: false,
+            })
+        };
+        let f = LogFilter::Or(vec![
+            h("x-a"),
+            LogFilter::And(vec![h("x-b"), h("x-a"), LogFilter::Traceable]),
+        ]);
+        assert_eq!(f.fields(), ["x-a", "x-b"]);
     }
 
     #[test]

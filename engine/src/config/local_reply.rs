@@ -41,7 +41,7 @@ pub struct BodyFormat {
 
 impl LocalReplyConfig {
     /// The mapper for a reply: the first whose filter takes it.
-    pub fn mapper(&self, reply: &FilterInput<'_>) -> Option<&ReplyMapper> {
+    pub fn mapper(&self, reply: &FilterInput<'_, '_>) -> Option<&ReplyMapper> {
         self.mappers.iter().find(|m| m.filter.matches(reply))
     }
 

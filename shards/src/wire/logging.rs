@@ -7,20 +7,23 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use engine::access_log::filter::FilterInput;
 use engine::access_log::{LogFormat, LogRecord};
+use engine::LogRule;
 use h2wire::message::HeaderList;
 use smallvec::SmallVec;
 
-/// A connection's access logs: each sink's number and its format.
-pub(crate) type LogTargets = Vec<(u32, Arc<LogFormat>)>;
+/// A connection's access logs: each sink's number, its format and its
+/// `filter`.
+pub(crate) type LogTargets = Vec<(u32, Arc<LogFormat>, Option<Arc<LogRule>>)>;
 
 /// What one stream has gathered for its log lines.
 pub(crate) struct LogState {
     start: SystemTime,
     started: Instant,
     /// The captured field values, back to back, and where each is: for
-    /// each target in order, its format's request fields, then (once the
-    /// response head came) its response fields. Two allocations per
+    /// each target in order, its format's request fields and its filter's,
+    /// then (once the response head came) its format's response fields. Two allocations per
     /// stream rather than one per field.
     bytes: Vec<u8>,
     req: Vec<Option<(u32, u32)>>,
@@ -66,8 +69,9 @@ impl LogState {
             flags: "",
             remote,
         });
-        for (_, f) in targets {
-            for n in f.req_fields() {
+        for (_, f, rule) in targets {
+            let filtered = rule.iter().flat_map(|r| &r.fields);
+            for n in f.req_fields().iter().chain(filtered) {
                 let span = s.keep(field(head, n));
                 s.req.push(span);
             }
@@ -86,7 +90,7 @@ impl LogState {
     pub fn on_response(&mut self, targets: &LogTargets, status: u16, head: Option<&HeaderList>) {
         self.status = Some(status);
         if let Some(head) = head {
-            for (_, f) in targets {
+            for (_, f, _) in targets {
                 for n in f.resp_fields() {
                     let span = self.keep(head.get(n.as_bytes()));
                     self.resp.push(span);
@@ -95,7 +99,9 @@ impl LogState {
         }
     }
 
-    /// Renders each target's line into the shard's batch for this turn.
+    /// Renders the line of each target whose filter takes the request
+    /// into the shard's batch for this turn; `grpc_status`: the
+    /// response's, if it had one.
     #[allow(clippy::too_many_arguments)]
     pub fn emit(
         &self,
@@ -105,6 +111,7 @@ impl LogState {
         upstream: Option<(SocketAddr, &str)>,
         downstream: SocketAddr,
         sni: Option<&str>,
+        grpc_status: Option<u32>,
     ) {
         // Values of one target's fields, on the stack for the usual few.
         let values = |spans: &[Option<(u32, u32)>], from: usize, n: usize| {
@@ -121,15 +128,25 @@ impl LogState {
             v
         };
         let (mut req_at, mut resp_at) = (0, 0);
-        for (sink, format) in targets {
+        let duration = self.started.elapsed();
+        for (sink, format, rule) in targets {
             let (nq, np) = (format.req_fields().len(), format.resp_fields().len());
+            let nf = rule.as_ref().map_or(0, |r| r.fields.len());
             let req = values(&self.req, req_at, nq);
+            let filtered = values(&self.req, req_at + nq, nf);
             let resp = values(&self.resp, resp_at, np);
-            req_at += nq;
+            req_at += nq + nf;
             resp_at += np;
+            if let Some(rule) = rule {
+                let lookup = field_of(&rule.fields, &filtered);
+                let outcome = (self.status, duration, self.flags, grpc_status);
+                if !takes(rule, outcome, &lookup, wire.shard.random_u64()) {
+                    continue;
+                }
+            }
             let record = LogRecord {
                 start: Some(self.start),
-                duration: Some(self.started.elapsed()),
+                duration: Some(duration),
                 protocol,
                 status: self.status,
                 flags: self.flags,
@@ -146,5 +163,44 @@ impl LogState {
             };
             wire.log_line(*sink, |lines| format.render(&record, lines));
         }
+    }
+}
+
+/// Whether an access log's `filter` takes a request that ended so
+/// (`outcome`: its status, none for a TCP proxy's connection; how long it
+/// took; its response flags; its response's gRPC status), `field` giving
+/// its request's fields and `random` a uniform value for sampling.
+pub(crate) fn takes<'r>(
+    rule: &LogRule,
+    (status, duration, flags, grpc_status): (Option<u16>, std::time::Duration, &str, Option<u32>),
+    field: &dyn Fn(&str) -> Option<&'r str>,
+    random: u64,
+) -> bool {
+    let status = status.unwrap_or(0);
+    let input = FilterInput {
+        status,
+        duration,
+        flags,
+        request: field,
+        // Envoy's: the response's, else from its HTTP status.
+        grpc_status: grpc_status.or_else(|| Some(engine::headers::http_to_grpc_status(status))),
+        random,
+    };
+    rule.filter.matches(&input)
+}
+
+/// A request field's value among `values`, the captured values of
+/// `fields`.
+fn field_of<'v>(
+    fields: &'v [String],
+    values: &'v [Option<&'v [u8]>],
+) -> impl Fn(&str) -> Option<&'v str> + 'v {
+    move |name| {
+        let at = fields.iter().position(|f| f == name)?;
+        values
+            .get(at)
+            .copied()
+            .flatten()
+            .and_then(|v| std::str::from_utf8(v).ok())
     }
 }

@@ -143,10 +143,7 @@ impl WireShard {
     /// The access logs of a connection manager or a TCP proxy, as a
     /// connection uses them: each format with its sink's number (looked
     /// up once per connection, from this shard's cache).
-    pub(crate) fn log_targets(
-        &self,
-        logs: &[engine::AccessLog],
-    ) -> Vec<(u32, Arc<engine::access_log::LogFormat>)> {
+    pub(crate) fn log_targets(&self, logs: &[engine::AccessLog]) -> logging::LogTargets {
         logs.iter()
             .map(|l| {
                 let id = *self
@@ -154,7 +151,7 @@ impl WireShard {
                     .borrow_mut()
                     .entry(l.sink.clone())
                     .or_insert_with(|| self.logs.sink_id(&l.sink));
-                (id, Arc::clone(&l.format))
+                (id, Arc::clone(&l.format), l.filter.clone())
             })
             .collect()
     }

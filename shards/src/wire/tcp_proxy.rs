@@ -14,6 +14,7 @@ use engine::access_log::LogRecord;
 use engine::outlier::CallResult;
 use engine::{HostId, TcpProxy};
 
+use super::logging::takes;
 use super::pool::Budget;
 use super::tls::{connect_upstream, Transport};
 use super::tunnel::{self, Moved, TunnelLimits};
@@ -78,10 +79,19 @@ pub(super) async fn serve(
         }
     };
     let targets = wire.log_targets(&proxy.access_log);
-    for (sink, format) in &targets {
+    let took = started.elapsed();
+    for (sink, format, rule) in &targets {
+        let outcome = (None, took, flags, None);
+        let none = |_: &str| -> Option<&'static str> { None };
+        if rule
+            .as_ref()
+            .is_some_and(|r| !takes(r, outcome, &none, shard.random_u64()))
+        {
+            continue;
+        }
         let record = LogRecord {
             start: Some(start),
-            duration: Some(started.elapsed()),
+            duration: Some(took),
             protocol: "",
             flags,
             bytes_received: moved.received,

@@ -23,7 +23,13 @@ pub(crate) fn access_logs(logs: &[accesslog::AccessLog], path: &Path) -> Result<
 }
 
 fn access_log(l: &accesslog::AccessLog, path: &Path) -> Result<AccessLog> {
-    reject_set!(path, l, filter);
+    let filter = match &l.filter {
+        Some(f) => {
+            let rule = super::local_reply::log_filter(f, &path.field("filter"))?;
+            Some(Arc::new(engine::LogRule::new(rule)))
+        }
+        None => None,
+    };
     let tpath = path.field("typed_config");
     let Some(accesslog::access_log::ConfigType::TypedConfig(any)) = &l.config_type else {
         return Err(Error::invalid(tpath, "required"));
@@ -78,6 +84,7 @@ fn access_log(l: &accesslog::AccessLog, path: &Path) -> Result<AccessLog> {
     Ok(AccessLog {
         sink,
         format: Arc::new(format),
+        filter,
     })
 }
 

@@ -110,9 +110,6 @@ impl Streams {
             if let Some(conn) = conn.filter(|_| send_request) {
                 let d = drain(&mut s.req, conn, up.stream, &mut self.conn, stream);
                 p.sent_request_data(up, d.moved);
-                if let Some(l) = s.log.as_mut() {
-                    l.bytes_received += u64::from(d.moved);
-                }
                 moved |= d.moved > 0 || d.ended;
                 if d.ended {
                     // The route timeout runs once, from the request's

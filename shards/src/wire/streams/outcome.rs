@@ -11,8 +11,14 @@ use crate::wire::logging::LogState;
 use crate::wire::pool::PoolRef;
 
 impl ConnCx {
-    /// Queues the stream's access log lines.
-    pub(super) fn log(&self, l: &LogState, upstream: Option<(std::net::SocketAddr, &str)>) {
+    /// Queues the stream's access log lines (`grpc_status`: its
+    /// response's).
+    pub(super) fn log(
+        &self,
+        l: &LogState,
+        upstream: Option<(std::net::SocketAddr, &str)>,
+        grpc_status: Option<u32>,
+    ) {
         let cx = self;
         l.emit(
             &cx.logs,
@@ -21,6 +27,7 @@ impl ConnCx {
             upstream,
             cx.peer,
             cx.sni.as_deref(),
+            grpc_status,
         );
     }
 
@@ -58,7 +65,7 @@ impl ConnCx {
         stats.downstream.rq_active.dec();
         let Some(t) = &s.target else {
             if let Some(l) = &s.log {
-                self.log(l, None);
+                self.log(l, None, s.served.and_then(|(_, g)| g));
             }
             return;
         };
@@ -73,7 +80,11 @@ impl ConnCx {
         stats.hosts.host(t.host).rq_active.dec();
         if let Some(l) = &s.log {
             let p = t.pool.borrow();
-            self.log(l, Some((p.addr, p.cluster_name())));
+            self.log(
+                l,
+                Some((p.addr, p.cluster_name())),
+                s.served.and_then(|(_, g)| g),
+            );
         }
         // A client that went away is not the host's fault; the status it
         // had answered by then still counts (as Envoy counts it).

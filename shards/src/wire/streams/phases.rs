@@ -315,6 +315,10 @@ impl Streams {
             s.request_ends = None;
         }
         let len = data.len();
+        // The client's bytes as they came (a retry's replay is not more).
+        if let Some(l) = s.log.as_mut() {
+            l.bytes_received += len as u64;
+        }
         // Before the router (a filter paused the stream) chunks wait as
         // they came; they go through the body hooks once the chain passes
         // the router (`filter_held_body`), after every head hook.
