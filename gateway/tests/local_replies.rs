@@ -292,3 +292,22 @@ fn bad_local_reply_configs_are_refused_naming_the_field() {
         refused("            mappers: [{ filter: { metadata_filter: {} }, status_code: 404 }]");
     assert!(metadata.contains("metadata_filter"), "{metadata}");
 }
+
+#[test]
+fn a_reply_says_the_settled_client_and_its_age_without_an_access_log() {
+    // One trusted hop: the client is the `x-forwarded-for` entry before
+    // it (port 0, as Envoy writes it). No access log: the reply's age
+    // still counts from the request's head (the route times out at 0.3 s).
+    let w = world(
+        r#"          local_reply_config:
+            body_format: { text_format: "%DOWNSTREAM_REMOTE_ADDRESS% %DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT% %DURATION%" }"#,
+        "          xff_num_trusted_hops: 1",
+    );
+    let hang = get(&w, "/hang", "x-forwarded-for: 9.9.9.9, 10.0.0.1\r\n");
+    assert_eq!(hang.status, 504);
+    let text = body(&hang);
+    let parts: Vec<&str> = text.split(' ').collect();
+    assert_eq!(parts[..2], ["9.9.9.9:0", "127.0.0.1"], "{text}");
+    let ms: u64 = parts[2].parse().expect("a duration");
+    assert!((250..2000).contains(&ms), "{text}");
+}

@@ -88,6 +88,12 @@ pub(crate) struct DStream {
     pub(super) class: ClientClass,
     /// An edge request's client address, for `x-envoy-external-address`.
     pub(super) external: Option<std::net::IpAddr>,
+    /// The client address the connection manager settled on, when it is
+    /// not the peer (a trusted `x-forwarded-for` entry): what
+    /// `%DOWNSTREAM_REMOTE_ADDRESS%` says.
+    pub(super) remote: Option<std::net::SocketAddr>,
+    /// When its head came.
+    pub(super) started: Instant,
     /// Its `x-request-id`, kept for the response when the listener says
     /// `always_set_request_id_in_response`.
     pub(super) request_id: Option<Box<[u8]>>,
@@ -231,6 +237,8 @@ impl DStream {
             xfp: None,
             class: ClientClass::External,
             external: None,
+            remote: None,
+            started: now,
             request_id: None,
             envoy_headers: false,
             bodyless,

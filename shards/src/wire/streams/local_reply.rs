@@ -1,7 +1,7 @@
 //! The gateway's own replies, sent as responses through the response phases, and `local_reply_config` on them (no route, upstream failures and timeouts, direct responses, redirects, filters' refusals; never a backend's response): the first mapper whose filter takes the reply rewrites its status, headers and body, then the body format (the mapper's, else the config's) makes its body, as Envoy 1.40 does.
 
 use std::borrow::Cow;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use engine::access_log::filter::FilterInput;
@@ -135,7 +135,10 @@ impl ConnCx {
         };
         let (start, age) = match s.log.as_ref() {
             Some(l) => l.began(),
-            None => (SystemTime::now(), Duration::ZERO),
+            None => {
+                let age = s.started.elapsed();
+                (SystemTime::now() - age, age)
+            }
         };
         let input = FilterInput {
             status: reply.status,
@@ -172,7 +175,7 @@ impl ConnCx {
             status: Some(reply.status),
             flags: reply.flag,
             upstream_host: s.served_by(),
-            downstream: Some(self.peer),
+            downstream: Some(s.remote.unwrap_or(self.peer)),
             downstream_direct: Some(self.peer),
             sni: self.sni.as_deref(),
             local_reply_body: Some(&reply.body),

@@ -45,6 +45,7 @@ impl ConnCx {
                     s.class = st.class;
                     s.external = (st.class == ClientClass::Edge).then(|| st.client.remote.ip());
                     remote = (st.client.remote != cx.peer).then_some(st.client.remote);
+                    s.remote = remote;
                     if hcm.request_id.in_response {
                         s.request_id = head.get(stamp::REQUEST_ID).map(Box::from);
                     }
