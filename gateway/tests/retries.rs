@@ -515,3 +515,80 @@ fn the_per_try_timeout_runs_from_the_request_s_end() {
     let resp = read_response(&mut r, false);
     assert_eq!((resp.status, resp.header("x-body")), (200, Some("abcdef")));
 }
+
+/// A backend that reads each request and closes without answering.
+fn closing() -> H1Backend {
+    H1Backend::start(|_| H1Answer::raw("").closing())
+}
+
+#[test]
+fn failures_say_the_latest_reason_and_urx_once_retries_ran_out() {
+    // Envoy 1.40's bodies and flags, side by side on the same cases:
+    // the connection closed before an answer is 503 `connection
+    // termination` (UC); a malformed answer 502 `protocol error` (UPE);
+    // after retries the body says "retried and the latest", the flag URX.
+    let dir = std::env::temp_dir().join(format!("gw-retry-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("access.log");
+    let access_log = format!(
+        r#"          access_log: [{{ name: envoy.access_loggers.file, typed_config: {{ "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog, path: {}, log_format: {{ text_format_source: {{ inline_string: "%RESPONSE_CODE% %RESPONSE_FLAGS%\n" }} }} }} }}]"#,
+        log.display()
+    );
+    let (closer, garbage) = (
+        closing(),
+        H1Backend::start(|_| H1Answer::raw("HTTP/1.1 abc\r\n\r\n")),
+    );
+    let reason = "upstream connect error or disconnect/reset before headers. ";
+    let cases = [
+        (&closer, "", 503, "reset reason: connection termination"),
+        (
+            &closer,
+            "{ retry_on: reset, num_retries: 1 }",
+            503,
+            "retried and the latest reset reason: connection termination",
+        ),
+        (&garbage, "", 502, "reset reason: protocol error"),
+        (
+            &garbage,
+            "{ retry_on: reset, num_retries: 1 }",
+            502,
+            "retried and the latest reset reason: protocol error",
+        ),
+    ];
+    for (backend, policy, status, body) in cases {
+        let route_policy = match policy {
+            "" => String::new(),
+            p => format!(", retry_policy: {p}"),
+        };
+        let table = format!(
+            r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{ prefix: / }}
+                route: {{ cluster: web{route_policy} }}"#
+        );
+        let clusters = format!(
+            "  - name: web\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: web\n      endpoints:\n      - lb_endpoints:\n        - {}\n",
+            support::yaml::endpoint(&backend.addr().ip().to_string(), backend.addr().port(), "")
+        );
+        let b = support::yaml::hcm_bootstrap(&access_log, &table, &clusters).expect("bootstrap");
+        let gw = start(b, 1);
+        let addr = gw.listener("ingress").expect("listener");
+        // POST: not sent again without a policy (a GET would be, once).
+        let resp = h1_post(addr, "a", "/", "", b"x");
+        assert_eq!(resp.status, status, "{policy}");
+        assert_eq!(
+            String::from_utf8_lossy(&resp.body),
+            format!("{reason}{body}")
+        );
+        gw.shutdown();
+    }
+    let flags: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(flags, ["503 UC", "503 URX,UC", "502 UPE", "502 URX,UPE"]);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -129,6 +129,7 @@ async fn drive(mut io: DuplexStream, mut script: Vec<Exchange>) -> (Vec<Exchange
                     queue.push_back(streams[&stream]);
                 }
                 ClientEvent::Reset { stream, code } => panic!("stream {stream} reset: {code}"),
+                ClientEvent::Broken { stream, code } => panic!("stream {stream} broken: {code}"),
                 ClientEvent::TooLarge { stream } => panic!("stream {stream} head too large"),
                 ClientEvent::GoAway { .. } => panic!("server went away"),
                 ClientEvent::WindowOpen { .. } | ClientEvent::StreamLimit { .. } => {}

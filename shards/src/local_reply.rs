@@ -10,7 +10,15 @@ pub enum LocalReply {
     UnknownCluster,
     NoHealthyUpstream,
     ConnectFailure,
+    /// The host reset the stream before its answer's head.
     UpstreamReset,
+    /// The host refused the stream (REFUSED_STREAM, or past its GOAWAY)
+    /// once more than it may be sent again.
+    UpstreamRefusedStream,
+    /// The host's connection closed before the answer's head.
+    UpstreamConnectionTermination,
+    /// The host's answer was malformed (or its head too large).
+    UpstreamProtocolError,
     UpstreamTimeout,
     /// `stream_idle_timeout`: nothing moved either way for too long.
     StreamIdleTimeout,
@@ -38,8 +46,13 @@ impl LocalReply {
             Self::UnknownCluster
             | Self::NoHealthyUpstream
             | Self::ConnectFailure
+            | Self::UpstreamReset
+            | Self::UpstreamRefusedStream
+            | Self::UpstreamConnectionTermination
             | Self::Overflow => StatusCode::SERVICE_UNAVAILABLE,
-            Self::UpstreamReset => StatusCode::BAD_GATEWAY,
+            // Envoy's router: a protocol error is the one reset it answers
+            // 502.
+            Self::UpstreamProtocolError => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
             Self::StreamIdleTimeout | Self::MaxDurationTimeout | Self::RequestTimeout => {
                 StatusCode::REQUEST_TIMEOUT
@@ -67,6 +80,15 @@ impl LocalReply {
             Self::UpstreamReset => {
                 "upstream connect error or disconnect/reset before headers. reset reason: remote reset"
             }
+            Self::UpstreamRefusedStream => {
+                "upstream connect error or disconnect/reset before headers. reset reason: remote refused stream reset"
+            }
+            Self::UpstreamConnectionTermination => {
+                "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
+            }
+            Self::UpstreamProtocolError => {
+                "upstream connect error or disconnect/reset before headers. reset reason: protocol error"
+            }
             Self::UpstreamTimeout => "upstream request timeout",
             Self::Overflow => {
                 "upstream connect error or disconnect/reset before headers. reset reason: overflow"
@@ -80,6 +102,18 @@ impl LocalReply {
         }
     }
 
+    /// Its flag after the route's retries ran out (Envoy writes `URX`
+    /// first); the flag alone for replies retries do not make.
+    pub fn flag_after_retries(self) -> &'static str {
+        match self {
+            Self::ConnectFailure => "URX,UF",
+            Self::UpstreamReset | Self::UpstreamRefusedStream => "URX,UR",
+            Self::UpstreamConnectionTermination => "URX,UC",
+            Self::UpstreamProtocolError => "URX,UPE",
+            other => other.flag(),
+        }
+    }
+
     /// Envoy's response flag for it, in access logs.
     pub fn flag(self) -> &'static str {
         match self {
@@ -87,7 +121,9 @@ impl LocalReply {
             Self::UnknownCluster => "NC",
             Self::NoHealthyUpstream | Self::SessionHostUnavailable(_) => "UH",
             Self::ConnectFailure => "UF",
-            Self::UpstreamReset => "UR",
+            Self::UpstreamReset | Self::UpstreamRefusedStream => "UR",
+            Self::UpstreamConnectionTermination => "UC",
+            Self::UpstreamProtocolError => "UPE",
             Self::UpstreamTimeout => "UT",
             Self::Overflow => "UO",
             Self::StreamIdleTimeout => "SI",

@@ -317,7 +317,9 @@ impl Client {
                 }
                 up.conn.recycle(fields);
             }
-            ClientEvent::Reset { stream, .. } | ClientEvent::TooLarge { stream } => {
+            ClientEvent::Reset { stream, .. }
+            | ClientEvent::Broken { stream, .. }
+            | ClientEvent::TooLarge { stream } => {
                 up.routes.remove(&stream);
                 if let Some(h) = self.u2d.remove(&up_key(i, stream)) {
                     up.conn.release(stream, queued(&h.queue));

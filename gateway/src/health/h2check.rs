@@ -188,6 +188,9 @@ impl H2Conn {
             ClientEvent::Reset { stream: s, code } if s == stream => {
                 Err(format!("h2: stream reset ({code:?})"))
             }
+            ClientEvent::Broken { stream: s, code } if s == stream => {
+                Err(format!("h2: malformed answer (reset {code:?})"))
+            }
             ClientEvent::TooLarge { stream: s } if s == stream => {
                 Err("h2: the answer's head is over 16 KiB".into())
             }

@@ -175,6 +175,10 @@ impl Dispatch for ClientConn {
         self.events.push_back(ClientEvent::Reset { stream, code });
     }
 
+    fn broken_event(&mut self, stream: u32, code: ErrorCode) {
+        self.events.push_back(ClientEvent::Broken { stream, code });
+    }
+
     fn window_event(&mut self, stream: u32) {
         self.events.push_back(ClientEvent::WindowOpen { stream });
     }

@@ -74,6 +74,11 @@ pub(super) trait Dispatch {
     }
     /// Queues the event that the peer reset `stream`.
     fn reset_event(&mut self, stream: u32, code: ErrorCode);
+    /// Queues the event that we reset `stream`, which broke a stream rule
+    /// (`code` is what we sent).
+    fn broken_event(&mut self, stream: u32, code: ErrorCode) {
+        self.reset_event(stream, code);
+    }
     /// Queues the event that `stream` (0: the connection) may send more.
     fn window_event(&mut self, stream: u32);
     /// Queues received body bytes (or only END_STREAM) for the application.
@@ -292,7 +297,7 @@ pub(super) trait Dispatch {
         encode_rst_stream(&mut self.core().out.buf, stream, code);
         self.reset_sent(stream);
         if self.streams().remove(stream).is_some() {
-            self.reset_event(stream, code);
+            self.broken_event(stream, code);
         }
     }
 

@@ -60,12 +60,15 @@ pub enum ClientEvent {
     },
     /// The response's trailer section (it ends the response).
     Trailers { stream: u32, fields: HeaderList },
-    /// The stream is gone: the server reset it, or we did because it broke
-    /// a stream rule (`code` is then what we sent). REFUSED_STREAM means
-    /// the server did not process the request: safe to retry elsewhere.
-    /// Streams a GOAWAY left out come as REFUSED_STREAM too. NO_ERROR after
-    /// a complete response only stops the request body (§8.1).
+    /// The server reset the stream. REFUSED_STREAM means the server did
+    /// not process the request: safe to retry elsewhere. Streams a GOAWAY
+    /// left out come as REFUSED_STREAM too. NO_ERROR after a complete
+    /// response only stops the request body (§8.1).
     Reset { stream: u32, code: ErrorCode },
+    /// We reset the stream: the server broke a stream rule (a malformed
+    /// response, its flow control overrun); `code` is what we sent. A
+    /// proxy answers 502 (a protocol error, not the server's reset).
+    Broken { stream: u32, code: ErrorCode },
     /// The response head or trailers were over
     /// [`ClientConfig::max_header_list_size`]: we reset the stream (CANCEL).
     /// The request may have been processed; a proxy answers 502.
@@ -92,6 +95,7 @@ impl ClientEvent {
             | Self::Data { stream, .. }
             | Self::Trailers { stream, .. }
             | Self::Reset { stream, .. }
+            | Self::Broken { stream, .. }
             | Self::TooLarge { stream }
             | Self::WindowOpen { stream } => Some(*stream),
             Self::StreamLimit { .. } | Self::GoAway { .. } => None,

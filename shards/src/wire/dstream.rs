@@ -212,6 +212,8 @@ pub(super) struct Retries {
     pub tried: smallvec::SmallVec<[engine::HostId; 4]>,
     /// When the next attempt goes (its back-off); `None` once it went.
     pub at: Option<Instant>,
+    /// A failure its policy names came with no retry left (Envoy's `URX`).
+    pub spent: bool,
 }
 
 impl DStream {

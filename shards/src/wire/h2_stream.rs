@@ -101,7 +101,9 @@ impl<'t> H2Stream<'t> {
                     self.eof = end_stream;
                 }
                 ClientEvent::Trailers { stream, .. } if stream == self.stream => self.eof = true,
-                ClientEvent::Reset { stream, .. } | ClientEvent::TooLarge { stream }
+                ClientEvent::Reset { stream, .. }
+                | ClientEvent::Broken { stream, .. }
+                | ClientEvent::TooLarge { stream }
                     if stream == self.stream =>
                 {
                     return Err(io::ErrorKind::ConnectionReset.into());

@@ -454,7 +454,7 @@ impl H1Up {
         self.events.push_back(if too_large {
             ClientEvent::TooLarge { stream }
         } else {
-            ClientEvent::Reset {
+            ClientEvent::Broken {
                 stream,
                 code: ErrorCode::PROTOCOL_ERROR,
             }

@@ -306,6 +306,9 @@ async fn read_answer(
                         return Answer::Refused(head, body.freeze());
                     }
                 }
+                ClientEvent::Broken { .. } | ClientEvent::TooLarge { .. } => {
+                    return Answer::Failed(LocalReply::UpstreamProtocolError)
+                }
                 _ => return Answer::Failed(LocalReply::UpstreamReset),
             }
         }

@@ -43,7 +43,7 @@ fn data_before_the_response_head_resets_the_stream() {
     p.read();
     p.data(s, b"early", false);
     p.flush().unwrap();
-    expect_reset(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
+    expect_broken(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
     assert_eq!(p.read(), [rst(s, ErrorCode::PROTOCOL_ERROR)]);
     assert_eq!(p.conn.open_streams(), 0);
 }
@@ -74,14 +74,14 @@ fn malformed_responses_reset_their_stream() {
         let s = p.get("/");
         p.headers(s, head, false);
         p.flush().unwrap();
-        expect_reset(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
+        expect_broken(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
         assert_eq!(p.read().last(), Some(&rst(s, ErrorCode::PROTOCOL_ERROR)));
     }
     // A 1xx must not end the stream.
     let s = p.get("/");
     p.headers(s, &status("100"), true);
     p.flush().unwrap();
-    expect_reset(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
+    expect_broken(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
     // The connection lives on.
     let s = p.get("/");
     p.headers(s, &status("200"), true);
@@ -106,10 +106,10 @@ fn response_content_length_must_match_the_body() {
     p.headers(u, &length, true);
     p.flush().unwrap();
     expect_response(p.conn.poll_event());
-    expect_reset(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
+    expect_broken(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
     expect_response(p.conn.poll_event());
-    expect_reset(p.conn.poll_event(), t, ErrorCode::PROTOCOL_ERROR);
-    expect_reset(p.conn.poll_event(), u, ErrorCode::PROTOCOL_ERROR);
+    expect_broken(p.conn.poll_event(), t, ErrorCode::PROTOCOL_ERROR);
+    expect_broken(p.conn.poll_event(), u, ErrorCode::PROTOCOL_ERROR);
     assert!(p.conn.poll_event().is_none());
 }
 

@@ -88,7 +88,7 @@ fn response_body_counts_until_released() {
     // Nothing released yet: 40 more fit, 41 do not.
     p.data(s, &[1; 41], false);
     p.flush().unwrap();
-    expect_reset(p.conn.poll_event(), s, crate::ErrorCode::FLOW_CONTROL_ERROR);
+    expect_broken(p.conn.poll_event(), s, crate::ErrorCode::FLOW_CONTROL_ERROR);
     let s = p.get("/");
     p.read();
     p.headers(s, &status("200"), false);
@@ -174,7 +174,7 @@ fn grant_grows_one_stream_s_window_past_the_initial_one() {
     p.data(other, &[1; 101], false);
     p.flush().unwrap();
     expect_data(p.conn.poll_event(), s, 500, false);
-    expect_reset(
+    expect_broken(
         p.conn.poll_event(),
         other,
         crate::ErrorCode::FLOW_CONTROL_ERROR,

@@ -168,6 +168,15 @@ pub(super) fn expect_reset(e: Option<ClientEvent>, stream: u32, code: ErrorCode)
     }
 }
 
+/// The stream was reset by us: the server broke a stream rule.
+#[track_caller]
+pub(super) fn expect_broken(e: Option<ClientEvent>, stream: u32, code: ErrorCode) {
+    match e {
+        Some(ClientEvent::Broken { stream: s, code: c }) if s == stream && c == code => {}
+        other => panic!("expected {stream} broken with {code}, got {other:?}"),
+    }
+}
+
 #[track_caller]
 pub(super) fn expect_data(e: Option<ClientEvent>, stream: u32, len: usize, end: bool) -> Bytes {
     match e {

@@ -200,7 +200,7 @@ fn head_and_304_responses_have_no_body_whatever_content_length_says() {
     p.data(s, b"x", true);
     p.flush().unwrap();
     expect_response(p.conn.poll_event());
-    expect_reset(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
+    expect_broken(p.conn.poll_event(), s, ErrorCode::PROTOCOL_ERROR);
 }
 
 #[test]

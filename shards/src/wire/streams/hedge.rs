@@ -195,7 +195,9 @@ impl Streams {
                     c.release(from.1.stream, data.len() as u32);
                 }
             }
-            ClientEvent::Reset { .. } | ClientEvent::TooLarge { .. } => {
+            ClientEvent::Reset { .. }
+            | ClientEvent::TooLarge { .. }
+            | ClientEvent::Broken { .. } => {
                 self.drop_earlier(stream, key, false, Some(CallResult::Reset))
             }
             _ => {}

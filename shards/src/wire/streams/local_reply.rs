@@ -17,6 +17,7 @@ use super::{reply, ConnCx, Streams};
 use crate::http_filter::chain;
 use crate::http_filter::header_mutation::{self, FormatInput, Head};
 use crate::http_filter::{HeaderEdits, Reply, ResponseHead};
+use crate::local_reply::LocalReply;
 use crate::wire::dstream::DStream;
 
 impl Streams {
@@ -238,6 +239,39 @@ pub(super) fn grpc_message(body: &[u8]) -> Cow<'_, [u8]> {
         }
     }
     Cow::Owned(out)
+}
+
+/// The reply for an attempt's failure (`reply`); after retries, Envoy's
+/// body says the latest attempt's reason
+/// (`…before headers. retried and the latest reset reason: …`), and its
+/// flag `URX` when they ran out (`spent`).
+pub(super) fn after_retries(reply: LocalReply, retried: bool, spent: bool) -> Reply {
+    let mut r = Reply::from(reply);
+    if spent {
+        r.flag = reply.flag_after_retries();
+    }
+    const BEFORE: &str = "before headers. ";
+    let body = reply.body();
+    if let (true, Some(at)) = (retried, body.find(BEFORE)) {
+        let at = at + BEFORE.len();
+        let text = format!("{}retried and the latest {}", &body[..at], &body[at..]);
+        r.body = Bytes::from(text);
+    }
+    r
+}
+
+/// What a failure of the gateway's own kind counts against the host, for
+/// outlier detection.
+pub(super) fn host_result(reply: LocalReply) -> Option<CallResult> {
+    match reply {
+        LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
+        LocalReply::UpstreamReset
+        | LocalReply::UpstreamRefusedStream
+        | LocalReply::UpstreamConnectionTermination
+        | LocalReply::UpstreamProtocolError => Some(CallResult::Reset),
+        LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

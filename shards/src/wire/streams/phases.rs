@@ -41,7 +41,9 @@ use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+use super::local_reply::host_result;
 use super::reply::{grpc_status, status_of};
+use super::upgrade::keep_to_http;
 use super::upstream::idempotent;
 use super::{enqueue, reply, upstream, ConnCx, Streams};
 use crate::http_filter::chain::{self, Reached};
@@ -457,16 +459,18 @@ impl Streams {
                     && s.can_resend()
                     && s.attempts < MAX_ATTEMPTS;
                 // Resent as long as it may be; then a refusal the route's
-                // retry policy names goes again on a newly picked host.
-                if code == ErrorCode::REFUSED_STREAM
-                    && !resend
-                    && self.retry_after(stream, AttemptEnd::RefusedStream, now)
-                {
-                    return;
-                }
-                return self.resend_or_fail(stream, resend.then_some(|h| &h.rq_retry_refused));
+                // retry policy names goes again on a newly picked host
+                // (`fail`).
+                let resent = resend.then_some::<HostCounter>(|h| &h.rq_retry_refused);
+                let failed = match code {
+                    ErrorCode::REFUSED_STREAM => LocalReply::UpstreamRefusedStream,
+                    _ => LocalReply::UpstreamReset,
+                };
+                return self.resend_or_fail(stream, resent, failed);
             }
-            ClientEvent::TooLarge { .. } => Then::Fail(LocalReply::UpstreamReset),
+            ClientEvent::TooLarge { .. } | ClientEvent::Broken { .. } => {
+                Then::Fail(LocalReply::UpstreamProtocolError)
+            }
             ClientEvent::WindowOpen { .. }
             | ClientEvent::StreamLimit { .. }
             | ClientEvent::GoAway { .. } => Then::Go,
@@ -493,7 +497,8 @@ impl Streams {
     /// another connection (Envoy's `reset` retry, without a policy), as
     /// is a tunnel not yet answered (its bytes wait for the answer: none
     /// went; a kept-alive connection the host closed as the upgrade was
-    /// written loses nothing); anything else fails as an upstream reset.
+    /// written loses nothing); anything else fails (Envoy's connection
+    /// termination).
     pub(super) fn connection_lost(&mut self, stream: u32) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
@@ -504,12 +509,13 @@ impl Streams {
                 .as_ref()
                 .is_some_and(|h| s.upgrade || (s.bodyless && idempotent(h.get(b":method"))));
         s.retried_lost |= retry;
-        self.resend_or_fail(stream, retry.then_some(|h| &h.rq_retry_conn_lost));
+        let resent = retry.then_some::<HostCounter>(|h| &h.rq_retry_conn_lost);
+        self.resend_or_fail(stream, resent, LocalReply::UpstreamConnectionTermination);
     }
 
     /// Sends the stream again on a new upstream stream, counted by
-    /// `resent`'s counter, or (`None`) fails it as an upstream reset.
-    fn resend_or_fail(&mut self, stream: u32, mut resent: Option<HostCounter>) {
+    /// `resent`'s counter, or (`None`) fails it with `failed`.
+    fn resend_or_fail(&mut self, stream: u32, mut resent: Option<HostCounter>, failed: LocalReply) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
@@ -534,7 +540,7 @@ impl Streams {
             }
             None => {
                 host_stats.rq_reset.inc();
-                self.fail(stream, LocalReply::UpstreamReset);
+                self.fail(stream, failed);
             }
         }
     }
@@ -544,7 +550,10 @@ impl Streams {
         // An attempt the route's retry policy takes again.
         let end = match reply {
             LocalReply::ConnectFailure => Some(AttemptEnd::ConnectFailure),
-            LocalReply::UpstreamReset => Some(AttemptEnd::Reset),
+            LocalReply::UpstreamReset
+            | LocalReply::UpstreamConnectionTermination
+            | LocalReply::UpstreamProtocolError => Some(AttemptEnd::Reset),
+            LocalReply::UpstreamRefusedStream => Some(AttemptEnd::RefusedStream),
             _ => None,
         };
         if let Some(end) = end {
@@ -555,7 +564,11 @@ impl Streams {
                 return;
             }
         }
-        self.fail_with(stream, Reply::from(reply), host_result(reply));
+        let retries = self.table.get(&stream).and_then(|s| s.retries.as_deref());
+        let (retried, spent) = retries.map_or((false, false), |r| (r.done > 0, r.spent));
+        let retried = retried && end.is_some();
+        let failure = super::local_reply::after_retries(reply, retried, spent && retried);
+        self.fail_with(stream, failure, host_result(reply));
     }
 
     /// Phase 6: the stream is done on both connections.
@@ -578,30 +591,6 @@ impl Streams {
                 conn.recycle(head);
             }
         });
-    }
-}
-
-/// An upgrade (or CONNECT) answered otherwise (refused, a direct
-/// response, a filter's reply): no answer to it switches the connection,
-/// which ends after it, as in Envoy: what the client sends next was meant
-/// for the other protocol. An HTTP/2 extended CONNECT is one stream of
-/// many, whose refusal ends only itself (Envoy also sends GOAWAY there,
-/// sending the client's next requests to a new connection).
-fn keep_to_http(conn: &mut DownCodec) {
-    if conn.is_h1() {
-        conn.forget_upgrade();
-        conn.go_away(ErrorCode::NO_ERROR);
-    }
-}
-
-/// What a failure of the gateway's own kind counts against the host, for
-/// outlier detection.
-pub(super) fn host_result(reply: LocalReply) -> Option<CallResult> {
-    match reply {
-        LocalReply::UpstreamTimeout => Some(CallResult::Timeout),
-        LocalReply::UpstreamReset => Some(CallResult::Reset),
-        LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
-        _ => None,
     }
 }
 
@@ -684,6 +673,13 @@ fn on_response_head(
         }
         if s.retries.is_some() && p.cx.retry_policy(s).is_some_and(|r| !r.retries(end)) {
             shard.stats.rq_retry_success.inc();
+        }
+        if s.retries.as_ref().is_some_and(|r| r.spent) {
+            // The answer passed on is one retries ran out on (Envoy's URX).
+            s.flag = "URX";
+            if let Some(l) = s.log.as_mut() {
+                l.flags = s.flag;
+            }
         }
     }
     let edits = &mut *p.head_edits;

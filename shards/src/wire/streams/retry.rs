@@ -67,6 +67,9 @@ impl ConnCx {
         let done = s.retries.as_ref().map_or(0, |r| r.done);
         if done >= policy.num_retries {
             stats.rq_retry_limit_exceeded.inc();
+            if let Some(r) = s.retries.as_mut() {
+                r.spent = true;
+            }
             return None;
         }
         let wait = policy.back_off(done + 1, u64::from(self.wire.shard.random()));

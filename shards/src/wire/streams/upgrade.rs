@@ -81,6 +81,19 @@ impl HeadSink for Upgrading<'_> {
     }
 }
 
+/// An upgrade (or CONNECT) answered otherwise (refused, a direct
+/// response, a filter's reply): no answer to it switches the connection,
+/// which ends after it, as in Envoy: what the client sends next was meant
+/// for the other protocol. An HTTP/2 extended CONNECT is one stream of
+/// many, whose refusal ends only itself (Envoy also sends GOAWAY there,
+/// sending the client's next requests to a new connection).
+pub(super) fn keep_to_http(conn: &mut crate::wire::codec::DownCodec) {
+    if conn.is_h1() {
+        conn.forget_upgrade();
+        conn.go_away(h2wire::ErrorCode::NO_ERROR);
+    }
+}
+
 impl Streams {
     /// The request of the stream waiting to upgrade, written for its own
     /// connection to the host the router chose (`None`: it is gone, or
@@ -194,7 +207,7 @@ impl Streams {
         self.fail_with(
             stream,
             Reply::from(reply),
-            super::phases::host_result(reply),
+            super::local_reply::host_result(reply),
         );
     }
 
