@@ -132,7 +132,9 @@ impl App {
                     }
                 }
                 ClientEvent::Trailers { fields, .. } => self.conn.recycle(fields),
-                ClientEvent::Reset { stream, .. } | ClientEvent::TooLarge { stream } => {
+                ClientEvent::Reset { stream, .. }
+                | ClientEvent::Broken { stream, .. }
+                | ClientEvent::TooLarge { stream } => {
                     self.bodies.remove(&stream);
                 }
                 ClientEvent::StreamLimit { .. } => self.request(),
