@@ -105,6 +105,8 @@ fn the_earlier_attempt_s_answer_wins_when_it_comes_first() {
     // Envoy's counter of per-try timeouts leaves hedged attempts out.
     assert_eq!(metric(admin, "gateway_upstream_rq_per_try_timeout"), 0.0);
     assert_eq!(metric(admin, "gateway_upstream_rq_retry"), 1.0);
+    // The first attempt's answer: no retry succeeded (Envoy's count).
+    assert_eq!(metric(admin, "gateway_upstream_rq_retry_success"), 0.0);
     // The hedge passed its own per-try timeout too (at about 425 ms),
     // with no retry left.
     assert_eq!(
@@ -127,10 +129,12 @@ fn the_earlier_attempt_s_answer_wins_when_it_comes_first() {
 #[test]
 fn the_hedge_s_answer_wins_when_it_comes_first() {
     let b = scripted(&[(3000, 200, "first"), (100, 200, "hedge")]);
-    let (_gw, addr) = gateway(b.addr(), POLICY, HEDGE, "", "").expect("valid");
+    let (gw, addr) = gateway(b.addr(), POLICY, HEDGE, "", "").expect("valid");
     let (resp, took) = timed_get(addr, "");
     assert_eq!((resp.status, &resp.body[..]), (200, &b"hedge"[..]));
     assert!(took < Duration::from_millis(1500), "{took:?}");
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(metric(admin, "gateway_upstream_rq_retry_success"), 1.0);
 }
 
 #[test]

@@ -36,6 +36,8 @@ pub(crate) const ALIAS_BIT: u32 = 1 << 31;
 /// stream.
 pub(crate) struct Earlier {
     pub key: u32,
+    /// Which attempt it is (1: the first).
+    pub nth: u32,
     pub target: Target,
     pub up: UpRef,
 }
@@ -214,6 +216,9 @@ pub(super) struct Retries {
     pub at: Option<Instant>,
     /// A failure its policy names came with no retry left (Envoy's `URX`).
     pub spent: bool,
+    /// The first attempt, which a hedge left in flight, is the one
+    /// answering: no retry succeeded (Envoy's `upstream_rq_retry_success`).
+    pub first_answers: bool,
 }
 
 impl DStream {

@@ -50,7 +50,9 @@ impl Streams {
     /// (`answered`: its head came), its hold given back, `result` counted
     /// for its host's outlier detection.
     fn leave(&mut self, e: Earlier, answered: bool, result: Option<CallResult>) {
-        let Earlier { key, target, up } = e;
+        let Earlier {
+            key, target, up, ..
+        } = e;
         {
             let mut p = target.pool.borrow_mut();
             p.cancel(up, answered, 0);
@@ -125,7 +127,14 @@ impl Streams {
         };
         if let (Some(target), Some(up)) = (s.target.take(), s.up.take()) {
             let key = s.key(stream);
-            s.earlier.push(Earlier { key, target, up });
+            // The retry made counts it: the one left is the one before.
+            let nth = s.attempt() - 1;
+            s.earlier.push(Earlier {
+                key,
+                nth,
+                target,
+                up,
+            });
             s.alias = alias;
         }
     }
@@ -241,9 +250,15 @@ impl Streams {
         let Some(at) = s.earlier.iter().position(|e| e.key == key) else {
             return;
         };
-        let Earlier { key, target, up } = s.earlier.swap_remove(at);
+        let Earlier {
+            key,
+            nth,
+            target,
+            up,
+        } = s.earlier.swap_remove(at);
         if let Some(r) = s.retries.as_mut() {
             r.at = None;
+            r.first_answers = nth == 1;
         }
         if let Some(t) = s.target.take() {
             self.cx.release_target(&t);

@@ -671,7 +671,8 @@ fn on_response_head(
             // The attempt a hedge left may still answer well (Envoy's).
             return Then::Yield(s.answered(status, grpc_status));
         }
-        if s.retries.is_some() && p.cx.retry_policy(s).is_some_and(|r| !r.retries(end)) {
+        let retried = s.retries.as_ref().is_some_and(|r| !r.first_answers);
+        if retried && p.cx.retry_policy(s).is_some_and(|r| !r.retries(end)) {
             shard.stats.rq_retry_success.inc();
         }
         if s.retries.as_ref().is_some_and(|r| r.spent) {
