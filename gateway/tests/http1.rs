@@ -295,6 +295,8 @@ fn a_head_that_trickles_in_gets_408_at_request_headers_timeout_and_hurts_no_one(
     let answer = read_response(&mut slow_r, false);
     let waited = t0.elapsed();
     assert_eq!(answer.status, 408);
+    // Envoy 1.40's body for it.
+    assert_eq!(&answer.body[..], b"request header timeout");
     assert!(closed(&mut slow_r), "then the connection closes");
     assert!(
         waited >= Duration::from_millis(350) && waited < Duration::from_secs(3),

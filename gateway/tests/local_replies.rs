@@ -311,3 +311,29 @@ fn a_reply_says_the_settled_client_and_its_age_without_an_access_log() {
     let ms: u64 = parts[2].parse().expect("a duration");
     assert!((250..2000).contains(&ms), "{text}");
 }
+
+#[test]
+fn the_http1_codec_s_own_refusals_are_shaped_too() {
+    // Envoy 1.40 runs its codec's errors through the config as well.
+    let w = world(
+        r#"          local_reply_config:
+            mappers:
+            - filter: { status_code_filter: { comparison: { op: EQ, value: { default_value: 400, runtime_key: k400 } } } }
+              status_code: 418
+              body: { inline_string: "mapped 400" }
+            body_format: { text_format: "fmt %RESPONSE_CODE% %LOCAL_REPLY_BODY%\n" }"#,
+        "",
+    );
+    let bad = get(&w, "/ok", "Bad Header: x\r\n");
+    assert_eq!((bad.status, body(&bad)), (418, "fmt 418 mapped 400\n"));
+    assert_eq!(bad.header("connection"), Some("close"));
+    let big = format!("x-big: {}\r\n", "a".repeat(70 * 1024));
+    let too_large = get(&w, "/ok", &big);
+    assert_eq!(
+        (too_large.status, body(&too_large)),
+        (431, "fmt 431 Request Header Fields Too Large\n")
+    );
+    // As Envoy, the route's own direct response too.
+    let ok = get(&w, "/ok", "");
+    assert_eq!((ok.status, body(&ok)), (200, "fmt 200 fine\n"));
+}

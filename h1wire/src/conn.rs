@@ -41,6 +41,11 @@ pub struct ServerConfig {
     /// Serve HTTP/1.0 requests (Envoy's `accept_http_10`); otherwise they
     /// are answered 426.
     pub accept_http_10: bool,
+    /// The connection's own refusals (400, 408, 413, 431, …) are left to
+    /// the caller to write ([`ServerConn::pending_refusal`],
+    /// [`ServerConn::write_refusal`]), which may shape them; otherwise
+    /// they are written as they happen.
+    pub caller_writes_refusals: bool,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +54,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             body_window: 64 * 1024,
             accept_http_10: false,
+            caller_writes_refusals: false,
         }
     }
 }
@@ -139,6 +145,9 @@ pub struct ServerConn {
     upgraded: bool,
     /// The status of the refusal written since the caller last asked.
     refused: Option<u16>,
+    /// A refusal the caller is to write (`caller_writes_refusals`), and
+    /// the version to write it in.
+    pending_refusal: Option<(u16, Version)>,
     /// The version of the last request taken.
     version: Version,
 }
@@ -157,6 +166,7 @@ impl ServerConn {
             requests: 0,
             upgraded: false,
             refused: None,
+            pending_refusal: None,
             version: Version::Http11,
         }
     }
@@ -325,21 +335,57 @@ impl ServerConn {
         let started = self.exchange.is_some_and(|x| x.writing != Writing::Head);
         if !started {
             let version = self.exchange.map_or(Version::Http11, |x| x.version);
-            let body = encode::reason(status).as_bytes();
-            let fields = [(&b"content-type"[..], &b"text/plain"[..])];
-            encode::response_head(
-                &mut self.out,
-                version,
-                status,
-                fields,
-                ResponseFraming::Length(body.len() as u64),
-                false,
-            );
-            self.out.put_slice(body);
+            match self.cfg.caller_writes_refusals {
+                true => self.pending_refusal = Some((status, version)),
+                false => {
+                    let body = encode::reason(status).as_bytes();
+                    let fields = [(&b"content-type"[..], &b"text/plain"[..])];
+                    self.write_refusal_in(version, status, fields, body);
+                }
+            }
             self.refused = Some(status);
         }
         self.exchange = None;
         self.reading = Reading::Closed;
+    }
+
+    /// A refusal's answer, `connection: close` and framed by its length.
+    fn write_refusal_in<'a>(
+        &mut self,
+        version: Version,
+        status: u16,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        body: &[u8],
+    ) {
+        encode::response_head(
+            &mut self.out,
+            version,
+            status,
+            fields,
+            ResponseFraming::Length(body.len() as u64),
+            false,
+        );
+        self.out.put_slice(body);
+    }
+
+    /// The refusal the caller is to write (`caller_writes_refusals`): its
+    /// status, once.
+    pub fn pending_refusal(&self) -> Option<u16> {
+        self.pending_refusal.map(|(status, _)| status)
+    }
+
+    /// Writes the pending refusal as `status` with `fields` (their own
+    /// framing fields skipped) and `body`, then the connection is closed.
+    /// A no-op when none is pending.
+    pub fn write_refusal<'a>(
+        &mut self,
+        status: u16,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        body: &[u8],
+    ) {
+        if let Some((_, version)) = self.pending_refusal.take() {
+            self.write_refusal_in(version, status, fields, body);
+        }
     }
 
     /// Refuses the current request with `status` (and closes), as

@@ -104,6 +104,8 @@ impl DownCodec {
             limits,
             body_window,
             accept_http_10: opts.accept_http_10,
+            // Written by the streams, through `local_reply_config`.
+            caller_writes_refusals: true,
         };
         DownCodec::H1(H1Conn {
             conn: h1wire::conn::ServerConn::new(cfg),
@@ -376,6 +378,28 @@ impl DownCodec {
 
     pub fn is_h1(&self) -> bool {
         matches!(self, DownCodec::H1(_))
+    }
+
+    /// The status of the HTTP/1.1 codec's own refusal of a request (a
+    /// malformed or oversized head, a head timeout), for the streams to
+    /// answer ([`Self::write_refusal`]).
+    pub fn pending_refusal(&self) -> Option<u16> {
+        match self {
+            DownCodec::H1(c) => c.conn.pending_refusal(),
+            DownCodec::H2(_) => None,
+        }
+    }
+
+    /// Writes the pending refusal's answer; the connection then closes.
+    pub fn write_refusal<'a>(
+        &mut self,
+        status: u16,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        body: &[u8],
+    ) {
+        if let DownCodec::H1(c) = self {
+            c.conn.write_refusal(status, fields, body);
+        }
     }
 
     /// Answers an HTTP/1.1 connection's unfinished request `status` and

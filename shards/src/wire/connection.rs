@@ -450,6 +450,7 @@ impl Connection {
                 // answers, and the top of the loop closes.
                 stats.rq_header_timeout.inc();
                 self.streams.conn.refuse(408);
+                self.streams.answer_refusal();
                 self.rb.filled(0);
                 return Some(false);
             }
@@ -483,6 +484,7 @@ impl Connection {
             let (before, could) = (self.rb.buf.len(), s.conn.can_take(self.rb.buf.len()));
             if let Err(flood) = s.conn.recv(&mut self.rb.buf, fresh) {
                 s.conn.count(stats);
+                s.answer_refusal();
                 stats.conn_error(flood);
                 return Err(());
             }

@@ -38,6 +38,7 @@ impl Streams {
         // After the events: an HTTP/1.1 head refused while it became a
         // request is counted too.
         self.conn.count(stats);
+        self.answer_refusal();
         self.open_deferred();
         self.cx.wire.inboxes.swap_items(self.cx.inbox, batch);
         self.on_inbox(batch);

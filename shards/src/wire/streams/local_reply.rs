@@ -61,6 +61,37 @@ impl Streams {
         self.finish(stream);
     }
 
+    /// The HTTP/1.1 codec refused a request it could not take (400, 408,
+    /// 413, 431, …): its answer, through `local_reply_config` as Envoy's
+    /// codec errors go, written by the codec, which then closes.
+    pub(crate) fn answer_refusal(&mut self) {
+        let Some(status) = self.conn.pending_refusal() else {
+            return;
+        };
+        let body = match status {
+            // The only 408 the codec makes: a head that came too slowly.
+            408 => "request header timeout",
+            _ => h1wire::encode::reason(status),
+        };
+        let reply = Reply::new(status, body, "");
+        let snap = self.cx.wire.shard.snapshot();
+        let shaped = self.cx.hcm(&snap).is_some_and(|h| h.local_reply.is_some());
+        // No request came: a stream with nothing of one to read.
+        let reply = match shaped {
+            true => {
+                let s = DStream::new(snap, false, true, self.now);
+                self.cx.local_reply(&s, reply)
+            }
+            false => reply,
+        };
+        let typed = reply.fields.get(b"content-type", None).is_some();
+        let fields = (!typed && !reply.body.is_empty())
+            .then_some((&b"content-type"[..], &b"text/plain"[..]))
+            .into_iter()
+            .chain(reply.fields.added());
+        self.conn.write_refusal(reply.status, fields, &reply.body);
+    }
+
     /// A local reply for a stream not in the table (it never reached the
     /// router, or a filter answered it), which then ends.
     pub(super) fn reply_new(&mut self, stream: u32, mut s: DStream, reply: Reply) {
