@@ -206,7 +206,7 @@ pub(crate) struct DStream {
 }
 
 /// A stream's retries under its route's `retry_policy`.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Retries {
     /// Retries made.
     pub done: u32,
@@ -219,6 +219,10 @@ pub(super) struct Retries {
     /// The first attempt, which a hedge left in flight, is the one
     /// answering: no retry succeeded (Envoy's `upstream_rq_retry_success`).
     pub first_answers: bool,
+    /// The pool of the attempt a hedge left last: the cluster a pending
+    /// retry picks in, and the retry slot's budget, while the stream has no
+    /// attempt of its own.
+    pub hedged_from: Option<PoolRef>,
 }
 
 impl DStream {

@@ -21,6 +21,10 @@ use super::upcodec::UpCodec;
 
 /// Bytes asked of the connection per read.
 const READ_SIZE: usize = 16 * 1024;
+/// What the stream's window grows by once it opens, beyond the pool's
+/// initial one (sized for requests' answers): the host's bytes in flight,
+/// bounded, and enough for a tunnel's throughput.
+const TUNNEL_WINDOW: u32 = 64 * 1024;
 
 /// An HTTP/2 stream as a tunnel's backend side.
 pub(super) struct H2Stream<'t> {
@@ -49,7 +53,9 @@ impl<'t> H2Stream<'t> {
     /// `stream` of `codec` over `io`, once its answer came; `input`: bytes
     /// read after that answer, for the codec (the stream's first DATA may
     /// be in them, or already in the codec's events).
-    pub fn new(io: &'t mut Transport, codec: UpCodec, stream: u32, input: BytesMut) -> Self {
+    pub fn new(io: &'t mut Transport, mut codec: UpCodec, stream: u32, input: BytesMut) -> Self {
+        // Sent with the first output.
+        codec.grant(stream, TUNNEL_WINDOW);
         Self {
             io,
             codec,

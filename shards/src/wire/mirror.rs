@@ -525,9 +525,9 @@ impl Task {
             }
             // After its answer's head, a reset only cuts what is left of
             // an answer nobody reads (`end` counts the answer).
-            ClientEvent::Reset { .. } | ClientEvent::TooLarge { .. } => {
-                Some(Ended::Failed(CallResult::Reset))
-            }
+            ClientEvent::Reset { .. }
+            | ClientEvent::Broken { .. }
+            | ClientEvent::TooLarge { .. } => Some(Ended::Failed(CallResult::Reset)),
             ClientEvent::WindowOpen { .. } => {
                 self.send_body(id);
                 None

@@ -336,9 +336,10 @@ fn route_event(inboxes: &Inboxes, c: &mut UpConn, ev: ClientEvent) {
             ..
         } => *end_stream && !informational,
         ClientEvent::Data { end_stream, .. } => *end_stream,
-        ClientEvent::Trailers { .. } | ClientEvent::Reset { .. } | ClientEvent::TooLarge { .. } => {
-            true
-        }
+        ClientEvent::Trailers { .. }
+        | ClientEvent::Reset { .. }
+        | ClientEvent::Broken { .. }
+        | ClientEvent::TooLarge { .. } => true,
         _ => false,
     };
     match inboxes.deliver(inbox, down, Delivered::Event(ev)) {

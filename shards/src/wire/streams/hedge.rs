@@ -86,8 +86,10 @@ impl Streams {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
+        // Raced and lost, as a hedge means to: not the early resets a
+        // connection's reset budget is for.
         for e in std::mem::take(&mut s.earlier) {
-            self.leave(e, false, None);
+            self.leave(e, true, None);
         }
     }
 
@@ -126,6 +128,9 @@ impl Streams {
             return;
         };
         if let (Some(target), Some(up)) = (s.target.take(), s.up.take()) {
+            if let Some(r) = s.retries.as_mut() {
+                r.hedged_from = Some(Rc::clone(&target.pool));
+            }
             let key = s.key(stream);
             // The retry made counts it: the one left is the one before.
             let nth = s.attempt() - 1;
@@ -270,8 +275,11 @@ impl Streams {
         s.target = Some(target);
         s.up = Some(up);
         let left = std::mem::replace(&mut s.alias, if key & ALIAS_BIT != 0 { key } else { 0 });
-        // Its per-try timeout went by already.
-        (s.try_ends, s.try_idle_at) = (None, None);
+        // Its per-try timeout went by already; its idle timeout starts
+        // over. A dropped answer's status is not its.
+        s.try_ends = None;
+        s.try_idle_at = s.try_idle.map(|d| self.now + d);
+        s.served = None;
         if left != 0 {
             self.aliases.remove(&left);
         }

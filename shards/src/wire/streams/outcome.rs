@@ -64,6 +64,12 @@ impl ConnCx {
         let stats = &self.wire.shard.stats;
         stats.downstream.rq_active.dec();
         let Some(t) = &s.target else {
+            // Ended while a hedge's retry waited: its slot goes back to
+            // the cluster it was taken from.
+            let hedged = s.retries.as_ref().and_then(|r| r.hedged_from.as_ref());
+            if let (true, Some(pool)) = (s.retry_slot, hedged) {
+                pool.borrow().budget.end_retry();
+            }
             if let Some(l) = &s.log {
                 self.log(l, None, s.served.and_then(|(_, g)| g));
             }

@@ -563,6 +563,9 @@ impl Streams {
             {
                 return;
             }
+        } else if reply == LocalReply::Overflow && self.yield_to_earlier(stream, None, false) {
+            // No room for the hedge: the attempts in flight answer.
+            return;
         }
         let retries = self.table.get(&stream).and_then(|s| s.retries.as_deref());
         let (retried, spent) = retries.map_or((false, false), |r| (r.done > 0, r.spent));

@@ -211,13 +211,15 @@ impl Streams {
         };
         // The last attempt's pool: its hold given back, unless a hedge
         // left it in flight.
-        let last = match (s.target.take(), s.earlier.last()) {
-            (Some(old), _) => {
+        let last = match s.target.take() {
+            Some(old) => {
                 cx.release_target(&old);
                 old.pool
             }
-            (None, Some(earlier)) => Rc::clone(&earlier.target.pool),
-            (None, None) => return Err(LocalReply::UpstreamReset),
+            None => match s.retries.as_ref().and_then(|r| r.hedged_from.clone()) {
+                Some(pool) => pool,
+                None => return Err(LocalReply::UpstreamReset),
+            },
         };
         let picked = (|| {
             let Some(cluster) = snap.cluster(last.borrow().cluster_name()) else {
