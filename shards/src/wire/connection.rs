@@ -584,8 +584,11 @@ fn run_tunnel(
         let scope = (&t.limits, &subscriptions[..]);
         let stats = &open.0.tunnel;
         let moved = match h2 {
-            Some((codec, stream, input)) => {
-                let mut up = H2Stream::new(&mut t.up.transport, codec, stream, input);
+            Some(h2) => {
+                let (codec, stream, input) = *h2;
+                // Boxed: the task's future is as large as its largest
+                // branch, and most tunnels take the other.
+                let mut up = Box::new(H2Stream::new(&mut t.up.transport, codec, stream, input));
                 tunnel::run(&mut tcp, &mut up, early, scope, stats).await
             }
             None => tunnel::run(&mut tcp, &mut t.up.transport, early, scope, stats).await,

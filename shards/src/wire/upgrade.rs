@@ -58,8 +58,9 @@ pub(super) struct Upgraded {
     pub early: (Vec<u8>, Vec<u8>),
     pub limits: TunnelLimits,
     /// To an HTTP/2 host: the connection's codec, the tunnel's stream on
-    /// it, and what was read after the answer, for the codec.
-    pub h2: Option<(UpCodec, u32, BytesMut)>,
+    /// it, and what was read after the answer, for the codec (boxed: an
+    /// idle HTTP/1.1 tunnel holds a pointer's worth of it).
+    pub h2: Option<Box<(UpCodec, u32, BytesMut)>>,
 }
 
 /// Runs the upgrade of the stream `streams` holds for it, up to the
@@ -135,7 +136,7 @@ pub(super) async fn run(
     // WebSocket's extended CONNECT is the client's 101 (Envoy's).
     let h2 = codec.filter(UpCodec::is_h2).map(|c| {
         let input = BytesMut::from(&std::mem::take(&mut to_down)[..]);
-        (c, up_stream, input)
+        Box::new((c, up_stream, input))
     });
     if h2.is_some() && !connect {
         head = with_status(&head, b"101");
