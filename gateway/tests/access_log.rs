@@ -165,10 +165,7 @@ fn each_access_log_s_filter_picks_its_requests() {
               - match: { prefix: "/known" }
                 route: { cluster: c }
 "#;
-    let clusters = format!(
-        "  - name: c\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: c\n      endpoints:\n      - lb_endpoints: [{}]\n",
-        yaml::endpoint(&b.addr().ip().to_string(), b.addr().port(), "")
-    );
+    let clusters = yaml::h1_cluster("c", b.addr());
     let bs = yaml::hcm_bootstrap(&hcm, routes, &clusters)
         .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
     let gw = start(bs, 1);
@@ -234,18 +231,9 @@ fn a_retried_request_s_body_counts_once_in_bytes_received() {
             _ => support::h1_backend::H1Answer::ok("ok"),
         }
     });
-    let routes = r#"            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: { prefix: "/" }
-                route: { cluster: c, retry_policy: { retry_on: 5xx, num_retries: 1 } }
-"#;
-    let clusters = format!(
-        "  - name: c\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: c\n      endpoints:\n      - lb_endpoints: [{}]\n",
-        yaml::endpoint(&b.addr().ip().to_string(), b.addr().port(), "")
-    );
-    let bs = yaml::hcm_bootstrap(&hcm, routes, &clusters)
+    let routes = yaml::one_route("c", ", retry_policy: { retry_on: 5xx, num_retries: 1 }");
+    let clusters = yaml::h1_cluster("c", b.addr());
+    let bs = yaml::hcm_bootstrap(&hcm, &routes, &clusters)
         .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
     let gw = start(bs, 1);
     let addr = gw.listener("ingress").expect("listener");

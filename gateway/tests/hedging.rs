@@ -47,17 +47,7 @@ fn gateway(
               - match: {{ prefix: / }}
                 route: {{ cluster: web, timeout: 5s, retry_policy: {policy}{route_extra} }}"#
     );
-    let clusters = format!(
-        r#"  - name: web
-    connect_timeout: 1s
-    load_assignment:
-      cluster_name: web
-      endpoints:
-      - lb_endpoints:
-        - {}
-"#,
-        support::yaml::endpoint(&host.ip().to_string(), host.port(), "")
-    );
+    let clusters = support::yaml::h1_cluster("web", host);
     let b = support::yaml::hcm_bootstrap(hcm, &table, &clusters)?;
     let gw = start(b, 1);
     let addr = gw.listener("ingress").expect("listener");

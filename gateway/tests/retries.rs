@@ -560,18 +560,8 @@ fn failures_say_the_latest_reason_and_urx_once_retries_ran_out() {
             "" => String::new(),
             p => format!(", retry_policy: {p}"),
         };
-        let table = format!(
-            r#"            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: / }}
-                route: {{ cluster: web{route_policy} }}"#
-        );
-        let clusters = format!(
-            "  - name: web\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: web\n      endpoints:\n      - lb_endpoints:\n        - {}\n",
-            support::yaml::endpoint(&backend.addr().ip().to_string(), backend.addr().port(), "")
-        );
+        let table = support::yaml::one_route("web", &route_policy);
+        let clusters = support::yaml::h1_cluster("web", backend.addr());
         let b = support::yaml::hcm_bootstrap(&access_log, &table, &clusters).expect("bootstrap");
         let gw = start(b, 1);
         let addr = gw.listener("ingress").expect("listener");

@@ -102,6 +102,30 @@ static_resources:
     xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
 }
 
+/// A `clusters` entry: `name`, HTTP/1.1 to the one host `addr`.
+#[allow(dead_code)] // not every test binary uses each helper
+pub fn h1_cluster(name: &str, addr: SocketAddr) -> String {
+    format!(
+        "  - name: {name}\n    type: STATIC\n    connect_timeout: 1s\n    load_assignment:\n      cluster_name: {name}\n      endpoints:\n      - lb_endpoints: [{}]\n",
+        endpoint(&addr.ip().to_string(), addr.port(), "")
+    )
+}
+
+/// A route table (at its field indentation) of one virtual host taking
+/// every domain, whose one route sends every path to `cluster` with
+/// `route_fields` (more route-action fields, `, key: value` each).
+#[allow(dead_code)]
+pub fn one_route(cluster: &str, route_fields: &str) -> String {
+    format!(
+        r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{ prefix: / }}
+                route: {{ cluster: {cluster}{route_fields} }}"#
+    )
+}
+
 /// A `clusters` entry: `name`, HTTP/2 to the one host `addr`.
 pub fn h2_cluster(name: &str, addr: SocketAddr) -> String {
     format!(
