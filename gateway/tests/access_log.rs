@@ -247,3 +247,27 @@ fn a_retried_request_s_body_counts_once_in_bytes_received() {
     gw.shutdown();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_http1_codec_s_refusals_are_logged_as_envoy_logs_them() {
+    let dir = std::env::temp_dir().join(format!("gw-access-codec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("access.log");
+    let log = format!(
+        r#"{{ name: envoy.access_loggers.file, typed_config: {{ "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog, path: {}, log_format: {{ text_format_source: {{ inline_string: "%REQ(:PATH)% %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_SENT%\n" }} }} }} }}"#,
+        path.display()
+    );
+    let hcm = format!("          access_log: [{log}]");
+    let routes = yaml::one_route("c", "");
+    let b = support::h1_backend::H1Backend::start(|_| support::h1_backend::H1Answer::ok("b1"));
+    let bs = yaml::hcm_bootstrap(&hcm, &routes, &yaml::h1_cluster("c", b.addr()))
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
+    let gw = start(bs, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let resp = h1(addr, "GET / HTTP/1.1\r\nHost: a\r\nBad Header: x\r\n\r\n");
+    assert!(resp.starts_with("HTTP/1.1 400 "), "{resp}");
+    // No request fields; `DPE`, the body's bytes (`Bad Request`).
+    assert_eq!(lines(&path, 1), ["- 400 DPE 11"]);
+    gw.shutdown();
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -19,6 +19,8 @@ use crate::http_filter::header_mutation::{self, FormatInput, Head};
 use crate::http_filter::{HeaderEdits, Reply, ResponseHead};
 use crate::local_reply::LocalReply;
 use crate::wire::dstream::DStream;
+use crate::wire::logging::LogState;
+use h2wire::message::HeaderList;
 
 impl Streams {
     /// Ends a stream with `reply`: a local reply if no response head went
@@ -90,6 +92,17 @@ impl Streams {
             .into_iter()
             .chain(reply.fields.added());
         self.conn.write_refusal(reply.status, fields, &reply.body);
+        if !self.cx.logs.is_empty() {
+            // Logged as Envoy logs its codec's errors: no request fields,
+            // `DPE` (none for the head timeout).
+            let no_head = HeaderList::pooled();
+            let mut l = LogState::new(&self.cx.logs, &no_head, self.now, None);
+            l.on_response(&self.cx.logs, reply.status, None);
+            l.flags = if status == 408 { "" } else { "DPE" };
+            l.bytes_sent = reply.body.len() as u64;
+            self.cx.log(&l, None, None);
+            self.cx.wire.flush_logs();
+        }
     }
 
     /// A local reply for a stream not in the table (it never reached the
