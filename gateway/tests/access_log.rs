@@ -271,3 +271,42 @@ fn the_http1_codec_s_refusals_are_logged_as_envoy_logs_them() {
     gw.shutdown();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_grpc_local_reply_s_status_is_what_grpc_status_filters_see() {
+    let dir = std::env::temp_dir().join(format!("gw-access-grpc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (unimplemented, ok) = (dir.join("unimplemented.log"), dir.join("ok.log"));
+    let logs = [
+        file_log(
+            &unimplemented,
+            "{ grpc_status_filter: { statuses: [UNIMPLEMENTED] } }",
+        ),
+        file_log(&ok, "{ grpc_status_filter: { statuses: [OK] } }"),
+    ];
+    let hcm = format!("          access_log: [{}]", logs.join(", "));
+    let routes = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/known" }
+                direct_response: { status: 200 }
+"#;
+    let bs =
+        yaml::hcm_bootstrap(&hcm, routes, "").unwrap_or_else(|e| panic!("bootstrap refused: {e}"));
+    let gw = start(bs, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    // No route: a trailers-only reply, `grpc-status: 12` (its 404's).
+    let resp = h1(
+        addr,
+        "POST /svc/Method HTTP/1.1\r\nHost: a\r\ncontent-type: application/grpc\r\ncontent-length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert!(
+        resp.to_ascii_lowercase().contains("grpc-status: 12"),
+        "{resp}"
+    );
+    assert_eq!(lines(&unimplemented, 1), ["/svc/Method 200"]);
+    assert_eq!(std::fs::read_to_string(&ok).unwrap_or_default(), "");
+    gw.shutdown();
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -33,6 +33,9 @@ pub(crate) struct LogState {
     pub status: Option<u16>,
     /// Envoy's response flag for how the stream failed, if it did.
     pub flags: &'static str,
+    /// The `grpc-status` of a gRPC request's local reply (its HTTP status
+    /// is 200), for `grpc_status_filter`.
+    pub grpc_status: Option<u32>,
     /// The client, when a trusted `x-forwarded-for` entry names another
     /// than the connection's peer (`%DOWNSTREAM_REMOTE_ADDRESS%`).
     remote: Option<SocketAddr>,
@@ -67,6 +70,7 @@ impl LogState {
             bytes_sent: 0,
             status: None,
             flags: "",
+            grpc_status: None,
             remote,
         });
         for (_, f, rule) in targets {
@@ -139,6 +143,7 @@ impl LogState {
             resp_at += np;
             if let Some(rule) = rule {
                 let lookup = field_of(&rule.fields, &filtered);
+                let grpc_status = grpc_status.or(self.grpc_status);
                 let outcome = (self.status, duration, self.flags, grpc_status);
                 if !takes(rule, outcome, &lookup, wire.shard.random_u64()) {
                     continue;
