@@ -604,3 +604,48 @@ fn a_reload_that_changes_the_upstream_tls_takes_effect_on_the_same_hosts() {
         "an identical push keeps the connections"
     );
 }
+
+#[test]
+fn an_upgrade_to_an_auto_config_host_that_picks_h2_goes_as_extended_connect() {
+    use std::io::{Read, Write};
+    // The host: a gateway serving TLS with ALPN h2 and extended CONNECT,
+    // in front of an HTTP/1.1 WebSocket backend.
+    let c = cert(&["backend.internal"]);
+    let ws = support::tunnel_backend::TunnelBackend::websocket();
+    let mut front = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    front.filter_chains[0].tls = Some(downstream_tls(&c, &["h2"]));
+    front.filter_chains[0].http.allow_connect = true;
+    front.filter_chains[0].http.upgrades = vec![engine::UpgradeConfig::enabling("websocket")];
+    let mut to_ws = (*cluster("c", &[ws.addr])).clone();
+    to_ws.upstream = h1();
+    let front_gw = start(bootstrap(Arc::new(front), vec![Arc::new(to_ws)]), 1);
+    let front_addr = front_gw.listener("ingress").expect("listener");
+    // The gateway under test: an HTTP/1.1 client, an `auto_config` cluster.
+    let mut l = (*listener(vec![prefix_route("/", "c", None)])).clone();
+    l.filter_chains[0].http.upgrades = vec![engine::UpgradeConfig::enabling("websocket")];
+    let mut up = (*cluster("c", &[front_addr])).clone();
+    up.upstream = upstream_tls(UpstreamProtocol::Auto, None, None);
+    let gw = start(bootstrap(Arc::new(l), vec![Arc::new(up)]), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /chat HTTP/1.1\r\nHost: example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").unwrap();
+    let (head, mut got) = support::raw::read_head(&mut s);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    // The backend's first bytes, then an echo, through both gateways.
+    while got.len() < 5 {
+        let mut b = [0u8; 16];
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&b[..n]);
+    }
+    assert_eq!(&got[..5], b"HELLO");
+    s.write_all(b"ping").unwrap();
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"ping");
+    // It reached the front gateway as HTTP/2 (its extended CONNECT).
+    let admin = front_gw.admin_addr.expect("admin");
+    assert_eq!(metric(admin, "gateway_downstream_cx_http2_total"), 1.0);
+    assert_eq!(metric(admin, "gateway_downstream_rq_upgrades_total"), 1.0);
+}

@@ -77,7 +77,7 @@ pub(super) async fn run(
     let UpgradeRequest {
         stream,
         mut codec,
-        up_stream,
+        mut up_stream,
         addr,
         host,
         cluster,
@@ -95,8 +95,13 @@ pub(super) async fn run(
     let connected = connect_host(wire, budget, (addr, host), (cluster.connect_timeout, tls)).await;
     let failed = match connected {
         Ok(up) if codec.as_ref().is_some_and(|c| !c.is_h2()) && up.h2 => {
-            tracing::debug!(%addr, "upgrade: the host's ALPN chose HTTP/2");
-            Err(LocalReply::ConnectFailure)
+            // An `auto_config` cluster's ALPN picked HTTP/2: the request
+            // goes as HTTP/2's, as Envoy sends it there.
+            codec = Some(streams.write_upgrade(stream, true).map(|(c, id)| {
+                up_stream = id;
+                c
+            })?);
+            Ok(up)
         }
         Ok(up) => Ok(up),
         Err(ConnectError::Overflow) => Err(LocalReply::Overflow),

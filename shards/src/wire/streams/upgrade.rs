@@ -100,50 +100,25 @@ impl Streams {
     /// its head could not be written, in which case it failed).
     pub(crate) fn upgrade_request(&mut self) -> Option<UpgradeRequest> {
         let stream = self.upgrading.take()?;
-        let upgrade: Box<[u8]> = self.conn.upgrade_asked()?.into();
         let s = self.table.get_mut(&stream)?;
         let t = s.target.as_ref()?;
-        let (addr, host, cluster, hostname, scheme, h2) = {
+        let (addr, host, cluster) = {
             let p = t.pool.borrow();
-            // An HTTP/2 cluster's connection: made for this stream alone,
-            // as an HTTP/1.1 upgrade's is.
-            let h2 = (p.cluster().upstream.protocol == engine::UpstreamProtocol::Http2)
-                .then(|| p.codec(Some(crate::wire::codec::Proto::H2)).0);
-            (
-                p.addr,
-                p.host,
-                p.cluster(),
-                p.hostname.clone(),
-                p.scheme(),
-                h2,
-            )
+            (p.addr, p.host, p.cluster())
         };
         s.attempts = s.attempts.saturating_add(1);
-        let (idle, ends_at) = (s.idle, s.ends_at);
+        let (idle, ends_at, terminate) = (s.idle, s.ends_at, s.terminate);
         self.cx.wire.shard.stats.downstream.rq_upgrades_total.inc();
         // A CONNECT its route terminates is answered here: no request
-        // goes to the host, only the client's bytes.
-        let mut up_stream = 1;
-        let codec = if s.terminate {
-            None
-        } else {
-            // The body window holds a refusal's body, not a tunnel's bytes
-            // (HTTP/2's stream window is the tunnel's).
-            let mut codec = h2.unwrap_or_else(|| UpCodec::h1(REFUSAL_BODY_LIMIT, false));
-            let sink = Upgrading {
-                codec: &mut codec,
-                upgrade: &upgrade,
-                scheme,
-            };
-            let auto = s.auto_host.then_some(hostname).flatten();
-            match write_request(s, auto.as_deref(), sink) {
-                Some(id) => up_stream = id,
-                None => {
-                    self.fail(stream, LocalReply::BadRequest);
-                    return None;
-                }
+        // goes to the host, only the client's bytes. An HTTP/2 cluster's
+        // connection is made for this stream alone too.
+        let h2 = cluster.upstream.protocol == engine::UpstreamProtocol::Http2;
+        let (codec, up_stream) = match terminate {
+            true => (None, 1),
+            false => {
+                let (codec, id) = self.write_upgrade(stream, h2)?;
+                (Some(codec), id)
             }
-            Some(codec)
         };
         Some(UpgradeRequest {
             stream,
@@ -155,6 +130,40 @@ impl Streams {
             idle,
             ends_at,
         })
+    }
+
+    /// The upgrade's request for its connection to the host, HTTP/2's
+    /// (`h2`: an extended CONNECT or a CONNECT stream) or HTTP/1.1's, and
+    /// the stream it went on; `None` (the stream failed) if its head could
+    /// not be written. Made again for HTTP/2 when an `auto_config`
+    /// cluster's ALPN picks it.
+    pub(crate) fn write_upgrade(&mut self, stream: u32, h2: bool) -> Option<(UpCodec, u32)> {
+        let upgrade: Box<[u8]> = self.conn.upgrade_asked()?.into();
+        let s = self.table.get_mut(&stream)?;
+        let t = s.target.as_ref()?;
+        let (hostname, scheme, mut codec) = {
+            let p = t.pool.borrow();
+            // The body window holds a refusal's body, not a tunnel's bytes
+            // (HTTP/2's stream window is the tunnel's).
+            let codec = match h2 {
+                true => p.codec(Some(crate::wire::codec::Proto::H2)).0,
+                false => UpCodec::h1(REFUSAL_BODY_LIMIT, false),
+            };
+            (p.hostname.clone(), p.scheme(), codec)
+        };
+        let sink = Upgrading {
+            codec: &mut codec,
+            upgrade: &upgrade,
+            scheme,
+        };
+        let auto = s.auto_host.then_some(hostname).flatten();
+        match write_request(s, auto.as_deref(), sink) {
+            Some(id) => Some((codec, id)),
+            None => {
+                self.fail(stream, LocalReply::BadRequest);
+                None
+            }
+        }
     }
 
     /// The backend switched protocols: its 101 (`head`; for a CONNECT,
