@@ -14,6 +14,7 @@ const CONFIG: ServerConfig = ServerConfig {
     },
     body_window: 64,
     accept_http_10: true,
+    caller_writes_refusals: false,
 };
 
 #[derive(Debug, PartialEq)]
