@@ -1,6 +1,7 @@
 //! Scripted h2c servers for tests (the `h2` crate on a glommio executor of
 //! their own, loopback port 0): the test writes only what each connection
-//! does.
+//! does; and one such server for tunnels (extended CONNECT, CONNECT),
+//! [`h2_tunnel_backend`].
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -59,4 +60,81 @@ where
         })
         .expect("executor");
     rx.recv().expect("the server's address")
+}
+
+/// One stream an [`h2_tunnel_backend`] saw: its method, URI, `:protocol`
+/// and fields (name, value) in order.
+#[derive(Debug, Clone)]
+pub struct SeenStream {
+    pub method: String,
+    pub uri: String,
+    pub protocol: Option<String>,
+    pub fields: Vec<(String, String)>,
+}
+
+impl SeenStream {
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An HTTP/2 backend taking extended CONNECT (and CONNECT): a stream to
+/// `/refused` is answered 403 with a body; any other 200 with
+/// `x-backend: h2`, its DATA echoed until its END_STREAM, then `BYE` and
+/// its own. Returns where it listens and the streams it saw.
+pub fn h2_tunnel_backend() -> (
+    SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<SeenStream>>>,
+) {
+    use bytes::Bytes;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&seen);
+    let addr = h2c_server_with(true, move |_, mut conn| {
+        let kept = std::sync::Arc::clone(&kept);
+        async move {
+            while let Some(Ok((req, mut respond))) = conn.accept().await {
+                kept.lock().unwrap().push(SeenStream {
+                    method: req.method().to_string(),
+                    uri: req.uri().to_string(),
+                    protocol: req
+                        .extensions()
+                        .get::<h2::ext::Protocol>()
+                        .map(|p| p.as_str().to_string()),
+                    fields: req
+                        .headers()
+                        .iter()
+                        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("?").to_string()))
+                        .collect(),
+                });
+                if req.uri().path() == "/refused" {
+                    let response = http::Response::builder().status(403).body(()).unwrap();
+                    if let Ok(mut tx) = respond.send_response(response, false) {
+                        let _ = tx.send_data(Bytes::from_static(b"denied by backend"), true);
+                    }
+                    continue;
+                }
+                let mut body = req.into_body();
+                let response = http::Response::builder()
+                    .status(200)
+                    .header("x-backend", "h2")
+                    .body(())
+                    .unwrap();
+                let Ok(mut tx) = respond.send_response(response, false) else {
+                    continue;
+                };
+                glommio::spawn_local(async move {
+                    while let Some(Ok(chunk)) = body.data().await {
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                        let _ = tx.send_data(chunk, false);
+                    }
+                    let _ = tx.send_data(Bytes::from_static(b"BYE"), true);
+                })
+                .detach();
+            }
+        }
+    });
+    (addr, seen)
 }
