@@ -16,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use futures_lite::{AsyncRead, AsyncWrite};
 use h2wire::conn::ClientEvent;
 
+use super::readbuf::ReadBuf;
 use super::tls::Transport;
 use super::upcodec::UpCodec;
 
@@ -32,7 +33,7 @@ pub(super) struct H2Stream<'t> {
     codec: UpCodec,
     stream: u32,
     /// Read from the connection, not yet taken by the codec.
-    input: BytesMut,
+    input: ReadBuf,
     /// The codec's output being written.
     output: Option<Bytes>,
     /// The stream's DATA not yet read by the tunnel.
@@ -60,7 +61,11 @@ impl<'t> H2Stream<'t> {
             io,
             codec,
             stream,
-            input,
+            input: {
+                let mut rb = ReadBuf::default();
+                rb.buf = input;
+                rb
+            },
             output: None,
             data: Bytes::new(),
             eof: false,
@@ -126,29 +131,26 @@ impl<'t> H2Stream<'t> {
     /// Reads from the connection into the codec: `Ready` once something
     /// came (or the connection ended), `Pending` when nothing is there.
     fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let at = self.input.len();
-        self.input.resize(at + READ_SIZE, 0);
-        let read = Pin::new(&mut *self.io).poll_read(cx, &mut self.input[at..]);
-        let n = match read {
+        let room = self.input.room(READ_SIZE);
+        let n = match Pin::new(&mut *self.io).poll_read(cx, room) {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => {
-                self.input.truncate(at);
+                self.input.filled(0);
                 return Poll::Ready(Err(e));
             }
             Poll::Pending => {
-                self.input.truncate(at);
+                self.input.filled(0);
                 return Poll::Pending;
             }
         };
-        self.input.truncate(at + n);
+        self.input.filled(n);
+        let buf = &mut self.input.buf;
         let fed = match n {
             0 => {
                 self.gone = true;
-                self.codec
-                    .recv(&mut self.input)
-                    .and_then(|()| self.codec.recv_eof())
+                self.codec.recv(buf).and_then(|()| self.codec.recv_eof())
             }
-            _ => self.codec.recv(&mut self.input),
+            _ => self.codec.recv(buf),
         };
         match fed {
             Ok(()) => Poll::Ready(Ok(())),

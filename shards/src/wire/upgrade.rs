@@ -175,11 +175,7 @@ pub(super) async fn run(
 /// a 200 to an extended CONNECT (anything else is passed on as the
 /// answer, as Envoy does).
 fn switches(head: &HeaderList, connect: bool) -> bool {
-    let status = head
-        .get(b":status")
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.parse::<u16>().ok())
-        .unwrap_or(0);
+    let status = super::streams::status_of(head);
     match connect {
         true => (200..300).contains(&status),
         false => status == 200,

@@ -11,27 +11,13 @@
 use std::rc::Rc;
 
 use engine::outlier::CallResult;
-use engine::retry::AttemptEnd;
 use h2wire::conn::ClientEvent;
 
 use super::reply::{grpc_status, status_of};
-use super::{touch, upstream, ConnCx, Streams};
+use super::{touch, upstream, Streams};
 use crate::wire::body::queued;
-use crate::wire::dstream::{DStream, Earlier, Target, ALIAS_BIT};
+use crate::wire::dstream::{DStream, Earlier, ALIAS_BIT};
 use crate::wire::inbox::Delivered;
-
-impl ConnCx {
-    /// Gives back what an attempt held of its host and pool (a request in
-    /// flight, the circuit breaker's request) as it is left for good.
-    pub(super) fn release_target(&self, t: &Target) {
-        {
-            let mut p = t.pool.borrow_mut();
-            p.in_flight = p.in_flight.saturating_sub(1);
-            p.budget.end_request();
-        }
-        self.wire.shard.stats.hosts.host(t.host).rq_active.dec();
-    }
-}
 
 impl Streams {
     /// A new alias for an attempt of `stream`.
@@ -180,17 +166,8 @@ impl Streams {
             } => {
                 let status = status_of(head);
                 let grpc = grpc_status(head).filter(|_| s.grpc);
-                let field = |n: &str| {
-                    head.get(n.as_bytes())
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                };
-                let retried = self.cx.retry_policy(s).is_some_and(|p| {
-                    p.retries(AttemptEnd::Response {
-                        status,
-                        grpc_status: grpc,
-                        headers: p.headers_retriable(field),
-                    })
-                });
+                let end = self.cx.answer_end(s, head, status, grpc);
+                let retried = self.cx.retry_policy(s).is_some_and(|p| p.retries(end));
                 if retried {
                     let result = s.answered(status, grpc);
                     if let ClientEvent::Response { head, .. } = ev {

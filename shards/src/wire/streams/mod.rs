@@ -24,6 +24,7 @@ mod upgrade;
 
 pub(crate) use mirror::MirrorTap;
 pub(crate) use replay::Replay;
+pub(crate) use reply::status_of;
 pub(crate) use stamp::ClientClass;
 use stamp::ResponseStamp;
 pub(crate) use upgrade::{UpgradeRequest, REFUSAL_BODY_LIMIT};

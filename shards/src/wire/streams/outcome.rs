@@ -6,7 +6,7 @@ use engine::outlier::CallResult;
 
 use super::ConnCx;
 use crate::http_filter::{chain, StreamSummary};
-use crate::wire::dstream::DStream;
+use crate::wire::dstream::{DStream, Target};
 use crate::wire::logging::LogState;
 use crate::wire::pool::PoolRef;
 
@@ -29,6 +29,18 @@ impl ConnCx {
             cx.sni.as_deref(),
             grpc_status,
         );
+    }
+
+    /// Gives back what an attempt held of its host and pool (a request in
+    /// flight, the circuit breaker's request) as it is left for good: at
+    /// the stream's end, a retry's new pick, a hedged attempt's end.
+    pub(super) fn release_target(&self, t: &Target) {
+        {
+            let mut p = t.pool.borrow_mut();
+            p.in_flight = p.in_flight.saturating_sub(1);
+            p.budget.end_request();
+        }
+        self.wire.shard.stats.hosts.host(t.host).rq_active.dec();
     }
 
     /// Counts the stream's outcome for outlier detection.
@@ -75,15 +87,10 @@ impl ConnCx {
             }
             return;
         };
-        {
-            let mut p = t.pool.borrow_mut();
-            p.in_flight = p.in_flight.saturating_sub(1);
-            p.budget.end_request();
-            if s.retry_slot {
-                p.budget.end_retry();
-            }
+        self.release_target(t);
+        if s.retry_slot {
+            t.pool.borrow().budget.end_retry();
         }
-        stats.hosts.host(t.host).rq_active.dec();
         if let Some(l) = &s.log {
             let p = t.pool.borrow();
             self.log(

@@ -654,19 +654,7 @@ fn on_response_head(
     // lookup for them.
     let retriable = status >= 500 || status == 409 || grpc_status.is_some() || s.retry_any_status;
     if s.retry_policy && (retriable || s.retries.is_some()) {
-        let field = |n: &str| {
-            head.get(n.as_bytes())
-                .and_then(|v| std::str::from_utf8(v).ok())
-        };
-        let headers = s.retry_any_status
-            && p.cx
-                .retry_policy(s)
-                .is_some_and(|r| r.headers_retriable(field));
-        let end = AttemptEnd::Response {
-            status,
-            grpc_status,
-            headers,
-        };
+        let end = p.cx.answer_end(s, head, status, grpc_status);
         if let Some((pool, result)) = p.cx.retry_decision(s, Some(end), p.now) {
             return Then::Retry(pool, result);
         }

@@ -76,7 +76,7 @@ pub(super) fn grpc_status(list: &HeaderList) -> Option<u32> {
     text(list.get(b"grpc-status"))?.trim().parse().ok()
 }
 
-pub(super) fn status_of(head: &HeaderList) -> u16 {
+pub(crate) fn status_of(head: &HeaderList) -> u16 {
     text(head.get(b":status"))
         .and_then(|s| s.parse().ok())
         .unwrap_or(502)

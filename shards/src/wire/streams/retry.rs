@@ -18,6 +18,31 @@ use crate::wire::dstream::{DStream, Target};
 use crate::wire::pool::PoolRef;
 
 impl ConnCx {
+    /// How an attempt whose answer's head is `head` ended, as its retry
+    /// policy reads it (`retriable_headers` only when the policy lists
+    /// some).
+    pub(super) fn answer_end(
+        &self,
+        s: &DStream,
+        head: &h2wire::message::HeaderList,
+        status: u16,
+        grpc_status: Option<u32>,
+    ) -> AttemptEnd {
+        let field = |n: &str| {
+            head.get(n.as_bytes())
+                .and_then(|v| std::str::from_utf8(v).ok())
+        };
+        let headers = s.retry_any_status
+            && self
+                .retry_policy(s)
+                .is_some_and(|r| r.headers_retriable(field));
+        AttemptEnd::Response {
+            status,
+            grpc_status,
+            headers,
+        }
+    }
+
     /// The `retry_policy` of `s`: an internal client's headers' (made at
     /// its start), else its route's, from the config it keeps.
     pub(super) fn retry_policy<'a>(&'a self, s: &'a DStream) -> Option<&'a RetryPolicy> {
