@@ -415,6 +415,63 @@ pub struct SessionStats {
     pub session_set: Counter,
 }
 
+/// The CORS filter (Envoy's `cors.*`): requests with an `Origin` its
+/// policy took, and ones it did not.
+#[derive(Debug, Default)]
+pub struct CorsStats {
+    pub origin_valid: Counter,
+    pub origin_invalid: Counter,
+}
+
+/// The CSRF filter (Envoy's `csrf.*`), over the state-changing requests
+/// it checked.
+#[derive(Debug, Default)]
+pub struct CsrfStats {
+    /// Neither `Origin` nor `Referer` (or `Origin: null`): refused.
+    pub missing_source_origin: Counter,
+    /// The source origin is neither the destination nor an additional one.
+    pub request_invalid: Counter,
+    pub request_valid: Counter,
+}
+
+/// The compressor filters (Envoy's `compressor.<library>.*`, summed over
+/// the filters).
+#[derive(Debug, Default)]
+pub struct CompressorStats {
+    pub compressed: Counter,
+    pub not_compressed: Counter,
+    pub no_accept_header: Counter,
+    pub header_identity: Counter,
+    pub header_wildcard: Counter,
+    pub header_not_valid: Counter,
+    pub header_compressor_used: Counter,
+    pub header_compressor_overshadowed: Counter,
+    pub content_length_too_small: Counter,
+    pub not_compressed_etag: Counter,
+    pub total_uncompressed_bytes: Counter,
+    pub total_compressed_bytes: Counter,
+    pub request_compressed: Counter,
+    pub request_not_compressed: Counter,
+    pub request_content_length_too_small: Counter,
+    pub request_total_uncompressed_bytes: Counter,
+    pub request_total_compressed_bytes: Counter,
+}
+
+/// The decompressor filters (Envoy's `decompressor.<library>.*`).
+#[derive(Debug, Default)]
+pub struct DecompressorStats {
+    pub request_decompressed: Counter,
+    pub request_not_decompressed: Counter,
+    pub response_decompressed: Counter,
+    pub response_not_decompressed: Counter,
+    pub total_compressed_bytes: Counter,
+    pub total_uncompressed_bytes: Counter,
+    /// Bodies that were not their coding, or ended early.
+    pub decode_errors: Counter,
+    /// Bodies cut at their inflate ratio (a compression bomb).
+    pub ratio_exceeded: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -487,6 +544,10 @@ pub struct MirrorStats {
 #[derive(Debug, Default)]
 pub struct ShardStats {
     pub session: SessionStats,
+    pub cors: CorsStats,
+    pub csrf: CsrfStats,
+    pub compressor: CompressorStats,
+    pub decompressor: DecompressorStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

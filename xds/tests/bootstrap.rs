@@ -232,8 +232,8 @@ fn unknown_http_filter_must_be_optional() {
     assert_eq!(
         bad("is_optional: true", "is_optional: false"),
         format!(
-            "{HCM}.http_filters[0].typed_config: HTTP filter \"envoy.filters.http.cors\" \
-             (type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors) is not supported \
+            "{HCM}.http_filters[0].typed_config: HTTP filter \"envoy.filters.http.lua\" \
+             (type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua) is not supported \
              (set is_optional: true to skip it)"
         )
     );
@@ -241,8 +241,8 @@ fn unknown_http_filter_must_be_optional() {
 
 #[test]
 fn optional_unknown_filter_is_skipped() {
-    // The good config has an optional CORS filter before the router.
-    assert!(GOOD.contains("envoy.filters.http.cors"));
+    // The good config has an optional Lua filter before the router.
+    assert!(GOOD.contains("envoy.filters.http.lua"));
     assert!(load(GOOD).is_ok());
 }
 

@@ -4,6 +4,10 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
+use super::compressor::{Compressor, CompressorOverrides, Decompressor};
+use super::cors::CorsPolicies;
+
+use super::csrf::CsrfPolicy;
 use super::session::{StatefulSession, StatefulSessionPerRoute};
 
 /// One entry of `http_filters`.
@@ -29,6 +33,15 @@ impl HttpFilter {
 pub enum HttpFilterConfig {
     /// `envoy.filters.http.stateful_session` (gRFC A55).
     StatefulSession(StatefulSession),
+    /// `envoy.filters.http.cors`: its policies are the routes' and
+    /// virtual hosts' ([`PerFilterConfig::cors`]).
+    Cors,
+    /// `envoy.filters.http.csrf`, with the policy of routes that give none.
+    Csrf(Arc<CsrfPolicy>),
+    /// `envoy.filters.http.compressor`.
+    Compressor(Arc<Compressor>),
+    /// `envoy.filters.http.decompressor`.
+    Decompressor(Arc<Decompressor>),
     /// A filter compiled in by a program that embeds the gateway
     /// (`shards::http_filter::Native`): not expressible in Envoy's config,
     /// so never from xDS or a bootstrap file.
@@ -60,6 +73,13 @@ pub struct PerFilterConfig {
     /// `StatefulSessionPerRoute`: disables or replaces the stateful
     /// session filter's config.
     pub stateful_session: Option<StatefulSessionPerRoute>,
+    /// `CorsPolicy` (or the legacy `cors` field): the route's and its
+    /// virtual host's, read together.
+    pub cors: CorsPolicies,
+    /// `CsrfPolicy`: replaces the filter's.
+    pub csrf: Option<PerRoute<Arc<CsrfPolicy>>>,
+    /// `CompressorPerRoute`: disables or adjusts the compressors.
+    pub compressor: Option<PerRoute<Arc<CompressorOverrides>>>,
 }
 
 impl PerFilterConfig {
@@ -70,6 +90,28 @@ impl PerFilterConfig {
             stateful_session: self
                 .stateful_session
                 .or_else(|| vhost.stateful_session.clone()),
+            cors: self.cors.or(&vhost.cors),
+            csrf: self.csrf.or_else(|| vhost.csrf.clone()),
+            compressor: self.compressor.or_else(|| vhost.compressor.clone()),
+        }
+    }
+}
+
+/// A filter's per-route entry: a `FilterConfig` with `disabled: true`
+/// (the filter does not run for the route), or the filter's per-route
+/// config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PerRoute<T> {
+    Disabled,
+    Override(T),
+}
+
+impl<T> PerRoute<T> {
+    /// The config, unless disabled.
+    pub fn config(&self) -> Option<&T> {
+        match self {
+            Self::Disabled => None,
+            Self::Override(c) => Some(c),
         }
     }
 }

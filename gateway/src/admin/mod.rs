@@ -7,6 +7,7 @@ mod actions;
 mod clusters;
 mod config_dump;
 mod exposition;
+mod filter_stats;
 mod prometheus;
 mod state;
 mod xds;

@@ -7,11 +7,11 @@ use super::exposition::{escape, metric};
 use super::state::Inner;
 use shards::stats::{Counter, HostCounter, ShardStats, StatusClasses};
 
-fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
+pub(super) fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counter) -> u64 {
     shards.iter().map(|s| f(s).get()).sum()
 }
 
-type ShardCounter = fn(&ShardStats) -> &Counter;
+pub(super) type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
 static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 70] = [
@@ -554,6 +554,7 @@ pub(super) fn render(inner: &Inner) -> String {
     let mut out = String::with_capacity(4096);
     gateway_wide(&mut out, inner);
     session_and_lb(&mut out, inner);
+    super::filter_stats::render(&mut out, &inner.shards);
     per_host(&mut out, inner);
     control(&mut out, inner);
     if let Some(x) = &inner.xds {

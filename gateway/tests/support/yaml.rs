@@ -166,6 +166,17 @@ pub fn hcm_bootstrap(
     route_config: &str,
     clusters: &str,
 ) -> Result<engine::Bootstrap, xds::Error> {
+    filters_bootstrap(hcm_fields, "", route_config, clusters)
+}
+
+/// [`hcm_bootstrap`] with `filters` (YAML `http_filters` entries at 10
+/// spaces) before the router.
+pub fn filters_bootstrap(
+    hcm_fields: &str,
+    filters: &str,
+    route_config: &str,
+    clusters: &str,
+) -> Result<engine::Bootstrap, xds::Error> {
     let clusters = match clusters.trim() {
         "" => String::new(),
         _ => format!("  clusters:\n{clusters}"),
@@ -185,6 +196,7 @@ static_resources:
           stat_prefix: ingress
 {hcm_fields}
           http_filters:
+{filters}
           - name: envoy.filters.http.router
           route_config:
 {route_config}

@@ -14,6 +14,10 @@ use super::{
 pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
     match config {
         HttpFilterConfig::StatefulSession(s) => Some(s),
+        HttpFilterConfig::Cors => Some(&super::cors::Cors),
+        HttpFilterConfig::Csrf(p) => Some(&**p),
+        HttpFilterConfig::Compressor(c) => Some(&**c),
+        HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
         HttpFilterConfig::Router => Some(&Router),
     }

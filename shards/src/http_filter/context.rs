@@ -80,6 +80,9 @@ pub struct FilterCx<'a> {
     pub(crate) at: usize,
     /// The ticket of the pause this hook asked for.
     pub(crate) paused: Option<u64>,
+    /// Body bytes a trailers hook sends ahead of the trailers (an
+    /// encoder's last bytes).
+    pub(crate) before_trailers: Option<bytes::Bytes>,
 }
 
 impl FilterCx<'_> {
@@ -100,6 +103,21 @@ impl FilterCx<'_> {
             states.resize_with(self.at + 1, || None);
         }
         states[self.at] = Some(Box::new(value));
+    }
+
+    /// From a trailers hook: `data` goes on as the body's last chunk,
+    /// ahead of the trailers (a compressor ends its stream this way). It
+    /// adds to what earlier filters sent; later filters' body hooks do
+    /// not see it.
+    pub fn send_before_trailers(&mut self, data: bytes::Bytes) {
+        match &mut self.before_trailers {
+            Some(prev) => {
+                let mut joined = bytes::BytesMut::from(&prev[..]);
+                joined.extend_from_slice(&data);
+                *prev = joined.freeze();
+            }
+            None => self.before_trailers = Some(data),
+        }
     }
 
     /// Pauses the stream (return [`super::RequestFlow::Pause`]): the handle

@@ -53,11 +53,24 @@ pub struct ResponseHead<'a> {
     pub(crate) status: u16,
     pub(crate) list: Option<&'a HeaderList>,
     pub(crate) edits: &'a mut HeaderEdits,
+    pub(crate) end_stream: bool,
 }
 
 impl ResponseHead<'_> {
     pub fn status(&self) -> u16 {
         self.status
+    }
+
+    /// The response has no body (END_STREAM came with its head: HEAD,
+    /// 204, 304, an empty reply).
+    pub fn end_stream(&self) -> bool {
+        self.end_stream
+    }
+
+    /// Every value of `name` as the upstream sent it (edits not applied;
+    /// none for a local reply).
+    pub fn get_all<'s>(&'s self, name: &'s [u8]) -> impl Iterator<Item = &'s [u8]> + 's {
+        self.list.into_iter().flat_map(move |l| l.get_all(name))
     }
 
     /// The gateway made this response (a local reply), not the upstream.

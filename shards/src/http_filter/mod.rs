@@ -49,7 +49,10 @@
 //! two. A program that embeds the gateway can add its own ([`Native`]).
 
 pub mod chain;
+pub mod compressor;
 mod context;
+pub mod cors;
+pub mod csrf;
 mod edits;
 mod head;
 pub(crate) mod header_mutation;

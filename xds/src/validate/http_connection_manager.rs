@@ -18,6 +18,10 @@ use super::source::Allowed;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::extensions::filters::http::compressor::v3::Compressor as PbCompressor;
+use crate::pb::envoy::extensions::filters::http::cors::v3::Cors;
+use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy;
+use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor as PbDecompressor;
 use crate::pb::envoy::extensions::filters::http::router::v3::Router;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSession;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
@@ -381,6 +385,55 @@ fn router_envoy_headers(filters: &[hcm::HttpFilter]) -> bool {
 /// unless `is_optional` (then it is skipped, as gRFC A39 specifies). The
 /// stateful session filter (gRFC A55) is supported (at most one may be
 /// configured). The filters we run, in order, the router last.
+/// The filters of this family, by their config's type: `None`
+/// for a type that is none of them.
+fn edge_filter(
+    type_name: &str,
+    any: &prost_types::Any,
+    path: &Path,
+) -> Result<Option<engine::HttpFilterConfig>> {
+    Ok(Some(if type_name == Cors::full_name() {
+        // `Cors` has no fields: the policies are the routes'.
+        let _ = unpack::<Cors>(any, path)?;
+        engine::HttpFilterConfig::Cors
+    } else if type_name == PbCompressor::full_name() {
+        let (c, cpath) = unpack::<PbCompressor>(any, path)?;
+        engine::HttpFilterConfig::Compressor(Arc::new(super::compressor::compressor(&c, &cpath)?))
+    } else if type_name == PbDecompressor::full_name() {
+        let (d, dpath) = unpack::<PbDecompressor>(any, path)?;
+        engine::HttpFilterConfig::Decompressor(Arc::new(super::compressor::decompressor(
+            &d, &dpath,
+        )?))
+    } else if type_name == CsrfPolicy::full_name() {
+        let (p, ppath) = unpack::<CsrfPolicy>(any, path)?;
+        engine::HttpFilterConfig::Csrf(Arc::new(super::csrf::csrf_policy(&p, &ppath)?))
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// Each compressor learns every compressor of its chain (coding and
+/// `choose_first`, in order): they negotiate `accept-encoding` as one.
+fn tell_compressors_of_each_other(filters: &mut [engine::HttpFilter]) {
+    use engine::HttpFilterConfig::Compressor;
+    let chain: Vec<_> = filters
+        .iter()
+        .filter_map(|f| match &f.config {
+            Compressor(c) => Some(engine::ChainMember {
+                coding: c.library.coding(),
+                choose_first: c.choose_first,
+                content_types: c.response.common.content_types.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    for f in filters {
+        if let Compressor(c) = &mut f.config {
+            Arc::make_mut(c).chain = chain.clone();
+        }
+    }
+}
+
 fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::HttpFilter>> {
     use hcm::http_filter::ConfigType;
     let mut stateful_session: Option<usize> = None;
@@ -424,6 +477,27 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::
                     continue;
                 }
                 reject_set!(fpath, f, disabled);
+                if let Some(config) = edge_filter(&type_name, any, &tpath)? {
+                    let kind = std::mem::discriminant(&config);
+                    // Several compressors may share a chain (one per
+                    // coding); any other filter of these is one per chain.
+                    let several = matches!(config, engine::HttpFilterConfig::Compressor(_));
+                    if let Some(first) = out.iter().position(|o: &engine::HttpFilter| {
+                        !several && std::mem::discriminant(&o.config) == kind
+                    }) {
+                        return Err(Error::unsupported_msg(
+                            tpath.clone(),
+                            format!(
+                                "only one filter of this type is supported (another is http_filters[{first}])"
+                            ),
+                        ));
+                    }
+                    out.push(engine::HttpFilter {
+                        name: f.name.clone(),
+                        config,
+                    });
+                    continue;
+                }
                 if type_name == Router::full_name() {
                     let (router, rpath) = unpack::<Router>(any, &tpath)?;
                     reject_set!(
@@ -477,6 +551,7 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::
             name: f.name.clone(),
             config: engine::HttpFilterConfig::Router,
         });
+        tell_compressors_of_each_other(&mut out);
         return Ok(out);
     }
     // The last filter was an optional one we skipped.

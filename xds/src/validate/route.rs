@@ -1,36 +1,27 @@
 //! `RouteConfiguration` → `engine::RouteConfig`: virtual hosts, domain
-//! classification, path/header matching, the route action and the
-//! per-route stateful session config (`typed_per_filter_config`).
+//! classification, path/header matching, the route action; per-route
+//! filter configs are `per_filter`'s.
 
 use std::collections::{HashMap, HashSet};
 
 use engine::{
-    ClusterTarget, DomainMatcher, ForwardAction, HeaderMutation, HostRewrite, PathMatch,
-    PerFilterConfig, Route, RouteAction, RouteConfig, RouteHeaders, RouteMatch,
-    StatefulSessionPerRoute, VirtualHost, WeightedClusters,
+    ClusterTarget, DomainMatcher, ForwardAction, HeaderMutation, HostRewrite, PathMatch, Route,
+    RouteAction, RouteConfig, RouteHeaders, RouteMatch, VirtualHost, WeightedClusters,
 };
-use prost::Name;
 
 use super::common::{reject_set, timeout_or};
 use super::hash_policy::hash_policies;
 use super::header_mutation::header_mutation;
 use super::mirror::mirror_policies;
+use super::per_filter::{typed_per_filter_config, Level};
 use super::retry::{hedge_policy, retry_policy};
 use super::route_reply::{direct_response, redirect, DEFAULT_MAX_DIRECT_RESPONSE_BODY};
-use super::session::stateful_session_per_route;
-use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::route::v3 as pb;
-use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
 
-/// The name Envoy registers the stateful session filter under: a
-/// `FilterConfig { disabled: true }` under this key disables the filter
-/// whatever its `config` (otherwise entries are told apart by type).
-pub(crate) const STATEFUL_SESSION_FILTER: &str = "envoy.filters.http.stateful_session";
-
-/// Where `typed_per_filter_config` is not supported (route tables and
-/// weighted cluster entries).
+/// Where `typed_per_filter_config` is not supported (weighted cluster
+/// entries).
 const PER_FILTER_CONFIG_HERE: &str =
     "not supported here; set typed_per_filter_config on the virtual host or route";
 
@@ -57,12 +48,6 @@ pub fn route_config(
         ignore_path_parameters_in_path_matching,
     );
     super::common::metadata(rc.metadata.as_ref(), || path.clone())?;
-    if !rc.typed_per_filter_config.is_empty() {
-        return Err(Error::unsupported_msg(
-            path.field("typed_per_filter_config"),
-            PER_FILTER_CONFIG_HERE,
-        ));
-    }
     let check = rc
         .validate_clusters
         .unwrap_or(inline)
@@ -83,6 +68,12 @@ pub fn route_config(
             &rc.request_mirror_policies,
             &path.field("request_mirror_policies"),
             check,
+        )?,
+        per_filter: typed_per_filter_config(
+            &rc.typed_per_filter_config,
+            &path.field("typed_per_filter_config"),
+            Level::RouteConfig,
+            None,
         )?,
     };
     // Envoy rejects a domain listed by two virtual hosts of one table.
@@ -121,6 +112,9 @@ pub struct TableDefaults {
     /// `request_mirror_policies`: a route's when neither it nor its
     /// virtual host has any.
     pub mirrors: Vec<engine::MirrorPolicy>,
+    /// The table's `typed_per_filter_config`: its virtual hosts' fill in
+    /// from it.
+    pub per_filter: engine::PerFilterConfig,
 }
 
 impl Default for TableDefaults {
@@ -130,6 +124,7 @@ impl Default for TableDefaults {
             headers: Default::default(),
             most_specific_header_mutations_wins: false,
             mirrors: Vec::new(),
+            per_filter: engine::PerFilterConfig::default(),
         }
     }
 }
@@ -185,7 +180,6 @@ pub fn virtual_host(
         require_tls,
         virtual_clusters,
         rate_limits,
-        cors,
         matcher,
     );
     super::common::metadata(vh.metadata.as_ref(), || path.clone())?;
@@ -255,12 +249,13 @@ pub fn virtual_host(
             )
         })
         .collect::<Result<Vec<Route>>>()?;
-    let per_filter = PerFilterConfig {
-        stateful_session: typed_per_filter_config(
-            &vh.typed_per_filter_config,
-            &path.field("typed_per_filter_config"),
-        )?,
-    };
+    let per_filter = typed_per_filter_config(
+        &vh.typed_per_filter_config,
+        &path.field("typed_per_filter_config"),
+        Level::VirtualHost,
+        vh.cors.as_ref().map(|c| (c, path.field("cors"))),
+    )?
+    .or(&table.per_filter);
     // Each route's own per-filter configs fill in from the virtual host's,
     // once here rather than per request.
     let routes = routes
@@ -371,12 +366,19 @@ fn route(
         }
         None => return Err(Error::invalid(path.field("route"), "required")),
     };
-    let per_filter = PerFilterConfig {
-        stateful_session: typed_per_filter_config(
-            &r.typed_per_filter_config,
-            &path.field("typed_per_filter_config"),
-        )?,
+    let legacy_cors = match &r.action {
+        Some(pb::route::Action::Route(a)) => a
+            .cors
+            .as_ref()
+            .map(|c| (c, path.field("route").field("cors"))),
+        _ => None,
     };
+    let per_filter = typed_per_filter_config(
+        &r.typed_per_filter_config,
+        &path.field("typed_per_filter_config"),
+        Level::Route,
+        legacy_cors,
+    )?;
     let own = level_headers(
         path,
         &r.request_headers_to_add,
@@ -426,7 +428,6 @@ fn route_action(
         priority,
         rate_limits,
         include_vh_rate_limits,
-        cors,
         idle_timeout,
         internal_redirect_policy,
         max_stream_duration,
@@ -628,101 +629,4 @@ fn weighted(
             "total weight must be between 1 and 4294967295",
         )
     })
-}
-
-/// Validates a virtual host's or route's `typed_per_filter_config` (at
-/// `path`) and returns its stateful session entry, if any.
-///
-/// Each value is either a filter's per-route config or an
-/// `envoy.config.route.v3.FilterConfig` wrapping one (with `is_optional`
-/// and `disabled`). Entries are recognised by the config's type (Envoy too
-/// picks the parser by type). Envoy applies an entry to the HTTP filter
-/// whose `name` is the key; we do not match keys to filter names (a
-/// listener has at most one stateful session filter, and route tables are
-/// validated apart from listeners), so any key works:
-/// - `envoy.extensions.filters.http.stateful_session.v3.StatefulSessionPerRoute`
-///   is validated into the result (at most one entry may hold one);
-/// - a `FilterConfig` with `disabled: true` disables its filter and its
-///   `config` is not otherwise looked at (as in Envoy): it is the stateful
-///   session filter's (`StatefulSessionPerRoute::Disabled`) when the key is
-///   the stateful session filter's name or `config` is a `StatefulSessionPerRoute`;
-///   otherwise it disables a filter we never run, which changes nothing;
-/// - any other type is an error unless it is wrapped in a `FilterConfig`
-///   with `is_optional: true`, in which case it is ignored (gRFC A39).
-pub fn typed_per_filter_config(
-    map: &HashMap<String, prost_types::Any>,
-    path: &Path,
-) -> Result<Option<StatefulSessionPerRoute>> {
-    // Sorted, so that which entry an error names does not depend on the
-    // map's iteration order.
-    let mut entries: Vec<_> = map.iter().collect();
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut found: Option<(&str, StatefulSessionPerRoute)> = None;
-    for (key, any) in entries {
-        let kpath = path.key(key);
-        let Some(session) = per_filter_entry(key, any, &kpath)? else {
-            continue;
-        };
-        if let Some((first, _)) = &found {
-            return Err(Error::invalid(
-                kpath,
-                format!(
-                    "only one stateful session per-route config is allowed (another is under {first:?})"
-                ),
-            ));
-        }
-        found = Some((key, session));
-    }
-    Ok(found.map(|(_, s)| s))
-}
-
-/// One `typed_per_filter_config` entry: `Some` when it is the stateful
-/// session filter's, `None` when it is ignored.
-fn per_filter_entry(
-    key: &str,
-    any: &prost_types::Any,
-    path: &Path,
-) -> Result<Option<StatefulSessionPerRoute>> {
-    if any_type_name(any, path)? != pb::FilterConfig::full_name() {
-        return per_filter_config(key, any, path, false);
-    }
-    let (fc, fpath) = unpack::<pb::FilterConfig>(any, path)?;
-    let cpath = fpath.field("config");
-    if fc.disabled {
-        let is_session = key == STATEFUL_SESSION_FILTER
-            || match &fc.config {
-                Some(config) => any_type_name(config, &cpath)? == PbSessionPerRoute::full_name(),
-                None => false,
-            };
-        return Ok(is_session.then_some(StatefulSessionPerRoute::Disabled));
-    }
-    match &fc.config {
-        Some(config) => per_filter_config(key, config, &cpath, fc.is_optional),
-        None => Err(Error::invalid(cpath, "required unless disabled is true")),
-    }
-}
-
-/// A filter's per-route config (at `path`), directly in the map or inside a
-/// `FilterConfig` (whose `is_optional` is `optional`).
-fn per_filter_config(
-    key: &str,
-    any: &prost_types::Any,
-    path: &Path,
-    optional: bool,
-) -> Result<Option<StatefulSessionPerRoute>> {
-    if any_type_name(any, path)? == PbSessionPerRoute::full_name() {
-        let (s, spath) = unpack::<PbSessionPerRoute>(any, path)?;
-        return Ok(Some(stateful_session_per_route(&s, &spath)?));
-    }
-    if optional {
-        return Ok(None);
-    }
-    Err(Error::unsupported_msg(
-        path.clone(),
-        format!(
-            "per-route config for {key:?} ({}) is not supported (wrap it in a {} with is_optional: true to skip it)",
-            any_type_url(any, path)?,
-            pb::FilterConfig::type_url(),
-        ),
-    ))
 }

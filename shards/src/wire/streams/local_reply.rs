@@ -141,6 +141,7 @@ impl Streams {
                 status: reply.status,
                 list: None,
                 edits: &mut edits,
+                end_stream: head_only || reply.body.is_empty(),
             };
             // A local reply is the last answer: a filter that refuses it
             // too is not asked again (no loop of replies).

@@ -167,6 +167,7 @@ impl ConnCx {
             states: &mut s.states,
             at: 0,
             paused: None,
+            before_trailers: None,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
     }

@@ -337,18 +337,24 @@ impl Streams {
             self.conn.release(stream, len as u32);
             return self.fail_with(stream, r, None);
         }
-        if s.mirror.is_some() {
-            self.mirror_data(stream, &data, end_stream);
-        }
-        let item = Item::Data {
-            data,
-            end: end_stream,
-            credit: len as u32,
+        self.queue_request_data(stream, data, end_stream, len as u32);
+    }
+
+    /// A request body chunk past the filters, queued upstream (and to the
+    /// mirrors, and kept for a retry); `credit`: the client's bytes it
+    /// releases once sent.
+    fn queue_request_data(&mut self, stream: u32, data: Bytes, end: bool, credit: u32) {
+        let Some(s) = self.table.get(&stream) else {
+            return self.conn.release(stream, credit);
         };
+        if s.mirror.is_some() {
+            self.mirror_data(stream, &data, end);
+        }
+        let item = Item::Data { data, end, credit };
         self.keep_for_retry(stream, &item);
         let Some(s) = self.table.get_mut(&stream) else {
             // Ended by it (a pending retry that can no longer be made).
-            return self.conn.release(stream, len as u32);
+            return self.conn.release(stream, credit);
         };
         s.req.push_back(item);
         enqueue(&mut self.queued, s, stream);
@@ -361,18 +367,25 @@ impl Streams {
         if let Some(s) = self.table.get_mut(&stream) {
             s.request_ends = None;
             let mut trailers = owned(&fields);
-            let answer = match s.target {
+            let (answer, last) = match s.target {
                 Some(_) => self
                     .cx
                     .filters(s, stream, now, false, |f, cx| {
-                        chain::request_trailers(f, cx, &mut trailers)
+                        let answer = chain::request_trailers(f, cx, &mut trailers);
+                        (answer, cx.before_trailers.take())
                     })
-                    .flatten(),
-                None => None,
+                    .unwrap_or_default(),
+                None => (None, None),
             };
             match answer {
                 Some(r) => self.fail_with(stream, r, None),
                 None => {
+                    if let Some(data) = last {
+                        self.queue_request_data(stream, data, false, 0);
+                    }
+                    let Some(s) = self.table.get_mut(&stream) else {
+                        return self.conn.recycle(fields);
+                    };
                     if s.mirror.is_some() {
                         self.mirror_trailers(stream, &trailers);
                     }
@@ -688,6 +701,7 @@ fn on_response_head(
                 status,
                 list: Some(head),
                 edits: &mut *edits,
+                end_stream,
             };
             chain::response_headers(f, cx, &mut rh)
         })
@@ -764,13 +778,21 @@ fn on_response_trailers(
         served.1 = Some(g);
     }
     let mut trailers: Trailers = owned(fields);
-    let answer =
+    let (answer, last) =
         p.cx.filters(s, stream, p.now, false, |f, cx| {
-            chain::response_trailers(f, cx, &mut trailers)
+            let answer = chain::response_trailers(f, cx, &mut trailers);
+            (answer, cx.before_trailers.take())
         })
-        .flatten();
+        .unwrap_or_default();
     if let Some(reply) = answer {
         return Then::Refuse(reply);
+    }
+    if let Some(data) = last {
+        s.resp.push_back(Item::Data {
+            data,
+            end: false,
+            credit: 0,
+        });
     }
     s.resp.push_back(Item::Trailers(trailers));
     enqueue(p.queued, s, stream);

@@ -1,0 +1,81 @@
+//! `/stats`: the HTTP filters' counters (Envoy's `cors.*`, `csrf.*`, …), one family per filter, each outcome a label, summed over shards.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::exposition::metric;
+use super::prometheus::{sum, ShardCounter};
+use shards::stats::ShardStats;
+
+/// One filter's family: its name, help, and (label, counter) pairs.
+type Family = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, ShardCounter)],
+);
+
+static FAMILIES: [Family; 4] = [
+    (
+        "gateway_cors_total",
+        "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
+        &[
+            ("origin_valid", |s| &s.cors.origin_valid),
+            ("origin_invalid", |s| &s.cors.origin_invalid),
+        ],
+    ),
+    (
+        "gateway_csrf_total",
+        "CSRF filter: state-changing requests checked: valid, invalid, and (among the invalid) without a source origin.",
+        &[
+            ("request_valid", |s| &s.csrf.request_valid),
+            ("request_invalid", |s| &s.csrf.request_invalid),
+            ("missing_source_origin", |s| &s.csrf.missing_source_origin),
+        ],
+    ),
+    (
+        "gateway_compressor_total",
+        "Compressor filters (summed over filters): responses compressed or not and why, the accept-encoding each saw, request bodies compressed, and bytes in and out.",
+        &[
+            ("compressed", |s| &s.compressor.compressed),
+            ("not_compressed", |s| &s.compressor.not_compressed),
+            ("no_accept_header", |s| &s.compressor.no_accept_header),
+            ("header_identity", |s| &s.compressor.header_identity),
+            ("header_wildcard", |s| &s.compressor.header_wildcard),
+            ("header_not_valid", |s| &s.compressor.header_not_valid),
+            ("header_compressor_used", |s| &s.compressor.header_compressor_used),
+            ("header_compressor_overshadowed", |s| &s.compressor.header_compressor_overshadowed),
+            ("content_length_too_small", |s| &s.compressor.content_length_too_small),
+            ("not_compressed_etag", |s| &s.compressor.not_compressed_etag),
+            ("total_uncompressed_bytes", |s| &s.compressor.total_uncompressed_bytes),
+            ("total_compressed_bytes", |s| &s.compressor.total_compressed_bytes),
+            ("request_compressed", |s| &s.compressor.request_compressed),
+            ("request_not_compressed", |s| &s.compressor.request_not_compressed),
+            ("request_content_length_too_small", |s| &s.compressor.request_content_length_too_small),
+            ("request_total_uncompressed_bytes", |s| &s.compressor.request_total_uncompressed_bytes),
+            ("request_total_compressed_bytes", |s| &s.compressor.request_total_compressed_bytes),
+        ],
+    ),
+    (
+        "gateway_decompressor_total",
+        "Decompressor filters: bodies decoded or not per direction, bytes in and out, bodies that did not decode, and bodies cut at their inflate ratio (compression bombs).",
+        &[
+            ("request_decompressed", |s| &s.decompressor.request_decompressed),
+            ("request_not_decompressed", |s| &s.decompressor.request_not_decompressed),
+            ("response_decompressed", |s| &s.decompressor.response_decompressed),
+            ("response_not_decompressed", |s| &s.decompressor.response_not_decompressed),
+            ("total_compressed_bytes", |s| &s.decompressor.total_compressed_bytes),
+            ("total_uncompressed_bytes", |s| &s.decompressor.total_uncompressed_bytes),
+            ("decode_errors", |s| &s.decompressor.decode_errors),
+            ("ratio_exceeded", |s| &s.decompressor.ratio_exceeded),
+        ],
+    ),
+];
+
+pub(super) fn render(out: &mut String, shards: &[Arc<ShardStats>]) {
+    for (name, help, outcomes) in &FAMILIES {
+        metric(out, name, "counter", help);
+        for (outcome, f) in outcomes.iter() {
+            let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {}", sum(shards, f));
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The decompressor filter (Envoy's `envoy.filters.http.decompressor`): a request or response body whose first `content-encoding` coding is this filter's library is decoded as it streams, with the inflate ratio bounding what a small body may become. A body that does not decode ends early (the status stays), as in Envoy.
+
+use bytes::Bytes;
+use engine::Decompressor;
+
+use crate::http_filter::{FilterCx, Flow, HttpFilter, RequestFlow, RequestHead, ResponseHead};
+use crate::stats::DecompressorStats;
+
+/// One direction's decoder, and whether it gave up.
+struct Decoding {
+    decoder: compression::Decoder,
+    failed: bool,
+}
+
+#[derive(Default)]
+struct Streams {
+    request: Option<Decoding>,
+    response: Option<Decoding>,
+}
+
+/// The first coding of a `content-encoding` value, and the rest.
+fn first_coding(v: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match v.iter().position(|&b| b == b',') {
+        Some(at) => (v[..at].trim_ascii(), Some(v[at + 1..].trim_ascii())),
+        None => (v.trim_ascii(), None),
+    }
+}
+
+/// Whether `cache-control` says `no-transform`.
+fn no_transform(v: Option<&[u8]>) -> bool {
+    v.is_some_and(|v| {
+        v.split(|&b| b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"no-transform"))
+    })
+}
+
+/// Whether a head with these fields is decoded here, and the
+/// `content-encoding` it keeps (`None`: none).
+fn takes<'v>(
+    d: &Decompressor,
+    encoding: Option<&'v [u8]>,
+    cache_control: Option<&[u8]>,
+    ignore_no_transform: bool,
+) -> Option<Option<&'v [u8]>> {
+    let (first, rest) = first_coding(encoding?);
+    if !first.eq_ignore_ascii_case(d.library.coding.token().as_bytes()) {
+        return None;
+    }
+    if !ignore_no_transform && no_transform(cache_control) {
+        return None;
+    }
+    Some(rest)
+}
+
+fn start(d: &Decompressor) -> Option<Decoding> {
+    let decoder = compression::Decoder::new(&d.library).ok()?;
+    Some(Decoding {
+        decoder,
+        failed: false,
+    })
+}
+
+impl HttpFilter for Decompressor {
+    fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
+        let stats = &cx.shard.stats.decompressor;
+        let token = self.library.coding.token().as_bytes();
+        if self.response.enabled && self.advertise_accept_encoding {
+            // The upstream may answer in this coding: it is decoded here.
+            let current = head.get(b"accept-encoding").map(<[u8]>::to_vec);
+            match current {
+                None => {
+                    let _ = head.set(b"accept-encoding", token);
+                }
+                Some(v) if v.split(|&b| b == b',').any(|t| t.trim_ascii() == token) => {}
+                Some(mut v) => {
+                    v.push(b',');
+                    v.extend_from_slice(token);
+                    let _ = head.set(b"accept-encoding", &v);
+                }
+            }
+        }
+        if !self.request.enabled || head.end_stream() {
+            return RequestFlow::Continue;
+        }
+        let encoding = head.get(b"content-encoding").map(<[u8]>::to_vec);
+        let cache = head.get(b"cache-control").map(<[u8]>::to_vec);
+        let Some(rest) = takes(
+            self,
+            encoding.as_deref(),
+            cache.as_deref(),
+            self.request.ignore_no_transform,
+        ) else {
+            stats.request_not_decompressed.inc();
+            return RequestFlow::Continue;
+        };
+        let Some(decoding) = start(self) else {
+            return RequestFlow::Continue;
+        };
+        let _ = head.remove(b"content-length");
+        let _ = match rest {
+            Some(r) => head.set(b"content-encoding", r),
+            None => head.remove(b"content-encoding"),
+        };
+        stats.request_decompressed.inc();
+        cx.set_state(Streams {
+            request: Some(decoding),
+            response: None,
+        });
+        RequestFlow::Continue
+    }
+
+    fn on_request_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
+        let stats = &cx.shard.stats.decompressor;
+        if let Some(d) = cx.state::<Streams>().and_then(|s| s.request.as_mut()) {
+            decode(d, data, end, stats);
+        }
+        Flow::Continue
+    }
+
+    fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
+        let stats = &cx.shard.stats.decompressor;
+        if !self.response.enabled || head.end_stream() || head.is_local() {
+            return Flow::Continue;
+        }
+        let encoding = head.get(b"content-encoding").map(<[u8]>::to_vec);
+        let cache = head.get(b"cache-control").map(<[u8]>::to_vec);
+        let Some(rest) = takes(
+            self,
+            encoding.as_deref(),
+            cache.as_deref(),
+            self.response.ignore_no_transform,
+        ) else {
+            stats.response_not_decompressed.inc();
+            return Flow::Continue;
+        };
+        let Some(decoding) = start(self) else {
+            return Flow::Continue;
+        };
+        let _ = head.remove(b"content-length");
+        let _ = match rest {
+            Some(r) => head.set(b"content-encoding", r),
+            None => head.remove(b"content-encoding"),
+        };
+        stats.response_decompressed.inc();
+        match cx.state::<Streams>() {
+            Some(s) => s.response = Some(decoding),
+            None => cx.set_state(Streams {
+                request: None,
+                response: Some(decoding),
+            }),
+        }
+        Flow::Continue
+    }
+
+    fn on_response_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
+        let stats = &cx.shard.stats.decompressor;
+        if let Some(d) = cx.state::<Streams>().and_then(|s| s.response.as_mut()) {
+            decode(d, data, end, stats);
+        }
+        Flow::Continue
+    }
+}
+
+/// Decodes one chunk in place. After an error (not the coding, past the
+/// ratio) the rest of the body is dropped: what decoded so far is what
+/// the other side gets, and the stream ends as it would have.
+fn decode(d: &mut Decoding, data: &mut Bytes, end: bool, stats: &DecompressorStats) {
+    if d.failed {
+        *data = Bytes::new();
+        return;
+    }
+    stats.total_compressed_bytes.add(data.len() as u64);
+    let mut out = Vec::with_capacity(data.len().saturating_mul(4).min(64 * 1024));
+    let result = d.decoder.write(data, &mut out);
+    stats.total_uncompressed_bytes.add(out.len() as u64);
+    match result {
+        Ok(()) => {
+            // A stream that ends early keeps what it had (Envoy counts
+            // nothing for it).
+            let _ = end;
+        }
+        Err(compression::DecodeError::RatioExceeded(..)) => {
+            d.failed = true;
+            stats.ratio_exceeded.inc();
+        }
+        Err(_) => {
+            d.failed = true;
+            stats.decode_errors.inc();
+        }
+    }
+    *data = Bytes::from(out);
+}
