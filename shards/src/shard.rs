@@ -74,6 +74,9 @@ pub struct Shard {
     /// that one id seen tells nothing of the next (the xorshift above is
     /// fast but invertible).
     ids: (std::hash::RandomState, Cell<u64>),
+    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): the health
+    /// check filter answers 503.
+    health_failed: Cell<bool>,
 }
 
 /// A nonzero xorshift seed from the clock, the process and the shard.
@@ -113,7 +116,18 @@ impl Shard {
             // group (and restarts) do not all sample the same hosts first.
             rng: Cell::new(rng_seed(id)),
             ids: (std::hash::RandomState::new(), Cell::new(0)),
+            health_failed: Cell::new(false),
         })
+    }
+
+    /// Whether the server is failing its health checks (`POST
+    /// /healthcheck/fail`).
+    pub fn health_failed(&self) -> bool {
+        self.health_failed.get()
+    }
+
+    pub(crate) fn set_health_failed(&self, failed: bool) {
+        self.health_failed.set(failed);
     }
 
     /// The snapshot a new stream should use.

@@ -472,6 +472,31 @@ pub struct DecompressorStats {
     pub ratio_exceeded: Counter,
 }
 
+/// The fault injection filter (Envoy's `fault.*`).
+#[derive(Debug, Default)]
+pub struct FaultStats {
+    pub delays_injected: Counter,
+    pub aborts_injected: Counter,
+    /// Faults not injected: `max_active_faults` were in flight.
+    pub faults_overflow: Counter,
+    /// Faults in flight now (a gauge).
+    pub active: Counter,
+}
+
+/// The health check filter (Envoy's `health_check.*`).
+#[derive(Debug, Default)]
+pub struct HealthCheckStats {
+    /// Health checks answered here.
+    pub request_total: Counter,
+    pub ok: Counter,
+    pub failed: Counter,
+    /// Pass-through checks answered from the cache.
+    pub cached_response: Counter,
+    pub failed_cluster_not_found: Counter,
+    pub failed_cluster_empty: Counter,
+    pub failed_cluster_unhealthy: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -548,6 +573,8 @@ pub struct ShardStats {
     pub csrf: CsrfStats,
     pub compressor: CompressorStats,
     pub decompressor: DecompressorStats,
+    pub fault: FaultStats,
+    pub health_check: HealthCheckStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

@@ -8,6 +8,8 @@ use super::compressor::{Compressor, CompressorOverrides, Decompressor};
 use super::cors::CorsPolicies;
 
 use super::csrf::CsrfPolicy;
+use super::fault::Fault;
+use super::health_check_filter::HealthCheckFilter;
 use super::session::{StatefulSession, StatefulSessionPerRoute};
 
 /// One entry of `http_filters`.
@@ -38,6 +40,10 @@ pub enum HttpFilterConfig {
     Cors,
     /// `envoy.filters.http.csrf`, with the policy of routes that give none.
     Csrf(Arc<CsrfPolicy>),
+    /// `envoy.filters.http.health_check`.
+    HealthCheck(Arc<HealthCheckFilter>),
+    /// `envoy.filters.http.fault`.
+    Fault(Arc<Fault>),
     /// `envoy.filters.http.compressor`.
     Compressor(Arc<Compressor>),
     /// `envoy.filters.http.decompressor`.
@@ -80,6 +86,9 @@ pub struct PerFilterConfig {
     pub csrf: Option<PerRoute<Arc<CsrfPolicy>>>,
     /// `CompressorPerRoute`: disables or adjusts the compressors.
     pub compressor: Option<PerRoute<Arc<CompressorOverrides>>>,
+    /// `HTTPFault`: replaces the filter's (its active faults still count
+    /// against the filter's `max_active_faults` gauge).
+    pub fault: Option<PerRoute<Arc<Fault>>>,
 }
 
 impl PerFilterConfig {
@@ -93,6 +102,7 @@ impl PerFilterConfig {
             cors: self.cors.or(&vhost.cors),
             csrf: self.csrf.or_else(|| vhost.csrf.clone()),
             compressor: self.compressor.or_else(|| vhost.compressor.clone()),
+            fault: self.fault.or_else(|| vhost.fault.clone()),
         }
     }
 }

@@ -14,7 +14,7 @@ type Family = (
     &'static [(&'static str, ShardCounter)],
 );
 
-static FAMILIES: [Family; 4] = [
+static FAMILIES: [Family; 6] = [
     (
         "gateway_cors_total",
         "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
@@ -69,9 +69,42 @@ static FAMILIES: [Family; 4] = [
             ("ratio_exceeded", |s| &s.decompressor.ratio_exceeded),
         ],
     ),
+    (
+        "gateway_fault_total",
+        "Fault injection: delays and aborts injected, faults not injected because max_active_faults were in flight.",
+        &[
+            ("delays_injected", |s| &s.fault.delays_injected),
+            ("aborts_injected", |s| &s.fault.aborts_injected),
+            ("faults_overflow", |s| &s.fault.faults_overflow),
+        ],
+    ),
+    (
+        "gateway_health_check_filter_total",
+        "Health check filter: checks answered here (request_total: ok or failed, and why), and pass-through checks answered from the cache.",
+        &[
+            ("request_total", |s| &s.health_check.request_total),
+            ("ok", |s| &s.health_check.ok),
+            ("failed", |s| &s.health_check.failed),
+            ("cached_response", |s| &s.health_check.cached_response),
+            ("failed_cluster_not_found", |s| &s.health_check.failed_cluster_not_found),
+            ("failed_cluster_empty", |s| &s.health_check.failed_cluster_empty),
+            ("failed_cluster_unhealthy", |s| &s.health_check.failed_cluster_unhealthy),
+        ],
+    ),
 ];
 
+/// Gauges, summed over shards.
+static GAUGES: [(&str, &str, ShardCounter); 1] = [(
+    "gateway_fault_active",
+    "Faults (delays, aborts) in flight now.",
+    |s| &s.fault.active,
+)];
+
 pub(super) fn render(out: &mut String, shards: &[Arc<ShardStats>]) {
+    for (name, help, f) in &GAUGES {
+        metric(out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {}", sum(shards, f));
+    }
     for (name, help, outcomes) in &FAMILIES {
         metric(out, name, "counter", help);
         for (outcome, f) in outcomes.iter() {

@@ -17,6 +17,8 @@ pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
         HttpFilterConfig::Cors => Some(&super::cors::Cors),
         HttpFilterConfig::Csrf(p) => Some(&**p),
         HttpFilterConfig::Compressor(c) => Some(&**c),
+        HttpFilterConfig::Fault(f) => Some(&**f),
+        HttpFilterConfig::HealthCheck(h) => Some(&**h),
         HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
         HttpFilterConfig::Router => Some(&Router),

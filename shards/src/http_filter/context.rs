@@ -83,6 +83,8 @@ pub struct FilterCx<'a> {
     /// Body bytes a trailers hook sends ahead of the trailers (an
     /// encoder's last bytes).
     pub(crate) before_trailers: Option<bytes::Bytes>,
+    /// The stream's response flag for the access log.
+    pub(crate) flag: &'a mut &'static str,
 }
 
 impl FilterCx<'_> {
@@ -103,6 +105,13 @@ impl FilterCx<'_> {
             states.resize_with(self.at + 1, || None);
         }
         states[self.at] = Some(Box::new(value));
+    }
+
+    /// Marks the stream with an access log response flag (Envoy's, e.g.
+    /// `DI` for a delay a fault injected), for a stream that goes on; a
+    /// reply carries its own.
+    pub fn set_flag(&mut self, flag: &'static str) {
+        *self.flag = flag;
     }
 
     /// From a trailers hook: `data` goes on as the body's last chunk,

@@ -15,6 +15,9 @@ pub struct Reply {
     pub body: Bytes,
     /// The access log's response flag for it (Envoy's, e.g. `RL`, `UAEX`).
     pub flag: &'static str,
+    /// The `grpc-status` a gRPC request gets (unset: the status's, by
+    /// Envoy's mapping).
+    pub grpc_status: Option<u32>,
 }
 
 impl Reply {
@@ -25,6 +28,7 @@ impl Reply {
             fields: HeaderEdits::default(),
             body: Bytes::from_static(body.as_bytes()),
             flag,
+            grpc_status: None,
         }
     }
 }

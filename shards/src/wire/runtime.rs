@@ -168,6 +168,7 @@ impl ShardRuntime {
     /// `/healthcheck/fail` (true) or `/healthcheck/ok` (false): the
     /// connections of `drain_type: DEFAULT` listeners drain while it fails.
     pub fn set_health_failed(&mut self, failed: bool) {
+        self.wire.shard.set_health_failed(failed);
         let mut signal = self.wire.health_drain.borrow_mut();
         match (failed, signal.is_fired()) {
             (true, false) => signal.fire(),

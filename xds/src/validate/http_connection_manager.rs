@@ -22,6 +22,8 @@ use crate::pb::envoy::extensions::filters::http::compressor::v3::Compressor as P
 use crate::pb::envoy::extensions::filters::http::cors::v3::Cors;
 use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor as PbDecompressor;
+use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
+use crate::pb::envoy::extensions::filters::http::health_check::v3::HealthCheck as PbHealthCheck;
 use crate::pb::envoy::extensions::filters::http::router::v3::Router;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSession;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
@@ -404,6 +406,14 @@ fn edge_filter(
         engine::HttpFilterConfig::Decompressor(Arc::new(super::compressor::decompressor(
             &d, &dpath,
         )?))
+    } else if type_name == PbHealthCheck::full_name() {
+        let (h, hpath) = unpack::<PbHealthCheck>(any, path)?;
+        engine::HttpFilterConfig::HealthCheck(Arc::new(super::health_check_filter::health_check(
+            &h, &hpath,
+        )?))
+    } else if type_name == HttpFault::full_name() {
+        let (f, fpath) = unpack::<HttpFault>(any, path)?;
+        engine::HttpFilterConfig::Fault(Arc::new(super::fault::fault(&f, &fpath)?))
     } else if type_name == CsrfPolicy::full_name() {
         let (p, ppath) = unpack::<CsrfPolicy>(any, path)?;
         engine::HttpFilterConfig::Csrf(Arc::new(super::csrf::csrf_policy(&p, &ppath)?))

@@ -9,6 +9,7 @@ use prost::Name;
 use super::compressor::compressor_per_route;
 use super::cors::{cors_policy, legacy_cors_policy};
 use super::csrf::csrf_policy;
+use super::fault::fault;
 use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
@@ -16,6 +17,7 @@ use crate::pb::envoy::config::route::v3 as pb;
 use crate::pb::envoy::extensions::filters::http::compressor::v3::CompressorPerRoute as PbCompressorPerRoute;
 use crate::pb::envoy::extensions::filters::http::cors::v3::CorsPolicy as PbCorsPolicy;
 use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy as PbCsrfPolicy;
+use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault as PbHttpFault;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
 
 /// Where a `typed_per_filter_config` sits: CORS reads its levels together.
@@ -35,6 +37,7 @@ enum Kind {
     Cors,
     Csrf,
     Compressor,
+    Fault,
 }
 
 impl Kind {
@@ -44,6 +47,7 @@ impl Kind {
             "envoy.filters.http.cors" => Some(Self::Cors),
             "envoy.filters.http.csrf" => Some(Self::Csrf),
             "envoy.filters.http.compressor" => Some(Self::Compressor),
+            "envoy.filters.http.fault" => Some(Self::Fault),
             _ => None,
         }
     }
@@ -57,6 +61,8 @@ impl Kind {
             Some(Self::Csrf)
         } else if name == PbCompressorPerRoute::full_name() {
             Some(Self::Compressor)
+        } else if name == PbHttpFault::full_name() {
+            Some(Self::Fault)
         } else {
             None
         }
@@ -68,6 +74,7 @@ impl Kind {
             Self::Cors => "CORS",
             Self::Csrf => "CSRF",
             Self::Compressor => "compressor",
+            Self::Fault => "fault",
         }
     }
 }
@@ -85,7 +92,8 @@ impl Kind {
 /// route tables are validated apart from listeners), so any key works,
 /// and at most one entry per filter kind is allowed:
 /// - `StatefulSessionPerRoute`, `cors.v3.CorsPolicy`, `csrf.v3.CsrfPolicy`,
-///   `CompressorPerRoute` are validated by their filter;
+///   `CompressorPerRoute`, `fault.v3.HTTPFault` are validated by their
+///   filter;
 /// - a `FilterConfig` with `disabled: true` disables its filter, named by
 ///   the key (Envoy's registered name) or by `config`'s type; `config` is
 ///   not otherwise looked at (as in Envoy). One that names no filter we
@@ -131,10 +139,12 @@ pub fn typed_per_filter_config(
                 Kind::Cors => cors = Some(PerRoute::Disabled),
                 Kind::Csrf => out.csrf = Some(PerRoute::Disabled),
                 Kind::Compressor => out.compressor = Some(PerRoute::Disabled),
+                Kind::Fault => out.fault = Some(PerRoute::Disabled),
             },
             Entry::Session(s) => out.stateful_session = Some(s),
             Entry::Cors(p) => cors = Some(PerRoute::Override(Arc::new(p))),
             Entry::Csrf(p) => out.csrf = Some(PerRoute::Override(Arc::new(p))),
+            Entry::Fault(f) => out.fault = Some(PerRoute::Override(Arc::new(f))),
             Entry::Compressor(PerRoute::Disabled) => out.compressor = Some(PerRoute::Disabled),
             Entry::Compressor(PerRoute::Override(o)) => {
                 out.compressor = Some(PerRoute::Override(Arc::new(o)))
@@ -171,6 +181,7 @@ enum Entry {
     Cors(engine::CorsPolicy),
     Csrf(engine::CsrfPolicy),
     Compressor(PerRoute<engine::CompressorOverrides>),
+    Fault(engine::Fault),
 }
 
 /// One `typed_per_filter_config` entry: `None` when it is ignored.
@@ -223,6 +234,10 @@ fn config(
             let (p, ppath) = unpack::<PbCompressorPerRoute>(any, path)?;
             let c = compressor_per_route(&p, &ppath)?;
             Ok(Some((Kind::Compressor, Entry::Compressor(c))))
+        }
+        Some(Kind::Fault) => {
+            let (f, fpath) = unpack::<PbHttpFault>(any, path)?;
+            Ok(Some((Kind::Fault, Entry::Fault(fault(&f, &fpath)?))))
         }
         None if optional => Ok(None),
         None => Err(Error::unsupported_msg(

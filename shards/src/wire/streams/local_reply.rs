@@ -128,7 +128,11 @@ impl Streams {
             l.flags = reply.flag;
             let status = if s.grpc { 200 } else { reply.status };
             l.on_response(&self.cx.logs, status, None);
-            l.grpc_status = s.grpc.then(|| http_to_grpc_status(reply.status));
+            l.grpc_status = s.grpc.then(|| {
+                reply
+                    .grpc_status
+                    .unwrap_or_else(|| http_to_grpc_status(reply.status))
+            });
             if !s.grpc && !head_only {
                 l.bytes_sent += reply.body.len() as u64;
             }

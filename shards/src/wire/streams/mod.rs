@@ -168,6 +168,7 @@ impl ConnCx {
             at: 0,
             paused: None,
             before_trailers: None,
+            flag: &mut s.flag,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
     }

@@ -73,6 +73,13 @@ impl ConnCx {
             });
         }
         give_back(&mut s);
+        if let Some(l) = s.log.as_mut() {
+            // A flag a filter set on a stream that went on (a fault's
+            // delay), where nothing set one since.
+            if l.flags.is_empty() {
+                l.flags = s.flag;
+            }
+        }
         let stats = &self.wire.shard.stats;
         stats.downstream.rq_active.dec();
         let Some(t) = &s.target else {

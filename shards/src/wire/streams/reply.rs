@@ -33,7 +33,10 @@ pub(super) fn send(
     head_only: bool,
 ) -> u16 {
     if grpc {
-        let code = http_to_grpc_status(reply.status).to_string();
+        let code = reply
+            .grpc_status
+            .unwrap_or_else(|| http_to_grpc_status(reply.status))
+            .to_string();
         let message = super::local_reply::grpc_message(&reply.body);
         let message = (!message.is_empty()).then_some(&message[..]);
         let fields = [

@@ -200,6 +200,7 @@ impl Streams {
             fields,
             body,
             flag: "",
+            grpc_status: None,
         };
         // `connection: close`: the client's next bytes were meant for the
         // protocol it asked for.
