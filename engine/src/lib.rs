@@ -20,6 +20,7 @@ pub mod matcher;
 pub mod outlier;
 pub mod override_host;
 pub mod path;
+pub mod rate_limit;
 pub mod redirect;
 pub mod retry;
 pub mod route;

@@ -497,6 +497,21 @@ pub struct HealthCheckStats {
     pub failed_cluster_unhealthy: Counter,
 }
 
+/// The local rate limit filter (Envoy's `http_local_rate_limit.*`).
+#[derive(Debug, Default)]
+pub struct LocalRateLimitStats {
+    /// Requests the filter was enabled for.
+    pub enabled: Counter,
+    /// Requests within their limits.
+    pub ok: Counter,
+    /// Requests past a limit (enforced or not).
+    pub rate_limited: Counter,
+    /// Of those, the ones refused.
+    pub enforced: Counter,
+    /// Past a `shadow_mode` descriptor's limit, let through.
+    pub shadow_mode: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -575,6 +590,7 @@ pub struct ShardStats {
     pub decompressor: DecompressorStats,
     pub fault: FaultStats,
     pub health_check: HealthCheckStats,
+    pub local_rate_limit: LocalRateLimitStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

@@ -10,6 +10,7 @@ use super::cors::CorsPolicies;
 use super::csrf::CsrfPolicy;
 use super::fault::Fault;
 use super::health_check_filter::HealthCheckFilter;
+use super::local_rate_limit::{LocalRateLimit, RouteRateLimits};
 use super::session::{StatefulSession, StatefulSessionPerRoute};
 
 /// One entry of `http_filters`.
@@ -44,6 +45,8 @@ pub enum HttpFilterConfig {
     HealthCheck(Arc<HealthCheckFilter>),
     /// `envoy.filters.http.fault`.
     Fault(Arc<Fault>),
+    /// `envoy.filters.http.local_ratelimit`.
+    LocalRateLimit(Arc<LocalRateLimit>),
     /// `envoy.filters.http.compressor`.
     Compressor(Arc<Compressor>),
     /// `envoy.filters.http.decompressor`.
@@ -89,6 +92,11 @@ pub struct PerFilterConfig {
     /// `HTTPFault`: replaces the filter's (its active faults still count
     /// against the filter's `max_active_faults` gauge).
     pub fault: Option<PerRoute<Arc<Fault>>>,
+    /// `LocalRateLimit`: replaces the filter's, with buckets of its own.
+    pub local_rate_limit: Option<PerRoute<Arc<LocalRateLimit>>>,
+    /// The route's and virtual host's `rate_limits` (the descriptors a
+    /// rate limit filter asks about).
+    pub rate_limits: Option<Arc<RouteRateLimits>>,
 }
 
 impl PerFilterConfig {
@@ -103,6 +111,10 @@ impl PerFilterConfig {
             csrf: self.csrf.or_else(|| vhost.csrf.clone()),
             compressor: self.compressor.or_else(|| vhost.compressor.clone()),
             fault: self.fault.or_else(|| vhost.fault.clone()),
+            local_rate_limit: self
+                .local_rate_limit
+                .or_else(|| vhost.local_rate_limit.clone()),
+            rate_limits: self.rate_limits.or_else(|| vhost.rate_limits.clone()),
         }
     }
 }

@@ -14,7 +14,7 @@ type Family = (
     &'static [(&'static str, ShardCounter)],
 );
 
-static FAMILIES: [Family; 6] = [
+static FAMILIES: [Family; 7] = [
     (
         "gateway_cors_total",
         "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
@@ -89,6 +89,17 @@ static FAMILIES: [Family; 6] = [
             ("failed_cluster_not_found", |s| &s.health_check.failed_cluster_not_found),
             ("failed_cluster_empty", |s| &s.health_check.failed_cluster_empty),
             ("failed_cluster_unhealthy", |s| &s.health_check.failed_cluster_unhealthy),
+        ],
+    ),
+    (
+        "gateway_local_rate_limit_total",
+        "Local rate limit: requests the filter was enabled for, within their limits (ok), past one (rate_limited; enforced: refused), past a shadow descriptor's.",
+        &[
+            ("enabled", |s| &s.local_rate_limit.enabled),
+            ("ok", |s| &s.local_rate_limit.ok),
+            ("rate_limited", |s| &s.local_rate_limit.rate_limited),
+            ("enforced", |s| &s.local_rate_limit.enforced),
+            ("shadow_mode", |s| &s.local_rate_limit.shadow_mode),
         ],
     ),
 ];

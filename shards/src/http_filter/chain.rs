@@ -19,6 +19,7 @@ pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
         HttpFilterConfig::Compressor(c) => Some(&**c),
         HttpFilterConfig::Fault(f) => Some(&**f),
         HttpFilterConfig::HealthCheck(h) => Some(&**h),
+        HttpFilterConfig::LocalRateLimit(l) => Some(&**l),
         HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
         HttpFilterConfig::Router => Some(&Router),

@@ -85,6 +85,8 @@ pub struct FilterCx<'a> {
     pub(crate) before_trailers: Option<bytes::Bytes>,
     /// The stream's response flag for the access log.
     pub(crate) flag: &'a mut &'static str,
+    /// The filters' per-connection states.
+    pub(crate) conn_states: &'a std::cell::RefCell<FilterStates>,
 }
 
 impl FilterCx<'_> {
@@ -105,6 +107,25 @@ impl FilterCx<'_> {
             states.resize_with(self.at + 1, || None);
         }
         states[self.at] = Some(Box::new(value));
+    }
+
+    /// This filter's state for this connection (made with `T::default()`
+    /// on first use, gone with the connection): what a filter keeps per
+    /// client connection, such as its own rate limit buckets.
+    pub fn with_conn_state<T: Any + Default, R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut states = self.conn_states.borrow_mut();
+        if states.len() <= self.at {
+            states.resize_with(self.at + 1, || None);
+        }
+        let slot = &mut states[self.at];
+        if !slot.as_ref().is_some_and(|s| s.is::<T>()) {
+            *slot = Some(Box::new(T::default()));
+        }
+        match slot.as_mut().and_then(|s| s.downcast_mut::<T>()) {
+            Some(state) => f(state),
+            // Put there just above.
+            None => f(&mut T::default()),
+        }
     }
 
     /// Marks the stream with an access log response flag (Envoy's, e.g.

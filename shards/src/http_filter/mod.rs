@@ -58,6 +58,7 @@ pub mod fault;
 mod head;
 pub(crate) mod header_mutation;
 pub mod health_check;
+pub mod local_rate_limit;
 mod reply;
 pub mod router;
 pub mod stateful_session;

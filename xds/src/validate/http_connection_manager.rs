@@ -24,6 +24,7 @@ use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor as PbDecompressor;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
 use crate::pb::envoy::extensions::filters::http::health_check::v3::HealthCheck as PbHealthCheck;
+use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
 use crate::pb::envoy::extensions::filters::http::router::v3::Router;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSession;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
@@ -411,6 +412,11 @@ fn edge_filter(
         engine::HttpFilterConfig::HealthCheck(Arc::new(super::health_check_filter::health_check(
             &h, &hpath,
         )?))
+    } else if type_name == PbLocalRateLimit::full_name() {
+        let (l, lpath) = unpack::<PbLocalRateLimit>(any, path)?;
+        engine::HttpFilterConfig::LocalRateLimit(Arc::new(
+            super::local_rate_limit::local_rate_limit(&l, &lpath)?,
+        ))
     } else if type_name == HttpFault::full_name() {
         let (f, fpath) = unpack::<HttpFault>(any, path)?;
         engine::HttpFilterConfig::Fault(Arc::new(super::fault::fault(&f, &fpath)?))

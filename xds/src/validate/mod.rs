@@ -19,6 +19,7 @@ mod health_check_filter;
 mod http_connection_manager;
 mod lb;
 mod listener;
+mod local_rate_limit;
 mod local_reply;
 mod mirror;
 mod node;

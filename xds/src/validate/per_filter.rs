@@ -10,6 +10,7 @@ use super::compressor::compressor_per_route;
 use super::cors::{cors_policy, legacy_cors_policy};
 use super::csrf::csrf_policy;
 use super::fault::fault;
+use super::local_rate_limit::local_rate_limit;
 use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
@@ -18,6 +19,7 @@ use crate::pb::envoy::extensions::filters::http::compressor::v3::CompressorPerRo
 use crate::pb::envoy::extensions::filters::http::cors::v3::CorsPolicy as PbCorsPolicy;
 use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy as PbCsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault as PbHttpFault;
+use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
 
 /// Where a `typed_per_filter_config` sits: CORS reads its levels together.
@@ -38,6 +40,7 @@ enum Kind {
     Csrf,
     Compressor,
     Fault,
+    LocalRateLimit,
 }
 
 impl Kind {
@@ -48,6 +51,7 @@ impl Kind {
             "envoy.filters.http.csrf" => Some(Self::Csrf),
             "envoy.filters.http.compressor" => Some(Self::Compressor),
             "envoy.filters.http.fault" => Some(Self::Fault),
+            "envoy.filters.http.local_ratelimit" => Some(Self::LocalRateLimit),
             _ => None,
         }
     }
@@ -63,6 +67,8 @@ impl Kind {
             Some(Self::Compressor)
         } else if name == PbHttpFault::full_name() {
             Some(Self::Fault)
+        } else if name == PbLocalRateLimit::full_name() {
+            Some(Self::LocalRateLimit)
         } else {
             None
         }
@@ -75,6 +81,7 @@ impl Kind {
             Self::Csrf => "CSRF",
             Self::Compressor => "compressor",
             Self::Fault => "fault",
+            Self::LocalRateLimit => "local rate limit",
         }
     }
 }
@@ -92,8 +99,8 @@ impl Kind {
 /// route tables are validated apart from listeners), so any key works,
 /// and at most one entry per filter kind is allowed:
 /// - `StatefulSessionPerRoute`, `cors.v3.CorsPolicy`, `csrf.v3.CsrfPolicy`,
-///   `CompressorPerRoute`, `fault.v3.HTTPFault` are validated by their
-///   filter;
+///   `CompressorPerRoute`, `fault.v3.HTTPFault`, `LocalRateLimit` are
+///   validated by their filter;
 /// - a `FilterConfig` with `disabled: true` disables its filter, named by
 ///   the key (Envoy's registered name) or by `config`'s type; `config` is
 ///   not otherwise looked at (as in Envoy). One that names no filter we
@@ -140,11 +147,15 @@ pub fn typed_per_filter_config(
                 Kind::Csrf => out.csrf = Some(PerRoute::Disabled),
                 Kind::Compressor => out.compressor = Some(PerRoute::Disabled),
                 Kind::Fault => out.fault = Some(PerRoute::Disabled),
+                Kind::LocalRateLimit => out.local_rate_limit = Some(PerRoute::Disabled),
             },
             Entry::Session(s) => out.stateful_session = Some(s),
             Entry::Cors(p) => cors = Some(PerRoute::Override(Arc::new(p))),
             Entry::Csrf(p) => out.csrf = Some(PerRoute::Override(Arc::new(p))),
             Entry::Fault(f) => out.fault = Some(PerRoute::Override(Arc::new(f))),
+            Entry::LocalRateLimit(l) => {
+                out.local_rate_limit = Some(PerRoute::Override(Arc::new(l)))
+            }
             Entry::Compressor(PerRoute::Disabled) => out.compressor = Some(PerRoute::Disabled),
             Entry::Compressor(PerRoute::Override(o)) => {
                 out.compressor = Some(PerRoute::Override(Arc::new(o)))
@@ -182,6 +193,7 @@ enum Entry {
     Csrf(engine::CsrfPolicy),
     Compressor(PerRoute<engine::CompressorOverrides>),
     Fault(engine::Fault),
+    LocalRateLimit(engine::LocalRateLimit),
 }
 
 /// One `typed_per_filter_config` entry: `None` when it is ignored.
@@ -234,6 +246,15 @@ fn config(
             let (p, ppath) = unpack::<PbCompressorPerRoute>(any, path)?;
             let c = compressor_per_route(&p, &ppath)?;
             Ok(Some((Kind::Compressor, Entry::Compressor(c))))
+        }
+        Some(Kind::LocalRateLimit) => {
+            let (l, lpath) = unpack::<PbLocalRateLimit>(any, path)?;
+            let l = local_rate_limit(&l, &lpath)?;
+            if l.bucket.is_none() {
+                // Envoy: a route's config has its own default bucket.
+                return Err(Error::invalid(lpath.field("token_bucket"), "required in a per-route config"));
+            }
+            Ok(Some((Kind::LocalRateLimit, Entry::LocalRateLimit(l))))
         }
         Some(Kind::Fault) => {
             let (f, fpath) = unpack::<PbHttpFault>(any, path)?;

@@ -12,6 +12,7 @@ use engine::{
 use super::common::{reject_set, timeout_or};
 use super::hash_policy::hash_policies;
 use super::header_mutation::header_mutation;
+use super::local_rate_limit::rate_limit_policies;
 use super::mirror::mirror_policies;
 use super::per_filter::{typed_per_filter_config, Level};
 use super::retry::{hedge_policy, retry_policy};
@@ -174,14 +175,7 @@ pub fn virtual_host(
     known_clusters: Option<&HashSet<String>>,
     table: &TableDefaults,
 ) -> Result<VirtualHost> {
-    reject_set!(
-        path,
-        vh,
-        require_tls,
-        virtual_clusters,
-        rate_limits,
-        matcher,
-    );
+    reject_set!(path, vh, require_tls, virtual_clusters, matcher,);
     super::common::metadata(vh.metadata.as_ref(), || path.clone())?;
     if vh.name.is_empty() {
         return Err(Error::invalid(path.field("name"), "required"));
@@ -258,11 +252,18 @@ pub fn virtual_host(
     .or(&table.per_filter);
     // Each route's own per-filter configs fill in from the virtual host's,
     // once here rather than per request.
+    let vh_limits: std::sync::Arc<[engine::RateLimitPolicy]> =
+        rate_limit_policies(&vh.rate_limits, &path.field("rate_limits"))?.into();
     let routes = routes
         .into_iter()
-        .map(|r| Route {
-            per_filter: r.per_filter.or(&per_filter),
-            ..r
+        .map(|mut r| {
+            if let Some(limits) = r.per_filter.rate_limits.as_mut() {
+                std::sync::Arc::make_mut(limits).virtual_host = std::sync::Arc::clone(&vh_limits);
+            }
+            Route {
+                per_filter: r.per_filter.or(&per_filter),
+                ..r
+            }
         })
         .collect();
     Ok(VirtualHost {
@@ -373,12 +374,21 @@ fn route(
             .map(|c| (c, path.field("route").field("cors"))),
         _ => None,
     };
-    let per_filter = typed_per_filter_config(
+    let mut per_filter = typed_per_filter_config(
         &r.typed_per_filter_config,
         &path.field("typed_per_filter_config"),
         Level::Route,
         legacy_cors,
     )?;
+    if let Some(pb::route::Action::Route(a)) = &r.action {
+        // The virtual host's list is filled in by `virtual_host`.
+        per_filter.rate_limits = Some(std::sync::Arc::new(engine::RouteRateLimits {
+            route: rate_limit_policies(&a.rate_limits, &path.field("route").field("rate_limits"))?
+                .into(),
+            virtual_host: Vec::new().into(),
+            include_vh: a.include_vh_rate_limits.unwrap_or(false),
+        }));
+    }
     let own = level_headers(
         path,
         &r.request_headers_to_add,
@@ -426,8 +436,6 @@ fn route_action(
         a,
         metadata_match,
         priority,
-        rate_limits,
-        include_vh_rate_limits,
         idle_timeout,
         internal_redirect_policy,
         max_stream_duration,

@@ -103,6 +103,9 @@ pub(crate) struct ConnCx {
     pub scheme: &'static [u8],
     /// What the connection manager puts on every response head.
     pub stamp: ResponseStamp,
+    /// The filters' per-connection state, by their position in the chain
+    /// (empty until a filter keeps some).
+    pub conn_states: std::cell::RefCell<crate::http_filter::FilterStates>,
 }
 
 impl ConnCx {
@@ -169,6 +172,7 @@ impl ConnCx {
             paused: None,
             before_trailers: None,
             flag: &mut s.flag,
+            conn_states: &self.conn_states,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
     }
@@ -296,6 +300,7 @@ impl Streams {
                 protocol,
                 scheme: if tls { b"https" } else { b"http" },
                 stamp,
+                conn_states: std::cell::RefCell::default(),
             },
             conn,
             table: AHashMap::default(),
