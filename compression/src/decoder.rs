@@ -28,6 +28,9 @@ pub struct Decoder {
     /// Bytes taken and made so far: the ratio is the stream's.
     total_in: u64,
     total_out: u64,
+    /// zstd: the last frame read ended (a body may hold several frames:
+    /// one ending is not the stream's end).
+    frame_ended: bool,
 }
 
 /// Output allowed beyond the ratio: the chunk that crosses it (Envoy
@@ -60,7 +63,11 @@ impl Decoder {
             ))),
             Coding::Zstd => {
                 let dict = params.dictionaries.first().map_or(&[][..], |d| &d[..]);
-                let d = zstd::stream::raw::Decoder::with_dictionary(dict)
+                let mut d = zstd::stream::raw::Decoder::with_dictionary(dict)
+                    .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
+                // RFC 9659: a zstd content coding's window is at most
+                // 8 MiB; a frame asking for more is refused, not obeyed.
+                d.set_parameter(zstd::stream::raw::DParameter::WindowLogMax(23))
                     .map_err(|e| DecodeError::Corrupt("zstd", e.to_string()))?;
                 Inner::Zstd(d)
             }
@@ -72,6 +79,7 @@ impl Decoder {
             done: false,
             total_in: 0,
             total_out: 0,
+            frame_ended: false,
         })
     }
 
@@ -100,7 +108,12 @@ impl Decoder {
     pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
         let name = self.coding().token();
         self.total_in += input.len() as u64;
-        let bound = (self.total_in * u64::from(self.ratio) + SLACK).saturating_sub(self.total_out);
+        // The stream's ratio, and this call's own: input that made no
+        // output (padding, empty blocks) does not buy one later chunk a
+        // larger expansion.
+        let stream = (self.total_in * u64::from(self.ratio) + SLACK).saturating_sub(self.total_out);
+        let call = (input.len() as u64 * u64::from(self.ratio)).max(self.chunk as u64);
+        let bound = stream.min(call);
         let base = out.len();
         let result = self.decode(input, out, bound, name);
         self.total_out += (out.len() - base) as u64;
@@ -169,7 +182,7 @@ impl Decoder {
 
     /// The body ended: an error if its stream did not.
     pub fn finish(&self) -> Result<(), DecodeError> {
-        match self.done {
+        match self.done || self.frame_ended {
             true => Ok(()),
             false => Err(DecodeError::Truncated(self.coding().token())),
         }
@@ -219,8 +232,13 @@ impl Decoder {
                 }
             }
             Inner::Zstd(d) => match d.run_on_buffers(input, out) {
-                // 0 left: a frame just ended.
-                Ok(st) => (st.bytes_read, Ok(st.bytes_written), st.remaining == 0),
+                // 0 left: a frame just ended; another may follow.
+                Ok(st) => {
+                    if st.bytes_read > 0 || st.bytes_written > 0 {
+                        self.frame_ended = st.remaining == 0;
+                    }
+                    (st.bytes_read, Ok(st.bytes_written), false)
+                }
                 Err(e) => (0, Err(DecodeError::Corrupt("zstd", e.to_string())), false),
             },
         }

@@ -1,4 +1,4 @@
-//! Streaming body codecs for the compressor and decompressor filters: gzip (zlib-rs), brotli and zstd encoders, and decoders whose output per input is bounded, so a small body cannot inflate into memory the gateway does not have.
+//! Streaming body codecs for the compressor and decompressor filters: gzip (zlib-rs), brotli and zstd encoders, and decoders whose output is held to a ratio of their input (per call and per stream), so a small body cannot inflate into memory the gateway does not have.
 //!
 //! An [`Encoder`] takes a body chunk by chunk and returns the encoded bytes
 //! it has so far; [`Encoder::finish`] ends the stream. A [`Decoder`] does

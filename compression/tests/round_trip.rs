@@ -184,3 +184,51 @@ fn tokens_name_codings_whatever_their_case() {
     assert_eq!(Coding::from_token(b"zstd"), Some(Coding::Zstd));
     assert_eq!(Coding::from_token(b"deflate"), None);
 }
+
+#[test]
+fn a_zstd_body_of_several_frames_decodes_whole() {
+    let p = EncoderParams::Zstd(ZstdParams::default());
+    let mut body = encode(&p, b"first frame, ", 100);
+    body.extend(encode(&p, b"second frame", 100));
+    assert_eq!(
+        decode(Coding::Zstd, &body, 7).unwrap(),
+        b"first frame, second frame"
+    );
+    // Cut inside the second frame: ended early.
+    let cut = &body[..body.len() - 3];
+    assert!(matches!(
+        decode(Coding::Zstd, cut, 7),
+        Err(DecodeError::Truncated(_))
+    ));
+}
+
+#[test]
+fn one_call_cannot_spend_what_earlier_input_did_not() {
+    // One gzip stream: 10 KB that does not compress (flushed, so where it
+    // ends is known), then 5 MiB of zeros.
+    let mut x: u32 = 1;
+    let noise: Vec<u8> = (0..10_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    let mut e = Encoder::new(&EncoderParams::Gzip(GzipParams::default())).unwrap();
+    let mut enc = Vec::new();
+    e.write(&noise, &mut enc).unwrap();
+    e.flush(&mut enc).unwrap();
+    let split = enc.len();
+    e.finish(&vec![0u8; 5 << 20], &mut enc).unwrap();
+    let mut d = Decoder::new(&DecoderParams::new(Coding::Gzip)).unwrap();
+    let mut out = Vec::new();
+    d.write(&enc[..split], &mut out).unwrap();
+    assert_eq!(out, noise);
+    // 50 bytes of zeros' code: the stream's ratio would allow a megabyte
+    // (100 × what came so far); the call is held to its own 50 bytes.
+    let mut more = Vec::new();
+    let e = d.write(&enc[split..split + 50], &mut more).unwrap_err();
+    assert!(matches!(e, DecodeError::RatioExceeded("gzip", 100)), "{e}");
+    assert!(more.len() <= 50 * 100 + 4096, "{}", more.len());
+}

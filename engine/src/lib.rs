@@ -21,6 +21,7 @@ pub mod outlier;
 pub mod override_host;
 pub mod path;
 pub mod rate_limit;
+pub mod rbac;
 pub mod redirect;
 pub mod retry;
 pub mod route;

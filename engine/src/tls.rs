@@ -401,7 +401,7 @@ mod tickets;
 mod upstream;
 use common::{provider_for, server_identity, trusted_as_is};
 pub use common::{CertificateSpec, TlsError, TlsVersion};
-pub use san::{SanMatcher, SanType};
+pub use san::{peer_identity, SanMatcher, SanType};
 pub use tickets::TICKET_KEY_LEN;
 pub use upstream::{UpstreamTls, UpstreamTlsSpec};
 

@@ -173,6 +173,11 @@ fn the_gzip_example_answers_as_envoy() {
     // The client's accept-encoding goes upstream unchanged.
     assert_eq!(j.header("x-seen-ae"), Some("gzip"));
 
+    // A request with a body: judged by its accept-encoding all the same.
+    let posted = h1_post(addr, "x", "/file.json", gz, &[b'x'; 70_000]);
+    assert_eq!(posted.header("content-encoding"), Some("gzip"));
+    assert_eq!(decode(Coding::Gzip, &posted.body), json(10_000));
+
     let t = h1_get(addr, "x", "/file.txt", gz);
     assert_eq!(t.header("content-encoding"), None);
     assert_eq!(t.header("vary"), None);
@@ -192,8 +197,8 @@ fn the_gzip_example_answers_as_envoy() {
 
     let (_, stats) = admin_get(admin, "/stats");
     for line in [
-        "gateway_compressor_total{outcome=\"compressed\"} 1\n",
-        "gateway_compressor_total{outcome=\"header_compressor_used\"} 1\n",
+        "gateway_compressor_total{outcome=\"compressed\"} 2\n",
+        "gateway_compressor_total{outcome=\"header_compressor_used\"} 2\n",
         "gateway_decompressor_total{outcome=\"request_decompressed\"} 1\n",
     ] {
         assert!(stats.contains(line), "{line}: {stats}");

@@ -158,6 +158,15 @@ fn the_cors_example_answers_as_envoy() {
         Some("http://foo.envoyproxy.io")
     );
 
+    // A request with a body (its head given back once the body went
+    // upstream) still gets the fields.
+    let posted = h1_post(addr, "x", "/cors/open", example, &[b'x'; 70_000]);
+    assert_eq!(posted.status, 200);
+    assert_eq!(
+        posted.header("access-control-allow-origin"),
+        Some("http://example.com")
+    );
+
     // Without Origin nothing is added.
     let plain = h1_get(addr, "x", "/cors/open", "");
     assert_eq!(plain.header("access-control-allow-origin"), None);

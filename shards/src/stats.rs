@@ -512,6 +512,16 @@ pub struct LocalRateLimitStats {
     pub shadow_mode: Counter,
 }
 
+/// The RBAC filters (Envoy's `rbac.*`), the HTTP filter's requests and
+/// the network filter's connections apart.
+#[derive(Debug, Default)]
+pub struct RbacStats {
+    pub allowed: Counter,
+    pub denied: Counter,
+    pub shadow_allowed: Counter,
+    pub shadow_denied: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -591,6 +601,8 @@ pub struct ShardStats {
     pub fault: FaultStats,
     pub health_check: HealthCheckStats,
     pub local_rate_limit: LocalRateLimitStats,
+    pub rbac: RbacStats,
+    pub network_rbac: RbacStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

@@ -11,6 +11,7 @@ use super::csrf::CsrfPolicy;
 use super::fault::Fault;
 use super::health_check_filter::HealthCheckFilter;
 use super::local_rate_limit::{LocalRateLimit, RouteRateLimits};
+use super::rbac_filter::RbacFilter;
 use super::session::{StatefulSession, StatefulSessionPerRoute};
 
 /// One entry of `http_filters`.
@@ -47,6 +48,8 @@ pub enum HttpFilterConfig {
     Fault(Arc<Fault>),
     /// `envoy.filters.http.local_ratelimit`.
     LocalRateLimit(Arc<LocalRateLimit>),
+    /// `envoy.filters.http.rbac`.
+    Rbac(Arc<RbacFilter>),
     /// `envoy.filters.http.compressor`.
     Compressor(Arc<Compressor>),
     /// `envoy.filters.http.decompressor`.
@@ -97,6 +100,8 @@ pub struct PerFilterConfig {
     /// The route's and virtual host's `rate_limits` (the descriptors a
     /// rate limit filter asks about).
     pub rate_limits: Option<Arc<RouteRateLimits>>,
+    /// `RBACPerRoute`: replaces the filter's rules (none: all allowed).
+    pub rbac: Option<PerRoute<Arc<RbacFilter>>>,
 }
 
 impl PerFilterConfig {
@@ -115,6 +120,7 @@ impl PerFilterConfig {
                 .local_rate_limit
                 .or_else(|| vhost.local_rate_limit.clone()),
             rate_limits: self.rate_limits.or_else(|| vhost.rate_limits.clone()),
+            rbac: self.rbac.or_else(|| vhost.rbac.clone()),
         }
     }
 }

@@ -74,6 +74,8 @@ pub struct FilterChain {
     /// `envoy.filters.network.tcp_proxy`: the chain moves bytes to a
     /// cluster instead of serving HTTP.
     pub tcp_proxy: Option<Arc<super::tcp_proxy::TcpProxy>>,
+    /// `envoy.filters.network.rbac` ahead of it: who may connect.
+    pub rbac: Option<Arc<super::rbac_filter::NetworkRbac>>,
 }
 
 impl Listener {
@@ -93,6 +95,7 @@ impl Listener {
             tls,
             http,
             tcp_proxy: None,
+            rbac: None,
         };
         let table = ChainTable::build(&[&chain.filter_chain_match])
             .expect("a single chain overlaps nothing");

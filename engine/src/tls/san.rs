@@ -152,3 +152,46 @@ mod tests {
         assert!(!accepts(&any, &CertificateDer::from(vec![1, 2, 3])));
     }
 }
+
+/// Who a client certificate (DER) names: its URI and DNS SANs and its
+/// subject; `None` for one that cannot be parsed.
+pub fn peer_identity(cert: &[u8]) -> Option<crate::rbac::PeerIdentity> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert).ok()?;
+    let mut id = crate::rbac::PeerIdentity {
+        subject: parsed.subject().to_string(),
+        ..Default::default()
+    };
+    if let Ok(Some(san)) = parsed.subject_alternative_name() {
+        for name in &san.value.general_names {
+            match name {
+                GeneralName::URI(u) => id.uri_sans.push((*u).to_owned()),
+                GeneralName::DNSName(d) => id.dns_sans.push((*d).to_owned()),
+                _ => {}
+            }
+        }
+    }
+    Some(id)
+}
+
+#[cfg(test)]
+mod identity_tests {
+    #[test]
+    fn a_client_certificate_names_its_sans_and_subject() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["client.example".to_string()]).unwrap();
+        params.subject_alt_names.push(rcgen::SanType::URI(
+            "spiffe://cluster.local/ns/web/sa/frontend"
+                .try_into()
+                .unwrap(),
+        ));
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "frontend");
+        let cert = params.self_signed(&key).unwrap();
+        let id = super::peer_identity(cert.der()).unwrap();
+        assert_eq!(id.uri_sans, ["spiffe://cluster.local/ns/web/sa/frontend"]);
+        assert_eq!(id.dns_sans, ["client.example"]);
+        assert_eq!(id.subject, "CN=frontend");
+        assert!(super::peer_identity(b"not a certificate").is_none());
+    }
+}

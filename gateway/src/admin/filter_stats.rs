@@ -14,7 +14,7 @@ type Family = (
     &'static [(&'static str, ShardCounter)],
 );
 
-static FAMILIES: [Family; 7] = [
+static FAMILIES: [Family; 9] = [
     (
         "gateway_cors_total",
         "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
@@ -100,6 +100,26 @@ static FAMILIES: [Family; 7] = [
             ("rate_limited", |s| &s.local_rate_limit.rate_limited),
             ("enforced", |s| &s.local_rate_limit.enforced),
             ("shadow_mode", |s| &s.local_rate_limit.shadow_mode),
+        ],
+    ),
+    (
+        "gateway_rbac_total",
+        "RBAC HTTP filter: requests its rules allowed or denied, and what its shadow rules would have done.",
+        &[
+            ("allowed", |s| &s.rbac.allowed),
+            ("denied", |s| &s.rbac.denied),
+            ("shadow_allowed", |s| &s.rbac.shadow_allowed),
+            ("shadow_denied", |s| &s.rbac.shadow_denied),
+        ],
+    ),
+    (
+        "gateway_network_rbac_total",
+        "RBAC network filter: connections its rules allowed or denied (closed), and what its shadow rules would have done.",
+        &[
+            ("allowed", |s| &s.network_rbac.allowed),
+            ("denied", |s| &s.network_rbac.denied),
+            ("shadow_allowed", |s| &s.network_rbac.shadow_allowed),
+            ("shadow_denied", |s| &s.network_rbac.shadow_denied),
         ],
     ),
 ];

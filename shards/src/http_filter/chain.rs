@@ -20,6 +20,7 @@ pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
         HttpFilterConfig::Fault(f) => Some(&**f),
         HttpFilterConfig::HealthCheck(h) => Some(&**h),
         HttpFilterConfig::LocalRateLimit(l) => Some(&**l),
+        HttpFilterConfig::Rbac(r) => Some(&**r),
         HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
         HttpFilterConfig::Router => Some(&Router),

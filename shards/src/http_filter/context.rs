@@ -21,6 +21,8 @@ pub struct ConnInfo<'a> {
     pub local: SocketAddr,
     /// The TLS server name the client asked for.
     pub sni: Option<&'a str>,
+    /// Who the client's certificate names (mTLS), if it presented one.
+    pub peer_identity: Option<&'a engine::rbac::PeerIdentity>,
     /// `HTTP/1.1` or `HTTP/2`.
     pub protocol: &'static str,
     /// `https` over TLS, else `http`.

@@ -16,8 +16,9 @@ use super::{FilterCx, Flow, HttpFilter, Reply, RequestFlow, RequestHead, Respons
 pub struct Cors;
 
 /// The stream's state: a cross-origin request whose response gets the
-/// `access-control-*` fields.
-struct CorsRequest;
+/// `access-control-*` fields, with its origin (kept: the request's head
+/// may be gone by the response, once its body went upstream).
+struct CorsRequest(Vec<u8>);
 
 /// The route's policy levels, read field by field.
 struct Policy<'a>(&'a CorsPolicies);
@@ -118,7 +119,7 @@ impl HttpFilter for Cors {
                 .is_some_and(|m| !m.is_empty());
         if !preflight || (!allowed && policy.forward_not_matching_preflights()) {
             if allowed {
-                cx.set_state(CorsRequest);
+                cx.set_state(CorsRequest(origin.to_vec()));
             }
             return RequestFlow::Continue;
         }
@@ -167,16 +168,16 @@ impl HttpFilter for Cors {
     }
 
     fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
-        if cx.state::<CorsRequest>().is_none() {
-            return Flow::Continue;
-        }
-        let (Some(route), Some(request)) = (cx.route, cx.request) else {
+        let Some(route) = cx.route else {
             return Flow::Continue;
         };
+        let Some(CorsRequest(origin)) = cx.state::<CorsRequest>() else {
+            return Flow::Continue;
+        };
+        // A reply may replace this head and come here again: kept.
+        let origin = origin.clone();
         let policy = Policy(&route.per_filter.cors);
-        if let Some(origin) = request.get(b"origin") {
-            let _ = head.set(b"access-control-allow-origin", origin);
-        }
+        let _ = head.set(b"access-control-allow-origin", &origin);
         if policy.allow_credentials() {
             let _ = head.set(b"access-control-allow-credentials", b"true");
         }

@@ -16,8 +16,14 @@ const ABORT_PERCENT_HEADER: &[u8] = b"x-envoy-fault-abort-request-percentage";
 const NODE_HEADER: &str = "x-envoy-downstream-service-node";
 
 /// The stream holds one of the filter's active faults until it ends (its
-/// state dropped), counted in the filter's gauge and the shard's.
-struct Active(Arc<AtomicU64>, Arc<crate::stats::ShardStats>);
+/// state dropped), counted in the filter's gauge and the shard's; and its
+/// delay's timer, cancelled with it (a stream that ends while delayed
+/// leaves no task behind).
+struct Active(
+    Arc<AtomicU64>,
+    Arc<crate::stats::ShardStats>,
+    Option<glommio::Task<()>>,
+);
 
 fn number<T: std::str::FromStr>(v: Option<&[u8]>) -> Option<T> {
     std::str::from_utf8(v?).ok()?.trim().parse().ok()
@@ -139,16 +145,22 @@ impl HttpFilter for Fault {
         let stats = &cx.shard.stats.fault;
         // The filter's gauge, whichever config decided (Envoy's).
         let active = &self.active;
-        if config
-            .max_active_faults
-            .is_some_and(|max| active.load(Ordering::Relaxed) >= u64::from(max))
-        {
+        let max = config.max_active_faults.map_or(u64::MAX, u64::from);
+        // Checked and taken as one step: shards racing for the last slot
+        // cannot both have it.
+        let taken = active.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < max).then_some(n + 1)
+        });
+        if taken.is_err() {
             stats.faults_overflow.inc();
             return RequestFlow::Continue;
         }
-        active.fetch_add(1, Ordering::Relaxed);
         stats.active.inc();
-        cx.set_state(Active(Arc::clone(active), Arc::clone(&cx.shard.stats)));
+        cx.set_state(Active(
+            Arc::clone(active),
+            Arc::clone(&cx.shard.stats),
+            None,
+        ));
         let grpc = cx.grpc;
         let Some(delay) = delay else {
             stats.aborts_injected.inc();
@@ -160,14 +172,16 @@ impl HttpFilter for Fault {
         }
         cx.set_flag("DI");
         let resume = cx.pause();
-        glommio::spawn_local(async move {
+        let timer = glommio::spawn_local(async move {
             glommio::timer::sleep(delay).await;
             match abort {
                 Some(a) => resume.reply(abort_reply(a, grpc, "DI,FI")),
                 None => resume.resume(),
             }
-        })
-        .detach();
+        });
+        if let Some(state) = cx.state::<Active>() {
+            state.2 = Some(timer);
+        }
         RequestFlow::Pause
     }
 }

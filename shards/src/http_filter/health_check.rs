@@ -103,12 +103,9 @@ impl HttpFilter for HealthCheckFilter {
                 let now = (cx.now.saturating_duration_since(cache.born).as_nanos()
                     / period.as_nanos().max(1)) as u64
                     + 1;
-                let seen = cache.period.load(Ordering::Relaxed);
-                let first = seen != now
-                    && cache
-                        .period
-                        .compare_exchange(seen, now, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok();
+                // Periods only move forward: a connection whose clock
+                // reading is older cannot take a period back.
+                let first = cache.period.fetch_max(now, Ordering::Relaxed) < now;
                 let status = cache.status.load(Ordering::Relaxed) as u16;
                 if !first && status != 0 {
                     stats.cached_response.inc();

@@ -59,6 +59,7 @@ mod head;
 pub(crate) mod header_mutation;
 pub mod health_check;
 pub mod local_rate_limit;
+pub mod rbac;
 mod reply;
 pub mod router;
 pub mod stateful_session;

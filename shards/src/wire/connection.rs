@@ -174,6 +174,9 @@ impl Connection {
         let peer = tcp
             .peer_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let local = tcp
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let cfg = shard.snapshot().listener(listener).map(Arc::clone)?;
         let shutdown = wire.shutdown.subscribe();
         let mut rb = ReadBuf::default();
@@ -189,6 +192,25 @@ impl Connection {
             local_port,
         } = opened?;
         let chain = cfg.chains().nth(position)?;
+        let identity = tcp.peer_identity();
+        if let Some(rbac) = &chain.rbac {
+            // The chain's network RBAC filter: judged once, as the
+            // connection opens (its addresses, server name and
+            // certificate do not change after).
+            let input = crate::http_filter::rbac::Connection {
+                local,
+                peer,
+                sni: tcp.server_name().or(sni.as_deref()),
+                identity: identity.as_deref(),
+            };
+            let stats = &shard.stats.network_rbac;
+            if !crate::http_filter::rbac::judge(&rbac.filter, &input, stats) {
+                if let Some(delay) = rbac.delay_deny {
+                    glommio::timer::sleep(delay).await;
+                }
+                return None;
+            }
+        }
         let conn = match serving {
             Serving::Http(conn) => conn,
             Serving::Tcp(proxy) => {
@@ -212,7 +234,14 @@ impl Connection {
         // check): it is answered once and told, not closed as idle.
         let lifecycle = Lifecycle::new(Limits::of(&chain.http), Instant::now(), drains.any_fired());
         let sni = tcp.server_name().map(Box::from);
-        let streams = Streams::new(wire, conn, (peer, local_port), &cfg, position, sni);
+        let streams = Streams::new(
+            wire,
+            conn,
+            (peer, local_port),
+            &cfg,
+            position,
+            (sni, identity),
+        );
         let unseen = rb.buf.len();
         Some(Opening::Http(Self {
             wire: Rc::clone(wire),

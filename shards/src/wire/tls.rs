@@ -32,6 +32,18 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// Who the client's certificate names, when it presented one (the
+    /// chain asked for it and it verified).
+    pub fn peer_identity(&self) -> Option<std::sync::Arc<engine::rbac::PeerIdentity>> {
+        match self {
+            Transport::Tls(t) => {
+                let cert = t.get_ref().1.peer_certificates()?.first()?;
+                engine::tls::peer_identity(cert.as_ref()).map(std::sync::Arc::new)
+            }
+            Transport::Plain(_) | Transport::TlsClient(_) => None,
+        }
+    }
+
     /// The server name (SNI) a TLS client asked for.
     pub fn server_name(&self) -> Option<&str> {
         match self {

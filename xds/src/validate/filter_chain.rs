@@ -17,6 +17,7 @@ use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::listener::v3 as pb;
 use crate::pb::envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector as PbTlsInspector;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
+use crate::pb::envoy::extensions::filters::network::rbac::v3::Rbac as NetworkRbac;
 use crate::pb::envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
 
 /// Envoy's name for the TLS inspector listener filter.
@@ -182,19 +183,30 @@ fn filter_chain(
         .as_ref()
         .map(|ts| super::tls::transport_socket(ts, &path.field("transport_socket")))
         .transpose()?;
-    if fc.filters.len() != 1 {
-        return Err(Error::invalid(
-            path.field("filters"),
-            format!(
-                "exactly one filter ({} or {}) is supported, got {}",
-                hcm::HttpConnectionManager::NAME,
-                TcpProxy::NAME,
-                fc.filters.len()
-            ),
-        ));
-    }
-    let filter = &fc.filters[0];
-    let fpath = path.field("filters").index(0);
+    // An RBAC network filter may come first; then the terminal filter.
+    let (rbac, terminal) = match fc.filters.len() {
+        2 => (
+            Some(network_rbac_filter(
+                &fc.filters[0],
+                &path.field("filters").index(0),
+            )?),
+            1,
+        ),
+        1 => (None, 0),
+        n => {
+            return Err(Error::invalid(
+                path.field("filters"),
+                format!(
+                    "one filter ({} or {}), after an optional {}, is supported; got {n}",
+                    hcm::HttpConnectionManager::NAME,
+                    TcpProxy::NAME,
+                    NetworkRbac::NAME,
+                ),
+            ))
+        }
+    };
+    let filter = &fc.filters[terminal];
+    let fpath = path.field("filters").index(terminal);
     let any = match &filter.config_type {
         Some(pb::filter::ConfigType::TypedConfig(any)) => any,
         Some(pb::filter::ConfigType::ConfigDiscovery(_)) => {
@@ -237,7 +249,33 @@ fn filter_chain(
         tls,
         http,
         tcp_proxy,
+        rbac,
     })
+}
+
+/// The first of two network filters: it must be an RBAC filter.
+fn network_rbac_filter(filter: &pb::Filter, path: &Path) -> Result<Arc<engine::NetworkRbac>> {
+    let any = match &filter.config_type {
+        Some(pb::filter::ConfigType::TypedConfig(any)) => any,
+        Some(pb::filter::ConfigType::ConfigDiscovery(_)) => {
+            return Err(Error::unsupported(path.field("config_discovery")))
+        }
+        None => return Err(Error::invalid(path.field("typed_config"), "required")),
+    };
+    let tpath = path.field("typed_config");
+    if any_type_name(any, &tpath)? != NetworkRbac::full_name() {
+        return Err(Error::unsupported_msg(
+            tpath.clone(),
+            format!(
+                "network filter {:?} ({}) is not supported ahead of the terminal filter; only {} is",
+                filter.name,
+                any_type_url(any, &tpath)?,
+                NetworkRbac::type_url()
+            ),
+        ));
+    }
+    let (r, rpath) = unpack::<NetworkRbac>(any, &tpath)?;
+    Ok(Arc::new(super::rbac::network_rbac(&r, &rpath)?))
 }
 
 /// The connection manager a `tcp_proxy` chain carries: no routes, the

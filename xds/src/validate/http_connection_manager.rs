@@ -25,6 +25,7 @@ use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor 
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
 use crate::pb::envoy::extensions::filters::http::health_check::v3::HealthCheck as PbHealthCheck;
 use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
+use crate::pb::envoy::extensions::filters::http::rbac::v3::Rbac as PbRbac;
 use crate::pb::envoy::extensions::filters::http::router::v3::Router;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSession;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
@@ -412,6 +413,9 @@ fn edge_filter(
         engine::HttpFilterConfig::HealthCheck(Arc::new(super::health_check_filter::health_check(
             &h, &hpath,
         )?))
+    } else if type_name == PbRbac::full_name() {
+        let (r, rpath) = unpack::<PbRbac>(any, path)?;
+        engine::HttpFilterConfig::Rbac(Arc::new(super::rbac::http_rbac(&r, &rpath)?))
     } else if type_name == PbLocalRateLimit::full_name() {
         let (l, lpath) = unpack::<PbLocalRateLimit>(any, path)?;
         engine::HttpFilterConfig::LocalRateLimit(Arc::new(

@@ -25,6 +25,7 @@ mod mirror;
 mod node;
 mod outlier;
 mod per_filter;
+mod rbac;
 mod retry;
 mod route;
 mod route_match;

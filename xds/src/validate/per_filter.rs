@@ -11,6 +11,7 @@ use super::cors::{cors_policy, legacy_cors_policy};
 use super::csrf::csrf_policy;
 use super::fault::fault;
 use super::local_rate_limit::local_rate_limit;
+use super::rbac::http_rbac_per_route;
 use super::session::stateful_session_per_route;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
@@ -20,6 +21,7 @@ use crate::pb::envoy::extensions::filters::http::cors::v3::CorsPolicy as PbCorsP
 use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy as PbCsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault as PbHttpFault;
 use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
+use crate::pb::envoy::extensions::filters::http::rbac::v3::RbacPerRoute as PbRbacPerRoute;
 use crate::pb::envoy::extensions::filters::http::stateful_session::v3::StatefulSessionPerRoute as PbSessionPerRoute;
 
 /// Where a `typed_per_filter_config` sits: CORS reads its levels together.
@@ -41,6 +43,7 @@ enum Kind {
     Compressor,
     Fault,
     LocalRateLimit,
+    Rbac,
 }
 
 impl Kind {
@@ -52,6 +55,7 @@ impl Kind {
             "envoy.filters.http.compressor" => Some(Self::Compressor),
             "envoy.filters.http.fault" => Some(Self::Fault),
             "envoy.filters.http.local_ratelimit" => Some(Self::LocalRateLimit),
+            "envoy.filters.http.rbac" => Some(Self::Rbac),
             _ => None,
         }
     }
@@ -69,6 +73,8 @@ impl Kind {
             Some(Self::Fault)
         } else if name == PbLocalRateLimit::full_name() {
             Some(Self::LocalRateLimit)
+        } else if name == PbRbacPerRoute::full_name() {
+            Some(Self::Rbac)
         } else {
             None
         }
@@ -82,6 +88,7 @@ impl Kind {
             Self::Compressor => "compressor",
             Self::Fault => "fault",
             Self::LocalRateLimit => "local rate limit",
+            Self::Rbac => "RBAC",
         }
     }
 }
@@ -99,8 +106,8 @@ impl Kind {
 /// route tables are validated apart from listeners), so any key works,
 /// and at most one entry per filter kind is allowed:
 /// - `StatefulSessionPerRoute`, `cors.v3.CorsPolicy`, `csrf.v3.CsrfPolicy`,
-///   `CompressorPerRoute`, `fault.v3.HTTPFault`, `LocalRateLimit` are
-///   validated by their filter;
+///   `CompressorPerRoute`, `fault.v3.HTTPFault`, `LocalRateLimit`,
+///   `RBACPerRoute` are validated by their filter;
 /// - a `FilterConfig` with `disabled: true` disables its filter, named by
 ///   the key (Envoy's registered name) or by `config`'s type; `config` is
 ///   not otherwise looked at (as in Envoy). One that names no filter we
@@ -148,11 +155,13 @@ pub fn typed_per_filter_config(
                 Kind::Compressor => out.compressor = Some(PerRoute::Disabled),
                 Kind::Fault => out.fault = Some(PerRoute::Disabled),
                 Kind::LocalRateLimit => out.local_rate_limit = Some(PerRoute::Disabled),
+                Kind::Rbac => out.rbac = Some(PerRoute::Disabled),
             },
             Entry::Session(s) => out.stateful_session = Some(s),
             Entry::Cors(p) => cors = Some(PerRoute::Override(Arc::new(p))),
             Entry::Csrf(p) => out.csrf = Some(PerRoute::Override(Arc::new(p))),
             Entry::Fault(f) => out.fault = Some(PerRoute::Override(Arc::new(f))),
+            Entry::Rbac(r) => out.rbac = Some(PerRoute::Override(Arc::new(r))),
             Entry::LocalRateLimit(l) => {
                 out.local_rate_limit = Some(PerRoute::Override(Arc::new(l)))
             }
@@ -194,6 +203,7 @@ enum Entry {
     Compressor(PerRoute<engine::CompressorOverrides>),
     Fault(engine::Fault),
     LocalRateLimit(engine::LocalRateLimit),
+    Rbac(engine::RbacFilter),
 }
 
 /// One `typed_per_filter_config` entry: `None` when it is ignored.
@@ -246,6 +256,10 @@ fn config(
             let (p, ppath) = unpack::<PbCompressorPerRoute>(any, path)?;
             let c = compressor_per_route(&p, &ppath)?;
             Ok(Some((Kind::Compressor, Entry::Compressor(c))))
+        }
+        Some(Kind::Rbac) => {
+            let (r, rpath) = unpack::<PbRbacPerRoute>(any, path)?;
+            Ok(Some((Kind::Rbac, Entry::Rbac(http_rbac_per_route(&r, &rpath)?))))
         }
         Some(Kind::LocalRateLimit) => {
             let (l, lpath) = unpack::<PbLocalRateLimit>(any, path)?;

@@ -14,6 +14,9 @@ struct Decoding {
 
 #[derive(Default)]
 struct Streams {
+    /// A HEAD request, a CONNECT or an upgrade: no body to decode (or a
+    /// tunnel).
+    no_body: bool,
     request: Option<Decoding>,
     response: Option<Decoding>,
 }
@@ -64,15 +67,31 @@ impl HttpFilter for Decompressor {
     fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
         let stats = &cx.shard.stats.decompressor;
         let token = self.library.coding.token().as_bytes();
+        let method = head.get(b":method").unwrap_or_default();
+        let tunnel = method == b"CONNECT" || head.get(b"upgrade").is_some();
+        if tunnel || method == b"HEAD" {
+            cx.set_state(Streams {
+                no_body: true,
+                ..Streams::default()
+            });
+        }
+        if tunnel {
+            return RequestFlow::Continue;
+        }
         if self.response.enabled && self.advertise_accept_encoding {
             // The upstream may answer in this coding: it is decoded here.
-            let current = head.get(b"accept-encoding").map(<[u8]>::to_vec);
-            match current {
+            // Several fields are one list (Envoy joins them).
+            let has = |v: &[u8]| v.split(|&b| b == b',').any(|t| t.trim_ascii() == token);
+            match head.get(b"accept-encoding") {
                 None => {
                     let _ = head.set(b"accept-encoding", token);
                 }
-                Some(v) if v.split(|&b| b == b',').any(|t| t.trim_ascii() == token) => {}
-                Some(mut v) => {
+                Some(_) if head.get_all(b"accept-encoding").any(has) => {}
+                Some(_) => {
+                    let mut v = head
+                        .get_all(b"accept-encoding")
+                        .collect::<Vec<_>>()
+                        .join(&b","[..]);
                     v.push(b',');
                     v.extend_from_slice(token);
                     let _ = head.set(b"accept-encoding", &v);
@@ -104,7 +123,7 @@ impl HttpFilter for Decompressor {
         stats.request_decompressed.inc();
         cx.set_state(Streams {
             request: Some(decoding),
-            response: None,
+            ..Streams::default()
         });
         RequestFlow::Continue
     }
@@ -119,7 +138,13 @@ impl HttpFilter for Decompressor {
 
     fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
         let stats = &cx.shard.stats.decompressor;
-        if !self.response.enabled || head.end_stream() || head.is_local() {
+        let no_body = cx.state::<Streams>().is_some_and(|s| s.no_body);
+        if !self.response.enabled
+            || head.end_stream()
+            || head.is_local()
+            || no_body
+            || matches!(head.status(), 101 | 204 | 304)
+        {
             return Flow::Continue;
         }
         let encoding = head.get(b"content-encoding").map(<[u8]>::to_vec);
@@ -145,8 +170,8 @@ impl HttpFilter for Decompressor {
         match cx.state::<Streams>() {
             Some(s) => s.response = Some(decoding),
             None => cx.set_state(Streams {
-                request: None,
                 response: Some(decoding),
+                ..Streams::default()
             }),
         }
         Flow::Continue

@@ -11,15 +11,21 @@ pub mod negotiate;
 
 use bytes::Bytes;
 use engine::{Coding, Compressor, CompressorOverrides, EncoderParams, PerRoute};
-use h2wire::message::HeaderList;
 
 use super::{FilterCx, Flow, HttpFilter, RequestFlow, RequestHead, ResponseHead, Trailers};
 use crate::stats::CompressorStats;
 use negotiate::{Candidate, Decision};
 
-/// What the filter keeps per stream: the encoders at work.
+/// What the filter keeps per stream: what the response will be judged
+/// by (the request's head may be gone by then, once its body went
+/// upstream), and the encoders at work.
 #[derive(Default)]
 struct Streams {
+    /// The request's `accept-encoding` values, joined (`None`: none).
+    accept: Option<Vec<u8>>,
+    /// A HEAD request, a CONNECT or an upgrade: the response has no body
+    /// to compress (or is a tunnel).
+    no_body: bool,
     request: Option<compression::Encoder>,
     response: Option<compression::Encoder>,
 }
@@ -124,16 +130,13 @@ fn candidates(
 /// What the request's `accept-encoding` decides, counted.
 fn negotiate(
     c: &Compressor,
-    request: Option<&HeaderList>,
+    accept: Option<&[u8]>,
     content_type: Option<&[u8]>,
     over: Option<&CompressorOverrides>,
     stats: &CompressorStats,
 ) -> Decision {
-    let values: Option<smallvec::SmallVec<[&[u8]; 2]>> = request
-        .filter(|r| r.get(b"accept-encoding").is_some())
-        .map(|r| r.get_all(b"accept-encoding").collect());
     let decision = negotiate::decide(
-        values.as_ref().map(|v| v.iter().copied()),
+        accept.map(std::iter::once),
         &candidates(c, content_type, over),
     );
     let mine = coding_on(c, over);
@@ -162,6 +165,20 @@ impl HttpFilter for Compressor {
         let Some(over) = per_route(cx) else {
             return RequestFlow::Continue;
         };
+        // What the response is judged by, kept now: several fields are
+        // read as one list, as Envoy joins them.
+        let accept = head.get(b"accept-encoding").map(|_| {
+            let values: Vec<&[u8]> = head.get_all(b"accept-encoding").collect();
+            values.join(&b","[..])
+        });
+        let method = head.get(b":method").unwrap_or_default();
+        let no_body = method == b"HEAD" || method == b"CONNECT" || head.get(b"upgrade").is_some();
+        cx.set_state(Streams {
+            accept,
+            no_body,
+            request: None,
+            response: None,
+        });
         let stats = &cx.shard.stats.compressor;
         let remove = over
             .and_then(|o| o.remove_accept_encoding_header)
@@ -185,6 +202,7 @@ impl HttpFilter for Compressor {
             stats.request_content_length_too_small.inc();
         }
         let compress = long_enough
+            && !no_body
             && !head.end_stream()
             && head.get(b"content-encoding").is_none()
             && type_allowed(&req.content_types, head.get(b"content-type"));
@@ -199,10 +217,9 @@ impl HttpFilter for Compressor {
         let _ = head.remove(b"content-length");
         let _ = head.set(b"content-encoding", encoder.coding().token().as_bytes());
         stats.request_compressed.inc();
-        cx.set_state(Streams {
-            request: Some(encoder),
-            response: None,
-        });
+        if let Some(s) = cx.state::<Streams>() {
+            s.request = Some(encoder);
+        }
         RequestFlow::Continue
     }
 
@@ -252,6 +269,10 @@ impl HttpFilter for Compressor {
             // through the filters).
             return Flow::Continue;
         }
+        let (accept, no_body) = match cx.state::<Streams>() {
+            Some(s) => (s.accept.take(), s.no_body),
+            None => (None, false),
+        };
         let stats = &cx.shard.stats.compressor;
         let config = &self.response;
         let enabled = config.common.enabled || over.is_some_and(|o| o.response_enabled);
@@ -287,8 +308,10 @@ impl HttpFilter for Compressor {
         if refusal == Some(Refusal::EtagNotAllowed) {
             stats.not_compressed_etag.inc();
         }
-        // 101: a tunnel, not a body.
+        // 101 and CONNECT: a tunnel, not a body.
         let compressible = refusal.is_none() && !encoded && head.status() != 101;
+        // HEAD, 204, 304: no body, whatever the framing says.
+        let bodyless = head.end_stream() || no_body || matches!(head.status(), 204 | 304);
         let mine = coding_on(self, over);
         let status_line = |head: &mut ResponseHead<'_>, what: &str| {
             if config.status_header {
@@ -296,8 +319,8 @@ impl HttpFilter for Compressor {
                 let _ = head.append(b"x-envoy-compression-status", v.as_bytes());
             }
         };
-        if head.end_stream() {
-            if compressible {
+        if bodyless {
+            if compressible && !matches!(head.status(), 101) {
                 add_vary(head);
             }
             stats.not_compressed.inc();
@@ -309,7 +332,13 @@ impl HttpFilter for Compressor {
         }
         if long_enough {
             // Counted before the remaining checks, as Envoy counts it.
-            let decision = negotiate(self, cx.request, content_type.as_deref(), over, stats);
+            let decision = negotiate(
+                self,
+                accept.as_deref(),
+                content_type.as_deref(),
+                over,
+                stats,
+            );
             if let Some(r) = refusal {
                 status_line(head, &format!("{r:?}"));
                 stats.not_compressed.inc();
@@ -350,12 +379,8 @@ impl HttpFilter for Compressor {
             let _ = head.append(b"x-envoy-compression-status", v.as_bytes());
         }
         stats.compressed.inc();
-        match cx.state::<Streams>() {
-            Some(s) => s.response = Some(encoder),
-            None => cx.set_state(Streams {
-                request: None,
-                response: Some(encoder),
-            }),
+        if let Some(s) = cx.state::<Streams>() {
+            s.response = Some(encoder);
         }
         Flow::Continue
     }

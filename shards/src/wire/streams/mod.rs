@@ -11,6 +11,7 @@
 mod dispatch;
 mod forward;
 mod hedge;
+mod held;
 mod local_reply;
 mod mirror;
 mod outcome;
@@ -97,6 +98,8 @@ pub(crate) struct ConnCx {
     pub logs: LogTargets,
     /// The TLS server name the client asked for.
     pub sni: Option<Box<str>>,
+    /// Who the client's certificate names (mTLS), if it presented one.
+    pub peer_identity: Option<Arc<engine::rbac::PeerIdentity>>,
     /// `HTTP/1.1` or `HTTP/2`.
     pub protocol: &'static str,
     /// `https` over TLS, else `http`: what `x-forwarded-proto` says.
@@ -154,6 +157,7 @@ impl ConnCx {
                 peer: self.peer,
                 local: self.listener.address,
                 sni: self.sni.as_deref(),
+                peer_identity: self.peer_identity.as_deref(),
                 protocol: self.protocol,
                 scheme: self.scheme,
                 forwarded_proto: s.xfp,
@@ -274,7 +278,7 @@ impl Streams {
         (peer, local_port): (SocketAddr, u16),
         listener: &Arc<Listener>,
         chain: usize,
-        sni: Option<Box<str>>,
+        (sni, peer_identity): (Option<Box<str>>, Option<Arc<engine::rbac::PeerIdentity>>),
     ) -> Self {
         let (chain_id, logs, tls, stamp) = match listener.chains().nth(chain) {
             Some(c) => (
@@ -297,6 +301,7 @@ impl Streams {
                 chain_hint: chain,
                 logs,
                 sni,
+                peer_identity,
                 protocol,
                 scheme: if tls { b"https" } else { b"http" },
                 stamp,

@@ -255,34 +255,6 @@ impl Streams {
         }
     }
 
-    /// Body chunks (and trailers) that came before the stream passed the
-    /// router (a filter had paused it) go through the body hooks now, in
-    /// order. `Err`: a filter answered, and the stream is over.
-    fn filter_held_body(&mut self, stream: u32) -> Result<(), ()> {
-        let now = self.now;
-        let Some(s) = self.table.get_mut(&stream) else {
-            return Err(());
-        };
-        let mut req = std::mem::take(&mut s.req);
-        let answer = self
-            .cx
-            .filters(s, stream, now, false, |f, cx| {
-                req.iter_mut().find_map(|item| match item {
-                    Item::Data { data, end, .. } => chain::request_body(f, cx, data, *end),
-                    Item::Trailers(t) => chain::request_trailers(f, cx, t),
-                })
-            })
-            .flatten();
-        s.req = req;
-        match answer {
-            Some(r) => {
-                self.fail_with(stream, r, None);
-                Err(())
-            }
-            None => Ok(()),
-        }
-    }
-
     /// Phase 2: opens the upstream streams of this read's new requests
     /// that are still there (not reset by the client meanwhile).
     pub(super) fn open_deferred(&mut self) {
