@@ -7,7 +7,10 @@
 # session across two backends; a real HTTP/1.1 server (Python's
 # http.server) as an upstream, in cleartext and over TLS; WebSocket
 # clients (Python's websockets, Chromium) over ws://, wss:// and wss://
-# passed through by SNI. Every port is chosen by the kernel.
+# passed through by SNI; curl and Chromium decoding gzip, brotli and zstd
+# from the compressor filter; Chromium's CORS preflight from a page on
+# another origin, allowed and refused. Every port is chosen by the kernel
+# (the CORS page's origin is a port asked of the kernel first).
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -222,6 +225,181 @@ peers=$(for _ in 1 2 3; do curl -s -D - -o /dev/null "http://$up/" | tr -d '\r' 
 check "HTTP/1.1 upstream: one kept-alive connection for three requests" "1" "$peers"
 check "HTTP/1.1 upstream over TLS (trusted_ca, SAN matcher)" "200 hello h1 from python /tls/x" \
     "$(curl -s -w '%{http_code} ' "http://$up/tls/x" -o "$work/h1tls.out"; cat "$work/h1tls.out")"
+
+# Compression: three TLS listeners, each with one compressor (gzip, brotli,
+# zstd), in front of the HTTP/1.1 server's 30 KB page. curl decodes each
+# (`--compressed`, asking for that coding) to the page the server sent;
+# headless Chromium (which asks for gzip, br and zstd over TLS) loads the
+# page through each and reads it whole, and the listener's compressor
+# counts the response it compressed.
+direct=$(curl -s "http://$h1/page/x" | sha256sum)
+compressor() { # name, library type
+    cat <<YAML
+  - name: $1
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates: [ { certificate_chain: { filename: $work/cert.pem }, private_key: { filename: $work/key.pem } } ]
+            alpn_protocols: [h2, http/1.1]
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: $1
+          route_config:
+            virtual_hosts: [ { name: all, domains: ["*"], routes: [ { match: { prefix: "/" }, route: { cluster: h1 } } ] } ]
+          http_filters:
+          - name: envoy.filters.http.compressor
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor
+              compressor_library: { name: $1, typed_config: { "@type": type.googleapis.com/envoy.extensions.compression.$2 } }
+          - name: envoy.filters.http.router
+YAML
+}
+{
+    echo "admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }"
+    echo "static_resources:"
+    echo "  listeners:"
+    compressor gz gzip.compressor.v3.Gzip
+    compressor br brotli.compressor.v3.Brotli
+    compressor zs zstd.compressor.v3.Zstd
+    cat <<YAML
+  clusters:
+  - name: h1
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: h1
+      endpoints: [ { lb_endpoints: [ { endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${h1##*:} } } } } ] } ]
+YAML
+} >"$work/compress.yaml"
+"$BIN/gateway" -c "$work/compress.yaml" --shards 1 >"$work/gateway-compress.log" 2>&1 &
+pids+=($!)
+zs=$(await_addr "$work/gateway-compress.log" "listener zs on")
+gz=$(await_addr "$work/gateway-compress.log" "listener gz on")
+br=$(await_addr "$work/gateway-compress.log" "listener br on")
+cadmin=$(await_addr "$work/gateway-compress.log" "admin on")
+compressed() { curl -s "${cadmin%/}/stats" | awk '$1 == "gateway_compressor_total{outcome=\"compressed\"}" {print $2}'; }
+for pair in "gzip $gz" "br $br" "zstd $zs"; do
+    coding=${pair%% *}
+    at=${pair#* }
+    curl -sk --compressed -H "accept-encoding: $coding" -D "$work/c.h" -o "$work/c.body" "https://localhost:${at##*:}/page/x"
+    check "curl --compressed decodes $coding" "$coding $direct" \
+        "$(tr -d '\r' <"$work/c.h" | awk -F': ' 'tolower($1) == "content-encoding" {print $2}') $(sha256sum <"$work/c.body")"
+    before=$(compressed)
+    page=$(timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --no-first-run --user-data-dir="$work/chromium-$coding" --ignore-certificate-errors-spki-list="$spki" \
+        --dump-dom "https://localhost:${at##*:}/page/x" 2>"$work/chromium-$coding.log" || true)
+    check "Chromium decodes $coding: the whole page" "row 799: the quick brown fox the end" \
+        "$(grep -o 'row 799: the quick brown fox' <<<"$page" | head -1) $(grep -o 'the end' <<<"$page" | head -1)"
+    check "Chromium's page came $coding-compressed" "more" "$([[ $(compressed) -gt ${before:-0} ]] && echo more || echo same)"
+done
+
+# CORS: a page on one origin (a TLS listener's direct response) whose
+# script POSTs, with a field that makes Chromium send a preflight, to an
+# API on another origin (a second listener, the CORS filter before the
+# HTTP/1.1 server's echo). The API's policy takes the page's origin: the
+# gateway answers the preflight and Chromium reads the echo. A second API
+# whose policy takes another origin: the preflight goes to the backend,
+# which refuses it, and Chromium blocks the request.
+site_port=$(free_port)
+cors_api() { # name, allowed origin
+    cat <<YAML
+  - name: $1
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates: [ { certificate_chain: { filename: $work/cert.pem }, private_key: { filename: $work/key.pem } } ]
+            alpn_protocols: [h2, http/1.1]
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: $1
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              typed_per_filter_config:
+                envoy.filters.http.cors:
+                  "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy
+                  allow_origin_string_match: [ { exact: "$2" } ]
+                  allow_methods: POST
+                  allow_headers: x-token
+              routes: [ { match: { prefix: "/" }, route: { cluster: h1 } } ]
+          http_filters:
+          - name: envoy.filters.http.cors
+            typed_config: { "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors }
+          - name: envoy.filters.http.router
+YAML
+}
+page_html='<html><body><p id=out>pending</p><script>
+const api = new URLSearchParams(location.search).get("api");
+fetch(api + "/echo", { method: "POST", headers: { "x-token": "1" }, body: "allowed by CORS" })
+  .then(r => r.text()).then(t => { document.getElementById("out").textContent = t; })
+  .catch(() => { document.getElementById("out").textContent = "blocked"; });
+</script></body></html>'
+{
+    echo "admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }"
+    echo "static_resources:"
+    echo "  listeners:"
+    cat <<YAML
+  - name: site
+    address: { socket_address: { address: 127.0.0.1, port_value: $site_port } }
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates: [ { certificate_chain: { filename: $work/cert.pem }, private_key: { filename: $work/key.pem } } ]
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: site
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                direct_response: { status: 200, body: { filename: $work/page.html } }
+                response_headers_to_add: [ { header: { key: content-type, value: text/html } } ]
+          http_filters:
+          - name: envoy.filters.http.router
+YAML
+    cors_api api "https://localhost:$site_port"
+    cors_api api2 "https://elsewhere.example"
+    cat <<YAML
+  clusters:
+  - name: h1
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: h1
+      endpoints: [ { lb_endpoints: [ { endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${h1##*:} } } } } ] } ]
+YAML
+} >"$work/cors.yaml"
+printf '%s' "$page_html" >"$work/page.html"
+"$BIN/gateway" -c "$work/cors.yaml" --shards 1 >"$work/gateway-cors.log" 2>&1 &
+pids+=($!)
+api=$(await_addr "$work/gateway-cors.log" "listener api on")
+api2=$(await_addr "$work/gateway-cors.log" "listener api2 on")
+await_addr "$work/gateway-cors.log" "listener site on" >/dev/null
+cors_page() { # api address
+    timeout 60 python3 .ci/chromium_page.py "https://localhost:$site_port/?api=https://localhost:${1##*:}" out pending 30 -- \
+        --no-sandbox --disable-gpu --disable-background-networking --no-first-run \
+        --ignore-certificate-errors-spki-list="$spki" 2>"$work/chromium-cors.log" || true
+}
+check "Chromium's cross-origin POST after a preflight the gateway answers" "allowed by CORS" "$(cors_page "$api")"
+check "Chromium's cross-origin POST from an origin the policy does not take" "blocked" "$(cors_page "$api2")"
 
 # Envoy's examples as they are written: a listener without a name (Envoy
 # names it), traffic_direction set, and an X.509 v1 certificate (what

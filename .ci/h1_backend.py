@@ -1,6 +1,7 @@
 """A real HTTP/1.1 server (Python's http.server, keep-alive on) for the
 gateway's HTTP/1.1 upstreams, optionally over TLS. GET answers
-`hello h1 from python PATH`, POST echoes its body; every answer names the
+`hello h1 from python PATH` (under `/page/`, an HTML page of some 30 KB,
+for the compressors), POST echoes its body; every answer names the
 client's port in `x-peer`, so the caller can see which upstream connection
 carried it. Prints `listening on HOST:PORT` once ready.
 
@@ -14,15 +15,20 @@ import sys
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def answer(self, body: bytes) -> None:
+    def answer(self, body: bytes, ctype: str = "text/plain") -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/plain")
+        self.send_header("content-type", ctype)
         self.send_header("content-length", str(len(body)))
         self.send_header("x-peer", str(self.client_address[1]))
         self.end_headers()
         self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        if self.path.startswith("/page/"):
+            rows = "".join(f"<li>row {i}: the quick brown fox</li>" for i in range(800))
+            page = f"<html><body><h1>compressed page</h1><ul>{rows}</ul><p>the end</p></body></html>"
+            self.answer(page.encode(), "text/html; charset=utf-8")
+            return
         self.answer(f"hello h1 from python {self.path}".encode())
 
     def do_POST(self) -> None:  # noqa: N802
