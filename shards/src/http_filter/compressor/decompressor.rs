@@ -63,6 +63,24 @@ fn start(d: &Decompressor) -> Option<Decoding> {
     })
 }
 
+/// Whether a head whose fields `get` reads is decoded here: its decoder,
+/// and the `content-encoding` it leaves (`None`: the field goes). Nothing
+/// is copied for a head that is not.
+fn begin<'h>(
+    d: &Decompressor,
+    get: impl Fn(&[u8]) -> Option<&'h [u8]>,
+    ignore_no_transform: bool,
+) -> Option<(Decoding, Option<Vec<u8>>)> {
+    let rest = takes(
+        d,
+        get(b"content-encoding"),
+        get(b"cache-control"),
+        ignore_no_transform,
+    )?;
+    let rest = rest.map(<[u8]>::to_vec);
+    Some((start(d)?, rest))
+}
+
 impl HttpFilter for Decompressor {
     fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
         let stats = &cx.shard.stats.decompressor;
@@ -101,23 +119,14 @@ impl HttpFilter for Decompressor {
         if !self.request.enabled || head.end_stream() {
             return RequestFlow::Continue;
         }
-        let encoding = head.get(b"content-encoding").map(<[u8]>::to_vec);
-        let cache = head.get(b"cache-control").map(<[u8]>::to_vec);
-        let Some(rest) = takes(
-            self,
-            encoding.as_deref(),
-            cache.as_deref(),
-            self.request.ignore_no_transform,
-        ) else {
+        let Some((decoding, rest)) = begin(self, |n| head.get(n), self.request.ignore_no_transform)
+        else {
             stats.request_not_decompressed.inc();
-            return RequestFlow::Continue;
-        };
-        let Some(decoding) = start(self) else {
             return RequestFlow::Continue;
         };
         let _ = head.remove(b"content-length");
         let _ = match rest {
-            Some(r) => head.set(b"content-encoding", r),
+            Some(r) => head.set(b"content-encoding", &r),
             None => head.remove(b"content-encoding"),
         };
         stats.request_decompressed.inc();
@@ -147,23 +156,15 @@ impl HttpFilter for Decompressor {
         {
             return Flow::Continue;
         }
-        let encoding = head.get(b"content-encoding").map(<[u8]>::to_vec);
-        let cache = head.get(b"cache-control").map(<[u8]>::to_vec);
-        let Some(rest) = takes(
-            self,
-            encoding.as_deref(),
-            cache.as_deref(),
-            self.response.ignore_no_transform,
-        ) else {
+        let Some((decoding, rest)) =
+            begin(self, |n| head.get(n), self.response.ignore_no_transform)
+        else {
             stats.response_not_decompressed.inc();
-            return Flow::Continue;
-        };
-        let Some(decoding) = start(self) else {
             return Flow::Continue;
         };
         let _ = head.remove(b"content-length");
         let _ = match rest {
-            Some(r) => head.set(b"content-encoding", r),
+            Some(r) => head.set(b"content-encoding", &r),
             None => head.remove(b"content-encoding"),
         };
         stats.response_decompressed.inc();
