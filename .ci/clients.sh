@@ -233,7 +233,9 @@ check "HTTP/1.1 upstream over TLS (trusted_ca, SAN matcher)" "200 hello h1 from 
 # page through each and reads it whole, and the listener's compressor
 # counts the response it compressed.
 direct=$(curl -s "http://$h1/page/x" | sha256sum)
-compressor() { # name, library type
+# A listener on port 0 serving TLS (the certificate above, h2 and
+# http/1.1) into a connection manager: its head, to its `route_config`.
+tls_listener() { # name
     cat <<YAML
   - name: $1
     address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
@@ -250,6 +252,11 @@ compressor() { # name, library type
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
           stat_prefix: $1
+YAML
+}
+compressor() { # name, library type
+    tls_listener "$1"
+    cat <<YAML
           route_config:
             virtual_hosts: [ { name: all, domains: ["*"], routes: [ { match: { prefix: "/" }, route: { cluster: h1 } } ] } ]
           http_filters:
@@ -307,22 +314,8 @@ done
 # which refuses it, and Chromium blocks the request.
 site_port=$(free_port)
 cors_api() { # name, allowed origin
+    tls_listener "$1"
     cat <<YAML
-  - name: $1
-    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
-    filter_chains:
-    - transport_socket:
-        name: envoy.transport_sockets.tls
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
-          common_tls_context:
-            tls_certificates: [ { certificate_chain: { filename: $work/cert.pem }, private_key: { filename: $work/key.pem } } ]
-            alpn_protocols: [h2, http/1.1]
-      filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: $1
           route_config:
             virtual_hosts:
             - name: all

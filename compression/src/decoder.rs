@@ -91,16 +91,6 @@ impl Decoder {
         }
     }
 
-    /// Body bytes made so far.
-    pub fn total_out(&self) -> u64 {
-        self.total_out
-    }
-
-    /// The stream ended where its encoding says it ends.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
     /// Decodes `input`, appending the body to `out`. Once the stream has
     /// made more than `max_inflate_ratio` bytes per byte it was given, it
     /// makes no more (the chunk that crossed the line is kept, as in

@@ -104,14 +104,6 @@ impl DynamicBuckets {
         }
         bucket
     }
-
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
 }
 
 /// One `descriptors` entry: the descriptor it limits and its bucket.

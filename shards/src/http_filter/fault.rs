@@ -57,19 +57,14 @@ fn matches(f: &Fault, cx: &FilterCx<'_>, head: &RequestHead<'_>) -> bool {
             return false;
         }
     }
-    let text = |name: &str| {
-        head.get(name.as_bytes())
-            .and_then(|v| std::str::from_utf8(v).ok())
-    };
-    if !f
-        .headers
-        .iter()
-        .all(|m| engine::route::header_value_matches(m, text(&m.name)))
-    {
+    if !f.headers.iter().all(|m| head.matches(m)) {
         return false;
     }
     if !f.downstream_nodes.is_empty() {
-        let Some(node) = text(NODE_HEADER) else {
+        let node = head
+            .get(NODE_HEADER.as_bytes())
+            .and_then(|v| std::str::from_utf8(v).ok());
+        let Some(node) = node else {
             return false;
         };
         if !f.downstream_nodes.iter().any(|n| n == node) {

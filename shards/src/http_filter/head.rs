@@ -25,6 +25,19 @@ impl RequestHead<'_> {
         self.list.get_all(name)
     }
 
+    /// Whether an Envoy header matcher takes this request (`host` is read
+    /// as `:authority`, as route matching reads it; edits applied).
+    pub fn matches(&self, m: &engine::HeaderMatcher) -> bool {
+        let name = match m.name.as_str() {
+            "host" => ":authority",
+            n => n,
+        };
+        let value = self
+            .get(name.as_bytes())
+            .and_then(|v| std::str::from_utf8(v).ok());
+        engine::route::header_value_matches(m, value)
+    }
+
     /// The request has no body (END_STREAM came with its head).
     pub fn end_stream(&self) -> bool {
         self.end_stream

@@ -21,16 +21,7 @@ enum Check {
 }
 
 fn is_health_check(f: &HealthCheckFilter, head: &RequestHead<'_>) -> bool {
-    f.headers.iter().all(|m| {
-        let name = match m.name.as_str() {
-            "host" => ":authority",
-            n => n,
-        };
-        let value = head
-            .get(name.as_bytes())
-            .and_then(|v| std::str::from_utf8(v).ok());
-        engine::route::header_value_matches(m, value)
-    })
+    f.headers.iter().all(|m| head.matches(m))
 }
 
 /// The status the gateway answers a health check with, by its clusters'

@@ -109,13 +109,7 @@ fn descriptors(
                     expect_match,
                     headers,
                 } => {
-                    let text = |n: &str| {
-                        head.get(n.as_bytes())
-                            .and_then(|v| std::str::from_utf8(v).ok())
-                    };
-                    let all = headers
-                        .iter()
-                        .all(|m| engine::route::header_value_matches(m, text(&m.name)));
+                    let all = headers.iter().all(|m| head.matches(m));
                     if all != *expect_match {
                         continue 'policy;
                     }

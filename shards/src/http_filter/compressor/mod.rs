@@ -39,21 +39,16 @@ fn per_route<'a>(cx: &FilterCx<'a>) -> Option<Option<&'a CompressorOverrides>> {
     }
 }
 
-/// The media type of a `content-type` value: before `;`, trimmed,
-/// lowercase.
-fn media_type(v: &[u8]) -> String {
-    let end = v.iter().position(|&b| b == b';').unwrap_or(v.len());
-    String::from_utf8_lossy(v[..end].trim_ascii()).to_ascii_lowercase()
-}
-
 /// Whether a response of `content_type` (`None`: no field) is of a type
-/// in `types`. An empty value is of none.
+/// in `types` (lowercase): its media type (before `;`, trimmed, ASCII case
+/// ignored) is one of them, compared in place. An empty value is of none.
 fn type_allowed(types: &[String], content_type: Option<&[u8]>) -> bool {
     match content_type {
         None => true,
         Some(v) => {
-            let t = media_type(v);
-            !t.is_empty() && types.contains(&t)
+            let end = v.iter().position(|&b| b == b';').unwrap_or(v.len());
+            let t = v[..end].trim_ascii();
+            !t.is_empty() && types.iter().any(|x| x.as_bytes().eq_ignore_ascii_case(t))
         }
     }
 }
