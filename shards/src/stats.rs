@@ -522,6 +522,24 @@ pub struct RbacStats {
     pub shadow_denied: Counter,
 }
 
+/// The external authorisation filter's checks, by outcome (Envoy's
+/// `ext_authz.*` counters).
+#[derive(Debug, Default)]
+pub struct ExtAuthzStats {
+    /// Allowed.
+    pub ok: Counter,
+    /// Denied by the service.
+    pub denied: Counter,
+    /// No answer (timeout, failure, a 5xx, garbage).
+    pub error: Counter,
+    /// Errors let through (`failure_mode_allow`).
+    pub failure_mode_allowed: Counter,
+    /// Not checked: `filter_enabled` left them out.
+    pub disabled: Counter,
+    /// Allowed with changes the gateway cannot make (answered 500).
+    pub invalid: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -603,6 +621,7 @@ pub struct ShardStats {
     pub local_rate_limit: LocalRateLimitStats,
     pub rbac: RbacStats,
     pub network_rbac: RbacStats,
+    pub ext_authz: ExtAuthzStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

@@ -1845,17 +1845,17 @@ fn per_route_filter_config_wrapper() {
 
 #[test]
 fn per_route_unknown_filter_configs_follow_a39() {
-    let authz = "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute";
+    let authz = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute";
     let wrap = |fields: &str| format!("{{ \"@type\": {FILTER_CONFIG}, {fields} }}");
     let hint = format!("(wrap it in a {FILTER_CONFIG} with is_optional: true to skip it)");
     // Not optional: rejected, naming the key and type.
     assert_eq!(
         per_route_err(
-            &format!("{{ envoy.filters.http.ext_authz: {{ \"@type\": {authz}, disabled: true }} }}"),
+            &format!("{{ envoy.filters.http.ext_proc: {{ \"@type\": {authz}, disabled: true }} }}"),
             "{}"
         ),
         format!(
-            "{VHOST}.typed_per_filter_config[\"envoy.filters.http.ext_authz\"]: per-route config for \"envoy.filters.http.ext_authz\" ({authz}) is not supported {hint}"
+            "{VHOST}.typed_per_filter_config[\"envoy.filters.http.ext_proc\"]: per-route config for \"envoy.filters.http.ext_proc\" ({authz}) is not supported {hint}"
         )
     );
     assert_eq!(

@@ -8,6 +8,7 @@ use super::compressor::{Compressor, CompressorOverrides, Decompressor};
 use super::cors::CorsPolicies;
 
 use super::csrf::CsrfPolicy;
+use super::ext_authz::{CheckSettings, ExtAuthz};
 use super::fault::Fault;
 use super::health_check_filter::HealthCheckFilter;
 use super::local_rate_limit::{LocalRateLimit, RouteRateLimits};
@@ -50,6 +51,8 @@ pub enum HttpFilterConfig {
     LocalRateLimit(Arc<LocalRateLimit>),
     /// `envoy.filters.http.rbac`.
     Rbac(Arc<RbacFilter>),
+    /// `envoy.filters.http.ext_authz`.
+    ExtAuthz(Arc<ExtAuthz>),
     /// `envoy.filters.http.compressor`.
     Compressor(Arc<Compressor>),
     /// `envoy.filters.http.decompressor`.
@@ -102,6 +105,8 @@ pub struct PerFilterConfig {
     pub rate_limits: Option<Arc<RouteRateLimits>>,
     /// `RBACPerRoute`: replaces the filter's rules (none: all allowed).
     pub rbac: Option<PerRoute<Arc<RbacFilter>>>,
+    /// `ExtAuthzPerRoute`: no check for the route, or its check settings.
+    pub ext_authz: Option<PerRoute<Arc<CheckSettings>>>,
 }
 
 impl PerFilterConfig {
@@ -121,6 +126,7 @@ impl PerFilterConfig {
                 .or_else(|| vhost.local_rate_limit.clone()),
             rate_limits: self.rate_limits.or_else(|| vhost.rate_limits.clone()),
             rbac: self.rbac.or_else(|| vhost.rbac.clone()),
+            ext_authz: self.ext_authz.or_else(|| vhost.ext_authz.clone()),
         }
     }
 }

@@ -14,7 +14,7 @@ type Family = (
     &'static [(&'static str, ShardCounter)],
 );
 
-static FAMILIES: [Family; 9] = [
+static FAMILIES: [Family; 10] = [
     (
         "gateway_cors_total",
         "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
@@ -120,6 +120,18 @@ static FAMILIES: [Family; 9] = [
             ("denied", |s| &s.network_rbac.denied),
             ("shadow_allowed", |s| &s.network_rbac.shadow_allowed),
             ("shadow_denied", |s| &s.network_rbac.shadow_denied),
+        ],
+    ),
+    (
+        "gateway_ext_authz_total",
+        "External authorization: checks allowed (ok), denied, failed (error; those let through also failure_mode_allowed), not made (disabled), and allowed with changes the gateway refuses (invalid).",
+        &[
+            ("ok", |s| &s.ext_authz.ok),
+            ("denied", |s| &s.ext_authz.denied),
+            ("error", |s| &s.ext_authz.error),
+            ("failure_mode_allowed", |s| &s.ext_authz.failure_mode_allowed),
+            ("disabled", |s| &s.ext_authz.disabled),
+            ("invalid", |s| &s.ext_authz.invalid),
         ],
     ),
 ];

@@ -21,6 +21,7 @@ pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
         HttpFilterConfig::HealthCheck(h) => Some(&**h),
         HttpFilterConfig::LocalRateLimit(l) => Some(&**l),
         HttpFilterConfig::Rbac(r) => Some(&**r),
+        HttpFilterConfig::ExtAuthz(a) => Some(a),
         HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
         HttpFilterConfig::Router => Some(&Router),
@@ -70,6 +71,27 @@ pub fn request_headers(
         }
     }
     Reached::Router
+}
+
+/// Filter `at`'s `on_request_body_gathered` (it paused for the body),
+/// then, if it goes on, the request headers hooks after it.
+pub fn request_body_gathered(
+    filters: &[FilterConfig],
+    at: usize,
+    cx: &mut FilterCx<'_>,
+    head: &mut RequestHead<'_>,
+    body: Bytes,
+    whole: bool,
+) -> Reached {
+    if let Some(filter) = active(filters).get(at).and_then(|f| filter_of(&f.config)) {
+        cx.at = at;
+        match filter.on_request_body_gathered(cx, head, body, whole) {
+            RequestFlow::Continue => {}
+            RequestFlow::Reply(r) => return Reached::Reply(r),
+            RequestFlow::Pause => return Reached::Pause { at },
+        }
+    }
+    request_headers(filters, at + 1, cx, head)
 }
 
 /// Runs `hook` on each filter, in order or in reverse, until one answers.

@@ -9,6 +9,7 @@ use engine::snapshot::Host;
 use engine::{ClusterSnapshot, HostId, Route, Snapshot};
 use h2wire::message::HeaderList;
 
+use super::call::{CallFailure, CallId, CallRequest, Calls, OnAnswer};
 use super::edits::HeaderEdits;
 use super::reply::Reply;
 use crate::shard::{OverrideHost, Shard};
@@ -76,12 +77,16 @@ pub struct FilterCx<'a> {
     /// Where a paused stream's resume goes: the connection's inbox.
     pub(crate) resumer: &'a Rc<dyn ResumeSink>,
     pub(crate) inbox: usize,
+    /// Where a filter's own requests go: the shard's side requests.
+    pub(crate) calls: &'a dyn Calls,
     /// The stream's filter states.
     pub(crate) states: &'a mut Option<Box<FilterStates>>,
     /// The position of the filter whose hook runs.
     pub(crate) at: usize,
     /// The ticket of the pause this hook asked for.
     pub(crate) paused: Option<u64>,
+    /// The body bytes the pause waits for ([`Self::pause_for_body`]).
+    pub(crate) gather: Option<u32>,
     /// Body bytes a trailers hook sends ahead of the trailers (an
     /// encoder's last bytes).
     pub(crate) before_trailers: Option<bytes::Bytes>,
@@ -99,6 +104,11 @@ impl FilterCx<'_> {
             .get_mut(self.at)?
             .as_mut()?
             .downcast_mut()
+    }
+
+    /// This filter's state for this stream, read only (from `on_log`).
+    pub fn state_ref<T: Any>(&self) -> Option<&T> {
+        self.states.as_ref()?.get(self.at)?.as_ref()?.downcast_ref()
     }
 
     /// Keeps `value` as this filter's state for this stream (it lives
@@ -152,6 +162,19 @@ impl FilterCx<'_> {
         }
     }
 
+    /// Sends a request of the filter's own to a cluster (see
+    /// [`super::call`]); its outcome goes to `done`. `Err`: refused at
+    /// once, and `done` never runs.
+    pub fn call(&self, req: CallRequest, done: OnAnswer) -> Result<CallId, CallFailure> {
+        self.calls.call(req, done)
+    }
+
+    /// Cancels call `id` (its answer is no longer wanted: `done` is
+    /// dropped). A call already ended is left as it is.
+    pub fn cancel_call(&self, id: CallId) {
+        self.calls.cancel(id);
+    }
+
     /// Pauses the stream (return [`super::RequestFlow::Pause`]): the handle
     /// that resumes it, from a task on this shard, once the filter's work
     /// is done. A stream paused and never resumed ends at its stream idle
@@ -168,12 +191,28 @@ impl FilterCx<'_> {
     }
 }
 
+impl FilterCx<'_> {
+    /// Pauses the stream (return [`super::RequestFlow::Pause`]) until the
+    /// request body's first `limit` bytes, or all of it if shorter, have
+    /// come: the filter's [`super::HttpFilter::on_request_body_gathered`]
+    /// then gets them. Meanwhile the client's window is given back as
+    /// its bytes come, so it can send `limit` bytes whatever its window.
+    pub fn pause_for_body(&mut self, limit: u32) {
+        let _ = self.pause();
+        self.gather = Some(limit);
+    }
+}
+
 /// How a paused filter ends its pause.
-#[derive(Debug)]
 pub enum Resumed {
     /// The chain goes on with the next filter, with these edits to the
-    /// request head.
-    Continue(HeaderEdits),
+    /// request head, and the paused filter's state for the stream
+    /// replaced by `state` when one is given (what its response hooks
+    /// need of the outcome).
+    Continue {
+        edits: HeaderEdits,
+        state: Option<Box<dyn Any>>,
+    },
     /// The filter answers the request (a denial, say).
     Reply(Box<Reply>),
 }
@@ -206,7 +245,18 @@ impl Resume {
     /// As [`Self::resume`], with edits to the request head (headers an
     /// authorisation service returned, say).
     pub fn resume_with(self, edits: HeaderEdits) {
-        let outcome = Resumed::Continue(edits);
+        let outcome = Resumed::Continue { edits, state: None };
+        self.sink
+            .resume(self.inbox, self.stream, self.ticket, outcome);
+    }
+
+    /// As [`Self::resume_with`], keeping `state` as the filter's state
+    /// for the stream (its hooks find it with [`FilterCx::state`]).
+    pub fn resume_keeping<T: Any>(self, edits: HeaderEdits, state: T) {
+        let outcome = Resumed::Continue {
+            edits,
+            state: Some(Box::new(state)),
+        };
         self.sink
             .resume(self.inbox, self.stream, self.ticket, outcome);
     }

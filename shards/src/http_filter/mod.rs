@@ -9,6 +9,7 @@
 //!
 //! ```text
 //!  request:  on_request_headers ─▶ on_request_body* ─▶ on_request_trailers?   filters 0, 1, …, router
+//!            (on_request_body_gathered: after a pause for the body)
 //!  response: on_response_headers ─▶ on_response_body* ─▶ on_response_trailers? … 1, 0 (local replies too)
 //!  end:      on_log                                                            every filter, once
 //! ```
@@ -30,7 +31,11 @@
 //!   that comes late or twice finds nothing. Body bytes that arrive
 //!   meanwhile wait under the stream's flow-control window and go through
 //!   the body hooks once the chain passed the router; the stream's idle
-//!   timeout still runs.
+//!   timeout still runs. A filter that needs the body first (an
+//!   authorisation service that reads it) pauses with
+//!   [`FilterCx::pause_for_body`] instead, and gets the body's start in
+//!   [`HttpFilter::on_request_body_gathered`], which answers as the
+//!   request headers hook does.
 //!
 //! Bodies stream: a body hook sees each chunk as it moves and may change it
 //! in place (compression); flow control still counts the bytes that came.
@@ -48,12 +53,14 @@
 //! filter ([`stateful_session`]) and the router ([`router`]) are the first
 //! two. A program that embeds the gateway can add its own ([`Native`]).
 
+pub mod call;
 pub mod chain;
 pub mod compressor;
 mod context;
 pub mod cors;
 pub mod csrf;
 mod edits;
+pub mod ext_authz;
 pub mod fault;
 mod head;
 pub(crate) mod header_mutation;
@@ -106,6 +113,21 @@ pub trait HttpFilter: Send + Sync {
     /// A request head, before the router. May edit it, answer, or pause.
     fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
         let _ = (cx, head);
+        RequestFlow::Continue
+    }
+
+    /// The request body's start (or all of it: `whole`) that this
+    /// filter's request headers hook paused for
+    /// ([`FilterCx::pause_for_body`]). Answers as that hook does; the
+    /// chunks go through the body hooks later as any body does.
+    fn on_request_body_gathered(
+        &self,
+        cx: &mut FilterCx<'_>,
+        head: &mut RequestHead<'_>,
+        body: Bytes,
+        whole: bool,
+    ) -> RequestFlow {
+        let _ = (cx, head, body, whole);
         RequestFlow::Continue
     }
 

@@ -70,6 +70,8 @@ pub(crate) struct DStream {
     /// A filter paused the stream: the position of that filter and the
     /// pause's ticket.
     pub(super) paused: Option<(u32, u64)>,
+    /// The body bytes the paused filter waits for (`pause_for_body`).
+    pub(super) gather: Option<u32>,
     /// What its filters keep for it.
     pub(super) states: Option<Box<FilterStates>>,
     /// `:path` and `:authority` after the route's rewrites, and the new
@@ -239,6 +241,7 @@ impl DStream {
             edits: None,
             override_host: None,
             paused: None,
+            gather: None,
             states: None,
             path: None,
             authority: None,

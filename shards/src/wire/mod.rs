@@ -35,12 +35,12 @@ mod h2_stream;
 mod inbox;
 mod lifecycle;
 mod logging;
-mod mirror;
 mod opening;
 mod outbuf;
 pub mod pool;
 mod readbuf;
 pub mod runtime;
+mod side;
 mod streams;
 mod tcp_proxy;
 pub mod tls;
@@ -90,8 +90,9 @@ pub struct WireShard {
     /// at the end of the turn ([`Self::flush_logs`]): one queue operation
     /// (and at most one wake-up of the writer) per turn, not per line.
     log_batch: RefCell<Vec<(u32, Vec<u8>)>>,
-    /// Request copies on their way to mirror clusters (`mirror`).
-    pub(crate) mirrors: RefCell<mirror::Mirrors>,
+    /// The shard's own requests to clusters (`side`): request copies on
+    /// their way to mirror clusters, filters' calls (authorisation).
+    pub(crate) side: RefCell<side::SideRequests>,
 }
 
 impl WireShard {
@@ -108,7 +109,7 @@ impl WireShard {
             logs,
             log_sinks: RefCell::default(),
             log_batch: RefCell::default(),
-            mirrors: RefCell::default(),
+            side: RefCell::default(),
         })
     }
 

@@ -231,6 +231,20 @@ pub(crate) fn runtime_fraction(
     fractional_percent(value, &path.field("default_value"))
 }
 
+/// A `RuntimeFeatureFlag`'s default (its key is never set: no runtime);
+/// `default` when the flag is unset.
+pub(crate) fn feature_flag(
+    f: Option<&pb::envoy::config::core::v3::RuntimeFeatureFlag>,
+    default: bool,
+    path: &Path,
+) -> Result<bool> {
+    let Some(f) = f else {
+        return Ok(default);
+    };
+    f.default_value
+        .ok_or_else(|| Error::invalid(path.field("default_value"), "required"))
+}
+
 /// A `FractionalPercent` (at `path`).
 pub(crate) fn fractional_percent(
     f: &pb::envoy::r#type::v3::FractionalPercent,

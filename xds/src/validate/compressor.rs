@@ -7,7 +7,7 @@ use engine::{
 };
 use prost::Name;
 
-use super::common::u32_in;
+use super::common::{feature_flag as flag, u32_in};
 use super::tls::data_source;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
@@ -26,15 +26,6 @@ use crate::pb::envoy::extensions::filters::http::compressor::v3 as pb;
 use crate::pb::envoy::extensions::filters::http::decompressor::v3 as dpb;
 
 const CHUNK_RANGE: std::ops::RangeInclusive<u32> = 4096..=65536;
-
-/// A `RuntimeFeatureFlag`'s default (its key is never set: no runtime).
-fn flag(f: Option<&core::RuntimeFeatureFlag>, default: bool, path: &Path) -> Result<bool> {
-    let Some(f) = f else {
-        return Ok(default);
-    };
-    f.default_value
-        .ok_or_else(|| Error::invalid(path.field("default_value"), "required"))
-}
 
 /// `Compressor` (at `path`). `chain` is filled in by the connection
 /// manager, which knows the other compressors.

@@ -22,6 +22,7 @@ use crate::pb::envoy::extensions::filters::http::compressor::v3::Compressor as P
 use crate::pb::envoy::extensions::filters::http::cors::v3::Cors;
 use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor as PbDecompressor;
+use crate::pb::envoy::extensions::filters::http::ext_authz::v3::ExtAuthz as PbExtAuthz;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
 use crate::pb::envoy::extensions::filters::http::health_check::v3::HealthCheck as PbHealthCheck;
 use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
@@ -421,6 +422,9 @@ fn edge_filter(
         engine::HttpFilterConfig::LocalRateLimit(Arc::new(
             super::local_rate_limit::local_rate_limit(&l, &lpath)?,
         ))
+    } else if type_name == PbExtAuthz::full_name() {
+        let (a, apath) = unpack::<PbExtAuthz>(any, path)?;
+        engine::HttpFilterConfig::ExtAuthz(Arc::new(super::ext_authz::ext_authz(&a, &apath)?))
     } else if type_name == HttpFault::full_name() {
         let (f, fpath) = unpack::<HttpFault>(any, path)?;
         engine::HttpFilterConfig::Fault(Arc::new(super::fault::fault(&f, &fpath)?))

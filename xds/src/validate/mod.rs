@@ -9,6 +9,7 @@ mod compressor;
 mod cors;
 mod csrf;
 mod dns;
+mod ext_authz;
 mod fault;
 mod filter_chain;
 mod hash_policy;

@@ -9,6 +9,7 @@ use prost::Name;
 use super::compressor::compressor_per_route;
 use super::cors::{cors_policy, legacy_cors_policy};
 use super::csrf::csrf_policy;
+use super::ext_authz::ext_authz_per_route;
 use super::fault::fault;
 use super::local_rate_limit::local_rate_limit;
 use super::rbac::http_rbac_per_route;
@@ -19,6 +20,7 @@ use crate::pb::envoy::config::route::v3 as pb;
 use crate::pb::envoy::extensions::filters::http::compressor::v3::CompressorPerRoute as PbCompressorPerRoute;
 use crate::pb::envoy::extensions::filters::http::cors::v3::CorsPolicy as PbCorsPolicy;
 use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy as PbCsrfPolicy;
+use crate::pb::envoy::extensions::filters::http::ext_authz::v3::ExtAuthzPerRoute as PbExtAuthzPerRoute;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault as PbHttpFault;
 use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
 use crate::pb::envoy::extensions::filters::http::rbac::v3::RbacPerRoute as PbRbacPerRoute;
@@ -44,6 +46,7 @@ enum Kind {
     Fault,
     LocalRateLimit,
     Rbac,
+    ExtAuthz,
 }
 
 impl Kind {
@@ -56,6 +59,7 @@ impl Kind {
             "envoy.filters.http.fault" => Some(Self::Fault),
             "envoy.filters.http.local_ratelimit" => Some(Self::LocalRateLimit),
             "envoy.filters.http.rbac" => Some(Self::Rbac),
+            "envoy.filters.http.ext_authz" => Some(Self::ExtAuthz),
             _ => None,
         }
     }
@@ -75,6 +79,8 @@ impl Kind {
             Some(Self::LocalRateLimit)
         } else if name == PbRbacPerRoute::full_name() {
             Some(Self::Rbac)
+        } else if name == PbExtAuthzPerRoute::full_name() {
+            Some(Self::ExtAuthz)
         } else {
             None
         }
@@ -89,6 +95,7 @@ impl Kind {
             Self::Fault => "fault",
             Self::LocalRateLimit => "local rate limit",
             Self::Rbac => "RBAC",
+            Self::ExtAuthz => "external authorization",
         }
     }
 }
@@ -107,7 +114,7 @@ impl Kind {
 /// and at most one entry per filter kind is allowed:
 /// - `StatefulSessionPerRoute`, `cors.v3.CorsPolicy`, `csrf.v3.CsrfPolicy`,
 ///   `CompressorPerRoute`, `fault.v3.HTTPFault`, `LocalRateLimit`,
-///   `RBACPerRoute` are validated by their filter;
+///   `RBACPerRoute`, `ExtAuthzPerRoute` are validated by their filter;
 /// - a `FilterConfig` with `disabled: true` disables its filter, named by
 ///   the key (Envoy's registered name) or by `config`'s type; `config` is
 ///   not otherwise looked at (as in Envoy). One that names no filter we
@@ -156,6 +163,7 @@ pub fn typed_per_filter_config(
                 Kind::Fault => out.fault = Some(PerRoute::Disabled),
                 Kind::LocalRateLimit => out.local_rate_limit = Some(PerRoute::Disabled),
                 Kind::Rbac => out.rbac = Some(PerRoute::Disabled),
+                Kind::ExtAuthz => out.ext_authz = Some(PerRoute::Disabled),
             },
             Entry::Session(s) => out.stateful_session = Some(s),
             Entry::Cors(p) => cors = Some(PerRoute::Override(Arc::new(p))),
@@ -164,6 +172,10 @@ pub fn typed_per_filter_config(
             Entry::Rbac(r) => out.rbac = Some(PerRoute::Override(Arc::new(r))),
             Entry::LocalRateLimit(l) => {
                 out.local_rate_limit = Some(PerRoute::Override(Arc::new(l)))
+            }
+            Entry::ExtAuthz(PerRoute::Disabled) => out.ext_authz = Some(PerRoute::Disabled),
+            Entry::ExtAuthz(PerRoute::Override(c)) => {
+                out.ext_authz = Some(PerRoute::Override(Arc::new(c)))
             }
             Entry::Compressor(PerRoute::Disabled) => out.compressor = Some(PerRoute::Disabled),
             Entry::Compressor(PerRoute::Override(o)) => {
@@ -204,6 +216,7 @@ enum Entry {
     Fault(engine::Fault),
     LocalRateLimit(engine::LocalRateLimit),
     Rbac(engine::RbacFilter),
+    ExtAuthz(PerRoute<engine::CheckSettings>),
 }
 
 /// One `typed_per_filter_config` entry: `None` when it is ignored.
@@ -269,6 +282,11 @@ fn config(
                 return Err(Error::invalid(lpath.field("token_bucket"), "required in a per-route config"));
             }
             Ok(Some((Kind::LocalRateLimit, Entry::LocalRateLimit(l))))
+        }
+        Some(Kind::ExtAuthz) => {
+            let (r, rpath) = unpack::<PbExtAuthzPerRoute>(any, path)?;
+            let r = ext_authz_per_route(&r, &rpath)?;
+            Ok(Some((Kind::ExtAuthz, Entry::ExtAuthz(r))))
         }
         Some(Kind::Fault) => {
             let (f, fpath) = unpack::<PbHttpFault>(any, path)?;

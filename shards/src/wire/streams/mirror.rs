@@ -10,7 +10,7 @@ use super::upstream::{write_request, HeadSink};
 use super::Streams;
 use crate::wire::body::Item;
 use crate::wire::dstream::DStream;
-use crate::wire::mirror::{ShadowField, ShadowHead};
+use crate::wire::side::{SideField, SideHead};
 use crate::wire::WireShard;
 
 /// How far a copy's body may fall behind the request's, at least: a
@@ -47,7 +47,7 @@ struct Capture<'p> {
 }
 
 impl HeadSink for Capture<'_> {
-    type Out = ShadowHead;
+    type Out = SideHead;
 
     fn send<'a>(
         self,
@@ -56,14 +56,14 @@ impl HeadSink for Capture<'_> {
         path: &'a [u8],
         fields: impl Iterator<Item = (&'a [u8], &'a [u8], bool)>,
         bodyless: bool,
-    ) -> Option<ShadowHead> {
-        let mut fields: Vec<ShadowField> = fields
+    ) -> Option<SideHead> {
+        let mut fields: Vec<SideField> = fields
             .map(|(n, v, never)| (n.into(), v.into(), never))
             .collect();
         if !fields.iter().any(|(n, _, _)| &n[..] == INTERNAL.0) {
             fields.push((INTERNAL.0.into(), INTERNAL.1.into(), false));
         }
-        Some(ShadowHead {
+        Some(SideHead {
             method: method.into(),
             authority: self.policy.shadow_host(authority).into(),
             path: path.into(),

@@ -15,6 +15,7 @@ mod held;
 mod local_reply;
 mod mirror;
 mod outcome;
+mod paused;
 mod phases;
 mod replay;
 mod reply;
@@ -171,9 +172,11 @@ impl ConnCx {
             pick: None,
             resumer: &wire.resume,
             inbox: self.inbox,
+            calls: &self.wire,
             states: &mut s.states,
             at: 0,
             paused: None,
+            gather: None,
             before_trailers: None,
             flag: &mut s.flag,
             conn_states: &self.conn_states,

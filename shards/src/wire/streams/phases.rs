@@ -47,7 +47,7 @@ use super::upgrade::keep_to_http;
 use super::upstream::idempotent;
 use super::{enqueue, reply, upstream, ConnCx, Streams};
 use crate::http_filter::chain::{self, Reached};
-use crate::http_filter::{HeaderEdits, Reply, RequestHead, ResponseHead, Resumed, Trailers};
+use crate::http_filter::{HeaderEdits, Reply, RequestHead, ResponseHead, Trailers};
 use crate::local_reply::LocalReply;
 use crate::stats::HostCounter;
 use crate::wire::body::{owned, queued, Item};
@@ -111,13 +111,21 @@ impl Streams {
         if let Some(reply) = refused {
             return self.fail_with(stream, *reply, None);
         }
-        self.admit(stream, 0, true);
+        self.admit(stream, 0, true, None);
     }
 
     /// The request filters from `from` on, the router last, then what
     /// they decided: upstream (now, or deferred to the end of the read),
-    /// a local reply, or a pause.
-    fn admit(&mut self, stream: u32, from: usize, defer: bool) {
+    /// a local reply, or a pause. With `gathered` (the body's start, and
+    /// whether it is whole), filter `from` paused for it and gets it
+    /// first.
+    pub(super) fn admit(
+        &mut self,
+        stream: u32,
+        from: usize,
+        defer: bool,
+        gathered: Option<(Bytes, bool)>,
+    ) {
         let now = self.now;
         let Some(s) = self.table.get_mut(&stream) else {
             return;
@@ -128,6 +136,7 @@ impl Streams {
         let mut edits = s.edits.take().map_or_else(HeaderEdits::default, |e| *e);
         let mut target = None;
         let mut ticket = None;
+        let mut gather = None;
         let mut overflow = false;
         let wire = &self.cx.wire;
         let end_stream = s.bodyless;
@@ -137,8 +146,14 @@ impl Streams {
                 edits: &mut edits,
                 end_stream,
             };
-            let reached = chain::request_headers(filters, from, cx, &mut rh);
+            let reached = match gathered {
+                Some((body, whole)) => {
+                    chain::request_body_gathered(filters, from, cx, &mut rh, body, whole)
+                }
+                None => chain::request_headers(filters, from, cx, &mut rh),
+            };
             ticket = cx.paused;
+            gather = cx.gather;
             if let (Reached::Router, Some(pick)) = (&reached, cx.pick) {
                 // Counted in flight at once: the next pick (least request)
                 // sees it. Within the cluster's circuit breakers
@@ -215,6 +230,11 @@ impl Streams {
             }
             (Reached::Pause { at }, _, Some(ticket)) => {
                 s.paused = u32::try_from(at).ok().map(|at| (at, ticket));
+                s.gather = gather;
+                if gather.is_some() {
+                    // What came already may be enough.
+                    self.check_gathered(stream);
+                }
                 return;
             }
             // A filter that pauses must ask for the handle that resumes:
@@ -230,28 +250,6 @@ impl Streams {
                 keep_to_http(&mut self.conn);
             }
             self.reply_new(stream, s, reply);
-        }
-    }
-
-    /// A paused stream's pause ended (`ticket` names it: a late or repeated
-    /// resume finds nothing): the chain goes on after the filter that
-    /// paused, or the stream gets that filter's reply.
-    pub(super) fn resume(&mut self, stream: u32, ticket: u64, outcome: Resumed) {
-        let Some(s) = self.table.get_mut(&stream) else {
-            return;
-        };
-        let Some((at, _)) = s.paused.filter(|&(_, t)| t == ticket) else {
-            return;
-        };
-        s.paused = None;
-        match outcome {
-            Resumed::Continue(edits) => {
-                if !edits.is_empty() {
-                    s.edits.get_or_insert_with(Default::default).extend(edits);
-                }
-                self.admit(stream, at as usize + 1, false);
-            }
-            Resumed::Reply(reply) => self.fail_with(stream, *reply, None),
         }
     }
 
@@ -296,6 +294,13 @@ impl Streams {
         // Before the router (a filter paused the stream) chunks wait as
         // they came; they go through the body hooks once the chain passes
         // the router (`filter_held_body`), after every head hook.
+        if s.target.is_none() && s.gather.is_some() {
+            // A filter waits for the body: the client's window goes back
+            // at once (the wait is bounded by the filter's limit).
+            self.conn.release(stream, len as u32);
+            self.queue_request_data(stream, data, end_stream, 0);
+            return self.check_gathered(stream);
+        }
         let answer = match s.target {
             Some(_) => self
                 .cx
@@ -366,6 +371,9 @@ impl Streams {
                     if let Some(s) = self.table.get_mut(&stream) {
                         s.req.push_back(item);
                         enqueue(&mut self.queued, s, stream);
+                        if s.gather.is_some() {
+                            self.check_gathered(stream);
+                        }
                     }
                 }
             }

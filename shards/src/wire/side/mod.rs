@@ -1,4 +1,8 @@
-//! Request mirroring's sending side: the shard's copies (`request_mirror_policies`) in one table, fed by the streams they copy (`streams::mirror`) and sent by one task per shard to their mirror cluster's pools, fire and forget: answers are read and dropped, ends counted.
+//! The shard's side requests, the ones no client stream carries upstream: request copies (`request_mirror_policies`, fed by the streams they copy in `streams::mirror`) and filters' calls (`call`), in one table, sent by one task per shard on their cluster's pools.
+//!
+//! A copy is fire and forget: its answer is read and dropped, its end
+//! counted. A call's answer (head, bounded body, trailers) goes to the
+//! filter that made it.
 //!
 //! A copy streams as Envoy's does: its head leaves with the request's,
 //! its body chunk by chunk (shared `Bytes`, not copied). Unlike Envoy's,
@@ -25,6 +29,10 @@ use super::body::{drain, Gone, Item, ItemQueue};
 use super::inbox::{Delivered, Deliveries};
 use super::pool::{Acquire, Pool, PoolRef, UpRef};
 use super::WireShard;
+use crate::http_filter::call::CallFailure;
+
+mod call;
+use call::Call;
 
 /// Copies in flight on one shard, at most.
 pub const MAX_SHADOWS: usize = 1024;
@@ -41,18 +49,18 @@ fn shadow_timeout(route: Option<Duration>) -> Duration {
 }
 
 /// A field of a copy's head: name, value, never indexed (HPACK).
-pub(crate) type ShadowField = (Box<[u8]>, Box<[u8]>, bool);
+pub(crate) type SideField = (Box<[u8]>, Box<[u8]>, bool);
 
 /// A request head as it goes to the primary, owned, with the copy's host.
-pub(crate) struct ShadowHead {
+pub(crate) struct SideHead {
     pub method: Box<[u8]>,
     pub authority: Box<[u8]>,
     pub path: Box<[u8]>,
-    pub fields: Vec<ShadowField>,
+    pub fields: Vec<SideField>,
     pub bodyless: bool,
 }
 
-/// How a copy ended.
+/// How a side request ended.
 enum Ended {
     /// Its answer came whole (whatever its status).
     Answered,
@@ -61,8 +69,10 @@ enum Ended {
     Refused,
     TimedOut,
     /// Its request's stream ended before the request did, or the copy
-    /// fell behind past its bound.
+    /// fell behind past its bound, or the call's caller cancelled it.
     Abandoned,
+    /// A call's answer body passed its bound.
+    TooLarge,
 }
 
 /// Where a copy is.
@@ -78,10 +88,10 @@ enum Stage {
 }
 
 /// One copy.
-struct Shadow {
+struct SideRequest {
     stage: Stage,
     /// Its head, until it goes out.
-    head: Option<ShadowHead>,
+    head: Option<SideHead>,
     /// Its body (and trailers) not yet sent, and their bytes.
     body: ItemQueue,
     unsent: usize,
@@ -97,18 +107,45 @@ struct Shadow {
     due: bool,
     /// To end at the task's next turn, and why.
     ending: Option<Ended>,
+    /// A call's answer so far and its caller (`None`: a copy).
+    call: Option<Box<Call>>,
 }
 
 /// The shard's copies, and the task that sends them.
 #[derive(Default)]
-pub(crate) struct Mirrors {
-    live: AHashMap<u32, Shadow>,
+pub(crate) struct SideRequests {
+    live: AHashMap<u32, SideRequest>,
     /// Copies with something for the task to do: new, ending, fed.
     due: VecDeque<u32>,
     next: u32,
     bytes: usize,
+    /// How many of `live` are copies (the rest are calls).
+    copies: usize,
     /// The task's inbox, while it runs.
     inbox: Option<usize>,
+}
+
+impl SideRequests {
+    /// Takes `id` out of the table, with its bytes and count.
+    fn remove(&mut self, id: u32) -> Option<SideRequest> {
+        let s = self.live.remove(&id)?;
+        self.bytes -= s.unsent;
+        if s.call.is_none() {
+            self.copies -= 1;
+        }
+        Some(s)
+    }
+
+    /// A number no live request has.
+    fn next_id(&mut self) -> u32 {
+        loop {
+            let id = self.next;
+            self.next = self.next.wrapping_add(1);
+            if !self.live.contains_key(&id) {
+                return id;
+            }
+        }
+    }
 }
 
 impl WireShard {
@@ -117,24 +154,24 @@ impl WireShard {
     pub(crate) fn mirror_open(
         self: &Rc<Self>,
         cluster: &str,
-        head: ShadowHead,
+        head: SideHead,
         limit: usize,
         timeout: Option<Duration>,
     ) -> Option<u32> {
-        let mut m = self.mirrors.borrow_mut();
-        if m.live.len() >= MAX_SHADOWS {
+        let mut m = self.side.borrow_mut();
+        if m.copies >= MAX_SHADOWS {
             self.shard.stats.mirror.overflow.inc();
             return None;
         }
-        let id = m.next;
-        m.next = m.next.wrapping_add(1);
+        let id = m.next_id();
+        m.copies += 1;
         // A request without a body is whole already: its timeout runs.
         let deadline = head
             .bodyless
             .then(|| Instant::now() + shadow_timeout(timeout));
         m.live.insert(
             id,
-            Shadow {
+            SideRequest {
                 stage: Stage::New {
                     cluster: cluster.into(),
                 },
@@ -147,17 +184,18 @@ impl WireShard {
                 status: None,
                 due: false,
                 ending: None,
+                call: None,
             },
         );
         drop(m);
-        self.mirror_due(id);
+        self.side_due(id);
         Some(id)
     }
 
     /// More of copy `id`'s body (`end`: the request is whole); a copy that
     /// falls behind past its bound, or the shard's, is abandoned.
     pub(crate) fn mirror_feed(self: &Rc<Self>, id: u32, item: Item, end: bool) {
-        let mut m = self.mirrors.borrow_mut();
+        let mut m = self.side.borrow_mut();
         let bytes = m.bytes;
         let Some(s) = m.live.get_mut(&id).filter(|s| s.ending.is_none()) else {
             return;
@@ -178,25 +216,25 @@ impl WireShard {
             m.bytes += len;
         }
         drop(m);
-        self.mirror_due(id);
+        self.side_due(id);
     }
 
     /// Copy `id`'s request will not end: its stream is gone.
     pub(crate) fn mirror_abandon(self: &Rc<Self>, id: u32) {
-        let mut m = self.mirrors.borrow_mut();
+        let mut m = self.side.borrow_mut();
         let Some(s) = m.live.get_mut(&id).filter(|s| s.ending.is_none()) else {
             return;
         };
         s.ending = Some(Ended::Abandoned);
         drop(m);
         self.shard.stats.mirror.abandoned.inc();
-        self.mirror_due(id);
+        self.side_due(id);
     }
 
-    /// Copy `id` has something for the task to do: the task is woken, or
-    /// started.
-    fn mirror_due(self: &Rc<Self>, id: u32) {
-        let mut m = self.mirrors.borrow_mut();
+    /// Side request `id` has something for the task to do: the task is
+    /// woken, or started.
+    fn side_due(self: &Rc<Self>, id: u32) {
+        let mut m = self.side.borrow_mut();
         match m.live.get_mut(&id) {
             Some(s) if !s.due => s.due = true,
             _ => return,
@@ -242,7 +280,7 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
     let mut timer: Option<(Instant, Pin<Box<Timer>>)> = None;
     loop {
         loop {
-            let next = wire.mirrors.borrow_mut().due.pop_front();
+            let next = wire.side.borrow_mut().due.pop_front();
             match next {
                 Some(id) => t.visit(id),
                 None => break,
@@ -259,7 +297,7 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
         t.send_held();
         t.flush();
         let (idle, due) = {
-            let m = wire.mirrors.borrow();
+            let m = wire.side.borrow();
             if !m.due.is_empty() {
                 continue;
             }
@@ -269,7 +307,7 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
         if idle {
             // Nothing is routed to the inbox any more: what is left in it
             // (nothing) is given back as any delivery is.
-            wire.mirrors.borrow_mut().inbox = None;
+            wire.side.borrow_mut().inbox = None;
             if let Some(mut left) = wire.inboxes.close(inbox) {
                 for (id, what) in left.drain(..) {
                     t.on_delivery(id, what);
@@ -286,7 +324,7 @@ async fn run(wire: Rc<WireShard>, inbox: usize) {
         // opening again wakes with none), and the turn runs.
         let mut parked = false;
         poll_fn(|cx| {
-            if parked || !wire.mirrors.borrow().due.is_empty() {
+            if parked || !wire.side.borrow().due.is_empty() {
                 return Poll::Ready(());
             }
             if wire.inboxes.poll(inbox, cx).is_ready() {
@@ -310,7 +348,7 @@ impl Task {
     /// A copy came due: it ends, starts, or sends what body it has.
     fn visit(&mut self, id: u32) {
         let (ending, new) = {
-            let mut m = self.wire.mirrors.borrow_mut();
+            let mut m = self.wire.side.borrow_mut();
             let Some(s) = m.live.get_mut(&id) else { return };
             s.due = false;
             (s.ending.take(), matches!(s.stage, Stage::New { .. }))
@@ -324,41 +362,55 @@ impl Task {
         self.send_body(id);
     }
 
-    /// A new copy: its host (the cluster's policy, as the snapshot is
-    /// now), within the cluster's circuit breakers, then its stream.
+    /// A new copy or call: its host (the cluster's policy, as the
+    /// snapshot is now), within the cluster's circuit breakers, then its
+    /// stream.
     fn start(&mut self, id: u32) {
         let wire = Rc::clone(&self.wire);
         let shard = &wire.shard;
-        let stats = &shard.stats.mirror;
-        let cluster_name = match wire.mirrors.borrow().live.get(&id).map(|s| &s.stage) {
-            Some(Stage::New { cluster }) => cluster.clone(),
+        let (cluster_name, copy) = match wire.side.borrow().live.get(&id) {
+            Some(SideRequest {
+                stage: Stage::New { cluster },
+                call,
+                ..
+            }) => (cluster.clone(), call.is_none()),
             _ => return,
         };
+        // A copy's ends are the mirror's stats; a call's, its filter's.
+        let stats = copy.then_some(&shard.stats.mirror);
         let snap = shard.snapshot();
         let Some(cluster) = snap.cluster(&cluster_name) else {
-            stats.unknown_cluster.inc();
-            return self.forget(id);
+            if let Some(stats) = stats {
+                stats.unknown_cluster.inc();
+            }
+            return self.forget(id, CallFailure::UnknownCluster);
         };
         let in_flight = |h| wire.in_flight(h);
         let Ok(host) = shard.choose_host(cluster, None, in_flight, || None) else {
-            stats.failed.inc();
-            return self.forget(id);
+            if let Some(stats) = stats {
+                stats.failed.inc();
+            }
+            return self.forget(id, CallFailure::NoHealthyHost);
         };
         let pool = match wire.pool(host, cluster) {
             Some(pool) if pool.borrow().budget.try_request() => pool,
             _ => {
                 shard.stats.hosts.host(host.id).rq_pending_overflow.inc();
-                stats.overflow.inc();
-                return self.forget(id);
+                if let Some(stats) = stats {
+                    stats.overflow.inc();
+                }
+                return self.forget(id, CallFailure::Overflow);
             }
         };
         pool.borrow_mut().in_flight += 1;
         let host_stats = shard.stats.hosts.host(host.id);
         host_stats.rq_total.inc();
         host_stats.rq_active.inc();
-        stats.rq_total.inc();
-        stats.active.inc();
-        if let Some(s) = wire.mirrors.borrow_mut().live.get_mut(&id) {
+        if let Some(stats) = stats {
+            stats.rq_total.inc();
+            stats.active.inc();
+        }
+        if let Some(s) = wire.side.borrow_mut().live.get_mut(&id) {
             s.stage = Stage::Sent {
                 pool,
                 host: host.id,
@@ -371,7 +423,7 @@ impl Task {
     /// Opens the copy's stream on its pool, or waits for room there.
     fn open(&mut self, id: u32) {
         let (pool, head) = {
-            let mut m = self.wire.mirrors.borrow_mut();
+            let mut m = self.wire.side.borrow_mut();
             let Some(s) = m.live.get_mut(&id) else { return };
             let Stage::Sent { pool, up: None, .. } = &s.stage else {
                 return;
@@ -387,7 +439,9 @@ impl Task {
             }
             Acquire::Failed => return self.end(id, Ended::Failed(CallResult::ConnectFailure)),
             Acquire::Overflow => {
-                self.wire.shard.stats.mirror.overflow.inc();
+                if self.is_copy(id) {
+                    self.wire.shard.stats.mirror.overflow.inc();
+                }
                 return self.end(id, Ended::Refused);
             }
         };
@@ -410,7 +464,7 @@ impl Task {
         };
         if let Some(Stage::Sent { up: at, .. }) = self
             .wire
-            .mirrors
+            .side
             .borrow_mut()
             .live
             .get_mut(&id)
@@ -422,16 +476,16 @@ impl Task {
     }
 
     /// A head that waits for room in its pool.
-    fn put_back(&self, id: u32, head: ShadowHead) {
-        if let Some(s) = self.wire.mirrors.borrow_mut().live.get_mut(&id) {
+    fn put_back(&self, id: u32, head: SideHead) {
+        if let Some(s) = self.wire.side.borrow_mut().live.get_mut(&id) {
             s.head = Some(head);
         }
     }
 
     /// Sends what body the copy's windows and connection take.
     fn send_body(&mut self, id: u32) {
-        let mut m = self.wire.mirrors.borrow_mut();
-        let Mirrors { live, bytes, .. } = &mut *m;
+        let mut m = self.wire.side.borrow_mut();
+        let SideRequests { live, bytes, .. } = &mut *m;
         let Some(s) = live.get_mut(&id) else { return };
         let Stage::Sent {
             pool, up: Some(up), ..
@@ -461,7 +515,7 @@ impl Task {
 
     /// What the copy's upstream connection delivered.
     fn on_delivery(&mut self, id: u32, what: Delivered) {
-        let sent = match self.wire.mirrors.borrow().live.get(&id).map(|s| &s.stage) {
+        let sent = match self.wire.side.borrow().live.get(&id).map(|s| &s.stage) {
             Some(Stage::Sent { pool, host, up }) => Some((Rc::clone(pool), *host, *up)),
             _ => None,
         };
@@ -499,11 +553,16 @@ impl Task {
                         .unwrap_or(0);
                     let stats = &self.wire.shard.stats;
                     stats.hosts.host(host).responses.record(status);
-                    if let Some(s) = self.wire.mirrors.borrow_mut().live.get_mut(&id) {
+                    if let Some(s) = self.wire.side.borrow_mut().live.get_mut(&id) {
                         s.status = Some(status);
                     }
                 }
-                if let Some(conn) = pool.borrow_mut().conn(up) {
+                // A call keeps its answer's head; a copy's is dropped.
+                let head = match self.call_of(id) {
+                    Some(mut call) if !informational => call.keep_head(head),
+                    _ => Some(head),
+                };
+                if let (Some(head), Some(conn)) = (head, pool.borrow_mut().conn(up)) {
                     conn.recycle(head);
                 }
                 end_stream.then_some(Ended::Answered)
@@ -515,10 +574,20 @@ impl Task {
                     conn.release(up.stream, data.len() as u32);
                 }
                 super::streams::touch(&mut self.touched, &pool, up.slot);
-                end_stream.then_some(Ended::Answered)
+                let kept = self
+                    .call_of(id)
+                    .is_none_or(|mut call| call.keep_body(&data));
+                match (kept, end_stream) {
+                    (false, _) => Some(Ended::TooLarge),
+                    (true, end) => end.then_some(Ended::Answered),
+                }
             }
             ClientEvent::Trailers { fields, .. } => {
-                if let Some(conn) = pool.borrow_mut().conn(up) {
+                let fields = match self.call_of(id) {
+                    Some(mut call) => call.keep_trailers(fields),
+                    None => Some(fields),
+                };
+                if let (Some(fields), Some(conn)) = (fields, pool.borrow_mut().conn(up)) {
                     conn.recycle(fields);
                 }
                 Some(Ended::Answered)
@@ -543,7 +612,7 @@ impl Task {
     fn send_held(&mut self) {
         let held: Vec<u32> = self
             .wire
-            .mirrors
+            .side
             .borrow()
             .live
             .iter()
@@ -584,7 +653,7 @@ impl Task {
     fn expire(&mut self, now: Instant) {
         let due: Vec<u32> = self
             .wire
-            .mirrors
+            .side
             .borrow()
             .live
             .iter()
@@ -596,11 +665,18 @@ impl Task {
         }
     }
 
-    /// Forgets a copy that never got a host.
-    fn forget(&mut self, id: u32) {
-        let mut m = self.wire.mirrors.borrow_mut();
-        if let Some(s) = m.live.remove(&id) {
-            m.bytes -= s.unsent;
+    /// Whether `id` is a copy (not a call).
+    fn is_copy(&self, id: u32) -> bool {
+        let m = self.wire.side.borrow();
+        m.live.get(&id).is_some_and(|s| s.call.is_none())
+    }
+
+    /// Forgets a copy or call that never got a host; a call's caller
+    /// learns `why`.
+    fn forget(&mut self, id: u32, why: CallFailure) {
+        let s = self.wire.side.borrow_mut().remove(id);
+        if let Some(call) = s.and_then(|s| s.call) {
+            call.fail(why);
         }
     }
 
@@ -609,12 +685,15 @@ impl Task {
     /// host's outlier detection: its answer's status if one came, else
     /// its failure.
     fn end(&mut self, id: u32, how: Ended) {
-        let Some(s) = self.wire.mirrors.borrow_mut().live.remove(&id) else {
+        let Some(mut s) = self.wire.side.borrow_mut().remove(id) else {
             return;
         };
-        self.wire.mirrors.borrow_mut().bytes -= s.unsent;
+        let call = s.call.take();
         let stats = &self.wire.shard.stats;
         let Stage::Sent { pool, host, up } = s.stage else {
+            if let Some(call) = call {
+                call.end(how, None);
+            }
             return;
         };
         {
@@ -642,18 +721,25 @@ impl Task {
         }
         let host_stats = stats.hosts.host(host);
         host_stats.rq_active.dec();
-        stats.mirror.active.dec();
+        let copy = call.is_none().then_some(&stats.mirror);
+        if let Some(copy) = copy {
+            copy.active.dec();
+        }
         let failure = match how {
             // Counted where abandoned or refused.
             Ended::Answered | Ended::Abandoned | Ended::Refused => None,
             Ended::Failed(result) => {
-                if s.status.is_none() {
-                    stats.mirror.failed.inc();
+                if let (Some(copy), None) = (copy, s.status) {
+                    copy.failed.inc();
                 }
                 Some(result)
             }
+            // The host answered: too much, which is not its failure.
+            Ended::TooLarge => None,
             Ended::TimedOut => {
-                stats.mirror.timeout.inc();
+                if let Some(copy) = copy {
+                    copy.timeout.inc();
+                }
                 host_stats.rq_timeout.inc();
                 Some(CallResult::Timeout)
             }
@@ -664,6 +750,10 @@ impl Task {
         };
         if let Some(result) = outcome {
             self.wire.record_outlier(&pool, result);
+        }
+        // Last: the caller may make another call at once.
+        if let Some(call) = call {
+            call.end(how, s.status);
         }
     }
 

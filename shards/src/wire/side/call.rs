@@ -1,0 +1,165 @@
+//! Filters' calls as side requests: a call's whole request handed over at once, its answer kept (head, body up to its bound, trailers) and given to its caller when it ends.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use engine::outlier::CallResult;
+use h2wire::message::HeaderList;
+
+use super::{Ended, SideField, SideHead, SideRequest, Stage, MAX_SHADOW_BYTES};
+use crate::http_filter::call::{CallAnswer, CallFailure, CallId, CallRequest, Calls, OnAnswer};
+use crate::wire::body::{Item, ItemQueue};
+use crate::wire::WireShard;
+
+/// Calls in flight on one shard, at most (copies have their own bound).
+pub const MAX_CALLS: usize = 8192;
+
+/// A call's answer so far, and who waits for it.
+pub(super) struct Call {
+    done: OnAnswer,
+    head: Option<HeaderList>,
+    body: BytesMut,
+    max_body: usize,
+    trailers: Option<HeaderList>,
+}
+
+impl Call {
+    /// Keeps the answer's head; nothing is left to recycle.
+    pub(super) fn keep_head(&mut self, head: HeaderList) -> Option<HeaderList> {
+        self.head = Some(head);
+        None
+    }
+
+    /// Keeps a chunk of the answer's body; `false`: past the bound.
+    pub(super) fn keep_body(&mut self, data: &Bytes) -> bool {
+        if self.body.len() + data.len() > self.max_body {
+            return false;
+        }
+        self.body.extend_from_slice(data);
+        true
+    }
+
+    pub(super) fn keep_trailers(&mut self, fields: HeaderList) -> Option<HeaderList> {
+        self.trailers = Some(fields);
+        None
+    }
+
+    /// The call never got a host.
+    pub(super) fn fail(self, why: CallFailure) {
+        (self.done)(Err(why));
+    }
+
+    /// The call ended `how` (`status`: its answer's, if a head came). A
+    /// cancelled call's caller is gone: nothing runs.
+    pub(super) fn end(self, how: Ended, status: Option<u16>) {
+        let outcome = match how {
+            Ended::Abandoned => return,
+            Ended::Answered => match (status, self.head) {
+                (Some(status), Some(head)) => Ok(CallAnswer {
+                    status,
+                    head,
+                    body: self.body.freeze(),
+                    trailers: self.trailers,
+                }),
+                _ => Err(CallFailure::Reset),
+            },
+            Ended::Refused => Err(CallFailure::Overflow),
+            Ended::Failed(CallResult::ConnectFailure) => Err(CallFailure::ConnectFailure),
+            Ended::Failed(_) => Err(CallFailure::Reset),
+            Ended::TimedOut => Err(CallFailure::Timeout),
+            Ended::TooLarge => Err(CallFailure::TooLarge),
+        };
+        (self.done)(outcome);
+    }
+}
+
+impl WireShard {
+    /// A filter's call: its whole request queued at once, its deadline
+    /// running from now.
+    fn call_open(self: &Rc<Self>, req: CallRequest, done: OnAnswer) -> Result<CallId, CallFailure> {
+        let mut m = self.side.borrow_mut();
+        let len = req.body.len();
+        if m.live.len() - m.copies >= MAX_CALLS || m.bytes + len > MAX_SHADOW_BYTES {
+            return Err(CallFailure::Overflow);
+        }
+        let id = m.next_id();
+        let bodyless = len == 0;
+        let mut fields: Vec<SideField> = Vec::with_capacity(req.fields.len() + 1);
+        fields.extend(req.fields.into_iter().map(|(n, v)| (n, v, false)));
+        let mut body = ItemQueue::default();
+        if !bodyless {
+            let length = len.to_string().into_bytes().into_boxed_slice();
+            fields.push((Box::from(&b"content-length"[..]), length, false));
+            body.push_back(Item::Data {
+                data: req.body,
+                end: true,
+                credit: 0,
+            });
+        }
+        m.live.insert(
+            id,
+            SideRequest {
+                stage: Stage::New {
+                    cluster: req.cluster,
+                },
+                head: Some(SideHead {
+                    method: req.method,
+                    authority: req.authority,
+                    path: req.path,
+                    fields,
+                    bodyless,
+                }),
+                body,
+                unsent: len,
+                limit: len,
+                timeout: Some(req.timeout),
+                deadline: Some(Instant::now() + req.timeout),
+                status: None,
+                due: false,
+                ending: None,
+                call: Some(Box::new(Call {
+                    done,
+                    head: None,
+                    body: BytesMut::new(),
+                    max_body: req.max_answer_bytes,
+                    trailers: None,
+                })),
+            },
+        );
+        m.bytes += len;
+        drop(m);
+        self.side_due(id);
+        Ok(CallId(id))
+    }
+
+    /// Its caller no longer waits for call `id`.
+    fn call_cancel(self: &Rc<Self>, CallId(id): CallId) {
+        let mut m = self.side.borrow_mut();
+        let live = m.live.get_mut(&id);
+        let Some(s) = live.filter(|s| s.ending.is_none() && s.call.is_some()) else {
+            return;
+        };
+        s.ending = Some(Ended::Abandoned);
+        drop(m);
+        self.side_due(id);
+    }
+}
+
+impl Calls for Rc<WireShard> {
+    fn call(&self, req: CallRequest, done: OnAnswer) -> Result<CallId, CallFailure> {
+        self.call_open(req, done)
+    }
+
+    fn cancel(&self, id: CallId) {
+        self.call_cancel(id);
+    }
+}
+
+impl super::Task {
+    /// Call `id`'s answer so far, if `id` is a live call.
+    pub(super) fn call_of(&self, id: u32) -> Option<std::cell::RefMut<'_, Call>> {
+        let m = self.wire.side.borrow_mut();
+        std::cell::RefMut::filter_map(m, |m| m.live.get_mut(&id)?.call.as_deref_mut()).ok()
+    }
+}
