@@ -9,7 +9,8 @@
 # clients (Python's websockets, Chromium) over ws://, wss:// and wss://
 # passed through by SNI; curl and Chromium decoding gzip, brotli and zstd
 # from the compressor filter; Chromium's CORS preflight from a page on
-# another origin, allowed and refused. Every port is chosen by the kernel
+# another origin, allowed and refused; a gRPC-Web client (sonora) through
+# the gRPC-Web filter. Every port is chosen by the kernel
 # (the CORS page's origin is a port asked of the kernel first).
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
 set -euo pipefail
@@ -600,6 +601,56 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 check "WebSocket tunnels all closed" "0" "$tunnels"
+
+# gRPC-Web: a real gRPC-Web client (Python's sonora, pip-installed when
+# missing) through the gRPC-Web filter to the demo backend's gRPC echo.
+if ! python3 -c 'import sonora' 2>/dev/null; then
+    python3 -m pip install -q sonora >/dev/null 2>&1 || pip install -q sonora >/dev/null
+fi
+cat >"$work/grpc-web.yaml" <<YAML
+admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: grpc }
+          http_filters:
+          - name: envoy.filters.http.grpc_web
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb
+          - name: envoy.filters.http.router
+  clusters:
+  - name: grpc
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: grpc
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${backend##*:} } } }
+YAML
+"$BIN/gateway" -c "$work/grpc-web.yaml" --shards 1 >"$work/gateway-grpc-web.log" 2>&1 &
+pids+=($!)
+web_gw=$(await_addr "$work/gateway-grpc-web.log" "listener ingress on")
+web=$(timeout 30 python3 .ci/grpc_web_client.py "$web_gw" 2>&1 || true)
+check "gRPC-Web client (sonora) echoed" "hello from grpc-web" "$(sed -n 1p <<<"$web")"
+check "gRPC-Web client sees the backend's failure" "NOT_FOUND not here" "$(sed -n 2p <<<"$web")"
 
 if [[ $failures -gt 0 ]]; then
     echo "clients: $failures failures; gateway log:" >&2

@@ -100,6 +100,36 @@ pub fn http_to_grpc_status(http_status: u16) -> u32 {
     }
 }
 
+/// A message as `grpc-message` carries it: percent-encoded outside
+/// printable ASCII, and `%` itself (the gRPC HTTP/2 spec); with
+/// `escape_tilde`, `~` too (as Envoy's gRPC-Web filter writes it).
+pub fn grpc_message(body: &[u8], escape_tilde: bool) -> std::borrow::Cow<'_, [u8]> {
+    let last = if escape_tilde { 0x7e } else { 0x7f };
+    let plain = |b: u8| (0x20..last).contains(&b) && b != b'%';
+    if body.iter().all(|&b| plain(b)) {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let mut out = Vec::with_capacity(body.len() + 8);
+    for &b in body {
+        if plain(b) {
+            out.push(b);
+        } else {
+            let _ = write!(Hex(&mut out), "%{b:02X}");
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `fmt::Write` into bytes.
+struct Hex<'a>(&'a mut Vec<u8>);
+
+impl Write for Hex<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
 /// Whether a `content-type` value denotes gRPC (`application/grpc`,
 /// `application/grpc+proto`, `application/grpc-web` is not gRPC here).
 pub fn is_grpc_content_type(value: &[u8]) -> bool {
@@ -131,6 +161,19 @@ pub fn parse_grpc_timeout(value: &[u8]) -> Option<std::time::Duration> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn grpc_messages_are_percent_encoded() {
+        assert_eq!(&grpc_message(b"no route", false)[..], b"no route");
+        assert_eq!(
+            &grpc_message(b" 404 NR /nope\n", false)[..],
+            b" 404 NR /nope%0A"
+        );
+        let cafe = "50% caf\u{e9} ~".as_bytes();
+        assert_eq!(&grpc_message(cafe, false)[..], b"50%25 caf%C3%A9 ~");
+        // Envoy's gRPC-Web filter: `~` too.
+        assert_eq!(&grpc_message(cafe, true)[..], b"50%25 caf%C3%A9 %7E");
+    }
 
     #[test]
     fn grpc_timeouts_parse_by_unit() {

@@ -480,3 +480,97 @@ fn a_config_the_gateway_cannot_run_is_refused_by_name() {
         assert!(err.contains(want), "{fields}: {err}");
     }
 }
+
+#[test]
+fn a_body_of_exactly_the_bound_is_whole_once_its_end_comes() {
+    use std::io::Write;
+    let authz = H1Backend::start(|_| H1Answer::ok("yes"));
+    let be = echo();
+    let strict = "              with_request_body: { max_request_bytes: 10 }";
+    let (_gw, addr, _admin) = gateway(authz.addr(), be.addr(), "", strict);
+    // Ten bytes, then the chunked body's end in a later write.
+    let (mut s, mut r) = open(addr);
+    let head = "POST / HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(b"a\r\n0123456789\r\n").unwrap();
+    s.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    s.write_all(b"0\r\n\r\n").unwrap();
+    let resp = read_response(&mut r, false);
+    assert_eq!((resp.status, &resp.body[..]), (200, &b"upstream"[..]));
+    let check = only(&authz);
+    assert_eq!(check.body, b"0123456789");
+    assert_eq!(check.field("x-envoy-auth-partial-body"), Some("false"));
+    assert_eq!(only(&be).body, b"0123456789");
+}
+
+#[test]
+fn a_body_held_by_an_earlier_pause_is_gathered_too() {
+    // A fault's delay holds the body first (up to the connection's
+    // buffer, 1 MiB); the check then gathers 1.5 MiB past it.
+    let authz = H1Backend::start(|req| match req.body.len() {
+        1_500_000 => H1Answer::ok("yes"),
+        n => H1Answer::raw(format!(
+            "HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nx-got: {n}\r\n\r\n"
+        )),
+    });
+    let be = echo();
+    let filters = r#"          - name: envoy.filters.http.fault
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault
+              delay: { fixed_delay: 0.2s, percentage: { numerator: 100 } }
+          - name: envoy.filters.http.ext_authz
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
+              http_service:
+                server_uri: { uri: "http://authz", cluster: authz, timeout: 2s }
+              with_request_body: { max_request_bytes: 2000000 }"#;
+    let clusters = format!(
+        "{}{}",
+        support::yaml::h1_cluster("authz", authz.addr()),
+        support::yaml::h1_cluster("backend", be.addr())
+    );
+    let routes = support::yaml::one_route("backend", "");
+    let bootstrap =
+        support::yaml::filters_bootstrap("", filters, &routes, &clusters).expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let body = vec![b'q'; 1_500_000];
+    let r = h1_post(addr, "example.com", "/", "", &body);
+    assert_eq!(
+        (r.status, &r.body[..]),
+        (200, &b"upstream"[..]),
+        "{:?}",
+        r.header("x-got")
+    );
+    assert_eq!(only(&be).body.len(), 1_500_000);
+}
+
+#[test]
+fn an_http2_body_with_trailers_is_gathered_and_goes_on_in_order() {
+    let authz = H1Backend::start(|_| H1Answer::ok("yes"));
+    let be = echo();
+    let strict = "              with_request_body: { max_request_bytes: 100 }";
+    let (_gw, addr, _admin) = gateway(authz.addr(), be.addr(), "", strict);
+    let reply = client(move || async move {
+        let c = connect(addr).await;
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+        request(
+            &c,
+            "POST",
+            "/",
+            &[],
+            Some(bytes::Bytes::from_static(b"first second")),
+            Some(trailers),
+        )
+        .await
+        .expect("reply")
+    });
+    assert_eq!(reply.status, 200);
+    let check = only(&authz);
+    assert_eq!(check.body, b"first second");
+    assert_eq!(check.field("x-envoy-auth-partial-body"), Some("false"));
+    let up = only(&be);
+    assert_eq!(up.body, b"first second");
+}

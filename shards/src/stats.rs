@@ -540,6 +540,14 @@ pub struct ExtAuthzStats {
     pub invalid: Counter,
 }
 
+/// The gRPC-Web filter's requests: converted to gRPC, and refused (a
+/// text body that is not base64).
+#[derive(Debug, Default)]
+pub struct GrpcWebStats {
+    pub converted: Counter,
+    pub bad_request: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -622,6 +630,7 @@ pub struct ShardStats {
     pub rbac: RbacStats,
     pub network_rbac: RbacStats,
     pub ext_authz: ExtAuthzStats,
+    pub grpc_web: GrpcWebStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

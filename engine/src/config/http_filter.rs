@@ -53,6 +53,8 @@ pub enum HttpFilterConfig {
     Rbac(Arc<RbacFilter>),
     /// `envoy.filters.http.ext_authz`.
     ExtAuthz(Arc<ExtAuthz>),
+    /// `envoy.filters.http.grpc_web` (no config).
+    GrpcWeb,
     /// `envoy.filters.http.compressor`.
     Compressor(Arc<Compressor>),
     /// `envoy.filters.http.decompressor`.

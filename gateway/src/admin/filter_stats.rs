@@ -14,7 +14,7 @@ type Family = (
     &'static [(&'static str, ShardCounter)],
 );
 
-static FAMILIES: [Family; 10] = [
+static FAMILIES: [Family; 11] = [
     (
         "gateway_cors_total",
         "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
@@ -132,6 +132,14 @@ static FAMILIES: [Family; 10] = [
             ("failure_mode_allowed", |s| &s.ext_authz.failure_mode_allowed),
             ("disabled", |s| &s.ext_authz.disabled),
             ("invalid", |s| &s.ext_authz.invalid),
+        ],
+    ),
+    (
+        "gateway_grpc_web_total",
+        "gRPC-Web: requests converted to gRPC, and those refused (a text body that is not base64).",
+        &[
+            ("converted", |s| &s.grpc_web.converted),
+            ("bad_request", |s| &s.grpc_web.bad_request),
         ],
     ),
 ];

@@ -40,7 +40,7 @@ impl Eq for HeaderEdits {}
 pub enum EditError {
     #[error("not a field name (RFC 9110 token)")]
     BadName,
-    #[error("a pseudo-header, host, te or a hop-by-hop field: the gateway sets those")]
+    #[error("a pseudo-header, host, a te other than trailers or a hop-by-hop field: the gateway sets those")]
     Reserved,
     #[error("a field value with CR, LF or NUL")]
     BadValue,
@@ -59,10 +59,21 @@ fn check_name(name: &[u8]) -> Result<(), EditError> {
     if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
         return Err(EditError::BadName);
     }
-    if name == b"host" || name == b"te" || is_hop_by_hop(name) {
+    // `te` is checked with its value (`trailers` is a filter's to add:
+    // gRPC-Web's).
+    if name == b"host" || (name != b"te" && is_hop_by_hop(name)) {
         return Err(EditError::Reserved);
     }
     Ok(())
+}
+
+/// A field a filter may add: `te` only as `trailers`.
+fn check_field(name: &[u8], value: &[u8]) -> Result<(), EditError> {
+    check_name(name)?;
+    if name == b"te" && !engine::headers::keep_te(value) {
+        return Err(EditError::Reserved);
+    }
+    check_value(value)
 }
 
 /// `name` lowercased, without allocating for the usual lowercase name.
@@ -95,8 +106,7 @@ impl HeaderEdits {
     /// Adds a field after the others of its name.
     pub fn append(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
         let name = lowercase(name);
-        check_name(&name)?;
-        check_value(value)?;
+        check_field(&name, value)?;
         self.push(&name, value);
         Ok(())
     }
@@ -147,7 +157,7 @@ impl HeaderEdits {
 
     /// Replaces every field named `name` with one of `value`.
     pub fn set(&mut self, name: &[u8], value: &[u8]) -> Result<(), EditError> {
-        check_value(value)?;
+        check_field(&lowercase(name), value)?;
         self.remove(name)?;
         self.append(name, value)
     }
@@ -261,16 +271,13 @@ mod tests {
     #[test]
     fn fields_the_gateway_owns_and_malformed_ones_are_refused() {
         let mut e = HeaderEdits::default();
-        for name in [
-            &b":path"[..],
-            b"host",
-            b"Connection",
-            b"transfer-encoding",
-            b"te",
-        ] {
+        for name in [&b":path"[..], b"host", b"Connection", b"transfer-encoding"] {
             assert_eq!(e.append(name, b"v"), Err(EditError::Reserved), "{name:?}");
             assert_eq!(e.remove(name), Err(EditError::Reserved), "{name:?}");
         }
+        // `te` only as gRPC's `trailers`.
+        assert_eq!(e.append(b"te", b"gzip"), Err(EditError::Reserved));
+        assert_eq!(e.set(b"TE", b"chunked"), Err(EditError::Reserved));
         assert_eq!(e.append(b"", b"v"), Err(EditError::BadName));
         assert_eq!(e.append(b"bad name", b"v"), Err(EditError::BadName));
         assert_eq!(
@@ -279,6 +286,8 @@ mod tests {
         );
         assert_eq!(e.set(b"x-a", b"v\n"), Err(EditError::BadValue));
         assert!(e.is_empty(), "nothing refused was kept");
+        e.set(b"te", b"trailers").unwrap();
+        assert_eq!(e.get(b"te", None), Some(&b"trailers"[..]));
     }
 
     #[test]

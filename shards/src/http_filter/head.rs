@@ -67,6 +67,8 @@ pub struct ResponseHead<'a> {
     pub(crate) list: Option<&'a HeaderList>,
     pub(crate) edits: &'a mut HeaderEdits,
     pub(crate) end_stream: bool,
+    /// A local reply's body.
+    pub(crate) local_body: Option<&'a mut bytes::Bytes>,
 }
 
 impl ResponseHead<'_> {
@@ -89,6 +91,13 @@ impl ResponseHead<'_> {
     /// The gateway made this response (a local reply), not the upstream.
     pub fn is_local(&self) -> bool {
         self.list.is_none()
+    }
+
+    /// A local reply's body, which the hook may replace (the reply's
+    /// length follows it); `None` for an upstream's response, whose body
+    /// goes through the body hooks.
+    pub fn local_body(&mut self) -> Option<&mut bytes::Bytes> {
+        self.local_body.as_deref_mut()
     }
 
     /// The first value of field `name` (lowercase), edits applied.

@@ -62,6 +62,7 @@ pub mod csrf;
 mod edits;
 pub mod ext_authz;
 pub mod fault;
+pub mod grpc_web;
 mod head;
 pub(crate) mod header_mutation;
 pub mod health_check;

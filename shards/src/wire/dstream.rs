@@ -70,8 +70,9 @@ pub(crate) struct DStream {
     /// A filter paused the stream: the position of that filter and the
     /// pause's ticket.
     pub(super) paused: Option<(u32, u64)>,
-    /// The body bytes the paused filter waits for (`pause_for_body`).
-    pub(super) gather: Option<u32>,
+    /// The body the paused filter waits for (`pause_for_body`), as it
+    /// comes.
+    pub(super) gather: Option<Box<Gather>>,
     /// What its filters keep for it.
     pub(super) states: Option<Box<FilterStates>>,
     /// `:path` and `:authority` after the route's rewrites, and the new
@@ -355,4 +356,18 @@ impl DStream {
     pub(super) fn served_by(&self) -> Option<std::net::SocketAddr> {
         self.target.as_ref().map(|t| t.pool.borrow().addr)
     }
+}
+
+/// A request body gathered for a filter that paused for it: the bytes in
+/// one buffer (however small the chunks they came in), whose window went
+/// back to the client as they came.
+#[derive(Default)]
+pub(crate) struct Gather {
+    /// The filter's limit: gathering ends past it, or at the body's end.
+    pub limit: u32,
+    pub buf: bytes::BytesMut,
+    /// END_STREAM came with the data.
+    pub fin: bool,
+    /// The request's trailers came (they wait in the stream's queue).
+    pub trailers: bool,
 }

@@ -24,6 +24,7 @@ use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor as PbDecompressor;
 use crate::pb::envoy::extensions::filters::http::ext_authz::v3::ExtAuthz as PbExtAuthz;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
+use crate::pb::envoy::extensions::filters::http::grpc_web::v3::GrpcWeb as PbGrpcWeb;
 use crate::pb::envoy::extensions::filters::http::health_check::v3::HealthCheck as PbHealthCheck;
 use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
 use crate::pb::envoy::extensions::filters::http::rbac::v3::Rbac as PbRbac;
@@ -414,6 +415,10 @@ fn edge_filter(
         engine::HttpFilterConfig::HealthCheck(Arc::new(super::health_check_filter::health_check(
             &h, &hpath,
         )?))
+    } else if type_name == PbGrpcWeb::full_name() {
+        // `GrpcWeb` has no fields.
+        let _ = unpack::<PbGrpcWeb>(any, path)?;
+        engine::HttpFilterConfig::GrpcWeb
     } else if type_name == PbRbac::full_name() {
         let (r, rpath) = unpack::<PbRbac>(any, path)?;
         engine::HttpFilterConfig::Rbac(Arc::new(super::rbac::http_rbac(&r, &rpath)?))

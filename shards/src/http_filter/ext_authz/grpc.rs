@@ -134,11 +134,7 @@ fn attributes(
     }
     if body.present {
         http.size = body.data.len() as i64;
-        match config.with_request_body.is_some_and(|b| b.pack_as_bytes)
-            || settings
-                .and_then(|s| s.with_request_body)
-                .is_some_and(|b| b.pack_as_bytes)
-        {
+        match body.pack_as_bytes {
             true => http.raw_body = body.data.to_vec(),
             // A string field: Envoy puts the bytes in as they are; a
             // body that is not UTF-8 goes with replacement characters.

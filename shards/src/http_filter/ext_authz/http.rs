@@ -28,7 +28,9 @@ pub(super) fn request(
     let mut fields: Vec<CallField> = Vec::new();
     let edited = head.edits.apply(head.list.iter().map(|(n, v, _)| (n, v)));
     for (name, value) in edited {
-        if !sent(config, name) {
+        // Only gRPC's `te` is a field a check may carry (another would
+        // make an HTTP/2 service refuse the call).
+        if !sent(config, name) || (name == b"te" && !engine::headers::keep_te(value)) {
             continue;
         }
         match fields.iter_mut().find(|(n, _)| **n == *name) {

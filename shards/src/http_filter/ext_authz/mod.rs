@@ -74,6 +74,8 @@ pub(crate) struct CheckBody {
     /// The request has a body (a check without one carries no
     /// `x-envoy-auth-partial-body`).
     pub present: bool,
+    /// A gRPC check carries it as `raw_body` (`pack_as_bytes`).
+    pub pack_as_bytes: bool,
 }
 
 impl HttpFilter for Arc<ExtAuthz> {
@@ -119,14 +121,16 @@ impl HttpFilter for Arc<ExtAuthz> {
         body: Bytes,
         whole: bool,
     ) -> RequestFlow {
-        let partial_allowed = self.buffer(cx).is_some_and(|b| b.allow_partial_message);
-        if !whole && !partial_allowed {
+        let settings = self.buffer(cx);
+        if !whole && !settings.is_some_and(|b| b.allow_partial_message) {
             return RequestFlow::Reply(too_large());
         }
         let body = CheckBody {
+            // A request whose body turned out empty has none to send.
+            present: !body.is_empty(),
             data: body,
             partial: !whole,
-            present: true,
+            pack_as_bytes: settings.is_some_and(|b| b.pack_as_bytes),
         };
         self.check(cx, head, body)
     }

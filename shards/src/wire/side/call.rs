@@ -7,13 +7,17 @@ use bytes::{Bytes, BytesMut};
 use engine::outlier::CallResult;
 use h2wire::message::HeaderList;
 
-use super::{Ended, SideField, SideHead, SideRequest, Stage, MAX_SHADOW_BYTES};
+use super::{Ended, SideField, SideHead, SideRequest, Stage};
 use crate::http_filter::call::{CallAnswer, CallFailure, CallId, CallRequest, Calls, OnAnswer};
 use crate::wire::body::{Item, ItemQueue};
 use crate::wire::WireShard;
 
 /// Calls in flight on one shard, at most (copies have their own bound).
 pub const MAX_CALLS: usize = 8192;
+/// Bytes the calls of one shard hold, at most: their unsent bodies and
+/// the answers they keep (past it a call is refused, or its answer too
+/// large).
+pub const MAX_CALL_BYTES: usize = 64 << 20;
 
 /// A call's answer so far, and who waits for it.
 pub(super) struct Call {
@@ -31,13 +35,9 @@ impl Call {
         None
     }
 
-    /// Keeps a chunk of the answer's body; `false`: past the bound.
-    pub(super) fn keep_body(&mut self, data: &Bytes) -> bool {
-        if self.body.len() + data.len() > self.max_body {
-            return false;
-        }
-        self.body.extend_from_slice(data);
-        true
+    /// The answer bytes it keeps.
+    pub(super) fn kept(&self) -> usize {
+        self.body.len()
     }
 
     pub(super) fn keep_trailers(&mut self, fields: HeaderList) -> Option<HeaderList> {
@@ -80,7 +80,7 @@ impl WireShard {
     fn call_open(self: &Rc<Self>, req: CallRequest, done: OnAnswer) -> Result<CallId, CallFailure> {
         let mut m = self.side.borrow_mut();
         let len = req.body.len();
-        if m.live.len() - m.copies >= MAX_CALLS || m.bytes + len > MAX_SHADOW_BYTES {
+        if m.live.len() - m.copies >= MAX_CALLS || m.call_bytes + len > MAX_CALL_BYTES {
             return Err(CallFailure::Overflow);
         }
         let id = m.next_id();
@@ -127,7 +127,7 @@ impl WireShard {
                 })),
             },
         );
-        m.bytes += len;
+        m.call_bytes += len;
         drop(m);
         self.side_due(id);
         Ok(CallId(id))
@@ -157,6 +157,22 @@ impl Calls for Rc<WireShard> {
 }
 
 impl super::Task {
+    /// Keeps a chunk of call `id`'s answer body (a copy's is dropped);
+    /// `false`: past the call's bound or the shard's.
+    pub(super) fn keep_call_body(&self, id: u32, data: &Bytes) -> bool {
+        let mut m = self.wire.side.borrow_mut();
+        let total = m.call_bytes;
+        let Some(call) = m.live.get_mut(&id).and_then(|s| s.call.as_deref_mut()) else {
+            return true;
+        };
+        if call.body.len() + data.len() > call.max_body || total + data.len() > MAX_CALL_BYTES {
+            return false;
+        }
+        call.body.extend_from_slice(data);
+        m.call_bytes += data.len();
+        true
+    }
+
     /// Call `id`'s answer so far, if `id` is a live call.
     pub(super) fn call_of(&self, id: u32) -> Option<std::cell::RefMut<'_, Call>> {
         let m = self.wire.side.borrow_mut();

@@ -118,7 +118,10 @@ pub(crate) struct SideRequests {
     /// Copies with something for the task to do: new, ending, fed.
     due: VecDeque<u32>,
     next: u32,
+    /// Copies' unsent body bytes.
     bytes: usize,
+    /// Calls' unsent body bytes and the answer bytes they keep.
+    call_bytes: usize,
     /// How many of `live` are copies (the rest are calls).
     copies: usize,
     /// The task's inbox, while it runs.
@@ -129,9 +132,12 @@ impl SideRequests {
     /// Takes `id` out of the table, with its bytes and count.
     fn remove(&mut self, id: u32) -> Option<SideRequest> {
         let s = self.live.remove(&id)?;
-        self.bytes -= s.unsent;
-        if s.call.is_none() {
-            self.copies -= 1;
+        match &s.call {
+            Some(call) => self.call_bytes -= s.unsent + call.kept(),
+            None => {
+                self.bytes -= s.unsent;
+                self.copies -= 1;
+            }
         }
         Some(s)
     }
@@ -485,7 +491,12 @@ impl Task {
     /// Sends what body the copy's windows and connection take.
     fn send_body(&mut self, id: u32) {
         let mut m = self.wire.side.borrow_mut();
-        let SideRequests { live, bytes, .. } = &mut *m;
+        let SideRequests {
+            live,
+            bytes,
+            call_bytes,
+            ..
+        } = &mut *m;
         let Some(s) = live.get_mut(&id) else { return };
         let Stage::Sent {
             pool, up: Some(up), ..
@@ -506,7 +517,10 @@ impl Task {
         p.sent_request_data(up, d.moved);
         drop(p);
         s.unsent -= d.moved as usize;
-        *bytes -= d.moved as usize;
+        match s.call.is_some() {
+            true => *call_bytes -= d.moved as usize,
+            false => *bytes -= d.moved as usize,
+        }
         drop(m);
         if d.moved > 0 || d.ended {
             super::streams::touch(&mut self.touched, &pool, up.slot);
@@ -574,9 +588,7 @@ impl Task {
                     conn.release(up.stream, data.len() as u32);
                 }
                 super::streams::touch(&mut self.touched, &pool, up.slot);
-                let kept = self
-                    .call_of(id)
-                    .is_none_or(|mut call| call.keep_body(&data));
+                let kept = self.keep_call_body(id, &data);
                 match (kept, end_stream) {
                     (false, _) => Some(Ended::TooLarge),
                     (true, end) => end.then_some(Ended::Answered),

@@ -1,6 +1,5 @@
 //! The gateway's own replies, sent as responses through the response phases, and `local_reply_config` on them (no route, upstream failures and timeouts, direct responses, redirects, filters' refusals; never a backend's response): the first mapper whose filter takes the reply rewrites its status, headers and body, then the body format (the mapper's, else the config's) makes its body, as Envoy 1.40 does.
 
-use std::borrow::Cow;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -118,7 +117,7 @@ impl Streams {
         let now = self.now;
         // `local_reply_config` first: the log, the filters and the wire
         // see the reply as it rewrites it.
-        let reply = match local {
+        let mut reply = match local {
             true => self.cx.local_reply(s, reply),
             false => reply,
         };
@@ -133,24 +132,27 @@ impl Streams {
                     .grpc_status
                     .unwrap_or_else(|| http_to_grpc_status(reply.status))
             });
-            if !s.grpc && !head_only {
-                l.bytes_sent += reply.body.len() as u64;
-            }
         }
         let mut edits = HeaderEdits::default();
         self.cx
             .route_response_edits(s, None, reply.status, &mut edits);
+        let (status, end_stream) = (reply.status, head_only || reply.body.is_empty());
         self.cx.filters(s, stream, now, false, |f, cx| {
             let mut rh = ResponseHead {
-                status: reply.status,
+                status,
                 list: None,
                 edits: &mut edits,
-                end_stream: head_only || reply.body.is_empty(),
+                end_stream,
+                local_body: Some(&mut reply.body),
             };
             // A local reply is the last answer: a filter that refuses it
             // too is not asked again (no loop of replies).
             let _ = chain::response_headers(f, cx, &mut rh);
         });
+        if let Some(l) = s.log.as_mut().filter(|_| !s.grpc && !head_only) {
+            // As a filter left it.
+            l.bytes_sent += reply.body.len() as u64;
+        }
         self.cx
             .stamp
             .response(None, &mut edits, s.request_id.as_deref());
@@ -273,24 +275,6 @@ impl ConnCx {
     }
 }
 
-/// A gRPC message as `grpc-message` carries it: percent-encoded outside
-/// printable ASCII, and `%` itself (the gRPC HTTP/2 spec).
-pub(super) fn grpc_message(body: &[u8]) -> Cow<'_, [u8]> {
-    let plain = |b: u8| (0x20..0x7f).contains(&b) && b != b'%';
-    if body.iter().all(|&b| plain(b)) {
-        return Cow::Borrowed(body);
-    }
-    let mut out = Vec::with_capacity(body.len() + 8);
-    for &b in body {
-        if plain(b) {
-            out.push(b);
-        } else {
-            out.extend_from_slice(format!("%{b:02X}").as_bytes());
-        }
-    }
-    Cow::Owned(out)
-}
-
 /// The reply for an attempt's failure (`reply`); after retries, Envoy's
 /// body says the latest attempt's reason
 /// (`…before headers. retried and the latest reset reason: …`), and its
@@ -321,20 +305,5 @@ pub(super) fn host_result(reply: LocalReply) -> Option<CallResult> {
         | LocalReply::UpstreamProtocolError => Some(CallResult::Reset),
         LocalReply::ConnectFailure => Some(CallResult::ConnectFailure),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::grpc_message;
-
-    #[test]
-    fn grpc_messages_are_percent_encoded() {
-        assert_eq!(&grpc_message(b"no route")[..], b"no route");
-        assert_eq!(&grpc_message(b" 404 NR /nope\n")[..], b" 404 NR /nope%0A");
-        assert_eq!(
-            &grpc_message("50% caf\u{e9}".as_bytes())[..],
-            b"50%25 caf%C3%A9"
-        );
     }
 }

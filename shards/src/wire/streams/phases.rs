@@ -230,10 +230,8 @@ impl Streams {
             }
             (Reached::Pause { at }, _, Some(ticket)) => {
                 s.paused = u32::try_from(at).ok().map(|at| (at, ticket));
-                s.gather = gather;
-                if gather.is_some() {
-                    // What came already may be enough.
-                    self.check_gathered(stream);
+                if let Some(limit) = gather {
+                    self.start_gather(stream, limit);
                 }
                 return;
             }
@@ -294,11 +292,12 @@ impl Streams {
         // Before the router (a filter paused the stream) chunks wait as
         // they came; they go through the body hooks once the chain passes
         // the router (`filter_held_body`), after every head hook.
-        if s.target.is_none() && s.gather.is_some() {
+        if let Some(g) = s.gather.as_mut() {
             // A filter waits for the body: the client's window goes back
             // at once (the wait is bounded by the filter's limit).
+            g.buf.extend_from_slice(&data);
+            g.fin |= end_stream;
             self.conn.release(stream, len as u32);
-            self.queue_request_data(stream, data, end_stream, 0);
             return self.check_gathered(stream);
         }
         let answer = match s.target {
@@ -341,6 +340,11 @@ impl Streams {
     /// upstream.
     pub(super) fn on_request_trailers(&mut self, stream: u32, fields: HeaderList) {
         let now = self.now;
+        if let Some(g) = self.table.get_mut(&stream).and_then(|s| s.gather.as_mut()) {
+            // The body ended: the filter waiting for it goes first.
+            g.trailers = true;
+            self.check_gathered(stream);
+        }
         if let Some(s) = self.table.get_mut(&stream) {
             s.request_ends = None;
             let mut trailers = owned(&fields);
@@ -371,9 +375,6 @@ impl Streams {
                     if let Some(s) = self.table.get_mut(&stream) {
                         s.req.push_back(item);
                         enqueue(&mut self.queued, s, stream);
-                        if s.gather.is_some() {
-                            self.check_gathered(stream);
-                        }
                     }
                 }
             }
@@ -682,6 +683,7 @@ fn on_response_head(
                 list: Some(head),
                 edits: &mut *edits,
                 end_stream,
+                local_body: None,
             };
             chain::response_headers(f, cx, &mut rh)
         })

@@ -37,7 +37,7 @@ pub(super) fn send(
             .grpc_status
             .unwrap_or_else(|| http_to_grpc_status(reply.status))
             .to_string();
-        let message = super::local_reply::grpc_message(&reply.body);
+        let message = engine::headers::grpc_message(&reply.body, false);
         let message = (!message.is_empty()).then_some(&message[..]);
         let fields = [
             (&b"content-type"[..], &b"application/grpc"[..]),
