@@ -10,7 +10,8 @@
 # passed through by SNI; curl and Chromium decoding gzip, brotli and zstd
 # from the compressor filter; Chromium's CORS preflight from a page on
 # another origin, allowed and refused; a gRPC-Web client (sonora) through
-# the gRPC-Web filter. Every port is chosen by the kernel
+# the gRPC-Web filter; an OTLP receiver on the official protos getting a
+# traced request's span. Every port is chosen by the kernel
 # (the CORS page's origin is a port asked of the kernel first).
 # Usage: .ci/clients.sh [target/debug|target/release]   (default target/debug)
 set -euo pipefail
@@ -651,6 +652,85 @@ web_gw=$(await_addr "$work/gateway-grpc-web.log" "listener ingress on")
 web=$(timeout 30 python3 .ci/grpc_web_client.py "$web_gw" 2>&1 || true)
 check "gRPC-Web client (sonora) echoed" "hello from grpc-web" "$(sed -n 1p <<<"$web")"
 check "gRPC-Web client sees the backend's failure" "NOT_FOUND not here" "$(sed -n 2p <<<"$web")"
+
+# Tracing: an OTLP receiver on the official generated protos (Python's
+# opentelemetry-proto, pip-installed when missing) gets the span of a
+# request that came with a W3C context, decoded independently of ours.
+if ! python3 -c 'import opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc' 2>/dev/null; then
+    python3 -m pip install -q opentelemetry-proto >/dev/null 2>&1 || pip install -q opentelemetry-proto >/dev/null
+fi
+python3 .ci/otlp_receiver.py "$work/otlp.port" >"$work/otlp.spans" 2>"$work/otlp.log" &
+pids+=($!)
+for _ in $(seq 100); do [[ -s $work/otlp.port ]] && break; sleep 0.1; done
+otlp_port=$(cat "$work/otlp.port")
+cat >"$work/tracing.yaml" <<YAML
+admin: { address: { socket_address: { address: 127.0.0.1, port_value: 0 } } }
+static_resources:
+  listeners:
+  - name: ingress
+    address: { socket_address: { address: 127.0.0.1, port_value: 0 } }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress
+          tracing:
+            provider:
+              name: envoy.tracers.opentelemetry
+              typed_config:
+                "@type": type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig
+                grpc_service: { envoy_grpc: { cluster_name: otel }, timeout: 1s }
+                service_name: ci-gateway
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                route: { cluster: backend }
+                decorator: { operation: ciOperation }
+          http_filters:
+          - name: envoy.filters.http.router
+  clusters:
+  - name: backend
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: backend
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${backend##*:} } } }
+  - name: otel
+    type: STATIC
+    connect_timeout: 1s
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config: { http2_protocol_options: {} }
+    load_assignment:
+      cluster_name: otel
+      endpoints:
+      - lb_endpoints:
+        - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: $otlp_port } } }
+YAML
+"$BIN/gateway" -c "$work/tracing.yaml" --shards 1 >"$work/gateway-tracing.log" 2>&1 &
+pids+=($!)
+trace_gw=$(await_addr "$work/gateway-tracing.log" "listener ingress on")
+curl -s -o /dev/null -H 'traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' "http://$trace_gw/"
+span=
+for _ in $(seq 50); do
+    span=$(head -1 "$work/otlp.spans" 2>/dev/null || true)
+    [[ -n $span ]] && break
+    sleep 0.1
+done
+span_fields=$(python3 -c 'import json,sys; s=json.loads(sys.argv[1] or "{}"); print(s.get("service"), s.get("name"), s.get("kind"), s.get("trace_id"), s.get("parent_span_id"), s.get("status_code"))' "$span")
+check "OTLP receiver (opentelemetry-proto) got the span" \
+    "ci-gateway ciOperation 2 0af7651916cd43dd8448eb211c80319c b7ad6b7169203331 200" "$span_fields"
 
 if [[ $failures -gt 0 ]]; then
     echo "clients: $failures failures; gateway log:" >&2

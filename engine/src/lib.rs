@@ -28,6 +28,7 @@ pub mod route;
 pub mod session;
 pub mod snapshot;
 pub mod tls;
+pub mod tracing;
 
 pub use config::*;
 pub use ejected::EjectedSet;

@@ -77,6 +77,8 @@ pub struct Shard {
     /// `POST /healthcheck/fail` (until `/healthcheck/ok`): the health
     /// check filter answers 503.
     health_failed: Cell<bool>,
+    /// Finished spans on their way to collectors (the tracing filter's).
+    pub(crate) span_exporters: RefCell<crate::http_filter::tracing::Exporters>,
 }
 
 /// A nonzero xorshift seed from the clock, the process and the shard.
@@ -117,6 +119,7 @@ impl Shard {
             rng: Cell::new(rng_seed(id)),
             ids: (std::hash::RandomState::new(), Cell::new(0)),
             health_failed: Cell::new(false),
+            span_exporters: RefCell::default(),
         })
     }
 

@@ -548,6 +548,18 @@ pub struct GrpcWebStats {
     pub bad_request: Counter,
 }
 
+/// Tracing: requests sampled or not, and their spans exported, dropped
+/// (the shard's queue full: a collector slower than the traffic) or lost
+/// with an export that failed.
+#[derive(Debug, Default)]
+pub struct TracingStats {
+    pub sampled: Counter,
+    pub not_sampled: Counter,
+    pub exported: Counter,
+    pub dropped: Counter,
+    pub export_failed: Counter,
+}
+
 /// Load-balancing picks by policy, and picks made in panic mode.
 #[derive(Debug, Default)]
 pub struct LbStats {
@@ -631,6 +643,7 @@ pub struct ShardStats {
     pub network_rbac: RbacStats,
     pub ext_authz: ExtAuthzStats,
     pub grpc_web: GrpcWebStats,
+    pub tracing: TracingStats,
     pub tunnel: TunnelStats,
     pub mirror: MirrorStats,
     pub lb: LbStats,

@@ -55,7 +55,7 @@ fn istios_route_validates_into_what_the_data_path_reads() {
         .virtual_hosts[0];
     let route = &vh.routes[0];
     assert_eq!(
-        route.decorator.as_deref(),
+        route.decorator.as_ref().map(|d| d.operation.as_str()),
         Some("reviews.default.svc.cluster.local:8080/*")
     );
     let action = route.action.forward().expect("forwards");

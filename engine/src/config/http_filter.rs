@@ -55,6 +55,10 @@ pub enum HttpFilterConfig {
     ExtAuthz(Arc<ExtAuthz>),
     /// `envoy.filters.http.grpc_web` (no config).
     GrpcWeb,
+    /// The connection manager's `tracing`, run as its chain's first
+    /// filter (not one of Envoy's filters: its place in the chain is
+    /// the connection manager's own).
+    Tracing(Arc<super::tracing::Tracing>),
     /// `envoy.filters.http.compressor`.
     Compressor(Arc<Compressor>),
     /// `envoy.filters.http.decompressor`.

@@ -34,6 +34,7 @@ mod retry;
 mod route;
 mod session;
 mod tcp_proxy;
+mod tracing;
 mod upgrade;
 mod upstream;
 
@@ -63,6 +64,7 @@ pub use retry::*;
 pub use route::*;
 pub use session::*;
 pub use tcp_proxy::*;
+pub use tracing::*;
 pub use upgrade::*;
 pub use upstream::*;
 

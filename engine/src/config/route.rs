@@ -51,8 +51,8 @@ pub struct Route {
     /// Its header edits with its virtual host's and table's, in the
     /// order they apply.
     pub headers: RouteHeaders,
-    /// `decorator.operation`, kept for tracing.
-    pub decorator: Option<String>,
+    /// `decorator`: the span's name when the request is traced.
+    pub decorator: Option<Decorator>,
     /// `typed_per_filter_config`, its own or else its virtual host's, per
     /// filter type.
     pub per_filter: PerFilterConfig,
@@ -443,4 +443,14 @@ mod tests {
         assert_eq!(w.pick(4), "a");
         assert!(WeightedClusters::new([("a".into(), 0)]).is_none());
     }
+}
+
+/// A route's `decorator`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decorator {
+    /// `operation`: the traced request's span name.
+    pub operation: String,
+    /// `propagate` (default true): a traced request carries it upstream
+    /// as `x-envoy-decorator-operation`.
+    pub propagate: bool,
 }

@@ -378,7 +378,7 @@ fn route(r: &Route) -> Value {
         "query_parameters": query,
         "grpc": r.matcher.grpc,
         "runtime_fraction": r.matcher.fraction.map(runtime_fraction),
-        "decorator": r.decorator.as_ref().map(|op| json!({ "operation": op })),
+        "decorator": r.decorator.as_ref().map(|d| json!({ "operation": d.operation, "propagate": d.propagate })),
     });
     let action = match &r.action {
         RouteAction::Forward(a) => json!({

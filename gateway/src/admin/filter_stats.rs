@@ -14,7 +14,7 @@ type Family = (
     &'static [(&'static str, ShardCounter)],
 );
 
-static FAMILIES: [Family; 11] = [
+static FAMILIES: [Family; 12] = [
     (
         "gateway_cors_total",
         "CORS filter: requests with an Origin the route's policy allows (origin_valid) or does not (origin_invalid).",
@@ -140,6 +140,17 @@ static FAMILIES: [Family; 11] = [
         &[
             ("converted", |s| &s.grpc_web.converted),
             ("bad_request", |s| &s.grpc_web.bad_request),
+        ],
+    ),
+    (
+        "gateway_tracing_total",
+        "Tracing: requests sampled or not, and spans exported, dropped (a shard's queue full) or lost in a failed export.",
+        &[
+            ("sampled", |s| &s.tracing.sampled),
+            ("not_sampled", |s| &s.tracing.not_sampled),
+            ("exported", |s| &s.tracing.exported),
+            ("dropped", |s| &s.tracing.dropped),
+            ("export_failed", |s| &s.tracing.export_failed),
         ],
     ),
 ];

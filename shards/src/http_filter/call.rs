@@ -87,4 +87,7 @@ pub trait Calls {
     /// The caller no longer wants call `id`'s answer (its stream ended):
     /// the call's stream is cancelled and `done` dropped.
     fn cancel(&self, id: CallId);
+    /// An owned handle to the same calls, for work of the shard's that
+    /// outlives a hook (a span exporter's timer).
+    fn handle(&self) -> std::rc::Rc<dyn Calls>;
 }

@@ -23,6 +23,7 @@ pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
         HttpFilterConfig::Rbac(r) => Some(&**r),
         HttpFilterConfig::ExtAuthz(a) => Some(a),
         HttpFilterConfig::GrpcWeb => Some(&super::grpc_web::GrpcWeb),
+        HttpFilterConfig::Tracing(t) => Some(t),
         HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),
         HttpFilterConfig::Router => Some(&Router),

@@ -71,6 +71,7 @@ pub mod rbac;
 mod reply;
 pub mod router;
 pub mod stateful_session;
+pub mod tracing;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -190,4 +191,8 @@ pub struct StreamSummary {
     pub upstream: Option<SocketAddr>,
     /// Envoy's response flag for how it failed (`""`: it did not).
     pub flag: &'static str,
+    /// The client's body bytes, and the body bytes sent it (0 where the
+    /// connection manager keeps no access log).
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
 }

@@ -71,7 +71,8 @@ pub(super) fn client_trust(m: &hcm::HttpConnectionManager, path: &Path) -> Resul
 pub(super) fn request_id(m: &hcm::HttpConnectionManager, path: &Path) -> Result<RequestIdPolicy> {
     if let Some(ext) = &m.request_id_extension {
         // Envoy's UUID extension is what it does by default; its two
-        // fields steer tracing, which the gateway does not do: taken,
+        // fields steer how Envoy keeps a sampling decision in the id,
+        // which the gateway keeps in the trace context instead: taken,
         // nothing to change (checked on Envoy 1.40: ids stay UUID v4
         // whatever they say when there is no tracing).
         let epath = path.field("request_id_extension").field("typed_config");

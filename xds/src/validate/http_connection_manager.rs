@@ -102,7 +102,21 @@ pub fn http_connection_manager(
     }
     let trust = hcm_headers::client_trust(m, path)?;
     let (route_config, rds) = routes(m, path, known_clusters)?;
-    let http_filters = http_filters(&m.http_filters, &path.field("http_filters"))?;
+    let mut http_filters = http_filters(&m.http_filters, &path.field("http_filters"))?;
+    let tracing = match &m.tracing {
+        Some(t) => super::tracing::tracing(t, &path.field("tracing"))?,
+        None => None,
+    };
+    if let Some(tracing) = tracing {
+        // Tracing sees the request before any filter and its end after.
+        http_filters.insert(
+            0,
+            engine::HttpFilter {
+                name: "tracing".to_owned(),
+                config: engine::HttpFilterConfig::Tracing(Arc::new(tracing)),
+            },
+        );
+    }
     let envoy_headers = router_envoy_headers(&m.http_filters);
 
     let h2 = m.http2_protocol_options.clone().unwrap_or_default();
@@ -224,7 +238,6 @@ fn reject_unimplemented(m: &hcm::HttpConnectionManager, path: &Path) -> Result<(
     reject_set!(
         path,
         m,
-        tracing,
         forward_client_cert_details,
         proxy_100_continue,
         stream_error_on_invalid_http_message,

@@ -35,6 +35,7 @@ mod session;
 mod source;
 mod tcp_proxy;
 mod tls;
+mod tracing;
 mod upgrade;
 mod upstream;
 

@@ -409,9 +409,10 @@ fn route(
                 "required",
             ))
         }
-        // `propagate` only matters with tracing, which the gateway does
-        // not do yet: the operation is kept for it.
-        Some(d) => Some(d.operation.clone()),
+        Some(d) => Some(engine::Decorator {
+            operation: d.operation.clone(),
+            propagate: d.propagate.unwrap_or(true),
+        }),
         None => None,
     };
     Ok(Route {

@@ -154,6 +154,10 @@ impl Calls for Rc<WireShard> {
     fn cancel(&self, id: CallId) {
         self.call_cancel(id);
     }
+
+    fn handle(&self) -> Rc<dyn Calls> {
+        Rc::new(Rc::clone(self))
+    }
 }
 
 impl super::Task {

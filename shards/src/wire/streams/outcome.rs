@@ -63,10 +63,16 @@ impl ConnCx {
         give_back: impl FnOnce(&mut DStream),
     ) {
         if s.filtered {
+            let (bytes_received, bytes_sent) = s
+                .log
+                .as_ref()
+                .map_or((0, 0), |l| (l.bytes_received, l.bytes_sent));
             let summary = StreamSummary {
                 status: s.status,
                 upstream: s.served_by(),
                 flag: s.flag,
+                bytes_received,
+                bytes_sent,
             };
             self.filters(&mut s, stream, now, false, |f, cx| {
                 chain::log(f, cx, &summary)

@@ -1,0 +1,60 @@
+//! A connection manager's tracing (`HttpConnectionManager.tracing`): its provider (OpenTelemetry over gRPC, or Zipkin JSON over HTTP), how requests are sampled, and what a span records.
+
+use std::time::Duration;
+
+use crate::tracing::{Propagation, SamplingConfig};
+
+/// `tracing.provider`: where spans go and how the context travels.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TraceProvider {
+    /// `envoy.tracers.opentelemetry` (`OpenTelemetryConfig.grpc_service`):
+    /// OTLP `TraceService/Export` to a cluster; W3C `traceparent`.
+    OpenTelemetry {
+        cluster: String,
+        /// `envoy_grpc.authority` (empty: the cluster's name).
+        authority: String,
+        timeout: Duration,
+        service_name: String,
+    },
+    /// `envoy.tracers.zipkin` (`ZipkinConfig`, `HTTP_JSON`): Zipkin v2
+    /// JSON to `collector_endpoint` on a cluster; B3.
+    Zipkin {
+        cluster: String,
+        endpoint: String,
+        /// `collector_hostname` (empty: the cluster's name).
+        hostname: String,
+        trace_id_128bit: bool,
+        /// `shared_span_context` (default true): the server span shares
+        /// the client's id (Zipkin's RPC model).
+        shared_span_context: bool,
+        /// `trace_context_option`: B3, or B3 with W3C as well.
+        propagation: Propagation,
+    },
+}
+
+impl TraceProvider {
+    /// The context's headers.
+    pub fn propagation(&self) -> Propagation {
+        match self {
+            Self::OpenTelemetry { .. } => Propagation::W3c,
+            Self::Zipkin { propagation, .. } => *propagation,
+        }
+    }
+
+    pub fn cluster(&self) -> &str {
+        match self {
+            Self::OpenTelemetry { cluster, .. } | Self::Zipkin { cluster, .. } => cluster,
+        }
+    }
+}
+
+/// `HttpConnectionManager.tracing`, run as the first filter of its chain
+/// (`HttpFilterConfig::Tracing`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tracing {
+    pub provider: TraceProvider,
+    /// `random_sampling`, `client_sampling`, `overall_sampling`.
+    pub sampling: SamplingConfig,
+    /// `max_path_tag_length` (256).
+    pub max_path_tag_length: usize,
+}

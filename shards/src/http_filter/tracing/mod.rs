@@ -1,0 +1,150 @@
+//! Tracing (the connection manager's `tracing`, run as the first filter of its chain): each request's trace context is read from its headers (W3C `traceparent` for OpenTelemetry, B3 for Zipkin), sampled as Envoy samples it, handed on upstream with the gateway's own span as the parent, and, when sampled, the gateway's span is recorded at the stream's end and queued for export (`export.rs`).
+//!
+//! The decision travels even when a request is not sampled (its headers
+//! say so), so the next hops agree. A malformed context header records
+//! nothing and is passed on as it came, as Envoy does. Recording costs a
+//! sampled request one span record; an unsampled one a few header edits.
+
+mod export;
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use engine::tracing::span::{self, RequestTags, ResponseTags};
+use engine::tracing::{self as trace, SamplingInput, SpanKind, SpanRecord, TraceContext};
+use engine::{TraceProvider, Tracing};
+
+use super::{FilterCx, HttpFilter, RequestFlow, RequestHead, StreamSummary};
+
+pub(crate) use export::Exporters;
+
+/// A sampled stream's span, until it ends.
+struct Traced {
+    record: SpanRecord,
+    started: Instant,
+}
+
+fn nonzero(mut draw: impl FnMut() -> u64) -> u64 {
+    loop {
+        let v = draw();
+        if v != 0 {
+            return v;
+        }
+    }
+}
+
+impl HttpFilter for Arc<Tracing> {
+    fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
+        let propagation = self.provider.propagation();
+        let Ok(extracted) = trace::extract(propagation, |name| head.get(name.as_bytes())) else {
+            return RequestFlow::Continue;
+        };
+        let input = SamplingInput {
+            parent_sampled: extracted.sampled(),
+            // Not taken from a client: see docs/http-filters.md.
+            force_trace: false,
+            client_trace_id: head.get(b"x-client-trace-id").is_some(),
+            health_check: false,
+        };
+        let shard = cx.shard;
+        let sampled = trace::decide(&self.sampling, &input, &mut || shard.random_u64()).traced();
+        let span_id = nonzero(|| shard.random_u64());
+        let (shared, trace_id_128bit) = match &self.provider {
+            TraceProvider::Zipkin {
+                shared_span_context,
+                trace_id_128bit,
+                ..
+            } => (*shared_span_context, *trace_id_128bit),
+            TraceProvider::OpenTelemetry { .. } => (false, true),
+        };
+        let ctx = match extracted.parent() {
+            // Zipkin's shared span: the server side of the client's span.
+            Some(parent) if shared => parent.shared(sampled),
+            Some(parent) => parent.child(span_id, sampled),
+            None => {
+                let high = u128::from(shard.random_u64()) << 64;
+                let trace_id = match trace_id_128bit {
+                    true => high | u128::from(nonzero(|| shard.random_u64())),
+                    false => u128::from(nonzero(|| shard.random_u64())),
+                };
+                TraceContext::root(trace_id, span_id, sampled)
+            }
+        };
+        trace::inject(propagation, &ctx, trace_id_128bit, |name, value| {
+            // Names and values are the tracer's: valid fields.
+            let _ = head.set(name.as_bytes(), value.as_bytes());
+        });
+        let decorator = cx.route.and_then(|r| r.decorator.as_ref());
+        if let Some(d) = decorator.filter(|d| d.propagate) {
+            let _ = head.set(b"x-envoy-decorator-operation", d.operation.as_bytes());
+        }
+        if !sampled {
+            cx.shard.stats.tracing.not_sampled.inc();
+            return RequestFlow::Continue;
+        }
+        cx.shard.stats.tracing.sampled.inc();
+        let host = head.get(b":authority").unwrap_or_default();
+        let zipkin = matches!(self.provider, TraceProvider::Zipkin { .. });
+        let name = span::operation_name(
+            decorator.map(|d| d.operation.as_str()),
+            false,
+            &String::from_utf8_lossy(host),
+            zipkin,
+        );
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut record = SpanRecord::new(&ctx, &name, SpanKind::Server, since.as_nanos() as u64);
+        // The node has no zone of its own here (Envoy's is its locality's).
+        span::tag_local(&mut record, &cx.snapshot.node.id, "");
+        let peer = cx.conn.peer.ip().to_string();
+        let tags = RequestTags {
+            method: head.get(b":method").unwrap_or_default(),
+            scheme: head.get(b":scheme").unwrap_or(cx.conn.scheme),
+            host,
+            path: head.get(b":path"),
+            request_id: head.get(b"x-request-id"),
+            client_trace_id: head.get(b"x-client-trace-id"),
+            downstream_cluster: head.get(b"x-envoy-downstream-service-cluster"),
+            user_agent: head.get(b"user-agent"),
+            protocol: cx.conn.protocol,
+            peer_address: &peer,
+            max_path_tag_length: self.max_path_tag_length,
+        };
+        span::tag_request(&mut record, &tags);
+        cx.set_state(Traced {
+            record,
+            started: cx.now,
+        });
+        RequestFlow::Continue
+    }
+
+    fn on_log(&self, cx: &FilterCx<'_>, summary: &StreamSummary) {
+        let Some(t) = cx.state_ref::<Traced>() else {
+            return;
+        };
+        let mut record = t.record.clone();
+        let upstream = summary.upstream.map(|a| a.to_string());
+        let cluster = match cx.route.and_then(|r| r.action.forward()).map(|f| &f.target) {
+            Some(engine::ClusterTarget::Cluster(name)) => Some(name.as_str()),
+            _ => None,
+        };
+        let tags = ResponseTags {
+            status: summary.status,
+            bytes_received: summary.bytes_received,
+            bytes_sent: summary.bytes_sent,
+            response_flags: if summary.flag.is_empty() {
+                "-"
+            } else {
+                summary.flag
+            },
+            upstream_cluster: cluster,
+            upstream_cluster_observability_name: None,
+            upstream_address: upstream.as_deref(),
+        };
+        span::tag_response(&mut record, &tags, false);
+        let took = cx.now.saturating_duration_since(t.started);
+        record.finish(record.start_unix_nanos + took.as_nanos() as u64);
+        export::queue(cx, &self.provider, record);
+    }
+}

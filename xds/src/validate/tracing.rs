@@ -1,0 +1,146 @@
+//! A connection manager's `tracing` (its provider: `envoy.tracers.opentelemetry` over gRPC, `envoy.tracers.zipkin` with `HTTP_JSON`; its sampling) → `engine::Tracing`, run as the chain's first filter.
+
+use std::time::Duration;
+
+use engine::tracing::{Propagation, SamplingConfig};
+use engine::{TraceProvider, Tracing};
+use prost::Name;
+
+use super::common::{duration, reject_set};
+use crate::decode::{any_type_name, unpack};
+use crate::error::{Error, Path, Result};
+use crate::pb::envoy::config::core::v3 as core;
+use crate::pb::envoy::config::trace::v3 as pb;
+use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3::http_connection_manager::Tracing as PbTracing;
+
+/// Envoy's default export timeout for a gRPC service without one.
+const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// `tracing` (at `path`); `None` without a provider, which traces
+/// nothing (as in an Envoy whose bootstrap names no tracer either).
+pub(super) fn tracing(t: &PbTracing, path: &Path) -> Result<Option<Tracing>> {
+    reject_set!(path, t, custom_tags);
+    if t.spawn_upstream_span.is_some_and(|s| s) {
+        return Err(Error::unsupported(path.field("spawn_upstream_span")));
+    }
+    let percent = |p: &Option<crate::pb::envoy::r#type::v3::Percent>, field: &str| -> Result<f64> {
+        match p {
+            None => Ok(100.0),
+            Some(p) if (0.0..=100.0).contains(&p.value) => Ok(p.value),
+            Some(p) => Err(Error::invalid(
+                path.field(field).field("value"),
+                format!("{} is not a percentage in 0..=100", p.value),
+            )),
+        }
+    };
+    let sampling = SamplingConfig {
+        random_sampling: percent(&t.random_sampling, "random_sampling")?,
+        client_sampling: percent(&t.client_sampling, "client_sampling")?,
+        overall_sampling: percent(&t.overall_sampling, "overall_sampling")?,
+    };
+    let ppath = path.field("provider");
+    let Some(provider) = &t.provider else {
+        return Ok(None);
+    };
+    let cpath = ppath.field("typed_config");
+    use pb::tracing::http::ConfigType;
+    let Some(ConfigType::TypedConfig(any)) = &provider.config_type else {
+        return Err(Error::invalid(cpath, "required"));
+    };
+    let name = any_type_name(any, &cpath)?;
+    let provider = if name == pb::OpenTelemetryConfig::full_name() {
+        let (o, opath) = unpack::<pb::OpenTelemetryConfig>(any, &cpath)?;
+        open_telemetry(&o, &opath)?
+    } else if name == pb::ZipkinConfig::full_name() {
+        let (z, zpath) = unpack::<pb::ZipkinConfig>(any, &cpath)?;
+        zipkin(&z, &zpath)?
+    } else {
+        return Err(Error::unsupported_msg(
+            cpath,
+            format!("tracer {name} is not supported (envoy.tracers.opentelemetry and envoy.tracers.zipkin are)"),
+        ));
+    };
+    Ok(Some(Tracing {
+        provider,
+        sampling,
+        max_path_tag_length: t.max_path_tag_length.unwrap_or(256) as usize,
+    }))
+}
+
+fn open_telemetry(o: &pb::OpenTelemetryConfig, path: &Path) -> Result<TraceProvider> {
+    reject_set!(path, o, http_service, resource_detectors, sampler);
+    let gpath = path.field("grpc_service");
+    let Some(g) = &o.grpc_service else {
+        return Err(Error::invalid(gpath, "required"));
+    };
+    reject_set!(gpath, g, initial_metadata, retry_policy);
+    use core::grpc_service::TargetSpecifier;
+    let e = match &g.target_specifier {
+        Some(TargetSpecifier::EnvoyGrpc(e)) => e,
+        Some(TargetSpecifier::GoogleGrpc(_)) => {
+            return Err(Error::unsupported(gpath.field("google_grpc")))
+        }
+        None => return Err(Error::invalid(gpath.field("envoy_grpc"), "required")),
+    };
+    if e.cluster_name.is_empty() {
+        return Err(Error::invalid(
+            gpath.field("envoy_grpc").field("cluster_name"),
+            "required",
+        ));
+    }
+    Ok(TraceProvider::OpenTelemetry {
+        cluster: e.cluster_name.clone(),
+        authority: e.authority.clone(),
+        timeout: match &g.timeout {
+            Some(t) => duration(t, &gpath.field("timeout"))?,
+            None => DEFAULT_EXPORT_TIMEOUT,
+        },
+        service_name: match o.service_name.as_str() {
+            // Envoy's default resource name.
+            "" => "unknown_service:envoy".to_owned(),
+            name => name.to_owned(),
+        },
+    })
+}
+
+fn zipkin(z: &pb::ZipkinConfig, path: &Path) -> Result<TraceProvider> {
+    reject_set!(path, z, collector_service);
+    use pb::zipkin_config::{CollectorEndpointVersion as V, TraceContextOption as O};
+    if z.collector_cluster.is_empty() {
+        return Err(Error::invalid(path.field("collector_cluster"), "required"));
+    }
+    if !z.collector_endpoint.starts_with('/') {
+        return Err(Error::invalid(
+            path.field("collector_endpoint"),
+            "required, a path starting with \"/\"",
+        ));
+    }
+    match V::try_from(z.collector_endpoint_version) {
+        Ok(V::HttpJson) => {}
+        // Envoy refuses the deprecated value too.
+        Ok(V::DeprecatedAndUnavailableDoNotUse) => {
+            return Err(Error::invalid(
+                path.field("collector_endpoint_version"),
+                "HTTP_JSON is required (the unset value is deprecated and unavailable)",
+            ))
+        }
+        _ => {
+            return Err(Error::unsupported_msg(
+                path.field("collector_endpoint_version"),
+                "only HTTP_JSON is supported",
+            ))
+        }
+    }
+    let propagation = match O::try_from(z.trace_context_option) {
+        Ok(O::UseB3WithW3cPropagation) => Propagation::B3WithW3c,
+        _ => Propagation::B3,
+    };
+    Ok(TraceProvider::Zipkin {
+        cluster: z.collector_cluster.clone(),
+        endpoint: z.collector_endpoint.clone(),
+        hostname: z.collector_hostname.clone(),
+        trace_id_128bit: z.trace_id_128bit,
+        shared_span_context: z.shared_span_context.unwrap_or(true),
+        propagation,
+    })
+}
