@@ -370,3 +370,42 @@ fn a_collector_that_never_answers_costs_requests_nothing() {
     assert!(dropped > 0.0 && dropped <= (n - 4096) as f64, "{dropped}");
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
+
+#[test]
+fn custom_tags_go_on_each_span() {
+    let (collector, got) = receiver(false);
+    let be = H1Backend::start(|_| H1Answer::ok("upstream"));
+    // As Istio writes them (its metadata tags find no metadata here:
+    // their default, as Envoy's with none).
+    let tags = r#"            custom_tags:
+            - { tag: istio.mesh_id, literal: { value: cluster.local } }
+            - { tag: tenant, request_header: { name: X-Tenant, default_value: none } }
+            - { tag: region, request_header: { name: x-region, default_value: eu } }
+            - { tag: home, environment: { name: GATEWAY_TEST_UNSET_VARIABLE, default_value: unset } }
+            - { tag: istio.authorization.dry_run.allow_policy.name, metadata: { kind: { request: {} }, metadata_key: { key: envoy.filters.http.rbac, path: [ { key: shadow_effective_policy_id } ] }, default_value: none } }"#;
+    let (_gw, addr, _admin) = gateway(
+        &otel(tags),
+        &support::yaml::h2_cluster("otel", collector),
+        be.addr(),
+    );
+    let r = h1_get(
+        addr,
+        "example.com",
+        "/",
+        &format!("traceparent: 00-{TRACE}-{PARENT}-01\r\nx-tenant: blue\r\n"),
+    );
+    assert_eq!(r.status, 200);
+    let spans = wait_spans(&got, 1);
+    let span = &spans[0].1;
+    assert_eq!(
+        attr(span, "istio.mesh_id").as_deref(),
+        Some("cluster.local")
+    );
+    assert_eq!(attr(span, "tenant").as_deref(), Some("blue"));
+    assert_eq!(attr(span, "region").as_deref(), Some("eu"));
+    assert_eq!(attr(span, "home").as_deref(), Some("unset"));
+    assert_eq!(
+        attr(span, "istio.authorization.dry_run.allow_policy.name").as_deref(),
+        Some("none")
+    );
+}

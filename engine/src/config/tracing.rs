@@ -57,4 +57,24 @@ pub struct Tracing {
     pub sampling: SamplingConfig,
     /// `max_path_tag_length` (256).
     pub max_path_tag_length: usize,
+    /// `custom_tags`, in order.
+    pub custom_tags: Vec<CustomTag>,
+}
+
+/// A `custom_tags` entry: its tag and where its value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomTag {
+    pub tag: String,
+    pub value: CustomTagValue,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CustomTagValue {
+    /// `literal`, or `environment` (read when the config is loaded, as
+    /// Envoy reads it at start), or a `metadata` tag's `default_value`
+    /// (the gateway writes no dynamic metadata): the same for every span.
+    /// An empty value sets no tag.
+    Fixed(String),
+    /// `request_header`: the request's field, else `default_value`.
+    RequestHeader { name: String, default_value: String },
 }

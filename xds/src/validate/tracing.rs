@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use engine::tracing::{Propagation, SamplingConfig};
-use engine::{TraceProvider, Tracing};
+use engine::{CustomTag, CustomTagValue, TraceProvider, Tracing};
 use prost::Name;
 
 use super::common::{duration, reject_set};
@@ -19,7 +19,6 @@ const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(1);
 /// `tracing` (at `path`); `None` without a provider, which traces
 /// nothing (as in an Envoy whose bootstrap names no tracer either).
 pub(super) fn tracing(t: &PbTracing, path: &Path) -> Result<Option<Tracing>> {
-    reject_set!(path, t, custom_tags);
     if t.spawn_upstream_span.is_some_and(|s| s) {
         return Err(Error::unsupported(path.field("spawn_upstream_span")));
     }
@@ -60,11 +59,61 @@ pub(super) fn tracing(t: &PbTracing, path: &Path) -> Result<Option<Tracing>> {
             format!("tracer {name} is not supported (envoy.tracers.opentelemetry and envoy.tracers.zipkin are)"),
         ));
     };
+    let tpath = path.field("custom_tags");
+    let custom_tags = t
+        .custom_tags
+        .iter()
+        .enumerate()
+        .map(|(i, c)| custom_tag(c, &tpath.index(i)))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Some(Tracing {
         provider,
         sampling,
         max_path_tag_length: t.max_path_tag_length.unwrap_or(256) as usize,
+        custom_tags,
     }))
+}
+
+/// A `custom_tags` entry (at `path`).
+fn custom_tag(
+    c: &crate::pb::envoy::r#type::tracing::v3::CustomTag,
+    path: &Path,
+) -> Result<CustomTag> {
+    use crate::pb::envoy::r#type::tracing::v3::custom_tag::Type;
+    if c.tag.is_empty() {
+        return Err(Error::invalid(path.field("tag"), "required"));
+    }
+    let value = match &c.r#type {
+        Some(Type::Literal(l)) => CustomTagValue::Fixed(l.value.clone()),
+        Some(Type::Environment(e)) => CustomTagValue::Fixed(
+            std::env::var(&e.name).unwrap_or_else(|_| e.default_value.clone()),
+        ),
+        Some(Type::RequestHeader(h)) if !h.name.is_empty() => CustomTagValue::RequestHeader {
+            name: h.name.to_ascii_lowercase(),
+            default_value: h.default_value.clone(),
+        },
+        Some(Type::RequestHeader(_)) => {
+            return Err(Error::invalid(
+                path.field("request_header").field("name"),
+                "required",
+            ))
+        }
+        // No filter of the gateway's writes dynamic metadata, and the
+        // route, cluster and host metadata are not kept: the default
+        // is what Envoy would tag with none found.
+        Some(Type::Metadata(m)) => CustomTagValue::Fixed(m.default_value.clone()),
+        Some(Type::Value(_)) => return Err(Error::unsupported(path.field("value"))),
+        None => {
+            return Err(Error::invalid(
+                path.clone(),
+                "one of literal, environment, request_header and metadata is required",
+            ))
+        }
+    };
+    Ok(CustomTag {
+        tag: c.tag.clone(),
+        value,
+    })
 }
 
 fn open_telemetry(o: &pb::OpenTelemetryConfig, path: &Path) -> Result<TraceProvider> {

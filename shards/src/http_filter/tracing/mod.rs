@@ -12,7 +12,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use engine::tracing::span::{self, RequestTags, ResponseTags};
 use engine::tracing::{self as trace, SamplingInput, SpanKind, SpanRecord, TraceContext};
-use engine::{TraceProvider, Tracing};
+use engine::{CustomTagValue, TraceProvider, Tracing};
 
 use super::{FilterCx, HttpFilter, RequestFlow, RequestHead, StreamSummary};
 
@@ -112,6 +112,21 @@ impl HttpFilter for Arc<Tracing> {
             max_path_tag_length: self.max_path_tag_length,
         };
         span::tag_request(&mut record, &tags);
+        for t in &self.custom_tags {
+            let value = match &t.value {
+                CustomTagValue::Fixed(v) => v.as_str(),
+                CustomTagValue::RequestHeader {
+                    name,
+                    default_value,
+                } => match head.get(name.as_bytes()).map(std::str::from_utf8) {
+                    Some(Ok(v)) => v,
+                    _ => default_value.as_str(),
+                },
+            };
+            if !value.is_empty() {
+                record.set_attr(&t.tag, value.to_owned());
+            }
+        }
         cx.set_state(Traced {
             record,
             started: cx.now,
