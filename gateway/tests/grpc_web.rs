@@ -79,6 +79,20 @@ async fn serve(
             };
             let _ = s.send_data(Bytes::from_static(b"bad gw"), true);
         }
+        "/native" => {
+            // A backend that speaks gRPC-Web itself.
+            let native = head(200, "application/grpc-web+proto");
+            let Ok(mut s) = respond.send_response(native, false) else {
+                return;
+            };
+            let _ = s.send_data(Bytes::from(buf.clone()), true);
+        }
+        "/test.Echo/NoTrailers" => {
+            let Ok(mut s) = respond.send_response(head(200, "application/grpc"), false) else {
+                return;
+            };
+            let _ = s.send_data(Bytes::from(buf.clone()), true);
+        }
         path => {
             let Ok(mut s) = respond.send_response(head(200, "application/grpc"), false) else {
                 return;
@@ -106,9 +120,20 @@ async fn serve(
 }
 
 fn gateway(backend: SocketAddr) -> (gateway::GatewayHandle, SocketAddr, SocketAddr) {
-    let filters = r#"          - name: envoy.filters.http.grpc_web
+    gateway_with(backend, "")
+}
+
+/// [`gateway`] with `before` (filters ahead of gRPC-Web).
+fn gateway_with(
+    backend: SocketAddr,
+    before: &str,
+) -> (gateway::GatewayHandle, SocketAddr, SocketAddr) {
+    let filters = format!(
+        r#"{before}
+          - name: envoy.filters.http.grpc_web
             typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb"#;
+              "@type": type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb"#
+    );
     let routes = r#"            virtual_hosts:
             - name: all
               domains: ["*"]
@@ -122,7 +147,7 @@ fn gateway(backend: SocketAddr) -> (gateway::GatewayHandle, SocketAddr, SocketAd
         support::yaml::h2_cluster("grpc", backend)
     );
     let bootstrap =
-        support::yaml::filters_bootstrap("", filters, routes, &clusters).expect("bootstrap");
+        support::yaml::filters_bootstrap("", &filters, routes, &clusters).expect("bootstrap");
     let gw = start(bootstrap, 1);
     let addr = gw.listener("ingress").expect("listener");
     let admin = gw.admin_addr.expect("admin");
@@ -320,4 +345,63 @@ fn a_call_over_http2_ends_its_body_with_the_trailer_frame() {
         .trailers
         .as_ref()
         .is_none_or(|t| t.get("grpc-status").is_none()));
+}
+
+#[test]
+fn a_compressor_ahead_compresses_the_trailer_frame_in_its_stream() {
+    use compression::{Coding, Decoder, DecoderParams};
+    let (be, _seen) = backend();
+    let gzip = r#"          - name: envoy.filters.http.compressor
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor
+              response_direction_config: { common_config: { min_content_length: 1 } }
+              compressor_library:
+                name: gzip
+                typed_config:
+                  "@type": type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip"#;
+    let (_gw, addr, _admin) = gateway_with(be, gzip);
+    let ct = "application/grpc-web+proto";
+    let r = web_post(
+        addr,
+        "/test.Echo/Unary",
+        ct,
+        "Accept-Encoding: gzip\r\n",
+        HELLO,
+    );
+    assert_eq!(
+        (r.status, r.header("content-encoding")),
+        (200, Some("gzip"))
+    );
+    let mut params = DecoderParams::new(Coding::Gzip);
+    params.max_inflate_ratio = 1 << 20;
+    let mut d = Decoder::new(&params).unwrap();
+    let mut body = Vec::new();
+    d.write(&r.body, &mut body).unwrap();
+    d.finish().unwrap();
+    let mut want = HELLO.to_vec();
+    want.extend_from_slice(
+        b"\x80\x00\x00\x00\x33grpc-status:0\r\ngrpc-message:\r\nx-custom-trailer:tv\r\n",
+    );
+    assert_eq!(body, want);
+}
+
+#[test]
+fn odd_answers_pass_or_end_whole() {
+    let (be, _seen) = backend();
+    let (_gw, addr, _admin) = gateway(be);
+    // A backend that answers gRPC-Web itself: passed as it came.
+    let r = web_post(addr, "/native", "application/grpc-web+proto", "", HELLO);
+    assert_eq!((r.status, r.header("grpc-status")), (200, None));
+    assert_eq!(r.body, HELLO);
+    // A text answer that ends without trailers: what is held goes.
+    let accept = "Accept: application/grpc-web-text\r\n";
+    let text = "application/grpc-web-text";
+    let r = web_post(
+        addr,
+        "/test.Echo/NoTrailers",
+        text,
+        accept,
+        b"AAAAAAVoZWxsbw==",
+    );
+    assert_eq!(String::from_utf8(r.body).unwrap(), "AAAAAAVoZWxsbw==");
 }

@@ -189,10 +189,12 @@ fn an_otlp_receiver_gets_the_span_of_a_traced_request() {
     );
     assert_ne!(parts[2], PARENT);
     assert_eq!(up.field("tracestate"), Some("vendor=x"));
+    // The ingress span's operation goes back to the client.
     assert_eq!(
-        up.field("x-envoy-decorator-operation"),
+        r.header("x-envoy-decorator-operation"),
         Some("routeToBackend")
     );
+    assert_eq!(up.field("x-envoy-decorator-operation"), None);
 
     let spans = wait_spans(&got, 1);
     let (service, span) = &spans[0];
@@ -238,8 +240,8 @@ fn an_unsampled_context_is_passed_on_and_records_nothing() {
         sent.starts_with(&format!("00-{TRACE}-")) && sent.ends_with("-00"),
         "{sent}"
     );
-    // `propagate: false`.
-    assert_eq!(up.field("x-envoy-decorator-operation"), None);
+    // Not traced (and `propagate: false`).
+    assert_eq!(r.header("x-envoy-decorator-operation"), None);
     assert_eq!(counter(admin, "not_sampled"), 1.0);
     std::thread::sleep(Duration::from_millis(1300));
     assert!(got.lock().unwrap().is_empty());

@@ -137,8 +137,29 @@ pub fn request_trailers(
     trailers: &mut Trailers,
 ) -> Option<Reply> {
     run(filters, false, cx, |f, cx| {
+        if let reply @ Flow::Reply(_) = pass_body_before_trailers(f, cx, false) {
+            return reply;
+        }
         f.on_request_trailers(cx, trailers)
     })
+}
+
+/// The body bytes earlier filters' trailers hooks sent ahead of the
+/// trailers (a compressor's end, gRPC-Web's trailer frame) through this
+/// filter's body hook, as any chunk (a compressor after gRPC-Web
+/// compresses its trailer frame too).
+fn pass_body_before_trailers(f: &dyn HttpFilter, cx: &mut FilterCx<'_>, response: bool) -> Flow {
+    let Some(mut data) = cx.before_trailers.take() else {
+        return Flow::Continue;
+    };
+    let flow = match response {
+        true => f.on_response_body(cx, &mut data, false),
+        false => f.on_request_body(cx, &mut data, false),
+    };
+    if !data.is_empty() {
+        cx.before_trailers = Some(data);
+    }
+    flow
 }
 
 /// `on_response_headers`, in reverse order.
@@ -167,6 +188,9 @@ pub fn response_trailers(
     trailers: &mut Trailers,
 ) -> Option<Reply> {
     run(filters, true, cx, |f, cx| {
+        if let reply @ Flow::Reply(_) = pass_body_before_trailers(f, cx, true) {
+            return reply;
+        }
         f.on_response_trailers(cx, trailers)
     })
 }

@@ -149,8 +149,8 @@ impl FilterCx<'_> {
 
     /// From a trailers hook: `data` goes on as the body's last chunk,
     /// ahead of the trailers (a compressor ends its stream this way). It
-    /// adds to what earlier filters sent; later filters' body hooks do
-    /// not see it.
+    /// adds to what earlier filters sent; later filters' body hooks see
+    /// it as a chunk before their trailers hooks run.
     pub fn send_before_trailers(&mut self, data: bytes::Bytes) {
         match &mut self.before_trailers {
             Some(prev) => {

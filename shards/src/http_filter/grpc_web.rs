@@ -27,6 +27,10 @@ const BINARY: &[u8] = b"application/grpc-web+proto";
 const TEXT: &[u8] = b"application/grpc-web-text+proto";
 /// Envoy cuts a `grpc-message` made of a body there.
 const MAX_MESSAGE: usize = 16 * 1024;
+/// Text answers: the most of a frame held until it is whole; past it,
+/// what is held goes out as base64 of whole 3-byte groups (a client
+/// decodes the concatenation all the same).
+const MAX_PENDING_OUT: usize = 1 << 20;
 
 /// A gRPC-Web stream's conversion.
 #[derive(Default)]
@@ -90,12 +94,7 @@ impl HttpFilter for GrpcWeb {
             }
             None => {
                 w.answered = true;
-                let ct = if w.text_response { TEXT } else { BINARY };
-                let mut reply = Reply::new(400, "", "");
-                let _ = reply.fields.set(b"content-type", ct);
-                let _ = reply.fields.set(b"grpc-status", b"13");
-                let message = b"Bad gRPC-web request, invalid base64 data.";
-                let _ = reply.fields.set(b"grpc-message", message);
+                let reply = bad_base64(w.text_response);
                 cx.shard.stats.grpc_web.bad_request.inc();
                 Flow::Reply(reply)
             }
@@ -107,7 +106,12 @@ impl HttpFilter for GrpcWeb {
             return Flow::Continue;
         };
         let ct = if w.text_response { TEXT } else { BINARY };
-        let grpc = !head.is_local() && head.get(b"content-type").is_some_and(is_grpc_content_type);
+        let upstream_ct = head.get(b"content-type").filter(|_| !head.is_local());
+        if upstream_ct.and_then(web_content_type) == Some(false) {
+            // The backend speaks gRPC-Web itself: its answer passes.
+            return Flow::Continue;
+        }
+        let grpc = upstream_ct.is_some_and(is_grpc_content_type);
         let _ = head.set(b"content-type", ct);
         let _ = head.remove(b"content-length");
         if grpc {
@@ -135,7 +139,7 @@ impl HttpFilter for GrpcWeb {
         Flow::Continue
     }
 
-    fn on_response_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, _end: bool) -> Flow {
+    fn on_response_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
         let Some(w) = cx.state::<WebStream>() else {
             return Flow::Continue;
         };
@@ -143,12 +147,44 @@ impl HttpFilter for GrpcWeb {
             *data = Bytes::new();
         } else if w.grpc_answer && w.text_response {
             w.pending_out.extend_from_slice(data);
-            *data = encode_whole_frames(&mut w.pending_out);
+            let mut text = encode_whole_frames(&mut w.pending_out);
+            if end || w.pending_out.len() > MAX_PENDING_OUT {
+                // The answer ends without trailers, or a frame is longer
+                // than what is held of it: what is held goes (whole
+                // 3-byte groups while more follows).
+                let take = match end {
+                    true => w.pending_out.len(),
+                    false => w.pending_out.len() / 3 * 3,
+                };
+                let held = w.pending_out.split_to(take);
+                let mut more = String::from_utf8(text.to_vec()).unwrap_or_default();
+                engine::base64::base64_encode(&held, &mut more);
+                text = Bytes::from(more);
+            }
+            *data = text;
         }
         Flow::Continue
     }
 
+    fn on_request_trailers(&self, cx: &mut FilterCx<'_>, _trailers: &mut Trailers) -> Flow {
+        // A text body's last group must be whole by its end.
+        match cx.state::<WebStream>() {
+            Some(w) if w.text_request && !w.pending_in.is_empty() => {
+                w.answered = true;
+                let reply = bad_base64(w.text_response);
+                cx.shard.stats.grpc_web.bad_request.inc();
+                Flow::Reply(reply)
+            }
+            _ => Flow::Continue,
+        }
+    }
+
     fn on_response_trailers(&self, cx: &mut FilterCx<'_>, trailers: &mut Trailers) -> Flow {
+        if cx.state::<WebStream>().is_some_and(|w| w.drop_body) {
+            // Not gRPC: its status is in the head (as Envoy drops them).
+            trailers.clear();
+            return Flow::Continue;
+        }
         let Some(w) = cx.state::<WebStream>().filter(|w| w.grpc_answer) else {
             return Flow::Continue;
         };
@@ -169,6 +205,17 @@ impl HttpFilter for GrpcWeb {
         cx.send_before_trailers(out);
         Flow::Continue
     }
+}
+
+/// Envoy's answer to a text body that is not base64.
+fn bad_base64(text_response: bool) -> Reply {
+    let ct = if text_response { TEXT } else { BINARY };
+    let mut reply = Reply::new(400, "", "");
+    let _ = reply.fields.set(b"content-type", ct);
+    let _ = reply.fields.set(b"grpc-status", b"13");
+    let message = b"Bad gRPC-web request, invalid base64 data.";
+    let _ = reply.fields.set(b"grpc-message", message);
+    reply
 }
 
 /// The trailers as gRPC-Web's trailer frame: `0x80`, the length, then

@@ -231,6 +231,16 @@ pub fn drain(
                     return out;
                 }
             }
+            Item::Trailers(t) if t.is_empty() => {
+                // None left (a filter took them into the body, as
+                // gRPC-Web's frame): the body just ends, with an empty
+                // DATA frame on HTTP/2 as Envoy's (an empty trailer
+                // block trips some clients, WebKit's).
+                to.send_data(to_stream, &mut Bytes::new(), true);
+                queue.pop_front();
+                out.ended = true;
+                return out;
+            }
             Item::Trailers(t) => {
                 to.send_trailers(to_stream, t);
                 queue.pop_front();

@@ -141,7 +141,10 @@ fn open_telemetry(o: &pb::OpenTelemetryConfig, path: &Path) -> Result<TraceProvi
         cluster: e.cluster_name.clone(),
         authority: e.authority.clone(),
         timeout: match &g.timeout {
-            Some(t) => duration(t, &gpath.field("timeout"))?,
+            // Zero: none given (every export would time out at once).
+            Some(t) => Some(duration(t, &gpath.field("timeout"))?)
+                .filter(|t| !t.is_zero())
+                .unwrap_or(DEFAULT_EXPORT_TIMEOUT),
             None => DEFAULT_EXPORT_TIMEOUT,
         },
         service_name: match o.service_name.as_str() {
@@ -158,7 +161,14 @@ fn zipkin(z: &pb::ZipkinConfig, path: &Path) -> Result<TraceProvider> {
     if z.collector_cluster.is_empty() {
         return Err(Error::invalid(path.field("collector_cluster"), "required"));
     }
-    if !z.collector_endpoint.starts_with('/') {
+    let visible = |s: &str| s.bytes().all(|b| b.is_ascii_graphic());
+    if !visible(&z.collector_hostname) {
+        return Err(Error::invalid(
+            path.field("collector_hostname"),
+            "must be a host name",
+        ));
+    }
+    if !z.collector_endpoint.starts_with('/') || !visible(&z.collector_endpoint) {
         return Err(Error::invalid(
             path.field("collector_endpoint"),
             "required, a path starting with \"/\"",

@@ -157,7 +157,8 @@ fn request(provider: &TraceProvider, service: &str, batch: &[SpanRecord]) -> Cal
             } else {
                 authority
             };
-            let ms = format!("{}m", timeout.as_millis());
+            // gRPC's timeout has at most 8 digits.
+            let ms = format!("{}m", timeout.as_millis().min(99_999_999));
             CallRequest {
                 cluster: cluster.as_str().into(),
                 method: b"POST"[..].into(),

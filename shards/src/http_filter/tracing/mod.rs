@@ -11,10 +11,31 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use engine::tracing::span::{self, RequestTags, ResponseTags};
-use engine::tracing::{self as trace, SamplingInput, SpanKind, SpanRecord, TraceContext};
+use engine::tracing::{
+    self as trace, AttrValue, SamplingInput, SpanKind, SpanRecord, TraceContext,
+};
 use engine::{CustomTagValue, TraceProvider, Tracing};
 
-use super::{FilterCx, HttpFilter, RequestFlow, RequestHead, StreamSummary};
+use super::{FilterCx, Flow, HttpFilter, RequestFlow, RequestHead, ResponseHead, StreamSummary};
+
+/// A tag's value is cut there (a client's fields are in the tags: a span
+/// queued per request must stay small); `http.url` has its own bound.
+const MAX_TAG: usize = 256;
+
+/// Cuts string tags past [`MAX_TAG`] bytes, at a character boundary.
+fn cut_long_tags(record: &mut SpanRecord) {
+    for (key, value) in record.attributes.iter_mut() {
+        if let AttrValue::Str(s) = value {
+            if s.len() > MAX_TAG && &**key != span::tags::HTTP_URL {
+                let mut end = MAX_TAG;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                *s = s[..end].into();
+            }
+        }
+    }
+}
 
 pub(crate) use export::Exporters;
 
@@ -75,9 +96,6 @@ impl HttpFilter for Arc<Tracing> {
             let _ = head.set(name.as_bytes(), value.as_bytes());
         });
         let decorator = cx.route.and_then(|r| r.decorator.as_ref());
-        if let Some(d) = decorator.filter(|d| d.propagate) {
-            let _ = head.set(b"x-envoy-decorator-operation", d.operation.as_bytes());
-        }
         if !sampled {
             cx.shard.stats.tracing.not_sampled.inc();
             return RequestFlow::Continue;
@@ -95,6 +113,8 @@ impl HttpFilter for Arc<Tracing> {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let mut record = SpanRecord::new(&ctx, &name, SpanKind::Server, since.as_nanos() as u64);
+        // Zipkin's server side of the client's own span.
+        record.shared = shared && extracted.parent().is_some();
         // The node has no zone of its own here (Envoy's is its locality's).
         span::tag_local(&mut record, &cx.snapshot.node.id, "");
         let peer = cx.conn.peer.ip().to_string();
@@ -127,11 +147,24 @@ impl HttpFilter for Arc<Tracing> {
                 record.set_attr(&t.tag, value.to_owned());
             }
         }
+        cut_long_tags(&mut record);
         cx.set_state(Traced {
             record,
             started: cx.now,
         });
         RequestFlow::Continue
+    }
+
+    fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
+        // An ingress span's operation goes back to the client (Envoy's
+        // `decorator.propagate`), for a traced request.
+        if cx.state::<Traced>().is_some() {
+            let decorator = cx.route.and_then(|r| r.decorator.as_ref());
+            if let Some(d) = decorator.filter(|d| d.propagate) {
+                let _ = head.set(b"x-envoy-decorator-operation", d.operation.as_bytes());
+            }
+        }
+        Flow::Continue
     }
 
     fn on_log(&self, cx: &FilterCx<'_>, summary: &StreamSummary) {

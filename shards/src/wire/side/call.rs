@@ -156,7 +156,30 @@ impl Calls for Rc<WireShard> {
     }
 
     fn handle(&self) -> Rc<dyn Calls> {
-        Rc::new(Rc::clone(self))
+        // Weak: what keeps it (a shard's exporter) must not keep the
+        // shard alive.
+        Rc::new(Rc::downgrade(self))
+    }
+}
+
+/// A handle that does not keep the shard alive: a call after the shard
+/// is gone is refused.
+impl Calls for std::rc::Weak<WireShard> {
+    fn call(&self, req: CallRequest, done: OnAnswer) -> Result<CallId, CallFailure> {
+        match self.upgrade() {
+            Some(wire) => wire.call_open(req, done),
+            None => Err(CallFailure::Overflow),
+        }
+    }
+
+    fn cancel(&self, id: CallId) {
+        if let Some(wire) = self.upgrade() {
+            wire.call_cancel(id);
+        }
+    }
+
+    fn handle(&self) -> Rc<dyn Calls> {
+        Rc::new(self.clone())
     }
 }
 
