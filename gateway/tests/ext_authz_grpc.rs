@@ -155,6 +155,17 @@ fn gateway(
     (gw, addr, admin)
 }
 
+/// The path of the request a check asks about.
+fn path_of(check: &CheckRequest) -> String {
+    check
+        .attributes
+        .as_ref()
+        .and_then(|a| a.request.as_ref())
+        .and_then(|r| r.http.as_ref())
+        .map(|h| h.path.clone())
+        .unwrap_or_default()
+}
+
 fn counter(admin: SocketAddr, outcome: &str) -> f64 {
     metric(
         admin,
@@ -325,13 +336,7 @@ fn an_ok_answer_changes_the_request_and_the_response() {
 #[test]
 fn any_other_status_denies_with_the_services_response_or_403() {
     let (authz, _seen) = authz(|check| {
-        let path = check
-            .attributes
-            .as_ref()
-            .and_then(|a| a.request.as_ref())
-            .and_then(|r| r.http.as_ref())
-            .map(|h| h.path.clone())
-            .unwrap_or_default();
+        let path = path_of(check);
         let denied = match path.as_str() {
             "/shaped" => Some(DeniedHttpResponse {
                 status: Some(HttpStatus { code: 401 }),
@@ -391,13 +396,7 @@ fn any_other_status_denies_with_the_services_response_or_403() {
 #[test]
 fn a_failed_call_or_garbage_is_an_error() {
     let (authz, _seen) = authz(|check| {
-        let path = check
-            .attributes
-            .as_ref()
-            .and_then(|a| a.request.as_ref())
-            .and_then(|r| r.http.as_ref())
-            .map(|h| h.path.clone())
-            .unwrap_or_default();
+        let path = path_of(check);
         match path.as_str() {
             "/unavailable" => Answer::Status(14),
             // An aborted call's PERMISSION_DENIED is a failure, not a
@@ -432,13 +431,7 @@ fn a_failed_call_or_garbage_is_an_error() {
 #[test]
 fn failure_mode_allow_and_an_error_response() {
     let (authz, _seen) = authz(|check| {
-        let path = check
-            .attributes
-            .as_ref()
-            .and_then(|a| a.request.as_ref())
-            .and_then(|r| r.http.as_ref())
-            .map(|h| h.path.clone())
-            .unwrap_or_default();
+        let path = path_of(check);
         match path.as_str() {
             "/shaped-error" => Answer::Check(Box::new(CheckResponse {
                 status: status(13),
@@ -476,13 +469,7 @@ fn failure_mode_allow_and_an_error_response() {
 #[test]
 fn an_ok_answer_asking_what_the_gateway_does_not_do_is_refused() {
     let (authz, _seen) = authz(|check| {
-        let path = check
-            .attributes
-            .as_ref()
-            .and_then(|a| a.request.as_ref())
-            .and_then(|r| r.http.as_ref())
-            .map(|h| h.path.clone())
-            .unwrap_or_default();
+        let path = path_of(check);
         let header = match path.as_str() {
             "/crlf" => option("x-bad", "a\r\nx-injected: 1", None),
             _ => option(":path", "/rewritten", None),

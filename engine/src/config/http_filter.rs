@@ -55,6 +55,8 @@ pub enum HttpFilterConfig {
     ExtAuthz(Arc<ExtAuthz>),
     /// `envoy.filters.http.grpc_web` (no config).
     GrpcWeb,
+    /// `envoy.filters.http.grpc_http1_bridge`: `upgrade_protobuf_to_grpc`.
+    GrpcHttp1Bridge { upgrade_protobuf_to_grpc: bool },
     /// The connection manager's `tracing`, run as its chain's first
     /// filter (not one of Envoy's filters: its place in the chain is
     /// the connection manager's own).

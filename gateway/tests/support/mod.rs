@@ -2,6 +2,7 @@
 //! backends, and a small h2 client running on its own glommio executor.
 #![allow(dead_code)]
 
+pub mod grpc_echo;
 pub mod h1_backend;
 pub mod h1_client;
 pub mod h2c_server;

@@ -23,6 +23,12 @@ pub fn filter_of(config: &HttpFilterConfig) -> Option<&dyn HttpFilter> {
         HttpFilterConfig::Rbac(r) => Some(&**r),
         HttpFilterConfig::ExtAuthz(a) => Some(a),
         HttpFilterConfig::GrpcWeb => Some(&super::grpc_web::GrpcWeb),
+        HttpFilterConfig::GrpcHttp1Bridge {
+            upgrade_protobuf_to_grpc: false,
+        } => Some(&super::grpc_bridge::GrpcHttp1Bridge { upgrade: false }),
+        HttpFilterConfig::GrpcHttp1Bridge {
+            upgrade_protobuf_to_grpc: true,
+        } => Some(&super::grpc_bridge::GrpcHttp1Bridge { upgrade: true }),
         HttpFilterConfig::Tracing(t) => Some(t),
         HttpFilterConfig::Decompressor(d) => Some(&**d),
         HttpFilterConfig::Native(n) => n.0.downcast_ref::<Native>().map(|n| &*n.0),

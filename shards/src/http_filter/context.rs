@@ -87,6 +87,10 @@ pub struct FilterCx<'a> {
     pub(crate) paused: Option<u64>,
     /// The body bytes the pause waits for ([`Self::pause_for_body`]).
     pub(crate) gather: Option<u32>,
+    /// A response headers hook asked to hold the response.
+    pub(crate) hold: bool,
+    /// The response held, in the hooks that follow.
+    pub(crate) held: Option<&'a mut super::HeldResponse>,
     /// Body bytes a trailers hook sends ahead of the trailers (an
     /// encoder's last bytes).
     pub(crate) before_trailers: Option<bytes::Bytes>,
@@ -192,6 +196,21 @@ impl FilterCx<'_> {
 }
 
 impl FilterCx<'_> {
+    /// From a response headers hook: the response is held until the
+    /// upstream's answer ends (its body bounded, its trailers dropped), so
+    /// that the filter's trailers hook (or its last body hook) can still
+    /// change its head through [`Self::held_response`]; it then goes
+    /// downstream whole, with its `content-length`. The gRPC HTTP/1.1
+    /// bridge holds an answer this way to put its trailers in its head.
+    pub fn hold_response(&mut self) {
+        self.hold = true;
+    }
+
+    /// The held response, in the hooks after [`Self::hold_response`].
+    pub fn held_response(&mut self) -> Option<&mut super::HeldResponse> {
+        self.held.as_deref_mut()
+    }
+
     /// Pauses the stream (return [`super::RequestFlow::Pause`]) until the
     /// request body's first `limit` bytes, or all of it if shorter, have
     /// come: the filter's [`super::HttpFilter::on_request_body_gathered`]

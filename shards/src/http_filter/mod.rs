@@ -62,10 +62,12 @@ pub mod csrf;
 mod edits;
 pub mod ext_authz;
 pub mod fault;
+pub mod grpc_bridge;
 pub mod grpc_web;
 mod head;
 pub(crate) mod header_mutation;
 pub mod health_check;
+mod hold;
 pub mod local_rate_limit;
 pub mod rbac;
 mod reply;
@@ -82,6 +84,7 @@ use engine::{HttpFilterConfig, NativeFilter};
 pub use context::{ConnInfo, FilterCx, FilterStates, Pick, Resume, ResumeSink, Resumed};
 pub use edits::{EditError, HeaderEdits};
 pub use head::{RequestHead, ResponseHead};
+pub use hold::HeldResponse;
 pub use reply::Reply;
 
 /// Trailers as they wait to cross: (name, value) pairs.

@@ -73,6 +73,8 @@ pub(crate) struct DStream {
     /// The body the paused filter waits for (`pause_for_body`), as it
     /// comes.
     pub(super) gather: Option<Box<Gather>>,
+    /// The response a filter holds until its end (`hold_response`).
+    pub(super) held: Option<Box<crate::http_filter::HeldResponse>>,
     /// What its filters keep for it.
     pub(super) states: Option<Box<FilterStates>>,
     /// `:path` and `:authority` after the route's rewrites, and the new
@@ -243,6 +245,7 @@ impl DStream {
             override_host: None,
             paused: None,
             gather: None,
+            held: None,
             states: None,
             path: None,
             authority: None,

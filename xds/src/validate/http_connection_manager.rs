@@ -24,6 +24,7 @@ use crate::pb::envoy::extensions::filters::http::csrf::v3::CsrfPolicy;
 use crate::pb::envoy::extensions::filters::http::decompressor::v3::Decompressor as PbDecompressor;
 use crate::pb::envoy::extensions::filters::http::ext_authz::v3::ExtAuthz as PbExtAuthz;
 use crate::pb::envoy::extensions::filters::http::fault::v3::HttpFault;
+use crate::pb::envoy::extensions::filters::http::grpc_http1_bridge::v3::Config as PbGrpcBridge;
 use crate::pb::envoy::extensions::filters::http::grpc_web::v3::GrpcWeb as PbGrpcWeb;
 use crate::pb::envoy::extensions::filters::http::health_check::v3::HealthCheck as PbHealthCheck;
 use crate::pb::envoy::extensions::filters::http::local_ratelimit::v3::LocalRateLimit as PbLocalRateLimit;
@@ -428,6 +429,13 @@ fn edge_filter(
         engine::HttpFilterConfig::HealthCheck(Arc::new(super::health_check_filter::health_check(
             &h, &hpath,
         )?))
+    } else if type_name == PbGrpcBridge::full_name() {
+        let (b, bpath) = unpack::<PbGrpcBridge>(any, path)?;
+        // The query is the gateway's to keep: a filter edits no `:path`.
+        reject_set!(bpath, b, ignore_query_parameters);
+        engine::HttpFilterConfig::GrpcHttp1Bridge {
+            upgrade_protobuf_to_grpc: b.upgrade_protobuf_to_grpc,
+        }
     } else if type_name == PbGrpcWeb::full_name() {
         // `GrpcWeb` has no fields.
         let _ = unpack::<PbGrpcWeb>(any, path)?;

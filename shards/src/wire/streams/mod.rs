@@ -177,6 +177,8 @@ impl ConnCx {
             at: 0,
             paused: None,
             gather: None,
+            hold: false,
+            held: s.held.as_deref_mut(),
             before_trailers: None,
             flag: &mut s.flag,
             conn_states: &self.conn_states,

@@ -41,6 +41,8 @@ use h2wire::conn::ClientEvent;
 use h2wire::message::HeaderList;
 use h2wire::ErrorCode;
 
+mod hold;
+
 use super::local_reply::host_result;
 use super::reply::{grpc_status, status_of};
 use super::upgrade::keep_to_http;
@@ -676,7 +678,7 @@ fn on_response_head(
         let _ = edits.set(upstream::ATTEMPT_COUNT, n);
     }
     p.cx.route_response_edits(s, Some(head), status, edits);
-    let answer =
+    let (answer, held) =
         p.cx.filters(s, stream, p.now, false, |f, cx| {
             let mut rh = ResponseHead {
                 status,
@@ -685,22 +687,27 @@ fn on_response_head(
                 end_stream,
                 local_body: None,
             };
-            chain::response_headers(f, cx, &mut rh)
+            (chain::response_headers(f, cx, &mut rh), cx.hold)
         })
-        .flatten();
+        .unwrap_or_default();
     if let Some(reply) = answer {
         // No byte of the head went out: the client gets the filter's reply.
         return Then::Refuse(reply);
     }
     p.cx.stamp
         .response(Some(head), edits, s.request_id.as_deref());
-    if let Some(l) = s.log.as_mut() {
-        l.on_response(&p.cx.logs, status, Some(head));
-    }
     s.resp_started = true;
     // No attempt follows an answer that began: its body need not be kept.
     s.replay = None;
     s.request_ends = None;
+    if held && !end_stream {
+        // A filter holds it to its end (`hold.rs`).
+        hold::hold(s, status, head, edits);
+        return Then::Go;
+    }
+    if let Some(l) = s.log.as_mut() {
+        l.on_response(&p.cx.logs, status, Some(head));
+    }
     s.status = Some(status);
     shard.stats.downstream.responses.record(status);
     if let Some(h) = s.head.take() {
@@ -739,6 +746,9 @@ fn on_response_data(
         }
         return Then::Refuse(reply);
     }
+    if s.held.is_some() {
+        return hold::held_data(p, s, stream, &data, len, end_stream);
+    }
     s.resp.push_back(Item::Data {
         data,
         end: end_stream,
@@ -768,6 +778,12 @@ fn on_response_trailers(
         .unwrap_or_default();
     if let Some(reply) = answer {
         return Then::Refuse(reply);
+    }
+    if s.held.is_some() {
+        if let Some(data) = last {
+            return hold::held_data(p, s, stream, &data, 0, true);
+        }
+        return hold::release(p, s, stream);
     }
     if let Some(data) = last {
         s.resp.push_back(Item::Data {
