@@ -139,3 +139,22 @@ fn ignore_query_parameters_is_refused_by_name() {
         .to_string();
     assert!(err.contains("ignore_query_parameters"), "{err}");
 }
+
+#[test]
+fn an_answer_past_the_held_bound_is_refused_not_cut() {
+    let (be, _seen) = backend();
+    let (_gw, addr) = gateway(be, false);
+    // Three copies of a 400 KiB message: 1.2 MiB, past 1 MiB held.
+    let payload = vec![b'm'; 400 * 1024];
+    let mut framed = vec![0];
+    framed.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&payload);
+    let r = call(addr, "/test.Echo/Stream", "application/grpc", &framed);
+    // A local reply to a gRPC request is gRPC's (as Envoy's): a 500 is
+    // UNKNOWN, in a trailers-only answer.
+    assert_eq!((r.status, r.header("grpc-status")), (200, Some("2")));
+    assert!(r.body.is_empty());
+    // The connection still serves the next call.
+    let r = call(addr, "/test.Echo/Unary", "application/grpc", HELLO);
+    assert_eq!((r.status, r.header("grpc-status")), (200, Some("0")));
+}

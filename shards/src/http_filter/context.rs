@@ -197,11 +197,14 @@ impl FilterCx<'_> {
 
 impl FilterCx<'_> {
     /// From a response headers hook: the response is held until the
-    /// upstream's answer ends (its body bounded, its trailers dropped), so
-    /// that the filter's trailers hook (or its last body hook) can still
-    /// change its head through [`Self::held_response`]; it then goes
-    /// downstream whole, with its `content-length`. The gRPC HTTP/1.1
-    /// bridge holds an answer this way to put its trailers in its head.
+    /// upstream's answer ends (its body bounded at 1 MiB, past that 500;
+    /// its trailers dropped), so that the trailers hooks can still change
+    /// its head and body through [`Self::held_response`]; it then goes
+    /// downstream whole, with its `content-length`. Filters before the
+    /// holder in the response order see the head and chunks as they come
+    /// (unlike Envoy's, whose chain stops at the holder). The gRPC
+    /// HTTP/1.1 bridge holds an answer this way to put its trailers in
+    /// its head.
     pub fn hold_response(&mut self) {
         self.hold = true;
     }

@@ -15,15 +15,16 @@ pub struct GrpcHttp1Bridge {
     pub upgrade: bool,
 }
 
-/// The most of a protobuf request body framed whole (it is gathered).
-const MAX_UPGRADED_BODY: u32 = 4 << 20;
+/// The most of a protobuf request body framed whole (it is gathered;
+/// Envoy's default buffer limit).
+const MAX_UPGRADED_BODY: u32 = 1 << 20;
 
 /// A bridged stream.
 struct Bridged {
     /// Framed upstream from `application/x-protobuf`: unframe the answer.
     upgraded: bool,
-    /// Upgraded: the request body's length, for its frame's prefix.
-    frame: Option<u32>,
+    /// Upgraded: the request body (one chunk, gathered) is to be framed.
+    frame: bool,
     /// The answer is held.
     held: bool,
 }
@@ -37,21 +38,24 @@ impl HttpFilter for GrpcHttp1Bridge {
         if !is_http1(cx) {
             return RequestFlow::Continue;
         }
-        match head.get(b"content-type") {
-            Some(b"application/grpc" | b"application/grpc+proto") => {
+        let ct = head.get(b"content-type").unwrap_or_default();
+        // Envoy's: `application/grpc`, or `application/grpc+` anything.
+        let grpc = ct == b"application/grpc" || ct.starts_with(b"application/grpc+");
+        match ct {
+            _ if grpc => {
                 cx.set_state(Bridged {
                     upgraded: false,
-                    frame: None,
+                    frame: false,
                     held: false,
                 });
                 RequestFlow::Continue
             }
-            Some(b"application/x-protobuf") if self.upgrade => {
+            b"application/x-protobuf" if self.upgrade => {
                 let _ = head.set(b"content-type", b"application/grpc");
                 let _ = head.remove(b"content-length");
                 cx.set_state(Bridged {
                     upgraded: true,
-                    frame: None,
+                    frame: false,
                     held: false,
                 });
                 if head.end_stream() {
@@ -78,17 +82,21 @@ impl HttpFilter for GrpcHttp1Bridge {
             return RequestFlow::Reply(Reply::new(413, "Payload Too Large", ""));
         }
         if let Some(b) = cx.state::<Bridged>() {
-            b.frame = (!body.is_empty()).then_some(body.len() as u32);
+            b.frame = !body.is_empty();
         }
         RequestFlow::Continue
     }
 
     fn on_request_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, _end: bool) -> Flow {
-        // The gathered body is one chunk: its prefix goes in front.
-        if let Some(len) = cx.state::<Bridged>().and_then(|b| b.frame.take()) {
+        // The gathered body is one chunk: its prefix goes in front, with
+        // its length as the filters before left it (a decompressor's).
+        let frame = cx
+            .state::<Bridged>()
+            .is_some_and(|b| std::mem::take(&mut b.frame));
+        if frame {
             let mut framed = BytesMut::with_capacity(5 + data.len());
             framed.put_u8(0);
-            framed.put_u32(len);
+            framed.put_u32(data.len() as u32);
             framed.extend_from_slice(data);
             *data = framed.freeze();
         }
@@ -128,7 +136,12 @@ impl HttpFilter for GrpcHttp1Bridge {
         let status = field(b"grpc-status");
         if let Some(s) = &status {
             let _ = held.set(b"grpc-status", s);
-            if s.as_slice() != b"0" {
+            // Read as a number, as Envoy reads it.
+            let ok = std::str::from_utf8(s)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                == Some(0);
+            if !ok {
                 held.set_status(503);
             }
         }

@@ -396,6 +396,7 @@ impl Streams {
             table,
             queued,
             head_edits,
+            touched,
             ..
         } = self;
         let Some(s) = table.get_mut(&stream) else {
@@ -418,6 +419,7 @@ impl Streams {
             conn,
             queued,
             head_edits,
+            touched,
             now,
         };
         // Header lists go back to the connection they came from: it
@@ -602,6 +604,9 @@ struct Parts<'a> {
     /// The connection's edits of response heads, emptied for each (their
     /// buffers kept: no allocation per response).
     head_edits: &'a mut HeaderEdits,
+    /// Upstream connections given output this turn (a held body's
+    /// window updates).
+    touched: &'a mut Vec<(PoolRef, usize)>,
     now: Instant,
 }
 
@@ -744,6 +749,9 @@ fn on_response_data(
                 c.release(up.stream, len);
             }
         }
+        if s.held.is_some() {
+            return hold::refuse(s, reply);
+        }
         return Then::Refuse(reply);
     }
     if s.held.is_some() {
@@ -777,6 +785,9 @@ fn on_response_trailers(
         })
         .unwrap_or_default();
     if let Some(reply) = answer {
+        if s.held.is_some() {
+            return hold::refuse(s, reply);
+        }
         return Then::Refuse(reply);
     }
     if s.held.is_some() {

@@ -9,9 +9,10 @@ use crate::wire::body::Item;
 use crate::wire::dstream::DStream;
 use crate::wire::streams::{enqueue, reply};
 
-/// The most of a body a held response keeps; past it the stream is
-/// answered 500 (Envoy's for a response past its buffer limit).
-pub(super) const MAX_HELD_BODY: usize = 4 << 20;
+/// The most of a body a held response keeps (Envoy's default buffer
+/// limit); past it the stream is answered 500, as Envoy answers a
+/// response past its buffer limit.
+pub(super) const MAX_HELD_BODY: usize = 1 << 20;
 
 /// The head goes no further yet: kept with the edits the filters made.
 pub(super) fn hold(s: &mut DStream, status: u16, head: &HeaderList, edits: &mut HeaderEdits) {
@@ -37,19 +38,28 @@ pub(super) fn held_data(
         if let Some(c) = t.pool.borrow_mut().conn(up) {
             c.release(up.stream, len);
         }
+        // Its window update goes out this turn.
+        crate::wire::streams::touch(p.touched, &t.pool, up.slot);
     }
     let Some(h) = s.held.as_mut() else {
         return Then::Go;
     };
     if h.body.len() + data.len() > MAX_HELD_BODY {
-        s.held = None;
-        return Then::Refuse(Reply::new(500, "", ""));
+        return refuse(s, Reply::new(500, "", ""));
     }
     h.body.extend_from_slice(data);
     match end {
         true => release(p, s, stream),
         false => Then::Go,
     }
+}
+
+/// A held response is answered locally instead: no byte of it went, so
+/// the client gets a reply, not a reset.
+pub(super) fn refuse(s: &mut DStream, reply: Reply) -> Then {
+    s.held = None;
+    s.resp_started = false;
+    Then::Refuse(reply)
 }
 
 /// The held response goes downstream whole: its head as the filters
