@@ -91,3 +91,14 @@ pub trait Calls {
     /// outlives a hook (a span exporter's timer).
     fn handle(&self) -> std::rc::Rc<dyn Calls>;
 }
+
+/// `message` as one uncompressed gRPC message: a zero flag byte, its
+/// length, then the message (what a gRPC call's body, or the bridge's
+/// upgraded request, carries).
+pub fn grpc_frame(message: &[u8]) -> Bytes {
+    let mut framed = bytes::BytesMut::with_capacity(5 + message.len());
+    bytes::BufMut::put_u8(&mut framed, 0);
+    bytes::BufMut::put_u32(&mut framed, message.len() as u32);
+    framed.extend_from_slice(message);
+    framed.freeze()
+}

@@ -6,7 +6,7 @@
 //! came, no `te` added); HTTP/2 passes untouched; an answer without
 //! trailers, or a trailers-only one, passes as it is.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::{FilterCx, Flow, HttpFilter, Reply, RequestFlow, RequestHead, ResponseHead, Trailers};
 
@@ -94,11 +94,7 @@ impl HttpFilter for GrpcHttp1Bridge {
             .state::<Bridged>()
             .is_some_and(|b| std::mem::take(&mut b.frame));
         if frame {
-            let mut framed = BytesMut::with_capacity(5 + data.len());
-            framed.put_u8(0);
-            framed.put_u32(data.len() as u32);
-            framed.extend_from_slice(data);
-            *data = framed.freeze();
+            *data = super::call::grpc_frame(data);
         }
         Flow::Continue
     }

@@ -2,13 +2,13 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use engine::{CheckSettings, ExtAuthz, GrpcAuthz};
 use prost::Message;
 
 use super::proto::{self, CheckRequest, CheckResponse, DeniedHttpResponse, HeaderValueOption};
 use super::{matches_any, CheckBody, ResponseField, Verdict, MAX_ANSWER_BYTES};
-use crate::http_filter::call::{CallAnswer, CallField, CallOutcome, CallRequest};
+use crate::http_filter::call::{grpc_frame, CallAnswer, CallField, CallOutcome, CallRequest};
 use crate::http_filter::{FilterCx, HeaderEdits, Reply, RequestHead};
 
 const CHECK_PATH: &[u8] = b"/envoy.service.auth.v3.Authorization/Check";
@@ -25,12 +25,7 @@ pub(super) fn request(
     let message = CheckRequest {
         attributes: Some(attributes(config, cx, head, body, settings)),
     };
-    // One uncompressed message, length-prefixed.
-    let mut framed = BytesMut::with_capacity(5 + message.encoded_len());
-    framed.put_u8(0);
-    framed.put_u32(message.encoded_len() as u32);
-    // Encoding into a buffer with room enough cannot fail.
-    let _ = message.encode(&mut framed);
+    let framed = grpc_frame(&message.encode_to_vec());
     let authority = match g.authority.is_empty() {
         true => g.cluster.as_bytes(),
         false => g.authority.as_bytes(),
@@ -57,7 +52,7 @@ pub(super) fn request(
         authority: authority.into(),
         path: CHECK_PATH.into(),
         fields,
-        body: framed.freeze(),
+        body: framed,
         timeout: g.timeout,
         max_answer_bytes: MAX_ANSWER_BYTES,
     }

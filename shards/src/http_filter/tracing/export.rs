@@ -5,11 +5,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use engine::tracing::{otlp, zipkin, SpanRecord};
 use engine::TraceProvider;
 
-use crate::http_filter::call::{CallOutcome, CallRequest, Calls};
+use crate::http_filter::call::{grpc_frame, CallOutcome, CallRequest, Calls};
 use crate::http_filter::FilterCx;
 use crate::stats::ShardStats;
 
@@ -147,11 +147,7 @@ fn request(provider: &TraceProvider, service: &str, batch: &[SpanRecord]) -> Cal
                 scope_name: otlp::DEFAULT_SCOPE_NAME,
                 resource_attributes: &[],
             };
-            let message = otlp::encode_export_request(batch, &exporter);
-            let mut body = BytesMut::with_capacity(5 + message.len());
-            body.put_u8(0);
-            body.put_u32(message.len() as u32);
-            body.extend_from_slice(&message);
+            let body = grpc_frame(&otlp::encode_export_request(batch, &exporter));
             let authority = if authority.is_empty() {
                 cluster
             } else {
@@ -169,7 +165,7 @@ fn request(provider: &TraceProvider, service: &str, batch: &[SpanRecord]) -> Cal
                     (b"te"[..].into(), b"trailers"[..].into()),
                     (b"grpc-timeout"[..].into(), ms.into_bytes().into()),
                 ],
-                body: body.freeze(),
+                body,
                 timeout: *timeout,
                 max_answer_bytes: MAX_ANSWER,
             }
