@@ -64,7 +64,14 @@ async def read_text(url, element, waiting, timeout, chromium_args):
     finally:
         proc.kill()
         proc.wait()
-        subprocess.run(["rm", "-rf", profile], check=False)
+        # Chromium's helper processes may still write into the profile
+        # for a moment after the browser is gone: removed quietly (the
+        # page's text is this script's output), once more after a pause.
+        for _ in range(2):
+            subprocess.run(["rm", "-rf", profile], check=False, stderr=subprocess.DEVNULL)
+            if not os.path.exists(profile):
+                break
+            time.sleep(0.5)
 
 
 def main():
