@@ -59,6 +59,10 @@ pub struct Tracing {
     pub max_path_tag_length: usize,
     /// `custom_tags`, in order.
     pub custom_tags: Vec<CustomTag>,
+    /// `spawn_upstream_span` (or the router's `start_child_span`): each
+    /// upstream attempt of a traced request gets a client span of its own,
+    /// a child of the request's, whose id goes upstream.
+    pub spawn_upstream_span: bool,
 }
 
 /// A `custom_tags` entry: its tag and where its value comes from.

@@ -94,7 +94,17 @@ pub struct Span {
     pub attributes: Vec<KeyValue>,
     #[prost(message, optional, tag = "15")]
     pub status: Option<Status>,
+    /// W3C trace flags (the low byte) and whether the parent is remote
+    /// (`SPAN_FLAGS_*`).
+    #[prost(fixed32, tag = "16")]
+    pub flags: u32,
 }
+
+/// `SpanFlags`: the W3C sampled flag, and the two bits that say whether
+/// the parent is remote (set by Envoy's driver, as by the OTel SDKs).
+pub const SPAN_FLAGS_SAMPLED: u32 = 0x01;
+pub const SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE: u32 = 0x100;
+pub const SPAN_FLAGS_CONTEXT_IS_REMOTE: u32 = 0x200;
 
 #[derive(Clone, PartialEq, Message)]
 pub struct Status {
@@ -146,6 +156,8 @@ pub struct Exporter<'a> {
     /// `service.name` resource attribute (the provider's `service_name`).
     pub service_name: &'a str,
     pub scope_name: &'a str,
+    /// The scope's version (empty: none).
+    pub scope_version: &'a str,
     /// Further resource attributes (resource detectors' output), after `service.name`.
     pub resource_attributes: &'a [(Box<str>, AttrValue)],
 }
@@ -183,11 +195,28 @@ fn to_otlp(span: &SpanRecord) -> Span {
             .iter()
             .map(|(k, v)| key_value(k, v))
             .collect(),
-        // Leaving the status out means UNSET, which is what a non-error span is.
-        status: span.error.then(|| Status {
+        // Leaving the status out means UNSET. Envoy's driver derives the
+        // status from `http.status_code` alone (not the `error` tag): a 5xx,
+        // or a 4xx on a client span, is ERROR; no answer (0) stays UNSET.
+        status: status_error(span).then(|| Status {
             message: String::new(),
             code: STATUS_CODE_ERROR,
         }),
+        // Exported spans are sampled ones.
+        flags: SPAN_FLAGS_SAMPLED
+            | SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE
+            | if span.remote_parent {
+                SPAN_FLAGS_CONTEXT_IS_REMOTE
+            } else {
+                0
+            },
+    }
+}
+
+fn status_error(span: &SpanRecord) -> bool {
+    match span.kind {
+        SpanKind::Server => span.status_code >= 500,
+        SpanKind::Client => span.status_code >= 400,
     }
 }
 
@@ -213,7 +242,7 @@ pub fn export_request(spans: &[SpanRecord], exporter: &Exporter<'_>) -> ExportTr
             scope_spans: vec![ScopeSpans {
                 scope: Some(InstrumentationScope {
                     name: exporter.scope_name.to_owned(),
-                    version: String::new(),
+                    version: exporter.scope_version.to_owned(),
                 }),
                 spans: spans.iter().map(to_otlp).collect(),
                 schema_url: String::new(),

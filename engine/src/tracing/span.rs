@@ -26,6 +26,10 @@ pub mod tags {
     pub const UPSTREAM_CLUSTER_NAME: &str = "upstream_cluster.name";
     pub const UPSTREAM_ADDRESS: &str = "upstream_address";
     pub const ERROR: &str = "error";
+    pub const ERROR_REASON: &str = "error.reason";
+    pub const CANCELED: &str = "canceled";
+    pub const RETRY_COUNT: &str = "retry.count";
+    pub const TRUE: &str = "true";
 }
 
 /// Envoy's default `max_path_tag_length` for `http.url`.
@@ -79,6 +83,9 @@ pub struct SpanRecord {
     pub error: bool,
     /// Zipkin: the server span reuses the client's span id (B3 shared span).
     pub shared: bool,
+    /// Its parent came from the request's headers (another process's
+    /// span), not from this gateway.
+    pub remote_parent: bool,
     /// W3C `tracestate` of the span's context, for OTLP.
     pub trace_state: Option<Box<str>>,
     /// Zipkin `remoteEndpoint`; Envoy itself leaves it out.
@@ -99,6 +106,7 @@ impl SpanRecord {
             status_code: 0,
             error: false,
             shared: false,
+            remote_parent: false,
             trace_state: ctx.tracestate.clone(),
             remote_address: None,
             attributes: Vec::new(),
@@ -219,36 +227,78 @@ pub struct ResponseTags<'a> {
     pub upstream_cluster: Option<&'a str>,
     /// The cluster's `alt_stat_name`/observability name, when it has one.
     pub upstream_cluster_observability_name: Option<&'a str>,
-    pub upstream_address: Option<&'a str>,
 }
 
-/// `request_size` plus Envoy's `setCommonTags`. Envoy's `setTag` only takes
-/// strings, so numbers and `error` are written as strings here too: an OTLP
-/// or Zipkin backend sees the same attribute types as behind Envoy.
-/// `upstream_span` also tags `peer.address` with the upstream address.
-pub fn tag_response(span: &mut SpanRecord, r: &ResponseTags<'_>, upstream_span: bool) {
+/// The request span's end: `request_size`, `response_size` and Envoy's
+/// `setCommonTags`, in the order Envoy 1.40 exports them. Envoy's `setTag`
+/// only takes strings, so numbers and `error` are written as strings here
+/// too: an OTLP or Zipkin backend sees the same attribute types as behind
+/// Envoy. The host is an attempt's tag ([`tag_upstream`]), not the
+/// request span's, as in Envoy.
+pub fn tag_response(span: &mut SpanRecord, r: &ResponseTags<'_>) {
     span.set_attr(tags::REQUEST_SIZE, r.bytes_received.to_string());
+    span.set_attr(tags::RESPONSE_SIZE, r.bytes_sent.to_string());
     span.set_attr(tags::COMPONENT, tags::PROXY);
     if let Some(cluster) = r.upstream_cluster {
         span.set_attr(tags::UPSTREAM_CLUSTER, cluster);
         let name = r.upstream_cluster_observability_name.unwrap_or(cluster);
         span.set_attr(tags::UPSTREAM_CLUSTER_NAME, name);
     }
-    if let Some(addr) = r.upstream_address {
-        span.set_attr(tags::UPSTREAM_ADDRESS, addr);
-        if upstream_span {
-            span.set_attr(tags::PEER_ADDRESS, addr);
-        }
-    }
     let status = r.status.unwrap_or(0);
     span.status_code = status;
     span.set_attr(tags::HTTP_STATUS_CODE, status.to_string());
-    span.set_attr(tags::RESPONSE_SIZE, r.bytes_sent.to_string());
     span.set_attr(tags::RESPONSE_FLAGS, r.response_flags);
     // No response at all counts as an error, like a 5xx.
     if r.status.is_none_or(|s| (500..600).contains(&s)) {
         span.error = true;
-        span.set_attr(tags::ERROR, "true");
+        span.set_attr(tags::ERROR, tags::TRUE);
+    }
+}
+
+/// What an upstream attempt's span says when it ends.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamTags<'a> {
+    /// Its response's status, if its head came.
+    pub status: Option<u16>,
+    /// The attempt's HTTP protocol, `-` where no connection carried it.
+    pub protocol: &'a str,
+    pub upstream_cluster: &'a str,
+    /// The host's `ip:port`.
+    pub upstream_address: &'a str,
+    /// The attempt's own flags (`UF`, `UT` for its per-try timeout, `SI`
+    /// …; `-`): a stream's (`URX`, `DC`) are the request span's.
+    pub response_flags: &'a str,
+    /// Why the upstream failed it (Envoy's reset reason text).
+    pub reset_reason: Option<&'a str>,
+    /// The gateway left it before its answer was whole.
+    pub canceled: bool,
+}
+
+/// An upstream attempt's tags, in the order Envoy's router and
+/// `finalizeUpstreamSpan` set them: a reset's or a cancel's first (set as
+/// they happen), then the protocol, the host, the cluster and the answer.
+/// Strings throughout, as [`tag_response`]'s.
+pub fn tag_upstream(span: &mut SpanRecord, t: &UpstreamTags<'_>) {
+    if let Some(reason) = t.reset_reason {
+        span.set_attr(tags::ERROR, tags::TRUE);
+        span.set_attr(tags::ERROR_REASON, reason);
+    }
+    if t.canceled {
+        span.set_attr(tags::CANCELED, tags::TRUE);
+    }
+    span.set_attr(tags::HTTP_PROTOCOL, t.protocol);
+    span.set_attr(tags::UPSTREAM_ADDRESS, t.upstream_address);
+    span.set_attr(tags::PEER_ADDRESS, t.upstream_address);
+    span.set_attr(tags::COMPONENT, tags::PROXY);
+    span.set_attr(tags::UPSTREAM_CLUSTER, t.upstream_cluster);
+    span.set_attr(tags::UPSTREAM_CLUSTER_NAME, t.upstream_cluster);
+    let status = t.status.unwrap_or(0);
+    span.status_code = status;
+    span.set_attr(tags::HTTP_STATUS_CODE, status.to_string());
+    span.set_attr(tags::RESPONSE_FLAGS, t.response_flags);
+    if t.status.is_none_or(|s| (500..600).contains(&s)) || t.reset_reason.is_some() {
+        span.error = true;
+        span.set_attr(tags::ERROR, tags::TRUE);
     }
 }
 

@@ -7,6 +7,7 @@ pub mod h1_backend;
 pub mod h1_client;
 pub mod h2c_server;
 pub mod health_server;
+pub mod otlp;
 pub mod raw;
 pub mod tls_client;
 pub mod tunnel_backend;

@@ -177,11 +177,17 @@ pub fn filters_bootstrap(
     route_config: &str,
     clusters: &str,
 ) -> Result<engine::Bootstrap, xds::Error> {
+    let yaml = filters_yaml(hcm_fields, filters, route_config, clusters);
+    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml)
+}
+
+/// [`filters_bootstrap`]'s YAML.
+pub fn filters_yaml(hcm_fields: &str, filters: &str, route_config: &str, clusters: &str) -> String {
     let clusters = match clusters.trim() {
         "" => String::new(),
         _ => format!("  clusters:\n{clusters}"),
     };
-    let yaml = format!(
+    format!(
         r#"
 admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}
 static_resources:
@@ -201,6 +207,5 @@ static_resources:
           route_config:
 {route_config}
 {clusters}"#
-    );
-    xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml)
+    )
 }

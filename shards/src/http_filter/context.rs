@@ -89,6 +89,9 @@ pub struct FilterCx<'a> {
     pub(crate) gather: Option<u32>,
     /// A response headers hook asked to hold the response.
     pub(crate) hold: bool,
+    /// A request headers hook asked for the stream's body sizes at its
+    /// end ([`Self::count_sizes`]).
+    pub(crate) count_sizes: bool,
     /// The response held, in the hooks that follow.
     pub(crate) held: Option<&'a mut super::HeldResponse>,
     /// Body bytes a trailers hook sends ahead of the trailers (an
@@ -96,6 +99,8 @@ pub struct FilterCx<'a> {
     pub(crate) before_trailers: Option<bytes::Bytes>,
     /// The stream's response flag for the access log.
     pub(crate) flag: &'a mut &'static str,
+    /// The stream's upstream spans, which the tracing filter starts.
+    pub(crate) upstream_spans: &'a mut Option<Box<super::UpstreamSpans>>,
     /// The filters' per-connection states.
     pub(crate) conn_states: &'a std::cell::RefCell<FilterStates>,
 }
@@ -207,6 +212,13 @@ impl FilterCx<'_> {
     /// its head.
     pub fn hold_response(&mut self) {
         self.hold = true;
+    }
+
+    /// From a request headers hook: the stream counts its body bytes each
+    /// way for [`super::StreamSummary`] (which the connection manager
+    /// does anyway when it keeps an access log); else they are 0.
+    pub fn count_sizes(&mut self) {
+        self.count_sizes = true;
     }
 
     /// The held response, in the hooks after [`Self::hold_response`].

@@ -86,6 +86,7 @@ pub use edits::{EditError, HeaderEdits};
 pub use head::{RequestHead, ResponseHead};
 pub use hold::HeldResponse;
 pub use reply::Reply;
+pub(crate) use tracing::{AttemptFailure, UpstreamSpans};
 
 /// Trailers as they wait to cross: (name, value) pairs.
 pub type Trailers = Vec<(Vec<u8>, Vec<u8>)>;
@@ -187,7 +188,7 @@ impl Native {
 
 /// What a stream did, for [`HttpFilter::on_log`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StreamSummary {
+pub struct StreamSummary<'a> {
     /// The status that went downstream, if a response head did.
     pub status: Option<u16>,
     /// The upstream host that served it, if any.
@@ -198,4 +199,6 @@ pub struct StreamSummary {
     /// connection manager keeps no access log).
     pub bytes_received: u64,
     pub bytes_sent: u64,
+    /// The spans of its upstream attempts, when its tracing spawns them.
+    pub upstream_spans: &'a [engine::tracing::SpanRecord],
 }

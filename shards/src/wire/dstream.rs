@@ -14,7 +14,7 @@ use h2wire::message::HeaderList;
 
 use super::body::ItemQueue;
 use super::pool::{PoolRef, UpRef};
-use crate::http_filter::{FilterStates, HeaderEdits};
+use crate::http_filter::{FilterStates, HeaderEdits, UpstreamSpans};
 use crate::shard::{OverrideHost, SnapshotRef};
 
 /// The host the router chose for a stream, and its pool on this shard
@@ -208,6 +208,9 @@ pub(crate) struct DStream {
     pub(super) flag: &'static str,
     /// What its access log lines need, when the listener logs.
     pub(super) log: Option<Box<super::logging::LogState>>,
+    /// A span per attempt, for a traced request whose connection manager
+    /// spawns upstream spans (boxed: rare).
+    pub(super) upstream_spans: Option<Box<UpstreamSpans>>,
 }
 
 /// A stream's retries under its route's `retry_policy`.
@@ -301,6 +304,7 @@ impl DStream {
             failed: None,
             flag: "",
             log: None,
+            upstream_spans: None,
         }
     }
 

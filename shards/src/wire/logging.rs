@@ -60,7 +60,22 @@ impl LogState {
         now: Instant,
         remote: Option<SocketAddr>,
     ) -> Box<Self> {
-        let mut s = Box::new(Self {
+        let mut s = Self::counting(now);
+        s.remote = remote;
+        for (_, f, rule) in targets {
+            let filtered = rule.iter().flat_map(|r| &r.fields);
+            for n in f.req_fields().iter().chain(filtered) {
+                let span = s.keep(field(head, n));
+                s.req.push(span);
+            }
+        }
+        s
+    }
+
+    /// A record for no log: the stream's body sizes only (a filter asked
+    /// for them).
+    pub fn counting(now: Instant) -> Box<Self> {
+        Box::new(Self {
             start: SystemTime::now(),
             started: now,
             bytes: Vec::new(),
@@ -71,16 +86,8 @@ impl LogState {
             status: None,
             flags: "",
             grpc_status: None,
-            remote,
-        });
-        for (_, f, rule) in targets {
-            let filtered = rule.iter().flat_map(|r| &r.fields);
-            for n in f.req_fields().iter().chain(filtered) {
-                let span = s.keep(field(head, n));
-                s.req.push(span);
-            }
-        }
-        s
+            remote: None,
+        })
     }
 
     fn keep(&mut self, v: Option<&[u8]>) -> Option<(u32, u32)> {

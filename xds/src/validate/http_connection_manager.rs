@@ -105,7 +105,11 @@ pub fn http_connection_manager(
     let (route_config, rds) = routes(m, path, known_clusters)?;
     let mut http_filters = http_filters(&m.http_filters, &path.field("http_filters"))?;
     let tracing = match &m.tracing {
-        Some(t) => super::tracing::tracing(t, &path.field("tracing"))?,
+        Some(t) => super::tracing::tracing(
+            t,
+            &path.field("tracing"),
+            router_child_spans(&m.http_filters),
+        )?,
         None => None,
     };
     if let Some(tracing) = tracing {
@@ -391,14 +395,24 @@ fn underscores_action(v: i32, cpath: &Path) -> Result<HeadersWithUnderscoresActi
 /// Whether the router (the last filter, which [`http_filters`] checked)
 /// adds Envoy's request headers: unless `suppress_envoy_headers`.
 fn router_envoy_headers(filters: &[hcm::HttpFilter]) -> bool {
+    router_config(filters).is_none_or(|r| !r.suppress_envoy_headers)
+}
+
+/// The router's `start_child_span`: a span per upstream attempt, as
+/// `tracing.spawn_upstream_span` asks.
+fn router_child_spans(filters: &[hcm::HttpFilter]) -> bool {
+    router_config(filters).is_some_and(|r| r.start_child_span)
+}
+
+/// The router's config (the list's last filter), when it has one.
+fn router_config(filters: &[hcm::HttpFilter]) -> Option<Router> {
     use hcm::http_filter::ConfigType;
-    let router = filters.last().and_then(|f| match &f.config_type {
+    filters.last().and_then(|f| match &f.config_type {
         Some(ConfigType::TypedConfig(any)) => {
             <Router as prost::Message>::decode(any.value.as_slice()).ok()
         }
         _ => None,
-    });
-    router.is_none_or(|r| !r.suppress_envoy_headers)
+    })
 }
 
 /// The filter list must end in the router; any other filter is an error
@@ -554,7 +568,6 @@ fn http_filters(filters: &[hcm::HttpFilter], path: &Path) -> Result<Vec<engine::
                         rpath,
                         router,
                         dynamic_stats,
-                        start_child_span,
                         upstream_log,
                         strict_check_headers,
                         respect_expected_rq_timeout,

@@ -18,10 +18,9 @@ const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// `tracing` (at `path`); `None` without a provider, which traces
 /// nothing (as in an Envoy whose bootstrap names no tracer either).
-pub(super) fn tracing(t: &PbTracing, path: &Path) -> Result<Option<Tracing>> {
-    if t.spawn_upstream_span.is_some_and(|s| s) {
-        return Err(Error::unsupported(path.field("spawn_upstream_span")));
-    }
+/// `child_spans`: the router's `start_child_span`, which Envoy reads as
+/// `spawn_upstream_span`.
+pub(super) fn tracing(t: &PbTracing, path: &Path, child_spans: bool) -> Result<Option<Tracing>> {
     let percent = |p: &Option<crate::pb::envoy::r#type::v3::Percent>, field: &str| -> Result<f64> {
         match p {
             None => Ok(100.0),
@@ -71,6 +70,7 @@ pub(super) fn tracing(t: &PbTracing, path: &Path) -> Result<Option<Tracing>> {
         sampling,
         max_path_tag_length: t.max_path_tag_length.unwrap_or(256) as usize,
         custom_tags,
+        spawn_upstream_span: t.spawn_upstream_span.unwrap_or(false) || child_spans,
     }))
 }
 

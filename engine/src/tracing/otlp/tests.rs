@@ -4,6 +4,7 @@ use crate::tracing::context::TraceContext;
 const EXPORTER: Exporter<'static> = Exporter {
     service_name: "s",
     scope_name: DEFAULT_SCOPE_NAME,
+    scope_version: "",
     resource_attributes: &[],
 };
 
@@ -16,25 +17,69 @@ fn tiny() -> SpanRecord {
 /// Hand-assembled from the proto field numbers and wire types.
 #[rustfmt::skip]
 const GOLDEN: &[u8] = &[
-    0x0a, 0x57,                                     // 1 resource_spans, 87 bytes
+    0x0a, 0x5d,                                     // 1 resource_spans, 93 bytes
       0x0a, 0x15,                                   //   1 resource, 21
         0x0a, 0x13,                                 //     1 attributes, 19
           0x0a, 0x0c, b's', b'e', b'r', b'v', b'i', b'c', b'e', b'.', b'n', b'a', b'm', b'e',
           0x12, 0x03, 0x0a, 0x01, b's',             //       2 value { 1 string_value "s" }
-      0x12, 0x3e,                                   //   2 scope_spans, 62
+      0x12, 0x44,                                   //   2 scope_spans, 68
         0x0a, 0x07, 0x0a, 0x05, b'e', b'n', b'v', b'o', b'y', // 1 scope { 1 name }
-        0x12, 0x33,                                 //     2 spans, 51
+        0x12, 0x39,                                 //     2 spans, 57
           0x0a, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, // 1 trace_id
           0x12, 0x08, 0, 0, 0, 0, 0, 0, 0, 2,       //       2 span_id
           0x2a, 0x01, b'a',                         //       5 name
           0x30, 0x02,                               //       6 kind SERVER (varint)
           0x39, 1, 0, 0, 0, 0, 0, 0, 0,             //       7 start, fixed64 LE
           0x41, 2, 0, 0, 0, 0, 0, 0, 0,             //       8 end, fixed64 LE
+          0x85, 0x01, 0x01, 0x01, 0, 0,             //      16 flags 0x101, fixed32 LE
 ];
 
 #[test]
 fn golden_bytes_for_one_span() {
     assert_eq!(encode_export_request(&[tiny()], &EXPORTER), GOLDEN);
+}
+
+/// Envoy's OpenTelemetry driver: the status follows `http.status_code`
+/// (a 5xx, or a 4xx on a client span), not the `error` tag.
+#[test]
+fn the_status_follows_the_http_status_as_envoys_driver_sets_it() {
+    let ctx = TraceContext::root(1, 2, true);
+    let status = |kind, code: u16, error: bool| {
+        let mut span = SpanRecord::new(&ctx, "x", kind, 0);
+        span.status_code = code;
+        span.error = error;
+        let bytes = encode_export_request(&[span], &EXPORTER);
+        let req = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        req.resource_spans[0].scope_spans[0].spans[0]
+            .status
+            .as_ref()
+            .map(|s| s.code)
+    };
+    assert_eq!(status(SpanKind::Server, 503, true), Some(STATUS_CODE_ERROR));
+    assert_eq!(status(SpanKind::Server, 404, false), None);
+    assert_eq!(
+        status(SpanKind::Client, 404, false),
+        Some(STATUS_CODE_ERROR)
+    );
+    assert_eq!(status(SpanKind::Client, 0, true), None);
+    assert_eq!(status(SpanKind::Server, 0, true), None);
+    assert_eq!(status(SpanKind::Client, 200, false), None);
+}
+
+/// Envoy 1.40 exports 257 (sampled, parent local or none) and 769 (the
+/// parent came in the request's `traceparent`).
+#[test]
+fn the_flags_say_sampled_and_whether_the_parent_is_remote() {
+    let ctx = TraceContext::root(1, 2, true);
+    let flags = |remote: bool| {
+        let mut span = SpanRecord::new(&ctx, "x", SpanKind::Server, 0);
+        span.remote_parent = remote;
+        let bytes = encode_export_request(&[span], &EXPORTER);
+        let req = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        req.resource_spans[0].scope_spans[0].spans[0].flags
+    };
+    assert_eq!(flags(false), 257);
+    assert_eq!(flags(true), 769);
 }
 
 #[test]
@@ -46,6 +91,7 @@ fn round_trip() {
     server.set_attr("http.status_code", "503");
     server.set_attr("n", AttrValue::Int(-5));
     server.set_attr("b", AttrValue::Bool(true));
+    server.status_code = 503;
     server.error = true;
     server.finish(1_700_000_000_250_000_000);
     let client = SpanRecord::new(&ctx.child(9, true), "router x egress", SpanKind::Client, 5);

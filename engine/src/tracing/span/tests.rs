@@ -90,9 +90,22 @@ fn response_tags_and_error() {
         response_flags: "-",
         upstream_cluster: Some("backend"),
         upstream_cluster_observability_name: None,
-        upstream_address: Some("10.1.2.3:8080"),
     };
-    tag_response(&mut sp, &resp, false);
+    tag_response(&mut sp, &resp);
+    let order: Vec<&str> = sp.attributes.iter().map(|(k, _)| &**k).collect();
+    // Envoy 1.40's export order.
+    assert_eq!(
+        order,
+        [
+            "request_size",
+            "response_size",
+            "component",
+            "upstream_cluster",
+            "upstream_cluster.name",
+            "http.status_code",
+            "response_flags"
+        ]
+    );
     assert_eq!(get(&sp, tags::HTTP_STATUS_CODE), s("200"));
     assert_eq!(get(&sp, tags::REQUEST_SIZE), s("12"));
     assert_eq!(get(&sp, tags::RESPONSE_SIZE), s("345"));
@@ -100,7 +113,7 @@ fn response_tags_and_error() {
     assert_eq!(get(&sp, tags::COMPONENT), s("proxy"));
     assert_eq!(get(&sp, tags::UPSTREAM_CLUSTER), s("backend"));
     assert_eq!(get(&sp, tags::UPSTREAM_CLUSTER_NAME), s("backend"));
-    assert_eq!(get(&sp, tags::UPSTREAM_ADDRESS), s("10.1.2.3:8080"));
+    assert_eq!(get(&sp, tags::UPSTREAM_ADDRESS), None);
     assert_eq!(get(&sp, tags::PEER_ADDRESS), None);
     assert_eq!(get(&sp, tags::ERROR), None);
     assert!(!sp.error);
@@ -114,11 +127,10 @@ fn response_tags_and_error() {
         (None, true),
     ] {
         let mut sp = span();
-        tag_response(&mut sp, &ResponseTags { status, ..resp }, true);
+        tag_response(&mut sp, &ResponseTags { status, ..resp });
         assert_eq!(sp.error, error, "{status:?}");
         assert_eq!(get(&sp, tags::ERROR), if error { s("true") } else { None });
         assert_eq!(sp.status_code, status.unwrap_or(0));
-        assert_eq!(get(&sp, tags::PEER_ADDRESS), s("10.1.2.3:8080"));
     }
     let mut none = span();
     tag_response(
@@ -127,7 +139,6 @@ fn response_tags_and_error() {
             status: None,
             ..resp
         },
-        false,
     );
     assert_eq!(get(&none, tags::HTTP_STATUS_CODE), s("0"));
 
@@ -139,4 +150,78 @@ fn response_tags_and_error() {
 
 fn get(span: &SpanRecord, key: &str) -> Option<AttrValue> {
     span.attr(key).cloned()
+}
+
+fn keys(span: &SpanRecord) -> Vec<&str> {
+    span.attributes.iter().map(|(k, _)| &**k).collect()
+}
+
+/// Envoy 1.40's attempt spans, as exported: an answered attempt, a
+/// retried one left before its answer ended, and a connect failure.
+#[test]
+fn upstream_tags_as_envoy_sets_them() {
+    let mut ok = span();
+    let answered = UpstreamTags {
+        status: Some(200),
+        protocol: "HTTP/1.1",
+        upstream_cluster: "backend",
+        upstream_address: "127.0.0.1:45569",
+        response_flags: "-",
+        reset_reason: None,
+        canceled: false,
+    };
+    tag_upstream(&mut ok, &answered);
+    assert_eq!(
+        keys(&ok),
+        [
+            "http.protocol",
+            "upstream_address",
+            "peer.address",
+            "component",
+            "upstream_cluster",
+            "upstream_cluster.name",
+            "http.status_code",
+            "response_flags"
+        ]
+    );
+    assert_eq!(get(&ok, "peer.address"), s("127.0.0.1:45569"));
+    assert!(!ok.error);
+
+    let mut retried = span();
+    retried.set_attr(tags::RETRY_COUNT, "1");
+    let left = UpstreamTags {
+        status: Some(503),
+        canceled: true,
+        ..answered
+    };
+    tag_upstream(&mut retried, &left);
+    assert_eq!(
+        keys(&retried)[..3],
+        ["retry.count", "canceled", "http.protocol"]
+    );
+    assert_eq!(keys(&retried).last(), Some(&"error"));
+    assert_eq!(get(&retried, "http.status_code"), s("503"));
+    assert!(retried.error);
+
+    let mut refused = span();
+    let failed = UpstreamTags {
+        status: None,
+        protocol: "-",
+        response_flags: "UF",
+        reset_reason: Some("remote connection failure"),
+        ..answered
+    };
+    tag_upstream(&mut refused, &failed);
+    assert_eq!(
+        keys(&refused)[..3],
+        ["error", "error.reason", "http.protocol"]
+    );
+    assert_eq!(
+        get(&refused, "error.reason"),
+        s("remote connection failure")
+    );
+    assert_eq!(get(&refused, "http.status_code"), s("0"));
+    assert_eq!(get(&refused, "response_flags"), s("UF"));
+    assert_eq!(refused.status_code, 0);
+    assert!(refused.error);
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use engine::tracing::{otlp, zipkin, SpanRecord};
+use engine::tracing::{otlp, zipkin, AttrValue, SpanRecord};
 use engine::TraceProvider;
 
 use crate::http_filter::call::{grpc_frame, CallOutcome, CallRequest, Calls};
@@ -133,6 +133,19 @@ fn flush(exporter: &Rc<RefCell<Exporter>>) {
     }
 }
 
+/// What the resource says of the tracer, as Envoy's does of itself
+/// (`telemetry.sdk.*`: its name, build and language).
+const SDK_NAME: &str = "gateway";
+const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn sdk_attributes() -> [(Box<str>, AttrValue); 3] {
+    [
+        ("telemetry.sdk.name".into(), AttrValue::from(SDK_NAME)),
+        ("telemetry.sdk.version".into(), AttrValue::from(SDK_VERSION)),
+        ("telemetry.sdk.language".into(), AttrValue::from("rust")),
+    ]
+}
+
 /// The export of `batch` to `provider`'s collector.
 fn request(provider: &TraceProvider, service: &str, batch: &[SpanRecord]) -> CallRequest {
     match provider {
@@ -145,7 +158,8 @@ fn request(provider: &TraceProvider, service: &str, batch: &[SpanRecord]) -> Cal
             let exporter = otlp::Exporter {
                 service_name,
                 scope_name: otlp::DEFAULT_SCOPE_NAME,
-                resource_attributes: &[],
+                scope_version: SDK_VERSION,
+                resource_attributes: &sdk_attributes(),
             };
             let body = grpc_frame(&otlp::encode_export_request(batch, &exporter));
             let authority = if authority.is_empty() {

@@ -6,6 +6,7 @@
 //! sampled request one span record; an unsampled one a few header edits.
 
 mod export;
+mod upstream;
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -38,6 +39,7 @@ fn cut_long_tags(record: &mut SpanRecord) {
 }
 
 pub(crate) use export::Exporters;
+pub(crate) use upstream::{AttemptFailure, UpstreamSpans};
 
 /// A sampled stream's span, until it ends.
 struct Traced {
@@ -101,6 +103,8 @@ impl HttpFilter for Arc<Tracing> {
             return RequestFlow::Continue;
         }
         cx.shard.stats.tracing.sampled.inc();
+        // Its span's `request_size` and `response_size`.
+        cx.count_sizes();
         let host = head.get(b":authority").unwrap_or_default();
         let zipkin = matches!(self.provider, TraceProvider::Zipkin { .. });
         let name = span::operation_name(
@@ -115,6 +119,7 @@ impl HttpFilter for Arc<Tracing> {
         let mut record = SpanRecord::new(&ctx, &name, SpanKind::Server, since.as_nanos() as u64);
         // Zipkin's server side of the client's own span.
         record.shared = shared && extracted.parent().is_some();
+        record.remote_parent = extracted.parent().is_some();
         // The node has no zone of its own here (Envoy's is its locality's).
         span::tag_local(&mut record, &cx.snapshot.node.id, "");
         let peer = cx.conn.peer.ip().to_string();
@@ -132,6 +137,7 @@ impl HttpFilter for Arc<Tracing> {
             max_path_tag_length: self.max_path_tag_length,
         };
         span::tag_request(&mut record, &tags);
+        let mut custom: Vec<(Box<str>, AttrValue)> = Vec::new();
         for t in &self.custom_tags {
             let value = match &t.value {
                 CustomTagValue::Fixed(v) => v.as_str(),
@@ -144,10 +150,32 @@ impl HttpFilter for Arc<Tracing> {
                 },
             };
             if !value.is_empty() {
-                record.set_attr(&t.tag, value.to_owned());
+                custom.push((t.tag.as_str().into(), AttrValue::from(value)));
             }
         }
+        for (tag, value) in &custom {
+            record.set_attr(tag, value.clone());
+        }
         cut_long_tags(&mut record);
+        // As cut on the request's span.
+        for (tag, value) in custom.iter_mut() {
+            if let Some(cut) = record.attr(tag) {
+                *value = cut.clone();
+            }
+        }
+        if self.spawn_upstream_span {
+            // Each attempt's span is the host's parent: the request's
+            // context written above is replaced as each goes.
+            let spans = UpstreamSpans::new(
+                propagation,
+                trace_id_128bit,
+                ctx,
+                custom,
+                record.start_unix_nanos,
+                cx.now,
+            );
+            *cx.upstream_spans = Some(Box::new(spans));
+        }
         cx.set_state(Traced {
             record,
             started: cx.now,
@@ -171,8 +199,11 @@ impl HttpFilter for Arc<Tracing> {
         let Some(t) = cx.state_ref::<Traced>() else {
             return;
         };
+        // The attempts' spans first: they ended first.
+        for attempt in summary.upstream_spans {
+            export::queue(cx, &self.provider, attempt.clone());
+        }
         let mut record = t.record.clone();
-        let upstream = summary.upstream.map(|a| a.to_string());
         let cluster = match cx.route.and_then(|r| r.action.forward()).map(|f| &f.target) {
             Some(engine::ClusterTarget::Cluster(name)) => Some(name.as_str()),
             _ => None,
@@ -188,9 +219,8 @@ impl HttpFilter for Arc<Tracing> {
             },
             upstream_cluster: cluster,
             upstream_cluster_observability_name: None,
-            upstream_address: upstream.as_deref(),
         };
-        span::tag_response(&mut record, &tags, false);
+        span::tag_response(&mut record, &tags);
         let took = cx.now.saturating_duration_since(t.started);
         record.finish(record.start_unix_nanos + took.as_nanos() as u64);
         export::queue(cx, &self.provider, record);

@@ -121,7 +121,12 @@ impl Streams {
         if s.key(stream) != key {
             // An attempt a hedge left in flight, or one already left.
             return match s.earlier.iter().any(|e| e.key == key) {
-                true => self.on_earlier(stream, key, what),
+                true => {
+                    if s.upstream_spans.is_some() {
+                        self.span_heard(stream, key, &what);
+                    }
+                    self.on_earlier(stream, key, what)
+                }
                 false => self.stale(key, what),
             };
         }
@@ -130,6 +135,9 @@ impl Streams {
         // body's window still goes back).
         if s.between_attempts() {
             return self.stale(key, what);
+        }
+        if s.upstream_spans.is_some() {
+            self.span_heard(stream, key, &what);
         }
         let failed = match what {
             Delivered::Event(ev) => {

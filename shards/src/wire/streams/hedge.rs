@@ -62,6 +62,9 @@ impl Streams {
         };
         if let Some(at) = s.earlier.iter().position(|e| e.key == key) {
             let e = s.earlier.swap_remove(at);
+            if let Some(spans) = s.upstream_spans.as_deref_mut() {
+                spans.end(key, self.now);
+            }
             self.leave(e, answered, result);
         }
     }
@@ -74,7 +77,13 @@ impl Streams {
         };
         // Raced and lost, as a hedge means to: not the early resets a
         // connection's reset budget is for.
-        for e in std::mem::take(&mut s.earlier) {
+        let earlier = std::mem::take(&mut s.earlier);
+        if let Some(spans) = s.upstream_spans.as_deref_mut() {
+            for e in &earlier {
+                spans.end(e.key, self.now);
+            }
+        }
+        for e in earlier {
             self.leave(e, true, None);
         }
     }
@@ -83,7 +92,13 @@ impl Streams {
     /// keys: those hedges left (cancelled), and its own alias (its own
     /// attempt is left by then).
     pub(super) fn let_go_attempts(&mut self, s: &mut DStream) {
-        for e in std::mem::take(&mut s.earlier) {
+        let earlier = std::mem::take(&mut s.earlier);
+        if let Some(spans) = s.upstream_spans.as_deref_mut() {
+            for e in &earlier {
+                spans.end(e.key, self.now);
+            }
+        }
+        for e in earlier {
             self.leave(e, false, None);
         }
         if s.alias != 0 {

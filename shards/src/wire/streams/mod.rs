@@ -8,6 +8,7 @@
 //! counts) → this module (the table, and what a filter sees); `forward`
 //! (bodies) is called by `dispatch` and returns what ended.
 
+mod attempt_spans;
 mod dispatch;
 mod forward;
 mod hedge;
@@ -178,9 +179,11 @@ impl ConnCx {
             paused: None,
             gather: None,
             hold: false,
+            count_sizes: false,
             held: s.held.as_deref_mut(),
             before_trailers: None,
             flag: &mut s.flag,
+            upstream_spans: &mut s.upstream_spans,
             conn_states: &self.conn_states,
         };
         Some(hooks(&hcm.http_filters, &mut cx))

@@ -67,12 +67,20 @@ impl ConnCx {
                 .log
                 .as_ref()
                 .map_or((0, 0), |l| (l.bytes_received, l.bytes_sent));
+            // Attempts still in flight (the answering one) end with the
+            // stream.
+            let upstream_spans = s
+                .upstream_spans
+                .take()
+                .map(|mut spans| spans.take(now))
+                .unwrap_or_default();
             let summary = StreamSummary {
                 status: s.status,
                 upstream: s.served_by(),
                 flag: s.flag,
                 bytes_received,
                 bytes_sent,
+                upstream_spans: &upstream_spans,
             };
             self.filters(&mut s, stream, now, false, |f, cx| {
                 chain::log(f, cx, &summary)

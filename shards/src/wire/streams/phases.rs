@@ -140,6 +140,7 @@ impl Streams {
         let mut ticket = None;
         let mut gather = None;
         let mut overflow = false;
+        let mut count_sizes = false;
         let wire = &self.cx.wire;
         let end_stream = s.bodyless;
         let reached = self.cx.filters(s, stream, now, true, |filters, cx| {
@@ -156,6 +157,7 @@ impl Streams {
             };
             ticket = cx.paused;
             gather = cx.gather;
+            count_sizes = cx.count_sizes;
             if let (Reached::Router, Some(pick)) = (&reached, cx.pick) {
                 // Counted in flight at once: the next pick (least request)
                 // sees it. Within the cluster's circuit breakers
@@ -179,6 +181,10 @@ impl Streams {
         });
         s.head = Some(head);
         s.edits = (!edits.is_empty()).then(|| Box::new(edits));
+        if count_sizes && s.log.is_none() {
+            // Counted where an access log's are.
+            s.log = Some(crate::wire::logging::LogState::counting(now));
+        }
         // A filter that kept state (the router's generated hash cookie)
         // has a response hook to run, even in a router-only chain.
         s.filtered |= s.states.is_some();

@@ -169,6 +169,10 @@ impl Streams {
             return;
         };
         s.try_ends = None;
+        self.span_timed_out(stream, false);
+        let Some(s) = self.table.get_mut(&stream) else {
+            return;
+        };
         if s.hedging {
             return self.hedge(stream);
         }
@@ -189,6 +193,7 @@ impl Streams {
         };
         s.try_idle_at = None;
         let started = s.resp_started;
+        self.span_timed_out(stream, true);
         let stats = &self.cx.wire.shard.stats.downstream;
         stats.rq_per_try_idle_timeout.inc();
         if started

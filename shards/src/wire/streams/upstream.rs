@@ -8,7 +8,7 @@ use h2wire::message::HeaderList;
 
 use super::stamp::{self, ClientClass};
 use super::{touch, Streams};
-use crate::http_filter::HeaderEdits;
+use crate::http_filter::{AttemptFailure, HeaderEdits};
 use crate::local_reply::LocalReply;
 use crate::wire::body::queued;
 use crate::wire::dstream::DStream;
@@ -321,8 +321,14 @@ impl Streams {
                 }
                 return Ok(());
             }
-            Acquire::Failed => return Err(LocalReply::ConnectFailure),
-            Acquire::Overflow => return Err(LocalReply::Overflow),
+            Acquire::Failed => {
+                self.span_refused(stream, &pool, AttemptFailure::ConnectFailure);
+                return Err(LocalReply::ConnectFailure);
+            }
+            Acquire::Overflow => {
+                self.span_refused(stream, &pool, AttemptFailure::Overflow);
+                return Err(LocalReply::Overflow);
+            }
         };
         let Some(s) = self.table.get_mut(&stream) else {
             return Ok(());
@@ -332,6 +338,14 @@ impl Streams {
             super::enqueue(&mut self.queued, s, stream);
         }
         s.attempts = s.attempts.saturating_add(1);
+        if s.upstream_spans.is_some() {
+            // Its span's context goes in the head written next.
+            let nth = s.attempts;
+            self.span_begin(stream, nth, &pool, Some(slot));
+        }
+        let Some(s) = self.table.get_mut(&stream) else {
+            return Ok(());
+        };
         // The attempt's timers run from the request's end, as the route
         // timeout does (now, for one without a body; else when its end
         // goes upstream, `forward`).
@@ -391,6 +405,9 @@ impl Streams {
             return;
         };
         let key = s.key(stream);
+        if let Some(spans) = s.upstream_spans.as_deref_mut() {
+            spans.end(key, self.now);
+        }
         if s.waiting {
             pool.borrow_mut().cancel_wait(self.cx.inbox, key);
             s.waiting = false;
