@@ -27,6 +27,7 @@ pub mod retry;
 pub mod route;
 pub mod session;
 pub mod snapshot;
+pub mod stats;
 pub mod tls;
 pub mod tracing;
 

@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 
 use engine::HostId;
 
+pub mod envoy;
+
 /// A single-writer counter or gauge.
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -649,6 +651,8 @@ pub struct ShardStats {
     pub lb: LbStats,
     pub downstream: DownstreamStats,
     pub hosts: HostStatsTable,
+    /// Envoy's per-cluster, per-connection-manager and per-listener series.
+    pub envoy: envoy::EnvoyStats,
     /// Requests for a cluster the snapshot does not have (503).
     pub rq_unknown_cluster: Counter,
     /// Requests whose cluster had no routable host (503).

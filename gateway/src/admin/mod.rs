@@ -1,11 +1,13 @@
 //! The admin server (HTTP/1.1 on `admin.address`), run by the control shard:
-//! `/ready`, `/stats` (Prometheus text, summed over shards), `/config_dump`,
+//! `/ready`, `/stats` (Prometheus text, summed over shards), `/stats/prometheus`
+//! (Envoy's series and names), `/config_dump`,
 //! `/clusters`, `/listeners`; `POST` `/healthcheck/fail`, `/healthcheck/ok`,
 //! `/drain_listeners`.
 
 mod actions;
 mod clusters;
 mod config_dump;
+mod envoy_stats;
 mod exposition;
 mod filter_stats;
 mod prometheus;
@@ -220,11 +222,20 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
             ServerState::Initializing => (503, "text/plain", "NOT READY\n".into()),
         },
         "/server_info" => (200, "application/json", pretty(server_info(&inner))),
-        "/stats" | "/stats/prometheus" => (
+        "/stats" => (
             200,
             "text/plain; version=0.0.4",
             prometheus::render(&inner),
         ),
+        // Envoy's names, for what is built on Envoy's.
+        "/stats/prometheus" => match envoy_stats::Query::parse(query) {
+            Ok(q) => (
+                200,
+                "text/plain; version=0.0.4",
+                envoy_stats::render(&inner, &q),
+            ),
+            Err(e) => (400, "text/plain", format!("{e}\n")),
+        },
         "/config_dump" => (200, "application/json", pretty(config_dump::render(&inner))),
         "/clusters" if query.contains("format=json") => {
             (200, "application/json", pretty(clusters::json(&inner)))
@@ -253,7 +264,7 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
         "/" => (
             200,
             "text/plain",
-            "admin endpoints: /ready /server_info /stats /config_dump /clusters /clusters?format=json /listeners; \
+            "admin endpoints: /ready /server_info /stats /stats/prometheus[?filter=&usedonly] /config_dump /clusters /clusters?format=json /listeners; \
              POST /healthcheck/fail /healthcheck/ok /drain_listeners[?graceful]\n"
                 .into(),
         ),

@@ -39,6 +39,7 @@ use super::upgrade::Upgraded;
 use super::{ReadBuf, WireShard};
 use crate::shard::Shard;
 use crate::signal::Subscription;
+use crate::stats::envoy::{ListenerStats, OpenConnection};
 use crate::stats::{DownstreamStats, ShardStats};
 
 /// Bytes asked of a client socket per read while streams are open.
@@ -118,6 +119,11 @@ pub(crate) async fn serve(
     let stats = &wire.shard.stats.downstream;
     stats.cx_total.inc();
     let _open = Open::new(&stats.cx_active);
+    // Envoy's per-listener series; a tunnel takes it along.
+    let counted = OpenConnection::new(
+        wire.shard.stats.envoy.listeners.get(&listener),
+        Instant::now(),
+    );
     match Connection::open(&wire, tcp, &listener, &drains).await {
         None => {}
         Some(Opening::Http(mut conn)) => {
@@ -125,7 +131,7 @@ pub(crate) async fn serve(
                 End::Upgrade => match conn.upgrade().await {
                     // Its own task: the connection's goes, and with it
                     // everything HTTP.
-                    Ok(tunnel) => return conn.tunnel(tunnel),
+                    Ok(tunnel) => return conn.tunnel(tunnel, counted),
                     Err(end) => end,
                 },
                 end => end,
@@ -555,7 +561,7 @@ impl Connection {
 
     /// Hands the connection to a task of its own that runs its tunnel;
     /// this task's state (codec, streams, buffers) goes with it.
-    fn tunnel(self, t: Upgraded) {
+    fn tunnel(self, t: Upgraded, listener: OpenConnection<ListenerStats>) {
         let Connection {
             wire,
             tcp,
@@ -568,7 +574,7 @@ impl Connection {
         };
         // Open while its tunnel is: counted again before this task's
         // count ends.
-        let open = OpenTunnel::new(Arc::clone(&wire.shard.stats));
+        let open = OpenTunnel::new(Arc::clone(&wire.shard.stats), listener);
         glommio::spawn_local(run_tunnel(tcp, t, (cx, s), drains, open)).detach();
         trim_lists(&wire.shard);
     }
@@ -611,7 +617,7 @@ fn run_tunnel(
         let early = std::mem::take(&mut t.early);
         let h2 = t.h2.take();
         let scope = (&t.limits, &subscriptions[..]);
-        let stats = &open.0.tunnel;
+        let stats = &open.stats.tunnel;
         let moved = match h2 {
             Some(h2) => {
                 let (codec, stream, input) = *h2;
@@ -626,19 +632,26 @@ fn run_tunnel(
     }
 }
 
-/// An upgraded connection counted open (`cx_active`) while its task runs.
-struct OpenTunnel(Arc<ShardStats>);
+/// An upgraded connection counted open (`cx_active`, and its listener's
+/// series) while its task runs.
+struct OpenTunnel {
+    stats: Arc<ShardStats>,
+    _listener: OpenConnection<ListenerStats>,
+}
 
 impl OpenTunnel {
-    fn new(stats: Arc<ShardStats>) -> Self {
+    fn new(stats: Arc<ShardStats>, listener: OpenConnection<ListenerStats>) -> Self {
         stats.downstream.cx_active.inc();
-        Self(stats)
+        Self {
+            stats,
+            _listener: listener,
+        }
     }
 }
 
 impl Drop for OpenTunnel {
     fn drop(&mut self) {
-        self.0.downstream.cx_active.dec();
+        self.stats.downstream.cx_active.dec();
     }
 }
 

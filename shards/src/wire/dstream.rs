@@ -101,6 +101,9 @@ pub(crate) struct DStream {
     pub(super) remote: Option<std::net::SocketAddr>,
     /// When its head came.
     pub(super) started: Instant,
+    /// When the request's end came (a bodyless one's: when it was
+    /// routed): Envoy's `upstream_rq_time` runs from there.
+    pub(super) req_end: Option<Instant>,
     /// Its `x-request-id`, kept for the response when the listener says
     /// `always_set_request_id_in_response`.
     pub(super) request_id: Option<Box<[u8]>>,
@@ -260,6 +263,7 @@ impl DStream {
             external: None,
             remote: None,
             started: now,
+            req_end: None,
             request_id: None,
             envoy_headers: false,
             bodyless,

@@ -186,6 +186,9 @@ impl WireShard {
                 let budget = self.budget(&cluster.config);
                 if !budget.try_pool() {
                     self.shard.stats.hosts.host(host.id).cx_pool_overflow.inc();
+                    // Rare: the cluster's block is looked up by name.
+                    let c = self.shard.stats.envoy.clusters.get(&cluster.config.name);
+                    c.upstream_cx_pool_overflow.inc();
                     return None;
                 }
                 let p = Pool::new(

@@ -33,6 +33,8 @@ pub(crate) struct UpstreamSpans {
     base: Instant,
     open: SmallVec<[Attempt; 1]>,
     done: Vec<SpanRecord>,
+    /// Attempts begun: the next one's number is one more.
+    begun: u32,
 }
 
 /// An attempt in flight, keyed as its answer is (the stream's id, or an
@@ -109,18 +111,17 @@ impl UpstreamSpans {
             base,
             open: SmallVec::new(),
             done: Vec::new(),
+            begun: 0,
         }
     }
 
-    /// Attempt `nth` (1: the first) keyed `key` goes to `upstream` of
-    /// `cluster` now: its span starts, and its context replaces the
-    /// request's in `edits` (what goes upstream). `span_id`: a fresh
-    /// nonzero id.
+    /// The next attempt, keyed `key`, goes to `upstream` of `cluster` now:
+    /// its span starts, and its context replaces the request's in `edits`
+    /// (what goes upstream). `span_id`: a fresh nonzero id.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn begin(
         &mut self,
         key: u32,
-        nth: u32,
         cluster: &str,
         upstream: SocketAddr,
         protocol: &'static str,
@@ -130,7 +131,19 @@ impl UpstreamSpans {
     ) {
         // The same key again: the attempt before it was left unseen.
         self.end(key, now);
+        self.begun = self.begun.saturating_add(1);
+        let nth = self.begun;
         if self.open.len() + self.done.len() >= MAX_SPANS {
+            // Untraced: the host's parent is the request's span, not an
+            // attempt's that ended.
+            trace::inject(
+                self.propagation,
+                &self.parent,
+                self.trace_id_128bit,
+                |name, value| {
+                    edits.set_checked(name.as_bytes(), value.as_bytes());
+                },
+            );
             return;
         }
         let ctx = self.parent.child(span_id, true);

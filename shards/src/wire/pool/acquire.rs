@@ -56,6 +56,7 @@ impl Pool {
     fn wait(&mut self, inbox: usize, down: u32) -> Acquire {
         if !self.budget.try_pending() {
             self.stats.hosts.host(self.host).rq_pending_overflow.inc();
+            self.cluster_stats.upstream_rq_pending_overflow.inc();
             return Acquire::Overflow;
         }
         self.waiters.push_back((inbox, down));
@@ -104,8 +105,10 @@ impl Pool {
             // The cluster holds all the connections it may: wait for room
             // on one of this host's, if it has any.
             p.stats.hosts.host(p.host).cx_overflow.inc();
+            p.cluster_stats.upstream_cx_overflow.inc();
             if live == 0 {
                 p.stats.hosts.host(p.host).rq_pending_overflow.inc();
+                p.cluster_stats.upstream_rq_pending_overflow.inc();
                 return Acquire::Overflow;
             }
             return p.wait(inbox, down);

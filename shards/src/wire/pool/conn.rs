@@ -24,6 +24,10 @@ pub(crate) struct UpConn {
     /// Opened in a pool whose `auto_config` protocol is not known yet: it
     /// takes no stream until its handshake chose one.
     pub(super) alpn_pending: bool,
+    /// Its transport is up: a stream opened on it now is an attempt on
+    /// a connection (Envoy's `upstream_rq_total`); those opened while it
+    /// connected are counted when it is up.
+    pub(super) connected: bool,
     /// Streams opened on it, for `max_requests_per_connection`.
     pub(super) requests: u32,
     /// Upstream stream → (inbox of its downstream connection, downstream

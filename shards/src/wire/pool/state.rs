@@ -17,6 +17,7 @@ use h2wire::ErrorCode;
 
 use super::budget::Budget;
 use super::conn::{UpConn, UpRef};
+use crate::stats::envoy::ClusterStats;
 use crate::stats::ShardStats;
 use crate::wire::codec::Proto;
 use crate::wire::inbox::{wake, Delivered, Inboxes};
@@ -86,6 +87,8 @@ pub struct Pool {
     pub(super) retired: bool,
     /// The cluster's circuit breakers on this shard, shared by its pools.
     pub budget: Rc<Budget>,
+    /// The cluster's Envoy series on this shard, shared by its pools.
+    pub cluster_stats: Arc<ClusterStats>,
 }
 
 impl Pool {
@@ -96,10 +99,12 @@ impl Pool {
         stats: Arc<ShardStats>,
         budget: Rc<Budget>,
     ) -> PoolRef {
+        let cluster_stats = stats.envoy.clusters.get(&cluster.name);
         Rc::new(RefCell::new(Self {
             addr,
             host,
             hostname,
+            cluster_stats,
             cluster,
             inboxes,
             stats,
@@ -222,10 +227,16 @@ impl Pool {
         c.routes.insert(stream, (inbox, down));
         c.idle_since = None;
         c.requests += 1;
+        // An attempt on a connection (Envoy's `upstream_rq_total`); on one
+        // still connecting, counted once it is up (`task.rs`).
+        if c.connected {
+            self.cluster_stats.upstream_rq_total.inc();
+        }
         if max.is_some_and(|max| c.requests >= max) && !c.draining {
             // Its streams go on to their end; new ones go elsewhere.
             c.draining = true;
             self.stats.hosts.host(self.host).cx_max_requests.inc();
+            self.cluster_stats.upstream_cx_max_requests.inc();
         }
         UpRef {
             slot,
@@ -350,6 +361,7 @@ impl Pool {
             gen: self.next_gen,
             conn,
             alpn_pending: proto.is_none(),
+            connected: false,
             requests: 0,
             routes: AHashMap::default(),
             waker: None,

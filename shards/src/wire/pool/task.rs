@@ -32,7 +32,7 @@ const READ_SIZE: usize = 32 * 1024;
 /// tasks gave it, reads, and routes events to the downstream connections
 /// owning their streams.
 pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
-    let (addr, host, timeout, shard_stats, tls) = {
+    let (addr, host, timeout, shard_stats, tls, cluster) = {
         let p = pool.borrow();
         (
             p.addr,
@@ -40,14 +40,22 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
             p.cluster.connect_timeout,
             Arc::clone(&p.stats),
             p.cluster.upstream.tls.clone(),
+            Arc::clone(&p.cluster_stats),
         )
     };
     let stats = shard_stats.hosts.host(host);
-    let (mut transport, alpn) = match connect_upstream(addr, timeout, tls.as_deref()).await {
+    let began = Instant::now();
+    cluster.upstream_cx_total.inc();
+    let connected = connect_upstream(addr, timeout, tls.as_deref()).await;
+    // Envoy's: a connection's length from its start, a failed one's too
+    // (0 where refused at once); its connect time only once it is up.
+    let _length = ConnectionLength(&cluster.upstream_cx_length_ms, began);
+    let (mut transport, alpn) = match connected {
         Ok(t) => t,
         Err(e) => {
             tracing::debug!(%addr, "upstream connect failed: {e}");
             stats.cx_connect_fail.inc();
+            cluster.upstream_cx_connect_fail.inc();
             let mut p = pool.borrow_mut();
             let b = p.backoff;
             p.retry_at = Some(Instant::now() + b);
@@ -62,9 +70,16 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
         let mut p = pool.borrow_mut();
         p.retry_at = None;
         p.backoff = BACKOFF_BASE;
+        if let Some(c) = p.conns.get_mut(slot).filter(|c| c.gen == gen) {
+            c.connected = true;
+            // The streams that waited for it are attempts on a
+            // connection now.
+            cluster.upstream_rq_total.add(c.routes.len() as u64);
+        }
     }
     stats.cx_total.inc();
     stats.cx_active.inc();
+    cluster.upstream_cx_connect_ms.record(began.elapsed());
     if adopt_protocol(&pool, slot, gen, alpn) {
         let mut rb = ReadBuf::default();
         run(&pool, slot, gen, &mut transport, &mut rb).await;
@@ -74,6 +89,16 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
     stats.cx_active.dec();
     fail(&pool, slot, gen, false);
     finish_task(&pool, slot, gen);
+}
+
+/// Records a connection's length in its cluster's histogram as it ends,
+/// however it ends.
+struct ConnectionLength<'a>(&'a crate::stats::envoy::Histogram, Instant);
+
+impl Drop for ConnectionLength<'_> {
+    fn drop(&mut self) {
+        self.0.record(self.1.elapsed());
+    }
 }
 
 /// With `auto_config`, takes the protocol the handshake chose (no ALPN:
@@ -283,6 +308,7 @@ fn close_if_idle(pool: &PoolRef, slot: usize, idle_timeout: Option<Duration>) {
     {
         c.draining = true;
         p.stats.hosts.host(p.host).cx_idle_timeout.inc();
+        p.cluster_stats.upstream_cx_idle_timeout.inc();
     }
 }
 

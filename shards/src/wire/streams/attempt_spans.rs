@@ -11,9 +11,9 @@ use h2wire::conn::ClientEvent;
 use h2wire::ErrorCode;
 
 impl Streams {
-    /// Attempt `nth` of `stream` goes now on `pool`'s connection `slot`
+    /// The next attempt of `stream` goes now on `pool`'s connection `slot`
     /// (`None`: no connection could be had for it).
-    pub(super) fn span_begin(&mut self, stream: u32, nth: u8, pool: &PoolRef, slot: Option<usize>) {
+    pub(super) fn span_begin(&mut self, stream: u32, pool: &PoolRef, slot: Option<usize>) {
         let Some(s) = self.table.get_mut(&stream) else {
             return;
         };
@@ -39,8 +39,7 @@ impl Streams {
             }
         };
         let edits = s.edits.get_or_insert_with(Box::default);
-        let nth = u32::from(nth);
-        spans.begin(key, nth, &cluster, addr, protocol, span_id, self.now, edits);
+        spans.begin(key, &cluster, addr, protocol, span_id, self.now, edits);
     }
 
     /// What came for the attempt of `stream` keyed `key`, as its span
@@ -76,6 +75,8 @@ impl Streams {
                 ClientEvent::Reset { code, .. } if *code == ErrorCode::REFUSED_STREAM => {
                     AttemptFailure::RemoteRefusedStream
                 }
+                // Envoy's `RemoteResetNoError` is no error of the span's.
+                ClientEvent::Reset { code, .. } if *code == ErrorCode::NO_ERROR => return,
                 ClientEvent::Reset { .. } => AttemptFailure::RemoteReset,
                 ClientEvent::TooLarge { .. } | ClientEvent::Broken { .. } => {
                     AttemptFailure::ProtocolError
@@ -89,14 +90,7 @@ impl Streams {
 
     /// No connection could be had for the attempt of `stream` now.
     pub(super) fn span_refused(&mut self, stream: u32, pool: &PoolRef, failure: AttemptFailure) {
-        let Some(nth) = self
-            .table
-            .get(&stream)
-            .map(|s| s.attempts.saturating_add(1))
-        else {
-            return;
-        };
-        self.span_begin(stream, nth, pool, None);
+        self.span_begin(stream, pool, None);
         if let Some(s) = self.table.get_mut(&stream) {
             let key = s.key(stream);
             if let Some(spans) = s.upstream_spans.as_deref_mut() {

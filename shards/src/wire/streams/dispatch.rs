@@ -239,6 +239,12 @@ impl Streams {
         if let Some(t) = s.target.as_ref().filter(|_| !s.between_attempts()) {
             stats.hosts.host(t.host).rq_timeout.inc();
         }
+        // The cluster's, once per request (Envoy's `upstream_rq_timeout`).
+        let pool = s.target.as_ref().map(|t| &t.pool);
+        let pool = pool.or_else(|| s.earlier.first().map(|e| &e.target.pool));
+        if let Some(pool) = pool {
+            pool.borrow().cluster_stats.upstream_rq_timeout.inc();
+        }
         // So is each attempt a hedge left (as Envoy counts them).
         for e in &s.earlier {
             stats.hosts.host(e.target.host).rq_timeout.inc();

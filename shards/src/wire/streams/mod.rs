@@ -49,6 +49,7 @@ use super::pool::{PoolRef, UpRef};
 use super::WireShard;
 use crate::http_filter::header_mutation::{self, FormatInput, Head};
 use crate::http_filter::{ConnInfo, FilterCx, HeaderEdits};
+use crate::stats::envoy::{HttpStats, OpenConnection};
 use h2wire::message::HeaderList;
 
 /// Reset-flood window and thresholds: a connection is cut off when, within
@@ -111,6 +112,9 @@ pub(crate) struct ConnCx {
     /// The filters' per-connection state, by their position in the chain
     /// (empty until a filter keeps some).
     pub conn_states: std::cell::RefCell<crate::http_filter::FilterStates>,
+    /// Its connection manager's Envoy series (`http.<stat_prefix>.*`),
+    /// where it is counted open.
+    pub http: Option<OpenConnection<HttpStats>>,
 }
 
 impl ConnCx {
@@ -288,16 +292,28 @@ impl Streams {
         chain: usize,
         (sni, peer_identity): (Option<Box<str>>, Option<Arc<engine::rbac::PeerIdentity>>),
     ) -> Self {
-        let (chain_id, logs, tls, stamp) = match listener.chains().nth(chain) {
+        let (chain_id, logs, tls, stamp, prefix) = match listener.chains().nth(chain) {
             Some(c) => (
                 c.id,
                 wire.log_targets(&c.http.access_log),
                 c.tls.is_some(),
                 ResponseStamp::of(&c.http),
+                Some(c.http.stat_prefix.as_str()),
             ),
-            None => (0, Vec::new(), false, ResponseStamp::default()),
+            None => (0, Vec::new(), false, ResponseStamp::default(), None),
         };
         let protocol = conn.protocol();
+        let http = prefix.map(|p| {
+            let stats = wire.shard.stats.envoy.http.get(p);
+            match conn.is_h1() {
+                true => stats.downstream_cx_http1_total.inc(),
+                false => stats.downstream_cx_http2_total.inc(),
+            }
+            if tls {
+                stats.downstream_cx_ssl_total.inc();
+            }
+            OpenConnection::new(stats, Instant::now())
+        });
         Self {
             cx: ConnCx {
                 wire: Rc::clone(wire),
@@ -314,6 +330,7 @@ impl Streams {
                 scheme: if tls { b"https" } else { b"http" },
                 stamp,
                 conn_states: std::cell::RefCell::default(),
+                http,
             },
             conn,
             table: AHashMap::default(),

@@ -50,6 +50,35 @@ impl ConnCx {
 }
 
 impl ConnCx {
+    /// A finished stream in Envoy's series: its connection manager's
+    /// (`downstream_rq_*`), and its cluster's answer (`upstream_rq_<code>`,
+    /// `upstream_rq_time` from the request's end when an upstream answered).
+    fn count_envoy_series(&self, s: &DStream, now: Instant) {
+        if let Some(h) = &self.http {
+            let h = &h.stats;
+            h.downstream_rq_active.dec();
+            if let Some(status) = s.status {
+                h.downstream_rq_completed.inc();
+                h.downstream_rq_xx.record(status);
+            }
+            if s.flag == "NR" {
+                h.no_route.inc();
+            }
+            h.downstream_rq_time
+                .record(now.saturating_duration_since(s.started));
+        }
+        let (Some(t), Some(status)) = (&s.target, s.status) else {
+            return;
+        };
+        let p = t.pool.borrow();
+        p.cluster_stats.upstream_rq.record(status);
+        if let (Some(_), Some(end)) = (s.served, s.req_end) {
+            p.cluster_stats
+                .upstream_rq_time
+                .record(now.saturating_duration_since(end));
+        }
+    }
+
     /// Phase 6 for a stream out of its connection's table: its filters'
     /// `on_log`, then `give_back` (what it holds of the client's codec,
     /// given back by the caller that has the codec), the stats, the access
@@ -87,6 +116,7 @@ impl ConnCx {
             });
         }
         give_back(&mut s);
+        self.count_envoy_series(&s, now);
         if let Some(l) = s.log.as_mut() {
             // A flag a filter set on a stream that went on (a fault's
             // delay), where nothing set one since.

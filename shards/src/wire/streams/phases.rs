@@ -75,6 +75,15 @@ impl Streams {
             stats.rq_http1_total.inc();
         }
         stats.rq_active.inc();
+        if let Some(h) = &self.cx.http {
+            let h = &h.stats;
+            h.downstream_rq_total.inc();
+            h.downstream_rq_active.inc();
+            match self.conn.is_h1() {
+                true => h.downstream_rq_http1_total.inc(),
+                false => h.downstream_rq_http2_total.inc(),
+            }
+        }
         self.requests = self.requests.saturating_add(1);
         let snap = self.cx.wire.shard.snapshot();
         let grpc = head.get(b"content-type").is_some_and(is_grpc_content_type);
@@ -85,6 +94,9 @@ impl Streams {
             // The codecs never repeat a stream id.
             Entry::Occupied(_) => {
                 stats.rq_active.dec();
+                if let Some(h) = &self.cx.http {
+                    h.stats.downstream_rq_active.dec();
+                }
                 return self.conn.recycle(head);
             }
         };
@@ -170,9 +182,13 @@ impl Streams {
                             pool,
                         });
                     }
-                    _ => {
+                    pool => {
                         let h = wire.shard.stats.hosts.host(pick.host.id);
                         h.rq_pending_overflow.inc();
+                        if let Some(pool) = pool {
+                            let p = pool.borrow();
+                            p.cluster_stats.upstream_rq_pending_overflow.inc();
+                        }
                         overflow = true;
                     }
                 }
@@ -201,6 +217,7 @@ impl Streams {
                 let (upgrade, mirrored) = (s.upgrade, s.mirrored);
                 let retry_policy = s.retry_policy && !s.req.is_empty();
                 if s.bodyless && !upgrade {
+                    s.req_end = Some(now);
                     s.deadline = s.timeout.map(|t| now + t);
                 }
                 if !s.req.is_empty()
@@ -291,6 +308,7 @@ impl Streams {
         s.active_at = now;
         if end_stream {
             s.request_ends = None;
+            s.req_end.get_or_insert(now);
         }
         let len = data.len();
         // The client's bytes as they came (a retry's replay is not more).
@@ -355,6 +373,7 @@ impl Streams {
         }
         if let Some(s) = self.table.get_mut(&stream) {
             s.request_ends = None;
+            s.req_end.get_or_insert(now);
             let mut trailers = owned(&fields);
             let (answer, last) = match s.target {
                 Some(_) => self
@@ -533,6 +552,8 @@ impl Streams {
             s.retry_slot = host.pool.borrow().budget.try_retry();
             if !s.retry_slot {
                 host_stats.rq_retry_overflow.inc();
+                let p = host.pool.borrow();
+                p.cluster_stats.upstream_rq_retry_overflow.inc();
                 resent = None;
             }
         }
@@ -672,6 +693,13 @@ fn on_response_head(
         let retried = s.retries.as_ref().is_some_and(|r| !r.first_answers);
         if retried && p.cx.retry_policy(s).is_some_and(|r| !r.retries(end)) {
             shard.stats.rq_retry_success.inc();
+            if let Some(t) = &s.target {
+                t.pool
+                    .borrow()
+                    .cluster_stats
+                    .upstream_rq_retry_success
+                    .inc();
+            }
         }
         if s.retries.as_ref().is_some_and(|r| r.spent) {
             // The answer passed on is one retries ran out on (Envoy's URX).

@@ -92,6 +92,10 @@ impl ConnCx {
         let done = s.retries.as_ref().map_or(0, |r| r.done);
         if done >= policy.num_retries {
             stats.rq_retry_limit_exceeded.inc();
+            if let Some(t) = &s.target {
+                let p = t.pool.borrow();
+                p.cluster_stats.upstream_rq_retry_limit_exceeded.inc();
+            }
             if let Some(r) = s.retries.as_mut() {
                 r.spent = true;
             }
@@ -105,6 +109,8 @@ impl ConnCx {
             s.retry_slot = target.pool.borrow().budget.try_retry();
             if !s.retry_slot {
                 stats.hosts.host(target.host).rq_retry_overflow.inc();
+                let p = target.pool.borrow();
+                p.cluster_stats.upstream_rq_retry_overflow.inc();
                 return None;
             }
         }
@@ -117,6 +123,13 @@ impl ConnCx {
         s.try_ends = None;
         s.try_idle_at = None;
         stats.rq_retry.inc();
+        {
+            let p = pool.borrow();
+            p.cluster_stats.upstream_rq_retry.inc();
+            if let Some(AttemptEnd::Response { status, .. }) = end {
+                p.cluster_stats.retry_upstream_rq.record(status);
+            }
+        }
         let result = match end {
             Some(AttemptEnd::Response {
                 status,
@@ -178,6 +191,13 @@ impl Streams {
         }
         // Envoy's counter leaves hedged attempts out.
         self.cx.wire.shard.stats.rq_per_try_timeout.inc();
+        if let Some(t) = self.table.get(&stream).and_then(|s| s.target.as_ref()) {
+            t.pool
+                .borrow()
+                .cluster_stats
+                .upstream_rq_per_try_timeout
+                .inc();
+        }
         if !self.retry_after(stream, AttemptEnd::Reset, self.now) {
             self.timed_out(stream);
         }

@@ -338,10 +338,10 @@ impl Streams {
             super::enqueue(&mut self.queued, s, stream);
         }
         s.attempts = s.attempts.saturating_add(1);
-        if s.upstream_spans.is_some() {
-            // Its span's context goes in the head written next.
-            let nth = s.attempts;
-            self.span_begin(stream, nth, &pool, Some(slot));
+        if s.upstream_spans.is_some() && !s.upgrade {
+            // Its span's context goes in the head written next (a tunnel
+            // records its request span only).
+            self.span_begin(stream, &pool, Some(slot));
         }
         let Some(s) = self.table.get_mut(&stream) else {
             return Ok(());
@@ -365,6 +365,10 @@ impl Streams {
                 let reply = crate::http_filter::Reply::from(LocalReply::ConnectFailure);
                 self.fail_with(stream, reply, None);
                 return Ok(());
+            }
+            let key = s.key(stream);
+            if let Some(spans) = s.upstream_spans.as_deref_mut() {
+                spans.failed(key, AttemptFailure::ConnectFailure);
             }
             return Err(LocalReply::ConnectFailure);
         };

@@ -31,16 +31,7 @@ fn tag<'a>(r: &'a SpanRecord, key: &str) -> Option<&'a str> {
 fn each_attempt_is_a_child_span_whose_id_goes_upstream() {
     let (mut t, base) = spans(Propagation::W3c, Vec::new());
     let mut edits = HeaderEdits::default();
-    t.begin(
-        1,
-        1,
-        "backend",
-        host(),
-        "HTTP/1.1",
-        0x741a,
-        base,
-        &mut edits,
-    );
+    t.begin(1, "backend", host(), "HTTP/1.1", 0x741a, base, &mut edits);
     let sent = edits.get(b"traceparent", None).map(<[u8]>::to_vec);
     assert_eq!(
         sent.as_deref(),
@@ -51,7 +42,6 @@ fn each_attempt_is_a_child_span_whose_id_goes_upstream() {
     t.end(1, base + Duration::from_millis(2));
     t.begin(
         1,
-        2,
         "backend",
         host(),
         "HTTP/1.1",
@@ -98,13 +88,13 @@ fn each_attempt_is_a_child_span_whose_id_goes_upstream() {
 fn failures_and_timeouts_are_tagged_as_envoy_tags_them() {
     let (mut t, base) = spans(Propagation::W3c, Vec::new());
     let mut edits = HeaderEdits::default();
-    t.begin(1, 1, "backend", host(), "-", 7, base, &mut edits);
+    t.begin(1, "backend", host(), "-", 7, base, &mut edits);
     t.failed(1, AttemptFailure::ConnectFailure);
     t.end(1, base);
-    t.begin(1, 2, "backend", host(), "HTTP/2", 8, base, &mut edits);
+    t.begin(1, "backend", host(), "HTTP/2", 8, base, &mut edits);
     t.timed_out(1, false);
     t.end(1, base);
-    t.begin(1, 3, "backend", host(), "HTTP/2", 9, base, &mut edits);
+    t.begin(1, "backend", host(), "HTTP/2", 9, base, &mut edits);
     t.failed(1, AttemptFailure::RemoteReset);
     let done = t.take(base);
     let refused = &done[0];
@@ -135,11 +125,10 @@ fn hedged_attempts_end_apart_and_carry_the_custom_tags() {
     let custom = vec![("team".into(), AttrValue::from("edge"))];
     let (mut t, base) = spans(Propagation::B3, custom);
     let mut edits = HeaderEdits::default();
-    t.begin(1, 1, "backend", host(), "HTTP/1.1", 0xa, base, &mut edits);
+    t.begin(1, "backend", host(), "HTTP/1.1", 0xa, base, &mut edits);
     t.timed_out(1, false);
     t.begin(
         0x8000_0001,
-        2,
         "backend",
         host(),
         "HTTP/1.1",
@@ -179,7 +168,6 @@ fn the_spans_of_a_stream_are_bounded() {
     for nth in 1..=40u32 {
         t.begin(
             1,
-            nth,
             "backend",
             host(),
             "HTTP/1.1",

@@ -1,0 +1,439 @@
+//! The families `/stats/prometheus` writes, gathered from the shards' blocks, their hosts' counters, the snapshot and the control shard's views: `server.*`, `cluster.<name>.*`, `http.<stat_prefix>.*` and `listener.<address>.*`, under Envoy's names.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use engine::stats::histogram::Merged;
+use engine::HealthStatus;
+use shards::stats::envoy::Registry;
+use shards::stats::envoy::{ClusterStats, Codes, Histogram, HttpStats, ListenerStats};
+use shards::stats::{Counter, HostCounter, ShardStats};
+
+use super::super::state::{Inner, ServerState};
+use super::{Family, Kind};
+
+const CLUSTER: &str = "envoy_cluster_name";
+const HTTP: &str = "envoy_http_conn_manager_prefix";
+const LISTENER: &str = "envoy_listener_address";
+const CODE: &str = "envoy_response_code";
+const CLASS: &str = "envoy_response_code_class";
+
+/// Every family, unordered.
+pub(super) fn gather(inner: &Inner) -> Vec<Family> {
+    let mut out = Vec::new();
+    server(inner, &mut out);
+    clusters(inner, &mut out);
+    http(inner, &mut out);
+    listeners(inner, &mut out);
+    out
+}
+
+/// Families by their dotted name, made on first use.
+#[derive(Default)]
+struct Families(BTreeMap<String, Family>);
+
+impl Families {
+    fn get(&mut self, kind: Kind, dotted: &str) -> &mut Family {
+        self.0
+            .entry(dotted.to_owned())
+            .or_insert_with(|| Family::new(kind, dotted))
+    }
+
+    fn into_vec(self, out: &mut Vec<Family>) {
+        out.extend(self.0.into_values());
+    }
+}
+
+fn server(inner: &Inner, out: &mut Vec<Family>) {
+    let (live, state) = match inner.server_state() {
+        ServerState::Live => (1, 0),
+        ServerState::Draining => (0, 1),
+        ServerState::Initializing => (0, 3),
+    };
+    let uptime = super::super::state::started().elapsed().as_secs();
+    let connections: u64 = inner
+        .shards
+        .iter()
+        .map(|s| s.downstream.cx_active.get())
+        .sum();
+    for (dotted, value) in [
+        ("server.live", live),
+        ("server.state", state),
+        ("server.concurrency", inner.shards.len() as u64),
+        ("server.uptime", uptime),
+        ("server.total_connections", connections),
+    ] {
+        let mut f = Family::new(Kind::Gauge, dotted);
+        f.push(dotted.to_owned(), Vec::new(), value);
+        out.push(f);
+    }
+}
+
+/// Each shard's blocks of one kind, copied out once per scrape.
+struct Blocks<T>(Vec<HashMap<Box<str>, Arc<T>>>);
+
+impl<T> Blocks<T> {
+    fn of(inner: &Inner, registry: fn(&ShardStats) -> &Registry<T>) -> Self {
+        Self(inner.shards.iter().map(|s| registry(s).all()).collect())
+    }
+
+    /// `f` on each shard's block named `name`.
+    fn each(&self, name: &str, mut f: impl FnMut(&T)) {
+        for shard in &self.0 {
+            if let Some(b) = shard.get(name) {
+                f(b);
+            }
+        }
+    }
+
+    fn sum(&self, name: &str, counter: impl Fn(&T) -> &Counter) -> u64 {
+        let mut n = 0u64;
+        self.each(name, |b| n = n.wrapping_add(counter(b).get()));
+        n
+    }
+
+    fn merged(&self, name: &str, hist: impl Fn(&T) -> &Histogram) -> Merged {
+        let mut m = Merged::new();
+        self.each(name, |b| hist(b).merge_into(&mut m));
+        m
+    }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().flat_map(|m| m.keys().map(|k| &**k))
+    }
+}
+
+/// Codes over shards, by code.
+fn codes(
+    blocks: &Blocks<ClusterStats>,
+    name: &str,
+    which: impl Fn(&ClusterStats) -> &Codes,
+) -> BTreeMap<u16, u64> {
+    let mut by_code = BTreeMap::new();
+    blocks.each(name, |b| {
+        which(b).each(|code, n| *by_code.entry(code).or_insert(0u64) += n);
+    });
+    by_code
+}
+
+type ClusterCounter = fn(&ClusterStats) -> &Counter;
+
+/// The cluster's counters, its own (a host's go when it leaves).
+const CLUSTER_COUNTERS: [(&str, ClusterCounter); 14] = [
+    ("upstream_rq_total", |c| &c.upstream_rq_total),
+    ("upstream_rq_retry", |c| &c.upstream_rq_retry),
+    ("upstream_rq_retry_success", |c| {
+        &c.upstream_rq_retry_success
+    }),
+    ("upstream_rq_retry_limit_exceeded", |c| {
+        &c.upstream_rq_retry_limit_exceeded
+    }),
+    ("upstream_rq_retry_overflow", |c| {
+        &c.upstream_rq_retry_overflow
+    }),
+    ("upstream_rq_per_try_timeout", |c| {
+        &c.upstream_rq_per_try_timeout
+    }),
+    ("upstream_rq_timeout", |c| &c.upstream_rq_timeout),
+    ("upstream_rq_pending_overflow", |c| {
+        &c.upstream_rq_pending_overflow
+    }),
+    ("upstream_cx_total", |c| &c.upstream_cx_total),
+    ("upstream_cx_connect_fail", |c| &c.upstream_cx_connect_fail),
+    ("upstream_cx_overflow", |c| &c.upstream_cx_overflow),
+    ("upstream_cx_max_requests", |c| &c.upstream_cx_max_requests),
+    ("upstream_cx_idle_timeout", |c| &c.upstream_cx_idle_timeout),
+    ("upstream_cx_pool_overflow", |c| {
+        &c.upstream_cx_pool_overflow
+    }),
+];
+
+/// Gauges, its hosts' sums (what is open now).
+const HOST_GAUGES: [(&str, HostCounter); 2] = [
+    ("upstream_rq_active", |h| &h.rq_active),
+    ("upstream_cx_active", |h| &h.cx_active),
+];
+
+type ClusterHistogram = fn(&ClusterStats) -> &Histogram;
+
+const CLUSTER_HISTOGRAMS: [(&str, ClusterHistogram); 3] = [
+    ("upstream_rq_time", |c| &c.upstream_rq_time),
+    ("upstream_cx_connect_ms", |c| &c.upstream_cx_connect_ms),
+    ("upstream_cx_length_ms", |c| &c.upstream_cx_length_ms),
+];
+
+/// The code families: `<prefix>upstream_rq` by code, `_xx` by class,
+/// `_completed` in all.
+fn code_families(
+    fam: &mut Families,
+    name: &str,
+    by_code: &BTreeMap<u16, u64>,
+    names: (&str, &str, &str),
+    stat_prefix: &str,
+) {
+    let (per_code, per_class, completed) = names;
+    let label = || vec![(CLUSTER, name.to_owned())];
+    let mut classes = BTreeMap::new();
+    let f = fam.get(Kind::Counter, per_code);
+    for (code, n) in by_code {
+        *classes.entry(code / 100).or_insert(0) += n;
+        let mut l = vec![(CODE, code.to_string())];
+        l.extend(label());
+        f.push(
+            format!("cluster.{name}.{stat_prefix}upstream_rq_{code}"),
+            l,
+            *n,
+        );
+    }
+    let f = fam.get(Kind::Counter, per_class);
+    for (class, n) in &classes {
+        let mut l = vec![(CLASS, class.to_string())];
+        l.extend(label());
+        f.push(
+            format!("cluster.{name}.{stat_prefix}upstream_rq_{class}xx"),
+            l,
+            *n,
+        );
+    }
+    let total: u64 = by_code.values().sum();
+    fam.get(Kind::Counter, completed).push(
+        format!("cluster.{name}.{stat_prefix}upstream_rq_completed"),
+        label(),
+        total,
+    );
+}
+
+fn clusters(inner: &Inner, out: &mut Vec<Family>) {
+    let mut fam = Families::default();
+    let blocks = Blocks::of(inner, |s| &s.envoy.clusters);
+    let names: BTreeSet<&String> = inner.snapshot.clusters.keys().collect();
+    for name in names {
+        let Some(c) = inner.snapshot.clusters.get(name) else {
+            continue;
+        };
+        let label = || vec![(CLUSTER, name.clone())];
+        let stat = |s: &str| format!("cluster.{name}.{s}");
+        for (s, f) in CLUSTER_COUNTERS {
+            let v = blocks.sum(name, f);
+            fam.get(Kind::Counter, &format!("cluster.{s}"))
+                .push(stat(s), label(), v);
+        }
+        let host_sum = |f: HostCounter| -> u64 {
+            c.hosts.iter().map(|h| inner.host_sum(h.id, f)).sum::<u64>()
+        };
+        for (s, f) in HOST_GAUGES {
+            fam.get(Kind::Gauge, &format!("cluster.{s}"))
+                .push(stat(s), label(), host_sum(f));
+        }
+        code_families(
+            &mut fam,
+            name,
+            &codes(&blocks, name, |b| &b.upstream_rq),
+            (
+                "cluster.upstream_rq",
+                "cluster.upstream_rq_xx",
+                "cluster.upstream_rq_completed",
+            ),
+            "",
+        );
+        code_families(
+            &mut fam,
+            name,
+            &codes(&blocks, name, |b| &b.retry_upstream_rq),
+            (
+                "cluster.retry.upstream_rq",
+                "cluster.retry.upstream_rq_xx",
+                "cluster.retry.upstream_rq_completed",
+            ),
+            "retry.",
+        );
+        // Envoy's membership: all hosts; healthy ones (neither failed nor
+        // ejected); degraded; excluded from balancing.
+        let ejected = |h: &engine::snapshot::Host| {
+            inner
+                .outlier
+                .hosts
+                .get(&h.id)
+                .is_some_and(|o| o.ejected_since.is_some())
+        };
+        let total = c.hosts.len() as u64;
+        let healthy = c
+            .hosts
+            .iter()
+            .filter(|h| {
+                matches!(h.health, HealthStatus::Healthy | HealthStatus::Unknown)
+                    && !h.excluded()
+                    && !ejected(h)
+            })
+            .count() as u64;
+        let degraded = c
+            .hosts
+            .iter()
+            .filter(|h| h.health == HealthStatus::Degraded)
+            .count() as u64;
+        let excluded = c.hosts.iter().filter(|h| h.excluded()).count() as u64;
+        let ejections = c.hosts.iter().filter(|h| ejected(h)).count() as u64;
+        for (s, v) in [
+            ("membership_total", total),
+            ("membership_healthy", healthy),
+            ("membership_degraded", degraded),
+            ("membership_excluded", excluded),
+            ("outlier_detection.ejections_active", ejections),
+        ] {
+            fam.get(Kind::Gauge, &format!("cluster.{s}"))
+                .push(stat(s), label(), v);
+        }
+        if let Some(h) = inner.health.get(name.as_str()) {
+            for (s, v) in [
+                ("health_check.attempt", h.checks.attempt.get()),
+                ("health_check.success", h.checks.success.get()),
+                ("health_check.failure", h.checks.failure.get()),
+                (
+                    "health_check.network_failure",
+                    h.checks.network_failure.get(),
+                ),
+            ] {
+                fam.get(Kind::Counter, &format!("cluster.{s}"))
+                    .push(stat(s), label(), v);
+            }
+            fam.get(Kind::Gauge, "cluster.health_check.healthy").push(
+                stat("health_check.healthy"),
+                label(),
+                h.healthy,
+            );
+        }
+        for (s, f) in CLUSTER_HISTOGRAMS {
+            let m = blocks.merged(name, f);
+            fam.get(Kind::Histogram, &format!("cluster.{s}"))
+                .push_histogram(stat(s), label(), m);
+        }
+    }
+    fam.into_vec(out);
+}
+
+type HttpCounter = fn(&HttpStats) -> &Counter;
+
+const HTTP_COUNTERS: [(&str, HttpCounter); 10] = [
+    ("downstream_cx_total", |h| &h.downstream_cx_total),
+    ("downstream_cx_destroy", |h| &h.downstream_cx_destroy),
+    ("downstream_cx_http1_total", |h| {
+        &h.downstream_cx_http1_total
+    }),
+    ("downstream_cx_http2_total", |h| {
+        &h.downstream_cx_http2_total
+    }),
+    ("downstream_cx_ssl_total", |h| &h.downstream_cx_ssl_total),
+    ("downstream_rq_total", |h| &h.downstream_rq_total),
+    ("downstream_rq_completed", |h| &h.downstream_rq_completed),
+    ("downstream_rq_http1_total", |h| {
+        &h.downstream_rq_http1_total
+    }),
+    ("downstream_rq_http2_total", |h| {
+        &h.downstream_rq_http2_total
+    }),
+    ("no_route", |h| &h.no_route),
+];
+
+const HTTP_GAUGES: [(&str, HttpCounter); 2] = [
+    ("downstream_cx_active", |h| &h.downstream_cx_active),
+    ("downstream_rq_active", |h| &h.downstream_rq_active),
+];
+
+type HttpHistogram = fn(&HttpStats) -> &Histogram;
+
+const HTTP_HISTOGRAMS: [(&str, HttpHistogram); 2] = [
+    ("downstream_rq_time", |h| &h.downstream_rq_time),
+    ("downstream_cx_length_ms", |h| &h.downstream_cx_length_ms),
+];
+
+/// `http.<stat_prefix>.*`: every connection manager of the snapshot's
+/// listeners, and any a shard still counts for.
+fn http(inner: &Inner, out: &mut Vec<Family>) {
+    let mut prefixes: BTreeSet<String> = inner
+        .snapshot
+        .listeners
+        .iter()
+        .flat_map(|l| l.chains())
+        .map(|c| c.http.stat_prefix.clone())
+        .collect();
+    let blocks = Blocks::of(inner, |s| &s.envoy.http);
+    prefixes.extend(blocks.names().map(str::to_owned));
+    let mut fam = Families::default();
+    for prefix in &prefixes {
+        let label = || vec![(HTTP, prefix.clone())];
+        let stat = |s: &str| format!("http.{prefix}.{s}");
+        for (s, f) in HTTP_COUNTERS {
+            let v = blocks.sum(prefix, f);
+            fam.get(Kind::Counter, &format!("http.{s}"))
+                .push(stat(s), label(), v);
+        }
+        for (s, f) in HTTP_GAUGES {
+            let v = blocks.sum(prefix, f);
+            fam.get(Kind::Gauge, &format!("http.{s}"))
+                .push(stat(s), label(), v);
+        }
+        // Envoy keeps the five classes from the start.
+        let mut classes = [0u64; 5];
+        blocks.each(prefix, |h| {
+            for (i, (_, n)) in h.downstream_rq_xx.classes().iter().enumerate() {
+                classes[i] = classes[i].wrapping_add(*n);
+            }
+        });
+        let f = fam.get(Kind::Counter, "http.downstream_rq_xx");
+        for (i, n) in classes.iter().enumerate() {
+            let class = i + 1;
+            let mut l = vec![(CLASS, class.to_string())];
+            l.extend(label());
+            f.push(stat(&format!("downstream_rq_{class}xx")), l, *n);
+        }
+        for (s, h) in HTTP_HISTOGRAMS {
+            let m = blocks.merged(prefix, h);
+            fam.get(Kind::Histogram, &format!("http.{s}"))
+                .push_histogram(stat(s), label(), m);
+        }
+    }
+    fam.into_vec(out);
+}
+
+/// `listener.<ip>_<port>.*`, for each listener of the snapshot (the
+/// shards count by the listener's name).
+fn listeners(inner: &Inner, out: &mut Vec<Family>) {
+    let mut fam = Families::default();
+    let blocks = Blocks::of(inner, |s| &s.envoy.listeners);
+    type ListenerCounter = fn(&ListenerStats) -> &Counter;
+    let counters: [(&str, Kind, ListenerCounter); 3] = [
+        ("downstream_cx_total", Kind::Counter, |l| {
+            &l.downstream_cx_total
+        }),
+        ("downstream_cx_destroy", Kind::Counter, |l| {
+            &l.downstream_cx_destroy
+        }),
+        ("downstream_cx_active", Kind::Gauge, |l| {
+            &l.downstream_cx_active
+        }),
+    ];
+    for l in &inner.snapshot.listeners {
+        // Envoy's: `127.0.0.1_10000`, `[__1]_10000`.
+        let address = match l.address.ip() {
+            std::net::IpAddr::V4(ip) => format!("{ip}_{}", l.address.port()),
+            std::net::IpAddr::V6(ip) => {
+                format!(
+                    "[{}]_{}",
+                    ip.to_string().replace(':', "_"),
+                    l.address.port()
+                )
+            }
+        };
+        let label = || vec![(LISTENER, address.clone())];
+        let stat = |s: &str| format!("listener.{address}.{s}");
+        for (s, kind, f) in counters {
+            let v = blocks.sum(&l.name, f);
+            fam.get(kind, &format!("listener.{s}"))
+                .push(stat(s), label(), v);
+        }
+        let m = blocks.merged(&l.name, |b| &b.downstream_cx_length_ms);
+        fam.get(Kind::Histogram, "listener.downstream_cx_length_ms")
+            .push_histogram(stat("downstream_cx_length_ms"), label(), m);
+    }
+    fam.into_vec(out);
+}

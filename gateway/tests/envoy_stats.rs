@@ -1,0 +1,174 @@
+//! `/stats/prometheus` as Envoy writes it: the cluster, connection-manager, listener and server series under Envoy's names and tag-extracted labels, counted as Envoy counts them (final answers by code, retried ones apart, the gateway's own 503s charged to their cluster, latency histograms with Envoy's buckets), and its `filter` and `usedonly` queries.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+
+use support::h1_backend::{H1Answer, H1Backend};
+use support::h1_client::*;
+use support::*;
+
+fn answer(path: &str) -> H1Answer {
+    match path {
+        "/ok" => H1Answer::ok("ok"),
+        _ => H1Answer::raw("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nfail"),
+    }
+}
+
+/// The page's series: `name{labels}` → value.
+fn series(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn envoys_series_count_what_envoy_counts() {
+    let be = H1Backend::start(|r| answer(&r.target));
+    // Nothing listens there.
+    let dead = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let routes = r#"            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: { path: /ok }
+                route: { cluster: backend }
+              - match: { path: /fail }
+                route: { cluster: backend }
+              - match: { path: /dead }
+                route: { cluster: dead }
+              - match: { path: /retry }
+                route: { cluster: backend, retry_policy: { retry_on: 5xx, num_retries: 1 } }"#;
+    let clusters = format!(
+        "{}{}",
+        support::yaml::h1_cluster("backend", be.addr()),
+        support::yaml::h1_cluster("dead", dead)
+    );
+    let bootstrap = support::yaml::filters_bootstrap("", "", routes, &clusters).expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let addr: SocketAddr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.expect("admin");
+    for (path, n, status) in [
+        ("/ok", 3, 200),
+        ("/fail", 2, 503),
+        ("/dead", 1, 503),
+        ("/retry", 1, 503),
+        ("/nothing", 1, 404),
+    ] {
+        for _ in 0..n {
+            assert_eq!(
+                h1_get(addr, "example.com", path, "").status,
+                status,
+                "{path}"
+            );
+        }
+    }
+    let (status, text) = admin_get(admin, "/stats/prometheus");
+    assert_eq!(status, 200);
+    assert!(!text.contains("# HELP"), "Envoy writes no HELP lines");
+    let s = series(&text);
+    let at = |k: &str| *s.get(k).unwrap_or_else(|| panic!("no {k} in:\n{text}"));
+    let listener = format!("127.0.0.1_{}", addr.port());
+    for (k, v) in [
+        ("envoy_cluster_upstream_rq{envoy_response_code=\"200\",envoy_cluster_name=\"backend\"}", 3.0),
+        // The final answers: /fail twice, /retry's last.
+        ("envoy_cluster_upstream_rq{envoy_response_code=\"503\",envoy_cluster_name=\"backend\"}", 3.0),
+        ("envoy_cluster_upstream_rq_xx{envoy_response_code_class=\"5\",envoy_cluster_name=\"backend\"}", 3.0),
+        ("envoy_cluster_upstream_rq_completed{envoy_cluster_name=\"backend\"}", 6.0),
+        // Attempts: one more for the retry.
+        ("envoy_cluster_upstream_rq_total{envoy_cluster_name=\"backend\"}", 7.0),
+        ("envoy_cluster_retry_upstream_rq{envoy_response_code=\"503\",envoy_cluster_name=\"backend\"}", 1.0),
+        ("envoy_cluster_upstream_rq_retry{envoy_cluster_name=\"backend\"}", 1.0),
+        ("envoy_cluster_upstream_rq_retry_limit_exceeded{envoy_cluster_name=\"backend\"}", 1.0),
+        // The gateway's own 503 for a refused connection is the cluster's.
+        ("envoy_cluster_upstream_rq{envoy_response_code=\"503\",envoy_cluster_name=\"dead\"}", 1.0),
+        ("envoy_cluster_upstream_cx_connect_fail{envoy_cluster_name=\"dead\"}", 1.0),
+        ("envoy_cluster_upstream_cx_total{envoy_cluster_name=\"dead\"}", 1.0),
+        ("envoy_cluster_upstream_rq_time_count{envoy_cluster_name=\"backend\"}", 6.0),
+        ("envoy_cluster_upstream_rq_time_count{envoy_cluster_name=\"dead\"}", 0.0),
+        ("envoy_cluster_membership_total{envoy_cluster_name=\"backend\"}", 1.0),
+        ("envoy_cluster_membership_healthy{envoy_cluster_name=\"backend\"}", 1.0),
+        ("envoy_http_downstream_rq_total{envoy_http_conn_manager_prefix=\"ingress\"}", 8.0),
+        ("envoy_http_downstream_rq_completed{envoy_http_conn_manager_prefix=\"ingress\"}", 8.0),
+        ("envoy_http_downstream_rq_xx{envoy_response_code_class=\"2\",envoy_http_conn_manager_prefix=\"ingress\"}", 3.0),
+        ("envoy_http_downstream_rq_xx{envoy_response_code_class=\"4\",envoy_http_conn_manager_prefix=\"ingress\"}", 1.0),
+        ("envoy_http_downstream_rq_xx{envoy_response_code_class=\"5\",envoy_http_conn_manager_prefix=\"ingress\"}", 4.0),
+        ("envoy_http_downstream_rq_xx{envoy_response_code_class=\"1\",envoy_http_conn_manager_prefix=\"ingress\"}", 0.0),
+        ("envoy_http_no_route{envoy_http_conn_manager_prefix=\"ingress\"}", 1.0),
+        ("envoy_http_downstream_rq_active{envoy_http_conn_manager_prefix=\"ingress\"}", 0.0),
+        ("envoy_http_downstream_rq_time_count{envoy_http_conn_manager_prefix=\"ingress\"}", 8.0),
+        ("envoy_server_live{}", 1.0),
+        ("envoy_server_concurrency{}", 1.0),
+    ] {
+        assert_eq!(at(k), v, "{k}");
+    }
+    // One connection per request (the client closes each).
+    let cx = format!("envoy_listener_downstream_cx_total{{envoy_listener_address=\"{listener}\"}}");
+    assert_eq!(at(&cx), 8.0);
+    let buckets: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("envoy_http_downstream_rq_time_bucket{"))
+        .collect();
+    assert_eq!(buckets.len(), 20);
+    assert!(buckets[0].contains(",le=\"0.5\"}"));
+    assert!(buckets[19].ends_with(",le=\"+Inf\"} 8"));
+    // Counters, then gauges, then histograms, as Envoy's page.
+    let types: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.rsplit(' ').next().unwrap_or(""))
+        .collect();
+    let mut sorted = types.clone();
+    sorted.sort_by_key(|t| {
+        ["counter", "gauge", "histogram"]
+            .iter()
+            .position(|x| x == t)
+    });
+    assert_eq!(types, sorted);
+}
+
+#[test]
+fn filter_and_usedonly_narrow_the_page_as_envoys_do() {
+    let be = H1Backend::start(|r| answer(&r.target));
+    let bootstrap = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &support::yaml::one_route("backend", ""),
+        &support::yaml::h1_cluster("backend", be.addr()),
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
+    let (_, text) = admin_get(
+        admin,
+        "/stats/prometheus?filter=cluster%5C.backend%5C.upstream_rq&usedonly",
+    );
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(!names.is_empty());
+    for l in &names {
+        assert!(l.starts_with("envoy_cluster_upstream_rq"), "{l}");
+        // A used histogram's low buckets may be 0.
+        assert!(
+            l.contains("_bucket{") || !l.ends_with(" 0"),
+            "usedonly: {l}"
+        );
+    }
+    assert!(names
+        .iter()
+        .any(|l| l.starts_with("envoy_cluster_upstream_rq_total{")));
+    let (status, body) = admin_get(admin, "/stats/prometheus?filter=(");
+    assert_eq!(status, 400, "{body}");
+    // Today's page stays.
+    let (_, old) = admin_get(admin, "/stats");
+    assert!(old.contains("gateway_downstream_cx_total"));
+}

@@ -1,0 +1,318 @@
+//! The series Envoy keeps per cluster, per connection manager (`stat_prefix`) and per listener, as one shard counts them: counters and latency histograms written by the shard alone, read and merged over shards by the admin.
+//!
+//! Each block is found by its name once (a pool's cluster when the pool
+//! is made, a connection's manager and listener when it is accepted) and
+//! then held: a request touches its blocks through those handles, with no
+//! lookup and no lock. Blocks stay for the shard's life, as a name's
+//! counters must not go back to zero while a dashboard watches them; how
+//! many there are is bounded by the names the config ever had.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use engine::stats::histogram::{self, Merged, BUCKETS};
+
+use super::{Counter, StatusClasses};
+
+/// A latency histogram on one shard (microseconds), its buckets made at
+/// its first sample: most clusters of a large config never see one.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: OnceLock<Box<[AtomicU64]>>,
+    sum: Counter,
+    count: Counter,
+}
+
+impl Histogram {
+    /// Only the owning shard records.
+    #[inline]
+    pub fn record(&self, took: Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let buckets = self
+            .buckets
+            .get_or_init(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect());
+        let b = &buckets[histogram::bucket_of(us)];
+        // One writer: a load and a store, as `Counter`'s.
+        b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        self.sum.add(us);
+        self.count.inc();
+    }
+
+    /// Adds this shard's samples to `into`.
+    pub fn merge_into(&self, into: &mut Merged) {
+        let Some(buckets) = self.buckets.get() else {
+            return;
+        };
+        for (i, b) in buckets.iter().enumerate() {
+            let n = b.load(Relaxed);
+            if n != 0 {
+                into.add(i, n);
+            }
+        }
+        into.add_sum(self.sum.get());
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.get()
+    }
+}
+
+/// Counts by HTTP status code (100..=599), made at the first: Envoy's
+/// `upstream_rq_<code>`, whose `_xx` and `_completed` are its sums.
+#[derive(Debug, Default)]
+pub struct Codes {
+    counts: OnceLock<Box<[AtomicU64]>>,
+}
+
+impl Codes {
+    const FIRST: u16 = 100;
+    const LEN: usize = 500;
+
+    /// Only the owning shard records; a code outside 100..=599 is not
+    /// one (the codecs refuse such heads).
+    #[inline]
+    pub fn record(&self, code: u16) {
+        let Some(i) = code.checked_sub(Self::FIRST).map(usize::from) else {
+            return;
+        };
+        let counts = self
+            .counts
+            .get_or_init(|| (0..Self::LEN).map(|_| AtomicU64::new(0)).collect());
+        if let Some(c) = counts.get(i) {
+            c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+        }
+    }
+
+    /// Each code counted, and its count.
+    pub fn each(&self, mut f: impl FnMut(u16, u64)) {
+        let Some(counts) = self.counts.get() else {
+            return;
+        };
+        for (i, c) in counts.iter().enumerate() {
+            let n = c.load(Relaxed);
+            if n != 0 {
+                f(Self::FIRST + i as u16, n);
+            }
+        }
+    }
+}
+
+/// Envoy's `cluster.<name>.*` that are not the sum of its hosts'.
+#[derive(Debug, Default)]
+pub struct ClusterStats {
+    /// Attempts put on a connection (`upstream_rq_total`).
+    pub upstream_rq_total: Counter,
+    /// The answers the cluster gave its requests, the gateway's own for
+    /// them (a refused connection's 503) included: Envoy's
+    /// `upstream_rq_<code>` (and `_xx`, `_completed`).
+    pub upstream_rq: Codes,
+    /// The answers that were retried (`retry.upstream_rq_<code>`).
+    pub retry_upstream_rq: Codes,
+    /// From the request's end (as the router saw it) to the answer's end.
+    pub upstream_rq_time: Histogram,
+    /// From the connection's start to its being usable (TLS included).
+    pub upstream_cx_connect_ms: Histogram,
+    /// From the connection's start to its close.
+    pub upstream_cx_length_ms: Histogram,
+    pub upstream_rq_retry: Counter,
+    pub upstream_rq_retry_success: Counter,
+    pub upstream_rq_retry_limit_exceeded: Counter,
+    pub upstream_rq_per_try_timeout: Counter,
+    /// Counted here as well as per host: a host's counters go when it
+    /// leaves the config (its id is reused), a cluster's must not.
+    pub upstream_rq_timeout: Counter,
+    pub upstream_rq_pending_overflow: Counter,
+    pub upstream_rq_retry_overflow: Counter,
+    /// Connections attempted (Envoy counts a failed one too).
+    pub upstream_cx_total: Counter,
+    pub upstream_cx_connect_fail: Counter,
+    pub upstream_cx_overflow: Counter,
+    pub upstream_cx_max_requests: Counter,
+    pub upstream_cx_idle_timeout: Counter,
+    pub upstream_cx_pool_overflow: Counter,
+}
+
+/// Envoy's `http.<stat_prefix>.*`: a connection manager's.
+#[derive(Debug, Default)]
+pub struct HttpStats {
+    pub downstream_cx_total: Counter,
+    pub downstream_cx_active: Counter,
+    pub downstream_cx_http1_total: Counter,
+    pub downstream_cx_http2_total: Counter,
+    pub downstream_cx_ssl_total: Counter,
+    pub downstream_rq_total: Counter,
+    pub downstream_rq_active: Counter,
+    pub downstream_rq_http1_total: Counter,
+    pub downstream_rq_http2_total: Counter,
+    /// Answers by class (`downstream_rq_1xx` … `_5xx`), and in all
+    /// (`downstream_rq_completed`).
+    pub downstream_rq_xx: StatusClasses,
+    pub downstream_rq_completed: Counter,
+    /// From the request's head to the answer's end.
+    pub downstream_rq_time: Histogram,
+    pub downstream_cx_destroy: Counter,
+    pub downstream_cx_length_ms: Histogram,
+    /// Requests no route took (`no_route`).
+    pub no_route: Counter,
+}
+
+/// Envoy's `listener.<address>.*`.
+#[derive(Debug, Default)]
+pub struct ListenerStats {
+    pub downstream_cx_total: Counter,
+    pub downstream_cx_active: Counter,
+    pub downstream_cx_destroy: Counter,
+    pub no_filter_chain_match: Counter,
+    pub downstream_cx_length_ms: Histogram,
+}
+
+/// A block that counts connections: a listener's, a connection manager's.
+pub trait CountsConnections {
+    /// `downstream_cx_total`, `_active`, `_destroy` and `_length_ms`.
+    fn connections(&self) -> (&Counter, &Counter, &Counter, &Histogram);
+}
+
+impl CountsConnections for HttpStats {
+    fn connections(&self) -> (&Counter, &Counter, &Counter, &Histogram) {
+        (
+            &self.downstream_cx_total,
+            &self.downstream_cx_active,
+            &self.downstream_cx_destroy,
+            &self.downstream_cx_length_ms,
+        )
+    }
+}
+
+impl CountsConnections for ListenerStats {
+    fn connections(&self) -> (&Counter, &Counter, &Counter, &Histogram) {
+        (
+            &self.downstream_cx_total,
+            &self.downstream_cx_active,
+            &self.downstream_cx_destroy,
+            &self.downstream_cx_length_ms,
+        )
+    }
+}
+
+/// A connection counted in a block from its start to its drop (however
+/// it ends): its total and active count, then its destroy and length.
+#[derive(Debug)]
+pub struct OpenConnection<T: CountsConnections> {
+    pub stats: Arc<T>,
+    since: Instant,
+}
+
+impl<T: CountsConnections> OpenConnection<T> {
+    pub fn new(stats: Arc<T>, now: Instant) -> Self {
+        let (total, active, _, _) = stats.connections();
+        total.inc();
+        active.inc();
+        Self { stats, since: now }
+    }
+}
+
+impl<T: CountsConnections> Drop for OpenConnection<T> {
+    fn drop(&mut self) {
+        let (_, active, destroy, length) = self.stats.connections();
+        active.dec();
+        destroy.inc();
+        length.record(self.since.elapsed());
+    }
+}
+
+/// One shard's blocks of one kind, by name.
+#[derive(Debug)]
+pub struct Registry<T> {
+    blocks: Mutex<HashMap<Box<str>, Arc<T>>>,
+}
+
+impl<T> Default for Registry<T> {
+    fn default() -> Self {
+        Self {
+            blocks: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T: Default> Registry<T> {
+    /// The block named `name`, made if it is new. Called where a handle is
+    /// made (a pool, a connection), not per request.
+    pub fn get(&self, name: &str) -> Arc<T> {
+        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = blocks.get(name) {
+            return Arc::clone(b);
+        }
+        let b = Arc::new(T::default());
+        blocks.insert(name.into(), Arc::clone(&b));
+        b
+    }
+}
+
+impl<T> Registry<T> {
+    /// The block named `name`, if a connection or pool made it.
+    pub fn find(&self, name: &str) -> Option<Arc<T>> {
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        blocks.get(name).cloned()
+    }
+
+    /// Every block by name, copied out under one lock: what a scrape
+    /// reads, so it takes each shard's lock once.
+    pub fn all(&self) -> HashMap<Box<str>, Arc<T>> {
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        blocks.clone()
+    }
+
+    /// Each block, by name, in no order.
+    pub fn each(&self, mut f: impl FnMut(&str, &T)) {
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, b) in blocks.iter() {
+            f(name, b);
+        }
+    }
+}
+
+/// A shard's blocks.
+#[derive(Debug, Default)]
+pub struct EnvoyStats {
+    pub clusters: Registry<ClusterStats>,
+    pub http: Registry<HttpStats>,
+    pub listeners: Registry<ListenerStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_records_microseconds_and_merges_over_shards() {
+        let (a, b) = (Histogram::default(), Histogram::default());
+        a.record(Duration::from_micros(400));
+        a.record(Duration::from_millis(3));
+        b.record(Duration::from_millis(30));
+        let mut m = Merged::new();
+        a.merge_into(&mut m);
+        b.merge_into(&mut m);
+        assert_eq!(m.count(), 3);
+        assert_eq!(m.sum(), 400 + 3_000 + 30_000);
+        assert_eq!(m.cumulative_le_ms(0.5), 1);
+        assert_eq!(m.cumulative_le_ms(5.0), 2);
+        assert_eq!(m.cumulative_le_ms(50.0), 3);
+        // An idle histogram has no buckets.
+        assert!(Histogram::default().buckets.get().is_none());
+    }
+
+    #[test]
+    fn a_registry_hands_out_one_block_per_name() {
+        let r: Registry<HttpStats> = Registry::default();
+        let a = r.get("ingress_http");
+        a.downstream_rq_total.inc();
+        assert_eq!(r.get("ingress_http").downstream_rq_total.get(), 1);
+        assert_eq!(r.get("other").downstream_rq_total.get(), 0);
+        let mut names = Vec::new();
+        r.each(|n, _| names.push(n.to_owned()));
+        names.sort();
+        assert_eq!(names, ["ingress_http", "other"]);
+    }
+}
