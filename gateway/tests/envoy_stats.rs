@@ -172,3 +172,157 @@ fn filter_and_usedonly_narrow_the_page_as_envoys_do() {
     let (_, old) = admin_get(admin, "/stats");
     assert!(old.contains("gateway_downstream_cx_total"));
 }
+
+#[test]
+fn envoys_json_and_text_forms_of_stats_carry_the_same_series() {
+    let be = H1Backend::start(|r| answer(&r.target));
+    let bootstrap = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &support::yaml::one_route("backend", ""),
+        &support::yaml::h1_cluster("backend", be.addr()),
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.expect("admin");
+    for _ in 0..4 {
+        assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
+    }
+    let (status, body) = admin_get(admin, "/stats?format=json&filter=%5Ecluster%5C.backend%5C.");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let stats = v["stats"].as_array().expect("stats");
+    let value = |name: &str| {
+        stats
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["value"].clone())
+    };
+    assert_eq!(value("cluster.backend.upstream_rq_200"), Some(4.into()));
+    assert_eq!(
+        value("cluster.backend.upstream_rq_completed"),
+        Some(4.into())
+    );
+    assert!(stats.iter().all(|s| s.get("histograms").is_some()
+        || s["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("cluster.backend."))));
+    let hist = &stats.last().expect("histograms")["histograms"];
+    assert_eq!(
+        hist["supported_quantiles"].as_array().map(Vec::len),
+        Some(10)
+    );
+    let rq_time = hist["computed_quantiles"]
+        .as_array()
+        .and_then(|q| {
+            q.iter()
+                .find(|h| h["name"] == "cluster.backend.upstream_rq_time")
+        })
+        .expect("upstream_rq_time");
+    let p100 = rq_time["values"][9]["cumulative"]
+        .as_f64()
+        .expect("a value");
+    assert!(p100 > 0.0 && p100 < 10_000.0, "{p100} ms");
+    // Envoy's text form, with the same filter.
+    let (status, text) = admin_get(admin, "/stats?filter=cluster%5C.backend%5C.upstream_rq_");
+    assert_eq!(status, 200);
+    assert!(
+        text.lines()
+            .any(|l| l == "cluster.backend.upstream_rq_200: 4"),
+        "{text}"
+    );
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("cluster.backend.upstream_rq_time: P0(")));
+    let (status, _) = admin_get(admin, "/stats?format=yaml");
+    assert_eq!(status, 400);
+}
+
+/// The Grafana dashboard in docs/ reads series the page has, under the
+/// labels it groups by; the page parses as Prometheus text.
+#[test]
+fn the_grafana_dashboard_reads_series_the_page_exports() {
+    let be = H1Backend::start(|r| answer(&r.target));
+    let bootstrap = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &support::yaml::one_route("backend", ""),
+        &support::yaml::h1_cluster("backend", be.addr()),
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.expect("admin");
+    assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
+    let (_, text) = admin_get(admin, "/stats/prometheus");
+    // This parser takes no empty `{}` (valid text, and Envoy's form for
+    // a series without labels): it reads those without braces.
+    let lines = text.lines().map(|l| Ok(l.replacen("{} ", " ", 1)));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
+    let samples = text.lines().filter(|l| !l.starts_with('#')).count();
+    let parsed: usize = scrape
+        .samples
+        .iter()
+        .map(|s| match &s.value {
+            // Its buckets (`_sum` and `_count` come as samples of their own).
+            prometheus_parse::Value::Histogram(b) => b.len(),
+            _ => 1,
+        })
+        .sum();
+    assert_eq!(parsed, samples, "every line parsed");
+    // Each family's label names, as the parser read them.
+    let mut labels: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for s in &scrape.samples {
+        let names = labels.entry(s.metric.clone()).or_default();
+        names.extend(s.labels.keys().cloned());
+        if let prometheus_parse::Value::Histogram(buckets) = &s.value {
+            assert_eq!(buckets.len(), 20, "{}", s.metric);
+            labels
+                .entry(format!("{}_bucket", s.metric))
+                .or_default()
+                .extend(s.labels.keys().cloned().chain(["le".to_owned()]));
+        }
+    }
+    let dashboard: serde_json::Value =
+        serde_json::from_str(include_str!("../../docs/grafana/gateway-dashboard.json"))
+            .expect("dashboard JSON");
+    let metric = regex::Regex::new(r"envoy_[a-z0-9_]+").unwrap();
+    let grouped = regex::Regex::new(r"by \(([^)]*)\)").unwrap();
+    let matched = regex::Regex::new(r"(envoy_[a-z0-9_]+)\{([^}]*)\}").unwrap();
+    let matchers = regex::Regex::new(r"\{[^}]*\}").unwrap();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            // The metrics: what is left without the groupings and matchers.
+            let bare = grouped.replace_all(expr, "");
+            let bare = matchers.replace_all(&bare, "");
+            for m in metric.find_iter(&bare) {
+                let name = m.as_str();
+                let have = labels
+                    .get(name)
+                    .unwrap_or_else(|| panic!("{name} (in {expr:?}) is not on the page"));
+                for g in grouped.captures_iter(expr) {
+                    for label in g[1].split(',').map(str::trim) {
+                        assert!(have.contains(label), "{name} has no label {label}: {expr}");
+                    }
+                }
+                checked += 1;
+            }
+            // A matcher's label is its metric's.
+            for c in matched.captures_iter(expr) {
+                let have = &labels[&c[1]];
+                for m in c[2].split(',') {
+                    let label = m.split('=').next().unwrap_or("").trim();
+                    assert!(
+                        have.contains(label),
+                        "{} has no label {label}: {expr}",
+                        &c[1]
+                    );
+                }
+            }
+        }
+    }
+    assert!(checked >= 15, "{checked}");
+}

@@ -222,11 +222,32 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
             ServerState::Initializing => (503, "text/plain", "NOT READY\n".into()),
         },
         "/server_info" => (200, "application/json", pretty(server_info(&inner))),
-        "/stats" => (
+        // Today's page, unless Envoy's forms are asked for.
+        "/stats" if query.is_empty() => (
             200,
             "text/plain; version=0.0.4",
             prometheus::render(&inner),
         ),
+        "/stats" => match envoy_stats::Query::parse(query) {
+            Ok(q) => match q.format {
+                envoy_stats::Format::Json => (
+                    200,
+                    "application/json",
+                    pretty(envoy_stats::render_json(&inner, &q)),
+                ),
+                envoy_stats::Format::Prometheus => (
+                    200,
+                    "text/plain; version=0.0.4",
+                    envoy_stats::render(&inner, &q),
+                ),
+                envoy_stats::Format::Text => (
+                    200,
+                    "text/plain",
+                    envoy_stats::render_text(&inner, &q),
+                ),
+            },
+            Err(e) => (400, "text/plain", format!("{e}\n")),
+        },
         // Envoy's names, for what is built on Envoy's.
         "/stats/prometheus" => match envoy_stats::Query::parse(query) {
             Ok(q) => (
@@ -264,7 +285,7 @@ fn route(method: &str, target: &str, state: &AdminState) -> (u16, &'static str, 
         "/" => (
             200,
             "text/plain",
-            "admin endpoints: /ready /server_info /stats /stats/prometheus[?filter=&usedonly] /config_dump /clusters /clusters?format=json /listeners; \
+            "admin endpoints: /ready /server_info /stats /stats?format=json|text&filter=&usedonly /stats/prometheus[?filter=&usedonly] /config_dump /clusters /clusters?format=json /listeners; \
              POST /healthcheck/fail /healthcheck/ok /drain_listeners[?graceful]\n"
                 .into(),
         ),

@@ -5,6 +5,7 @@
 //! Envoy's reads the same lines.
 
 mod families;
+mod forms;
 
 use std::fmt::Write as _;
 
@@ -86,6 +87,15 @@ impl Family {
 pub(super) struct Query {
     filter: Option<regex::Regex>,
     used_only: bool,
+    /// `format=`: `json`, `prometheus`, else Envoy's text.
+    pub(super) format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    Text,
+    Json,
+    Prometheus,
 }
 
 impl Query {
@@ -94,11 +104,20 @@ impl Query {
         let mut q = Query {
             filter: None,
             used_only: false,
+            format: Format::Text,
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             match k {
                 "usedonly" => q.used_only = true,
+                "format" => {
+                    q.format = match v {
+                        "json" => Format::Json,
+                        "prometheus" => Format::Prometheus,
+                        "text" | "" => Format::Text,
+                        other => return Err(format!("unknown format {other:?}")),
+                    }
+                }
                 "filter" if !v.is_empty() => {
                     let v = percent_decode(v);
                     let re = regex::RegexBuilder::new(&v)
@@ -148,7 +167,17 @@ fn percent_decode(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The page: every family, in Envoy's order.
+/// Envoy's `/stats?format=json`.
+pub(super) fn render_json(inner: &Inner, query: &Query) -> serde_json::Value {
+    forms::json(&families::gather(inner), query)
+}
+
+/// Envoy's `/stats` text form (`name: value` lines).
+pub(super) fn render_text(inner: &Inner, query: &Query) -> String {
+    forms::text(&families::gather(inner), query)
+}
+
+/// The Prometheus page: every family, in Envoy's order.
 pub(super) fn render(inner: &Inner, query: &Query) -> String {
     let mut families = families::gather(inner);
     families.sort_by(|a, b| (a.kind, &a.dotted).cmp(&(b.kind, &b.dotted)));
