@@ -173,11 +173,18 @@ pub(crate) async fn run(
     // The data shards, then the admin server: a failure of either stops
     // the shards started so far.
     let mut links = Vec::with_capacity(layout.shards);
+    let (admin_tx, admin_rx) = match crate::events::command_channel() {
+        Ok(pair) => pair,
+        Err(e) => {
+            let _ = started.send(Err(StartError::Control(e.to_string())));
+            return;
+        }
+    };
     let serving = shard_links::start(&mut links, &layout, &shard_stats, &snap)
         .await
         .and_then(|()| {
             let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
-            start_admin(boot.admin, &admin_state).map(|addr| (admin_state, addr))
+            start_admin(boot.admin, &admin_state, admin_tx).map(|addr| (admin_state, addr))
         });
     let (admin_state, admin_addr) = match serving {
         Ok(serving) => serving,
@@ -195,10 +202,9 @@ pub(crate) async fn run(
 
     let (events, inbox) = local_channel::new_unbounded::<Event>();
     let events: EventSender = Rc::new(events);
-    admin_state.set_events(events.clone());
     let ads = ads_target(&boot);
     let ads_cluster = ads.as_ref().map(|t| Rc::clone(&t.cluster));
-    let _sources = Sources::spawn(commands, watched, ads, &events);
+    let _sources = Sources::spawn((commands, admin_rx), watched, ads, &events);
     let inbox_sender = Rc::downgrade(&events);
     drop(events);
 
@@ -219,9 +225,10 @@ pub(crate) async fn run(
 fn start_admin(
     addr: Option<SocketAddr>,
     state: &AdminState,
+    actions: crate::events::CommandSender,
 ) -> Result<Option<SocketAddr>, StartError> {
     let Some(addr) = addr else { return Ok(None) };
-    admin::start(addr, state.clone())
+    admin::start(addr, state, actions)
         .map(Some)
         .map_err(|e| StartError::Bind(format!("admin.address {addr}: {e}")))
 }
@@ -232,6 +239,7 @@ fn start_admin(
 struct Sources {
     _ads: Option<Task<()>>,
     _watchers: Vec<Task<()>>,
+    _admin: Task<()>,
     _commands: Task<()>,
 }
 
@@ -239,12 +247,13 @@ impl Sources {
     /// Spawns the command forwarder, one watcher per file source, and the
     /// ADS task if the bootstrap has `ads_config`.
     fn spawn(
-        commands: CommandReceiver,
+        (commands, admin): (CommandReceiver, CommandReceiver),
         watched: Vec<Watched>,
         ads: Option<AdsTarget>,
         events: &EventSender,
     ) -> Sources {
         let _commands = glommio::spawn_local(forward_commands(commands, events.clone()));
+        let _admin = glommio::spawn_local(forward_admin(admin, events.clone()));
         let _watchers: Vec<Task<()>> = watched
             .into_iter()
             .map(|(kind, path, stamp)| {
@@ -256,6 +265,7 @@ impl Sources {
         Sources {
             _ads,
             _watchers,
+            _admin,
             _commands,
         }
     }
@@ -277,6 +287,31 @@ fn ads_target(b: &Bootstrap) -> Option<AdsTarget> {
         cluster: Rc::new(RefCell::new(Arc::clone(cluster))),
         authority: ads.authority.clone(),
     })
+}
+
+/// The admin server's actions, from its thread over a command channel of
+/// their own: its end closing (the admin stopped) is no shutdown, unlike
+/// the handle's.
+async fn forward_admin(commands: CommandReceiver, events: EventSender) {
+    let CommandReceiver { commands, bell } = commands;
+    // SAFETY: as in `forward_commands`.
+    let mut bell = unsafe { glommio::net::UnixStream::from_raw_fd(bell.into_raw_fd()) };
+    let mut rings = [0u8; 64];
+    loop {
+        match commands.try_recv() {
+            Ok(Command::Admin(action)) => {
+                if events.send(Event::Admin(action)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(mpsc::TryRecvError::Empty) => match bell.read(&mut rings).await {
+                Ok(n) if n > 0 => {}
+                _ => return,
+            },
+            Err(mpsc::TryRecvError::Disconnected) => return,
+        }
+    }
 }
 
 /// Commands come from ordinary threads over a std channel, which cannot
@@ -372,6 +407,10 @@ impl Control {
                 Event::Command(Command::Shutdown) => break,
                 Event::Command(Command::Reload(boot, reply)) => {
                     let _ = reply.send(self.reload(*boot).await);
+                    true
+                }
+                Event::Command(Command::Admin(action)) => {
+                    self.on_admin(action).await;
                     true
                 }
                 Event::Ads(e) => {

@@ -75,6 +75,9 @@ pub enum AdsEvent {
 pub(crate) enum Command {
     Reload(Box<Bootstrap>, mpsc::Sender<Result<u64, String>>),
     Shutdown,
+    /// From the admin server's thread (its own channel: see
+    /// `control::forward_admin`).
+    Admin(AdminAction),
 }
 
 /// The sending half of the command path: a std channel (ordinary threads

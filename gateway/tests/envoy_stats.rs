@@ -326,3 +326,59 @@ fn the_grafana_dashboard_reads_series_the_page_exports() {
     }
     assert!(checked >= 15, "{checked}");
 }
+
+/// A storm of scrapes of a large page is served from the admin's own
+/// thread: requests and a config push go on meanwhile, every scrape is
+/// answered whole, and a hostile cluster name stays inside its label.
+#[test]
+fn a_scrape_storm_leaves_requests_and_pushes_alone() {
+    let be = H1Backend::start(|r| answer(&r.target));
+    let mut clusters = support::yaml::h1_cluster("backend", be.addr());
+    for i in 0..300 {
+        let host: SocketAddr = format!("127.1.{}.{}:80", i / 250, i % 250 + 1)
+            .parse()
+            .unwrap();
+        clusters.push_str(&support::yaml::h1_cluster(&format!("c{i}"), host));
+    }
+    // Quotes, a newline and markup in a name (YAML's escapes).
+    clusters.push_str(&support::yaml::h1_cluster(
+        "\"we\\\"ird\\n<b>x</b>\"",
+        be.addr(),
+    ));
+    let routes = support::yaml::one_route("backend", "");
+    let yaml = support::yaml::filters_yaml("", "", &routes, &clusters);
+    let boot = || xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap");
+    let gw = start(boot(), 1);
+    let addr = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.expect("admin");
+    let storm: Vec<_> = (0..100)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (status, page) = admin_get(admin, "/stats/prometheus");
+                (
+                    status,
+                    page.len(),
+                    page.contains("envoy_cluster_membership_total{envoy_cluster_name=\"c299\"} 1"),
+                )
+            })
+        })
+        .collect();
+    for _ in 0..20 {
+        assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
+    }
+    gw.reload(boot()).expect("a push during the storm");
+    for t in storm {
+        let (status, len, whole) = t.join().expect("scraper");
+        assert_eq!(status, 200);
+        assert!(whole, "a page of {len} bytes without its last cluster");
+    }
+    let (_, page) = admin_get(admin, "/stats/prometheus?filter=upstream_rq_total");
+    let line = page
+        .lines()
+        .find(|l| l.contains("we"))
+        .expect("the odd cluster's line");
+    assert_eq!(
+        line,
+        r#"envoy_cluster_upstream_rq_total{envoy_cluster_name="we\"ird\n<b>x</b>"} 0"#
+    );
+}

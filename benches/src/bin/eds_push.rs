@@ -1,4 +1,4 @@
-//! `eds_push [--shards N] [--pushes K] [--hosts H] [--small-clusters S] [--warmup W]`:
+//! `eds_push [--shards N] [--pushes K] [--hosts H] [--small-clusters S] [--warmup W] [--scrapers C]`:
 //! end-to-end timing of large EDS updates through the real gateway.
 //!
 //! Starts testsupport's in-process ADS server and the gateway in-process
@@ -22,6 +22,10 @@
 //! resends the whole state of the world of the type), so H + 20·S endpoints
 //! are decoded and validated per push. W (default 2) warm-up pushes come
 //! first and are not counted.
+//!
+//! With C scrapers (default 0), C threads fetch `/stats` and
+//! `/stats/prometheus` back to back for the whole run: what a scrape
+//! storm does to the pushes (the admin renders on its own thread).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -41,6 +45,7 @@ struct Args {
     hosts: usize,
     small_clusters: usize,
     warmup: usize,
+    scrapers: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -50,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
         hosts: 10_000,
         small_clusters: 99,
         warmup: 2,
+        scrapers: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -59,9 +65,10 @@ fn parse_args() -> Result<Args, String> {
             "--hosts" => &mut a.hosts,
             "--small-clusters" => &mut a.small_clusters,
             "--warmup" => &mut a.warmup,
+            "--scrapers" => &mut a.scrapers,
             "-h" | "--help" => {
                 return Err("usage: eds_push [--shards N] [--pushes K] [--hosts H] \
-                     [--small-clusters S] [--warmup W]"
+                     [--small-clusters S] [--warmup W] [--scrapers C]"
                     .into())
             }
             other => return Err(format!("unknown argument {other:?} (see --help)")),
@@ -263,6 +270,23 @@ fn run(a: &Args) -> Result<(), String> {
         println!("note: /stats has no gateway_config_push_* metrics; only the ACK round trip is measured");
     }
 
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let storm: Vec<_> = (0..a.scrapers)
+        .map(|i| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let paths = ["/stats", "/stats/prometheus"];
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if admin_get(admin, paths[(n as usize + i) % 2]).is_ok() {
+                        n += 1;
+                    }
+                }
+                n
+            })
+        })
+        .collect();
+    let storm_started = Instant::now();
     let (mut push, mut rtt, mut scrape) = (Vec::new(), Vec::new(), Vec::new());
     for (k, resources) in (1..=total).zip(versions) {
         let version = format!("e{k}");
@@ -299,6 +323,16 @@ fn run(a: &Args) -> Result<(), String> {
         }
     }
     println!();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let scrapes: u64 = storm.into_iter().map(|t| t.join().unwrap_or(0)).sum();
+    if a.scrapers > 0 {
+        let secs = storm_started.elapsed().as_secs_f64();
+        println!(
+            "scrape storm: {} threads, {scrapes} pages in {secs:.1} s ({:.1} pages/s)",
+            a.scrapers,
+            scrapes as f64 / secs
+        );
+    }
     if !push.is_empty() {
         summary("gateway push", &push);
     }

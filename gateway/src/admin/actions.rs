@@ -1,9 +1,7 @@
 //! The admin endpoints that change state, `POST` only as in Envoy: `/healthcheck/fail`, `/healthcheck/ok`, `/drain_listeners[?graceful]`; each becomes an [`AdminAction`] for the control shard.
 
-use std::cell::RefCell;
-
-use super::state::Inner;
-use crate::events::{AdminAction, Event};
+use super::server::Shared;
+use crate::events::AdminAction;
 
 /// Answers an action endpoint (`None`: `path` is not one): Envoy's 405
 /// for anything but `POST`, else the action is recorded and queued, and
@@ -12,7 +10,7 @@ pub(super) fn answer(
     method: &str,
     path: &str,
     query: &str,
-    inner: &RefCell<Inner>,
+    shared: &Shared,
 ) -> Option<(u16, &'static str, String)> {
     let drain = match path {
         "/healthcheck/fail" | "/healthcheck/ok" => false,
@@ -41,17 +39,13 @@ pub(super) fn answer(
     } else {
         AdminAction::HealthCheckFailed(path == "/healthcheck/fail")
     };
-    Some(queue(action, &mut inner.borrow_mut()))
+    Some(queue(action, shared))
 }
 
 /// Queues `action` for the control shard and records what `/ready` and
 /// `/listeners` say at once.
-fn queue(action: AdminAction, inner: &mut Inner) -> (u16, &'static str, String) {
-    let queued = inner
-        .events
-        .as_ref()
-        .is_some_and(|events| events.try_send(Event::Admin(action)).is_ok());
-    if !queued {
+fn queue(action: AdminAction, shared: &Shared) -> (u16, &'static str, String) {
+    if !shared.act(action) {
         return (
             503,
             "text/plain",
@@ -59,9 +53,10 @@ fn queue(action: AdminAction, inner: &mut Inner) -> (u16, &'static str, String) 
         );
     }
     // What `/ready` and `/listeners` say follows at once.
+    let flags = &shared.view().flags;
     match action {
-        AdminAction::HealthCheckFailed(failed) => inner.health_failed = failed,
-        AdminAction::DrainListeners { .. } => inner.listeners_drained = true,
+        AdminAction::HealthCheckFailed(failed) => flags.set_health_failed(failed),
+        AdminAction::DrainListeners { .. } => flags.set_listeners_drained(),
     }
     (200, "text/plain", "OK\n".into())
 }

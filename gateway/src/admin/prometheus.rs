@@ -653,7 +653,7 @@ fn gateway_wide(out: &mut String, inner: &Inner) {
     let _ = writeln!(
         out,
         "gateway_server_live {}",
-        u8::from(!inner.health_failed)
+        u8::from(!inner.flags.health_failed())
     );
 }
 

@@ -2,22 +2,24 @@
 //! shards, the config, xDS, pushes and outlier detection, and the state
 //! that the action endpoints change.
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use engine::{Bootstrap, Snapshot};
-use glommio::Task;
 
 use super::xds::XdsView;
 use crate::outlier::OutlierView;
 use shards::stats::{HostCounter, ShardStats};
 
-/// The admin's state: what the endpoints report, and what the action
-/// endpoints change.
+/// The admin's state: what the endpoints report. The control shard keeps
+/// one and publishes a copy of it on each change (cheap: the large parts
+/// are shared), which the admin thread renders from.
+#[derive(Clone)]
 pub(super) struct Inner {
     pub(super) shards: Vec<Arc<ShardStats>>,
     pub(super) snapshot: Arc<Snapshot>,
-    pub(super) bootstrap: Bootstrap,
+    pub(super) bootstrap: Arc<Bootstrap>,
     /// `None` without `dynamic_resources`.
     pub(super) xds: Option<XdsView>,
     pub(super) pushes: PushStats,
@@ -27,16 +29,10 @@ pub(super) struct Inner {
     pub(super) outlier: OutlierView,
     /// Monotonic → wall clock, for ejection times.
     pub(super) epoch: (Instant, SystemTime),
-    pub(super) accept: Option<Task<()>>,
-    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
-    /// answers 503.
-    pub(super) health_failed: bool,
-    /// `POST /drain_listeners` was called.
-    pub(super) listeners_drained: bool,
+    /// What the action endpoints set, at once (shared by every copy).
+    pub(super) flags: Arc<Flags>,
     /// Listeners that could not bind (retried by the control shard).
     pub(super) not_serving: Vec<crate::ports::NotServing>,
-    /// Where admin actions go: the control loop's inbox.
-    pub(super) events: Option<crate::events::EventSender>,
     /// Each DNS cluster's lookups.
     pub(super) dns: std::collections::BTreeMap<String, crate::dns::Counts>,
     /// Each actively checked cluster's checks.
@@ -70,7 +66,7 @@ impl Inner {
         // As Envoy: initializing first, whatever `/healthcheck/fail` says.
         if !(serving && xds_done) {
             ServerState::Initializing
-        } else if self.health_failed {
+        } else if self.flags.health_failed() {
             ServerState::Draining
         } else {
             ServerState::Live
@@ -84,6 +80,35 @@ impl Inner {
             .filter_map(|s| s.hosts.get(id))
             .map(|h| f(h).get())
             .sum()
+    }
+}
+
+/// What the action endpoints change, which `/ready`, `/listeners` and the
+/// stats say from the moment they are answered.
+#[derive(Debug, Default)]
+pub(super) struct Flags {
+    /// `POST /healthcheck/fail` (until `/healthcheck/ok`): `/ready`
+    /// answers 503.
+    health_failed: AtomicBool,
+    /// `POST /drain_listeners` was called.
+    listeners_drained: AtomicBool,
+}
+
+impl Flags {
+    pub(super) fn health_failed(&self) -> bool {
+        self.health_failed.load(Relaxed)
+    }
+
+    pub(super) fn listeners_drained(&self) -> bool {
+        self.listeners_drained.load(Relaxed)
+    }
+
+    pub(super) fn set_health_failed(&self, failed: bool) {
+        self.health_failed.store(failed, Relaxed);
+    }
+
+    pub(super) fn set_listeners_drained(&self) {
+        self.listeners_drained.store(true, Relaxed);
     }
 }
 

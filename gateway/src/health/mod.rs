@@ -26,7 +26,7 @@ use engine::{
     Bootstrap, Cluster, ClusterSnapshot, EjectedSet, EndpointCheck, HealthCheck, HostId, Snapshot,
 };
 use glommio::channels::local_channel::LocalSender;
-use shards::stats::ShardStats;
+use shards::stats::{Counter, ShardStats};
 
 use crate::events::Event;
 
@@ -50,7 +50,7 @@ pub struct Report {
 #[derive(Debug, Clone)]
 pub struct Counts {
     /// Written by the host tasks as checks end: always current.
-    pub checks: Rc<Counters>,
+    pub checks: Arc<Counters>,
     /// Hosts checked, and of them those passing, at the last change.
     pub hosts: u64,
     pub healthy: u64,
@@ -58,15 +58,16 @@ pub struct Counts {
     pub changes: u64,
 }
 
-/// Checks ended, by outcome.
+/// Checks ended, by outcome: written by the control shard's host tasks,
+/// read by the admin server's thread.
 #[derive(Debug, Default)]
 pub struct Counters {
-    pub attempt: Cell<u64>,
-    pub success: Cell<u64>,
+    pub attempt: Counter,
+    pub success: Counter,
     /// Every failed check (network failures included, as Envoy counts).
-    pub failure: Cell<u64>,
+    pub failure: Counter,
     /// No answer: refused, reset or timed out.
-    pub network_failure: Cell<u64>,
+    pub network_failure: Counter,
 }
 
 /// Whether a cluster has carried traffic (any upstream connection by any
@@ -117,7 +118,7 @@ struct ClusterCheckers {
     seen: Option<Arc<ClusterSnapshot>>,
     name: Rc<str>,
     hosts: AHashMap<SocketAddr, HostTask>,
-    counters: Rc<Counters>,
+    counters: Arc<Counters>,
     traffic: Rc<TrafficWatch>,
     changes: u64,
 }
@@ -335,7 +336,7 @@ impl HealthCheckers {
                     seen: None,
                     name: Rc::from(name.as_str()),
                     hosts: AHashMap::new(),
-                    counters: Rc::default(),
+                    counters: Arc::default(),
                     traffic: Rc::new(TrafficWatch {
                         shards: shards.clone(),
                         ids: RefCell::default(),
@@ -464,7 +465,7 @@ impl HealthCheckers {
                 (
                     name.clone(),
                     Counts {
-                        checks: Rc::clone(&c.counters),
+                        checks: Arc::clone(&c.counters),
                         hosts: c.hosts.len() as u64,
                         healthy: healthy as u64,
                         changes: c.changes,
@@ -575,7 +576,7 @@ fn spawn_host(
     let target = target_of(cluster, &hc, c.tls.clone(), address, check);
     let (name, counters, traffic) = (
         Rc::clone(&c.name),
-        Rc::clone(&c.counters),
+        Arc::clone(&c.counters),
         Rc::clone(&c.traffic),
     );
     glommio::spawn_local(async move {
@@ -604,19 +605,17 @@ fn spawn_host(
             // task's own state follows, and says so if it changed.
             let forced = failed_by_response.take()
                 && state.on_outcome(Outcome::ImmediateFail, &hc) == Transition::Changed;
-            counters.attempt.set(counters.attempt.get() + 1);
+            counters.attempt.inc();
             let first = state.is_first();
             let (outcome, why) = probe::check(&hc, &target, &mut conn, &mut timer).await;
             let passed = matches!(outcome, Outcome::Passed { .. });
             if passed {
-                counters.success.set(counters.success.get() + 1);
+                counters.success.inc();
             } else {
                 // As Envoy: `failure` counts every failure.
-                counters.failure.set(counters.failure.get() + 1);
+                counters.failure.inc();
                 if outcome == Outcome::Network {
-                    counters
-                        .network_failure
-                        .set(counters.network_failure.get() + 1);
+                    counters.network_failure.inc();
                 }
             }
             let transition = state.on_outcome(outcome, &hc);

@@ -1,0 +1,188 @@
+//! The admin server's thread: its own executor, so that rendering a large page (or a storm of scrapes) runs beside the control shard, never on it; it reads the state the control shard last published and sends its actions back over a command channel.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::{TcpListener, TcpStream};
+use glommio::{LocalExecutorBuilder, Placement};
+
+use super::state::Inner;
+use crate::events::{AdminAction, Command, CommandSender};
+
+const MAX_REQUEST: usize = 16 * 1024;
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the control shard and the admin thread share.
+pub(super) struct Shared {
+    /// The state as last published: the admin thread takes the `Arc` (a
+    /// lock held for a pointer copy), the control shard swaps in a new one.
+    view: Mutex<Arc<Inner>>,
+    /// Where actions go (set once the thread starts).
+    actions: Mutex<Option<CommandSender>>,
+    stopped: AtomicBool,
+    bound: Mutex<Option<SocketAddr>>,
+}
+
+impl Shared {
+    pub(super) fn new(inner: Inner) -> Self {
+        Self {
+            view: Mutex::new(Arc::new(inner)),
+            actions: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+            bound: Mutex::new(None),
+        }
+    }
+
+    pub(super) fn publish(&self, inner: Inner) {
+        let next = Arc::new(inner);
+        // The old copy is dropped outside the lock (its snapshot may be
+        // the last reference to a large config).
+        let old = std::mem::replace(&mut *lock(&self.view), next);
+        drop(old);
+    }
+
+    pub(super) fn view(&self) -> Arc<Inner> {
+        Arc::clone(&lock(&self.view))
+    }
+
+    /// Sends `action` to the control shard; false when it is gone.
+    pub(super) fn act(&self, action: AdminAction) -> bool {
+        lock(&self.actions)
+            .as_ref()
+            .is_some_and(|c| c.send(Command::Admin(action)))
+    }
+
+    /// Ends the thread: its accept loop sees the flag on the next
+    /// connection, which this makes.
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, Relaxed);
+        *lock(&self.actions) = None;
+        let bound = *lock(&self.bound);
+        if let Some(addr) = bound {
+            let _ = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+        }
+    }
+}
+
+/// A poisoned lock still holds a usable value (an `Arc` or an option).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the thread, binds `addr` there, and returns what it bound.
+pub(super) fn start(
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    actions: CommandSender,
+) -> std::io::Result<SocketAddr> {
+    *lock(&shared.actions) = Some(actions);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("admin".into())
+        .spawn(move || {
+            let ex = LocalExecutorBuilder::new(Placement::Unbound)
+                .io_memory(1 << 20)
+                .name("admin")
+                .make();
+            let ex = match ex {
+                Ok(ex) => ex,
+                Err(e) => {
+                    let _ = tx.send(Err(std::io::Error::other(e.to_string())));
+                    return;
+                }
+            };
+            ex.run(accept(addr, shared, tx));
+        })?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the admin thread ended"))?
+}
+
+async fn accept(
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    started: std::sync::mpsc::Sender<std::io::Result<SocketAddr>>,
+) {
+    let listener = match TcpListener::bind(addr) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = started.send(Err(e.into()));
+            return;
+        }
+    };
+    let bound = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = started.send(Err(e.into()));
+            return;
+        }
+    };
+    *lock(&shared.bound) = Some(bound);
+    let _ = started.send(Ok(bound));
+    while !shared.stopped.load(Relaxed) {
+        match listener.accept().await {
+            Ok(stream) if !shared.stopped.load(Relaxed) => {
+                glommio::spawn_local(serve(stream, Arc::clone(&shared))).detach();
+            }
+            Ok(_) => break,
+            Err(_) => glommio::timer::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    // A client that connects and never sends a request must not hold a task
+    // and a buffer for ever.
+    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let mut buf = vec![0u8; MAX_REQUEST];
+    let mut len = 0;
+    let (method, path) = loop {
+        let n = match stream.read(&mut buf[len..]).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        len += n;
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf[..len]) {
+            Ok(httparse::Status::Complete(_)) => {
+                break (
+                    req.method.unwrap_or("GET").to_string(),
+                    req.path.unwrap_or("/").to_string(),
+                );
+            }
+            Ok(httparse::Status::Partial) if len < MAX_REQUEST => continue,
+            _ => {
+                let _ = respond(&mut stream, 400, "text/plain", "bad request\n").await;
+                return;
+            }
+        }
+    };
+    let (status, ctype, body) = super::route(&method, &path, &shared);
+    let _ = respond(&mut stream, status, ctype, &body).await;
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    ctype: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Service Unavailable",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.flush().await?;
+    stream.close().await
+}
