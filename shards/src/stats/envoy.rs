@@ -16,11 +16,60 @@ use engine::stats::histogram::{self, Merged, BUCKETS};
 
 use super::{Counter, StatusClasses};
 
-/// A latency histogram on one shard (microseconds), its buckets made at
-/// its first sample: most clusters of a large config never see one.
+/// Single-writer counters made a chunk at a time, at the first count in
+/// it: a histogram's samples fill a few of its decades, a cluster's
+/// answers a few status classes, so a used block costs a few chunks, not
+/// its whole range.
+#[derive(Debug)]
+struct Chunked<const CHUNK: usize, const N: usize>([OnceLock<Box<[AtomicU64; CHUNK]>>; N]);
+
+impl<const CHUNK: usize, const N: usize> Default for Chunked<CHUNK, N> {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| OnceLock::new()))
+    }
+}
+
+impl<const CHUNK: usize, const N: usize> Chunked<CHUNK, N> {
+    /// Only the owning shard counts; an index past the range is dropped.
+    #[inline]
+    fn inc(&self, i: usize) {
+        let Some(slot) = self.0.get(i / CHUNK) else {
+            return;
+        };
+        let chunk = slot.get_or_init(|| Box::new(std::array::from_fn(|_| AtomicU64::new(0))));
+        let c = &chunk[i % CHUNK];
+        // One writer: a load and a store, as `Counter`'s.
+        c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// Each index counted, and its count.
+    fn each(&self, mut f: impl FnMut(usize, u64)) {
+        for (at, slot) in self.0.iter().enumerate() {
+            let Some(chunk) = slot.get() else { continue };
+            for (i, c) in chunk.iter().enumerate() {
+                let n = c.load(Relaxed);
+                if n != 0 {
+                    f(at * CHUNK + i, n);
+                }
+            }
+        }
+    }
+
+    /// Bytes its chunks hold.
+    fn bytes(&self) -> usize {
+        self.0.iter().filter(|s| s.get().is_some()).count() * CHUNK * 8
+    }
+}
+
+/// Histogram buckets in chunks of 82 (a decade is 90 buckets).
+const HISTOGRAM_CHUNK: usize = 82;
+const _: () = assert!(HISTOGRAM_CHUNK * 10 == BUCKETS);
+
+/// A latency histogram on one shard (microseconds), each chunk of its
+/// buckets made at its first sample.
 #[derive(Debug, Default)]
 pub struct Histogram {
-    buckets: OnceLock<Box<[AtomicU64]>>,
+    buckets: Chunked<HISTOGRAM_CHUNK, 10>,
     sum: Counter,
     count: Counter,
 }
@@ -30,72 +79,55 @@ impl Histogram {
     #[inline]
     pub fn record(&self, took: Duration) {
         let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        let buckets = self
-            .buckets
-            .get_or_init(|| (0..BUCKETS).map(|_| AtomicU64::new(0)).collect());
-        let b = &buckets[histogram::bucket_of(us)];
-        // One writer: a load and a store, as `Counter`'s.
-        b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        self.buckets.inc(histogram::bucket_of(us));
         self.sum.add(us);
         self.count.inc();
     }
 
     /// Adds this shard's samples to `into`.
     pub fn merge_into(&self, into: &mut Merged) {
-        let Some(buckets) = self.buckets.get() else {
+        if self.count.get() == 0 {
             return;
-        };
-        for (i, b) in buckets.iter().enumerate() {
-            let n = b.load(Relaxed);
-            if n != 0 {
-                into.add(i, n);
-            }
         }
+        self.buckets.each(|i, n| into.add(i, n));
         into.add_sum(self.sum.get());
     }
 
     pub fn count(&self) -> u64 {
         self.count.get()
     }
+
+    /// Bytes its bucket chunks hold (its own size aside).
+    pub fn bytes(&self) -> usize {
+        self.buckets.bytes()
+    }
 }
 
-/// Counts by HTTP status code (100..=599), made at the first: Envoy's
+/// Counts by HTTP status code (100..=599), a class at a time: Envoy's
 /// `upstream_rq_<code>`, whose `_xx` and `_completed` are its sums.
 #[derive(Debug, Default)]
 pub struct Codes {
-    counts: OnceLock<Box<[AtomicU64]>>,
+    counts: Chunked<100, 5>,
 }
 
 impl Codes {
-    const FIRST: u16 = 100;
-    const LEN: usize = 500;
-
     /// Only the owning shard records; a code outside 100..=599 is not
     /// one (the codecs refuse such heads).
     #[inline]
     pub fn record(&self, code: u16) {
-        let Some(i) = code.checked_sub(Self::FIRST).map(usize::from) else {
-            return;
-        };
-        let counts = self
-            .counts
-            .get_or_init(|| (0..Self::LEN).map(|_| AtomicU64::new(0)).collect());
-        if let Some(c) = counts.get(i) {
-            c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+        if let Some(i) = code.checked_sub(100) {
+            self.counts.inc(usize::from(i));
         }
     }
 
     /// Each code counted, and its count.
     pub fn each(&self, mut f: impl FnMut(u16, u64)) {
-        let Some(counts) = self.counts.get() else {
-            return;
-        };
-        for (i, c) in counts.iter().enumerate() {
-            let n = c.load(Relaxed);
-            if n != 0 {
-                f(Self::FIRST + i as u16, n);
-            }
-        }
+        self.counts.each(|i, n| f(100 + i as u16, n));
+    }
+
+    /// Bytes its chunks hold.
+    pub fn bytes(&self) -> usize {
+        self.counts.bytes()
     }
 }
 
@@ -299,8 +331,22 @@ mod tests {
         assert_eq!(m.cumulative_le_ms(0.5), 1);
         assert_eq!(m.cumulative_le_ms(5.0), 2);
         assert_eq!(m.cumulative_le_ms(50.0), 3);
-        // An idle histogram has no buckets.
-        assert!(Histogram::default().buckets.get().is_none());
+        // An idle histogram has no buckets; a used one, the chunks its
+        // samples fell in.
+        assert_eq!(Histogram::default().bytes(), 0);
+        assert_eq!(a.bytes(), 2 * HISTOGRAM_CHUNK * 8);
+    }
+
+    #[test]
+    fn codes_count_by_code_a_class_at_a_time() {
+        let c = Codes::default();
+        for code in [200, 200, 503, 99, 600, 599] {
+            c.record(code);
+        }
+        let mut seen = Vec::new();
+        c.each(|code, n| seen.push((code, n)));
+        assert_eq!(seen, [(200, 2), (503, 1), (599, 1)]);
+        assert_eq!(c.bytes(), 2 * 100 * 8);
     }
 
     #[test]
