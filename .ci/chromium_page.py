@@ -10,6 +10,7 @@ anything the page does later (a WebSocket's answer) is in it.
 Usage: chromium_page.py URL ID WAITING TIMEOUT -- CHROMIUM_ARGS...
 """
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -20,7 +21,10 @@ import time
 import websockets
 
 
-async def read_text(url, element, waiting, timeout, chromium_args):
+@contextlib.asynccontextmanager
+async def open_page(url, timeout, chromium_args):
+    """Chromium headless on URL: yields `call(method, params)`, a DevTools
+    call in the page's session, and the deadline; stops Chromium after."""
     profile = tempfile.mkdtemp(prefix="chromium-page-")
     proc = subprocess.Popen(
         ["chromium", "--headless", "--remote-debugging-port=0", f"--user-data-dir={profile}", *chromium_args, "about:blank"],
@@ -32,7 +36,7 @@ async def read_text(url, element, waiting, timeout, chromium_args):
         deadline = time.monotonic() + timeout
         while not os.path.exists(port_file) or len(open(port_file).read().split("\n")) < 2:
             if time.monotonic() > deadline:
-                return "chromium did not start"
+                raise TimeoutError("chromium did not start")
             await asyncio.sleep(0.1)
         port, path = open(port_file).read().split("\n")[:2]
         async with websockets.connect(f"ws://127.0.0.1:{port}{path}", max_size=None) as browser:
@@ -50,17 +54,11 @@ async def read_text(url, element, waiting, timeout, chromium_args):
 
             target = (await call("Target.createTarget", {"url": url}))["targetId"]
             session = (await call("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
-            text = waiting
-            while time.monotonic() < deadline:
-                expr = f"(document.getElementById({json.dumps(element)}) || {{}}).textContent"
-                result = await call("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session)
-                value = result.get("result", {}).get("value")
-                if isinstance(value, str):
-                    text = value
-                    if text != waiting:
-                        break
-                await asyncio.sleep(0.1)
-            return text
+
+            async def page_call(method, params=None):
+                return await call(method, params, session)
+
+            yield page_call, deadline
     finally:
         proc.kill()
         proc.wait()
@@ -72,6 +70,29 @@ async def read_text(url, element, waiting, timeout, chromium_args):
             if not os.path.exists(profile):
                 break
             time.sleep(0.5)
+
+
+async def evaluate(call, expr):
+    """The value of a JavaScript expression in the page (None if it has none)."""
+    result = await call("Runtime.evaluate", {"expression": expr, "returnByValue": True})
+    return result.get("result", {}).get("value")
+
+
+async def read_text(url, element, waiting, timeout, chromium_args):
+    try:
+        async with open_page(url, timeout, chromium_args) as (call, deadline):
+            text = waiting
+            while time.monotonic() < deadline:
+                expr = f"(document.getElementById({json.dumps(element)}) || {{}}).textContent"
+                value = await evaluate(call, expr)
+                if isinstance(value, str):
+                    text = value
+                    if text != waiting:
+                        break
+                await asyncio.sleep(0.1)
+            return text
+    except TimeoutError as e:
+        return str(e)
 
 
 def main():

@@ -7,6 +7,7 @@
 mod actions;
 mod clusters;
 mod config_dump;
+mod dashboard;
 mod envoy_stats;
 mod exposition;
 mod filter_stats;
@@ -232,14 +233,17 @@ fn route(method: &str, target: &str, shared: &server::Shared) -> (u16, &'static 
             let l: Vec<Value> = serving.chain(not_serving).collect();
             (200, "application/json", pretty(json!({ "listeners": l })))
         }
-        "/" => (
+        // The live dashboard, and what it polls.
+        "/" => (200, "text/html; charset=utf-8", dashboard::PAGE.into()),
+        "/dashboard.json" => (200, "application/json", pretty(dashboard::json(inner))),
+        "/help" => (
             200,
             "text/plain",
-            "admin endpoints: /ready /server_info /stats /stats?format=json|text&filter=&usedonly /stats/prometheus[?filter=&usedonly] /config_dump /clusters /clusters?format=json /listeners; \
+            "admin endpoints: / (dashboard) /dashboard.json /ready /server_info /stats /stats?format=json|text&filter=&usedonly /stats/prometheus[?filter=&usedonly] /config_dump /clusters /clusters?format=json /listeners; \
              POST /healthcheck/fail /healthcheck/ok /drain_listeners[?graceful]\n"
                 .into(),
         ),
-        _ => (404, "text/plain", "not found; see /\n".into()),
+        _ => (404, "text/plain", "not found; see /help\n".into()),
     }
 }
 
