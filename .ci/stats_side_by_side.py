@@ -54,27 +54,23 @@ not start, the watchdog fired). SBS_KEEP=1 keeps the work directory (both
 bootstraps, logs and scrapes) and prints its path.
 """
 import argparse
-import atexit
 import fnmatch
 import http.client
 import json
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client.parser import text_string_to_metric_families
+from prom_text import LineParse, View, split_key
+import side_by_side as sbs
+from side_by_side import WAIT_S, free_port, log_tail, spawn, stop, wait_for, write_bootstrap
 
-WAIT_S = 15  # the longest any single wait may take
 OVERALL_S = 120  # a watchdog over the whole script
 ENVOY_FLUSH_S = 1  # Envoy's stats_flush_interval (its copy of the bootstrap only)
 
@@ -227,69 +223,6 @@ ALLOWED = [
 
 # ---------------------------------------------------------------- processes
 
-_children = []
-_tmp = None
-
-
-def _cleanup():
-    for p in _children:
-        if p.poll() is None:
-            try:
-                p.terminate()
-            except OSError:
-                pass
-    deadline = time.time() + 3
-    for p in _children:
-        try:
-            p.wait(max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            try:
-                p.wait(2)
-            except subprocess.TimeoutExpired:
-                pass
-    if _tmp and os.path.isdir(_tmp) and not os.environ.get("SBS_KEEP"):
-        shutil.rmtree(_tmp, ignore_errors=True)
-
-
-def _on_signal(signum, _frame):
-    _cleanup()
-    os._exit(128 + signum)
-
-
-def _watchdog():
-    print(f"stats side by side: gave up after {OVERALL_S} s", file=sys.stderr, flush=True)
-    _cleanup()
-    os._exit(2)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def log_tail(log):
-    if log and os.path.exists(log):
-        with open(log, errors="replace") as f:
-            return "".join(f.readlines()[-30:])
-    return ""
-
-
-def wait_for(what, cond, timeout=WAIT_S, proc=None, log=None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        if proc is not None and proc.poll() is not None:
-            what += f" (it exited with status {proc.returncode})"
-            break
-        time.sleep(0.05)
-    tail = log_tail(log)
-    raise RuntimeError(f"timed out waiting for {what}" + (f"; log tail:\n{tail}" if tail else ""))
-
-
 # ---------------------------------------------------------------- backend
 
 
@@ -398,30 +331,6 @@ def bootstrap(ingress_port, other_port, admin_port, backend_port, dead_port, env
     return b
 
 
-def write_bootstrap(label, boot):
-    path = os.path.join(_tmp, f"{label}.yaml")
-    with open(path, "w") as f:
-        json.dump(boot, f, indent=1)  # JSON is YAML; both proxies read it as such
-    return path
-
-
-def spawn(argv, log):
-    with open(log, "w") as logf:
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    _children.append(proc)
-    return proc
-
-
-def stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 def http_get(url, timeout=5):
     """(status, content type, body) of a GET, or None when it failed."""
     try:
@@ -436,7 +345,7 @@ def http_get(url, timeout=5):
 def start_gateway(gateway, backend, dead_port):
     """The gateway on port 0 everywhere; its addresses read from its output
     (`listener <name> on <addr>`, `admin on http://<addr>/`)."""
-    log = os.path.join(_tmp, "gateway.log")
+    log = os.path.join(sbs.work_dir(), "gateway.log")
     path = write_bootstrap("gateway", bootstrap(0, 0, 0, backend.port, dead_port, envoy=False))
     proc = spawn([gateway, "-c", path, "--shards", "1"], log)
 
@@ -463,7 +372,7 @@ def start_envoy(envoy, base_id, backend, dead_port):
     ready when its admin says so. Started again, on other ports and another
     base id, when it exits at once: another Envoy may hold the base id's
     domain socket (a concurrent run), or a port may have been taken since."""
-    log = os.path.join(_tmp, "envoy.log")
+    log = os.path.join(sbs.work_dir(), "envoy.log")
     for attempt in range(3):
         iport, oport, aport = free_port(), free_port(), free_port()
         bid = base_id if attempt == 0 else base_id + 1 + (os.getpid() * 7 + attempt) % 400
@@ -587,161 +496,6 @@ def run_proxy(label, start, backend, settle_s, lag):
         return statuses, backend.take(), now, addrs
     finally:
         stop(proc)
-
-
-# ---------------------------------------------------------------- parsing
-
-NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-SAMPLE = re.compile(r"^(" + NAME + r")(?:\{(.*)\})? (\S+)$")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\.)*)"')
-TYPE_RANK = {"counter": 0, "gauge": 1, "histogram": 2}
-SUFFIXES = {"counter": [""], "gauge": [""], "histogram": ["_bucket", "_sum", "_count"],
-            "summary": ["", "_sum", "_count"]}
-
-
-def parse_labels(text):
-    """[(name, value), ...] in printed order (values unescaped), or None
-    when `text` is not exactly a comma-separated list of name="value"."""
-    out, pos = [], 0
-    while pos < len(text):
-        m = LABEL.match(text, pos)
-        if not m:
-            return None
-        v = re.sub(r"\\(.)", lambda x: {"n": "\n"}.get(x.group(1), x.group(1)), m.group(2))
-        out.append((m.group(1), v))
-        pos = m.end()
-        if pos < len(text):
-            if text[pos] != ",":
-                return None
-            pos += 1
-            if pos == len(text):
-                return None  # a trailing comma
-    return out
-
-
-def split_key(key):
-    """A printed series (`name{labels}`) -> (name, label list)."""
-    m = SAMPLE.match(key + " 0")
-    return m.group(1), parse_labels(m.group(2) or "")
-
-
-class LineParse:
-    """The literal view of an exposition: series as printed (key = the line
-    up to the value), the `# TYPE` lines in order, and what the format
-    checks need."""
-
-    def __init__(self, text):
-        self.samples = {}  # printed key -> value
-        self.by_labels = {}  # (name, frozenset(labels)) -> printed key
-        self.types = []  # [(family, type)] in order
-        self.type_of = {}
-        self.help = []
-        self.comments = []
-        self.blank = 0
-        self.bad = []
-        self.untyped = []
-        self.dup_types = []
-        self.dup_series = []
-        self.no_braces = []
-        self.final_newline = text.endswith("\n")
-        family, ftype, allowed = None, None, []
-        lines = text.split("\n")
-        if self.final_newline:
-            lines.pop()
-        for line in lines:
-            if line == "":
-                self.blank += 1
-            elif line.startswith("# TYPE "):
-                parts = line.split(" ")
-                if len(parts) != 4 or not re.fullmatch(NAME, parts[2]):
-                    self.bad.append(line)
-                    family, ftype, allowed = None, None, []
-                    continue
-                family, ftype = parts[2], parts[3]
-                if family in self.type_of:
-                    self.dup_types.append(family)
-                self.type_of[family] = ftype
-                self.types.append((family, ftype))
-                allowed = [family + s for s in SUFFIXES.get(ftype, [""])]
-            elif line.startswith("# HELP "):
-                self.help.append(line)
-            elif line.startswith("#"):
-                self.comments.append(line)
-            else:
-                m = SAMPLE.match(line)
-                labels = m and parse_labels(m.group(2) or "")
-                try:
-                    value = float(m.group(3)) if m else None
-                except ValueError:
-                    value = None
-                if not m or labels is None or value is None:
-                    self.bad.append(line)
-                    continue
-                name = m.group(1)
-                key = line.rsplit(" ", 1)[0]
-                if name not in allowed:
-                    self.untyped.append(name)
-                if m.group(2) is None:
-                    self.no_braces.append(key)
-                if key in self.samples:
-                    self.dup_series.append(key)
-                self.samples[key] = value
-                self.by_labels[(name, frozenset(labels))] = key
-
-    def block_order(self):
-        """'ok' or the first family that breaks counters-gauges-histograms."""
-        rank, prev = -1, None
-        for fam, typ in self.types:
-            r = TYPE_RANK.get(typ)
-            if r is None:
-                return f"{fam} is a {typ}, neither counter, gauge nor histogram"
-            if r < rank:
-                return f"{typ} {fam} after {self.type_of[prev]} {prev}"
-            rank, prev = r, fam
-        return "ok"
-
-
-def pc_parse(text, lp):
-    """prometheus_client's view: (name, frozenset(labels)) -> value, names
-    as printed. The parser renames a counter's samples (`x` -> `x_total`)
-    and its family (`x_total` -> `x`); the original name is taken from the
-    `# TYPE` line the family came from, matched in order."""
-    out = {}
-    ptr = 0
-    for f in text_string_to_metric_families(text):
-        orig = None
-        for j in range(ptr, len(lp.types)):
-            n, t = lp.types[j]
-            munged = n[:-6] if t == "counter" and n.endswith("_total") else n
-            if t == f.type and munged == f.name:
-                orig, ptr = n, j + 1
-                break
-        for s in f.samples:
-            name = s.name
-            if f.type == "counter" and orig is not None and not orig.endswith("_total"):
-                name = name.removesuffix("_total")
-            out[(name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-class View:
-    """Both parses of one scrape."""
-
-    def __init__(self, status, ctype, text):
-        self.status, self.ctype, self.text = status, ctype, text
-        self.lp = LineParse(text)
-        try:
-            self.pc = pc_parse(text, self.lp)
-            self.pc_error = None
-        except Exception as e:  # noqa: BLE001 - the parser's refusal is the finding
-            self.pc, self.pc_error = {}, f"{type(e).__name__}: {e}"
-
-    def value(self, key):
-        """(value, how it is printed) of a compared series: by name and
-        labels via prometheus_client, and literally via the line parser."""
-        name, labels = split_key(key)
-        lkey = frozenset(labels)
-        return self.pc.get((name, lkey)), self.lp.samples.get(key), self.lp.by_labels.get((name, lkey))
 
 
 # ---------------------------------------------------------------- comparing
@@ -897,7 +651,6 @@ def wrap(names, indent="    ", width=110):
 
 
 def main():
-    global _tmp
     ap = argparse.ArgumentParser()
     ap.add_argument("gateway")
     ap.add_argument("envoy")
@@ -908,13 +661,7 @@ def main():
     for label, path in (("gateway", args.gateway), ("envoy", args.envoy)):
         if not os.access(path, os.X_OK):
             raise RuntimeError(f"no {label} binary at {path}")
-    atexit.register(_cleanup)
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    dog = threading.Timer(OVERALL_S, _watchdog)
-    dog.daemon = True
-    dog.start()
-    _tmp = tempfile.mkdtemp(prefix="stats-sbs-")
+    sbs.begin("stats side by side", OVERALL_S)
 
     backend = Backend()
     # The dead cluster's endpoint: bound, never listening (connecting to it
@@ -933,7 +680,7 @@ def main():
     problems = []
     views = {}
     for label, (statuses, counts, (status, ctype, text), addrs) in runs.items():
-        with open(os.path.join(_tmp, f"{label}.prom"), "w") as f:
+        with open(os.path.join(sbs.work_dir(), f"{label}.prom"), "w") as f:
             f.write(text)
         for listener, path, n, want in TRAFFIC:
             got = statuses[(listener, path)]
@@ -997,7 +744,7 @@ def main():
     for p in problems:
         print("PROBLEM " + p)
     if os.environ.get("SBS_KEEP"):
-        print(f"kept: {_tmp} (bootstraps, logs, envoy.prom, gateway.prom)")
+        print(f"kept: {sbs.work_dir()} (bootstraps, logs, envoy.prom, gateway.prom)")
     if failed:
         print("stats side by side: FAILED")
         return 1
@@ -1012,5 +759,5 @@ if __name__ == "__main__":
         print(f"stats side by side: error: {e}", file=sys.stderr)
         code = 2
     sys.stdout.flush()
-    _cleanup()
+    sbs.cleanup()
     os._exit(code)

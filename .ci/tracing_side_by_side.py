@@ -29,17 +29,12 @@ Usage: tracing_side_by_side.py GATEWAY_BIN ENVOY_BIN [--base-id N] [-v]
 Exit status 0 when everything matched ("tracing side by side: all matched").
 """
 import argparse
-import atexit
 import fnmatch
 import json
 import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -47,10 +42,12 @@ import urllib.request
 from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import side_by_side as sbs
+from side_by_side import free_port, spawn, stop, wait_for, write_bootstrap
+
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-WAIT_S = 15  # the longest any single wait may take
 OVERALL_S = 150  # a watchdog over the whole script
 SETTLE_S = 1.5  # after the expected spans arrived, a pause for unexpected extra ones
 
@@ -91,64 +88,6 @@ ALLOWED = [
 # UUID per request) and each proxy's own listener address (in http.url).
 
 # ---------------------------------------------------------------- processes
-
-_children = []
-_tmp = None
-
-
-def _cleanup():
-    for p in _children:
-        if p.poll() is None:
-            try:
-                p.terminate()
-            except OSError:
-                pass
-    deadline = time.time() + 3
-    for p in _children:
-        try:
-            p.wait(max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            try:
-                p.wait(2)
-            except subprocess.TimeoutExpired:
-                pass
-    if _tmp and os.path.isdir(_tmp) and not os.environ.get("SBS_KEEP"):
-        shutil.rmtree(_tmp, ignore_errors=True)
-
-
-def _on_signal(signum, _frame):
-    _cleanup()
-    os._exit(128 + signum)
-
-
-def _watchdog():
-    print(f"tracing side by side: gave up after {OVERALL_S} s", file=sys.stderr, flush=True)
-    _cleanup()
-    os._exit(2)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, cond, timeout=WAIT_S, proc=None, log=None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        if proc is not None and proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    tail = ""
-    if log and os.path.exists(log):
-        with open(log, errors="replace") as f:
-            tail = "".join(f.readlines()[-30:])
-    raise RuntimeError(f"timed out waiting for {what}" + (f"; log tail:\n{tail}" if tail else ""))
-
 
 # ---------------------------------------------------------------- backend
 
@@ -361,34 +300,10 @@ def request(addr, path):
         return f"error: {e}"
 
 
-def write_bootstrap(label, boot):
-    path = os.path.join(_tmp, f"{label}.yaml")
-    with open(path, "w") as f:
-        json.dump(boot, f, indent=1)  # JSON is YAML; both proxies read it as such
-    return path
-
-
-def spawn(argv, log):
-    with open(log, "w") as logf:
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    _children.append(proc)
-    return proc
-
-
-def stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 def start_gateway(gateway, backend, closed_port, collector):
     """The gateway on port 0 everywhere; its listener's address read from
     its output (`listener ingress on <addr>`)."""
-    log = os.path.join(_tmp, "gateway.log")
+    log = os.path.join(sbs.work_dir(), "gateway.log")
     path = write_bootstrap("gateway", bootstrap(0, 0, backend.port, closed_port, collector.port,
                                                 envoy_runtime=False))
     proc = spawn([gateway, "-c", path, "--shards", "1"], log)
@@ -409,7 +324,7 @@ def start_envoy(envoy, base_id, backend, closed_port, collector):
     ready when its admin says so. Started again, on other ports and another
     base id, when it exits at once: another Envoy may hold the base id's
     domain socket (a concurrent run), or a port may have been taken since."""
-    log = os.path.join(_tmp, "envoy.log")
+    log = os.path.join(sbs.work_dir(), "envoy.log")
     for attempt in range(3):
         lport, aport = free_port(), free_port()
         bid = base_id if attempt == 0 else base_id + 1 + (os.getpid() * 7 + attempt) % 400
@@ -607,7 +522,6 @@ def show(v):
 
 
 def main():
-    global _tmp
     ap = argparse.ArgumentParser()
     ap.add_argument("gateway")
     ap.add_argument("envoy")
@@ -615,13 +529,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="print both views in full")
     args = ap.parse_args()
 
-    atexit.register(_cleanup)
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    dog = threading.Timer(OVERALL_S, _watchdog)
-    dog.daemon = True
-    dog.start()
-    _tmp = tempfile.mkdtemp(prefix="tracing-sbs-")
+    sbs.begin("tracing side by side", OVERALL_S)
 
     backend = Backend()
     # A closed port that stays closed: bound, never listening (connecting
@@ -668,7 +576,7 @@ def main():
             orders[label][scenario] = attr_orders(trace)
         if not spans:
             problems.append(f"{label}: exported no spans at all; log:\n" +
-                            open(os.path.join(_tmp, f"{label}.log"), errors="replace").read()[-3000:])
+                            open(os.path.join(sbs.work_dir(), f"{label}.log"), errors="replace").read()[-3000:])
 
     failed = bool(problems)
     details = []
@@ -722,5 +630,5 @@ if __name__ == "__main__":
         print(f"tracing side by side: error: {e}", file=sys.stderr)
         code = 2
     sys.stdout.flush()
-    _cleanup()
+    sbs.cleanup()
     os._exit(code)
