@@ -174,11 +174,11 @@ fn route(method: &str, target: &str, shared: &server::Shared) -> (u16, &'static 
         },
         "/server_info" => (200, "application/json", pretty(server_info(inner))),
         // Today's page, unless Envoy's forms are asked for.
-        "/stats" if query.is_empty() => (
-            200,
-            "text/plain; version=0.0.4",
-            prometheus::render(inner),
-        ),
+        "/stats" if query.is_empty() => {
+            let mut page = prometheus::render(inner);
+            server::write_series(&mut page, shared);
+            (200, "text/plain; version=0.0.4", page)
+        }
         "/stats" => match envoy_stats::Query::parse(query) {
             Ok(q) => match q.format {
                 envoy_stats::Format::Json => (

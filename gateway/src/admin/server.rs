@@ -1,7 +1,7 @@
 //! The admin server's thread: its own executor, so that rendering a large page (or a storm of scrapes) runs beside the control shard, never on it; it reads the state the control shard last published and sends its actions back over a command channel.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +14,15 @@ use crate::events::{AdminAction, Command, CommandSender};
 
 const MAX_REQUEST: usize = 16 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that does not read its page within this is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pages rendered or being sent at once, at most: a page of 10,000
+/// clusters is tens of MB, so a storm of scrapes must not hold one each.
+/// Past it, a request is answered 503 at once (and counted).
+pub(super) const MAX_PAGES: usize = 4;
+/// Connections open at once, at most; past it, closed unanswered (and
+/// counted).
+const MAX_CONNECTIONS: usize = 256;
 
 /// What the control shard and the admin thread share.
 pub(super) struct Shared {
@@ -24,6 +33,12 @@ pub(super) struct Shared {
     actions: Mutex<Option<CommandSender>>,
     stopped: AtomicBool,
     bound: Mutex<Option<SocketAddr>>,
+    /// Connections open, and pages being rendered or sent (only the admin
+    /// thread changes them).
+    connections: AtomicUsize,
+    pages: AtomicUsize,
+    /// Requests refused past those bounds (`/stats` says).
+    pub(super) refused: AtomicU64,
 }
 
 impl Shared {
@@ -33,6 +48,9 @@ impl Shared {
             actions: Mutex::new(None),
             stopped: AtomicBool::new(false),
             bound: Mutex::new(None),
+            connections: AtomicUsize::new(0),
+            pages: AtomicUsize::new(0),
+            refused: AtomicU64::new(0),
         }
     }
 
@@ -65,6 +83,19 @@ impl Shared {
             let _ = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1));
         }
     }
+}
+
+/// The admin server's own series, for `/stats`.
+pub(super) fn write_series(out: &mut String, shared: &Shared) {
+    use std::fmt::Write as _;
+    let name = "gateway_admin_requests_refused_total";
+    super::exposition::metric(
+        out,
+        name,
+        "counter",
+        "Admin requests refused: past the pages served at once (answered 503) or the connections open at once (closed).",
+    );
+    let _ = writeln!(out, "{name} {}", shared.refused.load(Relaxed));
 }
 
 /// A poisoned lock still holds a usable value (an `Arc` or an option).
@@ -124,6 +155,10 @@ async fn accept(
     while !shared.stopped.load(Relaxed) {
         match listener.accept().await {
             Ok(stream) if !shared.stopped.load(Relaxed) => {
+                if shared.connections.load(Relaxed) >= MAX_CONNECTIONS {
+                    shared.refused.fetch_add(1, Relaxed);
+                    continue;
+                }
                 glommio::spawn_local(serve(stream, Arc::clone(&shared))).detach();
             }
             Ok(_) => break,
@@ -132,10 +167,28 @@ async fn accept(
     }
 }
 
+/// Counts one in `n` while it lives.
+struct Held<'a>(&'a AtomicUsize);
+
+impl<'a> Held<'a> {
+    fn new(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Relaxed);
+        Self(n)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
 async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
-    // A client that connects and never sends a request must not hold a task
-    // and a buffer for ever.
+    let _open = Held::new(&shared.connections);
+    // A client that connects and never sends a request, or never reads
+    // its page, must not hold a task and a buffer for ever.
     let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut len = 0;
     let (method, path) = loop {
@@ -160,6 +213,13 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         }
     };
+    if shared.pages.load(Relaxed) >= MAX_PAGES {
+        shared.refused.fetch_add(1, Relaxed);
+        let busy = "too many admin requests at once; retry\n";
+        let _ = respond(&mut stream, 503, "text/plain", busy).await;
+        return;
+    }
+    let _page = Held::new(&shared.pages);
     let (status, ctype, body) = super::route(&method, &path, &shared);
     let _ = respond(&mut stream, status, ctype, &body).await;
 }
