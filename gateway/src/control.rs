@@ -215,8 +215,11 @@ pub(crate) async fn run(
     control.health.sync(&control.current, &control.events);
     control.admin.set_health(control.health.counts());
     control.refresh_admin();
+    control.admin.publish();
     let _ = started.send(Ok((admin_addr, listeners)));
     control.event_loop(&inbox).await;
+    // Actions from now on are answered 503: nothing would act on them.
+    drop(_sources);
     stop_shards(&mut control.links).await;
     control.admin.stop();
 }
@@ -406,7 +409,12 @@ impl Control {
             let refresh = match event {
                 Event::Command(Command::Shutdown) => break,
                 Event::Command(Command::Reload(boot, reply)) => {
-                    let _ = reply.send(self.reload(*boot).await);
+                    let result = self.reload(*boot).await;
+                    // The admin shows the new config before the caller
+                    // hears it applied.
+                    self.refresh_admin();
+                    self.admin.publish();
+                    let _ = reply.send(result);
                     true
                 }
                 Event::Command(Command::Admin(action)) => {
@@ -446,6 +454,8 @@ impl Control {
             if refresh {
                 self.refresh_admin();
             }
+            // Whatever the event changed, at once for the admin server.
+            self.admin.publish();
         }
     }
 

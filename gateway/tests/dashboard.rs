@@ -99,3 +99,36 @@ fn the_dashboard_is_one_page_and_its_json_matches_the_stats() {
     assert_eq!(status, 200);
     assert!(help.contains("/stats/prometheus"));
 }
+
+/// A page on another site cannot make this instance fail its health
+/// check: a browser's cross-site POST (it says its `Origin`) is refused.
+#[test]
+fn a_cross_site_post_to_the_admin_is_refused() {
+    use std::io::{Read, Write};
+    let be = H1Backend::start(|_| H1Answer::ok("ok"));
+    let bootstrap = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &support::yaml::one_route("backend", ""),
+        &support::yaml::h1_cluster("backend", be.addr()),
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let admin = gw.admin_addr.expect("admin");
+    let mut s = std::net::TcpStream::connect(admin).unwrap();
+    s.write_all(
+        b"POST /healthcheck/fail HTTP/1.1\r\nhost: x\r\norigin: https://evil.example\r\n\r\n",
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert_eq!(admin_get(admin, "/ready"), (200, "LIVE\n".to_owned()));
+    // The page itself may run only its own script.
+    let mut s = std::net::TcpStream::connect(admin).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    assert!(page.contains("content-security-policy: default-src 'none'"));
+    assert!(page.contains("x-content-type-options: nosniff"));
+}

@@ -34,12 +34,16 @@ use shards::stats::ShardStats;
 use state::{Inner, PushStats, ServerState};
 
 /// What the admin server reports from. The control shard owns it and
-/// changes it through the setters; each change is published as a new
-/// immutable copy, which the admin server's own thread renders from, so a
-/// scrape never holds the control shard (and so xDS).
+/// changes it through the setters; [`AdminState::publish`] (once per
+/// event, so a page never shows half of one) hands the admin server's own
+/// thread an immutable copy (pointers: the large parts are `Arc`s), which
+/// it renders from, so a scrape never holds the control shard (and so
+/// xDS).
 #[derive(Clone)]
 pub struct AdminState {
     inner: Rc<RefCell<Inner>>,
+    /// Changed since the last publish.
+    dirty: Rc<std::cell::Cell<bool>>,
     shared: Arc<server::Shared>,
 }
 
@@ -49,32 +53,42 @@ impl AdminState {
         snapshot: Arc<Snapshot>,
         bootstrap: Bootstrap,
     ) -> Self {
+        let dynamic = bootstrap.dynamic.is_some();
         let inner = Inner {
             shards,
             snapshot,
             bootstrap: Arc::new(bootstrap),
-            xds: None,
+            // With xDS, not ready until its first fetch says so.
+            xds: dynamic.then(|| Arc::new(XdsView::default())),
             pushes: PushStats::default(),
             tls_reloads: (0, 0),
-            outlier: OutlierView::default(),
+            outlier: Arc::default(),
             epoch: (Instant::now(), SystemTime::now()),
             flags: Arc::default(),
-            not_serving: Vec::new(),
-            dns: Default::default(),
-            health: Default::default(),
+            not_serving: Arc::default(),
+            dns: Arc::default(),
+            health: Arc::default(),
         };
         let shared = Arc::new(server::Shared::new(inner.clone()));
         Self {
             inner: Rc::new(RefCell::new(inner)),
+            dirty: Rc::default(),
             shared,
         }
     }
 
-    /// Changes the state and publishes the result to the admin server.
+    /// Changes the state; the admin server sees it at the next publish.
     fn change(&self, f: impl FnOnce(&mut Inner)) {
-        let mut i = self.inner.borrow_mut();
-        f(&mut i);
-        self.shared.publish(i.clone());
+        f(&mut self.inner.borrow_mut());
+        self.dirty.set(true);
+    }
+
+    /// Hands the admin server what changed: called by the control loop
+    /// once per event (so a page shows no half of one).
+    pub fn publish(&self) {
+        if self.dirty.replace(false) {
+            self.shared.publish(self.inner.borrow().clone());
+        }
     }
 
     pub fn set_config(&self, snapshot: Arc<Snapshot>, bootstrap: Bootstrap) {
@@ -109,23 +123,23 @@ impl AdminState {
     /// snapshot); `epoch` maps their instants to wall-clock time.
     pub fn set_outlier(&self, view: OutlierView, epoch: (Instant, SystemTime)) {
         self.change(|i| {
-            i.outlier = view;
+            i.outlier = Arc::new(view);
             i.epoch = epoch;
         });
     }
 
     pub fn set_xds(&self, view: XdsView) {
-        self.change(|i| i.xds = Some(view));
+        self.change(|i| i.xds = Some(Arc::new(view)));
     }
 
     /// The listeners that could not bind at the last update.
     pub fn set_not_serving(&self, not_serving: Vec<crate::ports::NotServing>) {
-        self.change(|i| i.not_serving = not_serving);
+        self.change(|i| i.not_serving = Arc::new(not_serving));
     }
 
     /// Each DNS cluster's lookups so far.
     pub(crate) fn set_dns(&self, dns: std::collections::BTreeMap<String, crate::dns::Counts>) {
-        self.change(|i| i.dns = dns);
+        self.change(|i| i.dns = Arc::new(dns));
     }
 
     /// Each actively checked cluster's checks.
@@ -133,7 +147,7 @@ impl AdminState {
         &self,
         health: std::collections::BTreeMap<String, crate::health::Counts>,
     ) {
-        self.change(|i| i.health = health);
+        self.change(|i| i.health = Arc::new(health));
     }
 
     /// Closes the admin listener; its thread ends.

@@ -628,7 +628,7 @@ fn gateway_wide(out: &mut String, inner: &Inner) {
         let name = escape(&l.name);
         let _ = writeln!(out, "gateway_listener_serving{{listener=\"{name}\"}} 1");
     }
-    for n in &inner.not_serving {
+    for n in inner.not_serving.iter() {
         let name = escape(&n.name);
         let _ = writeln!(out, "gateway_listener_serving{{listener=\"{name}\"}} 0");
     }
@@ -768,7 +768,7 @@ fn dns(out: &mut String, inner: &Inner) {
         "counter",
         "Lookups of DNS clusters' names, by outcome (a failure keeps the hosts found before).",
     );
-    for (cluster, c) in &inner.dns {
+    for (cluster, c) in inner.dns.iter() {
         for (outcome, n) in [("success", c.successes), ("failure", c.failures)] {
             let _ = writeln!(
                 out,
@@ -782,7 +782,7 @@ fn dns(out: &mut String, inner: &Inner) {
         "gauge",
         "Hosts a DNS cluster's names resolved to.",
     );
-    for (cluster, c) in &inner.dns {
+    for (cluster, c) in inner.dns.iter() {
         let _ = writeln!(
             out,
             "gateway_dns_hosts{{cluster=\"{cluster}\"}} {}",
@@ -802,7 +802,7 @@ fn health_checks(out: &mut String, inner: &Inner) {
         "counter",
         "Active health checks ended, by outcome (failure: a wrong answer; network_failure: none).",
     );
-    for (cluster, c) in &inner.health {
+    for (cluster, c) in inner.health.iter() {
         let k = &c.checks;
         for (outcome, n) in [
             ("success", k.success.get()),
@@ -838,7 +838,7 @@ fn health_checks(out: &mut String, inner: &Inner) {
             "gauge"
         };
         metric(out, name, kind, help);
-        for (cluster, c) in &inner.health {
+        for (cluster, c) in inner.health.iter() {
             let _ = writeln!(out, "{name}{{cluster=\"{cluster}\"}} {}", get(c));
         }
     }

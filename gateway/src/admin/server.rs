@@ -159,7 +159,10 @@ async fn accept(
                     shared.refused.fetch_add(1, Relaxed);
                     continue;
                 }
-                glommio::spawn_local(serve(stream, Arc::clone(&shared))).detach();
+                // Counted here, not when its task first runs: a burst of
+                // accepts stays within the bound.
+                let slot = Connection::new(Arc::clone(&shared));
+                glommio::spawn_local(serve(stream, slot)).detach();
             }
             Ok(_) => break,
             Err(_) => glommio::timer::sleep(Duration::from_millis(10)).await,
@@ -183,15 +186,31 @@ impl Drop for Held<'_> {
     }
 }
 
-async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
-    let _open = Held::new(&shared.connections);
+/// An admin connection counted open while it lives.
+struct Connection(Arc<Shared>);
+
+impl Connection {
+    fn new(shared: Arc<Shared>) -> Self {
+        shared.connections.fetch_add(1, Relaxed);
+        Self(shared)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Relaxed);
+    }
+}
+
+async fn serve(mut stream: TcpStream, slot: Connection) {
+    let shared = &slot.0;
     // A client that connects and never sends a request, or never reads
     // its page, must not hold a task and a buffer for ever.
     let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut len = 0;
-    let (method, path) = loop {
+    let (method, path, cross_site) = loop {
         let n = match stream.read(&mut buf[len..]).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
@@ -201,9 +220,16 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         let mut req = httparse::Request::new(&mut headers);
         match req.parse(&buf[..len]) {
             Ok(httparse::Status::Complete(_)) => {
+                // A browser's request from another site's page says where
+                // it came from; the admin's own page sends none with GET.
+                let origin = req
+                    .headers
+                    .iter()
+                    .any(|h| h.name.eq_ignore_ascii_case("origin"));
                 break (
                     req.method.unwrap_or("GET").to_string(),
                     req.path.unwrap_or("/").to_string(),
+                    origin,
                 );
             }
             Ok(httparse::Status::Partial) if len < MAX_REQUEST => continue,
@@ -213,14 +239,26 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         }
     };
-    if shared.pages.load(Relaxed) >= MAX_PAGES {
+    if cross_site && method == "POST" {
+        // A page elsewhere must not fail this instance's health check.
+        let _ = respond(&mut stream, 403, "text/plain", "cross-site POST refused\n").await;
+        return;
+    }
+    // What a balancer, an operator's hook and a shutdown need are never
+    // refused for pages: they render nothing large.
+    let small = method == "POST"
+        || matches!(
+            path.split('?').next(),
+            Some("/ready" | "/server_info" | "/help")
+        );
+    if !small && shared.pages.load(Relaxed) >= MAX_PAGES {
         shared.refused.fetch_add(1, Relaxed);
         let busy = "too many admin requests at once; retry\n";
         let _ = respond(&mut stream, 503, "text/plain", busy).await;
         return;
     }
     let _page = Held::new(&shared.pages);
-    let (status, ctype, body) = super::route(&method, &path, &shared);
+    let (status, ctype, body) = super::route(&method, &path, shared);
     let _ = respond(&mut stream, status, ctype, &body).await;
 }
 
@@ -233,12 +271,19 @@ async fn respond(
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         _ => "Service Unavailable",
     };
+    // The dashboard's page may run its own inline script and fetch from
+    // here, nothing else; no page is read as another type.
+    let policy = match ctype.starts_with("text/html") {
+        true => "content-security-policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'\r\n",
+        false => "",
+    };
     let head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nx-content-type-options: nosniff\r\n{policy}connection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await?;

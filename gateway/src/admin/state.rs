@@ -21,22 +21,22 @@ pub(super) struct Inner {
     pub(super) snapshot: Arc<Snapshot>,
     pub(super) bootstrap: Arc<Bootstrap>,
     /// `None` without `dynamic_resources`.
-    pub(super) xds: Option<XdsView>,
+    pub(super) xds: Option<Arc<XdsView>>,
     pub(super) pushes: PushStats,
     /// TLS certificate reloads: (done, failed).
     pub(super) tls_reloads: (u64, u64),
     /// Outlier detection as of the last sweep or snapshot.
-    pub(super) outlier: OutlierView,
+    pub(super) outlier: Arc<OutlierView>,
     /// Monotonic → wall clock, for ejection times.
     pub(super) epoch: (Instant, SystemTime),
     /// What the action endpoints set, at once (shared by every copy).
     pub(super) flags: Arc<Flags>,
     /// Listeners that could not bind (retried by the control shard).
-    pub(super) not_serving: Vec<crate::ports::NotServing>,
+    pub(super) not_serving: Arc<Vec<crate::ports::NotServing>>,
     /// Each DNS cluster's lookups.
-    pub(super) dns: std::collections::BTreeMap<String, crate::dns::Counts>,
+    pub(super) dns: Arc<std::collections::BTreeMap<String, crate::dns::Counts>>,
     /// Each actively checked cluster's checks.
-    pub(super) health: std::collections::BTreeMap<String, crate::health::Counts>,
+    pub(super) health: Arc<std::collections::BTreeMap<String, crate::health::Counts>>,
 }
 
 /// When the gateway started: the first call, made by `start` before

@@ -335,9 +335,12 @@ pub fn admin_post(addr: SocketAddr, path: &str) -> (u16, String) {
 pub fn admin_request(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("admin connect");
+    // A wedged admin fails the test rather than hanging it.
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     write!(s, "{method} {path} HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
     let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
+    s.read_to_string(&mut out).expect("the admin's answer");
+    assert!(out.len() >= 12, "no status line from the admin: {out:?}");
     let status = out[9..12].parse().unwrap();
     let body = out
         .split_once("\r\n\r\n")

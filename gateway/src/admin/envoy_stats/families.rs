@@ -56,8 +56,19 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
         .iter()
         .map(|s| s.downstream.cx_active.get())
         .sum();
+    let workers_started = u64::from(inner.shards.iter().all(|s| s.serving.get() == 1));
     for (dotted, value) in [
         ("server.live", live),
+        // The data shards are Envoy's workers.
+        ("listener_manager.workers_started", workers_started),
+        (
+            "listener_manager.total_listeners_active",
+            inner.snapshot.listeners.len() as u64,
+        ),
+        (
+            "cluster_manager.active_clusters",
+            inner.snapshot.clusters.len() as u64,
+        ),
         ("server.state", state),
         ("server.concurrency", inner.shards.len() as u64),
         ("server.uptime", uptime),
