@@ -282,6 +282,19 @@ fn credentials_exposed_headers_and_refused_preflights() {
         stats.contains("gateway_cors_total{outcome=\"origin_invalid\"} 2"),
         "{stats}"
     );
+    // Under Envoy's names too, per connection manager, as Envoy's CORS
+    // example reads them (`/stats?filter=ingress_http`).
+    let (_, text) = admin_get(admin, "/stats?filter=ingress%5C.cors");
+    assert!(text.contains("http.ingress.cors.origin_valid: 2"), "{text}");
+    assert!(
+        text.contains("http.ingress.cors.origin_invalid: 2"),
+        "{text}"
+    );
+    let (_, prom) = admin_get(admin, "/stats/prometheus?filter=cors");
+    assert!(
+        prom.contains("envoy_http_cors_origin_valid{envoy_http_conn_manager_prefix=\"ingress\"} 2"),
+        "{prom}"
+    );
 }
 
 #[test]

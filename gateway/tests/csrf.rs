@@ -176,4 +176,13 @@ fn the_csrf_example_answers_as_envoy() {
         let line = format!("gateway_csrf_total{{outcome=\"{outcome}\"}} {n}\n");
         assert!(stats.contains(&line), "{line}: {stats}");
     }
+    // Under Envoy's names too, per connection manager.
+    let (_, text) = admin_get(admin, "/stats?filter=%5C.csrf%5C.");
+    for line in [
+        "http.ingress.csrf.request_valid: 4",
+        "http.ingress.csrf.request_invalid: 7",
+        "http.ingress.csrf.missing_source_origin: 3",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}: {text}");
+    }
 }

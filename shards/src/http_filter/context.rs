@@ -99,6 +99,9 @@ pub struct FilterCx<'a> {
     pub(crate) before_trailers: Option<bytes::Bytes>,
     /// The stream's response flag for the access log.
     pub(crate) flag: &'a mut &'static str,
+    /// Its connection manager's Envoy series (`http.<stat_prefix>.*`), for
+    /// the filters that count there too.
+    pub(crate) http: Option<&'a crate::stats::envoy::HttpStats>,
     /// The stream's upstream spans, which the tracing filter starts.
     pub(crate) upstream_spans: &'a mut Option<Box<super::UpstreamSpans>>,
     /// The filters' per-connection states.

@@ -105,10 +105,14 @@ impl HttpFilter for Cors {
         };
         let policy = Policy(policies);
         let allowed = policy.origin_allowed(origin);
-        let stats = &cx.shard.stats.cors;
-        match allowed {
-            true => stats.origin_valid.inc(),
-            false => stats.origin_invalid.inc(),
+        // Gateway-wide (`/stats`), and its connection manager's (Envoy's
+        // `http.<stat_prefix>.cors.*`).
+        let per_prefix = cx.http.map(|h| &h.cors);
+        for stats in std::iter::once(&cx.shard.stats.cors).chain(per_prefix) {
+            match allowed {
+                true => stats.origin_valid.inc(),
+                false => stats.origin_invalid.inc(),
+            }
         }
         if !enforced {
             return RequestFlow::Continue;

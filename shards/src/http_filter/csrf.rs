@@ -94,14 +94,19 @@ impl HttpFilter for CsrfPolicy {
         if !head.get(b":method").is_some_and(changes_state) {
             return RequestFlow::Continue;
         }
-        let stats = &cx.shard.stats.csrf;
-        match verdict(policy, head) {
-            Verdict::Valid => {
-                stats.request_valid.inc();
-                return RequestFlow::Continue;
+        let verdict = verdict(policy, head);
+        // Gateway-wide (`/stats`), and its connection manager's (Envoy's
+        // `http.<stat_prefix>.csrf.*`).
+        let per_prefix = cx.http.map(|h| &h.csrf);
+        for stats in std::iter::once(&cx.shard.stats.csrf).chain(per_prefix) {
+            match verdict {
+                Verdict::Valid => stats.request_valid.inc(),
+                Verdict::Missing => stats.missing_source_origin.inc(),
+                Verdict::Invalid => stats.request_invalid.inc(),
             }
-            Verdict::Missing => stats.missing_source_origin.inc(),
-            Verdict::Invalid => stats.request_invalid.inc(),
+        }
+        if verdict == Verdict::Valid {
+            return RequestFlow::Continue;
         }
         if !enforced {
             return RequestFlow::Continue;

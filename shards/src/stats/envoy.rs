@@ -188,6 +188,9 @@ pub struct HttpStats {
     pub downstream_cx_length_ms: Histogram,
     /// Requests no route took (`no_route`).
     pub no_route: Counter,
+    /// Its CORS and CSRF filters' (`cors.*`, `csrf.*`).
+    pub cors: super::CorsStats,
+    pub csrf: super::CsrfStats,
 }
 
 /// Envoy's `listener.<address>.*`.

@@ -397,6 +397,43 @@ fn http(inner: &Inner, out: &mut Vec<Family>) {
             l.extend(label());
             f.push(stat(&format!("downstream_rq_{class}xx")), l, *n);
         }
+        // The CORS and CSRF filters' series, for the managers that run
+        // them (as Envoy makes them with the filter).
+        let (cors, csrf) = filters_of(inner, prefix);
+        if cors {
+            for (s, v) in [
+                (
+                    "cors.origin_valid",
+                    blocks.sum(prefix, |h| &h.cors.origin_valid),
+                ),
+                (
+                    "cors.origin_invalid",
+                    blocks.sum(prefix, |h| &h.cors.origin_invalid),
+                ),
+            ] {
+                fam.get(Kind::Counter, &format!("http.{s}"))
+                    .push(stat(s), label(), v);
+            }
+        }
+        if csrf {
+            for (s, v) in [
+                (
+                    "csrf.missing_source_origin",
+                    blocks.sum(prefix, |h| &h.csrf.missing_source_origin),
+                ),
+                (
+                    "csrf.request_invalid",
+                    blocks.sum(prefix, |h| &h.csrf.request_invalid),
+                ),
+                (
+                    "csrf.request_valid",
+                    blocks.sum(prefix, |h| &h.csrf.request_valid),
+                ),
+            ] {
+                fam.get(Kind::Counter, &format!("http.{s}"))
+                    .push(stat(s), label(), v);
+            }
+        }
         for (s, h) in HTTP_HISTOGRAMS {
             let m = blocks.merged(prefix, h);
             fam.get(Kind::Histogram, &format!("http.{s}"))
@@ -447,4 +484,27 @@ fn listeners(inner: &Inner, out: &mut Vec<Family>) {
             .push_histogram(stat("downstream_cx_length_ms"), label(), m);
     }
     fam.into_vec(out);
+}
+
+/// Whether a connection manager of `prefix` runs the CORS filter, and the
+/// CSRF one.
+fn filters_of(inner: &Inner, prefix: &str) -> (bool, bool) {
+    let mut found = (false, false);
+    let managers = inner
+        .snapshot
+        .listeners
+        .iter()
+        .flat_map(|l| l.chains())
+        .map(|c| &c.http)
+        .filter(|h| h.stat_prefix == prefix);
+    for h in managers {
+        for f in &h.http_filters {
+            match f.config {
+                engine::HttpFilterConfig::Cors => found.0 = true,
+                engine::HttpFilterConfig::Csrf(_) => found.1 = true,
+                _ => {}
+            }
+        }
+    }
+    found
 }

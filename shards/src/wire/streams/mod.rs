@@ -188,6 +188,7 @@ impl ConnCx {
             before_trailers: None,
             flag: &mut s.flag,
             upstream_spans: &mut s.upstream_spans,
+            http: self.http.as_ref().map(|h| &*h.stats),
             conn_states: &self.conn_states,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
