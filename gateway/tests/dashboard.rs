@@ -106,15 +106,7 @@ fn the_dashboard_is_one_page_and_its_json_matches_the_stats() {
 fn a_cross_site_post_to_the_admin_is_refused() {
     use std::io::{Read, Write};
     let be = H1Backend::start(|_| H1Answer::ok("ok"));
-    let bootstrap = support::yaml::filters_bootstrap(
-        "",
-        "",
-        &support::yaml::one_route("backend", ""),
-        &support::yaml::h1_cluster("backend", be.addr()),
-    )
-    .expect("bootstrap");
-    let gw = start(bootstrap, 1);
-    let admin = gw.admin_addr.expect("admin");
+    let (_gw, _, admin) = support::one_backend_gateway(be.addr());
     let mut s = std::net::TcpStream::connect(admin).unwrap();
     s.write_all(
         b"POST /healthcheck/fail HTTP/1.1\r\nhost: x\r\norigin: https://evil.example\r\n\r\n",

@@ -138,16 +138,7 @@ fn envoys_series_count_what_envoy_counts() {
 #[test]
 fn filter_and_usedonly_narrow_the_page_as_envoys_do() {
     let be = H1Backend::start(|r| answer(&r.target));
-    let bootstrap = support::yaml::filters_bootstrap(
-        "",
-        "",
-        &support::yaml::one_route("backend", ""),
-        &support::yaml::h1_cluster("backend", be.addr()),
-    )
-    .expect("bootstrap");
-    let gw = start(bootstrap, 1);
-    let addr = gw.listener("ingress").expect("listener");
-    let admin = gw.admin_addr.expect("admin");
+    let (_gw, addr, admin) = support::one_backend_gateway(be.addr());
     assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
     let (_, text) = admin_get(
         admin,
@@ -176,16 +167,7 @@ fn filter_and_usedonly_narrow_the_page_as_envoys_do() {
 #[test]
 fn envoys_json_and_text_forms_of_stats_carry_the_same_series() {
     let be = H1Backend::start(|r| answer(&r.target));
-    let bootstrap = support::yaml::filters_bootstrap(
-        "",
-        "",
-        &support::yaml::one_route("backend", ""),
-        &support::yaml::h1_cluster("backend", be.addr()),
-    )
-    .expect("bootstrap");
-    let gw = start(bootstrap, 1);
-    let addr = gw.listener("ingress").expect("listener");
-    let admin = gw.admin_addr.expect("admin");
+    let (_gw, addr, admin) = support::one_backend_gateway(be.addr());
     for _ in 0..4 {
         assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
     }
@@ -244,16 +226,7 @@ fn envoys_json_and_text_forms_of_stats_carry_the_same_series() {
 #[test]
 fn the_grafana_dashboard_reads_series_the_page_exports() {
     let be = H1Backend::start(|r| answer(&r.target));
-    let bootstrap = support::yaml::filters_bootstrap(
-        "",
-        "",
-        &support::yaml::one_route("backend", ""),
-        &support::yaml::h1_cluster("backend", be.addr()),
-    )
-    .expect("bootstrap");
-    let gw = start(bootstrap, 1);
-    let addr = gw.listener("ingress").expect("listener");
-    let admin = gw.admin_addr.expect("admin");
+    let (_gw, addr, admin) = support::one_backend_gateway(be.addr());
     assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
     let (_, text) = admin_get(admin, "/stats/prometheus");
     // This parser takes no empty `{}` (valid text, and Envoy's form for

@@ -2,6 +2,7 @@
 
 use engine::stats::histogram::{Merged, ENVOY_DEFAULT_BUCKETS_MS};
 use serde_json::{json, Value};
+use shards::stats::envoy::ClusterStats;
 
 use super::state::{Inner, ServerState};
 
@@ -40,10 +41,16 @@ pub(super) fn json(inner: &Inner) -> Value {
         .collect();
     let mut names: Vec<&String> = inner.snapshot.clusters.keys().collect();
     names.sort();
+    // Each shard's cluster blocks, copied out under one lock each.
+    let blocks: Vec<_> = inner
+        .shards
+        .iter()
+        .map(|s| s.envoy.clusters.all())
+        .collect();
     let clusters: Vec<Value> = names
         .into_iter()
         .filter_map(|name| Some((name, inner.snapshot.clusters.get(name)?)))
-        .map(|(name, c)| cluster(inner, name, c))
+        .map(|(name, c)| cluster(inner, &blocks, name, c))
         .collect();
     let xds = inner.xds.as_ref().map(|x| {
         let types: Vec<Value> = x
@@ -79,12 +86,19 @@ pub(super) fn json(inner: &Inner) -> Value {
     })
 }
 
-fn cluster(inner: &Inner, name: &str, c: &engine::snapshot::ClusterSnapshot) -> Value {
+type ClusterBlocks = std::collections::HashMap<Box<str>, std::sync::Arc<ClusterStats>>;
+
+fn cluster(
+    inner: &Inner,
+    blocks: &[ClusterBlocks],
+    name: &str,
+    c: &engine::snapshot::ClusterSnapshot,
+) -> Value {
     let mut completed = 0u64;
     let mut errors = 0u64;
     let mut times = Merged::new();
-    for s in &inner.shards {
-        if let Some(b) = s.envoy.clusters.find(name) {
+    for shard in blocks {
+        if let Some(b) = shard.get(name) {
             b.upstream_rq.each(|code, n| {
                 completed += n;
                 if code >= 500 {

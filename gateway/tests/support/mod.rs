@@ -324,6 +324,22 @@ pub async fn get(
 }
 
 /// Fetches an admin page over plain HTTP/1.1.
+/// A gateway (one shard) routing every path to one HTTP/1.1 cluster,
+/// `backend`, at `addr`: the handle, its listener and its admin.
+pub fn one_backend_gateway(addr: SocketAddr) -> (gateway::GatewayHandle, SocketAddr, SocketAddr) {
+    let bootstrap = yaml::filters_bootstrap(
+        "",
+        "",
+        &yaml::one_route("backend", ""),
+        &yaml::h1_cluster("backend", addr),
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let listener = gw.listener("ingress").expect("listener");
+    let admin = gw.admin_addr.expect("admin");
+    (gw, listener, admin)
+}
+
 pub fn admin_get(addr: SocketAddr, path: &str) -> (u16, String) {
     admin_request(addr, "GET", path)
 }
