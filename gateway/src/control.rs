@@ -366,6 +366,9 @@ impl Control {
         let mut certs = CertWatch::default();
         certs.track(&snap, Instant::now());
         admin.set_dns(dns.counts().clone());
+        let epoch = (Instant::now(), SystemTime::now());
+        // The detectors' series are there from the start, as Envoy's.
+        admin.set_outlier(outlier.view(&snap), epoch);
         Control {
             links,
             ports,
@@ -377,7 +380,7 @@ impl Control {
             ads: AdsLink::default(),
             dynamic,
             initialized: false,
-            epoch: (Instant::now(), SystemTime::now()),
+            epoch,
             outlier,
             certs,
             not_serving: Vec::new(),

@@ -33,12 +33,30 @@ pub struct OutlierStats {
     pub sweeps: u64,
 }
 
+/// One cluster's detections by algorithm (indexed like
+/// `EjectionReason::ALL`): Envoy's `cluster.<name>.outlier_detection.*`.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ClusterOutlierStats {
+    /// Outliers found, ejected or not (`ejections_detected_*`).
+    pub detected: [u64; 4],
+    /// Outliers ejected (`ejections_enforced_*`).
+    pub enforced: [u64; 4],
+    /// Outliers left in because `max_ejection_percent` was reached
+    /// (`ejections_overflow`).
+    pub overflow: u64,
+    /// Envoy's deprecated `ejections_total`: outliers of the consecutive
+    /// 5xx and success-rate kinds under the cap, ejected or not.
+    pub total_under_cap: u64,
+}
+
 /// What the admin server shows about outlier detection.
 #[derive(Debug, Default, Clone)]
 pub struct OutlierView {
     pub hosts: AHashMap<HostId, HostOutlier>,
     pub ejected_now: usize,
     pub stats: OutlierStats,
+    /// Per cluster with a detector, by name.
+    pub clusters: AHashMap<String, ClusterOutlierStats>,
 }
 
 /// The control shard's outlier detectors.
@@ -51,6 +69,8 @@ pub struct OutlierControl {
     current: Arc<EjectedSet>,
     rng: u64,
     stats: OutlierStats,
+    /// Kept while the cluster keeps a detector, so its counters only grow.
+    cluster_stats: AHashMap<String, ClusterOutlierStats>,
 }
 
 fn reason_index(r: EjectionReason) -> usize {
@@ -68,6 +88,7 @@ impl OutlierControl {
             current: Arc::new(EjectedSet::default()),
             rng: seed | 1,
             stats: OutlierStats::default(),
+            cluster_stats: AHashMap::new(),
         }
     }
 
@@ -89,6 +110,9 @@ impl OutlierControl {
         }
         self.clusters
             .retain(|name, _| snap.clusters[name].config.outlier_detection.is_some());
+        let clusters = &self.clusters;
+        self.cluster_stats
+            .retain(|name, _| clusters.contains_key(name));
         self.publish()
     }
 
@@ -128,7 +152,8 @@ impl OutlierControl {
             };
             let outcome = d.sweep(now, reports, &mut rng);
             self.stats.sweeps += 1;
-            count(&mut self.stats, &outcome, name);
+            let per_cluster = self.cluster_stats.entry(name.clone()).or_default();
+            count(&mut self.stats, per_cluster, &outcome, name);
         }
         self.rng = self.rng.wrapping_mul(6364136223846793005).wrapping_add(1);
         self.publish()
@@ -176,17 +201,47 @@ impl OutlierControl {
                 }
             }
         }
+        // Every cluster with a detector, counted or not: Envoy makes its
+        // series with the detector.
+        let clusters = self
+            .clusters
+            .keys()
+            .map(|name| {
+                let stats = self.cluster_stats.get(name).cloned().unwrap_or_default();
+                (name.clone(), stats)
+            })
+            .collect();
         OutlierView {
             hosts,
             ejected_now: self.current.len(),
             stats: self.stats.clone(),
+            clusters,
         }
     }
 }
 
-fn count(stats: &mut OutlierStats, outcome: &SweepOutcome, cluster: &str) {
+fn count(
+    stats: &mut OutlierStats,
+    per_cluster: &mut ClusterOutlierStats,
+    outcome: &SweepOutcome,
+    cluster: &str,
+) {
+    let under_cap = outcome.ejected.iter().chain(&outcome.not_enforced);
+    for (_, reason) in under_cap.clone().chain(&outcome.overflow) {
+        per_cluster.detected[reason_index(*reason)] += 1;
+    }
+    per_cluster.total_under_cap += under_cap
+        .filter(|(_, r)| {
+            matches!(
+                r,
+                EjectionReason::Consecutive5xx | EjectionReason::SuccessRate
+            )
+        })
+        .count() as u64;
+    per_cluster.overflow += outcome.overflow.len() as u64;
     for (id, reason) in &outcome.ejected {
         stats.enforced[reason_index(*reason)] += 1;
+        per_cluster.enforced[reason_index(*reason)] += 1;
         tracing::info!(
             cluster,
             host = id.0,
@@ -194,7 +249,8 @@ fn count(stats: &mut OutlierStats, outcome: &SweepOutcome, cluster: &str) {
             "host ejected"
         );
     }
-    for (_, reason) in &outcome.not_enforced {
+    // Gateway-wide, the cap's refusals are among those not enforced.
+    for (_, reason) in outcome.not_enforced.iter().chain(&outcome.overflow) {
         stats.not_enforced[reason_index(*reason)] += 1;
     }
     stats.unejected += outcome.unejected.len() as u64;

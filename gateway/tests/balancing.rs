@@ -92,6 +92,20 @@ fn failing_host_is_ejected_within_three_intervals_and_returns_after_base_ejectio
     assert_eq!(metric(admin, "gateway_outlier_ejections_active"), 1.0);
     let series = "gateway_outlier_ejections_total{algorithm=\"consecutive_5xx\",enforced=\"true\"}";
     assert_eq!(metric(admin, series), 1.0);
+    // And under Envoy's names, for this cluster.
+    for (name, v) in [
+        ("ejections_active", 1.0),
+        ("ejections_detected_consecutive_5xx", 1.0),
+        ("ejections_enforced_consecutive_5xx", 1.0),
+        ("ejections_enforced_total", 1.0),
+        ("ejections_consecutive_5xx", 1.0),
+        ("ejections_total", 1.0),
+        ("ejections_overflow", 0.0),
+        ("ejections_enforced_success_rate", 0.0),
+    ] {
+        let series = format!("envoy_cluster_outlier_detection_{name}{{envoy_cluster_name=\"c\"}}");
+        assert_eq!(envoy_metric(admin, &series), v, "{series}");
+    }
     assert!(load.count("bad 503") >= 5, "{:?}", load.counts());
 
     // Ejected: no more requests reach it (the set reaches the shard right

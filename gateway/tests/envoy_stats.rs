@@ -110,6 +110,8 @@ fn envoys_series_count_what_envoy_counts() {
     ] {
         assert_eq!(at(k), v, "{k}");
     }
+    // No detector, no outlier series (Envoy makes them with the detector).
+    assert!(!text.contains("envoy_cluster_outlier_detection"), "{text}");
     // One connection per request (the client closes each).
     let cx = format!("envoy_listener_downstream_cx_total{{envoy_listener_address=\"{listener}\"}}");
     assert_eq!(at(&cx), 8.0);
@@ -226,7 +228,20 @@ fn envoys_json_and_text_forms_of_stats_carry_the_same_series() {
 #[test]
 fn the_grafana_dashboard_reads_series_the_page_exports() {
     let be = H1Backend::start(|r| answer(&r.target));
-    let (_gw, addr, admin) = support::one_backend_gateway(be.addr());
+    // With outlier detection, whose series the dashboard reads too.
+    let cluster = format!(
+        "{}    outlier_detection: {{}}\n",
+        support::yaml::h1_cluster("backend", be.addr())
+    );
+    let bootstrap = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &support::yaml::one_route("backend", ""),
+        &cluster,
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
     assert_eq!(h1_get(addr, "example.com", "/ok", "").status, 200);
     let (_, text) = admin_get(admin, "/stats/prometheus");
     // This parser takes no empty `{}` (valid text, and Envoy's form for

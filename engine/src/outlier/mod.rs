@@ -83,9 +83,12 @@ pub struct HostOutlier {
 pub struct SweepOutcome {
     pub ejected: Vec<(HostId, EjectionReason)>,
     pub unejected: Vec<HostId>,
-    /// Outliers detected but not ejected: enforcement draw failed or
-    /// max_ejection_percent reached.
+    /// Outliers detected but left in by the enforcement draw (Envoy's
+    /// `ejections_detected_*` without `ejections_enforced_*`).
     pub not_enforced: Vec<(HostId, EjectionReason)>,
+    /// Outliers detected but left in because `max_ejection_percent` was
+    /// reached (Envoy's `ejections_overflow`); no draw was taken.
+    pub overflow: Vec<(HostId, EjectionReason)>,
 }
 
 /// The detector of one cluster, owned by the control shard.

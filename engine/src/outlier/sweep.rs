@@ -214,7 +214,7 @@ impl<R: FnMut() -> u32> Ejector<'_, R> {
         // unless `always_eject_one_host`. No draw when capped, as A50 stops
         // before drawing.
         if self.ejected * 100 > self.max_ejection_percent * self.host_count {
-            self.out.not_enforced.push((id, reason));
+            self.out.overflow.push((id, reason));
             return false;
         }
         if (self.rng)() % 100 >= enforcement_percentage {

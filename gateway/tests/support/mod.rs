@@ -521,6 +521,16 @@ pub fn metric(admin: SocketAddr, series: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {series} in /stats:\n{text}"))
 }
 
+/// A series' value on `/stats/prometheus` (Envoy's names), by its whole
+/// `name{labels}`.
+pub fn envoy_metric(admin: SocketAddr, series: &str) -> f64 {
+    let (_, text) = admin_get(admin, "/stats/prometheus");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in /stats/prometheus:\n{text}"))
+}
+
 /// The `/clusters?format=json` entry of `host` in `cluster`.
 pub fn host_status(admin: SocketAddr, cluster: &str, host: SocketAddr) -> serde_json::Value {
     let (_, body) = admin_get(admin, "/clusters?format=json");

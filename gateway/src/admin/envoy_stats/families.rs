@@ -11,6 +11,7 @@ use shards::stats::{Counter, HostCounter, ShardStats};
 
 use super::super::state::{Inner, ServerState};
 use super::{Family, Kind};
+use crate::outlier::ClusterOutlierStats;
 
 const CLUSTER: &str = "envoy_cluster_name";
 const HTTP: &str = "envoy_http_conn_manager_prefix";
@@ -283,16 +284,28 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
             .filter(|h| h.health == HealthStatus::Degraded)
             .count() as u64;
         let excluded = c.hosts.iter().filter(|h| h.excluded()).count() as u64;
-        let ejections = c.hosts.iter().filter(|h| ejected(h)).count() as u64;
         for (s, v) in [
             ("membership_total", total),
             ("membership_healthy", healthy),
             ("membership_degraded", degraded),
             ("membership_excluded", excluded),
-            ("outlier_detection.ejections_active", ejections),
         ] {
             fam.get(Kind::Gauge, &format!("cluster.{s}"))
                 .push(stat(s), label(), v);
+        }
+        if let Some(o) = inner.outlier.clusters.get(name.as_str()) {
+            let ejections = c.hosts.iter().filter(|h| ejected(h)).count() as u64;
+            fam.get(Kind::Gauge, "cluster.outlier_detection.ejections_active")
+                .push(
+                    stat("outlier_detection.ejections_active"),
+                    label(),
+                    ejections,
+                );
+            for (s, v) in outlier_counters(o) {
+                let s = format!("outlier_detection.{s}");
+                fam.get(Kind::Counter, &format!("cluster.{s}"))
+                    .push(stat(&s), label(), v);
+            }
         }
         if let Some(h) = inner.health.get(name.as_str()) {
             for (s, v) in [
@@ -320,6 +333,58 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
         }
     }
     fam.into_vec(out);
+}
+
+/// Envoy 1.40's `outlier_detection.*` counters of a cluster with a
+/// detector. The local-origin and degradation detectors are not run here:
+/// their series are kept at zero, as Envoy keeps them without the config
+/// that turns them on.
+fn outlier_counters(o: &ClusterOutlierStats) -> Vec<(String, u64)> {
+    use engine::outlier::EjectionReason;
+    let at = |r: EjectionReason| {
+        EjectionReason::ALL
+            .iter()
+            .position(|x| *x == r)
+            .unwrap_or(0)
+    };
+    let mut out = Vec::with_capacity(20);
+    for (i, reason) in EjectionReason::ALL.iter().enumerate() {
+        out.push((
+            format!("ejections_detected_{}", reason.as_str()),
+            o.detected[i],
+        ));
+        out.push((
+            format!("ejections_enforced_{}", reason.as_str()),
+            o.enforced[i],
+        ));
+    }
+    for zero in [
+        "ejections_detected_consecutive_local_origin_failure",
+        "ejections_enforced_consecutive_local_origin_failure",
+        "ejections_detected_local_origin_success_rate",
+        "ejections_enforced_local_origin_success_rate",
+        "ejections_detected_local_origin_failure_percentage",
+        "ejections_enforced_local_origin_failure_percentage",
+        "ejections_detected_degradation",
+    ] {
+        out.push((zero.to_owned(), 0));
+    }
+    out.push((
+        "ejections_enforced_total".to_owned(),
+        o.enforced.iter().sum(),
+    ));
+    out.push(("ejections_overflow".to_owned(), o.overflow));
+    // Deprecated, kept as Envoy keeps them.
+    out.push(("ejections_total".to_owned(), o.total_under_cap));
+    out.push((
+        "ejections_consecutive_5xx".to_owned(),
+        o.detected[at(EjectionReason::Consecutive5xx)],
+    ));
+    out.push((
+        "ejections_success_rate".to_owned(),
+        o.detected[at(EjectionReason::SuccessRate)],
+    ));
+    out
 }
 
 type HttpCounter = fn(&HttpStats) -> &Counter;
