@@ -779,8 +779,8 @@ dash_admin=$(await_addr "$work/gateway-dashboard.log" "admin on http://")
 dash_admin=${dash_admin%/}
 dash=$(cd .ci && timeout 90 python3 dashboard_check.py "${dash_admin#http://}" "$dash_gw" "$work/dashboard.png" -- \
     --no-sandbox --disable-gpu --disable-background-networking --no-first-run 2>"$work/chromium-dashboard.log" || true)
-check "the admin dashboard in Chromium (values, charts, escaping, screenshot): 10 checks passed" "10" "$(grep -c '^ok' <<<"$dash" || true)"
-if [[ $(grep -c '^ok' <<<"$dash" || true) != 10 ]]; then
+check "the admin dashboard in Chromium (values, charts, listeners, escaping, screenshot): 11 checks passed" "11" "$(grep -c '^ok' <<<"$dash" || true)"
+if [[ $(grep -c '^ok' <<<"$dash" || true) != 11 ]]; then
     echo "dashboard check said: $dash" >&2
     tail -20 "$work/chromium-dashboard.log" >&2 || true
 fi

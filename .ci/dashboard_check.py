@@ -64,9 +64,16 @@ async def run(admin, gw, shot, chromium_args):
         check("the backend cluster is listed", backend is not None, json.dumps(rows))
         if backend:
             check("its hosts are healthy", backend[1] == "1 / 1", backend[1])
-            rate = float(backend[3]) if backend[3] not in ("–", "") else 0.0
-            check("it shows a request rate", rate > 0, backend[3])
-            check("it shows a p99", backend[6] not in ("–", ""), backend[6])
+            # name, hosts, ejected, sessions, req/s, 5xx, p50, p99, charts
+            rate = float(backend[4]) if backend[4] not in ("–", "") else 0.0
+            check("it shows a request rate", rate > 0, backend[4])
+            check("it shows a p99", backend[7] not in ("–", ""), backend[7])
+        listeners = json.loads(await evaluate(call, """JSON.stringify([...document.querySelectorAll('#listeners > tr')].map(tr =>
+            [...tr.children].map(td => td.textContent)))""") or "[]")
+        # name, address, state, chains (connections open), draining
+        check("the listener shows its filter chains and its drain",
+              bool(listeners) and len(listeners[0]) == 5 and ": " in listeners[0][3] and listeners[0][4] == "0",
+              json.dumps(listeners))
         points = await evaluate(call, "[...document.querySelectorAll('#clusters polyline')].map(p => p.getAttribute('points').split(' ').length).reduce((a, b) => Math.max(a, b), 0)")
         check("its charts have points", (points or 0) >= 2, str(points))
         check("the hostile cluster name is text", HOSTILE in by_name, json.dumps(list(by_name)))

@@ -264,6 +264,7 @@ impl PlainChain {
 #[test]
 fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
     let g = PlainChain::start();
+    let admin = g.gw.admin_addr.expect("admin");
     let mut s = g.connect();
     std::io::Write::write_all(
         &mut s,
@@ -271,7 +272,31 @@ fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(200));
+    // The dashboard counts it on its chain…
+    let listener = || {
+        let (_, body) = admin_get(admin, "/dashboard.json");
+        let d: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        d["listeners"][0].clone()
+    };
+    let l = listener();
+    assert_eq!(l["chains"][0]["name"], "plain", "{l}");
+    assert_eq!(l["chains"][0]["connections"], 1, "{l}");
+    assert_eq!(l["draining_connections"], 0, "{l}");
     g.switch();
+    // …and, once the update changed that chain, as draining: the drain's
+    // progress, until it closes.
+    let l = listener();
+    assert_eq!(l["chains"][0]["connections"], 0, "{l}");
+    assert_eq!(
+        (
+            l["draining_connections"].as_u64(),
+            l["draining_chains"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{l}"
+    );
+    let draining = "envoy_listener_manager_total_filter_chains_draining{}";
+    assert_eq!(envoy_metric(admin, draining), 1.0);
     let mut got = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -285,6 +310,13 @@ fn a_request_in_flight_on_a_changed_chain_finishes_with_connection_close() {
     assert!(text.starts_with("http/1.1 200"), "{text}");
     assert!(text.contains("connection: close"), "{text}");
     assert!(text.ends_with("hello from p\n"), "{text}");
+    // Closed on both sides (the gateway lingers for the client's FIN):
+    // the drain is done.
+    drop(s);
+    wait_until(Duration::from_secs(2), "drain done", || {
+        listener()["draining_connections"] == 0
+    });
+    assert_eq!(envoy_metric(admin, draining), 0.0);
 }
 
 /// A connection still opening (the inspector waits for its first byte)

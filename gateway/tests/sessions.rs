@@ -395,6 +395,28 @@ fn draining_host_keeps_its_sessions_and_gets_no_new_ones() {
         host["rq_override_last_minute"].as_u64() >= Some(60),
         "{host}"
     );
+    // The dashboard shows the same sessions, on the host and its cluster.
+    let (_, body) = admin_get(admin, "/dashboard.json");
+    let d: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let echo = d["clusters"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "echo"))
+        .expect("echo on the dashboard");
+    let on_host = echo["hosts"]
+        .as_array()
+        .and_then(|hs| {
+            hs.iter()
+                .find(|h| h["address"] == names[&pinned].to_string())
+        })
+        .map(|h| h["sessions"].clone());
+    assert!(
+        on_host.as_ref().and_then(|v| v.as_u64()) >= Some(60),
+        "{echo}"
+    );
+    assert!(
+        echo["sessions"].as_u64() >= on_host.and_then(|v| v.as_u64()),
+        "{echo}"
+    );
     assert_eq!(session_stat(admin, "status_not_in_set"), 0.0);
     gw.shutdown();
 }

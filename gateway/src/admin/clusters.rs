@@ -36,7 +36,7 @@ fn sorted_clusters(inner: &Inner) -> Vec<(&String, &ClusterSnapshot)> {
 
 /// Requests a session's override host sent to `h` in the last minute,
 /// summed over shards: 0 on a DRAINING host means no live session is left.
-fn override_last_minute(inner: &Inner, h: &Host) -> u64 {
+pub(super) fn override_last_minute(inner: &Inner, h: &Host) -> u64 {
     let now = recent_now();
     inner
         .shards

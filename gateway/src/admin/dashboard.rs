@@ -1,4 +1,6 @@
-//! The admin's `/`: a live dashboard (one HTML page, its script inline, no outside asset) and the `/dashboard.json` it polls: listeners and their serving state, clusters with their hosts (health, ejections and why, requests in flight), each cluster's answers and latency buckets (the page charts rates, error ratios and p50/p99 from the difference between two polls), and the xDS state. Read-only.
+//! The admin's `/`: a live dashboard (one HTML page, its script inline, no outside asset) and the `/dashboard.json` it polls: listeners with their serving state and each filter chain's connections (and those still draining), clusters with their hosts (health, ejections and why, success rates, requests in flight, stateful sessions routed in the last minute), each cluster's answers and latency buckets (the page charts rates, error ratios and p50/p99 from the difference between two polls), and the xDS state. Read-only.
+
+use std::collections::HashMap;
 
 use engine::stats::histogram::{Merged, ENVOY_DEFAULT_BUCKETS_MS};
 use serde_json::{json, Value};
@@ -19,26 +21,7 @@ pub(super) fn json(inner: &Inner) -> Value {
         ServerState::Draining => "DRAINING",
         ServerState::Initializing => "INITIALIZING",
     };
-    let listeners: Vec<Value> = inner
-        .snapshot
-        .listeners
-        .iter()
-        .map(|l| {
-            let state = match inner.flags.listeners_drained() {
-                true => "draining",
-                false => "serving",
-            };
-            json!({ "name": l.name, "address": l.address.to_string(), "state": state })
-        })
-        .chain(inner.not_serving.iter().map(|n| {
-            json!({
-                "name": n.name,
-                "address": n.address.to_string(),
-                "state": "not serving",
-                "error": n.error,
-            })
-        }))
-        .collect();
+    let listeners = listeners(inner);
     let mut names: Vec<&String> = inner.snapshot.clusters.keys().collect();
     names.sort();
     // Each shard's cluster blocks, copied out under one lock each.
@@ -86,6 +69,79 @@ pub(super) fn json(inner: &Inner) -> Value {
     })
 }
 
+/// Each listener: its state, its filter chains with the connections each
+/// has open, and the connections still open on chains an update changed
+/// or removed (a drain's progress); then listeners an update removed
+/// whose connections are still draining, and those that could not bind.
+fn listeners(inner: &Inner) -> Vec<Value> {
+    // Connections open per listener name and chain id, over the shards.
+    let mut open: HashMap<&str, HashMap<u64, u64>> = HashMap::new();
+    let blocks: Vec<_> = inner
+        .shards
+        .iter()
+        .map(|s| s.envoy.listeners.all())
+        .collect();
+    for shard in &blocks {
+        for (name, b) in shard {
+            for (id, n) in b.chains() {
+                *open.entry(&**name).or_default().entry(id).or_default() += n;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for l in &inner.snapshot.listeners {
+        let state = match inner.flags.listeners_drained() {
+            true => "draining",
+            false => "serving",
+        };
+        let mut counts = open.remove(l.name.as_str()).unwrap_or_default();
+        let chains: Vec<Value> = l
+            .chains()
+            .map(|c| {
+                let n = counts.remove(&c.id).unwrap_or(0);
+                json!({ "name": c.name, "connections": n })
+            })
+            .collect();
+        // What is left are chains this listener no longer has.
+        out.push(json!({
+            "name": l.name,
+            "address": l.address.to_string(),
+            "state": state,
+            "chains": chains,
+            "draining_chains": counts.len(),
+            "draining_connections": counts.values().sum::<u64>(),
+        }));
+    }
+    let mut gone: Vec<(&str, u64, usize)> = open
+        .into_iter()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(name, c)| (name, c.values().sum(), c.len()))
+        .collect();
+    gone.sort();
+    for (name, connections, chains) in gone {
+        out.push(json!({
+            "name": name,
+            "address": "",
+            "state": "removed, draining",
+            "chains": [],
+            "draining_chains": chains,
+            "draining_connections": connections,
+        }));
+    }
+    out.extend(inner.not_serving.iter().map(|n| {
+        json!({
+            "name": n.name,
+            "address": n.address.to_string(),
+            "state": "not serving",
+            "error": n.error,
+            "chains": [],
+            "draining_chains": 0,
+            "draining_connections": 0,
+        })
+    }));
+    out
+}
+
 type ClusterBlocks = std::collections::HashMap<Box<str>, std::sync::Arc<ClusterStats>>;
 
 fn cluster(
@@ -114,6 +170,7 @@ fn cluster(
         .collect();
     let mut healthy = 0;
     let mut ejected = 0;
+    let mut sessions = 0;
     let hosts: Vec<Value> = c
         .hosts
         .iter()
@@ -127,6 +184,8 @@ fn cluster(
             );
             healthy += usize::from(passing && !is_ejected && !h.excluded());
             ejected += usize::from(is_ejected);
+            let host_sessions = super::clusters::override_last_minute(inner, h);
+            sessions += host_sessions;
             (i < MAX_HOSTS).then(|| {
                 let rq_active: u64 = inner
                     .shards
@@ -140,6 +199,8 @@ fn cluster(
                     "ejected": is_ejected,
                     "reason": outlier.and_then(|o| o.reason).map(|r| format!("{r:?}")),
                     "rq_active": rq_active,
+                    "sessions": host_sessions,
+                    "success_rate": outlier.and_then(|o| o.success_rate),
                 })
             })
         })
@@ -149,6 +210,7 @@ fn cluster(
         "hosts_total": c.hosts.len(),
         "healthy": healthy,
         "ejected": ejected,
+        "sessions": sessions,
         "hosts": hosts,
         "completed": completed,
         "errors": errors,

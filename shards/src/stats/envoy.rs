@@ -201,12 +201,43 @@ pub struct ListenerStats {
     pub downstream_cx_destroy: Counter,
     pub no_filter_chain_match: Counter,
     pub downstream_cx_length_ms: Histogram,
+    /// Connections open per filter chain id: those of a chain an update
+    /// changed or removed are draining. Touched as a connection is given
+    /// its chain and as it closes, not per request; an id leaves at 0, so
+    /// the chains of past updates cost nothing.
+    chains: Mutex<HashMap<u64, u64>>,
+}
+
+impl ListenerStats {
+    fn chain_opened(&self, id: u64) {
+        let mut chains = self.chains.lock().unwrap_or_else(|e| e.into_inner());
+        *chains.entry(id).or_insert(0) += 1;
+    }
+
+    fn chain_closed(&self, id: u64) {
+        let mut chains = self.chains.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = chains.get_mut(&id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                chains.remove(&id);
+            }
+        }
+    }
+
+    /// Connections open now, by filter chain id.
+    pub fn chains(&self) -> Vec<(u64, u64)> {
+        let chains = self.chains.lock().unwrap_or_else(|e| e.into_inner());
+        chains.iter().map(|(&id, &n)| (id, n)).collect()
+    }
 }
 
 /// A block that counts connections: a listener's, a connection manager's.
 pub trait CountsConnections {
     /// `downstream_cx_total`, `_active`, `_destroy` and `_length_ms`.
     fn connections(&self) -> (&Counter, &Counter, &Counter, &Histogram);
+
+    /// A connection given filter chain `id` closed (a listener's count).
+    fn chain_closed(&self, _id: u64) {}
 }
 
 impl CountsConnections for HttpStats {
@@ -229,6 +260,10 @@ impl CountsConnections for ListenerStats {
             &self.downstream_cx_length_ms,
         )
     }
+
+    fn chain_closed(&self, id: u64) {
+        ListenerStats::chain_closed(self, id);
+    }
 }
 
 /// A connection counted in a block from its start to its drop (however
@@ -237,6 +272,8 @@ impl CountsConnections for ListenerStats {
 pub struct OpenConnection<T: CountsConnections> {
     pub stats: Arc<T>,
     since: Instant,
+    /// The filter chain it was given, counted open in the listener's.
+    chain: Option<u64>,
 }
 
 impl<T: CountsConnections> OpenConnection<T> {
@@ -244,7 +281,21 @@ impl<T: CountsConnections> OpenConnection<T> {
         let (total, active, _, _) = stats.connections();
         total.inc();
         active.inc();
-        Self { stats, since: now }
+        Self {
+            stats,
+            since: now,
+            chain: None,
+        }
+    }
+}
+
+impl OpenConnection<ListenerStats> {
+    /// The connection was given filter chain `id` (once).
+    pub fn given_chain(&mut self, id: u64) {
+        if self.chain.is_none() {
+            self.stats.chain_opened(id);
+            self.chain = Some(id);
+        }
     }
 }
 
@@ -254,6 +305,9 @@ impl<T: CountsConnections> Drop for OpenConnection<T> {
         active.dec();
         destroy.inc();
         length.record(self.since.elapsed());
+        if let Some(id) = self.chain {
+            self.stats.chain_closed(id);
+        }
     }
 }
 
@@ -350,6 +404,25 @@ mod tests {
         c.each(|code, n| seen.push((code, n)));
         assert_eq!(seen, [(200, 2), (503, 1), (599, 1)]);
         assert_eq!(c.bytes(), 2 * 100 * 8);
+    }
+
+    #[test]
+    fn a_listener_counts_its_connections_per_filter_chain_until_they_close() {
+        let l = Arc::new(ListenerStats::default());
+        let mut a = OpenConnection::new(Arc::clone(&l), Instant::now());
+        let mut b = OpenConnection::new(Arc::clone(&l), Instant::now());
+        let c = OpenConnection::new(Arc::clone(&l), Instant::now());
+        a.given_chain(7);
+        a.given_chain(8); // Once: a connection keeps its chain.
+        b.given_chain(7);
+        let mut chains = l.chains();
+        chains.sort();
+        assert_eq!(chains, [(7, 2)]);
+        drop(a);
+        assert_eq!(l.chains(), [(7, 1)]);
+        drop((b, c));
+        assert!(l.chains().is_empty());
+        assert_eq!(l.downstream_cx_active.get(), 0);
     }
 
     #[test]

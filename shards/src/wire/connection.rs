@@ -120,11 +120,11 @@ pub(crate) async fn serve(
     stats.cx_total.inc();
     let _open = Open::new(&stats.cx_active);
     // Envoy's per-listener series; a tunnel takes it along.
-    let counted = OpenConnection::new(
+    let mut counted = OpenConnection::new(
         wire.shard.stats.envoy.listeners.get(&listener),
         Instant::now(),
     );
-    match Connection::open(&wire, tcp, &listener, &drains).await {
+    match Connection::open(&wire, tcp, &listener, &drains, &mut counted).await {
         None => {}
         Some(Opening::Http(mut conn)) => {
             let end = match conn.run().await {
@@ -174,6 +174,7 @@ impl Connection {
         tcp: TcpStream,
         listener: &str,
         drains: &ChainDrains,
+        counted: &mut OpenConnection<ListenerStats>,
     ) -> Option<Opening> {
         let shard = &wire.shard;
         let stats = &shard.stats.downstream;
@@ -198,6 +199,9 @@ impl Connection {
             local_port,
         } = opened?;
         let chain = cfg.chains().nth(position)?;
+        // Counted open under its chain until it closes: how far a drain
+        // of that chain has got.
+        counted.given_chain(chain.id);
         let identity = tcp.peer_identity();
         if let Some(rbac) = &chain.rbac {
             // The chain's network RBAC filter: judged once, as the

@@ -58,6 +58,20 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
         .map(|s| s.downstream.cx_active.get())
         .sum();
     let workers_started = u64::from(inner.shards.iter().all(|s| s.serving.get() == 1));
+    // Chains with connections open that their listener no longer has (an
+    // update changed or removed them): Envoy's draining filter chains,
+    // here until their last connection closes.
+    let mut draining = BTreeSet::new();
+    for shard in &inner.shards {
+        shard.envoy.listeners.each(|name, l| {
+            let current = inner.snapshot.listener(name);
+            for (id, _) in l.chains() {
+                if current.is_none_or(|c| c.chain(id).is_none()) {
+                    draining.insert((name.to_owned(), id));
+                }
+            }
+        });
+    }
     for (dotted, value) in [
         ("server.live", live),
         // The data shards are Envoy's workers.
@@ -69,6 +83,10 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
         (
             "cluster_manager.active_clusters",
             inner.snapshot.clusters.len() as u64,
+        ),
+        (
+            "listener_manager.total_filter_chains_draining",
+            draining.len() as u64,
         ),
         ("server.state", state),
         ("server.concurrency", inner.shards.len() as u64),
