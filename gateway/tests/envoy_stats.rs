@@ -92,6 +92,10 @@ fn envoys_series_count_what_envoy_counts() {
         ("envoy_cluster_upstream_rq{envoy_response_code=\"503\",envoy_cluster_name=\"dead\"}", 1.0),
         ("envoy_cluster_upstream_cx_connect_fail{envoy_cluster_name=\"dead\"}", 1.0),
         ("envoy_cluster_upstream_cx_total{envoy_cluster_name=\"dead\"}", 1.0),
+        // A refused connect is a connection the remote ended, as Envoy's.
+        ("envoy_cluster_upstream_cx_destroy{envoy_cluster_name=\"dead\"}", 1.0),
+        ("envoy_cluster_upstream_cx_destroy_remote{envoy_cluster_name=\"dead\"}", 1.0),
+        ("envoy_cluster_upstream_cx_destroy_with_active_rq{envoy_cluster_name=\"dead\"}", 0.0),
         ("envoy_cluster_upstream_rq_time_count{envoy_cluster_name=\"backend\"}", 6.0),
         ("envoy_cluster_upstream_rq_time_count{envoy_cluster_name=\"dead\"}", 0.0),
         ("envoy_cluster_membership_total{envoy_cluster_name=\"backend\"}", 1.0),
@@ -381,5 +385,111 @@ fn a_scrape_storm_leaves_requests_and_pushes_alone() {
     assert_eq!(
         line,
         r#"envoy_cluster_upstream_rq_total{envoy_cluster_name="we\"ird\n<b>x</b>"} 0"#
+    );
+}
+
+/// Bytes are counted as Envoy counts them: every byte of the HTTP/1.1
+/// exchange, head included, per connection manager (client side) and per
+/// cluster (server side); a connection's end is told apart by who closed
+/// it.
+#[test]
+fn bytes_and_connection_ends_are_counted_as_envoys() {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<support::h1_backend::H1Request>>> = Arc::default();
+    // The backend's exact bytes.
+    let answer_len = H1Answer::ok("hello").bytes.len();
+    let log = Arc::clone(&seen);
+    let be = H1Backend::start(move |r| {
+        log.lock().unwrap().push(r.clone());
+        H1Answer::ok("hello")
+    });
+    let (_gw, addr, admin) = support::one_backend_gateway(be.addr());
+    let prefix = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    let cluster = "{envoy_cluster_name=\"backend\"}";
+
+    // One request on a connection the client then closes.
+    let request = b"GET /bytes HTTP/1.1\r\nhost: example.com\r\n\r\n";
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    c.write_all(request).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.ends_with(b"hello") {
+        let n = c.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    drop(c);
+    wait_until(
+        std::time::Duration::from_secs(2),
+        "the close counted",
+        || envoy_metric(admin, &format!("envoy_http_downstream_cx_destroy{prefix}")) == 1.0,
+    );
+    let at = |series: String| envoy_metric(admin, &series);
+    assert_eq!(
+        at(format!("envoy_http_downstream_cx_rx_bytes_total{prefix}")),
+        request.len() as f64
+    );
+    assert_eq!(
+        at(format!("envoy_http_downstream_cx_tx_bytes_total{prefix}")),
+        got.len() as f64
+    );
+    assert_eq!(
+        at(format!("envoy_http_downstream_cx_destroy_remote{prefix}")),
+        1.0
+    );
+    assert_eq!(
+        at(format!("envoy_http_downstream_cx_destroy_local{prefix}")),
+        0.0
+    );
+    // The request as the backend got it: its head, byte for byte.
+    let r = seen.lock().unwrap()[0].clone();
+    let mut forwarded = format!("{} {} HTTP/1.1\r\n", r.method, r.target);
+    for (k, v) in &r.fields {
+        forwarded.push_str(&format!("{k}: {v}\r\n"));
+    }
+    forwarded.push_str("\r\n");
+    assert_eq!(
+        at(format!("envoy_cluster_upstream_cx_tx_bytes_total{cluster}")),
+        forwarded.len() as f64
+    );
+    assert_eq!(
+        at(format!("envoy_cluster_upstream_cx_rx_bytes_total{cluster}")),
+        answer_len as f64
+    );
+    // The pooled connection stays open.
+    assert_eq!(
+        at(format!("envoy_cluster_upstream_cx_destroy{cluster}")),
+        0.0
+    );
+
+    // Bytes that are no request: the gateway answers 400 and closes.
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    c.write_all(b"GARBAGE\r\n\r\n").unwrap();
+    let mut out = Vec::new();
+    let _ = c.read_to_end(&mut out);
+    assert!(
+        out.starts_with(b"HTTP/1.1 400"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    wait_until(
+        std::time::Duration::from_secs(2),
+        "the close counted",
+        || {
+            envoy_metric(
+                admin,
+                &format!("envoy_http_downstream_cx_destroy_local{prefix}"),
+            ) == 1.0
+        },
+    );
+    assert_eq!(at(format!("envoy_http_downstream_cx_destroy{prefix}")), 2.0);
+    assert_eq!(
+        at(format!("envoy_http_downstream_cx_rx_bytes_total{prefix}")),
+        (request.len() + 11) as f64
     );
 }

@@ -164,6 +164,18 @@ pub struct ClusterStats {
     pub upstream_cx_max_requests: Counter,
     pub upstream_cx_idle_timeout: Counter,
     pub upstream_cx_pool_overflow: Counter,
+    /// Connections ended (a refused connect too, as the remote's), by
+    /// whom, and of those with requests still on them.
+    pub upstream_cx_destroy: Counter,
+    pub upstream_cx_destroy_local: Counter,
+    pub upstream_cx_destroy_remote: Counter,
+    pub upstream_cx_destroy_with_active_rq: Counter,
+    pub upstream_cx_destroy_local_with_active_rq: Counter,
+    pub upstream_cx_destroy_remote_with_active_rq: Counter,
+    /// Bytes read from and written to its hosts (over TLS, the
+    /// plaintext, as Envoy's).
+    pub upstream_cx_rx_bytes_total: Counter,
+    pub upstream_cx_tx_bytes_total: Counter,
 }
 
 /// Envoy's `http.<stat_prefix>.*`: a connection manager's.
@@ -185,6 +197,17 @@ pub struct HttpStats {
     /// From the request's head to the answer's end.
     pub downstream_rq_time: Histogram,
     pub downstream_cx_destroy: Counter,
+    /// Closed by the client (its FIN, or its socket failed) or by the
+    /// gateway; and of those, with requests still open.
+    pub downstream_cx_destroy_remote: Counter,
+    pub downstream_cx_destroy_local: Counter,
+    pub downstream_cx_destroy_active_rq: Counter,
+    pub downstream_cx_destroy_remote_active_rq: Counter,
+    pub downstream_cx_destroy_local_active_rq: Counter,
+    /// Bytes read from and written to its clients (over TLS, the
+    /// plaintext, as Envoy's).
+    pub downstream_cx_rx_bytes_total: Counter,
+    pub downstream_cx_tx_bytes_total: Counter,
     pub downstream_cx_length_ms: Histogram,
     /// Requests no route took (`no_route`).
     pub no_route: Counter,

@@ -107,6 +107,9 @@ struct Connection {
     /// Inbox deliveries of a turn; keeps its allocation.
     batch: Deliveries,
     eager_turns: u32,
+    /// The client closed its side or its socket failed (Envoy's
+    /// `downstream_cx_destroy_remote`), rather than the gateway closing.
+    closed_by_peer: bool,
 }
 
 /// Serves one accepted client connection until it closes.
@@ -265,6 +268,7 @@ impl Connection {
             unseen,
             batch: Deliveries::new(),
             eager_turns: 0,
+            closed_by_peer: false,
         }))
     }
 
@@ -325,14 +329,19 @@ impl Connection {
                 Arm::Clear => self.timer = None,
             }
             let woken = self.wait().await;
+            self.count_written();
             let n = match woken {
                 Wake::Io(Woken::Read(0)) => {
                     self.rb.filled(0);
+                    self.closed_by_peer = true;
                     return End::Flush;
                 }
                 Wake::Io(Woken::Read(n)) => n,
                 Wake::Io(Woken::Nudged) | Wake::Writable => 0,
-                Wake::WriteFailed => return End::Abort,
+                Wake::WriteFailed => {
+                    self.closed_by_peer = true;
+                    return End::Abort;
+                }
                 Wake::Drain => {
                     self.start_drain();
                     0
@@ -346,6 +355,15 @@ impl Connection {
             if self.take_input(n, stats).is_err() {
                 return End::Flush;
             }
+        }
+    }
+
+    /// Adds what the socket took since the last call to the connection
+    /// manager's `downstream_cx_tx_bytes_total`.
+    fn count_written(&mut self) {
+        let n = self.streams.out.take_written();
+        if let Some(h) = &self.streams.cx.http {
+            h.stats.downstream_cx_tx_bytes_total.add(n);
         }
     }
 
@@ -519,6 +537,10 @@ impl Connection {
         self.received = self.received.saturating_add(n);
         let mut fresh = n + std::mem::take(&mut self.unseen);
         let s = &mut self.streams;
+        if let Some(h) = &s.cx.http {
+            // Over TLS, after decryption, as Envoy's.
+            h.stats.downstream_cx_rx_bytes_total.add(fresh as u64);
+        }
         loop {
             let (before, could) = (self.rb.buf.len(), s.conn.can_take(self.rb.buf.len()));
             if let Err(flood) = s.conn.recv(&mut self.rb.buf, fresh) {
@@ -587,6 +609,7 @@ impl Connection {
     /// gets a bounded time to go, so a client that reads nothing holds it
     /// no longer; an HTTP/1.1 connection then lingers; every stream ends.
     async fn close(mut self, end: End) {
+        let active_rq = self.streams.is_busy();
         if let End::Flush = end {
             let s = &mut self.streams;
             s.out.take_from(&mut s.conn);
@@ -594,6 +617,25 @@ impl Connection {
             if s.conn.is_h1() {
                 let within = self.lifecycle.delayed_close();
                 linger(&mut self.tcp, &mut self.rb, within).await;
+            }
+        }
+        self.count_written();
+        if let Some(h) = &self.streams.cx.http {
+            let h = &h.stats;
+            let (by, by_with_rq) = match self.closed_by_peer {
+                true => (
+                    &h.downstream_cx_destroy_remote,
+                    &h.downstream_cx_destroy_remote_active_rq,
+                ),
+                false => (
+                    &h.downstream_cx_destroy_local,
+                    &h.downstream_cx_destroy_local_active_rq,
+                ),
+            };
+            by.inc();
+            if active_rq {
+                by_with_rq.inc();
+                h.downstream_cx_destroy_active_rq.inc();
             }
         }
         self.streams.close();

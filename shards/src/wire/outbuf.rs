@@ -44,6 +44,9 @@ pub(crate) struct OutBuf {
     /// holds records it could not write yet until flushed (a plain socket
     /// holds nothing, and its flush is a no-op).
     unflushed: bool,
+    /// Bytes the writer took since [`OutBuf::take_written`] (Envoy's
+    /// `*_cx_tx_bytes_total`: over TLS, before encryption, as Envoy's).
+    written: u64,
 }
 
 impl OutBuf {
@@ -55,7 +58,13 @@ impl OutBuf {
             limit: (limit as usize).max(1),
             paused: false,
             unflushed: false,
+            written: 0,
         }
+    }
+
+    /// Bytes written since the last call.
+    pub fn take_written(&mut self) -> u64 {
+        std::mem::take(&mut self.written)
     }
 
     /// Moves what the codec has to write here.
@@ -150,6 +159,7 @@ impl OutBuf {
                 Poll::Ready(Ok(n)) => {
                     self.unflushed = true;
                     self.bytes -= n;
+                    self.written += n as u64;
                     if n == front.len() {
                         self.chunks.pop_front();
                     } else {

@@ -149,7 +149,7 @@ fn codes(
 type ClusterCounter = fn(&ClusterStats) -> &Counter;
 
 /// The cluster's counters, its own (a host's go when it leaves).
-const CLUSTER_COUNTERS: [(&str, ClusterCounter); 14] = [
+const CLUSTER_COUNTERS: [(&str, ClusterCounter); 22] = [
     ("upstream_rq_total", |c| &c.upstream_rq_total),
     ("upstream_rq_retry", |c| &c.upstream_rq_retry),
     ("upstream_rq_retry_success", |c| {
@@ -175,6 +175,28 @@ const CLUSTER_COUNTERS: [(&str, ClusterCounter); 14] = [
     ("upstream_cx_idle_timeout", |c| &c.upstream_cx_idle_timeout),
     ("upstream_cx_pool_overflow", |c| {
         &c.upstream_cx_pool_overflow
+    }),
+    ("upstream_cx_destroy", |c| &c.upstream_cx_destroy),
+    ("upstream_cx_destroy_local", |c| {
+        &c.upstream_cx_destroy_local
+    }),
+    ("upstream_cx_destroy_remote", |c| {
+        &c.upstream_cx_destroy_remote
+    }),
+    ("upstream_cx_destroy_with_active_rq", |c| {
+        &c.upstream_cx_destroy_with_active_rq
+    }),
+    ("upstream_cx_destroy_local_with_active_rq", |c| {
+        &c.upstream_cx_destroy_local_with_active_rq
+    }),
+    ("upstream_cx_destroy_remote_with_active_rq", |c| {
+        &c.upstream_cx_destroy_remote_with_active_rq
+    }),
+    ("upstream_cx_rx_bytes_total", |c| {
+        &c.upstream_cx_rx_bytes_total
+    }),
+    ("upstream_cx_tx_bytes_total", |c| {
+        &c.upstream_cx_tx_bytes_total
     }),
 ];
 
@@ -407,9 +429,30 @@ fn outlier_counters(o: &ClusterOutlierStats) -> Vec<(String, u64)> {
 
 type HttpCounter = fn(&HttpStats) -> &Counter;
 
-const HTTP_COUNTERS: [(&str, HttpCounter); 10] = [
+const HTTP_COUNTERS: [(&str, HttpCounter); 17] = [
     ("downstream_cx_total", |h| &h.downstream_cx_total),
     ("downstream_cx_destroy", |h| &h.downstream_cx_destroy),
+    ("downstream_cx_destroy_local", |h| {
+        &h.downstream_cx_destroy_local
+    }),
+    ("downstream_cx_destroy_remote", |h| {
+        &h.downstream_cx_destroy_remote
+    }),
+    ("downstream_cx_destroy_active_rq", |h| {
+        &h.downstream_cx_destroy_active_rq
+    }),
+    ("downstream_cx_destroy_local_active_rq", |h| {
+        &h.downstream_cx_destroy_local_active_rq
+    }),
+    ("downstream_cx_destroy_remote_active_rq", |h| {
+        &h.downstream_cx_destroy_remote_active_rq
+    }),
+    ("downstream_cx_rx_bytes_total", |h| {
+        &h.downstream_cx_rx_bytes_total
+    }),
+    ("downstream_cx_tx_bytes_total", |h| {
+        &h.downstream_cx_tx_bytes_total
+    }),
     ("downstream_cx_http1_total", |h| {
         &h.downstream_cx_http1_total
     }),

@@ -56,6 +56,9 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
             tracing::debug!(%addr, "upstream connect failed: {e}");
             stats.cx_connect_fail.inc();
             cluster.upstream_cx_connect_fail.inc();
+            // Envoy's: a refused connect is a connection the remote ended.
+            cluster.upstream_cx_destroy.inc();
+            cluster.upstream_cx_destroy_remote.inc();
             let mut p = pool.borrow_mut();
             let b = p.backoff;
             p.retry_at = Some(Instant::now() + b);
@@ -80,11 +83,35 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
     stats.cx_total.inc();
     stats.cx_active.inc();
     cluster.upstream_cx_connect_ms.record(began.elapsed());
-    if adopt_protocol(&pool, slot, gen, alpn) {
+    let mut out = OutBuf::new(u32::MAX);
+    let by = if adopt_protocol(&pool, slot, gen, alpn) {
         let mut rb = ReadBuf::default();
-        run(&pool, slot, gen, &mut transport, &mut rb).await;
+        run(&pool, slot, gen, &mut transport, &mut rb, &mut out).await
     } else {
         tracing::debug!(%addr, "upstream ALPN changed protocol: connection dropped");
+        ClosedBy::Gateway
+    };
+    cluster.upstream_cx_tx_bytes_total.add(out.take_written());
+    let active_rq = pool
+        .borrow()
+        .conns
+        .get(slot)
+        .is_some_and(|c| c.gen == gen && !c.routes.is_empty());
+    cluster.upstream_cx_destroy.inc();
+    let (by, by_with_rq) = match by {
+        ClosedBy::Server => (
+            &cluster.upstream_cx_destroy_remote,
+            &cluster.upstream_cx_destroy_remote_with_active_rq,
+        ),
+        ClosedBy::Gateway => (
+            &cluster.upstream_cx_destroy_local,
+            &cluster.upstream_cx_destroy_local_with_active_rq,
+        ),
+    };
+    by.inc();
+    if active_rq {
+        by_with_rq.inc();
+        cluster.upstream_cx_destroy_with_active_rq.inc();
     }
     stats.cx_active.dec();
     fail(&pool, slot, gen, false);
@@ -125,6 +152,16 @@ fn adopt_protocol(pool: &PoolRef, slot: usize, gen: u32, alpn: Option<Proto>) ->
     true
 }
 
+/// Who ended an upstream connection (Envoy's `upstream_cx_destroy_remote`
+/// and `_local`).
+enum ClosedBy {
+    /// The server closed its side, or the socket failed.
+    Server,
+    /// The gateway: idle, served out, drained, its host gone, a protocol
+    /// error it saw.
+    Gateway,
+}
+
 /// How a wait on the connection ended.
 enum UpWoken {
     /// `n` bytes were read; 0: the server closed its side.
@@ -156,9 +193,21 @@ enum UpWoken {
 /// when it fires (for what is left of the idle time, or all of it when
 /// streams are open): arming it whenever the last stream leaves would
 /// cost a timer per request on HTTP/1.1.
-async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mut ReadBuf) {
-    let mut out = OutBuf::new(u32::MAX);
-    let idle_timeout = pool.borrow().cluster.upstream.idle_timeout;
+async fn run(
+    pool: &PoolRef,
+    slot: usize,
+    gen: u32,
+    tcp: &mut Transport,
+    rb: &mut ReadBuf,
+    out: &mut OutBuf,
+) -> ClosedBy {
+    let (idle_timeout, cluster) = {
+        let p = pool.borrow();
+        (
+            p.cluster.upstream.idle_timeout,
+            Arc::clone(&p.cluster_stats),
+        )
+    };
     let mut idle_timer: Option<Pin<Box<Timer>>> = None;
     // An upgrade's tunnel whose client ended: the socket's write side is
     // shut (once), and the server's direction goes on.
@@ -169,7 +218,7 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             let retired = p.retired;
             let c = &mut p.conns[slot];
             if c.gen != gen {
-                return;
+                return ClosedBy::Gateway;
             }
             out.take(|| c.conn.poll_output());
             c.unwritten = out.bytes();
@@ -189,12 +238,12 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
         };
         if closing {
             out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
-            return;
+            return ClosedBy::Gateway;
         }
         if pending {
-            if take_input(pool, slot, rb, &mut out) {
+            if take_input(pool, slot, rb, out) {
                 out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
-                return;
+                return ClosedBy::Gateway;
             }
             continue;
         }
@@ -258,8 +307,9 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             Poll::Pending
         })
         .await;
+        cluster.upstream_cx_tx_bytes_total.add(out.take_written());
         let n = match woken {
-            UpWoken::Failed => return,
+            UpWoken::Failed => return ClosedBy::Server,
             UpWoken::Read(0) => {
                 // The server closed: an HTTP/1.1 body that runs to the
                 // close ends here; streams cut short learn it below.
@@ -271,9 +321,13 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
                         route_event(&p.inboxes, c, ev);
                     }
                 }
-                return;
+                return ClosedBy::Server;
             }
-            UpWoken::Read(n) => n,
+            UpWoken::Read(n) => {
+                // Over TLS, after decryption, as Envoy's.
+                cluster.upstream_cx_rx_bytes_total.add(n as u64);
+                n
+            }
             UpWoken::Nudged => 0,
             UpWoken::IdleCheck => {
                 idle_timer = None;
@@ -286,10 +340,10 @@ async fn run(pool: &PoolRef, slot: usize, gen: u32, tcp: &mut Transport, rb: &mu
             // there any).
             rb.filled(n);
         }
-        if n > 0 && take_input(pool, slot, rb, &mut out) {
+        if n > 0 && take_input(pool, slot, rb, out) {
             // A connection error: GOAWAY is queued; write it, then close.
             out.flush_within(&mut *tcp, CLOSE_FLUSH).await;
-            return;
+            return ClosedBy::Gateway;
         }
     }
 }
