@@ -119,6 +119,23 @@ fn envoys_series_count_what_envoy_counts() {
     // One connection per request (the client closes each).
     let cx = format!("envoy_listener_downstream_cx_total{{envoy_listener_address=\"{listener}\"}}");
     assert_eq!(at(&cx), 8.0);
+    // Per data shard (Envoy's workers; one here), the worker's label first.
+    let l = format!("envoy_listener_address=\"{listener}\"");
+    for (k, v) in [
+        (format!("envoy_listener_worker_downstream_cx_total{{envoy_worker_id=\"0\",{l}}}"), 8.0),
+        // (The last connection may still be closing: as many as in all.)
+        (
+            format!("envoy_listener_worker_downstream_cx_active{{envoy_worker_id=\"0\",{l}}}"),
+            at(&format!("envoy_listener_downstream_cx_active{{{l}}}")),
+        ),
+        (format!("envoy_listener_no_filter_chain_match{{{l}}}"), 0.0),
+        // The listener's own copy of its connection manager's answers.
+        (format!("envoy_listener_http_downstream_rq_xx{{envoy_response_code_class=\"2\",envoy_http_conn_manager_prefix=\"ingress\",{l}}}"), 3.0),
+        (format!("envoy_listener_http_downstream_rq_xx{{envoy_response_code_class=\"5\",envoy_http_conn_manager_prefix=\"ingress\",{l}}}"), 4.0),
+        (format!("envoy_listener_http_downstream_rq_completed{{envoy_http_conn_manager_prefix=\"ingress\",{l}}}"), 8.0),
+    ] {
+        assert_eq!(at(&k), v, "{k}");
+    }
     let buckets: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("envoy_http_downstream_rq_time_bucket{"))

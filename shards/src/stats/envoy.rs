@@ -216,6 +216,22 @@ pub struct HttpStats {
     pub csrf: super::CsrfStats,
 }
 
+/// The name a connection manager's block is kept under on a shard: its
+/// listener's and its `stat_prefix`, so each listener's counts stay apart
+/// (Envoy's `listener.<address>.http.<prefix>.*`) and a prefix's are the
+/// sum over its listeners (`http.<prefix>.*`). Either name may hold any
+/// character: the listener's is length-prefixed.
+pub fn http_block_name(listener: &str, prefix: &str) -> String {
+    format!("{}:{listener}{prefix}", listener.len())
+}
+
+/// The listener and `stat_prefix` of an [`http_block_name`].
+pub fn split_http_block_name(name: &str) -> Option<(&str, &str)> {
+    let (len, rest) = name.split_once(':')?;
+    let len: usize = len.parse().ok()?;
+    (len <= rest.len() && rest.is_char_boundary(len)).then(|| rest.split_at(len))
+}
+
 /// Envoy's `listener.<address>.*`.
 #[derive(Debug, Default)]
 pub struct ListenerStats {
@@ -446,6 +462,21 @@ mod tests {
         drop((b, c));
         assert!(l.chains().is_empty());
         assert_eq!(l.downstream_cx_active.get(), 0);
+    }
+
+    #[test]
+    fn a_connection_manager_block_name_holds_any_listener_and_prefix() {
+        for (l, p) in [
+            ("ingress", "ingress_http"),
+            ("a:1", ":b"),
+            ("", ""),
+            ("é\0x", "9:"),
+        ] {
+            let name = http_block_name(l, p);
+            assert_eq!(split_http_block_name(&name), Some((l, p)), "{name}");
+        }
+        assert_eq!(split_http_block_name("ingress"), None);
+        assert_eq!(split_http_block_name("9:short"), None);
     }
 
     #[test]

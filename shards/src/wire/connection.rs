@@ -192,6 +192,7 @@ impl Connection {
         let mut rb = ReadBuf::default();
         let opened = {
             let listener_sub = drains.listener().subscribe();
+            let stats = (stats, &*counted.stats);
             open(tcp, &cfg, peer, &mut rb, &listener_sub, &shutdown, stats).await
         };
         let Opened {

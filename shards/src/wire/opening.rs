@@ -58,7 +58,10 @@ pub(super) async fn open(
     rb: &mut ReadBuf,
     drain_sub: &crate::signal::Subscription,
     shutdown_sub: &crate::signal::Subscription,
-    stats: &crate::stats::DownstreamStats,
+    (stats, listener_stats): (
+        &crate::stats::DownstreamStats,
+        &crate::stats::envoy::ListenerStats,
+    ),
 ) -> Option<Opened> {
     let _ = tcp.set_nodelay(true);
     // A system call per connection, made only when some chain needs it.
@@ -89,6 +92,7 @@ pub(super) async fn open(
     };
     let Some((position, chain)) = selected else {
         stats.cx_no_filter_chain_match.inc();
+        listener_stats.no_filter_chain_match.inc();
         return None;
     };
     let sni: Option<Box<str>> = inspected.hello().0.map(Box::from);

@@ -1,4 +1,4 @@
-//! The families `/stats/prometheus` writes, gathered from the shards' blocks, their hosts' counters, the snapshot and the control shard's views: `server.*`, `cluster.<name>.*`, `http.<stat_prefix>.*` and `listener.<address>.*`, under Envoy's names.
+//! The families `/stats/prometheus` writes, gathered from the shards' blocks, their hosts' counters, the snapshot and the control shard's views: `server.*` and `cluster.<name>.*` here, the client side's in `downstream.rs`, under Envoy's names.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -6,41 +6,40 @@ use std::sync::Arc;
 use engine::stats::histogram::Merged;
 use engine::HealthStatus;
 use shards::stats::envoy::Registry;
-use shards::stats::envoy::{ClusterStats, Codes, Histogram, HttpStats, ListenerStats};
+use shards::stats::envoy::{ClusterStats, Codes, Histogram};
 use shards::stats::{Counter, HostCounter, ShardStats};
 
 use super::super::state::{Inner, ServerState};
+use super::downstream;
 use super::{Family, Kind};
 use crate::outlier::ClusterOutlierStats;
 
 const CLUSTER: &str = "envoy_cluster_name";
-const HTTP: &str = "envoy_http_conn_manager_prefix";
-const LISTENER: &str = "envoy_listener_address";
 const CODE: &str = "envoy_response_code";
-const CLASS: &str = "envoy_response_code_class";
+pub(super) const CLASS: &str = "envoy_response_code_class";
 
 /// Every family, unordered.
 pub(super) fn gather(inner: &Inner) -> Vec<Family> {
     let mut out = Vec::new();
     server(inner, &mut out);
     clusters(inner, &mut out);
-    http(inner, &mut out);
-    listeners(inner, &mut out);
+    downstream::http(inner, &mut out);
+    downstream::listeners(inner, &mut out);
     out
 }
 
 /// Families by their dotted name, made on first use.
 #[derive(Default)]
-struct Families(BTreeMap<String, Family>);
+pub(super) struct Families(BTreeMap<String, Family>);
 
 impl Families {
-    fn get(&mut self, kind: Kind, dotted: &str) -> &mut Family {
+    pub(super) fn get(&mut self, kind: Kind, dotted: &str) -> &mut Family {
         self.0
             .entry(dotted.to_owned())
             .or_insert_with(|| Family::new(kind, dotted))
     }
 
-    fn into_vec(self, out: &mut Vec<Family>) {
+    pub(super) fn into_vec(self, out: &mut Vec<Family>) {
         out.extend(self.0.into_values());
     }
 }
@@ -99,36 +98,69 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
     }
 }
 
-/// Each shard's blocks of one kind, copied out once per scrape.
-struct Blocks<T>(Vec<HashMap<Box<str>, Arc<T>>>);
+/// Each shard's blocks of one kind, copied out once per scrape, by the
+/// name they are read under (several blocks may share one: a connection
+/// manager's on each listener that has it).
+pub(super) struct Blocks<T>(Vec<HashMap<Box<str>, Vec<Arc<T>>>>);
 
 impl<T> Blocks<T> {
-    fn of(inner: &Inner, registry: fn(&ShardStats) -> &Registry<T>) -> Self {
-        Self(inner.shards.iter().map(|s| registry(s).all()).collect())
+    pub(super) fn of(inner: &Inner, registry: fn(&ShardStats) -> &Registry<T>) -> Self {
+        Self::grouped(inner, registry, |name| Some(name.into()))
     }
 
-    /// `f` on each shard's block named `name`.
-    fn each(&self, name: &str, mut f: impl FnMut(&T)) {
+    /// Read under `name_of` each block's registry name (`None`: left out).
+    pub(super) fn grouped(
+        inner: &Inner,
+        registry: fn(&ShardStats) -> &Registry<T>,
+        name_of: impl Fn(&str) -> Option<Box<str>>,
+    ) -> Self {
+        let shards = inner.shards.iter().map(|s| {
+            let mut by: HashMap<Box<str>, Vec<Arc<T>>> = HashMap::new();
+            for (name, b) in registry(s).all() {
+                if let Some(n) = name_of(&name) {
+                    by.entry(n).or_default().push(b);
+                }
+            }
+            by
+        });
+        Self(shards.collect())
+    }
+
+    /// `f` on each block read as `name`, on each shard.
+    pub(super) fn each(&self, name: &str, mut f: impl FnMut(&T)) {
         for shard in &self.0 {
-            if let Some(b) = shard.get(name) {
+            for b in shard.get(name).into_iter().flatten() {
                 f(b);
             }
         }
     }
 
-    fn sum(&self, name: &str, counter: impl Fn(&T) -> &Counter) -> u64 {
+    /// `f` on each block read as `name` on shard `i` alone.
+    pub(super) fn each_on(&self, i: usize, name: &str, mut f: impl FnMut(&T)) {
+        for b in self
+            .0
+            .get(i)
+            .and_then(|s| s.get(name))
+            .into_iter()
+            .flatten()
+        {
+            f(b);
+        }
+    }
+
+    pub(super) fn sum(&self, name: &str, counter: impl Fn(&T) -> &Counter) -> u64 {
         let mut n = 0u64;
         self.each(name, |b| n = n.wrapping_add(counter(b).get()));
         n
     }
 
-    fn merged(&self, name: &str, hist: impl Fn(&T) -> &Histogram) -> Merged {
+    pub(super) fn merged(&self, name: &str, hist: impl Fn(&T) -> &Histogram) -> Merged {
         let mut m = Merged::new();
         self.each(name, |b| hist(b).merge_into(&mut m));
         m
     }
 
-    fn names(&self) -> impl Iterator<Item = &str> {
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
         self.0.iter().flat_map(|m| m.keys().map(|k| &**k))
     }
 }
@@ -425,212 +457,4 @@ fn outlier_counters(o: &ClusterOutlierStats) -> Vec<(String, u64)> {
         o.detected[at(EjectionReason::SuccessRate)],
     ));
     out
-}
-
-type HttpCounter = fn(&HttpStats) -> &Counter;
-
-const HTTP_COUNTERS: [(&str, HttpCounter); 17] = [
-    ("downstream_cx_total", |h| &h.downstream_cx_total),
-    ("downstream_cx_destroy", |h| &h.downstream_cx_destroy),
-    ("downstream_cx_destroy_local", |h| {
-        &h.downstream_cx_destroy_local
-    }),
-    ("downstream_cx_destroy_remote", |h| {
-        &h.downstream_cx_destroy_remote
-    }),
-    ("downstream_cx_destroy_active_rq", |h| {
-        &h.downstream_cx_destroy_active_rq
-    }),
-    ("downstream_cx_destroy_local_active_rq", |h| {
-        &h.downstream_cx_destroy_local_active_rq
-    }),
-    ("downstream_cx_destroy_remote_active_rq", |h| {
-        &h.downstream_cx_destroy_remote_active_rq
-    }),
-    ("downstream_cx_rx_bytes_total", |h| {
-        &h.downstream_cx_rx_bytes_total
-    }),
-    ("downstream_cx_tx_bytes_total", |h| {
-        &h.downstream_cx_tx_bytes_total
-    }),
-    ("downstream_cx_http1_total", |h| {
-        &h.downstream_cx_http1_total
-    }),
-    ("downstream_cx_http2_total", |h| {
-        &h.downstream_cx_http2_total
-    }),
-    ("downstream_cx_ssl_total", |h| &h.downstream_cx_ssl_total),
-    ("downstream_rq_total", |h| &h.downstream_rq_total),
-    ("downstream_rq_completed", |h| &h.downstream_rq_completed),
-    ("downstream_rq_http1_total", |h| {
-        &h.downstream_rq_http1_total
-    }),
-    ("downstream_rq_http2_total", |h| {
-        &h.downstream_rq_http2_total
-    }),
-    ("no_route", |h| &h.no_route),
-];
-
-const HTTP_GAUGES: [(&str, HttpCounter); 2] = [
-    ("downstream_cx_active", |h| &h.downstream_cx_active),
-    ("downstream_rq_active", |h| &h.downstream_rq_active),
-];
-
-type HttpHistogram = fn(&HttpStats) -> &Histogram;
-
-const HTTP_HISTOGRAMS: [(&str, HttpHistogram); 2] = [
-    ("downstream_rq_time", |h| &h.downstream_rq_time),
-    ("downstream_cx_length_ms", |h| &h.downstream_cx_length_ms),
-];
-
-/// `http.<stat_prefix>.*`: every connection manager of the snapshot's
-/// listeners, and any a shard still counts for.
-fn http(inner: &Inner, out: &mut Vec<Family>) {
-    let mut prefixes: BTreeSet<String> = inner
-        .snapshot
-        .listeners
-        .iter()
-        .flat_map(|l| l.chains())
-        .map(|c| c.http.stat_prefix.clone())
-        .collect();
-    let blocks = Blocks::of(inner, |s| &s.envoy.http);
-    prefixes.extend(blocks.names().map(str::to_owned));
-    let mut fam = Families::default();
-    for prefix in &prefixes {
-        let label = || vec![(HTTP, prefix.clone())];
-        let stat = |s: &str| format!("http.{prefix}.{s}");
-        for (s, f) in HTTP_COUNTERS {
-            let v = blocks.sum(prefix, f);
-            fam.get(Kind::Counter, &format!("http.{s}"))
-                .push(stat(s), label(), v);
-        }
-        for (s, f) in HTTP_GAUGES {
-            let v = blocks.sum(prefix, f);
-            fam.get(Kind::Gauge, &format!("http.{s}"))
-                .push(stat(s), label(), v);
-        }
-        // Envoy keeps the five classes from the start.
-        let mut classes = [0u64; 5];
-        blocks.each(prefix, |h| {
-            for (i, (_, n)) in h.downstream_rq_xx.classes().iter().enumerate() {
-                classes[i] = classes[i].wrapping_add(*n);
-            }
-        });
-        let f = fam.get(Kind::Counter, "http.downstream_rq_xx");
-        for (i, n) in classes.iter().enumerate() {
-            let class = i + 1;
-            let mut l = vec![(CLASS, class.to_string())];
-            l.extend(label());
-            f.push(stat(&format!("downstream_rq_{class}xx")), l, *n);
-        }
-        // The CORS and CSRF filters' series, for the managers that run
-        // them (as Envoy makes them with the filter).
-        let (cors, csrf) = filters_of(inner, prefix);
-        if cors {
-            for (s, v) in [
-                (
-                    "cors.origin_valid",
-                    blocks.sum(prefix, |h| &h.cors.origin_valid),
-                ),
-                (
-                    "cors.origin_invalid",
-                    blocks.sum(prefix, |h| &h.cors.origin_invalid),
-                ),
-            ] {
-                fam.get(Kind::Counter, &format!("http.{s}"))
-                    .push(stat(s), label(), v);
-            }
-        }
-        if csrf {
-            for (s, v) in [
-                (
-                    "csrf.missing_source_origin",
-                    blocks.sum(prefix, |h| &h.csrf.missing_source_origin),
-                ),
-                (
-                    "csrf.request_invalid",
-                    blocks.sum(prefix, |h| &h.csrf.request_invalid),
-                ),
-                (
-                    "csrf.request_valid",
-                    blocks.sum(prefix, |h| &h.csrf.request_valid),
-                ),
-            ] {
-                fam.get(Kind::Counter, &format!("http.{s}"))
-                    .push(stat(s), label(), v);
-            }
-        }
-        for (s, h) in HTTP_HISTOGRAMS {
-            let m = blocks.merged(prefix, h);
-            fam.get(Kind::Histogram, &format!("http.{s}"))
-                .push_histogram(stat(s), label(), m);
-        }
-    }
-    fam.into_vec(out);
-}
-
-/// `listener.<ip>_<port>.*`, for each listener of the snapshot (the
-/// shards count by the listener's name).
-fn listeners(inner: &Inner, out: &mut Vec<Family>) {
-    let mut fam = Families::default();
-    let blocks = Blocks::of(inner, |s| &s.envoy.listeners);
-    type ListenerCounter = fn(&ListenerStats) -> &Counter;
-    let counters: [(&str, Kind, ListenerCounter); 3] = [
-        ("downstream_cx_total", Kind::Counter, |l| {
-            &l.downstream_cx_total
-        }),
-        ("downstream_cx_destroy", Kind::Counter, |l| {
-            &l.downstream_cx_destroy
-        }),
-        ("downstream_cx_active", Kind::Gauge, |l| {
-            &l.downstream_cx_active
-        }),
-    ];
-    for l in &inner.snapshot.listeners {
-        // Envoy's: `127.0.0.1_10000`, `[__1]_10000`.
-        let address = match l.address.ip() {
-            std::net::IpAddr::V4(ip) => format!("{ip}_{}", l.address.port()),
-            std::net::IpAddr::V6(ip) => {
-                format!(
-                    "[{}]_{}",
-                    ip.to_string().replace(':', "_"),
-                    l.address.port()
-                )
-            }
-        };
-        let label = || vec![(LISTENER, address.clone())];
-        let stat = |s: &str| format!("listener.{address}.{s}");
-        for (s, kind, f) in counters {
-            let v = blocks.sum(&l.name, f);
-            fam.get(kind, &format!("listener.{s}"))
-                .push(stat(s), label(), v);
-        }
-        let m = blocks.merged(&l.name, |b| &b.downstream_cx_length_ms);
-        fam.get(Kind::Histogram, "listener.downstream_cx_length_ms")
-            .push_histogram(stat("downstream_cx_length_ms"), label(), m);
-    }
-    fam.into_vec(out);
-}
-
-/// Whether a connection manager of `prefix` runs the CORS filter, and the
-/// CSRF one.
-fn filters_of(inner: &Inner, prefix: &str) -> (bool, bool) {
-    let mut found = (false, false);
-    let managers = inner
-        .snapshot
-        .listeners
-        .iter()
-        .flat_map(|l| l.chains())
-        .map(|c| &c.http)
-        .filter(|h| h.stat_prefix == prefix);
-    for h in managers {
-        for f in &h.http_filters {
-            match f.config {
-                engine::HttpFilterConfig::Cors => found.0 = true,
-                engine::HttpFilterConfig::Csrf(_) => found.1 = true,
-                _ => {}
-            }
-        }
-    }
-    found
 }

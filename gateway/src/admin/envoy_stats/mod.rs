@@ -4,6 +4,7 @@
 //! and written as Envoy writes them, so a dashboard or alert built on
 //! Envoy's reads the same lines.
 
+mod downstream;
 mod families;
 mod forms;
 

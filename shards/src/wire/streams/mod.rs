@@ -305,7 +305,8 @@ impl Streams {
         };
         let protocol = conn.protocol();
         let http = prefix.map(|p| {
-            let stats = wire.shard.stats.envoy.http.get(p);
+            let name = crate::stats::envoy::http_block_name(&listener.name, p);
+            let stats = wire.shard.stats.envoy.http.get(&name);
             match conn.is_h1() {
                 true => stats.downstream_cx_http1_total.inc(),
                 false => stats.downstream_cx_http2_total.inc(),
