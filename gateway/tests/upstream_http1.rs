@@ -459,7 +459,7 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
     let other = cert(&["other.internal"]);
     let b = H1Backend::start_with(Some(server_config(&good, &["http/1.1"])), echo);
     // Trusted, named otherwise than the SNI: Envoy does not compare names.
-    let (_gw, addr) = gateway_h1(
+    let (gw, addr) = gateway_h1(
         b.addr(),
         upstream_tls(
             UpstreamProtocol::Http1,
@@ -469,6 +469,25 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
     );
     assert_eq!(get_status(addr, "/a").0, 200);
     assert_eq!(b.requests()[0].sni.as_deref(), Some("api.example"));
+    // Envoy's cluster.<name>.ssl.*: the handshake, its version and suite
+    // (the cipher's label is `cipher_suite` on a cluster, as Envoy's).
+    let ssl = |gw: &gateway::GatewayHandle, s: &str| {
+        let series = format!("envoy_cluster_ssl_{s}{{envoy_cluster_name=\"c\"}}");
+        envoy_metric(gw.admin_addr.expect("admin"), &series)
+    };
+    assert_eq!(ssl(&gw, "handshake"), 1.0);
+    assert_eq!(ssl(&gw, "connection_error"), 0.0);
+    let (_, page) = admin_get(gw.admin_addr.unwrap(), "/stats/prometheus?filter=ssl");
+    assert!(
+        page.contains(
+            "envoy_cluster_ssl_versions{envoy_ssl_version=\"TLSv1.3\",envoy_cluster_name=\"c\"} 1"
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains("envoy_cluster_ssl_ciphers{cipher_suite=\"TLS_"),
+        "{page}"
+    );
     // No SNI configured: none sent; no validation context: any certificate.
     let (_gw2, addr2) = gateway_h1(b.addr(), upstream_tls(UpstreamProtocol::Http1, None, None));
     assert_eq!(get_status(addr2, "/b").0, 200);
@@ -485,6 +504,8 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
         b.addr()
     );
     assert!(metric(admin, &series) >= 1.0);
+    assert!(ssl(&gw3, "fail_verify_error") >= 1.0);
+    assert_eq!(ssl(&gw3, "handshake"), 0.0);
     assert_eq!(b.requests().len(), 2);
     // Names are checked through match_typed_subject_alt_names only.
     let dns = |name: &str| engine::tls::SanMatcher {
@@ -501,7 +522,7 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
         ),
     );
     assert_eq!(get_status(addr4, "/d").0, 200);
-    let (_gw5, addr5) = gateway_h1(
+    let (gw5, addr5) = gateway_h1(
         b.addr(),
         upstream_tls_matching(
             UpstreamProtocol::Http1,
@@ -511,6 +532,8 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
         ),
     );
     assert_eq!(get_status(addr5, "/e").0, 503);
+    assert!(ssl(&gw5, "fail_verify_san") >= 1.0);
+    assert_eq!(ssl(&gw5, "fail_verify_error"), 0.0);
     assert_eq!(b.requests().len(), 3);
 }
 
@@ -541,6 +564,26 @@ fn auto_config_speaks_what_alpn_chose() {
     let admin = front_gw.admin_addr.expect("admin");
     assert_eq!(metric(admin, "gateway_downstream_cx_http2_total"), 1.0);
     assert_eq!(metric(admin, "gateway_downstream_cx_http1_total"), 0.0);
+    // Envoy's listener.<addr>.ssl.*: one handshake, no client certificate.
+    let l = format!("envoy_listener_address=\"127.0.0.1_{}\"", front_addr.port());
+    for (s, v) in [
+        ("handshake", 1.0),
+        ("no_certificate", 1.0),
+        ("session_reused", 0.0),
+    ] {
+        assert_eq!(
+            envoy_metric(admin, &format!("envoy_listener_ssl_{s}{{{l}}}")),
+            v,
+            "{s}"
+        );
+    }
+    let versions = format!("envoy_listener_ssl_versions{{envoy_ssl_version=\"TLSv1.3\",{l}}}");
+    assert_eq!(envoy_metric(admin, &versions), 1.0);
+    let (_, page) = admin_get(admin, "/stats/prometheus?filter=ssl%5C.curves");
+    assert!(
+        page.contains("envoy_listener_ssl_curves{envoy_ssl_curve=\""),
+        "{page}"
+    );
 }
 
 fn downstream_tls(c: &Cert, alpn: &[&str]) -> Arc<engine::tls::DownstreamTls> {

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use engine::HostId;
 
 pub mod envoy;
+pub mod tls;
 
 /// A single-writer counter or gauge.
 #[derive(Debug, Default)]

@@ -176,6 +176,8 @@ pub struct ClusterStats {
     /// plaintext, as Envoy's).
     pub upstream_cx_rx_bytes_total: Counter,
     pub upstream_cx_tx_bytes_total: Counter,
+    /// Its TLS handshakes (`ssl.*`), for a cluster with a TLS transport.
+    pub ssl: super::tls::TlsStats,
 }
 
 /// Envoy's `http.<stat_prefix>.*`: a connection manager's.
@@ -240,6 +242,8 @@ pub struct ListenerStats {
     pub downstream_cx_destroy: Counter,
     pub no_filter_chain_match: Counter,
     pub downstream_cx_length_ms: Histogram,
+    /// Its TLS handshakes (`ssl.*`), for a listener with a TLS chain.
+    pub ssl: super::tls::TlsStats,
     /// Connections open per filter chain id: those of a chain an update
     /// changed or removed are draining. Touched as a connection is given
     /// its chain and as it closes, not per request; an id leaves at 0, so

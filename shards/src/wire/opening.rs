@@ -115,6 +115,7 @@ pub(super) async fn open(
             return None;
         }
         (Some(tls), start) => {
+            let stats = (stats, &listener_stats.ssl);
             tls::handshake(start, tls, within, drain_sub, shutdown_sub, stats).await?
         }
     };

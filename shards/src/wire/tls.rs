@@ -20,6 +20,7 @@ use glommio::timer::Timer;
 
 use super::codec::Proto;
 use crate::signal::Subscription;
+use crate::stats::tls::{TlsFailure, TlsStats};
 use crate::stats::DownstreamStats;
 
 /// What a connection reads and writes through: a downstream one, or an
@@ -300,7 +301,7 @@ pub(crate) async fn handshake(
     within: Duration,
     drain: &Subscription,
     shutdown: &Subscription,
-    stats: &DownstreamStats,
+    (stats, ssl): (&DownstreamStats, &TlsStats),
 ) -> Option<(Transport, Option<Proto>)> {
     let config = Arc::clone(&tls.state().config);
     // A ClientHello the inspector peeked at is still in the socket.
@@ -321,6 +322,7 @@ pub(crate) async fn handshake(
             if conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
                 stats.tls_session_reused.inc();
             }
+            ssl.handshake_done(conn);
             let proto = alpn_proto(conn.alpn_protocol());
             Some((Transport::Tls(Box::new(stream)), proto))
         }
@@ -331,6 +333,9 @@ pub(crate) async fn handshake(
         // written), which is not a failed handshake of ours.
         Err(e) if e.kind() == io::ErrorKind::InvalidData => {
             stats.tls_handshake_error.inc();
+            if let Some(why) = TlsFailure::of(&e) {
+                ssl.failed(why);
+            }
             tracing::debug!("TLS handshake failed: {e}");
             None
         }

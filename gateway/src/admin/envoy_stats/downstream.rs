@@ -7,7 +7,7 @@ use shards::stats::envoy::{Histogram, HttpStats, ListenerStats};
 use shards::stats::Counter;
 
 use super::super::state::Inner;
-use super::families::{Blocks, Families, CLASS};
+use super::families::{ssl_families, Blocks, Families, CLASS};
 use super::{Family, Kind};
 
 const HTTP: &str = "envoy_http_conn_manager_prefix";
@@ -213,6 +213,17 @@ pub(super) fn listeners(inner: &Inner, out: &mut Vec<Family>) {
         let m = blocks.merged(&l.name, |b| &b.downstream_cx_length_ms);
         fam.get(Kind::Histogram, "listener.downstream_cx_length_ms")
             .push_histogram(stat("downstream_cx_length_ms"), label(), m);
+        if l.chains().any(|c| c.tls.is_some()) {
+            let ssl: Vec<_> = blocks.all(&l.name).into_iter().map(|b| &b.ssl).collect();
+            let base = format!("listener.{address}");
+            ssl_families(
+                &mut fam,
+                ("listener", &base),
+                (LISTENER, &address),
+                "envoy_ssl_cipher",
+                &ssl,
+            );
+        }
         // Each data shard's connections, the worker's label first.
         for worker in 0..inner.shards.len() {
             for (s, kind, f) in [

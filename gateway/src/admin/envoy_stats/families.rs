@@ -7,6 +7,7 @@ use engine::stats::histogram::Merged;
 use engine::HealthStatus;
 use shards::stats::envoy::Registry;
 use shards::stats::envoy::{ClusterStats, Codes, Histogram};
+use shards::stats::tls::TlsStats;
 use shards::stats::{Counter, HostCounter, ShardStats};
 
 use super::super::state::{Inner, ServerState};
@@ -133,6 +134,12 @@ impl<T> Blocks<T> {
                 f(b);
             }
         }
+    }
+
+    /// Every block read as `name`, on every shard.
+    pub(super) fn all(&self, name: &str) -> Vec<&T> {
+        let each = self.0.iter().filter_map(|shard| shard.get(name));
+        each.flatten().map(|b| &**b).collect()
     }
 
     /// `f` on each block read as `name` on shard `i` alone.
@@ -398,6 +405,17 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
                 h.healthy,
             );
         }
+        if c.config.upstream.tls.is_some() {
+            let ssl: Vec<_> = blocks.all(name).into_iter().map(|b| &b.ssl).collect();
+            let base = format!("cluster.{name}");
+            ssl_families(
+                &mut fam,
+                ("cluster", &base),
+                (CLUSTER, name),
+                "cipher_suite",
+                &ssl,
+            );
+        }
         for (s, f) in CLUSTER_HISTOGRAMS {
             let m = blocks.merged(name, f);
             fam.get(Kind::Histogram, &format!("cluster.{s}"))
@@ -405,6 +423,68 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
         }
     }
     fam.into_vec(out);
+}
+
+/// Envoy's `<scope>.ssl.*` of one listener or cluster (`base` is its
+/// dotted stat name, `owner` its label), summed over `blocks`: the
+/// counters Envoy makes with the TLS context (at zero from the start),
+/// then handshakes by version, cipher suite and group under their labels,
+/// which come first. `cipher` is the cipher's label: Envoy's listeners say
+/// `envoy_ssl_cipher`, its clusters `cipher_suite`.
+pub(super) fn ssl_families(
+    fam: &mut Families,
+    (scope, base): (&str, &str),
+    owner: (&'static str, &str),
+    cipher: &'static str,
+    blocks: &[&TlsStats],
+) {
+    type TlsCounter = fn(&TlsStats) -> &Counter;
+    let counters: [(&str, Option<TlsCounter>); 12] = [
+        ("connection_error", Some(|t| &t.connection_error)),
+        ("fail_verify_cert_hash", None),
+        ("fail_verify_error", Some(|t| &t.fail_verify_error)),
+        ("fail_verify_no_cert", Some(|t| &t.fail_verify_no_cert)),
+        ("fail_verify_san", Some(|t| &t.fail_verify_san)),
+        ("handshake", Some(|t| &t.handshake)),
+        ("no_certificate", Some(|t| &t.no_certificate)),
+        ("ocsp_staple_failed", None),
+        ("ocsp_staple_omitted", None),
+        ("ocsp_staple_requests", None),
+        ("ocsp_staple_responses", None),
+        ("session_reused", Some(|t| &t.session_reused)),
+    ];
+    let label = || vec![(owner.0, owner.1.to_owned())];
+    for (s, f) in counters {
+        let v = f.map_or(0, |f| blocks.iter().map(|b| f(b).get()).sum());
+        fam.get(Kind::Counter, &format!("{scope}.ssl.{s}")).push(
+            format!("{base}.ssl.{s}"),
+            label(),
+            v,
+        );
+    }
+    let mut by_name: [BTreeMap<String, u64>; 3] = Default::default();
+    for b in blocks {
+        for (i, names) in b.by_name().into_iter().enumerate() {
+            for (name, n) in names {
+                *by_name[i].entry(name).or_insert(0) += n;
+            }
+        }
+    }
+    for ((s, tag), names) in [
+        ("versions", "envoy_ssl_version"),
+        ("ciphers", cipher),
+        ("curves", "envoy_ssl_curve"),
+    ]
+    .into_iter()
+    .zip(by_name)
+    {
+        let f = fam.get(Kind::Counter, &format!("{scope}.ssl.{s}"));
+        for (name, n) in names {
+            let mut l = vec![(tag, name.clone())];
+            l.extend(label());
+            f.push(format!("{base}.ssl.{s}.{name}"), l, n);
+        }
+    }
 }
 
 /// Envoy 1.40's `outlier_detection.*` counters of a cluster with a

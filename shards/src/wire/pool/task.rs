@@ -13,6 +13,7 @@ use h2wire::conn::ClientEvent;
 
 use super::conn::UpConn;
 use super::state::{PoolRef, BACKOFF_BASE, BACKOFF_MAX};
+use crate::stats::tls::TlsFailure;
 use crate::wire::codec::Proto;
 use crate::wire::inbox::{park, Delivered, Inboxes};
 use crate::wire::outbuf::OutBuf;
@@ -51,8 +52,16 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
     // (0 where refused at once); its connect time only once it is up.
     let _length = ConnectionLength(&cluster.upstream_cx_length_ms, began);
     let (mut transport, alpn) = match connected {
-        Ok(t) => t,
+        Ok(t) => {
+            if let Transport::TlsClient(s) = &t.0 {
+                cluster.ssl.handshake_done(s.get_ref().1);
+            }
+            t
+        }
         Err(e) => {
+            if let Some(why) = TlsFailure::of(&e) {
+                cluster.ssl.failed(why);
+            }
             tracing::debug!(%addr, "upstream connect failed: {e}");
             stats.cx_connect_fail.inc();
             cluster.upstream_cx_connect_fail.inc();
