@@ -203,6 +203,41 @@ fn the_gzip_example_answers_as_envoy() {
     ] {
         assert!(stats.contains(line), "{line}: {stats}");
     }
+    // Under Envoy's names: the library's name and coding in the metric's.
+    let hcm = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    for (series, v) in [
+        ("envoy_http_compressor_text_optimized_gzip_compressed", 2.0),
+        (
+            "envoy_http_compressor_text_optimized_gzip_header_compressor_used",
+            2.0,
+        ),
+        (
+            "envoy_http_compressor_text_optimized_gzip_request_compressed",
+            0.0,
+        ),
+        (
+            "envoy_http_decompressor_upload_gzip_request_decompressed",
+            1.0,
+        ),
+        (
+            "envoy_http_decompressor_upload_gzip_request_total_compressed_bytes",
+            compressed.len() as f64,
+        ),
+        (
+            "envoy_http_decompressor_upload_gzip_request_total_uncompressed_bytes",
+            1048576.0,
+        ),
+        (
+            "envoy_http_decompressor_upload_gzip_response_decompressed",
+            0.0,
+        ),
+    ] {
+        assert_eq!(
+            envoy_metric(admin, &format!("{series}{hcm}")),
+            v,
+            "{series}"
+        );
+    }
 }
 
 /// gzip, brotli and zstd compressors, Envoy's defaults.

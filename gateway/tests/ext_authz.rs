@@ -248,6 +248,17 @@ fn a_denial_is_the_services_answer_and_a_5xx_is_an_error() {
     assert!(be.requests().is_empty());
     assert_eq!(counter(admin, "denied"), 3.0);
     assert_eq!(counter(admin, "error"), 1.0);
+    // Envoy's, for this connection manager (no stat_prefix: no label).
+    let hcm = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    for (s, v) in [
+        ("denied", 3.0),
+        ("error", 1.0),
+        ("ok", 0.0),
+        ("shadow_denied", 0.0),
+    ] {
+        let series = format!("envoy_http_ext_authz_{s}{hcm}");
+        assert_eq!(envoy_metric(admin, &series), v, "{series}");
+    }
 }
 
 #[test]

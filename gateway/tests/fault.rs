@@ -173,6 +173,13 @@ fn aborts_as_envoy() {
     );
     assert!(stats.contains(&line), "{line}: {stats}");
     assert!(stats.contains("gateway_fault_active 0\n"), "{stats}");
+    let hcm = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    let envoy = format!("envoy_http_fault_aborts_injected{hcm}");
+    assert_eq!(envoy_metric(admin, &envoy), (aborted + 5) as f64);
+    assert_eq!(
+        envoy_metric(admin, &format!("envoy_http_fault_active_faults{hcm}")),
+        0.0
+    );
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(logged.contains("/abort503 503 FI\n"), "{logged}");
     let _ = std::fs::remove_file(&log);

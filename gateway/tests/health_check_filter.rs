@@ -144,6 +144,16 @@ fn clusters_healthy_shares_decide() {
         ),
         "{stats}"
     );
+    let hcm = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    for (s, v) in [
+        ("failed_cluster_not_found", 1.0),
+        ("request_total", 1.0),
+        ("failed", 1.0),
+        ("ok", 0.0),
+    ] {
+        let series = format!("envoy_http_health_check_{s}{hcm}");
+        assert_eq!(envoy_metric(admin, &series), v, "{series}");
+    }
 }
 
 #[test]

@@ -76,6 +76,17 @@ fn the_example_bucket_answers_as_envoy() {
     ] {
         assert!(stats.contains(line), "{line}: {stats}");
     }
+    // Envoy's: under the filter's stat_prefix, not the manager's.
+    let prefix = "{envoy_local_http_ratelimit_prefix=\"http_local_rate_limiter\"}";
+    for (series, v) in [
+        ("ok", 3.0),
+        ("rate_limited", 1.0),
+        ("enforced", 1.0),
+        ("enabled", 4.0),
+    ] {
+        let series = format!("envoy_http_local_rate_limit_{series}{prefix}");
+        assert_eq!(envoy_metric(admin, &series), v, "{series}");
+    }
 }
 
 /// Routes with `rate_limits` actions over the filter's descriptors.

@@ -109,6 +109,43 @@ fn policies_allow_and_deny_as_envoy() {
     ] {
         assert!(stats.contains(line), "{line}: {stats}");
     }
+    // Envoy's, for this connection manager.
+    let hcm = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    for (series, v) in [("allowed", 4.0), ("denied", 4.0), ("shadow_denied", 1.0)] {
+        let series = format!("envoy_http_rbac_{series}{hcm}");
+        assert_eq!(envoy_metric(admin, &series), v, "{series}");
+    }
+}
+
+/// The shadow rules' counters go under `shadow_rules_stat_prefix`, as
+/// Envoy names and labels them; the rules' stay unprefixed.
+#[test]
+fn a_rules_stat_prefix_names_its_counters() {
+    let be = H1Backend::start(|_| H1Answer::ok("ok"));
+    let rules = RULES.replace(
+        "v3.RBAC\n",
+        "v3.RBAC\n              shadow_rules_stat_prefix: myshadow_\n",
+    );
+    let clusters = support::yaml::h1_cluster("backend", be.addr());
+    let bootstrap =
+        support::yaml::filters_bootstrap("", &rules, ROUTES, &clusters).expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    let got = h1_get(addr, "x", "/public/a", "user-agent: curl/8\r\n");
+    assert_eq!(got.status, 200);
+    let hcm = "envoy_http_conn_manager_prefix=\"ingress\"";
+    let shadow =
+        format!("envoy_http_rbac_shadow_denied{{envoy_rbac_http_prefix=\"myshadow_\",{hcm}}}");
+    assert_eq!(envoy_metric(admin, &shadow), 1.0);
+    assert_eq!(
+        envoy_metric(admin, &format!("envoy_http_rbac_allowed{{{hcm}}}")),
+        1.0
+    );
+    let (_, text) = admin_get(admin, "/stats?filter=rbac");
+    assert!(
+        text.contains("http.ingress.rbac.myshadow_.shadow_denied: 1"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use engine::HostId;
 
 pub mod envoy;
+pub mod filters;
 pub mod tls;
 
 /// A single-writer counter or gauge.
@@ -467,8 +468,11 @@ pub struct DecompressorStats {
     pub request_not_decompressed: Counter,
     pub response_decompressed: Counter,
     pub response_not_decompressed: Counter,
-    pub total_compressed_bytes: Counter,
-    pub total_uncompressed_bytes: Counter,
+    /// Bytes in and out, per direction.
+    pub request_total_compressed_bytes: Counter,
+    pub request_total_uncompressed_bytes: Counter,
+    pub response_total_compressed_bytes: Counter,
+    pub response_total_uncompressed_bytes: Counter,
     /// Bodies that were not their coding, or ended early.
     pub decode_errors: Counter,
     /// Bodies cut at their inflate ratio (a compression bomb).

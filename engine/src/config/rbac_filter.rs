@@ -11,6 +11,10 @@ pub struct RbacFilter {
     pub rules: Option<Rbac>,
     /// `shadow_rules`.
     pub shadow: Option<Rbac>,
+    /// The HTTP filter's `rules_stat_prefix` and `shadow_rules_stat_prefix`:
+    /// its counters' names (`rbac.<prefix>.allowed`), empty for none.
+    pub rules_stat_prefix: String,
+    pub shadow_rules_stat_prefix: String,
 }
 
 /// A filter chain's `envoy.filters.network.rbac`, ahead of its

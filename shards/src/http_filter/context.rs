@@ -13,6 +13,7 @@ use super::call::{CallFailure, CallId, CallRequest, Calls, OnAnswer};
 use super::edits::HeaderEdits;
 use super::reply::Reply;
 use crate::shard::{OverrideHost, Shard};
+use crate::stats::filters::{Both, FilterCounters, OwnedBoth};
 
 /// The connection a stream came on.
 #[derive(Debug, Clone, Copy)]
@@ -102,10 +103,38 @@ pub struct FilterCx<'a> {
     /// Its connection manager's Envoy series (`http.<stat_prefix>.*`), for
     /// the filters that count there too.
     pub(crate) http: Option<&'a crate::stats::envoy::HttpStats>,
+    /// The connection's filter blocks, by position (`at` is the running
+    /// filter's).
+    pub(crate) filter_blocks: &'a [crate::stats::filters::FilterBlock],
     /// The stream's upstream spans, which the tracing filter starts.
     pub(crate) upstream_spans: &'a mut Option<Box<super::UpstreamSpans>>,
     /// The filters' per-connection states.
     pub(crate) conn_states: &'a std::cell::RefCell<FilterStates>,
+}
+
+impl<'a> FilterCx<'a> {
+    /// The running filter's counters: the shard's and its instance's (not
+    /// borrowed from the context, which the hook goes on using).
+    pub(crate) fn counters<T: FilterCounters>(&self) -> Both<'a, T> {
+        let shard: &'a Shard = self.shard;
+        Both {
+            shard: T::shard(&shard.stats),
+            instance: self.instance().map(|b| &**b),
+        }
+    }
+
+    /// [`Self::counters`] to keep past the hook (a count made later).
+    pub(crate) fn owned_counters<T: FilterCounters>(&self) -> OwnedBoth<T> {
+        OwnedBoth {
+            shard: std::sync::Arc::clone(&self.shard.stats),
+            instance: self.instance().cloned(),
+        }
+    }
+
+    fn instance<T: FilterCounters>(&self) -> Option<&'a std::sync::Arc<T>> {
+        let blocks: &'a [crate::stats::filters::FilterBlock] = self.filter_blocks;
+        T::instance(blocks.get(self.at)?)
+    }
 }
 
 impl FilterCx<'_> {

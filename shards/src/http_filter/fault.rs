@@ -7,6 +7,8 @@ use std::time::Duration;
 use engine::{AbortKind, DelayKind, Fault, Fraction, PerRoute, RouteAction};
 
 use super::{FilterCx, HttpFilter, Reply, RequestFlow, RequestHead};
+use crate::stats::filters::OwnedBoth;
+use crate::stats::FaultStats;
 
 const DELAY_HEADER: &[u8] = b"x-envoy-fault-delay-request";
 const DELAY_PERCENT_HEADER: &[u8] = b"x-envoy-fault-delay-request-percentage";
@@ -21,7 +23,7 @@ const NODE_HEADER: &str = "x-envoy-downstream-service-node";
 /// leaves no task behind).
 struct Active(
     Arc<AtomicU64>,
-    Arc<crate::stats::ShardStats>,
+    OwnedBoth<FaultStats>,
     Option<glommio::Task<()>>,
 );
 
@@ -137,7 +139,9 @@ impl HttpFilter for Fault {
         if delay.is_none() && abort.is_none() {
             return RequestFlow::Continue;
         }
-        let stats = &cx.shard.stats.fault;
+        // Kept by the stream's state too, for the gauge's end.
+        let counted = cx.owned_counters::<FaultStats>();
+        let stats = counted.get();
         // The filter's gauge, whichever config decided (Envoy's).
         let active = &self.active;
         let max = config.max_active_faults.map_or(u64::MAX, u64::from);
@@ -147,23 +151,19 @@ impl HttpFilter for Fault {
             (n < max).then_some(n + 1)
         });
         if taken.is_err() {
-            stats.faults_overflow.inc();
+            stats.inc(|s| &s.faults_overflow);
             return RequestFlow::Continue;
         }
-        stats.active.inc();
-        cx.set_state(Active(
-            Arc::clone(active),
-            Arc::clone(&cx.shard.stats),
-            None,
-        ));
+        stats.inc(|s| &s.active);
+        cx.set_state(Active(Arc::clone(active), counted.clone(), None));
         let grpc = cx.grpc;
         let Some(delay) = delay else {
-            stats.aborts_injected.inc();
+            stats.inc(|s| &s.aborts_injected);
             return RequestFlow::Reply(abort_reply(abort.unwrap_or((503, None)), grpc, "FI"));
         };
-        stats.delays_injected.inc();
+        stats.inc(|s| &s.delays_injected);
         if abort.is_some() {
-            stats.aborts_injected.inc();
+            stats.inc(|s| &s.aborts_injected);
         }
         cx.set_flag("DI");
         let resume = cx.pause();
@@ -186,6 +186,6 @@ impl HttpFilter for Fault {
 impl Drop for Active {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
-        self.1.fault.active.dec();
+        self.1.get().dec(|s| &s.active);
     }
 }

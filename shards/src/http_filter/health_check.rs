@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use engine::HealthCheckFilter;
 
 use super::{FilterCx, Flow, HttpFilter, Reply, RequestFlow, RequestHead, ResponseHead};
+use crate::stats::filters::Both;
 use crate::stats::HealthCheckStats;
 
 const CLUSTER_HEADER: &[u8] = b"x-envoy-upstream-healthchecked-cluster";
@@ -26,16 +27,16 @@ fn is_health_check(f: &HealthCheckFilter, head: &RequestHead<'_>) -> bool {
 
 /// The status the gateway answers a health check with, by its clusters'
 /// health, counted.
-fn by_clusters(f: &HealthCheckFilter, cx: &FilterCx<'_>, stats: &HealthCheckStats) -> u16 {
+fn by_clusters(f: &HealthCheckFilter, cx: &FilterCx<'_>, stats: Both<'_, HealthCheckStats>) -> u16 {
     for (name, min) in &f.min_healthy {
         let Some(cluster) = cx.snapshot.cluster(name) else {
-            stats.failed_cluster_not_found.inc();
+            stats.inc(|s| &s.failed_cluster_not_found);
             return 503;
         };
         let total = cluster.hosts.len();
         if total == 0 {
             if *min > 0.0 {
-                stats.failed_cluster_empty.inc();
+                stats.inc(|s| &s.failed_cluster_empty);
                 return 503;
             }
             continue;
@@ -51,7 +52,7 @@ fn by_clusters(f: &HealthCheckFilter, cx: &FilterCx<'_>, stats: &HealthCheckStat
             })
             .count();
         if (healthy as f64) < total as f64 * min / 100.0 {
-            stats.failed_cluster_unhealthy.inc();
+            stats.inc(|s| &s.failed_cluster_unhealthy);
             return 503;
         }
     }
@@ -79,12 +80,12 @@ impl HttpFilter for HealthCheckFilter {
         if !is_health_check(self, head) {
             return RequestFlow::Continue;
         }
-        let stats = &cx.shard.stats.health_check;
+        let stats = cx.counters::<HealthCheckStats>();
         let failing = cx.shard.health_failed();
         if failing {
             // Being taken out of rotation: every check fails at once.
-            stats.request_total.inc();
-            stats.failed.inc();
+            stats.inc(|s| &s.request_total);
+            stats.inc(|s| &s.failed);
             cx.set_state(Check::Answered);
             return RequestFlow::Reply(reply(503, cx, true));
         }
@@ -99,7 +100,7 @@ impl HttpFilter for HealthCheckFilter {
                 let first = cache.period.fetch_max(now, Ordering::Relaxed) < now;
                 let status = cache.status.load(Ordering::Relaxed) as u16;
                 if !first && status != 0 {
-                    stats.cached_response.inc();
+                    stats.inc(|s| &s.cached_response);
                     cx.set_state(Check::Answered);
                     return RequestFlow::Reply(reply(status, cx, false));
                 }
@@ -107,11 +108,11 @@ impl HttpFilter for HealthCheckFilter {
             cx.set_state(Check::Forwarded);
             return RequestFlow::Continue;
         }
-        stats.request_total.inc();
+        stats.inc(|s| &s.request_total);
         let status = by_clusters(self, cx, stats);
         match status {
-            200 => stats.ok.inc(),
-            _ => stats.failed.inc(),
+            200 => stats.inc(|s| &s.ok),
+            _ => stats.inc(|s| &s.failed),
         }
         cx.set_state(Check::Answered);
         RequestFlow::Reply(reply(status, cx, false))

@@ -13,6 +13,7 @@ use smallvec::SmallVec;
 
 use super::header_mutation::{self, FormatInput, Head};
 use super::{FilterCx, Flow, HttpFilter, Reply, RequestFlow, RequestHead, ResponseHead};
+use crate::stats::LocalRateLimitStats;
 
 /// The instant buckets count time from: one per process, so every shard
 /// reads the same clock into the same buckets.
@@ -191,11 +192,11 @@ impl HttpFilter for LocalRateLimit {
             Some(PerRoute::Override(l)) => l,
             None => self,
         };
-        let stats = &cx.shard.stats.local_rate_limit;
+        let stats = cx.counters::<LocalRateLimitStats>();
         if !config.enabled.includes(cx.shard.random_u64()) {
             return RequestFlow::Continue;
         }
-        stats.enabled.inc();
+        stats.inc(|s| &s.enabled);
         let now = cx.now.saturating_duration_since(epoch()).as_nanos() as u64;
         // Matching descriptors, strictest first.
         let mut matched: SmallVec<[(&LocalDescriptor, Option<u64>); 2]> = SmallVec::new();
@@ -266,7 +267,7 @@ impl HttpFilter for LocalRateLimit {
                 continue;
             };
             if !take.allowed && d.shadow {
-                stats.shadow_mode.inc();
+                stats.inc(|s| &s.shadow_mode);
                 continue;
             }
             let quota = Quota { limit, take };
@@ -287,13 +288,13 @@ impl HttpFilter for LocalRateLimit {
             }
         }
         let Some(quota) = refused else {
-            stats.ok.inc();
+            stats.inc(|s| &s.ok);
             if let (true, Some(q)) = (config.x_ratelimit_headers, shown) {
                 cx.set_state(q);
             }
             return RequestFlow::Continue;
         };
-        stats.rate_limited.inc();
+        stats.inc(|s| &s.rate_limited);
         let input = FormatInput {
             peer: cx.conn.peer,
             upstream: None,
@@ -306,7 +307,7 @@ impl HttpFilter for LocalRateLimit {
             header_mutation::apply(mutation, Head::Request(head.list), head.edits, &input);
             return RequestFlow::Continue;
         }
-        stats.enforced.inc();
+        stats.inc(|s| &s.enforced);
         let mut reply = Reply::new(config.status, "local_rate_limited", "RL");
         let levels = std::slice::from_ref(&config.response_headers_to_add);
         header_mutation::apply(

@@ -6,6 +6,7 @@ use engine::rbac::{PeerIdentity, RbacInput};
 use engine::{PerRoute, RbacFilter};
 
 use super::{FilterCx, HttpFilter, Reply, RequestFlow, RequestHead};
+use crate::stats::filters::Both;
 use crate::stats::RbacStats;
 
 /// A request as the policies read it.
@@ -63,11 +64,15 @@ impl RbacInput for Request<'_, '_> {
 }
 
 /// Judges `input` by `filter`, counting; whether it may go on.
-pub(crate) fn judge(filter: &RbacFilter, input: &dyn RbacInput, stats: &RbacStats) -> bool {
+pub(crate) fn judge(
+    filter: &RbacFilter,
+    input: &dyn RbacInput,
+    stats: Both<'_, RbacStats>,
+) -> bool {
     if let Some(shadow) = &filter.shadow {
         match shadow.evaluate(input).allowed {
-            true => stats.shadow_allowed.inc(),
-            false => stats.shadow_denied.inc(),
+            true => stats.inc(|s| &s.shadow_allowed),
+            false => stats.inc(|s| &s.shadow_denied),
         }
     }
     let Some(rules) = &filter.rules else {
@@ -75,8 +80,8 @@ pub(crate) fn judge(filter: &RbacFilter, input: &dyn RbacInput, stats: &RbacStat
     };
     let verdict = rules.evaluate(input);
     match verdict.allowed {
-        true => stats.allowed.inc(),
-        false => stats.denied.inc(),
+        true => stats.inc(|s| &s.allowed),
+        false => stats.inc(|s| &s.denied),
     }
     verdict.allowed
 }
@@ -96,7 +101,7 @@ impl HttpFilter for RbacFilter {
             Some(p.split(['?', '#']).next().unwrap_or(p))
         });
         let input = Request { head, cx, path };
-        if judge(filter, &input, &cx.shard.stats.rbac) {
+        if judge(filter, &input, cx.counters()) {
             return RequestFlow::Continue;
         }
         // Envoy 1.40 sets no response flag (its details say why).

@@ -411,6 +411,8 @@ pub struct EnvoyStats {
     pub clusters: Registry<ClusterStats>,
     pub http: Registry<HttpStats>,
     pub listeners: Registry<ListenerStats>,
+    /// The HTTP filters' blocks, per instance.
+    pub filters: super::filters::FilterRegistries,
 }
 
 #[cfg(test)]

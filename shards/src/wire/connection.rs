@@ -218,6 +218,10 @@ impl Connection {
                 identity: identity.as_deref(),
             };
             let stats = &shard.stats.network_rbac;
+            let stats = crate::stats::filters::Both {
+                shard: stats,
+                instance: None,
+            };
             if !crate::http_filter::rbac::judge(&rbac.filter, &input, stats) {
                 if let Some(delay) = rbac.delay_deny {
                     glommio::timer::sleep(delay).await;

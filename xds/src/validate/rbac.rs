@@ -19,7 +19,11 @@ const MAX_DEPTH: usize = 32;
 /// The HTTP filter's config (at `path`).
 pub(super) fn http_rbac(r: &http::Rbac, path: &Path) -> Result<RbacFilter> {
     reject_set!(path, r, matcher, shadow_matcher, track_per_rule_stats);
-    filter(r.rules.as_ref(), r.shadow_rules.as_ref(), path)
+    Ok(RbacFilter {
+        rules_stat_prefix: r.rules_stat_prefix.clone(),
+        shadow_rules_stat_prefix: r.shadow_rules_stat_prefix.clone(),
+        ..filter(r.rules.as_ref(), r.shadow_rules.as_ref(), path)?
+    })
 }
 
 /// A route's `RBACPerRoute` (at `path`): its `rbac` replaces the filter's
@@ -61,6 +65,7 @@ fn filter(rules: Option<&pb::Rbac>, shadow: Option<&pb::Rbac>, path: &Path) -> R
         shadow: shadow
             .map(|r| rbac(r, &path.field("shadow_rules")))
             .transpose()?,
+        ..RbacFilter::default()
     })
 }
 

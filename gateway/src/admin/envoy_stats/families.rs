@@ -26,6 +26,7 @@ pub(super) fn gather(inner: &Inner) -> Vec<Family> {
     clusters(inner, &mut out);
     downstream::http(inner, &mut out);
     downstream::listeners(inner, &mut out);
+    super::filters::filters(inner, &mut out);
     out
 }
 

@@ -6,6 +6,7 @@
 
 mod downstream;
 mod families;
+mod filters;
 mod forms;
 
 use std::fmt::Write as _;

@@ -4,7 +4,11 @@ use bytes::Bytes;
 use engine::Decompressor;
 
 use crate::http_filter::{FilterCx, Flow, HttpFilter, RequestFlow, RequestHead, ResponseHead};
-use crate::stats::DecompressorStats;
+use crate::stats::filters::Both;
+use crate::stats::{Counter, DecompressorStats};
+
+/// One of a decompressor's counters.
+type CounterOf = fn(&DecompressorStats) -> &Counter;
 
 /// One direction's decoder, and whether it gave up.
 struct Decoding {
@@ -83,7 +87,7 @@ fn begin<'h>(
 
 impl HttpFilter for Decompressor {
     fn on_request_headers(&self, cx: &mut FilterCx<'_>, head: &mut RequestHead<'_>) -> RequestFlow {
-        let stats = &cx.shard.stats.decompressor;
+        let stats = cx.counters::<DecompressorStats>();
         let token = self.library.coding.token().as_bytes();
         let method = head.get(b":method").unwrap_or_default();
         let tunnel = method == b"CONNECT" || head.get(b"upgrade").is_some();
@@ -121,7 +125,7 @@ impl HttpFilter for Decompressor {
         }
         let Some((decoding, rest)) = begin(self, |n| head.get(n), self.request.ignore_no_transform)
         else {
-            stats.request_not_decompressed.inc();
+            stats.inc(|s| &s.request_not_decompressed);
             return RequestFlow::Continue;
         };
         let _ = head.remove(b"content-length");
@@ -129,7 +133,7 @@ impl HttpFilter for Decompressor {
             Some(r) => head.set(b"content-encoding", &r),
             None => head.remove(b"content-encoding"),
         };
-        stats.request_decompressed.inc();
+        stats.inc(|s| &s.request_decompressed);
         cx.set_state(Streams {
             request: Some(decoding),
             ..Streams::default()
@@ -138,15 +142,19 @@ impl HttpFilter for Decompressor {
     }
 
     fn on_request_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
-        let stats = &cx.shard.stats.decompressor;
+        let stats = cx.counters::<DecompressorStats>();
         if let Some(d) = cx.state::<Streams>().and_then(|s| s.request.as_mut()) {
-            decode(d, data, end, stats);
+            let bytes: (CounterOf, CounterOf) = (
+                |s| &s.request_total_compressed_bytes,
+                |s| &s.request_total_uncompressed_bytes,
+            );
+            decode(d, data, end, (stats, bytes));
         }
         Flow::Continue
     }
 
     fn on_response_headers(&self, cx: &mut FilterCx<'_>, head: &mut ResponseHead<'_>) -> Flow {
-        let stats = &cx.shard.stats.decompressor;
+        let stats = cx.counters::<DecompressorStats>();
         let no_body = cx.state::<Streams>().is_some_and(|s| s.no_body);
         if !self.response.enabled
             || head.end_stream()
@@ -159,7 +167,7 @@ impl HttpFilter for Decompressor {
         let Some((decoding, rest)) =
             begin(self, |n| head.get(n), self.response.ignore_no_transform)
         else {
-            stats.response_not_decompressed.inc();
+            stats.inc(|s| &s.response_not_decompressed);
             return Flow::Continue;
         };
         let _ = head.remove(b"content-length");
@@ -167,7 +175,7 @@ impl HttpFilter for Decompressor {
             Some(r) => head.set(b"content-encoding", &r),
             None => head.remove(b"content-encoding"),
         };
-        stats.response_decompressed.inc();
+        stats.inc(|s| &s.response_decompressed);
         match cx.state::<Streams>() {
             Some(s) => s.response = Some(decoding),
             None => cx.set_state(Streams {
@@ -179,9 +187,13 @@ impl HttpFilter for Decompressor {
     }
 
     fn on_response_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
-        let stats = &cx.shard.stats.decompressor;
+        let stats = cx.counters::<DecompressorStats>();
         if let Some(d) = cx.state::<Streams>().and_then(|s| s.response.as_mut()) {
-            decode(d, data, end, stats);
+            let bytes: (CounterOf, CounterOf) = (
+                |s| &s.response_total_compressed_bytes,
+                |s| &s.response_total_uncompressed_bytes,
+            );
+            decode(d, data, end, (stats, bytes));
         }
         Flow::Continue
     }
@@ -190,15 +202,20 @@ impl HttpFilter for Decompressor {
 /// Decodes one chunk in place. After an error (not the coding, past the
 /// ratio) the rest of the body is dropped: what decoded so far is what
 /// the other side gets, and the stream ends as it would have.
-fn decode(d: &mut Decoding, data: &mut Bytes, end: bool, stats: &DecompressorStats) {
+fn decode(
+    d: &mut Decoding,
+    data: &mut Bytes,
+    end: bool,
+    (stats, (compressed, uncompressed)): (Both<'_, DecompressorStats>, (CounterOf, CounterOf)),
+) {
     if d.failed {
         *data = Bytes::new();
         return;
     }
-    stats.total_compressed_bytes.add(data.len() as u64);
+    stats.add(compressed, data.len() as u64);
     let mut out = Vec::with_capacity(data.len().saturating_mul(4).min(64 * 1024));
     let result = d.decoder.write(data, &mut out);
-    stats.total_uncompressed_bytes.add(out.len() as u64);
+    stats.add(uncompressed, out.len() as u64);
     match result {
         Ok(()) => {
             // A stream that ends early keeps what it had (Envoy counts
@@ -207,11 +224,11 @@ fn decode(d: &mut Decoding, data: &mut Bytes, end: bool, stats: &DecompressorSta
         }
         Err(compression::DecodeError::RatioExceeded(..)) => {
             d.failed = true;
-            stats.ratio_exceeded.inc();
+            stats.inc(|s| &s.ratio_exceeded);
         }
         Err(_) => {
             d.failed = true;
-            stats.decode_errors.inc();
+            stats.inc(|s| &s.decode_errors);
         }
     }
     *data = Bytes::from(out);

@@ -13,7 +13,11 @@ use bytes::Bytes;
 use engine::{Coding, Compressor, CompressorOverrides, EncoderParams, PerRoute};
 
 use super::{FilterCx, Flow, HttpFilter, RequestFlow, RequestHead, ResponseHead, Trailers};
-use crate::stats::CompressorStats;
+use crate::stats::filters::Both;
+use crate::stats::{CompressorStats, Counter};
+
+/// One of a compressor's counters.
+type CounterOf = fn(&CompressorStats) -> &Counter;
 use negotiate::{Candidate, Decision};
 
 /// What the filter keeps per stream: what the response will be judged
@@ -128,7 +132,7 @@ fn negotiate(
     accept: Option<&[u8]>,
     content_type: Option<&[u8]>,
     over: Option<&CompressorOverrides>,
-    stats: &CompressorStats,
+    stats: Both<'_, CompressorStats>,
 ) -> Decision {
     let decision = negotiate::decide(
         accept.map(std::iter::once),
@@ -136,12 +140,12 @@ fn negotiate(
     );
     let mine = coding_on(c, over);
     match decision {
-        Decision::NoHeader => stats.no_accept_header.inc(),
-        Decision::NotValid => stats.header_not_valid.inc(),
-        Decision::Identity => stats.header_identity.inc(),
-        Decision::Wildcard(_) => stats.header_wildcard.inc(),
-        Decision::Named(c) if c == mine => stats.header_compressor_used.inc(),
-        Decision::Named(_) => stats.header_compressor_overshadowed.inc(),
+        Decision::NoHeader => stats.inc(|s| &s.no_accept_header),
+        Decision::NotValid => stats.inc(|s| &s.header_not_valid),
+        Decision::Identity => stats.inc(|s| &s.header_identity),
+        Decision::Wildcard(_) => stats.inc(|s| &s.header_wildcard),
+        Decision::Named(c) if c == mine => stats.inc(|s| &s.header_compressor_used),
+        Decision::Named(_) => stats.inc(|s| &s.header_compressor_overshadowed),
     }
     decision
 }
@@ -174,7 +178,7 @@ impl HttpFilter for Compressor {
             request: None,
             response: None,
         });
-        let stats = &cx.shard.stats.compressor;
+        let stats = cx.counters::<CompressorStats>();
         let remove = over
             .and_then(|o| o.remove_accept_encoding_header)
             .unwrap_or(self.response.remove_accept_encoding_header);
@@ -183,7 +187,7 @@ impl HttpFilter for Compressor {
             let _ = head.remove(b"accept-encoding");
         }
         let Some(req) = &self.request else {
-            stats.request_not_compressed.inc();
+            stats.inc(|s| &s.request_not_compressed);
             return RequestFlow::Continue;
         };
         let long_enough = match head
@@ -194,7 +198,7 @@ impl HttpFilter for Compressor {
             None => true,
         };
         if !long_enough {
-            stats.request_content_length_too_small.inc();
+            stats.inc(|s| &s.request_content_length_too_small);
         }
         let compress = long_enough
             && !no_body
@@ -202,16 +206,16 @@ impl HttpFilter for Compressor {
             && head.get(b"content-encoding").is_none()
             && type_allowed(&req.content_types, head.get(b"content-type"));
         if !compress {
-            stats.request_not_compressed.inc();
+            stats.inc(|s| &s.request_not_compressed);
             return RequestFlow::Continue;
         }
         let Ok(encoder) = compression::Encoder::new(params(self, over)) else {
-            stats.request_not_compressed.inc();
+            stats.inc(|s| &s.request_not_compressed);
             return RequestFlow::Continue;
         };
         let _ = head.remove(b"content-length");
         let _ = head.set(b"content-encoding", encoder.coding().token().as_bytes());
-        stats.request_compressed.inc();
+        stats.inc(|s| &s.request_compressed);
         if let Some(s) = cx.state::<Streams>() {
             s.request = Some(encoder);
         }
@@ -219,7 +223,7 @@ impl HttpFilter for Compressor {
     }
 
     fn on_request_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
-        let stats = &cx.shard.stats.compressor;
+        let stats = cx.counters::<CompressorStats>();
         let Some(enc) = cx.state::<Streams>().and_then(|s| s.request.as_mut()) else {
             return Flow::Continue;
         };
@@ -228,15 +232,16 @@ impl HttpFilter for Compressor {
             data,
             end,
             (
-                &stats.request_total_uncompressed_bytes,
-                &stats.request_total_compressed_bytes,
+                stats,
+                |s| &s.request_total_uncompressed_bytes,
+                |s| &s.request_total_compressed_bytes,
             ),
         );
         Flow::Continue
     }
 
     fn on_request_trailers(&self, cx: &mut FilterCx<'_>, _trailers: &mut Trailers) -> Flow {
-        let stats = &cx.shard.stats.compressor;
+        let stats = cx.counters::<CompressorStats>();
         if let Some(mut enc) = cx.state::<Streams>().and_then(|s| s.request.take()) {
             let mut last = Bytes::new();
             encode(
@@ -244,8 +249,9 @@ impl HttpFilter for Compressor {
                 &mut last,
                 true,
                 (
-                    &stats.request_total_uncompressed_bytes,
-                    &stats.request_total_compressed_bytes,
+                    stats,
+                    |s| &s.request_total_uncompressed_bytes,
+                    |s| &s.request_total_compressed_bytes,
                 ),
             );
             cx.send_before_trailers(last);
@@ -268,11 +274,11 @@ impl HttpFilter for Compressor {
             Some(s) => (s.accept.take(), s.no_body),
             None => (None, false),
         };
-        let stats = &cx.shard.stats.compressor;
+        let stats = cx.counters::<CompressorStats>();
         let config = &self.response;
         let enabled = config.common.enabled || over.is_some_and(|o| o.response_enabled);
         if !enabled {
-            stats.not_compressed.inc();
+            stats.inc(|s| &s.not_compressed);
             return Flow::Continue;
         }
         let length = head
@@ -298,10 +304,10 @@ impl HttpFilter for Compressor {
             None
         };
         if refusal == Some(Refusal::ContentLengthTooSmall) {
-            stats.content_length_too_small.inc();
+            stats.inc(|s| &s.content_length_too_small);
         }
         if refusal == Some(Refusal::EtagNotAllowed) {
-            stats.not_compressed_etag.inc();
+            stats.inc(|s| &s.not_compressed_etag);
         }
         // 101 and CONNECT: a tunnel, not a body.
         let compressible = refusal.is_none() && !encoded && head.status() != 101;
@@ -318,11 +324,11 @@ impl HttpFilter for Compressor {
             if compressible && !matches!(head.status(), 101) {
                 add_vary(head);
             }
-            stats.not_compressed.inc();
+            stats.inc(|s| &s.not_compressed);
             return Flow::Continue;
         }
         if encoded {
-            stats.not_compressed.inc();
+            stats.inc(|s| &s.not_compressed);
             return Flow::Continue;
         }
         if long_enough {
@@ -336,21 +342,21 @@ impl HttpFilter for Compressor {
             );
             if let Some(r) = refusal {
                 status_line(head, &format!("{r:?}"));
-                stats.not_compressed.inc();
+                stats.inc(|s| &s.not_compressed);
                 return Flow::Continue;
             }
             add_vary(head);
             if decision.coding() != Some(mine) {
-                stats.not_compressed.inc();
+                stats.inc(|s| &s.not_compressed);
                 return Flow::Continue;
             }
         } else {
             status_line(head, "ContentLengthTooSmall");
-            stats.not_compressed.inc();
+            stats.inc(|s| &s.not_compressed);
             return Flow::Continue;
         }
         let Ok(encoder) = compression::Encoder::new(params(self, over)) else {
-            stats.not_compressed.inc();
+            stats.inc(|s| &s.not_compressed);
             return Flow::Continue;
         };
         let original = head
@@ -373,7 +379,7 @@ impl HttpFilter for Compressor {
             );
             let _ = head.append(b"x-envoy-compression-status", v.as_bytes());
         }
-        stats.compressed.inc();
+        stats.inc(|s| &s.compressed);
         if let Some(s) = cx.state::<Streams>() {
             s.response = Some(encoder);
         }
@@ -381,7 +387,7 @@ impl HttpFilter for Compressor {
     }
 
     fn on_response_body(&self, cx: &mut FilterCx<'_>, data: &mut Bytes, end: bool) -> Flow {
-        let stats = &cx.shard.stats.compressor;
+        let stats = cx.counters::<CompressorStats>();
         let Some(enc) = cx.state::<Streams>().and_then(|s| s.response.as_mut()) else {
             return Flow::Continue;
         };
@@ -390,15 +396,16 @@ impl HttpFilter for Compressor {
             data,
             end,
             (
-                &stats.total_uncompressed_bytes,
-                &stats.total_compressed_bytes,
+                stats,
+                |s| &s.total_uncompressed_bytes,
+                |s| &s.total_compressed_bytes,
             ),
         );
         Flow::Continue
     }
 
     fn on_response_trailers(&self, cx: &mut FilterCx<'_>, _trailers: &mut Trailers) -> Flow {
-        let stats = &cx.shard.stats.compressor;
+        let stats = cx.counters::<CompressorStats>();
         if let Some(mut enc) = cx.state::<Streams>().and_then(|s| s.response.take()) {
             let mut last = Bytes::new();
             encode(
@@ -406,8 +413,9 @@ impl HttpFilter for Compressor {
                 &mut last,
                 true,
                 (
-                    &stats.total_uncompressed_bytes,
-                    &stats.total_compressed_bytes,
+                    stats,
+                    |s| &s.total_uncompressed_bytes,
+                    |s| &s.total_compressed_bytes,
                 ),
             );
             cx.send_before_trailers(last);
@@ -423,7 +431,7 @@ fn encode(
     enc: &mut compression::Encoder,
     data: &mut Bytes,
     end: bool,
-    (plain, coded): (&crate::stats::Counter, &crate::stats::Counter),
+    (stats, plain, coded): (Both<'_, CompressorStats>, CounterOf, CounterOf),
 ) {
     let mut out = Vec::with_capacity(data.len() / 2 + 64);
     let result = match end {
@@ -433,12 +441,12 @@ fn encode(
             _ => enc.flush(&mut out),
         }),
     };
-    plain.add(data.len() as u64);
+    stats.add(plain, data.len() as u64);
     if result.is_err() {
         // An encoder does not fail on valid parameters; if it did, what
         // it made so far is all the client gets.
         tracing::warn!("compressor failed mid-stream: {result:?}");
     }
-    coded.add(out.len() as u64);
+    stats.add(coded, out.len() as u64);
     *data = Bytes::from(out);
 }

@@ -23,7 +23,8 @@ use engine::{AuthzService, BufferSettings, CheckSettings, ExtAuthz, PerRoute};
 
 use super::call::{CallId, CallOutcome};
 use super::{FilterCx, HeaderEdits, HttpFilter, Reply, RequestFlow, RequestHead, ResponseHead};
-use crate::stats::ShardStats;
+use crate::stats::filters::Both;
+use crate::stats::ExtAuthzStats;
 
 /// How much of an answer a check keeps: an allowed answer's headers and
 /// a denial's body (`max_denied_response_body_bytes` cuts it further).
@@ -86,7 +87,7 @@ impl HttpFilter for Arc<ExtAuthz> {
         }
         if let Some(enabled) = &self.filter_enabled {
             if !enabled.includes(cx.shard.random_u64()) {
-                cx.shard.stats.ext_authz.disabled.inc();
+                cx.counters::<ExtAuthzStats>().inc(|s| &s.disabled);
                 if self.deny_at_disable {
                     return RequestFlow::Reply(Reply::new(self.status_on_error, "", "UAEX"));
                 }
@@ -207,14 +208,14 @@ impl Checks for Arc<ExtAuthz> {
             AuthzService::Http(h) => http::request(self, h, head, body),
         };
         let config = Arc::clone(self);
-        let stats = Arc::clone(&cx.shard.stats);
+        let stats = cx.owned_counters::<ExtAuthzStats>();
         let resume = cx.pause();
         let done = Box::new(move |outcome: CallOutcome| {
             let verdict = match &config.service {
                 AuthzService::Grpc(_) => grpc::verdict(&config, outcome),
                 AuthzService::Http(h) => http::verdict(&config, h, outcome),
             };
-            match decide(&config, verdict, &stats) {
+            match decide(&config, verdict, stats.get()) {
                 Decided::Go(edits, fields) => resume.resume_keeping(edits, Check::Allowed(fields)),
                 Decided::Answer(reply) => resume.reply(reply),
             }
@@ -228,7 +229,7 @@ impl Checks for Arc<ExtAuthz> {
                 // Refused at once (the shard's bound on calls): an error,
                 // decided here; the pause asked for above is dropped.
                 cx.paused = None;
-                match decide(self, Verdict::Error(None), &cx.shard.stats) {
+                match decide(self, Verdict::Error(None), cx.counters()) {
                     Decided::Go(edits, _) => {
                         for (name, value) in edits.added() {
                             let _ = head.set(name, value);
@@ -257,25 +258,24 @@ enum Decided {
 }
 
 /// A verdict, counted, as the stream takes it.
-fn decide(config: &ExtAuthz, verdict: Verdict, stats: &ShardStats) -> Decided {
-    let stats = &stats.ext_authz;
+fn decide(config: &ExtAuthz, verdict: Verdict, stats: Both<'_, ExtAuthzStats>) -> Decided {
     match verdict {
         Verdict::Allow { upstream, response } => {
-            stats.ok.inc();
+            stats.inc(|s| &s.ok);
             Decided::Go(upstream, response)
         }
         Verdict::Deny(reply) => {
-            stats.denied.inc();
+            stats.inc(|s| &s.denied);
             Decided::Answer(reply)
         }
         Verdict::Invalid => {
-            stats.invalid.inc();
+            stats.inc(|s| &s.invalid);
             Decided::Answer(Reply::new(500, "", "UAEX"))
         }
         Verdict::Error(reply) => {
-            stats.error.inc();
+            stats.inc(|s| &s.error);
             if config.failure_mode_allow {
-                stats.failure_mode_allowed.inc();
+                stats.inc(|s| &s.failure_mode_allowed);
                 let mut edits = HeaderEdits::default();
                 if config.failure_mode_allow_header_add {
                     let _ = edits.set(b"x-envoy-auth-failure-mode-allowed", b"true");

@@ -50,6 +50,7 @@ use super::WireShard;
 use crate::http_filter::header_mutation::{self, FormatInput, Head};
 use crate::http_filter::{ConnInfo, FilterCx, HeaderEdits};
 use crate::stats::envoy::{HttpStats, OpenConnection};
+use crate::stats::filters::{instance_name, FilterBlock};
 use h2wire::message::HeaderList;
 
 /// Reset-flood window and thresholds: a connection is cut off when, within
@@ -115,6 +116,8 @@ pub(crate) struct ConnCx {
     /// Its connection manager's Envoy series (`http.<stat_prefix>.*`),
     /// where it is counted open.
     pub http: Option<OpenConnection<HttpStats>>,
+    /// Its filters' blocks, by their position in the chain.
+    pub filter_blocks: Box<[FilterBlock]>,
 }
 
 impl ConnCx {
@@ -189,6 +192,7 @@ impl ConnCx {
             flag: &mut s.flag,
             upstream_spans: &mut s.upstream_spans,
             http: self.http.as_ref().map(|h| &*h.stats),
+            filter_blocks: &self.filter_blocks,
             conn_states: &self.conn_states,
         };
         Some(hooks(&hcm.http_filters, &mut cx))
@@ -303,6 +307,24 @@ impl Streams {
             ),
             None => (0, Vec::new(), false, ResponseStamp::default(), None),
         };
+        // The filters' blocks, found once here, by position in the chain
+        // (which a connection keeps): none when no filter has series.
+        let filter_blocks: Box<[FilterBlock]> = match (listener.chains().nth(chain), prefix) {
+            (Some(c), Some(p))
+                if c.http
+                    .http_filters
+                    .iter()
+                    .any(|f| instance_name(&f.config, p).is_some()) =>
+            {
+                let regs = &wire.shard.stats.envoy.filters;
+                c.http
+                    .http_filters
+                    .iter()
+                    .map(|f| regs.block(&f.config, p))
+                    .collect()
+            }
+            _ => Box::default(),
+        };
         let protocol = conn.protocol();
         let http = prefix.map(|p| {
             let name = crate::stats::envoy::http_block_name(&listener.name, p);
@@ -333,6 +355,7 @@ impl Streams {
                 stamp,
                 conn_states: std::cell::RefCell::default(),
                 http,
+                filter_blocks,
             },
             conn,
             table: AHashMap::default(),
