@@ -125,6 +125,7 @@ fn cluster(endpoints: Vec<Endpoint>) -> Arc<Cluster> {
         common_lb: Default::default(),
         health_check: None,
         circuit_breakers: Default::default(),
+        per_endpoint_stats: false,
     })
 }
 

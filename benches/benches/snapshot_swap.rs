@@ -64,6 +64,7 @@ fn cluster(idx: usize, hosts: usize, variant: u32) -> Arc<Cluster> {
         per_connection_buffer_limit_bytes: engine::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         health_check: None,
         circuit_breakers: Default::default(),
+        per_endpoint_stats: false,
         common_lb: Default::default(),
     })
 }

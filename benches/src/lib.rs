@@ -39,6 +39,7 @@ pub fn pick_cluster(n: usize, policy: LbPolicy, weighted: bool) -> ClusterSnapsh
         common_lb: Default::default(),
         health_check: None,
         circuit_breakers: Default::default(),
+        per_endpoint_stats: false,
     };
     let snap = ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new());
     assert_eq!(snap.weighted, weighted);

@@ -80,6 +80,7 @@ mod tests {
             per_connection_buffer_limit_bytes: crate::config::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             health_check: None,
             circuit_breakers: Default::default(),
+            per_endpoint_stats: false,
             common_lb: CommonLb {
                 override_host_status: status,
                 ..CommonLb::default()

@@ -434,6 +434,7 @@ mod tests {
             per_connection_buffer_limit_bytes: DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             health_check: None,
             circuit_breakers: Default::default(),
+            per_endpoint_stats: false,
         })
     }
 

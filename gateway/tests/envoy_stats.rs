@@ -510,3 +510,65 @@ fn bytes_and_connection_ends_are_counted_as_envoys() {
         (request.len() + 11) as f64
     );
 }
+
+/// `track_cluster_stats.per_endpoint_stats`: each host's series, labelled
+/// with its cluster and `ip:port`, as Envoy writes them; the other
+/// `track_cluster_stats` switches are refused by name.
+#[test]
+fn per_endpoint_stats_write_each_hosts_series() {
+    let ok = H1Backend::start(|_| H1Answer::ok("ok"));
+    let fail = H1Backend::start(|_| {
+        H1Answer::raw("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
+    });
+    let cluster = |extra: &str| {
+        format!(
+            "  - name: backend\n    type: STATIC\n    connect_timeout: 1s\n{extra}    load_assignment:\n      cluster_name: backend\n      endpoints:\n      - lb_endpoints: [{}, {}]\n",
+            support::yaml::endpoint("127.0.0.1", ok.addr().port(), ""),
+            support::yaml::endpoint("127.0.0.1", fail.addr().port(), ""),
+        )
+    };
+    let routes = support::yaml::one_route("backend", "");
+    let refused = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &routes,
+        &cluster("    track_cluster_stats: { timeout_budgets: true }\n"),
+    );
+    let err = refused
+        .map(|_| ())
+        .expect_err("timeout_budgets refused")
+        .to_string();
+    assert!(err.contains("track_cluster_stats.timeout_budgets"), "{err}");
+    let bootstrap = support::yaml::filters_bootstrap(
+        "",
+        "",
+        &routes,
+        &cluster("    track_cluster_stats: { per_endpoint_stats: true }\n"),
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let (addr, admin) = (gw.listener("ingress").unwrap(), gw.admin_addr.unwrap());
+    // Round robin: two requests each.
+    let mut statuses: Vec<u16> = (0..4).map(|_| h1_get(addr, "x", "/", "").status).collect();
+    statuses.sort();
+    assert_eq!(statuses, [200, 200, 503, 503]);
+    let series = |host: SocketAddr, s: &str| {
+        let k = format!(
+            "envoy_cluster_endpoint_{s}{{envoy_cluster_name=\"backend\",envoy_endpoint_address=\"{host}\"}}"
+        );
+        envoy_metric(admin, &k)
+    };
+    for (host, success, error) in [(ok.addr(), 2.0, 0.0), (fail.addr(), 0.0, 2.0)] {
+        assert_eq!(series(host, "rq_total"), 2.0, "{host}");
+        assert_eq!(series(host, "rq_success"), success, "{host}");
+        assert_eq!(series(host, "rq_error"), error, "{host}");
+        assert_eq!(series(host, "healthy"), 1.0, "{host}");
+        assert!(series(host, "cx_total") >= 1.0, "{host}");
+    }
+    let (_, text) = admin_get(admin, "/stats?filter=endpoint");
+    let dotted = format!(
+        "cluster.backend.endpoint.127.0.0.1_{}.rq_total: 2",
+        ok.addr().port()
+    );
+    assert!(text.contains(&dotted), "{text}");
+}

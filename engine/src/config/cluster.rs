@@ -43,6 +43,9 @@ pub struct Cluster {
     pub health_check: Option<std::sync::Arc<HealthCheck>>,
     /// `circuit_breakers` (Envoy's defaults when absent).
     pub circuit_breakers: CircuitBreakers,
+    /// `track_cluster_stats.per_endpoint_stats`: the admin writes each
+    /// host's series (Envoy's `cluster.<name>.endpoint.<address>.*`).
+    pub per_endpoint_stats: bool,
 }
 
 impl Cluster {

@@ -353,6 +353,7 @@ mod tests {
             per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
             health_check: None,
             circuit_breakers: Default::default(),
+            per_endpoint_stats: false,
             common_lb: CommonLb::default(),
         };
         ClusterSnapshot::build(Arc::new(c), &mut HostRegistry::new())

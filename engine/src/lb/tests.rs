@@ -32,6 +32,7 @@ fn build(policy: LbPolicy, threshold: u32, hosts: &[(u32, HealthStatus)]) -> Clu
         per_connection_buffer_limit_bytes: crate::DEFAULT_PER_CONNECTION_BUFFER_LIMIT,
         health_check: None,
         circuit_breakers: Default::default(),
+        per_endpoint_stats: false,
         common_lb: CommonLb {
             healthy_panic_threshold: threshold,
             ..Default::default()

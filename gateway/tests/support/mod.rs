@@ -62,6 +62,7 @@ pub fn cluster(name: &str, addrs: &[SocketAddr]) -> Arc<Cluster> {
         common_lb: Default::default(),
         health_check: None,
         circuit_breakers: Default::default(),
+        per_endpoint_stats: false,
     })
 }
 

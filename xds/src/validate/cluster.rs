@@ -89,6 +89,14 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
             "not supported with RING_HASH or MAGLEV yet",
         ));
     }
+    let per_endpoint_stats = match &c.track_cluster_stats {
+        Some(t) => {
+            let tpath = path.field("track_cluster_stats");
+            reject_set!(tpath, t, timeout_budgets, request_response_sizes);
+            t.per_endpoint_stats
+        }
+        None => false,
+    };
     let (http2, upstream) = upstream_options(c, path)?;
     let health_check =
         super::health_check::health_checks(&c.health_checks, &path.field("health_checks"))?.map(
@@ -113,6 +121,7 @@ pub fn cluster(c: &pb::Cluster, path: &Path) -> Result<Cluster> {
         }
     }
     Ok(Cluster {
+        per_endpoint_stats,
         name: c.name.clone(),
         connect_timeout,
         lb_policy,

@@ -406,6 +406,9 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
                 h.healthy,
             );
         }
+        if c.config.per_endpoint_stats {
+            endpoints(&mut fam, inner, name, c, &ejected);
+        }
         if c.config.upstream.tls.is_some() {
             let ssl: Vec<_> = blocks.all(name).into_iter().map(|b| &b.ssl).collect();
             let base = format!("cluster.{name}");
@@ -424,6 +427,68 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
         }
     }
     fam.into_vec(out);
+}
+
+/// `track_cluster_stats.per_endpoint_stats`: Envoy's
+/// `cluster.<name>.endpoint.<ip>_<port>.*` for each of its hosts, from the
+/// hosts' own counters, labelled with the cluster and the endpoint's
+/// `ip:port`.
+fn endpoints(
+    fam: &mut Families,
+    inner: &Inner,
+    name: &str,
+    c: &engine::snapshot::ClusterSnapshot,
+    ejected: &dyn Fn(&engine::snapshot::Host) -> bool,
+) {
+    for h in &c.hosts {
+        let sum = |f: HostCounter| inner.host_sum(h.id, f);
+        let mut classes = [0u64; 5];
+        for shard in &inner.shards {
+            if let Some(st) = shard.hosts.get(h.id) {
+                for (i, (_, n)) in st.responses.classes().iter().enumerate() {
+                    classes[i] = classes[i].wrapping_add(*n);
+                }
+            }
+        }
+        let healthy = matches!(h.health, HealthStatus::Healthy | HealthStatus::Unknown)
+            && !h.excluded()
+            && !ejected(h);
+        // A connection attempt counts whether or not it connected, as
+        // Envoy's.
+        let cx_total = sum(|s| &s.cx_total) + sum(|s| &s.cx_connect_fail);
+        let series = [
+            (
+                "cx_connect_fail",
+                Kind::Counter,
+                sum(|s| &s.cx_connect_fail),
+            ),
+            ("cx_total", Kind::Counter, cx_total),
+            // An answer in 5xx, or none (reset), is an error.
+            ("rq_error", Kind::Counter, classes[4] + sum(|s| &s.rq_reset)),
+            ("rq_success", Kind::Counter, classes[..4].iter().sum()),
+            ("rq_timeout", Kind::Counter, sum(|s| &s.rq_timeout)),
+            ("rq_total", Kind::Counter, sum(|s| &s.rq_total)),
+            ("cx_active", Kind::Gauge, sum(|s| &s.cx_active)),
+            ("healthy", Kind::Gauge, u64::from(healthy)),
+            ("rq_active", Kind::Gauge, sum(|s| &s.rq_active)),
+            ("rq_pending_active", Kind::Gauge, 0),
+        ];
+        let dotted = match h.address {
+            std::net::SocketAddr::V4(a) => format!("{}_{}", a.ip(), a.port()),
+            std::net::SocketAddr::V6(a) => format!("[{}]_{}", a.ip(), a.port()),
+        };
+        for (s, kind, v) in series {
+            let labels = vec![
+                (CLUSTER, name.to_owned()),
+                ("envoy_endpoint_address", h.address.to_string()),
+            ];
+            fam.get(kind, &format!("cluster.endpoint.{s}")).push(
+                format!("cluster.{name}.endpoint.{dotted}.{s}"),
+                labels,
+                v,
+            );
+        }
+    }
 }
 
 /// Envoy's `<scope>.ssl.*` of one listener or cluster (`base` is its

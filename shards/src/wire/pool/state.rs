@@ -410,6 +410,7 @@ mod tests {
             per_connection_buffer_limit_bytes: buffer_limit,
             health_check: None,
             circuit_breakers: Default::default(),
+            per_endpoint_stats: false,
         }
     }
 
