@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::{LocalExecutorBuilder, Placement, PoolPlacement};
 
 use super::state::Inner;
 use crate::events::{AdminAction, Command, CommandSender};
@@ -20,6 +20,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// clusters is tens of MB, so a storm of scrapes must not hold one each.
 /// Past it, a request is answered 503 at once (and counted).
 pub(super) const MAX_PAGES: usize = 4;
+/// Threads that render pages: two at once at most, so a storm of scrapes
+/// takes no more than two cores' worth from the data shards (the pages
+/// past them wait for a thread, within [`MAX_PAGES`]).
+const RENDER_THREADS: usize = 2;
 /// Connections open at once, at most; past it, closed unanswered (and
 /// counted).
 const MAX_CONNECTIONS: usize = 256;
@@ -114,8 +118,11 @@ pub(super) fn start(
     std::thread::Builder::new()
         .name("admin".into())
         .spawn(move || {
+            // Pages render on the blocking pool's threads; the requests
+            // that must not wait are answered on this one.
             let ex = LocalExecutorBuilder::new(Placement::Unbound)
                 .io_memory(1 << 20)
+                .blocking_thread_pool_placement(PoolPlacement::Unbound(RENDER_THREADS))
                 .name("admin")
                 .make();
             let ex = match ex {
@@ -258,7 +265,17 @@ async fn serve(mut stream: TcpStream, slot: Connection) {
         return;
     }
     let _page = Held::new(&shared.pages);
-    let (status, ctype, body) = super::route(&method, &path, shared);
+    let (status, ctype, body) = match small {
+        true => super::route(&method, &path, shared),
+        // A page is rendered off this thread: a 10,000-cluster page takes
+        // most of a second, and `/ready` (a balancer's probe) must not wait
+        // behind it.
+        false => {
+            let shared = Arc::clone(shared);
+            let render = move || super::route(&method, &path, &shared);
+            glommio::executor().spawn_blocking(render).await
+        }
+    };
     let _ = respond(&mut stream, status, ctype, &body).await;
 }
 
