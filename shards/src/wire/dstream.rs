@@ -126,6 +126,10 @@ pub(crate) struct DStream {
     pub(super) body_gone: bool,
     /// Retried once already after its upstream connection died.
     pub(super) retried_lost: bool,
+    /// The health check filter took it for a health check: its answer is
+    /// left out of the connection manager's `downstream_rq_completed` and
+    /// `_<n>xx`, as Envoy leaves health checks out.
+    pub(super) health_check: bool,
     /// Holds one of the cluster's `max_retries` (from its first resend to
     /// its end).
     pub(super) retry_slot: bool,
@@ -272,6 +276,7 @@ impl DStream {
             reply_needs_head: false,
             body_gone: false,
             retried_lost: false,
+            health_check: false,
             retry_slot: false,
             retry_policy: false,
             retry_any_status: false,

@@ -190,6 +190,7 @@ impl ConnCx {
             held: s.held.as_deref_mut(),
             before_trailers: None,
             flag: &mut s.flag,
+            health_check: &mut s.health_check,
             upstream_spans: &mut s.upstream_spans,
             http: self.http.as_ref().map(|h| &*h.stats),
             filter_blocks: &self.filter_blocks,

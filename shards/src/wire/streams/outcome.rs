@@ -57,7 +57,9 @@ impl ConnCx {
         if let Some(h) = &self.http {
             let h = &h.stats;
             h.downstream_rq_active.dec();
-            if let Some(status) = s.status {
+            // Envoy counts a health check's answer nowhere here (its
+            // request and its time, yes).
+            if let Some(status) = s.status.filter(|_| !s.health_check) {
                 h.downstream_rq_completed.inc();
                 h.downstream_rq_xx.record(status);
             }
