@@ -48,7 +48,16 @@ async def open_page(url, timeout, chromium_args):
                     msg["sessionId"] = session
                 await browser.send(json.dumps(msg))
                 while True:
-                    reply = json.loads(await browser.recv())
+                    # Bounded by the page's deadline: a browser that never
+                    # answers is reported (as the script's output), not
+                    # left to the caller's outer timeout, which kills the
+                    # script before it says anything.
+                    left = max(0.1, deadline - time.monotonic())
+                    try:
+                        raw = await asyncio.wait_for(browser.recv(), timeout=left)
+                    except asyncio.TimeoutError:
+                        raise TimeoutError(f"chromium did not answer {method}") from None
+                    reply = json.loads(raw)
                     if reply.get("id") == msg["id"]:
                         return reply.get("result", {})
 

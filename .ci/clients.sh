@@ -589,7 +589,15 @@ chromium_ws() { # extra Chromium flags...
 # CONNECT (`allow_connect`): Chromium opens its WebSocket as a stream of
 # that connection (RFC 8441), no HTTP/1.1 connection is made.
 h1_before=$(counter gateway_downstream_cx_http1_total)
-check "Chromium's WebSocket over HTTP/2 (RFC 8441, wss://)" "echo: from chromium" "$(chromium_ws)"
+# Chromium now and then gives nothing back on this page (about one run in
+# five, before the page's answer): what it said is printed, and it gets
+# one more try.
+ws_h2=$(chromium_ws)
+if [[ $ws_h2 != "echo: from chromium" ]]; then
+    echo "Chromium's WebSocket over HTTP/2, first try: ${ws_h2:-(nothing)}; trying once more" >&2
+    ws_h2=$(chromium_ws)
+fi
+check "Chromium's WebSocket over HTTP/2 (RFC 8441, wss://)" "echo: from chromium" "$ws_h2"
 check "Chromium's WebSocket came over HTTP/2" "$h1_before" "$(counter gateway_downstream_cx_http1_total)"
 # With HTTP/2 off, the same page upgrades an HTTP/1.1 connection.
 check "Chromium's WebSocket over HTTP/1.1 (wss://)" "echo: from chromium" "$(chromium_ws --disable-http2)"
