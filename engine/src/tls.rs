@@ -99,6 +99,8 @@ pub struct TlsState {
     /// The names of each certificate (its SAN's DNS names, else its
     /// subject's common names), in configuration order.
     pub names: Vec<Vec<String>>,
+    /// When its certificates and its trusted CAs expire.
+    pub expiry: Expiry,
 }
 
 /// A listener's downstream TLS: the built rustls config (swapped in place
@@ -162,6 +164,13 @@ impl DownstreamTls {
             &spec.cipher_suites,
             &spec.ecdh_curves,
         )?;
+        let roots = spec
+            .client_auth
+            .as_ref()
+            .map(|a| &a.roots[..])
+            .unwrap_or(&[]);
+        let leaves = spec.certificates.iter().filter_map(|c| c.chain.first());
+        let expiry = Expiry::of(leaves, roots);
         let mut names = Vec::with_capacity(spec.certificates.len());
         let mut keys = Vec::with_capacity(spec.certificates.len());
         for (index, cert) in spec.certificates.into_iter().enumerate() {
@@ -210,6 +219,7 @@ impl DownstreamTls {
             state: ArcSwap::from_pointee(TlsState {
                 config: Arc::new(config),
                 names,
+                expiry,
             }),
             files: Vec::new(),
             rebuild: None,
@@ -399,8 +409,8 @@ mod common;
 mod san;
 mod tickets;
 mod upstream;
+pub use common::{not_after, CertificateSpec, Expiry, TlsError, TlsVersion};
 use common::{provider_for, server_identity, trusted_as_is};
-pub use common::{CertificateSpec, TlsError, TlsVersion};
 pub use san::{peer_identity, SanMatcher, SanType};
 pub use tickets::TICKET_KEY_LEN;
 pub use upstream::{UpstreamTls, UpstreamTlsSpec};

@@ -111,6 +111,8 @@ fn envoys_series_count_what_envoy_counts() {
         ("envoy_http_downstream_rq_time_count{envoy_http_conn_manager_prefix=\"ingress\"}", 8.0),
         ("envoy_server_live{}", 1.0),
         ("envoy_server_concurrency{}", 1.0),
+        // No certificate anywhere: Envoy's "never".
+        ("envoy_server_days_until_first_cert_expiring{}", 4294967295.0),
     ] {
         assert_eq!(at(k), v, "{k}");
     }

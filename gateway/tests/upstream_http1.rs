@@ -477,6 +477,13 @@ fn tls_upstreams_send_sni_and_check_the_chain_but_not_the_name() {
     };
     assert_eq!(ssl(&gw, "handshake"), 1.0);
     assert_eq!(ssl(&gw, "connection_error"), 0.0);
+    // When its trusted CA expires (rcgen's certificates: 4096-01-01), and
+    // the days until the first certificate of the config does.
+    let admin1 = gw.admin_addr.unwrap();
+    let ca = "envoy_cluster_ssl_certificate_expiration_unix_time_seconds{envoy_tls_certificate=\"unnamed_ca_cert_e3b0c442\",envoy_cluster_name=\"c\"}";
+    assert_eq!(envoy_metric(admin1, ca), 67_090_118_400.0);
+    let days = envoy_metric(admin1, "envoy_server_days_until_first_cert_expiring{}");
+    assert!((700_000.0..760_000.0).contains(&days), "{days}");
     let (_, page) = admin_get(gw.admin_addr.unwrap(), "/stats/prometheus?filter=ssl");
     assert!(
         page.contains(
@@ -579,6 +586,8 @@ fn auto_config_speaks_what_alpn_chose() {
     }
     let versions = format!("envoy_listener_ssl_versions{{envoy_ssl_version=\"TLSv1.3\",{l}}}");
     assert_eq!(envoy_metric(admin, &versions), 1.0);
+    let expires = format!("envoy_listener_ssl_certificate_expiration_unix_time_seconds{{envoy_tls_certificate=\"unnamed_cert_e3b0c442\",{l}}}");
+    assert_eq!(envoy_metric(admin, &expires), 67_090_118_400.0);
     let (_, page) = admin_get(admin, "/stats/prometheus?filter=ssl%5C.curves");
     assert!(
         page.contains("envoy_listener_ssl_curves{envoy_ssl_curve=\""),

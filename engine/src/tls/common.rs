@@ -156,6 +156,36 @@ pub(super) fn trusted_as_is(
     parsed.validity().is_valid_at(now)
 }
 
+/// When a certificate stops being valid: its `notAfter`, in Unix seconds
+/// (`None`: not a certificate x509-parser reads).
+pub fn not_after(cert: &CertificateDer<'_>) -> Option<i64> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    Some(parsed.validity().not_after.timestamp())
+}
+
+/// When a TLS context's certificates expire, the earliest of each kind,
+/// in Unix seconds: its own (the leaves it presents) and the trusted CAs
+/// it checks its peers with. What Envoy's
+/// `ssl.certificate.<name>.expiration_unix_time_seconds` say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expiry {
+    pub cert: Option<i64>,
+    pub ca: Option<i64>,
+}
+
+impl Expiry {
+    /// The earliest `notAfter` of `leaves` and of `cas`.
+    pub fn of<'a>(
+        leaves: impl IntoIterator<Item = &'a CertificateDer<'a>>,
+        cas: impl IntoIterator<Item = &'a CertificateDer<'a>>,
+    ) -> Self {
+        Self {
+            cert: leaves.into_iter().filter_map(not_after).min(),
+            ca: cas.into_iter().filter_map(not_after).min(),
+        }
+    }
+}
+
 /// What a server certificate answers for, and the key it carries: the DNS
 /// names of its subject alternative names, else (a certificate without
 /// any, such as an X.509 v1 one) its subject's common names, as Envoy

@@ -267,3 +267,30 @@ fn a_reload_swaps_in_what_the_sources_hold_now_and_keeps_the_old_on_error() {
         "held states stay as they were"
     );
 }
+
+#[test]
+fn a_context_knows_when_its_first_certificate_expires() {
+    let dated = |year: i32| {
+        let key = rcgen::KeyPair::generate_for(P256).expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["a.example".to_string()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(year, 1, 1);
+        let c = params.self_signed(&key).expect("cert");
+        CertificateSpec {
+            chain: vec![c.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        }
+    };
+    // 2031-01-01 and 2041-01-01: the earlier one counts.
+    let tls = DownstreamTls::build(spec(vec![dated(2041), dated(2031)])).unwrap();
+    assert_eq!(
+        tls.state().expiry,
+        Expiry {
+            cert: Some(1_924_992_000),
+            ca: None
+        }
+    );
+    assert_eq!(
+        not_after(&rustls::pki_types::CertificateDer::from(vec![1, 2, 3])),
+        None
+    );
+}

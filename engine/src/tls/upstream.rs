@@ -19,7 +19,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 
-use super::common::{provider_for, trusted_as_is, CertificateSpec, TlsError, TlsVersion};
+use super::common::{provider_for, trusted_as_is, CertificateSpec, Expiry, TlsError, TlsVersion};
 use super::san::{self, SanMatcher};
 
 /// What an `UpstreamTlsContext` asks for, decoded (files read, PEM parsed).
@@ -63,6 +63,8 @@ pub struct UpstreamTls {
     pub check_alpn: Vec<Vec<u8>>,
     /// Whether server certificates are checked (`trusted_ca` given).
     pub verifies: bool,
+    /// When its client certificate and its trusted CAs expire.
+    pub expiry: Expiry,
     sni_name: Option<ServerName<'static>>,
     /// A digest of everything the context was built from: two contexts
     /// with the same one make the same connections (each configuration
@@ -104,6 +106,12 @@ impl UpstreamTls {
             ),
         };
         let verifies = spec.trusted_ca.is_some();
+        let expiry = Expiry::of(
+            spec.client_certificate
+                .iter()
+                .filter_map(|c| c.chain.first()),
+            spec.trusted_ca.iter().flatten(),
+        );
         let verifier: Arc<dyn ServerCertVerifier> = match spec.trusted_ca {
             Some(roots) => Arc::new(ChainOnly::new(roots, spec.san_matchers, &provider)?),
             None => Arc::new(Unchecked(Arc::clone(&provider))),
@@ -143,6 +151,7 @@ impl UpstreamTls {
             sni: spec.sni,
             check_alpn,
             verifies,
+            expiry,
             sni_name,
             fingerprint,
         })
@@ -182,6 +191,7 @@ impl UpstreamTls {
             sni: self.sni.clone(),
             check_alpn: self.check_alpn.clone(),
             verifies: self.verifies,
+            expiry: self.expiry,
             sni_name: self.sni_name.clone(),
             fingerprint,
         })

@@ -216,11 +216,20 @@ pub(super) fn listeners(inner: &Inner, out: &mut Vec<Family>) {
         if l.chains().any(|c| c.tls.is_some()) {
             let ssl: Vec<_> = blocks.all(&l.name).into_iter().map(|b| &b.ssl).collect();
             let base = format!("listener.{address}");
+            // The earliest over its chains' contexts.
+            let mut expiry = engine::tls::Expiry::default();
+            for e in l
+                .chains()
+                .filter_map(|c| c.tls.as_ref().map(|t| t.state().expiry))
+            {
+                expiry.cert = expiry.cert.into_iter().chain(e.cert).min();
+                expiry.ca = expiry.ca.into_iter().chain(e.ca).min();
+            }
             ssl_families(
                 &mut fam,
                 ("listener", &base),
                 (LISTENER, &address),
-                "envoy_ssl_cipher",
+                ("envoy_ssl_cipher", expiry),
                 &ssl,
             );
         }

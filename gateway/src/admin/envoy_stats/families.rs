@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use engine::stats::histogram::Merged;
+use engine::tls::Expiry;
 use engine::HealthStatus;
 use shards::stats::envoy::Registry;
 use shards::stats::envoy::{ClusterStats, Codes, Histogram};
@@ -90,6 +91,10 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
             draining.len() as u64,
         ),
         ("server.state", state),
+        (
+            "server.days_until_first_cert_expiring",
+            days_until_first_cert_expiring(inner),
+        ),
         ("server.concurrency", inner.shards.len() as u64),
         ("server.uptime", uptime),
         ("server.total_connections", connections),
@@ -98,6 +103,35 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
         f.push(dotted.to_owned(), Vec::new(), value);
         out.push(f);
     }
+}
+
+/// Envoy's `server.days_until_first_cert_expiring`: whole days until the
+/// first of every listener's and cluster's certificates and trusted CAs
+/// expires (0 once one has); `u32::MAX` without any, as Envoy.
+fn days_until_first_cert_expiring(inner: &Inner) -> u64 {
+    let listeners = inner
+        .snapshot
+        .listeners
+        .iter()
+        .flat_map(|l| l.chains())
+        .filter_map(|c| c.tls.as_ref().map(|t| t.state().expiry));
+    let clusters = inner
+        .snapshot
+        .clusters
+        .values()
+        .filter_map(|c| c.config.upstream.tls.as_ref().map(|t| t.expiry));
+    let first = listeners
+        .chain(clusters)
+        .flat_map(|e| [e.cert, e.ca])
+        .flatten()
+        .min();
+    let Some(first) = first else {
+        return u64::from(u32::MAX);
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    u64::try_from((first - now).max(0) / 86_400).unwrap_or(0)
 }
 
 /// Each shard's blocks of one kind, copied out once per scrape, by the
@@ -412,11 +446,12 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
         if c.config.upstream.tls.is_some() {
             let ssl: Vec<_> = blocks.all(name).into_iter().map(|b| &b.ssl).collect();
             let base = format!("cluster.{name}");
+            let expiry = c.config.upstream.tls.as_ref().map(|t| t.expiry);
             ssl_families(
                 &mut fam,
                 ("cluster", &base),
                 (CLUSTER, name),
-                "cipher_suite",
+                ("cipher_suite", expiry.unwrap_or_default()),
                 &ssl,
             );
         }
@@ -501,9 +536,29 @@ pub(super) fn ssl_families(
     fam: &mut Families,
     (scope, base): (&str, &str),
     owner: (&'static str, &str),
-    cipher: &'static str,
+    (cipher, expiry): (&'static str, Expiry),
     blocks: &[&TlsStats],
 ) {
+    // Its certificates' expiry: Envoy names a certificate configured
+    // without a name (files, inline) `unnamed_cert_<sha256("")[..8]>`, so
+    // its several unnamed ones are one series: the earliest here.
+    for (name, at) in [
+        ("unnamed_cert_e3b0c442", expiry.cert),
+        ("unnamed_ca_cert_e3b0c442", expiry.ca),
+    ] {
+        let Some(at) = at else { continue };
+        let mut l = vec![("envoy_tls_certificate", name.to_owned())];
+        l.push((owner.0, owner.1.to_owned()));
+        fam.get(
+            Kind::Gauge,
+            &format!("{scope}.ssl.certificate.expiration_unix_time_seconds"),
+        )
+        .push(
+            format!("{base}.ssl.certificate.{name}.expiration_unix_time_seconds"),
+            l,
+            u64::try_from(at).unwrap_or(0),
+        );
+    }
     type TlsCounter = fn(&TlsStats) -> &Counter;
     let counters: [(&str, Option<TlsCounter>); 12] = [
         ("connection_error", Some(|t| &t.connection_error)),
