@@ -498,3 +498,16 @@ mod tests {
         assert_eq!(names, ["ingress_http", "other"]);
     }
 }
+
+#[cfg(test)]
+mod sizes {
+    /// What a block costs before its first histogram sample or status
+    /// code (docs/observability.md states it): a cluster's counters, TLS
+    /// ones included, within 1 KiB, its Arc and name aside.
+    #[test]
+    fn blocks_stay_within_what_the_docs_say() {
+        assert!(std::mem::size_of::<super::ClusterStats>() <= 1024);
+        assert!(std::mem::size_of::<super::HttpStats>() <= 640);
+        assert!(std::mem::size_of::<super::ListenerStats>() <= 512);
+    }
+}
