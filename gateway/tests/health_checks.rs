@@ -291,6 +291,14 @@ fn http_checks_over_http2_judge_status_and_headers() {
             "gateway_health_checks_total{cluster=\"web\",outcome=\"success\"}",
         ) >= 10.0
     });
+    // Envoy's gauges: b1 and b3 pass (b3 degraded), b2 fails.
+    let gauge = |s: &str| {
+        envoy_metric(
+            admin,
+            &format!("envoy_cluster_health_check_{s}{{envoy_cluster_name=\"web\"}}"),
+        )
+    };
+    assert_eq!((gauge("healthy"), gauge("degraded")), (2.0, 1.0));
     gw.shutdown();
 }
 
@@ -336,6 +344,11 @@ fn a_proxied_response_with_the_immediate_fail_header_fails_the_host_at_once() {
         b1.addr()
     );
     assert!(metric(admin, &counted) >= 1.0);
+    // Envoy's passive failure, on the cluster's health check series.
+    let passive = "envoy_cluster_health_check_passive_failure{envoy_cluster_name=\"web\"}";
+    assert!(envoy_metric(admin, passive) >= 1.0);
+    let verify = "envoy_cluster_health_check_verify_cluster{envoy_cluster_name=\"web\"}";
+    assert_eq!(envoy_metric(admin, verify), 0.0);
     gw.shutdown();
 }
 

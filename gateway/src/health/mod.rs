@@ -51,9 +51,11 @@ pub struct Report {
 pub struct Counts {
     /// Written by the host tasks as checks end: always current.
     pub checks: Arc<Counters>,
-    /// Hosts checked, and of them those passing, at the last change.
+    /// Hosts checked, and of them those passing and those degraded, at
+    /// the last change.
     pub hosts: u64,
     pub healthy: u64,
+    pub degraded: u64,
     /// Verdicts that changed.
     pub changes: u64,
 }
@@ -68,6 +70,9 @@ pub struct Counters {
     pub failure: Counter,
     /// No answer: refused, reset or timed out.
     pub network_failure: Counter,
+    /// Responses through the data path that carried
+    /// `x-envoy-immediate-health-check-fail` (Envoy's passive failures).
+    pub passive_failure: Counter,
 }
 
 /// Whether a cluster has carried traffic (any upstream connection by any
@@ -236,6 +241,7 @@ impl HealthCheckers {
                 if n <= last {
                     continue;
                 }
+                c.counters.passive_failure.add(n - last);
                 task.failed_by_response.set(true);
                 let failed = Verdict {
                     healthy: false,
@@ -458,16 +464,18 @@ impl HealthCheckers {
         self.clusters
             .iter()
             .map(|(name, c)| {
-                let healthy = self
-                    .verdicts
-                    .get(name)
-                    .map_or(0, |v| v.hosts.values().filter(|v| v.healthy).count());
+                let verdicts = self.verdicts.get(name);
+                let count = |f: fn(&Verdict) -> bool| {
+                    verdicts.map_or(0, |v| v.hosts.values().filter(|v| f(v)).count() as u64)
+                };
+                let (healthy, degraded) = (count(|v| v.healthy), count(|v| v.degraded));
                 (
                     name.clone(),
                     Counts {
                         checks: Arc::clone(&c.counters),
                         hosts: c.hosts.len() as u64,
-                        healthy: healthy as u64,
+                        healthy,
+                        degraded,
                         changes: c.changes,
                     },
                 )

@@ -430,6 +430,12 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
                     "health_check.network_failure",
                     h.checks.network_failure.get(),
                 ),
+                (
+                    "health_check.passive_failure",
+                    h.checks.passive_failure.get(),
+                ),
+                // `service_name_matcher` is refused: nothing to verify.
+                ("health_check.verify_cluster", 0),
             ] {
                 fam.get(Kind::Counter, &format!("cluster.{s}"))
                     .push(stat(s), label(), v);
@@ -438,6 +444,11 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
                 stat("health_check.healthy"),
                 label(),
                 h.healthy,
+            );
+            fam.get(Kind::Gauge, "cluster.health_check.degraded").push(
+                stat("health_check.degraded"),
+                label(),
+                h.degraded,
             );
         }
         if c.config.per_endpoint_stats {
