@@ -104,6 +104,9 @@ pub(crate) struct DStream {
     /// When the request's end came (a bodyless one's: when it was
     /// routed): Envoy's `upstream_rq_time` runs from there.
     pub(super) req_end: Option<Instant>,
+    /// When the upstream's kept answer ended (its last byte, or its
+    /// trailers): where Envoy's `upstream_rq_time` ends.
+    pub(super) resp_end: Option<Instant>,
     /// Its `x-request-id`, kept for the response when the listener says
     /// `always_set_request_id_in_response`.
     pub(super) request_id: Option<Box<[u8]>>,
@@ -268,6 +271,7 @@ impl DStream {
             remote: None,
             started: now,
             req_end: None,
+            resp_end: None,
             request_id: None,
             envoy_headers: false,
             bodyless,

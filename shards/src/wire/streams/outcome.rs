@@ -74,10 +74,13 @@ impl ConnCx {
         };
         let p = t.pool.borrow();
         p.cluster_stats.upstream_rq.record(status);
-        if let (Some(_), Some(end)) = (s.served, s.req_end) {
+        if let (Some(_), Some(start)) = (s.served, s.req_end) {
+            // To the upstream's last byte; a stream that ended without one
+            // (reset, cut) at its end.
+            let end = s.resp_end.unwrap_or(now);
             p.cluster_stats
                 .upstream_rq_time
-                .record(now.saturating_duration_since(end));
+                .record(end.saturating_duration_since(start));
         }
     }
 

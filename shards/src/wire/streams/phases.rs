@@ -450,6 +450,16 @@ impl Streams {
         // Header lists go back to the connection they came from: it
         // decodes the next response into one without allocating.
         let from = s.target.as_ref().map(|t| Rc::clone(&t.pool)).zip(s.up);
+        let ends = matches!(
+            ev,
+            ClientEvent::Response {
+                end_stream: true,
+                ..
+            } | ClientEvent::Data {
+                end_stream: true,
+                ..
+            } | ClientEvent::Trailers { .. }
+        );
         let then = match ev {
             ClientEvent::Response {
                 head,
@@ -498,6 +508,11 @@ impl Streams {
             | ClientEvent::StreamLimit { .. }
             | ClientEvent::GoAway { .. } => Then::Go,
         };
+        // The upstream's answer is whole (and kept, not retried): Envoy's
+        // `upstream_rq_time` ends here, not when the client has read it.
+        if ends && matches!(then, Then::Go | Then::Finish) {
+            s.resp_end = Some(now);
+        }
         // An answer went out: the attempt a hedge left is of no more use
         // (Envoy resets the other attempts then).
         if s.resp_started && !s.earlier.is_empty() {
