@@ -308,6 +308,17 @@ fn invalid_cluster_is_nacked_and_the_previous_one_keeps_serving() {
         stats.contains("gateway_xds_update_rejected_total{type=\"clusters\"} 1"),
         "{stats}"
     );
+    // Under Envoy's names: what an alert on rejected updates reads.
+    assert_eq!(
+        envoy_metric(admin, "envoy_cluster_manager_cds_update_rejected{}"),
+        1.0
+    );
+    assert!(envoy_metric(admin, "envoy_cluster_manager_cds_update_success{}") >= 1.0);
+    assert_eq!(
+        envoy_metric(admin, "envoy_control_plane_connected_state{}"),
+        1.0
+    );
+    assert!(envoy_metric(admin, "envoy_listener_manager_lds_update_success{}") >= 1.0);
 
     // A valid version afterwards is accepted.
     push(&server, type_url::CLUSTER, "c3", vec![eds_cluster("echo")]);

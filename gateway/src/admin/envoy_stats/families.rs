@@ -25,6 +25,7 @@ pub(super) fn gather(inner: &Inner) -> Vec<Family> {
     let mut out = Vec::new();
     server(inner, &mut out);
     clusters(inner, &mut out);
+    xds(inner, &mut out);
     downstream::http(inner, &mut out);
     downstream::listeners(inner, &mut out);
     super::filters::filters(inner, &mut out);
@@ -102,6 +103,60 @@ fn server(inner: &Inner, out: &mut Vec<Family>) {
         let mut f = Family::new(Kind::Gauge, dotted);
         f.push(dotted.to_owned(), Vec::new(), value);
         out.push(f);
+    }
+}
+
+/// The xDS client's, as Envoy's: `control_plane.connected_state` with
+/// ADS, the CDS and LDS subscriptions' `update_*` under
+/// `cluster_manager.cds.*` and `listener_manager.lds.*` (for the types a
+/// source serves), and the warming gauges.
+fn xds(inner: &Inner, out: &mut Vec<Family>) {
+    let mut gauge = |dotted: &str, v: u64| {
+        let mut f = Family::new(Kind::Gauge, dotted);
+        f.push(dotted.to_owned(), Vec::new(), v);
+        out.push(f);
+    };
+    let x = inner.xds.as_deref();
+    let warming = x.map_or((0, 0), |x| {
+        (x.warming_clusters.len(), x.warming_listeners.len())
+    });
+    gauge("cluster_manager.warming_clusters", warming.0 as u64);
+    gauge("listener_manager.total_listeners_warming", warming.1 as u64);
+    let Some(x) = x else {
+        return;
+    };
+    if x.types.iter().any(|t| t.source == "ads") {
+        gauge("control_plane.connected_state", u64::from(x.connected));
+    }
+    for (name, scope) in [
+        ("clusters", "cluster_manager.cds"),
+        ("listeners", "listener_manager.lds"),
+    ] {
+        let Some(t) = x
+            .types
+            .iter()
+            .find(|t| t.name == name && !t.source.is_empty())
+        else {
+            continue;
+        };
+        let at_ms = t
+            .last_update
+            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64);
+        // Each update received was accepted or rejected: an attempt. A
+        // stream that failed is the ADS stream's, not counted here.
+        for (s, kind, v) in [
+            ("update_attempt", Kind::Counter, t.accepted + t.rejected),
+            ("update_success", Kind::Counter, t.accepted),
+            ("update_rejected", Kind::Counter, t.rejected),
+            ("update_failure", Kind::Counter, 0),
+            ("update_time", Kind::Gauge, at_ms),
+        ] {
+            let dotted = format!("{scope}.{s}");
+            let mut f = Family::new(kind, &dotted);
+            f.push(dotted.clone(), Vec::new(), v);
+            out.push(f);
+        }
     }
 }
 
