@@ -574,3 +574,31 @@ fn per_endpoint_stats_write_each_hosts_series() {
     );
     assert!(text.contains(&dotted), "{text}");
 }
+
+/// Open connections by protocol, as Envoy's gauges: an HTTP/2 connection
+/// is in `downstream_cx_http2_active` while it is open, and no more after.
+#[test]
+fn open_connections_are_counted_by_protocol() {
+    let be = H1Backend::start(|_| H1Answer::ok("ok"));
+    let (_gw, addr, admin) = support::one_backend_gateway(be.addr());
+    let gauge = move |s: &str| {
+        envoy_metric(
+            admin,
+            &format!(
+                "envoy_http_downstream_cx_{s}_active{{envoy_http_conn_manager_prefix=\"ingress\"}}"
+            ),
+        )
+    };
+    let open = client(move || async move {
+        let send = connect(addr).await;
+        let req = http::Request::get("http://x/").body(()).unwrap();
+        let (resp, _) = send.ready().await.unwrap().send_request(req, true).unwrap();
+        assert_eq!(resp.await.expect("answer").status(), 200);
+        // Read while the connection is still open.
+        (gauge("http2"), gauge("http1"), gauge("ssl"))
+    });
+    assert_eq!(open, (1.0, 0.0, 0.0));
+    wait_until(std::time::Duration::from_secs(2), "closed", || {
+        gauge("http2") == 0.0
+    });
+}

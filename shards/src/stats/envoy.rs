@@ -188,6 +188,10 @@ pub struct HttpStats {
     pub downstream_cx_http1_total: Counter,
     pub downstream_cx_http2_total: Counter,
     pub downstream_cx_ssl_total: Counter,
+    /// Open now, by protocol and TLS (gauges).
+    pub downstream_cx_http1_active: Counter,
+    pub downstream_cx_http2_active: Counter,
+    pub downstream_cx_ssl_active: Counter,
     pub downstream_rq_total: Counter,
     pub downstream_rq_active: Counter,
     pub downstream_rq_http1_total: Counter,
@@ -279,8 +283,31 @@ pub trait CountsConnections {
     /// `downstream_cx_total`, `_active`, `_destroy` and `_length_ms`.
     fn connections(&self) -> (&Counter, &Counter, &Counter, &Histogram);
 
-    /// A connection given filter chain `id` closed (a listener's count).
-    fn chain_closed(&self, _id: u64) {}
+    /// A connection was told apart by `tag` (what a tag means is the
+    /// block's: a listener's filter chain id, a connection manager's
+    /// protocol): counted open under it.
+    fn tagged(&self, _tag: u64) {}
+
+    /// A connection tagged `tag` closed.
+    fn untagged(&self, _tag: u64) {}
+}
+
+/// A connection manager's tag bits: its connection's protocol, and TLS.
+pub const HTTP1: u64 = 1;
+pub const HTTP2: u64 = 2;
+pub const SSL: u64 = 4;
+
+impl HttpStats {
+    fn kinds(&self, tag: u64) -> impl Iterator<Item = &Counter> {
+        [
+            (HTTP1, &self.downstream_cx_http1_active),
+            (HTTP2, &self.downstream_cx_http2_active),
+            (SSL, &self.downstream_cx_ssl_active),
+        ]
+        .into_iter()
+        .filter(move |(bit, _)| tag & bit != 0)
+        .map(|(_, c)| c)
+    }
 }
 
 impl CountsConnections for HttpStats {
@@ -291,6 +318,15 @@ impl CountsConnections for HttpStats {
             &self.downstream_cx_destroy,
             &self.downstream_cx_length_ms,
         )
+    }
+
+    /// Its protocol's and TLS's `downstream_cx_*_active`.
+    fn tagged(&self, tag: u64) {
+        self.kinds(tag).for_each(Counter::inc);
+    }
+
+    fn untagged(&self, tag: u64) {
+        self.kinds(tag).for_each(Counter::dec);
     }
 }
 
@@ -304,8 +340,13 @@ impl CountsConnections for ListenerStats {
         )
     }
 
-    fn chain_closed(&self, id: u64) {
-        ListenerStats::chain_closed(self, id);
+    /// The filter chain it was given: how far a drain of it has got.
+    fn tagged(&self, chain: u64) {
+        self.chain_opened(chain);
+    }
+
+    fn untagged(&self, chain: u64) {
+        self.chain_closed(chain);
     }
 }
 
@@ -315,8 +356,8 @@ impl CountsConnections for ListenerStats {
 pub struct OpenConnection<T: CountsConnections> {
     pub stats: Arc<T>,
     since: Instant,
-    /// The filter chain it was given, counted open in the listener's.
-    chain: Option<u64>,
+    /// What the block tells it apart by, once known.
+    tag: Option<u64>,
 }
 
 impl<T: CountsConnections> OpenConnection<T> {
@@ -327,17 +368,16 @@ impl<T: CountsConnections> OpenConnection<T> {
         Self {
             stats,
             since: now,
-            chain: None,
+            tag: None,
         }
     }
-}
 
-impl OpenConnection<ListenerStats> {
-    /// The connection was given filter chain `id` (once).
-    pub fn given_chain(&mut self, id: u64) {
-        if self.chain.is_none() {
-            self.stats.chain_opened(id);
-            self.chain = Some(id);
+    /// Tells the connection apart by `tag` (once: a connection keeps its
+    /// chain and its protocol).
+    pub fn tag(&mut self, tag: u64) {
+        if self.tag.is_none() {
+            self.stats.tagged(tag);
+            self.tag = Some(tag);
         }
     }
 }
@@ -348,8 +388,8 @@ impl<T: CountsConnections> Drop for OpenConnection<T> {
         active.dec();
         destroy.inc();
         length.record(self.since.elapsed());
-        if let Some(id) = self.chain {
-            self.stats.chain_closed(id);
+        if let Some(tag) = self.tag {
+            self.stats.untagged(tag);
         }
     }
 }
@@ -457,9 +497,9 @@ mod tests {
         let mut a = OpenConnection::new(Arc::clone(&l), Instant::now());
         let mut b = OpenConnection::new(Arc::clone(&l), Instant::now());
         let c = OpenConnection::new(Arc::clone(&l), Instant::now());
-        a.given_chain(7);
-        a.given_chain(8); // Once: a connection keeps its chain.
-        b.given_chain(7);
+        a.tag(7);
+        a.tag(8); // Once: a connection keeps its chain.
+        b.tag(7);
         let mut chains = l.chains();
         chains.sort();
         assert_eq!(chains, [(7, 2)]);

@@ -205,7 +205,7 @@ impl Connection {
         let chain = cfg.chains().nth(position)?;
         // Counted open under its chain until it closes: how far a drain
         // of that chain has got.
-        counted.given_chain(chain.id);
+        counted.tag(chain.id);
         let identity = tcp.peer_identity();
         if let Some(rbac) = &chain.rbac {
             // The chain's network RBAC filter: judged once, as the

@@ -58,8 +58,15 @@ const HTTP_COUNTERS: [(&str, HttpCounter); 17] = [
     ("no_route", |h| &h.no_route),
 ];
 
-const HTTP_GAUGES: [(&str, HttpCounter); 2] = [
+const HTTP_GAUGES: [(&str, HttpCounter); 5] = [
     ("downstream_cx_active", |h| &h.downstream_cx_active),
+    ("downstream_cx_http1_active", |h| {
+        &h.downstream_cx_http1_active
+    }),
+    ("downstream_cx_http2_active", |h| {
+        &h.downstream_cx_http2_active
+    }),
+    ("downstream_cx_ssl_active", |h| &h.downstream_cx_ssl_active),
     ("downstream_rq_active", |h| &h.downstream_rq_active),
 ];
 

@@ -330,14 +330,23 @@ impl Streams {
         let http = prefix.map(|p| {
             let name = crate::stats::envoy::http_block_name(&listener.name, p);
             let stats = wire.shard.stats.envoy.http.get(&name);
-            match conn.is_h1() {
-                true => stats.downstream_cx_http1_total.inc(),
-                false => stats.downstream_cx_http2_total.inc(),
-            }
+            use crate::stats::envoy::{HTTP1, HTTP2, SSL};
+            let protocol = match conn.is_h1() {
+                true => {
+                    stats.downstream_cx_http1_total.inc();
+                    HTTP1
+                }
+                false => {
+                    stats.downstream_cx_http2_total.inc();
+                    HTTP2
+                }
+            };
             if tls {
                 stats.downstream_cx_ssl_total.inc();
             }
-            OpenConnection::new(stats, Instant::now())
+            let mut open = OpenConnection::new(stats, Instant::now());
+            open.tag(protocol | if tls { SSL } else { 0 });
+            open
         });
         Self {
             cx: ConnCx {
