@@ -206,6 +206,9 @@ for _p, _l, _rq, _ok, _4xx, _5xx, _noroute in [
         ("envoy_http_downstream_rq_active{" + _h + "}", 0),
         ("envoy_http_downstream_cx_total{" + _h + "}", _rq),
         ("envoy_http_downstream_cx_active{" + _h + "}", 0),
+        ("envoy_http_downstream_cx_http1_active{" + _h + "}", 0),
+        ("envoy_http_downstream_cx_http2_active{" + _h + "}", 0),
+        ("envoy_http_downstream_cx_ssl_active{" + _h + "}", 0),
         ("envoy_http_downstream_cx_destroy{" + _h + "}", _rq),
         ("envoy_http_downstream_cx_destroy_remote{" + _h + "}", _rq),
         ("envoy_http_downstream_cx_destroy_local{" + _h + "}", 0),
@@ -270,6 +273,14 @@ COMPARED += [
     # ---- server family (Envoy --concurrency 1, gateway --shards 1)
     ("envoy_server_live{}", 1),
     ("envoy_server_concurrency{}", 1),
+    # No certificate in the bootstrap: Envoy's "never" (u32::MAX).
+    ("envoy_server_days_until_first_cert_expiring{}", 4294967295),
+    ("envoy_cluster_manager_active_clusters{}", 2),
+    ("envoy_cluster_manager_warming_clusters{}", 0),
+    ("envoy_listener_manager_total_listeners_active{}", 3),
+    ("envoy_listener_manager_total_listeners_warming{}", 0),
+    ("envoy_listener_manager_total_filter_chains_draining{}", 0),
+    ("envoy_listener_manager_workers_started{}", 1),
 ]
 # Deliberately NOT compared (each proxy's own business, or no traffic-
 # determined value):
