@@ -525,7 +525,7 @@ fn per_endpoint_stats_write_each_hosts_series() {
     let cluster = |extra: &str| {
         format!(
             "  - name: backend\n    type: STATIC\n    connect_timeout: 1s\n{extra}    load_assignment:\n      cluster_name: backend\n      endpoints:\n      - lb_endpoints: [{}, {}]\n",
-            support::yaml::endpoint("127.0.0.1", ok.addr().port(), ""),
+            support::yaml::endpoint("127.0.0.1", ok.addr().port(), ", hostname: ok.example"),
             support::yaml::endpoint("127.0.0.1", fail.addr().port(), ""),
         )
     };
@@ -554,9 +554,14 @@ fn per_endpoint_stats_write_each_hosts_series() {
     let mut statuses: Vec<u16> = (0..4).map(|_| h1_get(addr, "x", "/", "").status).collect();
     statuses.sort();
     assert_eq!(statuses, [200, 200, 503, 503]);
+    // A host with a hostname is labelled with it too (Envoy's).
     let series = |host: SocketAddr, s: &str| {
+        let name = match host == ok.addr() {
+            true => ",envoy_endpoint_hostname=\"ok.example\"",
+            false => "",
+        };
         let k = format!(
-            "envoy_cluster_endpoint_{s}{{envoy_cluster_name=\"backend\",envoy_endpoint_address=\"{host}\"}}"
+            "envoy_cluster_endpoint_{s}{{envoy_cluster_name=\"backend\",envoy_endpoint_address=\"{host}\"{name}}}"
         );
         envoy_metric(admin, &k)
     };

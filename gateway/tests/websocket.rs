@@ -119,6 +119,21 @@ fn a_websocket_is_upgraded_end_to_end_with_early_bytes_both_ways() {
         &gw,
         &format!("gateway_tunnel_rx_bytes_total {}", 5 + 4 + big.len()),
     );
+    // Envoy's connection manager counts the connection's bytes, its
+    // tunnel's included: the request head and every byte after it, once.
+    let request = format!("GET /chat?room=1 HTTP/1.1\r\nHost: example\r\n{UPGRADE}\r\n");
+    let admin = gw.admin_addr.unwrap();
+    let hcm = "{envoy_http_conn_manager_prefix=\"ingress\"}";
+    let rx = envoy_metric(
+        admin,
+        &format!("envoy_http_downstream_cx_rx_bytes_total{hcm}"),
+    );
+    assert_eq!(rx, (request.len() + 5 + 4 + big.len()) as f64);
+    let tx = envoy_metric(
+        admin,
+        &format!("envoy_http_downstream_cx_tx_bytes_total{hcm}"),
+    );
+    assert!(tx > (5 + 5 + 4 + big.len() + 3) as f64, "{tx}");
     gw.shutdown();
 }
 

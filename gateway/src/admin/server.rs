@@ -272,7 +272,14 @@ async fn serve(mut stream: TcpStream, slot: Connection) {
         // behind it.
         false => {
             let shared = Arc::clone(shared);
-            let render = move || super::route(&method, &path, &shared);
+            // A page that fails to render answers 500 and frees its slot:
+            // the render thread must not take the request down with it.
+            let render = move || {
+                let page = || super::route(&method, &path, &shared);
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(page)).unwrap_or_else(|_| {
+                    (500, "text/plain", "the page failed to render\n".to_owned())
+                })
+            };
             glommio::executor().spawn_blocking(render).await
         }
     };
@@ -291,6 +298,7 @@ async fn respond(
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        500 => "Internal Server Error",
         _ => "Service Unavailable",
     };
     // The dashboard's page may run its own inline script and fetch from

@@ -139,9 +139,7 @@ impl HttpFilter for Fault {
         if delay.is_none() && abort.is_none() {
             return RequestFlow::Continue;
         }
-        // Kept by the stream's state too, for the gauge's end.
-        let counted = cx.owned_counters::<FaultStats>();
-        let stats = counted.get();
+        let stats = cx.counters::<FaultStats>();
         // The filter's gauge, whichever config decided (Envoy's).
         let active = &self.active;
         let max = config.max_active_faults.map_or(u64::MAX, u64::from);
@@ -155,7 +153,9 @@ impl HttpFilter for Fault {
             return RequestFlow::Continue;
         }
         stats.inc(|s| &s.active);
-        cx.set_state(Active(Arc::clone(active), counted.clone(), None));
+        // Kept by the stream's state, for the gauge's end.
+        let counted = cx.owned_counters::<FaultStats>();
+        cx.set_state(Active(Arc::clone(active), counted, None));
         let grpc = cx.grpc;
         let Some(delay) = delay else {
             stats.inc(|s| &s.aborts_injected);

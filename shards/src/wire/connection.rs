@@ -592,7 +592,9 @@ impl Connection {
 
     /// Hands the connection to a task of its own that runs its tunnel;
     /// this task's state (codec, streams, buffers) goes with it.
-    fn tunnel(self, t: Upgraded, listener: OpenConnection<ListenerStats>) {
+    fn tunnel(mut self, t: Upgraded, listener: OpenConnection<ListenerStats>) {
+        // What went out before the tunnel (the 101) is counted now.
+        self.count_written();
         let Connection {
             wire,
             tcp,
@@ -666,6 +668,8 @@ fn run_tunnel(
     async move {
         let subscriptions = [&drains.chain, &drains.shutdown];
         let early = std::mem::take(&mut t.early);
+        // The client's bytes read before the tunnel were counted as read.
+        let read_before = early.0.len() as u64;
         let h2 = t.h2.take();
         let scope = (&t.limits, &subscriptions[..]);
         let stats = &open.stats.tunnel;
@@ -679,7 +683,7 @@ fn run_tunnel(
             }
             None => tunnel::run(&mut tcp, &mut t.up.transport, early, scope, stats).await,
         };
-        end.0.tunnel_closed(t.stream, end.1, moved);
+        end.0.tunnel_closed(t.stream, end.1, moved, read_before);
     }
 }
 

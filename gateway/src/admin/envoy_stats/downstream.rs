@@ -85,6 +85,8 @@ pub(super) fn http(inner: &Inner, out: &mut Vec<Family>) {
         .listeners
         .iter()
         .flat_map(|l| l.chains())
+        // A TCP proxy's chain has no connection manager of its own.
+        .filter(|c| c.tcp_proxy.is_none())
         .map(|c| c.http.stat_prefix.clone())
         .collect();
     // Each listener's block of a prefix, read as the prefix's.
@@ -265,7 +267,11 @@ pub(super) fn listeners(inner: &Inner, out: &mut Vec<Family>) {
         }
         // Its connection managers' answers: Envoy's per-listener copy of
         // the classes and `_completed`, from the start.
-        let prefixes: BTreeSet<&str> = l.chains().map(|c| c.http.stat_prefix.as_str()).collect();
+        let prefixes: BTreeSet<&str> = l
+            .chains()
+            .filter(|c| c.tcp_proxy.is_none())
+            .map(|c| c.http.stat_prefix.as_str())
+            .collect();
         for prefix in prefixes {
             let name = http_block_name(&l.name, prefix);
             let labels = || vec![(HTTP, prefix.to_owned()), (LISTENER, address.clone())];

@@ -574,15 +574,24 @@ fn endpoints(
             ("rq_active", Kind::Gauge, sum(|s| &s.rq_active)),
             ("rq_pending_active", Kind::Gauge, 0),
         ];
+        // Envoy's dotted name has `_` for every `:` (`[__1]_80`); its
+        // label keeps the address as it is.
         let dotted = match h.address {
             std::net::SocketAddr::V4(a) => format!("{}_{}", a.ip(), a.port()),
-            std::net::SocketAddr::V6(a) => format!("[{}]_{}", a.ip(), a.port()),
+            std::net::SocketAddr::V6(a) => {
+                format!("[{}]_{}", a.ip().to_string().replace(':', "_"), a.port())
+            }
         };
         for (s, kind, v) in series {
-            let labels = vec![
+            let mut labels = vec![
                 (CLUSTER, name.to_owned()),
                 ("envoy_endpoint_address", h.address.to_string()),
             ];
+            // A host with a name (a DNS cluster's, an EDS endpoint's
+            // `hostname`) is labelled with it too, as Envoy's.
+            if let Some(host) = h.hostname.as_deref().filter(|n| !n.is_empty()) {
+                labels.push(("envoy_endpoint_hostname", host.to_owned()));
+            }
             fam.get(kind, &format!("cluster.endpoint.{s}")).push(
                 format!("cluster.{name}.endpoint.{dotted}.{s}"),
                 labels,

@@ -65,9 +65,14 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
             tracing::debug!(%addr, "upstream connect failed: {e}");
             stats.cx_connect_fail.inc();
             cluster.upstream_cx_connect_fail.inc();
-            // Envoy's: a refused connect is a connection the remote ended.
+            // Envoy's: a refused connect (or a failed handshake) is a
+            // connection the remote ended; one that timed out, the
+            // gateway closed.
             cluster.upstream_cx_destroy.inc();
-            cluster.upstream_cx_destroy_remote.inc();
+            match e.kind() {
+                std::io::ErrorKind::TimedOut => cluster.upstream_cx_destroy_local.inc(),
+                _ => cluster.upstream_cx_destroy_remote.inc(),
+            }
             let mut p = pool.borrow_mut();
             let b = p.backoff;
             p.retry_at = Some(Instant::now() + b);

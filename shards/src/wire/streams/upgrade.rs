@@ -248,10 +248,24 @@ impl Streams {
 impl ConnCx {
     /// An upgraded stream's tunnel closed: the stream ends (its access log
     /// line, counters, outlier outcome) with what the tunnel moved.
-    pub(crate) fn tunnel_closed(&self, stream: u32, mut s: DStream, moved: Moved) {
+    pub(crate) fn tunnel_closed(
+        &self,
+        stream: u32,
+        mut s: DStream,
+        moved: Moved,
+        read_before: u64,
+    ) {
         if let Some(l) = s.log.as_mut() {
             l.bytes_received += moved.received;
             l.bytes_sent += moved.sent;
+        }
+        // The tunnel's bytes are its connection's too (Envoy's
+        // `downstream_cx_rx/tx_bytes_total` count them).
+        // (less what was read before it, counted then).
+        if let Some(h) = &self.http {
+            let received = moved.received.saturating_sub(read_before);
+            h.stats.downstream_cx_rx_bytes_total.add(received);
+            h.stats.downstream_cx_tx_bytes_total.add(moved.sent);
         }
         self.settle(stream, s, std::time::Instant::now(), |_| {});
         self.wire.flush_logs();
