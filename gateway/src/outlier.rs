@@ -73,13 +73,6 @@ pub struct OutlierControl {
     cluster_stats: AHashMap<String, ClusterOutlierStats>,
 }
 
-fn reason_index(r: EjectionReason) -> usize {
-    EjectionReason::ALL
-        .iter()
-        .position(|x| *x == r)
-        .unwrap_or(0)
-}
-
 impl OutlierControl {
     pub fn new(seed: u64) -> Self {
         Self {
@@ -228,7 +221,7 @@ fn count(
 ) {
     let under_cap = outcome.ejected.iter().chain(&outcome.not_enforced);
     for (_, reason) in under_cap.clone().chain(&outcome.overflow) {
-        per_cluster.detected[reason_index(*reason)] += 1;
+        per_cluster.detected[reason.index()] += 1;
     }
     per_cluster.total_under_cap += under_cap
         .filter(|(_, r)| {
@@ -240,8 +233,8 @@ fn count(
         .count() as u64;
     per_cluster.overflow += outcome.overflow.len() as u64;
     for (id, reason) in &outcome.ejected {
-        stats.enforced[reason_index(*reason)] += 1;
-        per_cluster.enforced[reason_index(*reason)] += 1;
+        stats.enforced[reason.index()] += 1;
+        per_cluster.enforced[reason.index()] += 1;
         tracing::info!(
             cluster,
             host = id.0,
@@ -251,7 +244,7 @@ fn count(
     }
     // Gateway-wide, the cap's refusals are among those not enforced.
     for (_, reason) in outcome.not_enforced.iter().chain(&outcome.overflow) {
-        stats.not_enforced[reason_index(*reason)] += 1;
+        stats.not_enforced[reason.index()] += 1;
     }
     stats.unejected += outcome.unejected.len() as u64;
     for id in &outcome.unejected {

@@ -44,12 +44,18 @@ pub enum EjectionReason {
 }
 
 impl EjectionReason {
+    /// In declaration order, so that `ALL[r.index()] == r`.
     pub const ALL: [Self; 4] = [
         Self::Consecutive5xx,
         Self::ConsecutiveGatewayFailure,
         Self::SuccessRate,
         Self::FailurePercentage,
     ];
+
+    /// Its place in [`Self::ALL`]: where per-reason counts are kept.
+    pub fn index(self) -> usize {
+        self as usize
+    }
 
     /// The suffix of Envoy's `outlier_detection.ejections_*` stats.
     pub fn as_str(self) -> &'static str {

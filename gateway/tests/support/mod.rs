@@ -515,21 +515,22 @@ pub fn unix_now() -> u64 {
 /// One sample of the Prometheus text at `/stats`, by its exact series
 /// (`name` or `name{labels}`); panics when absent.
 pub fn metric(admin: SocketAddr, series: &str) -> f64 {
-    let (_, text) = admin_get(admin, "/stats");
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /stats:\n{text}"))
+    page_value(admin, "/stats", series)
 }
 
 /// A series' value on `/stats/prometheus` (Envoy's names), by its whole
 /// `name{labels}`.
 pub fn envoy_metric(admin: SocketAddr, series: &str) -> f64 {
-    let (_, text) = admin_get(admin, "/stats/prometheus");
+    page_value(admin, "/stats/prometheus", series)
+}
+
+/// The value of the line `series <value>` on the admin's page `path`.
+fn page_value(admin: SocketAddr, path: &str, series: &str) -> f64 {
+    let (_, text) = admin_get(admin, path);
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /stats/prometheus:\n{text}"))
+        .unwrap_or_else(|| panic!("no {series} in {path}:\n{text}"))
 }
 
 /// The `/clusters?format=json` entry of `host` in `cluster`.

@@ -103,9 +103,6 @@ pub struct FilterCx<'a> {
     /// The stream is a health check (the health check filter says so):
     /// its answer stays out of the connection manager's answer counts.
     pub(crate) health_check: &'a mut bool,
-    /// Its connection manager's Envoy series (`http.<stat_prefix>.*`), for
-    /// the filters that count there too.
-    pub(crate) http: Option<&'a crate::stats::envoy::HttpStats>,
     /// The connection's filter blocks, by position (`at` is the running
     /// filter's).
     pub(crate) filter_blocks: &'a [crate::stats::filters::FilterBlock],

@@ -107,12 +107,10 @@ impl HttpFilter for Cors {
         let allowed = policy.origin_allowed(origin);
         // Gateway-wide (`/stats`), and its connection manager's (Envoy's
         // `http.<stat_prefix>.cors.*`).
-        let per_prefix = cx.http.map(|h| &h.cors);
-        for stats in std::iter::once(&cx.shard.stats.cors).chain(per_prefix) {
-            match allowed {
-                true => stats.origin_valid.inc(),
-                false => stats.origin_invalid.inc(),
-            }
+        let stats = cx.counters::<crate::stats::CorsStats>();
+        match allowed {
+            true => stats.inc(|s| &s.origin_valid),
+            false => stats.inc(|s| &s.origin_invalid),
         }
         if !enforced {
             return RequestFlow::Continue;

@@ -97,13 +97,11 @@ impl HttpFilter for CsrfPolicy {
         let verdict = verdict(policy, head);
         // Gateway-wide (`/stats`), and its connection manager's (Envoy's
         // `http.<stat_prefix>.csrf.*`).
-        let per_prefix = cx.http.map(|h| &h.csrf);
-        for stats in std::iter::once(&cx.shard.stats.csrf).chain(per_prefix) {
-            match verdict {
-                Verdict::Valid => stats.request_valid.inc(),
-                Verdict::Missing => stats.missing_source_origin.inc(),
-                Verdict::Invalid => stats.request_invalid.inc(),
-            }
+        let stats = cx.counters::<crate::stats::CsrfStats>();
+        match verdict {
+            Verdict::Valid => stats.inc(|s| &s.request_valid),
+            Verdict::Missing => stats.inc(|s| &s.missing_source_origin),
+            Verdict::Invalid => stats.inc(|s| &s.request_invalid),
         }
         if verdict == Verdict::Valid {
             return RequestFlow::Continue;

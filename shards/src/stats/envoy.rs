@@ -217,9 +217,6 @@ pub struct HttpStats {
     pub downstream_cx_length_ms: Histogram,
     /// Requests no route took (`no_route`).
     pub no_route: Counter,
-    /// Its CORS and CSRF filters' (`cors.*`, `csrf.*`).
-    pub cors: super::CorsStats,
-    pub csrf: super::CsrfStats,
 }
 
 /// The name a connection manager's block is kept under on a shard: its
@@ -275,6 +272,58 @@ impl ListenerStats {
     pub fn chains(&self) -> Vec<(u64, u64)> {
         let chains = self.chains.lock().unwrap_or_else(|e| e.into_inner());
         chains.iter().map(|(&id, &n)| (id, n)).collect()
+    }
+}
+
+/// How a connection ended, in Envoy's `*_cx_destroy_*` counters: by the
+/// peer (`remote`) or by the gateway (`local`), and whether requests were
+/// still on it (then its side's `*_active_rq` and the sum of both).
+pub struct DestroyCounters<'a> {
+    pub local: &'a Counter,
+    pub remote: &'a Counter,
+    pub local_active_rq: &'a Counter,
+    pub remote_active_rq: &'a Counter,
+    pub active_rq: &'a Counter,
+}
+
+impl DestroyCounters<'_> {
+    pub fn count(&self, remote: bool, active_rq: bool) {
+        let (by, by_with_rq) = match remote {
+            true => (self.remote, self.remote_active_rq),
+            false => (self.local, self.local_active_rq),
+        };
+        by.inc();
+        if active_rq {
+            by_with_rq.inc();
+            self.active_rq.inc();
+        }
+    }
+}
+
+impl ClusterStats {
+    /// `upstream_cx_destroy_*` (the total, `upstream_cx_destroy`, is
+    /// counted apart: a refused connect has no requests to tell).
+    pub fn destroys(&self) -> DestroyCounters<'_> {
+        DestroyCounters {
+            local: &self.upstream_cx_destroy_local,
+            remote: &self.upstream_cx_destroy_remote,
+            local_active_rq: &self.upstream_cx_destroy_local_with_active_rq,
+            remote_active_rq: &self.upstream_cx_destroy_remote_with_active_rq,
+            active_rq: &self.upstream_cx_destroy_with_active_rq,
+        }
+    }
+}
+
+impl HttpStats {
+    /// `downstream_cx_destroy_*` (the total is the connection's guard's).
+    pub fn destroys(&self) -> DestroyCounters<'_> {
+        DestroyCounters {
+            local: &self.downstream_cx_destroy_local,
+            remote: &self.downstream_cx_destroy_remote,
+            local_active_rq: &self.downstream_cx_destroy_local_active_rq,
+            remote_active_rq: &self.downstream_cx_destroy_remote_active_rq,
+            active_rq: &self.downstream_cx_destroy_active_rq,
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! tells its instances apart: `http.<prefix>.fault.*`,
 //! `http.<prefix>.rbac.<rules_stat_prefix>.*`,
 //! `http.<prefix>.compressor.<library>.<coding>.*`,
-//! `<stat_prefix>.http_local_rate_limit.*`. The block of an instance is
+//! `<stat_prefix>.http_local_rate_limit.*`, `http.<prefix>.cors.*`. The block of an instance is
 //! kept under [`instance_name`], which holds exactly those parts, so two
 //! connection managers with one `stat_prefix` (or two listeners running
 //! one) share their counts, as Envoy's do.
@@ -15,8 +15,8 @@ use engine::HttpFilterConfig;
 
 use super::envoy::Registry;
 use super::{
-    CompressorStats, Counter, DecompressorStats, ExtAuthzStats, FaultStats, HealthCheckStats,
-    LocalRateLimitStats, RbacStats, ShardStats,
+    CompressorStats, CorsStats, Counter, CsrfStats, DecompressorStats, ExtAuthzStats, FaultStats,
+    HealthCheckStats, LocalRateLimitStats, RbacStats, ShardStats,
 };
 
 /// A filter instance's block, as a connection holds it (one per filter
@@ -25,6 +25,8 @@ use super::{
 pub enum FilterBlock {
     #[default]
     None,
+    Cors(Arc<CorsStats>),
+    Csrf(Arc<CsrfStats>),
     Fault(Arc<FaultStats>),
     Rbac(Arc<RbacStats>),
     ExtAuthz(Arc<ExtAuthzStats>),
@@ -37,6 +39,8 @@ pub enum FilterBlock {
 /// One shard's filter blocks, by kind, each by [`instance_name`].
 #[derive(Debug, Default)]
 pub struct FilterRegistries {
+    pub cors: Registry<CorsStats>,
+    pub csrf: Registry<CsrfStats>,
     pub fault: Registry<FaultStats>,
     pub rbac: Registry<RbacStats>,
     pub ext_authz: Registry<ExtAuthzStats>,
@@ -51,7 +55,10 @@ pub struct FilterRegistries {
 /// newline-separated (`None`: the filter has no series of its own here).
 pub fn instance_name(config: &HttpFilterConfig, hcm_prefix: &str) -> Option<String> {
     Some(match config {
-        HttpFilterConfig::Fault(_) | HttpFilterConfig::HealthCheck(_) => hcm_prefix.to_owned(),
+        HttpFilterConfig::Cors
+        | HttpFilterConfig::Csrf(_)
+        | HttpFilterConfig::Fault(_)
+        | HttpFilterConfig::HealthCheck(_) => hcm_prefix.to_owned(),
         HttpFilterConfig::Rbac(r) => format!(
             "{hcm_prefix}\n{}\n{}",
             r.rules_stat_prefix, r.shadow_rules_stat_prefix
@@ -91,6 +98,8 @@ impl FilterRegistries {
             return FilterBlock::None;
         };
         match config {
+            HttpFilterConfig::Cors => FilterBlock::Cors(self.cors.get(&name)),
+            HttpFilterConfig::Csrf(_) => FilterBlock::Csrf(self.csrf.get(&name)),
             HttpFilterConfig::Fault(_) => FilterBlock::Fault(self.fault.get(&name)),
             HttpFilterConfig::Rbac(_) => FilterBlock::Rbac(self.rbac.get(&name)),
             HttpFilterConfig::ExtAuthz(_) => FilterBlock::ExtAuthz(self.ext_authz.get(&name)),
@@ -132,6 +141,8 @@ macro_rules! filter_counters {
     };
 }
 
+filter_counters!(CorsStats, cors, Cors);
+filter_counters!(CsrfStats, csrf, Csrf);
 filter_counters!(FaultStats, fault, Fault);
 filter_counters!(RbacStats, rbac, Rbac);
 filter_counters!(ExtAuthzStats, ext_authz, ExtAuthz);

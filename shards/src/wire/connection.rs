@@ -628,22 +628,7 @@ impl Connection {
         }
         self.count_written();
         if let Some(h) = &self.streams.cx.http {
-            let h = &h.stats;
-            let (by, by_with_rq) = match self.closed_by_peer {
-                true => (
-                    &h.downstream_cx_destroy_remote,
-                    &h.downstream_cx_destroy_remote_active_rq,
-                ),
-                false => (
-                    &h.downstream_cx_destroy_local,
-                    &h.downstream_cx_destroy_local_active_rq,
-                ),
-            };
-            by.inc();
-            if active_rq {
-                by_with_rq.inc();
-                h.downstream_cx_destroy_active_rq.inc();
-            }
+            h.stats.destroys().count(self.closed_by_peer, active_rq);
         }
         self.streams.close();
         self.wire.flush_logs();

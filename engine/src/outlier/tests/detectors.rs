@@ -360,3 +360,10 @@ fn gateway_detector_not_enforced_falls_back_to_5xx() {
     let out = d.sweep(t0 + 10 * SEC, &flagged(0, false, true), &mut never());
     assert_eq!(out, SweepOutcome::default());
 }
+
+#[test]
+fn a_reason_indexes_its_place_in_all() {
+    for (i, r) in EjectionReason::ALL.iter().enumerate() {
+        assert_eq!(r.index(), i);
+    }
+}

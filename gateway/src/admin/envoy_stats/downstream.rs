@@ -1,4 +1,4 @@
-//! The client side's families under Envoy's names: `http.<stat_prefix>.*` (a connection manager's, summed over the listeners that have it) and `listener.<address>.*` (with `worker_<n>.*` per data shard and `http.<stat_prefix>.*` per listener).
+//! The client side's families under Envoy's names: `http.<stat_prefix>.*` (a connection manager's, summed over the listeners that have it; its filters' are `filters.rs`') and `listener.<address>.*` (with `worker_<n>.*` per data shard and `http.<stat_prefix>.*` per listener).
 
 use std::collections::BTreeSet;
 
@@ -118,43 +118,6 @@ pub(super) fn http(inner: &Inner, out: &mut Vec<Family>) {
             l.extend(label());
             f.push(stat(&format!("downstream_rq_{class}xx")), l, *n);
         }
-        // The CORS and CSRF filters' series, for the managers that run
-        // them (as Envoy makes them with the filter).
-        let (cors, csrf) = filters_of(inner, prefix);
-        if cors {
-            for (s, v) in [
-                (
-                    "cors.origin_valid",
-                    blocks.sum(prefix, |h| &h.cors.origin_valid),
-                ),
-                (
-                    "cors.origin_invalid",
-                    blocks.sum(prefix, |h| &h.cors.origin_invalid),
-                ),
-            ] {
-                fam.get(Kind::Counter, &format!("http.{s}"))
-                    .push(stat(s), label(), v);
-            }
-        }
-        if csrf {
-            for (s, v) in [
-                (
-                    "csrf.missing_source_origin",
-                    blocks.sum(prefix, |h| &h.csrf.missing_source_origin),
-                ),
-                (
-                    "csrf.request_invalid",
-                    blocks.sum(prefix, |h| &h.csrf.request_invalid),
-                ),
-                (
-                    "csrf.request_valid",
-                    blocks.sum(prefix, |h| &h.csrf.request_valid),
-                ),
-            ] {
-                fam.get(Kind::Counter, &format!("http.{s}"))
-                    .push(stat(s), label(), v);
-            }
-        }
         for (s, h) in HTTP_HISTOGRAMS {
             let m = blocks.merged(prefix, h);
             fam.get(Kind::Histogram, &format!("http.{s}"))
@@ -177,7 +140,7 @@ fn classes(blocks: &Blocks<HttpStats>, name: &str) -> [u64; 5] {
 
 /// Envoy's name for a listener's address: `127.0.0.1_10000`,
 /// `[__1]_10000`.
-fn address_label(address: std::net::SocketAddr) -> String {
+pub(super) fn address_label(address: std::net::SocketAddr) -> String {
     match address.ip() {
         std::net::IpAddr::V4(ip) => format!("{ip}_{}", address.port()),
         std::net::IpAddr::V6(ip) => {
@@ -289,27 +252,4 @@ pub(super) fn listeners(inner: &Inner, out: &mut Vec<Family>) {
         }
     }
     fam.into_vec(out);
-}
-
-/// Whether a connection manager of `prefix` runs the CORS filter, and the
-/// CSRF one.
-fn filters_of(inner: &Inner, prefix: &str) -> (bool, bool) {
-    let mut found = (false, false);
-    let managers = inner
-        .snapshot
-        .listeners
-        .iter()
-        .flat_map(|l| l.chains())
-        .map(|c| &c.http)
-        .filter(|h| h.stat_prefix == prefix);
-    for h in managers {
-        for f in &h.http_filters {
-            match f.config {
-                engine::HttpFilterConfig::Cors => found.0 = true,
-                engine::HttpFilterConfig::Csrf(_) => found.1 = true,
-                _ => {}
-            }
-        }
-    }
-    found
 }

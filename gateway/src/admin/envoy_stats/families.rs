@@ -574,14 +574,9 @@ fn endpoints(
             ("rq_active", Kind::Gauge, sum(|s| &s.rq_active)),
             ("rq_pending_active", Kind::Gauge, 0),
         ];
-        // Envoy's dotted name has `_` for every `:` (`[__1]_80`); its
-        // label keeps the address as it is.
-        let dotted = match h.address {
-            std::net::SocketAddr::V4(a) => format!("{}_{}", a.ip(), a.port()),
-            std::net::SocketAddr::V6(a) => {
-                format!("[{}]_{}", a.ip().to_string().replace(':', "_"), a.port())
-            }
-        };
+        // Envoy's dotted name as a listener's (`[__1]_80`); its label
+        // keeps the address as it is.
+        let dotted = downstream::address_label(h.address);
         for (s, kind, v) in series {
             let mut labels = vec![
                 (CLUSTER, name.to_owned()),
@@ -689,12 +684,6 @@ pub(super) fn ssl_families(
 /// that turns them on.
 fn outlier_counters(o: &ClusterOutlierStats) -> Vec<(String, u64)> {
     use engine::outlier::EjectionReason;
-    let at = |r: EjectionReason| {
-        EjectionReason::ALL
-            .iter()
-            .position(|x| *x == r)
-            .unwrap_or(0)
-    };
     let mut out = Vec::with_capacity(20);
     for (i, reason) in EjectionReason::ALL.iter().enumerate() {
         out.push((
@@ -726,11 +715,11 @@ fn outlier_counters(o: &ClusterOutlierStats) -> Vec<(String, u64)> {
     out.push(("ejections_total".to_owned(), o.total_under_cap));
     out.push((
         "ejections_consecutive_5xx".to_owned(),
-        o.detected[at(EjectionReason::Consecutive5xx)],
+        o.detected[EjectionReason::Consecutive5xx.index()],
     ));
     out.push((
         "ejections_success_rate".to_owned(),
-        o.detected[at(EjectionReason::SuccessRate)],
+        o.detected[EjectionReason::SuccessRate.index()],
     ));
     out
 }

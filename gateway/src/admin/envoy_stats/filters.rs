@@ -1,12 +1,12 @@
-//! The HTTP filters' families under Envoy 1.40's names: for each filter of each connection manager of the snapshot (made with the config, so at zero from the start), its instance's counts summed over the shards: `http.<prefix>.fault.*`, `.health_check.*`, `.rbac[.<rules_stat_prefix>].*`, `.ext_authz[.<stat_prefix>].*`, `.compressor.<library>.<coding>.*`, `.decompressor.<library>.<coding>.{request,response}.*`, and `<stat_prefix>.http_local_rate_limit.*`.
+//! The HTTP filters' families under Envoy 1.40's names: for each filter of each connection manager of the snapshot (made with the config, so at zero from the start), its instance's counts summed over the shards: `http.<prefix>.cors.*`, `.csrf.*`, `.fault.*`, `.health_check.*`, `.rbac[.<rules_stat_prefix>].*`, `.ext_authz[.<stat_prefix>].*`, `.compressor.<library>.<coding>.*`, `.decompressor.<library>.<coding>.{request,response}.*`, and `<stat_prefix>.http_local_rate_limit.*`.
 
 use std::collections::HashSet;
 
 use engine::HttpFilterConfig;
 use shards::stats::filters::{coding_stat_name, instance_name};
 use shards::stats::{
-    CompressorStats, Counter, DecompressorStats, ExtAuthzStats, FaultStats, HealthCheckStats,
-    LocalRateLimitStats, RbacStats,
+    CompressorStats, CorsStats, Counter, CsrfStats, DecompressorStats, ExtAuthzStats, FaultStats,
+    HealthCheckStats, LocalRateLimitStats, RbacStats,
 };
 
 use super::super::state::Inner;
@@ -18,6 +18,17 @@ const HTTP: &str = "envoy_http_conn_manager_prefix";
 /// One of a block's counters, or none (a series Envoy has for a feature
 /// the gateway refuses: always 0).
 type Of<T> = Option<fn(&T) -> &Counter>;
+
+const CORS: [(&str, Of<CorsStats>); 2] = [
+    ("origin_invalid", Some(|c| &c.origin_invalid)),
+    ("origin_valid", Some(|c| &c.origin_valid)),
+];
+
+const CSRF: [(&str, Of<CsrfStats>); 3] = [
+    ("missing_source_origin", Some(|c| &c.missing_source_origin)),
+    ("request_invalid", Some(|c| &c.request_invalid)),
+    ("request_valid", Some(|c| &c.request_valid)),
+];
 
 const FAULT: [(&str, Of<FaultStats>); 4] = [
     ("aborts_injected", Some(|f| &f.aborts_injected)),
@@ -167,6 +178,16 @@ pub(super) fn filters(inner: &Inner, out: &mut Vec<Family>) {
             }
             let http = || vec![(HTTP, p.to_owned())];
             match &f.config {
+                HttpFilterConfig::Cors => {
+                    let base = format!("http.{p}.cors");
+                    let group = (&all.cors, name.as_str());
+                    write(&mut fam, group, ("http.cors", &base), http(), &CORS);
+                }
+                HttpFilterConfig::Csrf(_) => {
+                    let base = format!("http.{p}.csrf");
+                    let group = (&all.csrf, name.as_str());
+                    write(&mut fam, group, ("http.csrf", &base), http(), &CSRF);
+                }
                 HttpFilterConfig::Fault(_) => {
                     let base = format!("http.{p}.fault");
                     let group = (&all.fault, name.as_str());
@@ -303,6 +324,8 @@ fn write<T>(
 
 /// Every shard's filter blocks, by kind.
 struct Every {
+    cors: Blocks<CorsStats>,
+    csrf: Blocks<CsrfStats>,
     fault: Blocks<FaultStats>,
     health_check: Blocks<HealthCheckStats>,
     rbac: Blocks<RbacStats>,
@@ -315,6 +338,8 @@ struct Every {
 impl Every {
     fn of(inner: &Inner) -> Self {
         Self {
+            cors: Blocks::of(inner, |s| &s.envoy.filters.cors),
+            csrf: Blocks::of(inner, |s| &s.envoy.filters.csrf),
             fault: Blocks::of(inner, |s| &s.envoy.filters.fault),
             health_check: Blocks::of(inner, |s| &s.envoy.filters.health_check),
             rbac: Blocks::of(inner, |s| &s.envoy.filters.rbac),

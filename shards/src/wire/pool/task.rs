@@ -69,10 +69,8 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
             // connection the remote ended; one that timed out, the
             // gateway closed.
             cluster.upstream_cx_destroy.inc();
-            match e.kind() {
-                std::io::ErrorKind::TimedOut => cluster.upstream_cx_destroy_local.inc(),
-                _ => cluster.upstream_cx_destroy_remote.inc(),
-            }
+            let remote = e.kind() != std::io::ErrorKind::TimedOut;
+            cluster.destroys().count(remote, false);
             let mut p = pool.borrow_mut();
             let b = p.backoff;
             p.retry_at = Some(Instant::now() + b);
@@ -112,21 +110,9 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
         .get(slot)
         .is_some_and(|c| c.gen == gen && !c.routes.is_empty());
     cluster.upstream_cx_destroy.inc();
-    let (by, by_with_rq) = match by {
-        ClosedBy::Server => (
-            &cluster.upstream_cx_destroy_remote,
-            &cluster.upstream_cx_destroy_remote_with_active_rq,
-        ),
-        ClosedBy::Gateway => (
-            &cluster.upstream_cx_destroy_local,
-            &cluster.upstream_cx_destroy_local_with_active_rq,
-        ),
-    };
-    by.inc();
-    if active_rq {
-        by_with_rq.inc();
-        cluster.upstream_cx_destroy_with_active_rq.inc();
-    }
+    cluster
+        .destroys()
+        .count(matches!(by, ClosedBy::Server), active_rq);
     stats.cx_active.dec();
     fail(&pool, slot, gen, false);
     finish_task(&pool, slot, gen);

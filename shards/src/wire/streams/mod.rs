@@ -192,7 +192,6 @@ impl ConnCx {
             flag: &mut s.flag,
             health_check: &mut s.health_check,
             upstream_spans: &mut s.upstream_spans,
-            http: self.http.as_ref().map(|h| &*h.stats),
             filter_blocks: &self.filter_blocks,
             conn_states: &self.conn_states,
         };
