@@ -52,6 +52,7 @@ fn bench(c: &mut Criterion) {
         let conn = Connection {
             local: "10.0.0.1:443".parse().unwrap(),
             peer: "192.0.2.7:40000".parse().unwrap(),
+            direct_peer: "192.0.2.7:40000".parse().unwrap(),
             server_name: Some(&sni),
             transport_protocol: "tls",
             application_protocols: &alpn,

@@ -186,6 +186,7 @@ fn bench(c: &mut Criterion) {
                 Arc::clone(&snap),
                 Default::default(),
                 Default::default(),
+                Default::default(),
             );
             let logs =
                 std::sync::Arc::new(shards::access_log::LogWriter::start().expect("log writer"));

@@ -89,6 +89,7 @@ fn bootstraps(unchanged: usize, changed: usize) -> [Bootstrap; 2] {
             clusters,
             dynamic: None,
             runtime: Default::default(),
+            overload: None,
         }
     })
 }

@@ -130,10 +130,14 @@ impl FilterChainMatch {
 /// What selection knows of a connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Connection<'a> {
-    /// The address the client connected to (the socket's local address).
+    /// The address the client connected to (the socket's local address,
+    /// or a PROXY header's destination).
     pub local: SocketAddr,
-    /// The client's address.
+    /// The client's address (a PROXY header's source, if any).
     pub peer: SocketAddr,
+    /// The address the connection came from: the client, or the proxy
+    /// that sent a PROXY header (`direct_source_prefix_ranges`).
+    pub direct_peer: SocketAddr,
     /// SNI, lowercase; `None` without one (or without `tls_inspector`).
     pub server_name: Option<&'a str>,
     /// `tls` when `tls_inspector` found a ClientHello, else `raw_buffer`.
@@ -431,7 +435,10 @@ impl ChainTable {
             None => alpns.any.as_ref()?,
         };
         let local = peer_ip.is_loopback() || peer_ip == local_ip;
-        let ports = directs.get(peer_ip)?.get(local)?.get(peer_ip)?;
+        let ports = directs
+            .get(canonical(c.direct_peer.ip()))?
+            .get(local)?
+            .get(peer_ip)?;
         *ports.get(Some(&c.peer.port()))?
     }
 }

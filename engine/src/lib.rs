@@ -18,6 +18,7 @@ pub mod host;
 pub mod lb;
 pub mod matcher;
 pub mod outlier;
+pub mod overload;
 pub mod override_host;
 pub mod path;
 pub mod rate_limit;

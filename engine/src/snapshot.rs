@@ -260,6 +260,8 @@ pub struct Snapshot {
     pub runtime: Runtime,
     /// The bootstrap's `node` (what `add_user_agent` writes).
     pub node: Node,
+    /// The bootstrap's `overload_manager`.
+    pub overload: Option<Arc<crate::overload::OverloadConfig>>,
 }
 
 impl Snapshot {
@@ -327,6 +329,7 @@ impl Snapshot {
             host_capacity: registry.capacity(),
             runtime: bootstrap.runtime.clone(),
             node: bootstrap.node.clone(),
+            overload: bootstrap.overload.clone(),
         }
     }
 
@@ -446,6 +449,7 @@ mod tests {
             clusters,
             dynamic: None,
             runtime: Runtime::default(),
+            overload: None,
         }
     }
 

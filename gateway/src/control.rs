@@ -136,6 +136,8 @@ struct Control {
     /// When verdicts changed since the last snapshot: a burst of reports
     /// makes one snapshot.
     health_push_at: Option<Instant>,
+    /// The overload manager's sampler, told each snapshot's configuration.
+    overload: Option<crate::overload::Sampler>,
 }
 
 /// The control shard: reads the file sources, starts the data shards and
@@ -162,7 +164,7 @@ pub(crate) async fn run(
     first_lookups(&mut client, &mut dns).await;
     let mut health = HealthCheckers::new(clock_seed(), shard_stats.clone());
     health.first_round(&client.compose()).await;
-    let initial = match initial_snapshot(&mut client, dns, health) {
+    let initial = match initial_snapshot(&mut client, dns, health, Arc::clone(&layout.sockets)) {
         Ok(initial) => initial,
         Err(e) => {
             let _ = started.send(Err(e));
@@ -183,8 +185,11 @@ pub(crate) async fn run(
     let serving = shard_links::start(&mut links, &layout, &shard_stats, &snap)
         .await
         .and_then(|()| {
-            let admin_state = AdminState::new(shard_stats, Arc::clone(&snap), boot.clone());
-            start_admin(boot.admin, &admin_state, admin_tx).map(|addr| (admin_state, addr))
+            let overload = Arc::clone(&layout.overload);
+            let admin_state =
+                AdminState::new(shard_stats, Arc::clone(&snap), boot.clone(), overload);
+            let sockets = Arc::clone(&layout.sockets);
+            start_admin(boot.admin, &admin_state, admin_tx, sockets).map(|addr| (admin_state, addr))
         });
     let (admin_state, admin_addr) = match serving {
         Ok(serving) => serving,
@@ -194,6 +199,11 @@ pub(crate) async fn run(
             return;
         }
     };
+    // A hot restart's sockets for addresses this config no longer has:
+    // closed now (the previous process closes its copies as it stops).
+    for addr in layout.sockets.release_untaken() {
+        tracing::info!(%addr, "hot restart: not listening on {addr} any more");
+    }
     let listeners = snap
         .listeners
         .iter()
@@ -212,6 +222,15 @@ pub(crate) async fn run(
     let mut control = Control::new(links, initial, admin_state, client, dynamic);
     control.events = inbox_sender;
     control.ads_cluster = ads_cluster;
+    match crate::overload::Sampler::start(Arc::clone(&layout.overload)) {
+        Ok(s) => {
+            s.configure(control.current.overload.clone());
+            control.overload = Some(s);
+        }
+        Err(e) => {
+            tracing::error!("overload manager: no sampler thread ({e}); its actions stay off")
+        }
+    }
     control.health.sync(&control.current, &control.events);
     control.admin.set_health(control.health.counts());
     control.refresh_admin();
@@ -229,9 +248,10 @@ fn start_admin(
     addr: Option<SocketAddr>,
     state: &AdminState,
     actions: crate::events::CommandSender,
+    sockets: Arc<shards::wire::sockets::ListenSockets>,
 ) -> Result<Option<SocketAddr>, StartError> {
     let Some(addr) = addr else { return Ok(None) };
-    admin::start(addr, state, actions)
+    admin::start(addr, state, actions, sockets)
         .map(Some)
         .map_err(|e| StartError::Bind(format!("admin.address {addr}: {e}")))
 }
@@ -390,6 +410,7 @@ impl Control {
             ads_cluster: None,
             health,
             health_push_at: None,
+            overload: None,
         }
     }
 
@@ -726,6 +747,9 @@ impl Control {
         self.certs.track(&snap, Instant::now());
         log_listener_changes(&self.current, &snap);
         self.current = snap;
+        if let Some(s) = &self.overload {
+            s.configure(self.current.overload.clone());
+        }
         if let Some(set) = self.outlier.on_snapshot(&self.current, Instant::now()) {
             self.push_ejections(set).await;
         }

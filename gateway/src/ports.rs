@@ -29,13 +29,22 @@ impl NotServing {
 /// Keeps port-0 listeners on the port first chosen for them, across reloads,
 /// by holding a bound (not listening) SO_REUSEPORT socket on that port: the
 /// data shards then all join the same port.
-#[derive(Default)]
 pub(crate) struct PortReservations {
     /// Listener name → (configured address, bound address, reservation).
     by_name: BTreeMap<String, (SocketAddr, SocketAddr, Rc<socket2::Socket>)>,
+    /// The process's listening sockets: an address the previous process
+    /// handed over (hot restart) is ours, not a stale instance's.
+    sockets: Arc<shards::wire::sockets::ListenSockets>,
 }
 
 impl PortReservations {
+    pub(crate) fn new(sockets: Arc<shards::wire::sockets::ListenSockets>) -> Self {
+        Self {
+            by_name: BTreeMap::new(),
+            sockets,
+        }
+    }
+
     /// Resolves port-0 listeners and checks that every listener the shards
     /// do not serve yet can be bound, so a reload that would fail to bind is
     /// rejected before any shard changes. Nothing changes on error.
@@ -59,7 +68,7 @@ impl PortReservations {
                 let served = serving
                     .iter()
                     .any(|s| s.name == l.name && s.address == l.address);
-                if !served {
+                if !served && !self.sockets.inherits(l.address) {
                     if let Err(e) = probe_exclusive(l.address) {
                         if !lenient {
                             return Err(bind_err(e));

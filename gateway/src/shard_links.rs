@@ -18,6 +18,10 @@ pub(crate) struct Layout {
     pub pacing: shards::pacing::Pacing,
     pub logs: Arc<shards::access_log::LogWriter>,
     pub drain: shards::drain::DrainOptions,
+    /// The process's listening sockets (hot restart).
+    pub sockets: Arc<shards::wire::sockets::ListenSockets>,
+    /// The overload manager's state.
+    pub overload: Arc<shards::overload::OverloadState>,
 }
 
 /// One data shard: the channel to it, the channel of its replies, and its
@@ -49,6 +53,8 @@ pub(crate) async fn start(
         let logs = Arc::clone(&layout.logs);
         let (cookie_format, pacing, drain) = (layout.cookie_format, layout.pacing, layout.drain);
         let data_shards = layout.shards;
+        let sockets = Arc::clone(&layout.sockets);
+        let overload = Arc::clone(&layout.overload);
         let thread = LocalExecutorBuilder::new(placement)
             .io_memory(1 << 20)
             .name(&format!("shard-{i}"))
@@ -59,6 +65,8 @@ pub(crate) async fn start(
                     data_shards,
                     logs,
                     drain,
+                    sockets,
+                    overload,
                 };
                 shards::data_shard::run(i, stats, first, config, rx, ack_tx)
             })

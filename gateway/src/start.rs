@@ -41,6 +41,9 @@ pub struct Options {
     /// How connections drain on updates and at shutdown
     /// (`--drain-time-s`, `--drain-strategy`).
     pub drain: shards::drain::DrainOptions,
+    /// The process's listening sockets: on a hot restart, those the
+    /// previous process handed over (`crate::hot_restart`).
+    pub sockets: Arc<shards::wire::sockets::ListenSockets>,
 }
 
 /// A running gateway. Dropping it does not stop it; call [`shutdown`].
@@ -137,6 +140,8 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 pacing: opts.pacing,
                 logs: logs2,
                 drain: opts.drain,
+                sockets: Arc::clone(&opts.sockets),
+                overload: shards::overload::OverloadState::new(),
             };
             ex.run(crate::control::run(
                 bootstrap, layout, stats2, cmd_rx, started_tx,

@@ -34,6 +34,10 @@ pub struct ShardConfig {
     pub logs: Arc<crate::access_log::LogWriter>,
     /// `--drain-time-s`, `--drain-strategy`.
     pub drain: DrainOptions,
+    /// The process's listening sockets (hot restart).
+    pub sockets: Arc<crate::wire::sockets::ListenSockets>,
+    /// The overload manager's state.
+    pub overload: Arc<crate::overload::OverloadState>,
 }
 
 pub async fn run(
@@ -46,6 +50,8 @@ pub async fn run(
         data_shards,
         logs,
         drain,
+        sockets,
+        overload,
     }: ShardConfig,
     inbox: SharedReceiver<ShardMsg>,
     acks: SharedSender<ShardReply>,
@@ -60,8 +66,9 @@ pub async fn run(
         Arc::clone(&first),
         cookie_format,
         drain,
+        overload,
     );
-    let mut runtime = ShardRuntime::new(Rc::clone(&shard), logs);
+    let mut runtime = ShardRuntime::new(Rc::clone(&shard), logs, sockets);
     let version = first.version;
     let result = runtime
         .apply(first)
@@ -98,6 +105,7 @@ pub async fn run(
                 while stats.downstream.cx_active.get() > 0 && Instant::now() < until {
                     glommio::timer::sleep(Duration::from_millis(10)).await;
                 }
+                runtime.stop();
                 return;
             }
         }

@@ -13,6 +13,7 @@ pub mod drain;
 pub mod http_filter;
 pub mod local_reply;
 pub mod messages;
+pub mod overload;
 pub mod pacing;
 pub mod shard;
 pub mod signal;

@@ -37,6 +37,8 @@ pub enum LocalReply {
     /// A retry is due but the request's body passed the retry buffer: no
     /// whole request is left to send (Envoy's 507).
     RetryBufferExceeded,
+    /// The overload manager's `stop_accepting_requests`.
+    Overloaded,
 }
 
 impl LocalReply {
@@ -49,7 +51,8 @@ impl LocalReply {
             | Self::UpstreamReset
             | Self::UpstreamRefusedStream
             | Self::UpstreamConnectionTermination
-            | Self::Overflow => StatusCode::SERVICE_UNAVAILABLE,
+            | Self::Overflow
+            | Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             // Envoy's router: a protocol error is the one reset it answers
             // 502.
             Self::UpstreamProtocolError => StatusCode::BAD_GATEWAY,
@@ -99,6 +102,7 @@ impl LocalReply {
             Self::BadRequest => "bad request",
             Self::RetryBufferExceeded => "exceeded request buffer limit while retrying upstream",
             Self::SessionHostUnavailable(_) => "no healthy upstream",
+            Self::Overloaded => "envoy overloaded",
         }
     }
 
@@ -131,6 +135,8 @@ impl LocalReply {
             // Envoy 1.40 sets no flag for these.
             Self::RequestTimeout | Self::RetryBufferExceeded => "",
             Self::BadRequest => "DPE",
+            // Envoy's `OverloadManager` flag.
+            Self::Overloaded => "OM",
         }
     }
 }

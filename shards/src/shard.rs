@@ -79,6 +79,8 @@ pub struct Shard {
     health_failed: Cell<bool>,
     /// Finished spans on their way to collectors (the tracing filter's).
     pub(crate) span_exporters: RefCell<crate::http_filter::tracing::Exporters>,
+    /// The overload manager's actions, as the sampler sets them.
+    pub overload: Arc<crate::overload::OverloadState>,
 }
 
 /// A nonzero xorshift seed from the clock, the process and the shard.
@@ -103,6 +105,7 @@ impl Shard {
         first: Arc<Snapshot>,
         cookie_format: CookieFormat,
         drain: crate::drain::DrainOptions,
+        overload: Arc<crate::overload::OverloadState>,
     ) -> Rc<Self> {
         Rc::new(Self {
             id,
@@ -120,6 +123,7 @@ impl Shard {
             ids: (std::hash::RandomState::new(), Cell::new(0)),
             health_failed: Cell::new(false),
             span_exporters: RefCell::default(),
+            overload,
         })
     }
 
@@ -142,6 +146,11 @@ impl Shard {
     /// xorshift64*: fast, shard-local randomness for weighted clusters.
     pub fn random(&self) -> u32 {
         (self.random_u64() >> 32) as u32
+    }
+
+    /// A uniform draw in `[0, 1)` (a scaled overload action's).
+    pub fn unit(&self) -> f64 {
+        (self.random_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// 128 unpredictable bits for an `x-request-id`.

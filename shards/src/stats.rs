@@ -11,6 +11,7 @@ use engine::HostId;
 
 pub mod envoy;
 pub mod filters;
+pub mod proxy_proto;
 pub mod tls;
 
 /// A single-writer counter or gauge.
@@ -117,6 +118,18 @@ pub struct DownstreamStats {
     /// Connections whose ClientHello (or first byte) did not come within
     /// `listener_filters_timeout` (Envoy's `downstream_pre_cx_timeout`).
     pub cx_listener_filters_timeout: Counter,
+    /// Connections closed for a missing or malformed PROXY header
+    /// (Envoy's `downstream_cx_proxy_proto_error`).
+    pub cx_proxy_proto_error: Counter,
+    /// Connections closed as accepted by the overload manager:
+    /// `reject_incoming_connections`, and the global connection limit
+    /// (`global_downstream_max_connections`).
+    pub cx_overload_reject: Counter,
+    pub cx_global_overflow: Counter,
+    /// Requests answered 503 by `stop_accepting_requests`, and responses
+    /// that closed their connection for `disable_http_keepalive`.
+    pub rq_overload_close: Counter,
+    pub cx_overload_disable_keepalive: Counter,
     /// Handshakes the client left (closed or reset its socket) before
     /// they completed.
     pub tls_handshake_abandoned: Counter,

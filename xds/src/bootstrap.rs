@@ -72,7 +72,6 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
         tracing,
         stats_config,
         hds_config,
-        overload_manager,
         enable_dispatcher_stats,
         header_prefix,
         use_tcp_for_dns_lookups,
@@ -193,6 +192,12 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
         Some(r) => layered_runtime(r, &root.field("layered_runtime"))?,
         None => engine::Runtime::default(),
     };
+    let overload = b
+        .overload_manager
+        .as_ref()
+        .map(|o| validate::overload_manager(o, &root.field("overload_manager")))
+        .transpose()?
+        .map(Arc::new);
     Ok(engine::Bootstrap {
         node,
         admin,
@@ -200,6 +205,7 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
         clusters,
         dynamic,
         runtime,
+        overload,
     })
 }
 

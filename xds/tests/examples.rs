@@ -47,7 +47,7 @@ fn tunnels_example_is_valid() {
         "websocket"
     );
     let passthrough = &b.listeners[1];
-    assert!(passthrough.tls_inspector.is_some());
+    assert!(passthrough.listener_filters.tls_inspector);
     assert!(passthrough
         .filter_chains
         .iter()

@@ -56,6 +56,7 @@ fn conn<'a>(peer: &str, sni: Option<&'a str>) -> Connection<'a> {
     Connection {
         local: "10.0.0.1:8443".parse().unwrap(),
         peer: peer.parse().unwrap(),
+        direct_peer: peer.parse().unwrap(),
         server_name: sni,
         transport_protocol: if sni.is_some() { "tls" } else { "raw_buffer" },
         application_protocols: &[],
@@ -95,10 +96,8 @@ fn every_match_field_is_read_and_normalised() {
     // IPv4 lengths above 32 are taken as 32 (A36).
     assert_eq!(m.source_prefix_ranges[0].to_string(), "192.0.2.9/32");
     assert_eq!(m.source_ports, [1, 65535]);
-    assert_eq!(
-        l.tls_inspector.expect("inspector").timeout,
-        Some(Duration::from_secs(15))
-    );
+    assert!(l.listener_filters.tls_inspector);
+    assert_eq!(l.listener_filters.timeout, Some(Duration::from_secs(15)));
 }
 
 #[test]
@@ -168,16 +167,18 @@ fn what_envoy_refuses_is_refused_by_path() {
         one("{ source_prefix_ranges: [ { address_prefix: \"::\", prefix_len: 129 } ] }"),
         format!("{at}.source_prefix_ranges[0].prefix_len: 129 is above 128")
     );
-    // Listener filters other than the TLS inspector, and its fingerprints.
+    // Listener filters other than PROXY protocol and the TLS inspector,
+    // and the inspector's fingerprints.
     let e = bad(
-        "    listener_filters:\n    - name: envoy.filters.listener.proxy_protocol\n",
+        "    listener_filters:\n    - name: envoy.filters.listener.original_dst\n",
         &[chain("a", "")],
     );
     assert_eq!(
         e,
         format!(
-            "{AT}.listener_filters[0].name: listener filter \"envoy.filters.listener.proxy_protocol\" \
-             is not supported; only envoy.filters.listener.tls_inspector is"
+            "{AT}.listener_filters[0].name: listener filter \"envoy.filters.listener.original_dst\" \
+             is not supported; only envoy.filters.listener.proxy_protocol and \
+             envoy.filters.listener.tls_inspector are"
         )
     );
     let e = bad(
@@ -203,21 +204,126 @@ fn the_inspector_s_timeout_and_its_continue_flag() {
         &format!("{INSPECTOR}    listener_filters_timeout: 0.5s\n    continue_on_listener_filters_timeout: true\n"),
         &[chain("a", "")],
     );
-    let i = l.tls_inspector.expect("inspector");
+    let i = &l.listener_filters;
     assert_eq!(i.timeout, Some(Duration::from_millis(500)));
     assert!(i.continue_on_timeout);
     let l = ok(
         &format!("{INSPECTOR}    listener_filters_timeout: 0s\n"),
         &[chain("a", "")],
     );
-    assert_eq!(l.tls_inspector.expect("inspector").timeout, None);
+    assert_eq!(l.listener_filters.timeout, None);
     // By name alone, as older configs write it.
     let l = ok(
         "    listener_filters: [ { name: envoy.filters.listener.tls_inspector } ]\n",
         &[chain("a", "")],
     );
-    assert!(l.tls_inspector.is_some());
-    assert!(ok("", &[chain("a", "")]).tls_inspector.is_none());
+    assert!(l.listener_filters.tls_inspector);
+    assert!(!ok("", &[chain("a", "")]).listener_filters.any());
+}
+
+const PROXY_PROTOCOL: &str =
+    "type.googleapis.com/envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol";
+
+/// `envoy.filters.listener.proxy_protocol` with `fields` (flow style).
+fn proxy_protocol(fields: &str) -> String {
+    format!(
+        "    listener_filters:\n    - name: envoy.filters.listener.proxy_protocol\n      typed_config: {{ \"@type\": {PROXY_PROTOCOL}{fields} }}\n"
+    )
+}
+
+#[test]
+fn proxy_protocol_and_what_it_refuses() {
+    let l = ok(&proxy_protocol(""), &[chain("a", "")]);
+    let f = &l.listener_filters;
+    let p = f.proxy_protocol.as_deref().expect("proxy_protocol");
+    assert!(p.allow_v1 && p.allow_v2 && !p.allow_without);
+    assert_eq!(p.stat_prefix, "");
+    assert_eq!(p.pass_through, engine::TlvSelection::None);
+    assert!(!f.tls_inspector);
+    assert_eq!(f.timeout, Some(Duration::from_secs(15)));
+    let l = ok(
+        &proxy_protocol(
+            ", allow_requests_without_proxy_protocol: true, stat_prefix: edge, \
+             disallowed_versions: [V1], pass_through_tlvs: { match_type: INCLUDE, tlv_type: [1, 0xE0] }",
+        ),
+        &[chain("a", "")],
+    );
+    let p = l
+        .listener_filters
+        .proxy_protocol
+        .as_deref()
+        .expect("proxy_protocol");
+    assert!(p.allow_without && !p.allow_v1 && p.allow_v2);
+    assert_eq!(p.stat_prefix, "edge");
+    assert_eq!(p.pass_through, engine::TlvSelection::Types(vec![1, 0xE0]));
+    // With the inspector after it, one timer for both.
+    let both = format!(
+        "{}    - name: envoy.filters.listener.tls_inspector\n    listener_filters_timeout: 2s\n",
+        proxy_protocol(", pass_through_tlvs: {}")
+    );
+    let l = ok(&both, &[chain("a", "")]);
+    assert!(l.listener_filters.tls_inspector);
+    assert_eq!(l.listener_filters.timeout, Some(Duration::from_secs(2)));
+    assert_eq!(
+        l.listener_filters
+            .proxy_protocol
+            .as_deref()
+            .map(|p| &p.pass_through),
+        Some(&engine::TlvSelection::All)
+    );
+    // By name alone.
+    let l = ok(
+        "    listener_filters: [ { name: envoy.filters.listener.proxy_protocol } ]\n",
+        &[chain("a", "")],
+    );
+    assert!(l.listener_filters.proxy_protocol.is_some());
+
+    // Refusals, by path.
+    assert_eq!(
+        bad(
+            &proxy_protocol(", disallowed_versions: [V1, V2]"),
+            &[chain("a", "")]
+        ),
+        format!(
+            "{AT}.listener_filters[0].typed_config.disallowed_versions: all PROXY protocol \
+             versions are disallowed"
+        )
+    );
+    assert_eq!(
+        bad(
+            &proxy_protocol(", rules: [ { tlv_type: 2, on_tlv_present: { key: authority } } ]"),
+            &[chain("a", "")]
+        ),
+        format!("{AT}.listener_filters[0].typed_config.rules: not supported")
+    );
+    assert_eq!(
+        bad(
+            &proxy_protocol(", pass_through_tlvs: { match_type: INCLUDE, tlv_type: [256] }"),
+            &[chain("a", "")]
+        ),
+        format!(
+            "{AT}.listener_filters[0].typed_config.pass_through_tlvs.tlv_type[0]: 256 is not a \
+             TLV type (0-255)"
+        )
+    );
+    let e = bad(&proxy_protocol(", bogus_field: 1"), &[chain("a", "")]);
+    assert!(e.contains("bogus_field"), "{e}");
+    let reversed = format!("{INSPECTOR}    - name: envoy.filters.listener.proxy_protocol\n");
+    assert_eq!(
+        bad(&reversed, &[chain("a", "")]),
+        format!(
+            "{AT}.listener_filters[1]: envoy.filters.listener.proxy_protocol must come before \
+             envoy.filters.listener.tls_inspector: the PROXY header is the connection's first bytes"
+        )
+    );
+    let twice = format!(
+        "{}    - name: envoy.filters.listener.proxy_protocol\n",
+        proxy_protocol("")
+    );
+    assert_eq!(
+        bad(&twice, &[chain("a", "")]),
+        format!("{AT}.listener_filters[1]: envoy.filters.listener.proxy_protocol is listed twice")
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! A listener: its filter chains (each a transport socket and an HTTP connection manager), the table that picks one per connection, and `tls_inspector`.
+//! A listener: its filter chains (each a transport socket and an HTTP connection manager), the table that picks one per connection, and its listener filters (`proxy_protocol`, `tls_inspector`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,8 +23,8 @@ pub struct Listener {
     pub default_filter_chain: Option<FilterChain>,
     /// Selection among `filter_chains`, built from their matches.
     pub chain_table: Arc<ChainTable>,
-    /// `listener_filters`: `envoy.filters.listener.tls_inspector`.
-    pub tls_inspector: Option<TlsInspector>,
+    /// `listener_filters` with `listener_filters_timeout`.
+    pub listener_filters: ListenerFilters,
     /// `drain_type`: whether `/healthcheck/fail` drains it too.
     pub drain_type: DrainType,
 }
@@ -40,16 +40,71 @@ pub enum DrainType {
     ModifyOnly,
 }
 
-/// `envoy.filters.listener.tls_inspector` with the listener's
-/// `listener_filters_timeout`: reads the ClientHello (SNI, ALPN) before a
-/// chain is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TlsInspector {
+/// A listener's `listener_filters`, which run in this order before a
+/// filter chain is chosen, all within one `listener_filters_timeout`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListenerFilters {
+    /// `envoy.filters.listener.proxy_protocol`: the PROXY header's
+    /// addresses stand for the connection's own.
+    pub proxy_protocol: Option<Arc<ProxyProtocol>>,
+    /// `envoy.filters.listener.tls_inspector`: reads the ClientHello (SNI,
+    /// ALPN).
+    pub tls_inspector: bool,
     /// `listener_filters_timeout` (Envoy's default 15 s; `0s`: `None`).
     pub timeout: Option<Duration>,
     /// `continue_on_listener_filters_timeout`: past the timeout, choose a
-    /// chain as for a plaintext client instead of closing.
+    /// chain with what was read so far (the connection's own addresses,
+    /// no ClientHello) instead of closing.
     pub continue_on_timeout: bool,
+}
+
+impl ListenerFilters {
+    /// Whether the listener has any listener filter (and so a timer).
+    pub fn any(&self) -> bool {
+        self.tls_inspector || self.proxy_protocol.is_some()
+    }
+}
+
+/// `envoy.filters.listener.proxy_protocol`: a PROXY protocol header (v1 or
+/// v2) opens each connection and names the client and the address it
+/// connected to, for everything that reads the connection's addresses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyProtocol {
+    /// `allow_requests_without_proxy_protocol`: a connection whose first
+    /// bytes are not a PROXY header goes on with its own addresses.
+    pub allow_without: bool,
+    /// Versions not in `disallowed_versions`.
+    pub allow_v1: bool,
+    pub allow_v2: bool,
+    /// `stat_prefix`: its counters are `proxy_proto.<stat_prefix>.*`
+    /// (empty: `proxy_proto.*`).
+    pub stat_prefix: String,
+    /// `pass_through_tlvs`: which of a v2 header's TLVs the connection
+    /// keeps for an upstream PROXY header.
+    pub pass_through: TlvSelection,
+}
+
+/// Which TLVs pass: `ProxyProtocolPassThroughTLVs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TlvSelection {
+    /// None (no `pass_through_tlvs`).
+    #[default]
+    None,
+    /// `INCLUDE_ALL`.
+    All,
+    /// `INCLUDE`: these types.
+    Types(Vec<u8>),
+}
+
+impl TlvSelection {
+    /// Whether a TLV of type `kind` passes.
+    pub fn includes(&self, kind: u8) -> bool {
+        match self {
+            TlvSelection::None => false,
+            TlvSelection::All => true,
+            TlvSelection::Types(t) => t.contains(&kind),
+        }
+    }
 }
 
 /// Envoy's default `listener_filters_timeout`.
@@ -106,7 +161,7 @@ impl Listener {
             filter_chains: vec![chain],
             default_filter_chain: None,
             chain_table: Arc::new(table),
-            tls_inspector: None,
+            listener_filters: ListenerFilters::default(),
             drain_type: DrainType::Default,
         }
     }

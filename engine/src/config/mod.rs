@@ -89,6 +89,8 @@ pub struct Bootstrap {
     /// `layered_runtime`: the runtime keys we implement, from its static
     /// layers.
     pub runtime: Runtime,
+    /// `overload_manager`.
+    pub overload: Option<Arc<crate::overload::OverloadConfig>>,
 }
 
 /// The runtime keys we implement, as the bootstrap's `layered_runtime`

@@ -20,6 +20,7 @@ fn conn<'a>(local: &str, peer: &str) -> Connection<'a> {
     Connection {
         local: local.parse().expect("local"),
         peer: peer.parse().expect("peer"),
+        direct_peer: peer.parse().expect("peer"),
         server_name: None,
         transport_protocol: "raw_buffer",
         application_protocols: &[],
@@ -334,6 +335,31 @@ fn source_prefix_then_port_without_backtracking() {
     assert_eq!(t.find(&conn("10.9.9.9:80", "10.0.0.1:8")), None);
     assert_eq!(t.find(&conn("10.9.9.9:80", "10.0.0.2:8")), Some(1));
     assert_eq!(t.find(&conn("10.9.9.9:80", "192.0.2.5:8")), Some(2));
+}
+
+/// Behind a proxy that sends a PROXY header: `source_prefix_ranges` match
+/// the header's source, `direct_source_prefix_ranges` the proxy itself.
+#[test]
+fn direct_source_is_the_proxy_and_source_the_proxied_client() {
+    let t = table(&[
+        FilterChainMatch {
+            direct_source_prefix_ranges: vec![cidr("192.0.2.0/24")],
+            source_prefix_ranges: vec![cidr("10.0.0.0/8")],
+            ..Default::default()
+        },
+        FilterChainMatch {
+            source_prefix_ranges: vec![cidr("10.0.0.0/8")],
+            ..Default::default()
+        },
+    ]);
+    let proxied = |direct: &str| Connection {
+        direct_peer: direct.parse().expect("direct"),
+        ..conn("10.9.9.9:80", "10.1.2.3:5000")
+    };
+    assert_eq!(t.find(&proxied("192.0.2.1:40000")), Some(0));
+    assert_eq!(t.find(&proxied("198.51.100.1:40000")), Some(1));
+    // The proxy's own address is not the source.
+    assert_eq!(t.find(&conn("10.9.9.9:80", "192.0.2.1:5000")), None);
 }
 
 #[test]

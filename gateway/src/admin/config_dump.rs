@@ -68,12 +68,32 @@ fn listener(l: &Listener) -> Value {
         "name": l.name,
         "address": l.address.to_string(),
         "per_connection_buffer_limit_bytes": l.per_connection_buffer_limit_bytes,
-        "tls_inspector": l.tls_inspector.map(|i| json!({
-            "listener_filters_timeout": i.timeout.map(|t| format!("{}s", t.as_secs_f64())),
-            "continue_on_listener_filters_timeout": i.continue_on_timeout,
-        })),
+        "listener_filters": listener_filters(&l.listener_filters),
         "filter_chains": l.filter_chains.iter().map(chain).collect::<Vec<_>>(),
         "default_filter_chain": l.default_filter_chain.as_ref().map(chain),
+    })
+}
+
+/// A listener's filters, in the order they run, and their timeout.
+fn listener_filters(f: &engine::ListenerFilters) -> Value {
+    let proxy_protocol = f.proxy_protocol.as_ref().map(|p| {
+        json!({
+            "allow_requests_without_proxy_protocol": p.allow_without,
+            "v1": p.allow_v1,
+            "v2": p.allow_v2,
+            "stat_prefix": p.stat_prefix,
+            "pass_through_tlvs": match &p.pass_through {
+                engine::TlvSelection::None => json!(null),
+                engine::TlvSelection::All => json!("INCLUDE_ALL"),
+                engine::TlvSelection::Types(t) => json!(t),
+            },
+        })
+    });
+    json!({
+        "proxy_protocol": proxy_protocol,
+        "tls_inspector": f.tls_inspector,
+        "listener_filters_timeout": f.any().then(|| f.timeout.map(|t| format!("{}s", t.as_secs_f64()))),
+        "continue_on_listener_filters_timeout": f.continue_on_timeout,
     })
 }
 

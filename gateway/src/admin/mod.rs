@@ -52,6 +52,7 @@ impl AdminState {
         shards: Vec<Arc<ShardStats>>,
         snapshot: Arc<Snapshot>,
         bootstrap: Bootstrap,
+        overload: Arc<shards::overload::OverloadState>,
     ) -> Self {
         let dynamic = bootstrap.dynamic.is_some();
         let inner = Inner {
@@ -68,6 +69,7 @@ impl AdminState {
             not_serving: Arc::default(),
             dns: Arc::default(),
             health: Arc::default(),
+            overload,
         };
         let shared = Arc::new(server::Shared::new(inner.clone()));
         Self {
@@ -162,8 +164,9 @@ pub(crate) fn start(
     addr: SocketAddr,
     state: &AdminState,
     actions: crate::events::CommandSender,
+    sockets: Arc<shards::wire::sockets::ListenSockets>,
 ) -> std::io::Result<SocketAddr> {
-    server::start(addr, Arc::clone(&state.shared), actions)
+    server::start(addr, Arc::clone(&state.shared), actions, sockets)
 }
 
 /// The answer to one request: the actions first, then what is read from

@@ -14,7 +14,7 @@ pub(super) fn sum(shards: &[Arc<ShardStats>], f: impl Fn(&ShardStats) -> &Counte
 pub(super) type ShardCounter = fn(&ShardStats) -> &Counter;
 
 /// The gateway-wide counters and gauges: one series each, summed over shards.
-static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 70] = [
+static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 71] = [
         (
             "gateway_downstream_cx_total",
             "counter",
@@ -102,8 +102,14 @@ static SHARD_COUNTERS: [(&str, &str, &str, ShardCounter); 70] = [
         (
             "gateway_downstream_cx_listener_filters_timeout",
             "counter",
-            "Downstream connections whose ClientHello did not come within listener_filters_timeout (tls_inspector).",
+            "Downstream connections whose PROXY header or ClientHello did not come within listener_filters_timeout.",
             |s| &s.downstream.cx_listener_filters_timeout,
+        ),
+        (
+            "gateway_downstream_cx_proxy_proto_error",
+            "counter",
+            "Downstream connections closed for a missing or malformed PROXY protocol header.",
+            |s| &s.downstream.cx_proxy_proto_error,
         ),
         (
             "gateway_downstream_cx_protocol_error",

@@ -1,5 +1,6 @@
 //! The admin server's thread: its own executor, so that rendering a large page (or a storm of scrapes) runs beside the control shard, never on it; it reads the state the control shard last published and sends its actions back over a command channel.
 
+use shards::wire::sockets::{ListenSockets, Owner};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -77,15 +78,12 @@ impl Shared {
             .is_some_and(|c| c.send(Command::Admin(action)))
     }
 
-    /// Ends the thread: its accept loop sees the flag on the next
-    /// connection, which this makes.
+    /// Ends the thread: its accept loop sees the flag within
+    /// [`STOP_POLL`]. (Not by connecting to itself: after a hot restart
+    /// the next process accepts on the same socket.)
     pub(super) fn stop(&self) {
         self.stopped.store(true, Relaxed);
         *lock(&self.actions) = None;
-        let bound = *lock(&self.bound);
-        if let Some(addr) = bound {
-            let _ = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1));
-        }
     }
 }
 
@@ -112,6 +110,7 @@ pub(super) fn start(
     addr: SocketAddr,
     shared: Arc<Shared>,
     actions: CommandSender,
+    sockets: Arc<ListenSockets>,
 ) -> std::io::Result<SocketAddr> {
     *lock(&shared.actions) = Some(actions);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -132,21 +131,50 @@ pub(super) fn start(
                     return;
                 }
             };
-            ex.run(accept(addr, shared, tx));
+            ex.run(accept(addr, shared, tx, sockets));
         })?;
     rx.recv()
         .map_err(|_| std::io::Error::other("the admin thread ended"))?
+}
+
+/// How often a stopped admin server notices.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// The admin socket: the one the previous process handed over (hot
+/// restart), else one bound now.
+fn listen(addr: SocketAddr, sockets: &ListenSockets) -> std::io::Result<TcpListener> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let mut taken = sockets.take(addr, Owner::Admin, 1);
+    let Some(fd) = taken.pop() else {
+        return Ok(TcpListener::bind(addr)?);
+    };
+    // SAFETY: a listening TCP socket the registry owned, now ours alone.
+    let l = unsafe { TcpListener::from_raw_fd(fd.into_raw_fd()) };
+    l.set_nonblocking()?;
+    Ok(l)
+}
+
+/// Takes `fd` out of the hot restart's registry as the admin socket
+/// closes.
+struct Registered<'a>(&'a ListenSockets, SocketAddr, i32);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.closing(self.1, Owner::Admin, self.2);
+    }
 }
 
 async fn accept(
     addr: SocketAddr,
     shared: Arc<Shared>,
     started: std::sync::mpsc::Sender<std::io::Result<SocketAddr>>,
+    sockets: Arc<ListenSockets>,
 ) {
-    let listener = match TcpListener::bind(addr) {
+    use std::os::fd::AsRawFd;
+    let listener = match listen(addr, &sockets) {
         Ok(l) => l,
         Err(e) => {
-            let _ = started.send(Err(e.into()));
+            let _ = started.send(Err(e));
             return;
         }
     };
@@ -158,9 +186,22 @@ async fn accept(
         }
     };
     *lock(&shared.bound) = Some(bound);
+    sockets.opened(bound, Owner::Admin, listener.as_raw_fd());
+    // Declared after the listener: dropped (and unregistered) first.
+    let _registered = Registered(&sockets, bound, listener.as_raw_fd());
     let _ = started.send(Ok(bound));
+    let stopped = || async {
+        while !shared.stopped.load(Relaxed) {
+            glommio::timer::sleep(STOP_POLL).await;
+        }
+        Err(glommio::GlommioError::IoError(
+            std::io::ErrorKind::Interrupted.into(),
+        ))
+    };
     while !shared.stopped.load(Relaxed) {
-        match listener.accept().await {
+        // Dropping a pending accept loses no connection (glommio's
+        // PATCH(polled-accept)).
+        match futures_lite::future::or(listener.accept(), stopped()).await {
             Ok(stream) if !shared.stopped.load(Relaxed) => {
                 if shared.connections.load(Relaxed) >= MAX_CONNECTIONS {
                     shared.refused.fetch_add(1, Relaxed);

@@ -37,6 +37,8 @@ pub(super) struct Inner {
     pub(super) dns: Arc<std::collections::BTreeMap<String, crate::dns::Counts>>,
     /// Each actively checked cluster's checks.
     pub(super) health: Arc<std::collections::BTreeMap<String, crate::health::Counts>>,
+    /// The overload manager's levels and pressures, live.
+    pub(super) overload: Arc<shards::overload::OverloadState>,
 }
 
 /// When the gateway started: the first call, made by `start` before

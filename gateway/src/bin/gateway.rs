@@ -1,11 +1,14 @@
 //! `gateway`: run the edge gateway from an Envoy v3 bootstrap (or the
 //! embedded demo), reload it on SIGHUP, reopen access logs on SIGUSR1, drain on
-//! SIGTERM/SIGINT (a second one exits at once).
+//! SIGTERM/SIGINT (a second one exits at once); with `--restart-epoch`, take
+//! over from the running epoch without refusing a connection (hot restart).
 
 use shards::drain::{DrainOptions, DrainStrategy};
 use shards::pacing::Pacing;
+use shards::wire::sockets::ListenSockets;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -72,6 +75,55 @@ struct Args {
     /// all reconnect at once; `immediate` tells every connection at once.
     #[arg(long, value_name = "STRATEGY", default_value = "gradual", value_parser = parse_drain_strategy)]
     drain_strategy: DrainStrategy,
+    /// Hot restart (hitless binary upgrade), as Envoy's: 0 for the first
+    /// process, then one more for each that takes over from the one
+    /// running (its listening sockets handed over, then it drains). With
+    /// this flag or --base-id the process listens for its successor.
+    /// `gateway-restarter` passes it in the environment.
+    #[arg(long, value_name = "N", env = "RESTART_EPOCH")]
+    restart_epoch: Option<u32>,
+    /// Tells apart the gateways of one host that use hot restart.
+    #[arg(long, value_name = "N")]
+    base_id: Option<u32>,
+    /// After a hot restart, the previous process exits at the latest this
+    /// many seconds after its successor took over (its drain, up to
+    /// --drain-time-s, usually ends it sooner).
+    #[arg(long, value_name = "SECONDS", default_value_t = 900)]
+    parent_shutdown_time_s: u64,
+    /// The hot restart channel's name prefix: `@name` in the abstract
+    /// namespace, else a filesystem path (with --socket-mode).
+    #[arg(long, value_name = "PATH", default_value = "@gateway_hot_restart")]
+    socket_path: String,
+    /// Permissions of a filesystem --socket-path, in octal.
+    #[arg(long, value_name = "MODE", default_value = "600", value_parser = parse_octal)]
+    socket_mode: u32,
+    /// With --restart-epoch above 0 and no running process to take over
+    /// from, start afresh instead of failing.
+    #[arg(long)]
+    skip_hot_restart_on_no_parent: bool,
+    /// Never listen for a successor, whatever --restart-epoch and
+    /// --base-id say.
+    #[arg(long)]
+    disable_hot_restart: bool,
+}
+
+fn parse_octal(s: &str) -> Result<u32, String> {
+    u32::from_str_radix(s, 8).map_err(|_| format!("{s:?}: expected an octal mode such as 600"))
+}
+
+impl Args {
+    /// The hot restart's options, when it is on.
+    fn hot_restart(&self) -> Option<gateway::hot_restart::Options> {
+        let on = self.restart_epoch.is_some() || self.base_id.is_some();
+        (on && !self.disable_hot_restart).then(|| gateway::hot_restart::Options {
+            base_id: self.base_id.unwrap_or(0),
+            epoch: self.restart_epoch.unwrap_or(0),
+            socket_path: self.socket_path.clone(),
+            socket_mode: self.socket_mode,
+            parent_shutdown_time: Duration::from_secs(self.parent_shutdown_time_s),
+            skip_on_no_parent: self.skip_hot_restart_on_no_parent,
+        })
+    }
 }
 
 fn parse_drain_strategy(s: &str) -> Result<DrainStrategy, String> {
@@ -202,13 +254,43 @@ fn run(args: &Args) -> Result<(), ExitCode> {
         .transpose()
         .map_err(fail(2))?;
     let mut signals = install_signal_handlers()?;
+    let hot = args.hot_restart();
+    // Before anything binds: the sockets of the epoch running now.
+    let mut inherited = match &hot {
+        Some(h) => gateway::hot_restart::take_over(h).map_err(fail(1))?,
+        None => None,
+    };
+    let taken = inherited
+        .as_mut()
+        .map(|i| std::mem::take(&mut i.sockets))
+        .unwrap_or_default();
+    let sockets = Arc::new(ListenSockets::new(taken));
+    // Listening for the next epoch before serving: a name another
+    // gateway holds (the same --base-id) fails the start, not an upgrade.
+    let successor = match &hot {
+        Some(h) => Some(
+            gateway::hot_restart::Server::start(h, Arc::clone(&sockets), hand_over(h))
+                .map_err(fail(1))?,
+        ),
+        None => None,
+    };
     let backends = if args.demo {
         start_demo_backends()?
     } else {
         Vec::new()
     };
-    let gw = start_gateway(args, bootstrap, cpus)?;
+    let gw = start_gateway(args, bootstrap, cpus, sockets)?;
     print_addresses(&gw, args.demo, demo_cert.as_deref());
+    if let Some(s) = &successor {
+        s.ready();
+    }
+    if let Some(parent) = inherited {
+        let pid = parent.parent_pid;
+        match parent.drain_parent() {
+            Ok(()) => eprintln!("hot restart: took over from process {pid}, which drains"),
+            Err(e) => eprintln!("hot restart: process {pid} was not told to drain: {e}"),
+        }
+    }
     serve_until_stop(args, &gw, &mut signals);
     drain_and_stop(gw, signals, args.drain_time_s);
     drop(backends);
@@ -216,6 +298,23 @@ fn run(args: &Args) -> Result<(), ExitCode> {
         let _ = std::fs::remove_dir_all(dir);
     }
     Ok(())
+}
+
+/// What a process does when its successor took over: stops as at
+/// SIGTERM (stops accepting, drains), and exits at the latest
+/// `--parent-shutdown-time-s` later.
+fn hand_over(h: &gateway::hot_restart::Options) -> impl FnOnce() + Send + 'static {
+    let limit = h.parent_shutdown_time;
+    move || {
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            eprintln!("hot restart: --parent-shutdown-time-s reached; exiting");
+            std::process::exit(0);
+        });
+        // The main thread waits on signals: the same path as SIGTERM's.
+        // SAFETY: plain system calls.
+        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+    }
 }
 
 /// Handlers go in before anything serves: a SIGHUP or SIGTERM that
@@ -250,6 +349,7 @@ fn start_gateway(
     args: &Args,
     bootstrap: engine::Bootstrap,
     cpus: Option<Vec<usize>>,
+    sockets: Arc<ListenSockets>,
 ) -> Result<gateway::GatewayHandle, ExitCode> {
     let opts = gateway::Options {
         shards: args.shards,
@@ -263,6 +363,7 @@ fn start_gateway(
             time: Duration::from_secs(args.drain_time_s),
             strategy: args.drain_strategy,
         },
+        sockets,
     };
     gateway::start(bootstrap, opts).map_err(|e| {
         let config_error = matches!(e, gateway::StartError::Config(_));

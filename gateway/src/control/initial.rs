@@ -70,8 +70,9 @@ pub(super) fn initial_snapshot(
     client: &mut XdsClient,
     dns: DnsLookups,
     health: HealthCheckers,
+    sockets: Arc<shards::wire::sockets::ListenSockets>,
 ) -> Result<Initial, StartError> {
-    let mut ports = PortReservations::default();
+    let mut ports = PortReservations::new(sockets);
     let mut registry = HostRegistry::new();
     let (boot, _) = ports
         .resolve(&client.compose(), &[], false)

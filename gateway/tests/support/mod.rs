@@ -8,6 +8,7 @@ pub mod h1_client;
 pub mod h2c_server;
 pub mod health_server;
 pub mod otlp;
+pub mod process;
 pub mod raw;
 pub mod tls_client;
 pub mod tunnel_backend;
@@ -162,6 +163,7 @@ pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootst
         clusters,
         dynamic: None,
         runtime: Default::default(),
+        overload: None,
     }
 }
 

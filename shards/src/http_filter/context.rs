@@ -18,8 +18,11 @@ use crate::stats::filters::{Both, FilterCounters, OwnedBoth};
 /// The connection a stream came on.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnInfo<'a> {
+    /// The client: a PROXY header's source, else the socket's peer.
     pub peer: SocketAddr,
-    /// The listener's address the connection came in on.
+    /// The socket's peer (the proxy that sent a PROXY header, if any).
+    pub direct_peer: SocketAddr,
+    /// The address the client connected to.
     pub local: SocketAddr,
     /// The TLS server name the client asked for.
     pub sni: Option<&'a str>,

@@ -47,7 +47,7 @@ impl RbacInput for Request<'_, '_> {
     }
 
     fn direct_remote(&self) -> SocketAddr {
-        self.cx.conn.peer
+        self.cx.conn.direct_peer
     }
 
     fn remote(&self) -> IpAddr {
@@ -113,6 +113,8 @@ impl HttpFilter for RbacFilter {
 pub(crate) struct Connection<'a> {
     pub local: SocketAddr,
     pub peer: SocketAddr,
+    /// The socket's peer (the proxy that sent a PROXY header, if any).
+    pub direct_peer: SocketAddr,
     pub sni: Option<&'a str>,
     pub identity: Option<&'a PeerIdentity>,
 }
@@ -131,7 +133,7 @@ impl RbacInput for Connection<'_> {
     }
 
     fn direct_remote(&self) -> SocketAddr {
-        self.peer
+        self.direct_peer
     }
 
     fn remote(&self) -> IpAddr {

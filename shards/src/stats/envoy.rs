@@ -217,6 +217,11 @@ pub struct HttpStats {
     pub downstream_cx_length_ms: Histogram,
     /// Requests no route took (`no_route`).
     pub no_route: Counter,
+    /// The overload manager's: requests answered 503
+    /// (`stop_accepting_requests`), connections closed after a response
+    /// (`disable_http_keepalive`).
+    pub downstream_rq_overload_close: Counter,
+    pub downstream_cx_overload_disable_keepalive: Counter,
 }
 
 /// The name a connection manager's block is kept under on a shard: its
@@ -242,6 +247,13 @@ pub struct ListenerStats {
     pub downstream_cx_active: Counter,
     pub downstream_cx_destroy: Counter,
     pub no_filter_chain_match: Counter,
+    /// Listener filters (PROXY header, ClientHello) not done within
+    /// `listener_filters_timeout`.
+    pub downstream_pre_cx_timeout: Counter,
+    /// Closed as accepted by the overload manager
+    /// (`reject_incoming_connections`; the global connection limit).
+    pub downstream_cx_overload_reject: Counter,
+    pub downstream_global_cx_overflow: Counter,
     pub downstream_cx_length_ms: Histogram,
     /// Its TLS handshakes (`ssl.*`), for a listener with a TLS chain.
     pub ssl: super::tls::TlsStats,
@@ -500,6 +512,8 @@ pub struct EnvoyStats {
     pub clusters: Registry<ClusterStats>,
     pub http: Registry<HttpStats>,
     pub listeners: Registry<ListenerStats>,
+    /// The PROXY protocol listener filter's blocks, by `stat_prefix`.
+    pub proxy_proto: Registry<super::proxy_proto::ProxyProtoStats>,
     /// The HTTP filters' blocks, per instance.
     pub filters: super::filters::FilterRegistries,
 }

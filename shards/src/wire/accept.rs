@@ -10,7 +10,22 @@ use glommio::net::TcpListener;
 
 use super::chain_drains::ChainDrains;
 use super::WireShard;
+use crate::overload::Act;
 use crate::shard::Shard;
+
+/// How often a paused accept loop looks at `stop_accepting_connections`
+/// again.
+const OVERLOAD_RECHECK: Duration = Duration::from_millis(50);
+
+/// Whether the overload manager has `stop_accepting_connections` (then an
+/// accept loop looks at it while it waits; else it costs no timer).
+fn pauses(shard: &Shard) -> bool {
+    shard.snapshot().overload.as_ref().is_some_and(|o| {
+        o.actions
+            .iter()
+            .any(|a| a.kind == engine::overload::ActionKind::StopAcceptingConnections)
+    })
+}
 
 /// The connections one listener's accept loop has open on this shard,
 /// for its runtime connection limit, and the loop waiting for one to
@@ -67,6 +82,12 @@ fn at_limit(shard: &Shard, listener: &str, gate: &ConnGate) -> bool {
 /// wait in the kernel's backlog (Envoy instead closes each connection
 /// over the limit). Each such pause counts once in
 /// `gateway_downstream_cx_overflow`.
+///
+/// The overload manager acts here too: `stop_accepting_connections`
+/// leaves connections in the backlog, `reject_incoming_connections` and
+/// the global connection limit close them as they come (counted in the
+/// listener's `downstream_cx_overload_reject` and
+/// `downstream_global_cx_overflow`).
 pub(crate) async fn accept_loop(
     wire: Rc<WireShard>,
     sock: TcpListener,
@@ -75,9 +96,52 @@ pub(crate) async fn accept_loop(
     gate: Rc<ConnGate>,
 ) {
     let shard = &wire.shard;
+    let counted = shard.stats.envoy.listeners.get(&listener);
+    let overload = &shard.overload;
     loop {
-        match sock.accept().await {
+        // Checked every 50 ms while it lasts: the sampler changes levels
+        // every `refresh_interval`, and nothing wakes this loop then.
+        while overload.hits(Act::StopAcceptingConnections, || shard.unit()) {
+            glommio::timer::sleep(OVERLOAD_RECHECK).await;
+        }
+        let accepted = match pauses(shard) {
+            // The action may start while the accept waits: it is dropped
+            // then (which loses no connection: glommio's polled accept).
+            true => {
+                let paused = async {
+                    loop {
+                        glommio::timer::sleep(OVERLOAD_RECHECK).await;
+                        if overload.hits(Act::StopAcceptingConnections, || shard.unit()) {
+                            return None;
+                        }
+                    }
+                };
+                match futures_lite::future::or(async { Some(sock.accept().await) }, paused).await {
+                    Some(a) => a,
+                    None => continue,
+                }
+            }
+            false => sock.accept().await,
+        };
+        match accepted {
             Ok(stream) => {
+                if overload.hits(Act::RejectIncomingConnections, || shard.unit()) {
+                    shard.stats.downstream.cx_overload_reject.inc();
+                    counted.downstream_cx_overload_reject.inc();
+                    drop(stream);
+                    continue;
+                }
+                let max = shard
+                    .snapshot()
+                    .overload
+                    .as_ref()
+                    .and_then(|o| o.max_downstream_connections);
+                if max.is_some_and(|m| overload.downstream_connections() >= m) {
+                    shard.stats.downstream.cx_global_overflow.inc();
+                    counted.downstream_global_cx_overflow.inc();
+                    drop(stream);
+                    continue;
+                }
                 if at_limit(shard, &listener, &gate) {
                     shard.stats.downstream.cx_overflow.inc();
                     poll_fn(|cx| {

@@ -32,10 +32,6 @@ impl ChainDrains {
         }
     }
 
-    pub fn listener(&self) -> &Signal {
-        &self.listener
-    }
-
     /// The signal of chain `id`, made on first use; one already fired
     /// when the listener or the chain is gone or draining.
     pub fn chain(&self, id: u64) -> Signal {

@@ -122,6 +122,8 @@ pub(crate) async fn serve(
     let stats = &wire.shard.stats.downstream;
     stats.cx_total.inc();
     let _open = Open::new(&stats.cx_active);
+    // The overload manager's global count (its connections monitor).
+    let _counted = wire.shard.overload.connection_opened();
     // Envoy's per-listener series; a tunnel takes it along.
     let mut counted = OpenConnection::new(
         wire.shard.stats.envoy.listeners.get(&listener),
@@ -143,7 +145,7 @@ pub(crate) async fn serve(
         }
         Some(Opening::Tcp(t)) => {
             let drains = [&t.chain_drain, &t.shutdown];
-            let client = (t.peer, t.sni.as_deref());
+            let client = (&t.addresses, t.sni.as_deref());
             tcp_proxy::serve(&wire, t.tcp, &t.proxy, client, &drains).await;
         }
     }
@@ -161,7 +163,7 @@ enum Opening {
 struct TcpOpening {
     tcp: Transport,
     proxy: Arc<engine::TcpProxy>,
-    peer: SocketAddr,
+    addresses: super::opening::Addresses,
     sni: Option<Box<str>>,
     /// Its chain's drain (an update removed or changed the chain, or the
     /// listener went): the tunnel has the drain time left.
@@ -184,23 +186,21 @@ impl Connection {
         let peer = tcp
             .peer_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-        let local = tcp
-            .local_addr()
-            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let cfg = shard.snapshot().listener(listener).map(Arc::clone)?;
         let shutdown = wire.shutdown.subscribe();
         let mut rb = ReadBuf::default();
         let opened = {
-            let listener_sub = drains.listener().subscribe();
-            let stats = (stats, &*counted.stats);
-            open(tcp, &cfg, peer, &mut rb, &listener_sub, &shutdown, stats).await
+            // Only the shard's stop ends an opening (see `stopped`).
+            let stop = wire.stopped.subscribe();
+            let stats = (stats, &*counted.stats, &shard.stats.envoy);
+            open(tcp, &cfg, peer, &mut rb, &stop, &stop, stats).await
         };
         let Opened {
             tcp,
             serving,
             sni,
             chain: position,
-            local_port,
+            addresses,
         } = opened?;
         let chain = cfg.chains().nth(position)?;
         // Counted open under its chain until it closes: how far a drain
@@ -212,8 +212,9 @@ impl Connection {
             // connection opens (its addresses, server name and
             // certificate do not change after).
             let input = crate::http_filter::rbac::Connection {
-                local,
-                peer,
+                local: addresses.local,
+                peer: addresses.peer,
+                direct_peer: addresses.direct_peer,
                 sni: tcp.server_name().or(sni.as_deref()),
                 identity: identity.as_deref(),
             };
@@ -235,7 +236,7 @@ impl Connection {
                 return Some(Opening::Tcp(TcpOpening {
                     tcp,
                     proxy,
-                    peer,
+                    addresses,
                     sni,
                     chain_drain: drains.chain(chain.id).subscribe(),
                     shutdown,
@@ -255,7 +256,7 @@ impl Connection {
         let streams = Streams::new(
             wire,
             conn,
-            (peer, local_port),
+            (addresses.peer, addresses.direct_peer, addresses.local),
             &cfg,
             position,
             (sni, identity),
@@ -286,7 +287,34 @@ impl Connection {
             flooded: s.flooded(),
             closed: s.conn.is_closed(),
             handshaken: s.conn.handshaken(self.received),
+            overload_close: s.overload_close,
+            idle_timeout: self.reduced_idle_timeout(),
         }
+    }
+
+    /// The connection manager's `idle_timeout` as the overload manager's
+    /// `reduce_timeouts` leaves it, while that acts.
+    fn reduced_idle_timeout(&self) -> Option<Duration> {
+        let shard = &self.wire.shard;
+        let level = shard.overload.level(crate::overload::Act::ReduceTimeouts);
+        if level == 0.0 {
+            return None;
+        }
+        let configured = self.lifecycle.idle_timeout()?;
+        let snap = shard.snapshot();
+        let timers = snap
+            .overload
+            .as_ref()?
+            .actions
+            .iter()
+            .find_map(|a| match &a.kind {
+                engine::overload::ActionKind::ReduceTimeouts(t) => Some(t),
+                _ => None,
+            })?;
+        let timer = timers
+            .iter()
+            .find(|t| t.timer == engine::overload::Timer::ConnectionIdle)?;
+        Some(timer.scale(configured, level))
     }
 
     /// Read → decode → dispatch → write, until the lifecycle closes the

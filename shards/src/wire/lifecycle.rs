@@ -49,6 +49,13 @@ pub(super) struct ConnState {
     pub closed: bool,
     /// The preface and SETTINGS (HTTP/2) or a first head (HTTP/1.1) came.
     pub handshaken: bool,
+    /// The overload manager's `disable_http_keepalive` took a request: the
+    /// connection ends after it, as when `max_requests_per_connection` is
+    /// reached.
+    pub overload_close: bool,
+    /// The idle timeout the overload manager's `reduce_timeouts` leaves,
+    /// while it acts (else the connection manager's).
+    pub idle_timeout: Option<Duration>,
 }
 
 /// Why the connection sends its GOAWAY (HTTP/1.1: `Connection: close`).
@@ -223,7 +230,8 @@ impl Lifecycle {
         }
         if self.close_at.is_none() {
             let lived_out = self.lives_until.is_some_and(|t| now >= t);
-            let served_out = self.limits.max_requests.is_some_and(|n| c.requests >= n);
+            let served_out =
+                self.limits.max_requests.is_some_and(|n| c.requests >= n) || c.overload_close;
             if lived_out || served_out {
                 self.close_at = Some(now + self.limits.drain_timeout);
                 self.armed = Armed::No;
@@ -277,7 +285,7 @@ impl Lifecycle {
                     .map_or(HANDSHAKE_TIMEOUT, |t| t.min(HANDSHAKE_TIMEOUT)),
             )
         } else {
-            limits.idle_timeout
+            c.idle_timeout.or(limits.idle_timeout)
         };
         // An idle connection wakes at its lifetime's end too (a draining
         // one has its close time already).
@@ -329,6 +337,11 @@ impl Lifecycle {
             return Fired::Idle;
         }
         Fired::Recheck
+    }
+
+    /// The connection manager's `idle_timeout`.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.limits.idle_timeout
     }
 
     /// Whether a drain signal can still start a drain: not once one runs,

@@ -120,7 +120,7 @@ impl LogState {
         wire: &super::WireShard,
         protocol: &str,
         upstream: Option<(SocketAddr, &str)>,
-        downstream: SocketAddr,
+        (downstream, downstream_direct): (SocketAddr, SocketAddr),
         sni: Option<&str>,
         grpc_status: Option<u32>,
     ) {
@@ -167,7 +167,7 @@ impl LogState {
                 upstream_host: upstream.map(|(a, _)| a),
                 upstream_cluster: upstream.map(|(_, c)| c),
                 downstream: Some(self.remote.unwrap_or(downstream)),
-                downstream_direct: Some(downstream),
+                downstream_direct: Some(downstream_direct),
                 sni,
                 local_reply_body: None,
                 req: &req,

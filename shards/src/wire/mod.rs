@@ -38,9 +38,11 @@ mod logging;
 mod opening;
 mod outbuf;
 pub mod pool;
+mod proxy_header;
 mod readbuf;
 pub mod runtime;
 mod side;
+pub mod sockets;
 mod streams;
 mod tcp_proxy;
 pub mod tls;
@@ -79,6 +81,11 @@ pub struct WireShard {
     budgets: RefCell<AHashMap<String, Rc<pool::Budget>>>,
     /// Fired on shutdown: every connection drains.
     pub(crate) shutdown: Signal,
+    /// Fired when the shard stops serving for good (its drain is over):
+    /// connections still opening end. A drain does not end an opening:
+    /// a client accepted just before it (a hot restart's parent, a
+    /// removed listener) is served once and told to go, never reset.
+    pub(crate) stopped: Signal,
     /// Fired while the health check fails (`POST /healthcheck/fail`):
     /// connections of `drain_type: DEFAULT` listeners drain, new ones as
     /// soon as they open. `/healthcheck/ok` puts a fresh one in its place.
@@ -105,6 +112,7 @@ impl WireShard {
             pools: RefCell::default(),
             budgets: RefCell::default(),
             shutdown: Signal::new(),
+            stopped: Signal::new(),
             health_drain: RefCell::new(Signal::new()),
             logs,
             log_sinks: RefCell::default(),

@@ -1,4 +1,4 @@
-//! A new downstream connection's opening, before its codec runs: `tls_inspector` peeks at the ClientHello, the listener's table picks a filter chain (none: closed unanswered), then the chain's TLS handshake and the protocol (ALPN, `codec_type`, or the first bytes), or the chain's `tcp_proxy`.
+//! A new downstream connection's opening, before its codec runs: the listener filters (`proxy_protocol` reads the PROXY header, `tls_inspector` peeks at the ClientHello), the listener's table picks a filter chain (none: closed unanswered), then the chain's TLS handshake and the protocol (ALPN, `codec_type`, or the first bytes), or the chain's `tcp_proxy`.
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
@@ -18,6 +18,7 @@ use super::lifecycle::HANDSHAKE_TIMEOUT;
 use super::readbuf::IDLE_READ_SIZE;
 use smallvec::SmallVec;
 
+use super::proxy_header::{self, Refused};
 use super::tls::{self, within_timer, Inspected, Transport, Waited};
 use super::ReadBuf;
 
@@ -31,6 +32,21 @@ pub(super) enum Serving {
     Tcp(Arc<TcpProxy>),
 }
 
+/// Who a connection is between, once its listener filters ran.
+#[derive(Debug, Clone)]
+pub(crate) struct Addresses {
+    /// The client: a PROXY header's source, else the socket's peer.
+    pub peer: SocketAddr,
+    /// The socket's peer (the proxy that sent a PROXY header, if any).
+    pub direct_peer: SocketAddr,
+    /// The address the client connected to: a PROXY header's
+    /// destination, else the socket's local address (the listener's
+    /// address when nothing asked the socket for it).
+    pub local: SocketAddr,
+    /// The PROXY header's TLVs that `pass_through_tlvs` keeps.
+    pub tlvs: Vec<proxywire::Tlv>,
+}
+
 /// How a connection opened.
 pub(super) struct Opened {
     pub tcp: Transport,
@@ -41,26 +57,30 @@ pub(super) struct Opened {
     /// The position of the filter chain serving it, in the listener's
     /// `chains()` order.
     pub chain: usize,
-    /// The port the client connected to (`strip_matching_host_port`).
-    pub local_port: u16,
+    /// Its addresses (the port the client connected to serves
+    /// `strip_matching_host_port`).
+    pub addresses: Addresses,
 }
 
-/// A new connection's opening: `tls_inspector` when the listener has it,
+/// A new connection's opening: its listener filters (the PROXY header,
+/// `tls_inspector`) within `listener_filters_timeout`,
 /// the filter chain, the chain's TLS handshake, then the protocol (ALPN's,
 /// the chain's `codec_type`, or told by the first bytes, which stay in
 /// `rb` for the codec), the last two within the handshake timeout.
 /// `None`: the connection is over (counted where it failed; no chain
 /// matching it: closed without a byte, as Envoy and A36 close it).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn open(
-    tcp: TcpStream,
+    mut tcp: TcpStream,
     listener: &Listener,
     peer: SocketAddr,
     rb: &mut ReadBuf,
     drain_sub: &crate::signal::Subscription,
     shutdown_sub: &crate::signal::Subscription,
-    (stats, listener_stats): (
+    (stats, listener_stats, envoy_stats): (
         &crate::stats::DownstreamStats,
         &crate::stats::envoy::ListenerStats,
+        &crate::stats::envoy::EnvoyStats,
     ),
 ) -> Option<Opened> {
     let _ = tcp.set_nodelay(true);
@@ -71,16 +91,59 @@ pub(super) async fn open(
     } else {
         listener.address
     };
-    let inspected = match listener.tls_inspector {
-        None => Inspected::Plain(tcp),
-        Some(i) => tls::inspect(tcp, i, drain_sub, shutdown_sub, stats).await?,
+    let mut addresses = Addresses {
+        peer,
+        direct_peer: peer,
+        local,
+        tlvs: Vec::new(),
     };
+    let filters = &listener.listener_filters;
+    // One timer for all the listener filters, as Envoy's.
+    let mut timer = filters
+        .timeout
+        .filter(|_| filters.any())
+        .map(|t| Box::pin(Timer::new(t)));
+    let mut timed_out = false;
+    if let Some(pp) = &filters.proxy_protocol {
+        let block = envoy_stats.proxy_proto.get(&pp.stat_prefix);
+        let counted = (&*block, &stats.cx_proxy_proto_error);
+        let read = proxy_header::read(&mut tcp, pp, &mut timer, drain_sub, shutdown_sub, counted);
+        match read.await {
+            Ok(Some(proxied)) => {
+                if let Some((source, destination)) = proxied.addresses {
+                    addresses.peer = source;
+                    addresses.local = destination;
+                }
+                addresses.tlvs = proxied.tlvs;
+            }
+            Ok(None) => {}
+            Err(Refused::Closed) => return None,
+            Err(Refused::TimedOut) => {
+                stats.cx_listener_filters_timeout.inc();
+                listener_stats.downstream_pre_cx_timeout.inc();
+                if !filters.continue_on_timeout {
+                    return None;
+                }
+                timed_out = true;
+            }
+        }
+    }
+    let inspected = match filters.tls_inspector && !timed_out {
+        false => Inspected::Plain(tcp),
+        true => {
+            let go_on = filters.continue_on_timeout;
+            let stats = (stats, listener_stats);
+            tls::inspect(tcp, go_on, &mut timer, drain_sub, shutdown_sub, stats).await?
+        }
+    };
+    let (peer, local) = (addresses.peer, addresses.local);
     let selected = {
         let (sni, alpn) = inspected.hello();
         let alpn: SmallVec<[&[u8]; 4]> = alpn.iter().map(Vec::as_slice).collect();
         let connection = Connection {
             local,
             peer,
+            direct_peer: addresses.direct_peer,
             server_name: sni,
             transport_protocol: match inspected {
                 Inspected::Plain(_) => "raw_buffer",
@@ -125,7 +188,7 @@ pub(super) async fn open(
             serving: Serving::Tcp(Arc::clone(proxy)),
             sni,
             chain: position,
-            local_port: local.port(),
+            addresses,
         });
     }
     // Which protocol: what ALPN agreed (the client speaks it, whatever
@@ -163,7 +226,7 @@ pub(super) async fn open(
         serving: Serving::Http(conn),
         sni,
         chain: position,
-        local_port: local.port(),
+        addresses,
     })
 }
 

@@ -17,20 +17,36 @@ use glommio::Task;
 
 use super::accept::{accept_loop, ConnGate};
 use super::chain_drains::ChainDrains;
+use super::sockets::{ListenSockets, Owner};
 use super::WireShard;
 use crate::shard::Shard;
 use crate::signal::Signal;
 
-/// A listener socket this shard accepts on.
+/// A listener this shard accepts on: its socket, or the sockets a previous
+/// process handed over (more than one when it ran more shards).
 struct RunningListener {
     address: SocketAddr,
-    /// Dropping the task cancels the accept loop and closes the socket.
-    _accept: Task<()>,
+    /// Dropping a task cancels its accept loop and closes its socket.
+    _accepts: Vec<Task<()>>,
+    /// The sockets' descriptors as registered for a hot restart, taken
+    /// out of the registry before the sockets close.
+    registered: Vec<i32>,
+    sockets: Arc<ListenSockets>,
+    owner: Owner,
     /// Fired when the listener (or one of its chains) goes away: its
     /// connections drain.
     drains: Rc<ChainDrains>,
     /// Its open connections, for the runtime connection limit.
     gate: Rc<ConnGate>,
+}
+
+impl Drop for RunningListener {
+    fn drop(&mut self) {
+        // Before the tasks (fields) drop and close the sockets.
+        for fd in &self.registered {
+            self.sockets.closing(self.address, self.owner, *fd);
+        }
+    }
 }
 
 /// The runtime of one data shard, owned by its main task.
@@ -40,17 +56,47 @@ pub struct ShardRuntime {
     /// `POST /drain_listeners` stopped the listeners: later snapshots
     /// start none (as in Envoy, until the process restarts).
     stopped: bool,
+    /// The process's listening sockets (hot restart).
+    sockets: Arc<ListenSockets>,
 }
 
 impl ShardRuntime {
     /// A runtime around `shard`, with no listener yet: the first
     /// [`Self::apply`] starts them.
-    pub fn new(shard: Rc<Shard>, logs: Arc<crate::access_log::LogWriter>) -> Self {
+    pub fn new(
+        shard: Rc<Shard>,
+        logs: Arc<crate::access_log::LogWriter>,
+        sockets: Arc<ListenSockets>,
+    ) -> Self {
         Self {
             wire: WireShard::new(shard, logs),
             listeners: AHashMap::new(),
             stopped: false,
+            sockets,
         }
+    }
+
+    /// The sockets this shard accepts on for `address`: those a previous
+    /// process handed over for it, else one bound now.
+    fn listen(&self, address: SocketAddr) -> std::io::Result<Vec<TcpListener>> {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        let shard = &self.wire.shard;
+        let taken = self
+            .sockets
+            .take(address, Owner::Shard(shard.id), shard.data_shards);
+        if taken.is_empty() {
+            return Ok(vec![TcpListener::bind(address)?]);
+        }
+        taken
+            .into_iter()
+            .map(|fd| {
+                // SAFETY: a listening TCP socket the registry owned, now
+                // owned by the listener alone.
+                let l = unsafe { TcpListener::from_raw_fd(fd.into_raw_fd()) };
+                l.set_nonblocking()?;
+                Ok(l)
+            })
+            .collect()
     }
 
     /// Adopts a new snapshot: drops pools of hosts that left (their
@@ -112,8 +158,7 @@ impl ShardRuntime {
     }
 
     fn reconcile_listeners(&mut self, snap: &Snapshot) -> std::io::Result<()> {
-        let running = &mut self.listeners;
-        running.retain(|name, l| match snap.listener(name) {
+        self.listeners.retain(|name, l| match snap.listener(name) {
             Some(cfg) if cfg.address == l.address => {
                 l.drains.keep_chains(cfg);
                 true
@@ -125,30 +170,42 @@ impl ShardRuntime {
         });
         // The new snapshot may change a connection limit: a loop waiting
         // for a free slot looks again.
-        for l in running.values() {
+        for l in self.listeners.values() {
             l.gate.nudge();
         }
         let mut first_err = None;
         for cfg in &snap.listeners {
-            if running.contains_key(&cfg.name) || self.stopped {
+            if self.listeners.contains_key(&cfg.name) || self.stopped {
                 continue;
             }
-            match TcpListener::bind(cfg.address) {
-                Ok(sock) => {
+            match self.listen(cfg.address) {
+                Ok(socks) => {
+                    use std::os::fd::AsRawFd;
                     let drains = Rc::new(ChainDrains::new(cfg));
                     let gate = Rc::new(ConnGate::default());
-                    let task = glommio::spawn_local(accept_loop(
-                        Rc::clone(&self.wire),
-                        sock,
-                        Rc::from(cfg.name.as_str()),
-                        Rc::clone(&drains),
-                        Rc::clone(&gate),
-                    ));
-                    running.insert(
+                    let owner = Owner::Shard(self.wire.shard.id);
+                    let mut registered = Vec::with_capacity(socks.len());
+                    let mut accepts = Vec::with_capacity(socks.len());
+                    for sock in socks {
+                        let fd = sock.as_raw_fd();
+                        self.sockets.opened(cfg.address, owner, fd);
+                        registered.push(fd);
+                        accepts.push(glommio::spawn_local(accept_loop(
+                            Rc::clone(&self.wire),
+                            sock,
+                            Rc::from(cfg.name.as_str()),
+                            Rc::clone(&drains),
+                            Rc::clone(&gate),
+                        )));
+                    }
+                    self.listeners.insert(
                         cfg.name.clone(),
                         RunningListener {
                             address: cfg.address,
-                            _accept: task,
+                            _accepts: accepts,
+                            registered,
+                            sockets: Arc::clone(&self.sockets),
+                            owner,
                             drains,
                             gate,
                         },
@@ -202,6 +259,11 @@ impl ShardRuntime {
             }
         })
         .detach();
+    }
+
+    /// The drain is over: connections still opening end.
+    pub fn stop(&self) {
+        self.wire.stopped.fire();
     }
 
     /// Stops accepting everywhere and tells every connection to drain.

@@ -48,7 +48,7 @@ pub(super) async fn serve(
     wire: &Rc<WireShard>,
     mut down: Transport,
     proxy: &TcpProxy,
-    (peer, sni): (SocketAddr, Option<&str>),
+    (addresses, sni): (&super::opening::Addresses, Option<&str>),
     drains: &[&Subscription],
 ) {
     let shard = &wire.shard;
@@ -98,8 +98,8 @@ pub(super) async fn serve(
             bytes_sent: moved.sent,
             upstream_host: upstream,
             upstream_cluster: Some(cluster),
-            downstream: Some(peer),
-            downstream_direct: Some(peer),
+            downstream: Some(addresses.peer),
+            downstream_direct: Some(addresses.direct_peer),
             sni,
             ..LogRecord::default()
         };

@@ -13,7 +13,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use engine::tls::{DownstreamTls, UpstreamTls};
-use engine::TlsInspector;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use glommio::timer::Timer;
@@ -196,28 +195,27 @@ const MAX_CLIENT_HELLO: usize = 64 * 1024;
 /// plaintext with what it sent still unread.
 pub(crate) async fn inspect(
     tcp: TcpStream,
-    inspector: TlsInspector,
+    continue_on_timeout: bool,
+    timer: &mut Option<Pin<Box<Timer>>>,
     drain: &Subscription,
     shutdown: &Subscription,
-    stats: &DownstreamStats,
+    (stats, listener_stats): (&DownstreamStats, &crate::stats::envoy::ListenerStats),
 ) -> Option<Inspected> {
-    let mut timer = inspector.timeout.map(|t| Box::pin(Timer::new(t)));
     let mut first = [0u8; 1];
-    match within_timer(tcp.peek(&mut first), &mut timer, drain, shutdown).await {
+    match within_timer(tcp.peek(&mut first), timer, drain, shutdown).await {
         Waited::Done(Ok(1..)) => {}
         Waited::Done(_) | Waited::Gone => return None,
         Waited::TimedOut => {
             stats.cx_listener_filters_timeout.inc();
-            return inspector
-                .continue_on_timeout
-                .then_some(Inspected::Plain(tcp));
+            listener_stats.downstream_pre_cx_timeout.inc();
+            return continue_on_timeout.then_some(Inspected::Plain(tcp));
         }
     }
     // 22: a TLS handshake record.
     if first[0] != 22 {
         return Some(Inspected::Plain(tcp));
     }
-    match within_timer(peek_hello(&tcp), &mut timer, drain, shutdown).await {
+    match within_timer(peek_hello(&tcp), timer, drain, shutdown).await {
         Waited::Done(Ok((sni, alpn))) => Some(Inspected::Tls { tcp, sni, alpn }),
         Waited::Done(Err(e)) => {
             if e.kind() == io::ErrorKind::InvalidData {
@@ -231,9 +229,8 @@ pub(crate) async fn inspect(
         Waited::Gone => None,
         Waited::TimedOut => {
             stats.cx_listener_filters_timeout.inc();
-            inspector
-                .continue_on_timeout
-                .then_some(Inspected::Plain(tcp))
+            listener_stats.downstream_pre_cx_timeout.inc();
+            continue_on_timeout.then_some(Inspected::Plain(tcp))
         }
     }
 }

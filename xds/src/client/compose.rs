@@ -230,6 +230,7 @@ impl Warm {
             clusters,
             dynamic: held.statics.dynamic.clone(),
             runtime: held.statics.runtime.clone(),
+            overload: held.statics.overload.clone(),
         };
         (next, bootstrap)
     }

@@ -1,21 +1,19 @@
-//! A listener's `filter_chains`, `default_filter_chain` and `listener_filters` → engine filter chains, their selection table and `tls_inspector`, with Envoy's refusals (overlapping matches name both chains; partial wildcards; unimplemented fields).
+//! A listener's `filter_chains` and `default_filter_chain` → engine filter chains and their selection table, with Envoy's refusals (overlapping matches name both chains; partial wildcards; unimplemented fields).
 
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use engine::filter_chain::{ChainTable, CidrRange, FilterChainMatch, SourceType};
-use engine::LISTENER_FILTERS_TIMEOUT;
-use engine::{FilterChain, TlsInspector};
+use engine::{FilterChain, ListenerFilters};
 use prost::Name;
 
-use super::common::{reject_set, timeout_or};
+use super::common::reject_set;
 use super::http_connection_manager::http_connection_manager;
 use crate::decode::{any_type_name, any_type_url, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
 use crate::pb::envoy::config::listener::v3 as pb;
-use crate::pb::envoy::extensions::filters::listener::tls_inspector::v3::TlsInspector as PbTlsInspector;
 use crate::pb::envoy::extensions::filters::network::http_connection_manager::v3 as hcm;
 use crate::pb::envoy::extensions::filters::network::rbac::v3::Rbac as NetworkRbac;
 use crate::pb::envoy::extensions::filters::network::tcp_proxy::v3::TcpProxy;
@@ -28,7 +26,7 @@ pub(super) struct Chains {
     pub filter_chains: Vec<FilterChain>,
     pub default_filter_chain: Option<FilterChain>,
     pub table: ChainTable,
-    pub tls_inspector: Option<TlsInspector>,
+    pub listener_filters: ListenerFilters,
 }
 
 /// Validates the chains of listener `l` (at `path`).
@@ -43,7 +41,7 @@ pub(super) fn chains(
             "no filter chains specified (and no default_filter_chain)",
         ));
     }
-    let tls_inspector = listener_filters(l, path)?;
+    let listener_filters = super::listener_filters::listener_filters(l, path)?;
     let cpath = path.field("filter_chains");
     let filter_chains = l
         .filter_chains
@@ -83,7 +81,7 @@ pub(super) fn chains(
         };
         Error::invalid(cpath.index(o.later).field("filter_chain_match"), message)
     })?;
-    if tls_inspector.is_none() && table.needs_inspector() {
+    if !listener_filters.tls_inspector && table.needs_inspector() {
         tracing::warn!(
             listener = %l.name,
             "filter chains match server_names, application_protocols or transport_protocol \
@@ -94,73 +92,8 @@ pub(super) fn chains(
         filter_chains,
         default_filter_chain,
         table,
-        tls_inspector,
+        listener_filters,
     })
-}
-
-/// `listener_filters`: `tls_inspector` alone, at most once; with it the
-/// listener's `listener_filters_timeout` and
-/// `continue_on_listener_filters_timeout`.
-fn listener_filters(l: &pb::Listener, path: &Path) -> Result<Option<TlsInspector>> {
-    let fpath = path.field("listener_filters");
-    let mut found = None;
-    for (i, f) in l.listener_filters.iter().enumerate() {
-        let at = fpath.index(i);
-        reject_set!(at, f, filter_disabled);
-        match &f.config_type {
-            Some(pb::listener_filter::ConfigType::TypedConfig(any)) => {
-                let tpath = at.field("typed_config");
-                if any_type_name(any, &tpath)? != PbTlsInspector::full_name() {
-                    return Err(Error::unsupported_msg(
-                        tpath.clone(),
-                        format!(
-                            "listener filter {:?} ({}) is not supported; only {} is",
-                            f.name,
-                            any_type_url(any, &tpath)?,
-                            PbTlsInspector::type_url()
-                        ),
-                    ));
-                }
-                let (cfg, cpath) = unpack::<PbTlsInspector>(any, &tpath)?;
-                // `initial_read_buffer_size` only sizes Envoy's first peek;
-                // ours reads what the ClientHello needs.
-                reject_set!(
-                    cpath,
-                    cfg,
-                    enable_ja3_fingerprinting,
-                    enable_ja4_fingerprinting
-                );
-            }
-            Some(pb::listener_filter::ConfigType::ConfigDiscovery(_)) => {
-                return Err(Error::unsupported(at.field("config_discovery")));
-            }
-            None if f.name == TLS_INSPECTOR => {}
-            None => {
-                return Err(Error::unsupported_msg(
-                    at.field("name"),
-                    format!(
-                        "listener filter {:?} is not supported; only {TLS_INSPECTOR} is",
-                        f.name
-                    ),
-                ));
-            }
-        }
-        if found.is_some() {
-            return Err(Error::invalid(
-                at,
-                format!("{TLS_INSPECTOR} is listed twice"),
-            ));
-        }
-        found = Some(TlsInspector {
-            timeout: timeout_or(
-                l.listener_filters_timeout.as_ref(),
-                LISTENER_FILTERS_TIMEOUT,
-                &path.field("listener_filters_timeout"),
-            )?,
-            continue_on_timeout: l.continue_on_listener_filters_timeout,
-        });
-    }
-    Ok(found)
 }
 
 /// One chain: its match (ignored on the default chain, as in Envoy), its

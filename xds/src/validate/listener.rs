@@ -67,7 +67,7 @@ pub fn listener(
         filter_chains: chains.filter_chains,
         default_filter_chain: chains.default_filter_chain,
         chain_table: Arc::new(chains.table),
-        tls_inspector: chains.tls_inspector,
+        listener_filters: chains.listener_filters,
         drain_type: match pb::listener::DrainType::try_from(l.drain_type) {
             Ok(pb::listener::DrainType::ModifyOnly) => engine::DrainType::ModifyOnly,
             Ok(pb::listener::DrainType::Default) => engine::DrainType::Default,

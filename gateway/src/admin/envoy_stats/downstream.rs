@@ -16,7 +16,7 @@ const WORKER: &str = "envoy_worker_id";
 
 type HttpCounter = fn(&HttpStats) -> &Counter;
 
-const HTTP_COUNTERS: [(&str, HttpCounter); 17] = [
+const HTTP_COUNTERS: [(&str, HttpCounter); 19] = [
     ("downstream_cx_total", |h| &h.downstream_cx_total),
     ("downstream_cx_destroy", |h| &h.downstream_cx_destroy),
     ("downstream_cx_destroy_local", |h| {
@@ -51,6 +51,12 @@ const HTTP_COUNTERS: [(&str, HttpCounter); 17] = [
     ("downstream_rq_completed", |h| &h.downstream_rq_completed),
     ("downstream_rq_http1_total", |h| {
         &h.downstream_rq_http1_total
+    }),
+    ("downstream_rq_overload_close", |h| {
+        &h.downstream_rq_overload_close
+    }),
+    ("downstream_cx_overload_disable_keepalive", |h| {
+        &h.downstream_cx_overload_disable_keepalive
     }),
     ("downstream_rq_http2_total", |h| {
         &h.downstream_rq_http2_total
@@ -151,7 +157,7 @@ pub(super) fn address_label(address: std::net::SocketAddr) -> String {
 
 type ListenerCounter = fn(&ListenerStats) -> &Counter;
 
-const LISTENER_COUNTERS: [(&str, Kind, ListenerCounter); 4] = [
+const LISTENER_COUNTERS: [(&str, Kind, ListenerCounter); 7] = [
     ("downstream_cx_total", Kind::Counter, |l| {
         &l.downstream_cx_total
     }),
@@ -160,6 +166,15 @@ const LISTENER_COUNTERS: [(&str, Kind, ListenerCounter); 4] = [
     }),
     ("no_filter_chain_match", Kind::Counter, |l| {
         &l.no_filter_chain_match
+    }),
+    ("downstream_pre_cx_timeout", Kind::Counter, |l| {
+        &l.downstream_pre_cx_timeout
+    }),
+    ("downstream_cx_overload_reject", Kind::Counter, |l| {
+        &l.downstream_cx_overload_reject
+    }),
+    ("downstream_global_cx_overflow", Kind::Counter, |l| {
+        &l.downstream_global_cx_overflow
     }),
     ("downstream_cx_active", Kind::Gauge, |l| {
         &l.downstream_cx_active

@@ -28,6 +28,8 @@ pub(super) fn gather(inner: &Inner) -> Vec<Family> {
     xds(inner, &mut out);
     downstream::http(inner, &mut out);
     downstream::listeners(inner, &mut out);
+    super::listener_filters::proxy_proto(inner, &mut out);
+    super::overload::overload(inner, &mut out);
     super::filters::filters(inner, &mut out);
     out
 }

@@ -8,6 +8,8 @@ mod downstream;
 mod families;
 mod filters;
 mod forms;
+mod listener_filters;
+mod overload;
 
 use std::fmt::Write as _;
 

@@ -229,7 +229,7 @@ impl ConnCx {
             flags: reply.flag,
             upstream_host: s.served_by(),
             downstream: Some(s.remote.unwrap_or(self.peer)),
-            downstream_direct: Some(self.peer),
+            downstream_direct: Some(self.direct_peer),
             sni: self.sni.as_deref(),
             local_reply_body: Some(&reply.body),
             req: &req,

@@ -16,6 +16,7 @@ mod held;
 mod local_reply;
 mod mirror;
 mod outcome;
+mod overload;
 mod paused;
 mod phases;
 mod replay;
@@ -87,9 +88,14 @@ pub(crate) struct ConnCx {
     pub wire: Rc<WireShard>,
     /// This connection's inbox.
     pub inbox: usize,
+    /// The client: a PROXY header's source, else the socket's peer.
     pub peer: SocketAddr,
-    /// The port the client connected to.
-    pub local_port: u16,
+    /// The socket's peer (the proxy that sent a PROXY header, if any):
+    /// `%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%`.
+    pub direct_peer: SocketAddr,
+    /// The address the client connected to (a PROXY header's
+    /// destination, if any; its port serves `strip_matching_host_port`).
+    pub local: SocketAddr,
     /// The config the connection was accepted under: streams fall back to
     /// it when a reload removed the listener while the connection drains.
     pub listener: Arc<Listener>,
@@ -164,7 +170,8 @@ impl ConnCx {
             request: s.head.as_ref(),
             conn: ConnInfo {
                 peer: self.peer,
-                local: self.listener.address,
+                direct_peer: self.direct_peer,
+                local: self.local,
                 sni: self.sni.as_deref(),
                 peer_identity: self.peer_identity.as_deref(),
                 protocol: self.protocol,
@@ -279,6 +286,9 @@ pub(crate) struct Streams {
     pub now: Instant,
     /// Requests the connection has taken (for `max_requests_per_connection`).
     pub requests: u32,
+    /// The overload manager's `disable_http_keepalive` took a request:
+    /// the connection ends after its response, as when served out.
+    pub overload_close: bool,
     /// Edits of the response head in hand, reused from head to head.
     head_edits: HeaderEdits,
     /// A stream routed to upgrade (WebSocket), for the connection's task
@@ -292,7 +302,7 @@ impl Streams {
     pub fn new(
         wire: &Rc<WireShard>,
         conn: DownCodec,
-        (peer, local_port): (SocketAddr, u16),
+        (peer, direct_peer, local): (SocketAddr, SocketAddr, SocketAddr),
         listener: &Arc<Listener>,
         chain: usize,
         (sni, peer_identity): (Option<Box<str>>, Option<Arc<engine::rbac::PeerIdentity>>),
@@ -352,7 +362,8 @@ impl Streams {
                 wire: Rc::clone(wire),
                 inbox: wire.inboxes.open(),
                 peer,
-                local_port,
+                direct_peer,
+                local,
                 listener: Arc::clone(listener),
                 chain: chain_id,
                 chain_hint: chain,
@@ -384,6 +395,7 @@ impl Streams {
             granted: 0,
             now: Instant::now(),
             requests: 0,
+            overload_close: false,
             head_edits: HeaderEdits::default(),
             upgrading: None,
         }

@@ -25,7 +25,7 @@ impl ConnCx {
             &cx.wire,
             cx.protocol,
             upstream,
-            cx.peer,
+            (cx.peer, cx.direct_peer),
             cx.sni.as_deref(),
             grpc_status,
         );

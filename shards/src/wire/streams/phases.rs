@@ -7,7 +7,8 @@
 //!                       streams/setup.rs), then every filter's on_request_headers in
 //!                       order, the router last (cluster, host, the route's request
 //!                       header edits, or a redirect / direct response: http_filter::router);
-//!                       a filter may answer (→ local reply) or pause (→ resume)
+//!                       a filter may answer (→ local reply) or pause (→ resume);
+//!                       the overload manager may refuse it (streams/overload.rs)
 //!  2. open upstream     open_deferred, at the end of the read: a stream on the host's
 //!                       pool (streams/upstream.rs); a refused one is resent
 //!  3. request body      on_request_data, on_request_trailers: filters in order,
@@ -124,6 +125,9 @@ impl Streams {
         s.head = Some(head);
         if let Some(reply) = refused {
             return self.fail_with(stream, *reply, None);
+        }
+        if let Some(reply) = self.overloaded() {
+            return self.fail_with(stream, reply, None);
         }
         self.admit(stream, 0, true, None);
     }

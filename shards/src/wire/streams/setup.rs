@@ -33,7 +33,7 @@ impl ConnCx {
         let hcm = s.snap.as_ref().and_then(|snap| cx.hcm(snap));
         if let Some(hcm) = hcm {
             let shard = &cx.wire.shard;
-            let at = (cx.peer, cx.local_port);
+            let at = (cx.peer, cx.local.port());
             let id_bits = || shard.request_id_bits();
             let stats = &shard.stats.downstream;
             match stamp::request(hcm, head, at, (grpc, id_bits), stats) {

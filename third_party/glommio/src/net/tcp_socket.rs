@@ -75,6 +75,18 @@ type Result<T> = crate::Result<T, ()>;
 pub struct TcpListener {
     reactor: Weak<Reactor>,
     listener: net::TcpListener,
+    /// PATCH(polled-accept): whether the socket is known non-blocking
+    /// (`bind` makes it so; one made elsewhere is made so at its first
+    /// `accept`).
+    nonblocking: std::cell::Cell<bool>,
+}
+
+// PATCH(polled-accept): the descriptor, for a process handing its
+// listening sockets to the next (hot restart).
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
 }
 
 impl FromRawFd for TcpListener {
@@ -86,6 +98,7 @@ impl FromRawFd for TcpListener {
         TcpListener {
             reactor: Rc::downgrade(&crate::executor().reactor()),
             listener,
+            nonblocking: std::cell::Cell::new(false),
         }
     }
 }
@@ -131,12 +144,51 @@ impl TcpListener {
         sk.set_reuse_address(true)?;
         sk.bind(&addr)?;
         sk.listen(1024)?;
+        // PATCH(polled-accept): see `accept_polled`.
+        sk.set_nonblocking(true)?;
         let listener = sk.into();
 
         Ok(TcpListener {
             reactor: Rc::downgrade(&crate::executor().reactor()),
             listener,
+            nonblocking: std::cell::Cell::new(true),
         })
+    }
+
+    /// PATCH(polled-accept), what [`Self::accept`] runs: accepts with a non-blocking `accept4` and,
+    /// while none waits, an io_uring POLL_ADD for readability, never an
+    /// ACCEPT in flight. Dropping the future then never loses a
+    /// connection: a cancelled poll takes nothing from the backlog,
+    /// whereas a cancelled ACCEPT the kernel completed meanwhile leaves an
+    /// accepted socket nobody reads. A process that hands its listening
+    /// sockets to another (a hot restart) stops accepting this way, with
+    /// every queued connection left for the other. The socket is made
+    /// non-blocking for it (an open file description the other process
+    /// shares: it must not be toggled, as `yolo_accept` does).
+    async fn accept_polled(&self) -> Result<TcpStream> {
+        if !self.nonblocking.get() {
+            self.set_nonblocking()?;
+        }
+        let fd = self.listener.as_raw_fd();
+        loop {
+            match crate::sys::accept4_nonblocking(fd) {
+                Ok(accepted) => return Ok(AcceptedTcpStream { fd: accepted }.bind_to_executor()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let reactor = self.reactor.upgrade().unwrap();
+                    reactor.poll_read_ready(fd).collect_rw().await?;
+                }
+                Err(e) => return Err(GlommioError::IoError(e)),
+            }
+        }
+    }
+
+    /// PATCH(polled-accept): makes the listening socket non-blocking, as
+    /// [`Self::accept`] needs (`bind` does it, and `accept` for a socket
+    /// made elsewhere).
+    pub fn set_nonblocking(&self) -> Result<()> {
+        self.listener.set_nonblocking(true)?;
+        self.nonblocking.set(true);
+        Ok(())
     }
 
     /// Accepts a new incoming TCP connection and allows the result to be sent
@@ -208,8 +260,8 @@ impl TcpListener {
     /// [`shared_accept`]: TcpListener::accept
     /// [`bind_to_executor`]: AcceptedTcpStream::bind_to_executor
     pub async fn accept(&self) -> Result<TcpStream> {
-        let a = self.shared_accept().await?;
-        Ok(a.bind_to_executor())
+        // PATCH(polled-accept): never an io_uring ACCEPT in flight.
+        self.accept_polled().await
     }
 
     /// Creates a stream of incoming connections

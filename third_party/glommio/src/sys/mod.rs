@@ -99,6 +99,19 @@ pub(crate) fn accept_syscall(fd: RawFd) -> io::Result<RawFd> {
     syscall!(accept(fd, addr.as_mut_ptr() as *mut _, &mut length))
 }
 
+/// PATCH(polled-accept): `accept4` with close-on-exec; `WouldBlock` when
+/// nothing waits on the (non-blocking) listening socket.
+pub(crate) fn accept4_nonblocking(fd: RawFd) -> io::Result<RawFd> {
+    let mut addr: MaybeUninit<libc::sockaddr_storage> = MaybeUninit::uninit();
+    let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    syscall!(accept4(
+        fd,
+        addr.as_mut_ptr() as *mut _,
+        &mut length,
+        libc::SOCK_CLOEXEC
+    ))
+}
+
 pub(crate) fn direct_io_ify(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
     syscall!(fcntl(fd, libc::F_SETFL, flags | libc::O_DIRECT))?;
     Ok(())
