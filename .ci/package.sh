@@ -20,6 +20,7 @@
 # Usage: .ci/package.sh            build (cargo reuses target/release when
 #                                  it is up to date), package, test
 #        PACKAGE_SKIP_BUILD=1 ...  package what target/release holds
+#        PACKAGE_PROFILE=dev ...   package the debug build (target/debug): CI
 #        PACKAGE_SKIP_TEST=1 ...   build and package only
 #        PACKAGE_SKIP_SYSTEMD=1 .. leave out part 5
 #        KNOWN_GAPS="" ...         make the known gaps (see below) failures
@@ -60,20 +61,29 @@ started=$(date +%s)
 
 # --- Build and package --------------------------------------------------
 
+# PACKAGE_PROFILE=dev packages the debug build (what CI has built
+# already; a release build with fat LTO would take CI several minutes):
+# the same package, larger and slower binaries.
+PROFILE=${PACKAGE_PROFILE:-release}
+case "$PROFILE" in
+    release) BUILD_FLAGS=(--release); BIN_DIR=target/release ;;
+    dev) BUILD_FLAGS=(); BIN_DIR=target/debug ;;
+    *) die "PACKAGE_PROFILE=$PROFILE: expected release or dev" ;;
+esac
 if [ -z "${PACKAGE_SKIP_BUILD:-}" ]; then
-    echo "== cargo build --release -p gateway --bins"
-    cargo build --release -p gateway --bins
+    echo "== cargo build ${BUILD_FLAGS[*]} -p gateway --bins"
+    cargo build "${BUILD_FLAGS[@]}" -p gateway --bins
 fi
 for b in gateway gateway-restarter; do
-    [ -x "target/release/$b" ] || die "target/release/$b is missing (cargo build --release -p gateway --bins)"
+    [ -x "$BIN_DIR/$b" ] || die "$BIN_DIR/$b is missing (cargo build ${BUILD_FLAGS[*]} -p gateway --bins)"
 done
 if ! cargo deb --version >/dev/null 2>&1; then
     echo "== cargo install cargo-deb --locked"
     cargo install cargo-deb --locked
 fi
-echo "== cargo deb -p gateway --no-build"
+echo "== cargo deb -p gateway --no-build --profile $PROFILE"
 rm -f "$OUT"/gateway_*.deb "$OUT"/gateway-dbgsym_*.ddeb
-cargo deb -p gateway --no-build -o "$OUT/"
+cargo deb -p gateway --no-build --profile "$PROFILE" -o "$OUT/"
 deb=$(ls "$OUT"/gateway_*_*.deb)
 echo "built $deb ($(du -h "$deb" | cut -f1))"
 
