@@ -343,3 +343,189 @@ fn a_slow_header_is_read_and_a_stalled_one_times_out_without_holding_anyone_up()
     assert_eq!(counter(&t.gw, "downstream_cx_proxy_proto_error"), 0);
     t.gw.shutdown();
 }
+
+/// A backend that takes a PROXY header at the start of each connection
+/// (recorded, one per connection), then answers every HTTP/1.1 request 200
+/// (or, for a raw tunnel, echoes what it reads).
+struct ProxyBackend {
+    addr: SocketAddr,
+    headers: std::sync::Arc<std::sync::Mutex<Vec<proxywire::Header>>>,
+}
+
+impl ProxyBackend {
+    fn start(echo: bool) -> Self {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let headers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = std::sync::Arc::clone(&headers);
+        std::thread::spawn(move || {
+            for s in l.incoming().flatten() {
+                let seen = std::sync::Arc::clone(&seen);
+                std::thread::spawn(move || serve_proxied(s, &seen, echo));
+            }
+        });
+        Self { addr, headers }
+    }
+
+    fn headers(&self) -> Vec<proxywire::Header> {
+        self.headers.lock().unwrap().clone()
+    }
+}
+
+fn serve_proxied(mut s: TcpStream, seen: &std::sync::Mutex<Vec<proxywire::Header>>, echo: bool) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let rest = loop {
+        let Ok(n) = s.read(&mut chunk) else { return };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        match proxywire::parse(&buf) {
+            Ok(proxywire::Parsed::Complete { header, consumed }) => {
+                seen.lock().unwrap().push(header);
+                break buf[consumed..].to_vec();
+            }
+            Ok(proxywire::Parsed::Incomplete) => continue,
+            Err(_) => return,
+        }
+    };
+    if echo {
+        let _ = s.write_all(&rest);
+        while let Ok(n) = s.read(&mut chunk) {
+            if n == 0 || s.write_all(&chunk[..n]).is_err() {
+                return;
+            }
+        }
+        return;
+    }
+    let mut pending = rest;
+    loop {
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            pending.drain(..end + 4);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        }
+        let Ok(n) = s.read(&mut chunk) else { return };
+        if n == 0 {
+            return;
+        }
+        pending.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A cluster `name` (HTTP/1.1 or, with `tcp`, for a tunnel) to `addr`
+/// whose connections open with a PROXY header (`config`: the
+/// `ProxyProtocolConfig` fields, flow style).
+fn proxied_cluster(name: &str, addr: SocketAddr, config: &str) -> String {
+    format!(
+        r#"  - name: {name}
+    type: STATIC
+    connect_timeout: 1s
+    transport_socket:
+      name: envoy.transport_sockets.upstream_proxy_protocol
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport
+        config: {{ {config} }}
+        transport_socket: {{ name: envoy.transport_sockets.raw_buffer }}
+    load_assignment:
+      cluster_name: {name}
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {} }} }} }}
+"#,
+        addr.port()
+    )
+}
+
+#[test]
+fn upstream_connections_open_with_the_client_s_proxy_header() {
+    let v1 = ProxyBackend::start(false);
+    let b2 = ProxyBackend::start(false);
+    let raw = ProxyBackend::start(true);
+    let dir = std::env::temp_dir().join(format!("gw-proxy-up-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("access.log");
+    let route = |tag: &str, cluster: &str| {
+        chain(tag, "filter_chain_match: {}", &log)
+            .replace("cluster: c }", &format!("cluster: {cluster} }}"))
+    };
+    let pass = ", pass_through_tlvs: { match_type: INCLUDE, tlv_type: [0xE0] }";
+    let tunnel = "    - filters:\n      - name: envoy.filters.network.tcp_proxy\n        typed_config: { \"@type\": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: t, cluster: raw }\n";
+    let yaml = format!(
+        "admin: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }} }}\nstatic_resources:\n  listeners:\n{}{}{}  clusters:\n{}{}{}",
+        listener("one", &filter("", ""), &route("one", "v1")),
+        listener("two", &filter(pass, ""), &route("two", "v2")),
+        listener("tcp", &filter("", ""), tunnel),
+        proxied_cluster("v1", v1.addr, "version: V1"),
+        proxied_cluster(
+            "v2",
+            b2.addr,
+            "version: V2, added_tlvs: [ { type: 0xE1, value: YWRkZWQ= } ], pass_through_tlvs: { match_type: INCLUDE_ALL }"
+        ),
+        proxied_cluster("raw", raw.addr, "version: V2"),
+    );
+    let b = xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml)
+        .unwrap_or_else(|e| panic!("bootstrap refused: {e}\n{yaml}"));
+    let gw = start(b, 1);
+    let one = gw.listener("one").expect("one");
+    // Two requests of one client: one upstream connection, its header
+    // naming that client; another client gets a connection of its own.
+    let mut c = TcpStream::connect(one).expect("connect");
+    c.write_all(b"PROXY TCP4 192.0.2.10 198.51.100.1 5000 80\r\n")
+        .unwrap();
+    for _ in 0..2 {
+        c.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+        let mut got = [0u8; 64];
+        let n = c.read(&mut got).unwrap();
+        assert!(
+            got[..n].starts_with(b"HTTP/1.1 200"),
+            "{:?}",
+            String::from_utf8_lossy(&got[..n])
+        );
+    }
+    assert_eq!(
+        send(one, b"PROXY TCP4 192.0.2.11 198.51.100.1 5001 80\r\n").as_deref(),
+        Some("HTTP/1.1 200 OK")
+    );
+    let seen = v1.headers();
+    let addrs: Vec<_> = seen.iter().map(|h| h.addresses).collect();
+    let pair = |a: &str, b: &str| Some((a.parse().unwrap(), b.parse().unwrap()));
+    assert_eq!(
+        addrs,
+        [
+            pair("192.0.2.10:5000", "198.51.100.1:80"),
+            pair("192.0.2.11:5001", "198.51.100.1:80")
+        ]
+    );
+    assert!(seen.iter().all(|h| h.version == proxywire::Version::V1));
+    drop(c);
+
+    // v2: the added TLV first, then the client's that the listener kept.
+    let two = gw.listener("two").expect("two");
+    let header = v2(
+        "[2001:db8::7]:6000".parse().unwrap(),
+        "[2001:db8::1]:443".parse().unwrap(),
+        &[(0xE0, &b"kept"[..]), (0xE2, &b"dropped"[..])],
+    );
+    assert_eq!(send(two, &header).as_deref(), Some("HTTP/1.1 200 OK"));
+    let h = b2.headers().pop().expect("a header");
+    assert_eq!(h.version, proxywire::Version::V2);
+    assert_eq!(h.addresses, pair("[2001:db8::7]:6000", "[2001:db8::1]:443"));
+    let tlvs: Vec<(u8, &[u8])> = h.tlvs.iter().map(|t| (t.kind, &t.value[..])).collect();
+    assert_eq!(tlvs, [(0xE1, &b"added"[..]), (0xE0, &b"kept"[..])]);
+
+    // A tunnel: the header, then the client's bytes untouched.
+    let tcp = gw.listener("tcp").expect("tcp");
+    let mut t = TcpStream::connect(tcp).expect("connect");
+    t.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    t.write_all(b"PROXY TCP4 192.0.2.12 198.51.100.2 5002 22\r\nhello")
+        .unwrap();
+    let mut got = [0u8; 5];
+    t.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"hello");
+    let h = raw.headers().pop().expect("a header");
+    assert_eq!(h.addresses, pair("192.0.2.12:5002", "198.51.100.2:22"));
+    gw.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}

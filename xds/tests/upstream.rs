@@ -307,3 +307,54 @@ fn subject_alt_name_matchers_are_taken_and_other_names_refused() {
         format!("{AT}.{VC}[0].matcher: required")
     );
 }
+
+/// `envoy.transport_sockets.upstream_proxy_protocol` around `inner` (flow
+/// style) with `config` fields.
+fn proxied(config: &str, inner: &str) -> String {
+    format!(
+        "    transport_socket:\n      name: envoy.transport_sockets.upstream_proxy_protocol\n      typed_config:\n        \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport\n        config: {{ {config} }}\n{inner}"
+    )
+}
+
+#[test]
+fn the_upstream_proxy_protocol_socket_wraps_plaintext_or_tls() {
+    let raw = "        transport_socket: { name: envoy.transport_sockets.raw_buffer }\n";
+    let c = ok(&proxied(
+        "version: V2, added_tlvs: [ { type: 0xE1, value: YQ== } ]",
+        raw,
+    ));
+    let p = c.upstream.proxy_protocol.as_ref().expect("proxy protocol");
+    assert!(p.v2);
+    assert_eq!(p.added_tlvs, [(0xE1, b"a".to_vec())]);
+    assert!(c.upstream.tls.is_none());
+    let ca = ca_file("proxied");
+    let inner = format!(
+        "        transport_socket:\n          name: envoy.transport_sockets.tls\n          typed_config:\n            \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext\n            common_tls_context: {{ validation_context: {{ trusted_ca: {{ filename: {ca} }} }} }}\n"
+    );
+    let c = ok(&proxied("version: V1", &inner));
+    assert!(!c.upstream.proxy_protocol.as_ref().expect("pp").v2);
+    assert!(c.upstream.tls.is_some(), "TLS under the header");
+    let at = format!("{AT}.transport_socket.typed_config");
+    assert_eq!(
+        bad(&proxied("version: V1", "")),
+        format!("{at}.transport_socket: required (the socket under the PROXY header: raw_buffer or tls)")
+    );
+    assert_eq!(
+        bad(&proxied("version: V1, added_tlvs: [ { type: 1, value: YQ== } ]", raw)),
+        format!("{at}.config: TLVs (added_tlvs, pass_through_tlvs) need version V2: a v1 header has none")
+    );
+    assert_eq!(
+        bad(&format!(
+            "{}        tlv_as_pool_key: true\n",
+            proxied("version: V2", raw)
+        )),
+        format!("{at}.tlv_as_pool_key: not supported")
+    );
+    assert_eq!(
+        bad(&proxied(
+            "version: V2, added_tlvs: [ { type: 300, value: YQ== } ]",
+            raw
+        )),
+        format!("{at}.config.added_tlvs[0].type: 300 is not a TLV type (0-255)")
+    );
+}

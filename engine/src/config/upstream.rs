@@ -37,6 +37,9 @@ pub struct UpstreamOptions {
     pub protocol: UpstreamProtocol,
     /// `transport_socket` with an `UpstreamTlsContext`.
     pub tls: Option<std::sync::Arc<crate::tls::UpstreamTls>>,
+    /// `envoy.transport_sockets.upstream_proxy_protocol` around it: each
+    /// connection opens with a PROXY header naming the downstream client.
+    pub proxy_protocol: Option<UpstreamProxyProtocol>,
     /// `common_http_protocol_options.max_requests_per_connection` (or the
     /// cluster's deprecated field): requests one connection carries before
     /// it is closed and replaced; `None`: no limit.
@@ -61,6 +64,7 @@ impl PartialEq for UpstreamOptions {
             && self.max_requests_per_connection == other.max_requests_per_connection
             && self.http1_trailers == other.http1_trailers
             && self.idle_timeout == other.idle_timeout
+            && self.proxy_protocol == other.proxy_protocol
             && match (&self.tls, &other.tls) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a == b,
@@ -77,8 +81,22 @@ impl Default for UpstreamOptions {
             max_requests_per_connection: None,
             http1_trailers: false,
             idle_timeout: Some(UPSTREAM_IDLE_TIMEOUT),
+            proxy_protocol: None,
         }
     }
+}
+
+/// `ProxyProtocolUpstreamTransport`: the PROXY header a cluster's
+/// connections open with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamProxyProtocol {
+    /// `config.version`: v2 (binary) or v1 (text).
+    pub v2: bool,
+    /// `config.pass_through_tlvs`: the downstream header's TLVs passed on
+    /// (those the listener's filter kept).
+    pub pass_through: crate::TlvSelection,
+    /// `config.added_tlvs` (v2): `(type, value)`, sent first.
+    pub added_tlvs: Vec<(u8, Vec<u8>)>,
 }
 
 /// `HttpProtocolOptions.explicit_http_config.http2_protocol_options`.

@@ -548,6 +548,7 @@ fn target_of(
         authority,
         connect_timeout: c.connect_timeout,
         tls,
+        proxy_protocol: c.upstream.proxy_protocol.clone(),
         fields,
         grpc_body,
         http1_head,

@@ -35,6 +35,9 @@ pub struct Target {
     /// checks go over the transport socket the cluster's traffic uses, as
     /// in Envoy.
     pub tls: Option<Arc<UpstreamTls>>,
+    /// The cluster's PROXY header (a check has no client: v2 LOCAL, v1
+    /// its own addresses, as Envoy's).
+    pub proxy_protocol: Option<engine::UpstreamProxyProtocol>,
     /// The request's header fields (HTTP: after removals and additions;
     /// gRPC: its metadata) and gRPC's request message, made once per
     /// host rather than per check.
@@ -147,6 +150,7 @@ async fn connect(target: &Target) -> Result<Transport, String> {
         target.address,
         target.connect_timeout,
         target.tls.as_deref(),
+        shards::wire::tls::Preface::of(target.proxy_protocol.as_ref(), None),
     )
     .await
     .map_err(|e| format!("connect {}: {e}", target.address))

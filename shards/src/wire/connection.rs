@@ -256,7 +256,12 @@ impl Connection {
         let streams = Streams::new(
             wire,
             conn,
-            (addresses.peer, addresses.direct_peer, addresses.local),
+            (
+                addresses.peer,
+                addresses.direct_peer,
+                addresses.local,
+                addresses.tlvs.into_boxed_slice(),
+            ),
             &cfg,
             position,
             (sni, identity),
@@ -623,6 +628,7 @@ impl Connection {
     fn tunnel(mut self, t: Upgraded, listener: OpenConnection<ListenerStats>) {
         // What went out before the tunnel (the 101) is counted now.
         self.count_written();
+        self.release_proxied();
         let Connection {
             wire,
             tcp,
@@ -659,8 +665,18 @@ impl Connection {
             h.stats.destroys().count(self.closed_by_peer, active_rq);
         }
         self.streams.close();
+        self.release_proxied();
         self.wire.flush_logs();
         trim_lists(&self.wire.shard);
+    }
+
+    /// The client's own upstream pools (clusters that send PROXY headers
+    /// naming it) close with it.
+    fn release_proxied(&self) {
+        if self.wire.has_proxied() {
+            let cx = &self.streams.cx;
+            self.wire.release_proxied(cx.peer, cx.local);
+        }
     }
 }
 

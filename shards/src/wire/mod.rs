@@ -38,6 +38,7 @@ mod logging;
 mod opening;
 mod outbuf;
 pub mod pool;
+mod proxied_pools;
 mod proxy_header;
 mod readbuf;
 pub mod runtime;
@@ -77,6 +78,10 @@ pub struct WireShard {
     pub(crate) resume: Rc<dyn crate::http_filter::ResumeSink>,
     /// Upstream pools indexed by `HostId`.
     pools: RefCell<Vec<Option<PoolRef>>>,
+    /// Pools of clusters with `upstream_proxy_protocol`: one per
+    /// downstream client (its address and the one it connected to) and
+    /// host (`proxied_pools.rs`).
+    proxied: RefCell<AHashMap<(std::net::SocketAddr, std::net::SocketAddr), Vec<PoolRef>>>,
     /// Each cluster's circuit breakers on this shard, by cluster name.
     budgets: RefCell<AHashMap<String, Rc<pool::Budget>>>,
     /// Fired on shutdown: every connection drains.
@@ -110,6 +115,7 @@ impl WireShard {
             resume: Rc::clone(&inboxes) as Rc<dyn crate::http_filter::ResumeSink>,
             inboxes,
             pools: RefCell::default(),
+            proxied: RefCell::default(),
             budgets: RefCell::default(),
             shutdown: Signal::new(),
             stopped: Signal::new(),
@@ -264,6 +270,12 @@ impl WireShard {
     pub(crate) fn drop_pool(&self, host: HostId) {
         if let Some(slot) = self.pools.borrow_mut().get_mut(host.index()) {
             if let Some(p) = slot.take() {
+                p.borrow_mut().retire();
+            }
+        }
+        // Its clients' own pools (`upstream_proxy_protocol`) go too.
+        for pools in self.proxied.borrow().values() {
+            for p in pools.iter().filter(|p| p.borrow().host == host) {
                 p.borrow_mut().retire();
             }
         }

@@ -56,7 +56,8 @@ pub(super) async fn serve(
     stats.tcp_cx_total.inc();
     let (start, started) = (SystemTime::now(), Instant::now());
     let cluster = proxy.target.pick(shard.random());
-    let (flags, upstream, moved) = match connect(wire, cluster, proxy.max_connect_attempts).await {
+    let connected = connect(wire, cluster, proxy.max_connect_attempts, addresses).await;
+    let (flags, upstream, moved) = match connected {
         Err((flag, tried)) => (flag, tried, Moved::default()),
         Ok(mut up) => {
             let limits = TunnelLimits {
@@ -116,6 +117,7 @@ async fn connect(
     wire: &WireShard,
     cluster: &str,
     attempts: u32,
+    down: &super::opening::Addresses,
 ) -> Result<Upstream, (&'static str, Option<SocketAddr>)> {
     let shard = &wire.shard;
     let stats = &shard.stats;
@@ -123,7 +125,7 @@ async fn connect(
     for _ in 0..attempts {
         // A fresh look at the snapshot per attempt, held only while
         // picking: a connect never pins a superseded config.
-        let (addr, host, timeout, tls, budget) = {
+        let (addr, host, timeout, tls, budget, header) = {
             let snap = shard.snapshot();
             let Some(c) = snap.cluster(cluster) else {
                 stats.tunnel.tcp_no_route.inc();
@@ -135,16 +137,36 @@ async fn connect(
             };
             let budget = wire.budget(&c.config);
             let tls = c.config.upstream.tls.clone();
+            // The cluster's PROXY header names this tunnel's client.
+            let header = c
+                .config
+                .upstream
+                .proxy_protocol
+                .as_ref()
+                .map(|p| super::tls::proxy_header(p, (down.peer, down.local), &down.tlvs));
             (
                 pick.host.address,
                 pick.host.id,
                 c.config.connect_timeout,
                 tls,
                 budget,
+                header,
             )
         };
         tried = Some(addr);
-        match connect_host(wire, budget, (addr, host), (timeout, tls.as_deref())).await {
+        let preface = match &header {
+            Some(h) => super::tls::Preface::Header(h),
+            None => super::tls::Preface::None,
+        };
+        match connect_host(
+            wire,
+            budget,
+            (addr, host),
+            (timeout, tls.as_deref()),
+            preface,
+        )
+        .await
+        {
             Ok(up) => return Ok(up),
             Err(ConnectError::Overflow) => return Err(("UO", Some(addr))),
             Err(ConnectError::Failed(e)) => {
@@ -179,6 +201,7 @@ pub(super) async fn connect_host(
     budget: Rc<Budget>,
     (addr, host): (SocketAddr, HostId),
     (timeout, tls): (std::time::Duration, Option<&engine::tls::UpstreamTls>),
+    preface: super::tls::Preface<'_>,
 ) -> Result<Upstream, ConnectError> {
     let stats = &wire.shard.stats;
     let hs = stats.hosts.host(host);
@@ -186,7 +209,7 @@ pub(super) async fn connect_host(
         hs.cx_overflow.inc();
         return Err(ConnectError::Overflow);
     }
-    match connect_upstream(addr, timeout, tls).await {
+    match connect_upstream(addr, timeout, tls, preface).await {
         Ok((transport, alpn)) => {
             hs.cx_total.inc();
             hs.cx_active.inc();

@@ -344,19 +344,104 @@ pub(crate) async fn handshake(
     }
 }
 
-/// TCP within the connect timeout, then TLS within what is left of it
-/// (Envoy counts a TLS connection as connected once its handshake is
-/// done): the transport and the protocol ALPN chose.
+/// What an upstream connection sends before anything else: a cluster's
+/// PROXY protocol header (`envoy.transport_sockets.upstream_proxy_protocol`).
+#[derive(Debug, Clone, Copy)]
+pub enum Preface<'a> {
+    None,
+    /// The header naming a downstream client, encoded.
+    Header(&'a [u8]),
+    /// No client behind the connection (a health check, a mirror, an
+    /// authorization call): v2's LOCAL, or v1 with the connection's own
+    /// addresses, as Envoy sends.
+    Own {
+        v2: bool,
+    },
+}
+
+impl<'a> Preface<'a> {
+    /// For a cluster: its header, or none.
+    pub fn of(proxy: Option<&engine::UpstreamProxyProtocol>, header: Option<&'a [u8]>) -> Self {
+        match (proxy, header) {
+            (None, _) => Preface::None,
+            (Some(_), Some(h)) => Preface::Header(h),
+            (Some(p), None) => Preface::Own { v2: p.v2 },
+        }
+    }
+}
+
+/// A cluster's header for the downstream connection from `peer` to
+/// `local` with `tlvs` (those its listener's filter kept): v1, or v2 with
+/// the added TLVs first, then those `pass_through_tlvs` passes (Envoy's
+/// order).
+pub fn proxy_header(
+    p: &engine::UpstreamProxyProtocol,
+    (peer, local): (std::net::SocketAddr, std::net::SocketAddr),
+    tlvs: &[proxywire::Tlv],
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    if !p.v2 {
+        proxywire::encode_v1(Some((peer, local)), &mut out);
+        return out;
+    }
+    let mut list: Vec<proxywire::Tlv> = p
+        .added_tlvs
+        .iter()
+        .map(|(kind, value)| proxywire::Tlv {
+            kind: *kind,
+            value: value.clone(),
+        })
+        .collect();
+    list.extend(
+        tlvs.iter()
+            .filter(|t| p.pass_through.includes(t.kind))
+            .cloned(),
+    );
+    proxywire::encode_v2(
+        proxywire::Command::Proxy,
+        Some((peer, local)),
+        &list,
+        &mut out,
+    );
+    out
+}
+
+/// TCP within the connect timeout, then the PROXY header if the cluster
+/// has one, then TLS within what is left of the timeout (Envoy counts a
+/// TLS connection as connected once its handshake is done): the
+/// transport and the protocol ALPN chose.
 pub(crate) async fn connect_upstream(
     addr: std::net::SocketAddr,
     timeout: Duration,
     tls: Option<&UpstreamTls>,
+    preface: Preface<'_>,
 ) -> io::Result<(Transport, Option<Proto>)> {
+    use futures_lite::AsyncWriteExt;
     let started = std::time::Instant::now();
-    let tcp = TcpStream::connect_timeout(addr, timeout)
+    let mut tcp = TcpStream::connect_timeout(addr, timeout)
         .await
         .map_err(io::Error::from)?;
     let _ = tcp.set_nodelay(true);
+    let own;
+    let header: &[u8] = match preface {
+        Preface::None => &[],
+        Preface::Header(h) => h,
+        Preface::Own { v2 } => {
+            let mut out = Vec::new();
+            match v2 {
+                true => proxywire::encode_v2(proxywire::Command::Local, None, &[], &mut out),
+                false => {
+                    let local = tcp.local_addr()?;
+                    proxywire::encode_v1(Some((local, addr)), &mut out);
+                }
+            }
+            own = out;
+            &own
+        }
+    };
+    if !header.is_empty() {
+        tcp.write_all(header).await?;
+    }
     match tls {
         None => Ok((Transport::Plain(tcp), None)),
         Some(t) => {
@@ -373,8 +458,9 @@ pub async fn connect_backend(
     addr: std::net::SocketAddr,
     timeout: Duration,
     tls: Option<&UpstreamTls>,
+    preface: Preface<'_>,
 ) -> io::Result<Transport> {
-    Ok(connect_upstream(addr, timeout, tls).await?.0)
+    Ok(connect_upstream(addr, timeout, tls, preface).await?.0)
 }
 
 /// Opens TLS to a backend over `tcp` within `within`: the transport and

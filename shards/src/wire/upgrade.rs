@@ -92,7 +92,13 @@ pub(super) async fn run(
     }
     let budget = wire.budget(&cluster);
     let tls = cluster.upstream.tls.as_deref();
-    let connected = connect_host(wire, budget, (addr, host), (cluster.connect_timeout, tls)).await;
+    let header = streams.cx.proxy_header(&cluster);
+    let preface = match &header {
+        Some(h) => super::tls::Preface::Header(h),
+        None => super::tls::Preface::None,
+    };
+    let timing = (cluster.connect_timeout, tls);
+    let connected = connect_host(wire, budget, (addr, host), timing, preface).await;
     let failed = match connected {
         Ok(up) if codec.as_ref().is_some_and(|c| !c.is_h2()) && up.h2 => {
             // An `auto_config` cluster's ALPN picked HTTP/2: the request

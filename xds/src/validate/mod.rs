@@ -40,6 +40,7 @@ mod tls;
 mod tracing;
 mod upgrade;
 mod upstream;
+mod upstream_proxy;
 
 pub use cluster::{cluster, cluster_load_assignment};
 pub(crate) use common::{reject_set, socket_address};

@@ -76,12 +76,16 @@ pub(super) fn upstream_options(
             max_requests = common.max_requests_per_connection;
         }
     }
-    let tls = match &c.transport_socket {
-        Some(ts) => Some(transport_socket(
-            ts,
-            chosen.protocol,
-            &path.field("transport_socket"),
-        )?),
+    let tspath = path.field("transport_socket");
+    let (inner, proxy_protocol, ipath) = match &c.transport_socket {
+        Some(ts) => match super::upstream_proxy::unwrap(ts, &tspath)? {
+            Some((pp, inner, ipath)) => (inner, Some(pp), ipath),
+            None => (Some(ts.clone()), None, tspath.clone()),
+        },
+        None => (None, None, tspath.clone()),
+    };
+    let tls = match &inner {
+        Some(ts) => Some(transport_socket(ts, chosen.protocol, &ipath)?),
         None => None,
     };
     if chosen.protocol == UpstreamProtocol::Auto && tls.is_none() {
@@ -99,6 +103,7 @@ pub(super) fn upstream_options(
             max_requests_per_connection: max_requests.filter(|&n| n > 0),
             http1_trailers: enable_trailers,
             idle_timeout,
+            proxy_protocol,
         },
     ))
 }

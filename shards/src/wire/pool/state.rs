@@ -80,11 +80,17 @@ pub struct Pool {
     pub(super) next_gen: u32,
     /// Streams of this shard on this host now: what least request compares.
     pub in_flight: u32,
+    /// The PROXY header its connections open with: the one client's it
+    /// serves (a cluster with `upstream_proxy_protocol` has a pool per
+    /// downstream client, as Envoy keys its pools by the header's
+    /// addresses); `None`: its cluster sends none, or this is the host's
+    /// shared pool, whose connections have no client behind them.
+    pub(crate) proxy_header: Option<Box<[u8]>>,
     /// With `auto_config`: what ALPN chose on the last handshake.
     pub(super) auto: Option<Proto>,
     /// The host left the snapshot: no new streams; connections close once
     /// their streams are done.
-    pub(super) retired: bool,
+    pub(crate) retired: bool,
     /// The cluster's circuit breakers on this shard, shared by its pools.
     pub budget: Rc<Budget>,
     /// The cluster's Envoy series on this shard, shared by its pools.
@@ -114,6 +120,7 @@ impl Pool {
             backoff: BACKOFF_BASE,
             next_gen: 0,
             in_flight: 0,
+            proxy_header: None,
             auto: None,
             retired: false,
             budget,

@@ -18,7 +18,7 @@ use crate::wire::codec::Proto;
 use crate::wire::inbox::{park, Delivered, Inboxes};
 use crate::wire::outbuf::OutBuf;
 use crate::wire::readbuf::ReadBuf;
-use crate::wire::tls::{connect_upstream, Transport};
+use crate::wire::tls::{connect_upstream, Preface, Transport};
 use crate::wire::upcodec::UpCodec;
 
 /// How long a closing upstream connection may take to write its last
@@ -33,7 +33,7 @@ const READ_SIZE: usize = 32 * 1024;
 /// tasks gave it, reads, and routes events to the downstream connections
 /// owning their streams.
 pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
-    let (addr, host, timeout, shard_stats, tls, cluster) = {
+    let (addr, host, timeout, shard_stats, tls, cluster, proxy, header) = {
         let p = pool.borrow();
         (
             p.addr,
@@ -42,12 +42,15 @@ pub(super) async fn drive(pool: PoolRef, slot: usize, gen: u32) {
             Arc::clone(&p.stats),
             p.cluster.upstream.tls.clone(),
             Arc::clone(&p.cluster_stats),
+            p.cluster.upstream.proxy_protocol.clone(),
+            p.proxy_header.clone(),
         )
     };
     let stats = shard_stats.hosts.host(host);
     let began = Instant::now();
     cluster.upstream_cx_total.inc();
-    let connected = connect_upstream(addr, timeout, tls.as_deref()).await;
+    let preface = Preface::of(proxy.as_ref(), header.as_deref());
+    let connected = connect_upstream(addr, timeout, tls.as_deref(), preface).await;
     // Envoy's: a connection's length from its start, a failed one's too
     // (0 where refused at once); its connect time only once it is up.
     let _length = ConnectionLength(&cluster.upstream_cx_length_ms, began);

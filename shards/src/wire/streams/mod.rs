@@ -93,6 +93,9 @@ pub(crate) struct ConnCx {
     /// The socket's peer (the proxy that sent a PROXY header, if any):
     /// `%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%`.
     pub direct_peer: SocketAddr,
+    /// The PROXY header's TLVs its listener's filter kept (for an
+    /// upstream PROXY header).
+    pub tlvs: Box<[proxywire::Tlv]>,
     /// The address the client connected to (a PROXY header's
     /// destination, if any; its port serves `strip_matching_host_port`).
     pub local: SocketAddr,
@@ -127,6 +130,17 @@ pub(crate) struct ConnCx {
 }
 
 impl ConnCx {
+    /// The PROXY header `cluster` sends ahead of a connection for this
+    /// client, if it sends one.
+    pub fn proxy_header(&self, cluster: &engine::Cluster) -> Option<Vec<u8>> {
+        let p = cluster.upstream.proxy_protocol.as_ref()?;
+        Some(crate::wire::tls::proxy_header(
+            p,
+            (self.peer, self.local),
+            &self.tlvs,
+        ))
+    }
+
     /// The connection manager of this connection's chain in `snap` (RDS may
     /// have changed its routes), else as the connection opened under it.
     pub fn hcm<'a>(&'a self, snap: &'a Snapshot) -> Option<&'a HttpConnectionManager> {
@@ -302,7 +316,12 @@ impl Streams {
     pub fn new(
         wire: &Rc<WireShard>,
         conn: DownCodec,
-        (peer, direct_peer, local): (SocketAddr, SocketAddr, SocketAddr),
+        (peer, direct_peer, local, tlvs): (
+            SocketAddr,
+            SocketAddr,
+            SocketAddr,
+            Box<[proxywire::Tlv]>,
+        ),
         listener: &Arc<Listener>,
         chain: usize,
         (sni, peer_identity): (Option<Box<str>>, Option<Arc<engine::rbac::PeerIdentity>>),
@@ -363,6 +382,7 @@ impl Streams {
                 inbox: wire.inboxes.open(),
                 peer,
                 direct_peer,
+                tlvs,
                 local,
                 listener: Arc::clone(listener),
                 chain: chain_id,

@@ -178,7 +178,8 @@ impl Streams {
                 // Counted in flight at once: the next pick (least request)
                 // sees it. Within the cluster's circuit breakers
                 // (`max_connection_pools`, `max_requests`).
-                match wire.pool(pick.host, pick.cluster) {
+                let client = (self.cx.peer, self.cx.local, &*self.cx.tlvs);
+                match wire.pool_for(pick.host, pick.cluster, client) {
                     Some(pool) if pool.borrow().budget.try_request() => {
                         pool.borrow_mut().in_flight += 1;
                         target = Some(Target {

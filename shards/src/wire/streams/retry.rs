@@ -297,7 +297,8 @@ impl Streams {
                 shard.stats.rq_no_healthy_upstream.inc();
                 return Err(LocalReply::NoHealthyUpstream);
             };
-            match wire.pool(pick.host, cluster) {
+            let client = (cx.peer, cx.local, &*cx.tlvs);
+            match wire.pool_for(pick.host, cluster, client) {
                 Some(pool) if pool.borrow().budget.try_request() => Ok((pick.host.id, pool)),
                 _ => {
                     shard
