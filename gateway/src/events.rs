@@ -64,6 +64,11 @@ pub enum AdsEvent {
         gen: u64,
         response: DiscoveryResponse,
     },
+    /// Delta xDS (`DELTA_GRPC`).
+    DeltaResponse {
+        gen: u64,
+        response: xds::pb::envoy::service::discovery::v3::DeltaDiscoveryResponse,
+    },
     Lost {
         gen: u64,
         reason: String,

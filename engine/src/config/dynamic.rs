@@ -22,6 +22,9 @@ pub struct AdsConfig {
     /// `grpc_services[0].envoy_grpc.authority` (default: the cluster name).
     pub authority: String,
     pub set_node_on_first_message_only: bool,
+    /// `api_type: DELTA_GRPC` (or `AGGREGATED_DELTA_GRPC`): incremental
+    /// xDS (`DeltaAggregatedResources`).
+    pub delta: bool,
 }
 
 /// Where one resource type comes from (`ConfigSource`).

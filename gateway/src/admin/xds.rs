@@ -44,6 +44,8 @@ pub struct XdsTypeView {
     pub last_error: Option<XdsError>,
     pub accepted: u64,
     pub rejected: u64,
+    /// Delta xDS: removals of names that were not held (ignored).
+    pub unknown_removals: u64,
     /// Subscribed names (RDS and EDS).
     pub subscribed: Vec<String>,
     /// Names of the resources held.
@@ -81,6 +83,7 @@ pub(super) fn dump(v: &XdsView) -> Value {
                 "last_updated": t.last_update.map(rfc3339),
                 "accepted": t.accepted,
                 "rejected": t.rejected,
+                "unknown_removals": t.unknown_removals,
                 "subscribed": t.subscribed,
                 "names": t.resources,
                 "error_state": error_state,
@@ -133,7 +136,7 @@ pub(super) fn prometheus(v: &XdsView, out: &mut String) {
         v.connect_failures
     );
     type Count = fn(&XdsTypeView) -> u64;
-    let per_type: [(&str, &str, Count); 2] = [
+    let per_type: [(&str, &str, Count); 3] = [
         (
             "gateway_xds_update_accepted_total",
             "xDS updates accepted (ACKed) per resource type.",
@@ -143,6 +146,11 @@ pub(super) fn prometheus(v: &XdsView, out: &mut String) {
             "gateway_xds_update_rejected_total",
             "xDS updates rejected (NACKed) per resource type.",
             |t| t.rejected,
+        ),
+        (
+            "gateway_xds_unknown_removals_total",
+            "Delta xDS removals of resources that were not held (ignored), per resource type.",
+            |t| t.unknown_removals,
         ),
     ];
     for (name, help, f) in per_type {
@@ -293,6 +301,7 @@ mod tests {
                     }),
                     accepted: 3,
                     rejected: 1,
+                    unknown_removals: 0,
                     subscribed: vec![],
                     resources: vec!["backend".into()],
                 },
@@ -331,6 +340,7 @@ mod tests {
                         "last_updated": "2026-11-22T13:45:01.123Z",
                         "accepted": 3,
                         "rejected": 1,
+                        "unknown_removals": 0,
                         "subscribed": [],
                         "names": ["backend"],
                         "error_state": {
@@ -347,6 +357,7 @@ mod tests {
                         "last_updated": null,
                         "accepted": 0,
                         "rejected": 0,
+                        "unknown_removals": 0,
                         "subscribed": ["local_route"],
                         "names": [],
                         "error_state": null,
@@ -383,6 +394,10 @@ gateway_xds_update_accepted_total{type=\"routes\"} 0
 # TYPE gateway_xds_update_rejected_total counter
 gateway_xds_update_rejected_total{type=\"clusters\"} 1
 gateway_xds_update_rejected_total{type=\"routes\"} 0
+# HELP gateway_xds_unknown_removals_total Delta xDS removals of resources that were not held (ignored), per resource type.
+# TYPE gateway_xds_unknown_removals_total counter
+gateway_xds_unknown_removals_total{type=\"clusters\"} 0
+gateway_xds_unknown_removals_total{type=\"routes\"} 0
 # HELP gateway_xds_warming Resources received but not serving yet, by kind.
 # TYPE gateway_xds_warming gauge
 gateway_xds_warming{kind=\"listeners\"} 1

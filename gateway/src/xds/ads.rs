@@ -1,5 +1,6 @@
 //! The ADS stream: one gRPC call,
-//! `/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources`,
+//! `/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources`
+//! (or `DeltaAggregatedResources` for Delta xDS),
 //! over our own h2 client, kept up with jittered exponential backoff.
 //!
 //! This task only moves bytes: it hands the request half of each new
@@ -18,7 +19,7 @@ use engine::Cluster;
 use h2::RecvStream;
 use http::{HeaderMap, Request};
 use prost::Message;
-use xds::pb::envoy::service::discovery::v3::DiscoveryResponse;
+use xds::pb::envoy::service::discovery::v3::{DeltaDiscoveryResponse, DiscoveryResponse};
 
 use super::grpc::Decoder;
 use crate::events::{AdsEvent, Event, EventSender};
@@ -26,6 +27,9 @@ use crate::io;
 
 pub const ADS_PATH: &str =
     "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+/// Delta xDS's method.
+pub const DELTA_ADS_PATH: &str =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
 
 /// Envoy's defaults for xDS stream retries.
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
@@ -46,6 +50,8 @@ const KEEPALIVE_PROBES: u32 = 3;
 pub struct AdsTarget {
     pub cluster: Rc<RefCell<Arc<Cluster>>>,
     pub authority: String,
+    /// Delta xDS (`DeltaAggregatedResources`), else State of the World.
+    pub delta: bool,
 }
 
 /// Runs until dropped: connect, stream, and on any loss reconnect (to the
@@ -112,7 +118,12 @@ async fn stream(
             *conn_error2.borrow_mut() = Some(e.to_string());
         }
     });
-    let request = Request::post(format!("http://{}{ADS_PATH}", target.authority))
+    let path = if target.delta {
+        DELTA_ADS_PATH
+    } else {
+        ADS_PATH
+    };
+    let request = Request::post(format!("http://{}{path}", target.authority))
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .body(())
@@ -143,7 +154,7 @@ async fn stream(
         if let Some(status) = grpc_status(&parts.headers) {
             return Err(format!("{addr}: stream refused: {status}"));
         }
-        read_responses(body, addr, gen, events, backoff).await
+        read_responses(body, (addr, target.delta), gen, events, backoff).await
     }
     .await;
     match result {
@@ -174,7 +185,7 @@ fn set_keepalive(tcp: &glommio::net::TcpStream) {
 
 async fn read_responses(
     mut body: RecvStream,
-    addr: SocketAddr,
+    (addr, delta): (SocketAddr, bool),
     gen: u64,
     events: &EventSender,
     backoff: &mut Backoff,
@@ -185,16 +196,22 @@ async fn read_responses(
         let _ = body.flow_control().release_capacity(chunk.len());
         decoder.push(&chunk);
         while let Some(msg) = decoder.next_message().map_err(|e| format!("{addr}: {e}"))? {
-            let response = DiscoveryResponse::decode(msg)
-                .map_err(|e| format!("{addr}: invalid DiscoveryResponse: {e}"))?;
+            let event = match delta {
+                false => AdsEvent::Response {
+                    gen,
+                    response: DiscoveryResponse::decode(msg)
+                        .map_err(|e| format!("{addr}: invalid DiscoveryResponse: {e}"))?,
+                },
+                true => AdsEvent::DeltaResponse {
+                    gen,
+                    response: DeltaDiscoveryResponse::decode(msg)
+                        .map_err(|e| format!("{addr}: invalid DeltaDiscoveryResponse: {e}"))?,
+                },
+            };
             // The server answers: this stream works, so the next loss starts
             // the backoff afresh.
             backoff.reset();
-            if events
-                .send(Event::Ads(AdsEvent::Response { gen, response }))
-                .await
-                .is_err()
-            {
+            if events.send(Event::Ads(event)).await.is_err() {
                 return Ok("shutting down".into());
             }
         }

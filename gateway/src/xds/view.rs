@@ -63,6 +63,7 @@ pub fn xds_view(
                 }),
                 accepted: st.accepted,
                 rejected: st.rejected,
+                unknown_removals: st.unknown_removals,
                 subscribed: c.subscribed(kind).map(str::to_owned).collect(),
                 resources,
             }

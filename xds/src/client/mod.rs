@@ -14,6 +14,9 @@
 //! every one of them validates.
 
 mod compose;
+mod delta;
+#[cfg(test)]
+mod delta_tests;
 mod resources;
 #[cfg(test)]
 mod tests;
@@ -29,6 +32,7 @@ use crate::pb::envoy::config::core::v3::Node;
 use crate::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
 use crate::pb::google::rpc::Status;
 
+pub use delta::DeltaOutcome;
 pub use resources::{decode, Decoded, ResourceType};
 
 /// gRPC `INVALID_ARGUMENT`, the code Envoy puts in a NACK's `error_detail`.
@@ -44,6 +48,8 @@ pub struct TypeStatus {
     pub last_error: Option<Rejection>,
     pub accepted: u64,
     pub rejected: u64,
+    /// Delta xDS: removals of names that were not held (ignored).
+    pub unknown_removals: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -124,6 +130,10 @@ pub struct XdsClient {
     warm: compose::Warm,
     /// When the first LDS/CDS fetch over ADS stops holding readiness back.
     init_deadline: Option<Instant>,
+    /// `ads_config.api_type: DELTA_GRPC`: the stream is incremental.
+    delta_mode: bool,
+    /// Delta xDS: each type's resources as sent, by name.
+    delta: [delta::DeltaType; 4],
 }
 
 impl XdsClient {
@@ -156,6 +166,8 @@ impl XdsClient {
             node_sent: false,
             warm: compose::Warm::default(),
             init_deadline: None,
+            delta_mode: dynamic.ads.as_ref().is_some_and(|a| a.delta),
+            delta: Default::default(),
         };
         let timeouts = [&dynamic.lds, &dynamic.cds]
             .into_iter()
@@ -298,6 +310,11 @@ impl XdsClient {
 
     pub fn status(&self, kind: ResourceType) -> &TypeStatus {
         &self.types[kind.index()].status
+    }
+
+    /// Whether the ADS stream is Delta xDS (`DELTA_GRPC`).
+    pub fn is_delta(&self) -> bool {
+        self.delta_mode
     }
 
     /// Subscribed names of an RDS/EDS type.

@@ -12,7 +12,7 @@ use crate::pb::envoy::config::endpoint::v3::ClusterLoadAssignment;
 use crate::pb::envoy::config::listener::v3::Listener as PbListener;
 use crate::pb::envoy::config::route::v3::RouteConfiguration;
 
-const BOOT: &str = r#"
+pub(super) const BOOT: &str = r#"
 node: { id: gw-1, cluster: edge, metadata: { team: x } }
 dynamic_resources:
   ads_config:
@@ -34,7 +34,7 @@ static_resources:
         explicit_http_config: { http2_protocol_options: {} }
 "#;
 
-fn boot(yaml: &str) -> engine::Bootstrap {
+pub(super) fn boot(yaml: &str) -> engine::Bootstrap {
     crate::bootstrap::from_str(yaml, crate::bootstrap::Format::Yaml).unwrap()
 }
 
@@ -47,7 +47,7 @@ fn any<M: Message + Name + Default>(yaml: &str) -> prost_types::Any {
     }
 }
 
-fn eds_cluster(name: &str) -> prost_types::Any {
+pub(super) fn eds_cluster(name: &str) -> prost_types::Any {
     any::<PbCluster>(&format!(
         r#"
 name: {name}
@@ -80,7 +80,7 @@ fn any_cla(m: &ClusterLoadAssignment) -> prost_types::Any {
     }
 }
 
-fn cla(name: &str, ports: &[u16]) -> prost_types::Any {
+pub(super) fn cla(name: &str, ports: &[u16]) -> prost_types::Any {
     let eps: Vec<String> = ports
         .iter()
         .map(|p| format!("{{ endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {p} }} }} }} }}"))

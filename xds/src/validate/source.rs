@@ -88,8 +88,9 @@ pub fn ads_config(a: &core::ApiConfigSource, path: &Path) -> Result<AdsConfig> {
         rate_limit_settings,
         config_validators
     );
-    match ApiType::try_from(a.api_type) {
-        Ok(ApiType::Grpc | ApiType::AggregatedGrpc) => {}
+    let delta = match ApiType::try_from(a.api_type) {
+        Ok(ApiType::Grpc | ApiType::AggregatedGrpc) => false,
+        Ok(ApiType::DeltaGrpc | ApiType::AggregatedDeltaGrpc) => true,
         Ok(other) => {
             return Err(Error::unsupported_value(
                 path.field("api_type"),
@@ -102,7 +103,7 @@ pub fn ads_config(a: &core::ApiConfigSource, path: &Path) -> Result<AdsConfig> {
                 format!("unknown value {}", a.api_type),
             ))
         }
-    }
+    };
     if ApiVersion::try_from(a.transport_api_version) != Ok(ApiVersion::V3) {
         return Err(Error::invalid(
             path.field("transport_api_version"),
@@ -146,6 +147,7 @@ pub fn ads_config(a: &core::ApiConfigSource, path: &Path) -> Result<AdsConfig> {
             envoy_grpc.authority.clone()
         },
         set_node_on_first_message_only: a.set_node_on_first_message_only,
+        delta,
     })
 }
 
