@@ -142,6 +142,11 @@ struct Control {
     health_push_at: Option<Instant>,
     /// The overload manager's sampler, told each snapshot's configuration.
     overload: Option<crate::overload::Sampler>,
+    /// The process's listening sockets, and whether the first
+    /// configuration is complete: then a hot restart's sockets no listener
+    /// took are closed, and `ready` tells the main thread.
+    sockets: Arc<shards::wire::sockets::ListenSockets>,
+    ready: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The control shard: reads the file sources, starts the data shards and
@@ -203,11 +208,7 @@ pub(crate) async fn run(
             return;
         }
     };
-    // A hot restart's sockets for addresses this config no longer has:
-    // closed now (the previous process closes its copies as it stops).
-    for addr in layout.sockets.release_untaken() {
-        tracing::info!(%addr, "hot restart: not listening on {addr} any more");
-    }
+
     let listeners = snap
         .listeners
         .iter()
@@ -226,6 +227,9 @@ pub(crate) async fn run(
     let mut control = Control::new(links, initial, admin_state, client, dynamic);
     control.events = inbox_sender;
     control.ads_cluster = ads_cluster;
+    control.sockets = Arc::clone(&layout.sockets);
+    control.ready = Arc::clone(&layout.ready);
+    control.note_ready();
     match crate::overload::Sampler::start(Arc::clone(&layout.overload)) {
         Ok(s) => {
             s.configure(control.current.overload.clone());
@@ -416,6 +420,8 @@ impl Control {
             health,
             health_push_at: None,
             overload: None,
+            sockets: Arc::default(),
+            ready: Arc::default(),
         }
     }
 
@@ -437,6 +443,10 @@ impl Control {
             let Some(event) = event else { break };
             let refresh = match event {
                 Event::Command(Command::Shutdown) => break,
+                Event::Command(Command::StopAdmin) => {
+                    self.admin.stop();
+                    false
+                }
                 Event::Command(Command::Reload(boot, reply)) => {
                     let result = self.reload(*boot).await;
                     // The admin shows the new config before the caller
@@ -887,11 +897,32 @@ impl Control {
         }
     }
 
+    /// Once the first configuration is complete (static, or the first
+    /// xDS fetches done or timed out, and no listener warming): a hot
+    /// restart's sockets for
+    /// addresses no listener took are closed (the previous process closes
+    /// its copies as it stops), and the main thread hears it.
+    fn note_ready(&mut self) {
+        use std::sync::atomic::Ordering;
+        // Initialized, and no listener still waiting for its routes: every
+        // listener of the first configuration has taken its sockets.
+        let complete =
+            self.dynamic.is_none() || (self.initialized && self.client.warming().0.is_empty());
+        if !complete || self.ready.load(Ordering::Acquire) {
+            return;
+        }
+        for addr in self.sockets.release_untaken() {
+            tracing::info!(%addr, "hot restart: not listening on {addr} any more");
+        }
+        self.ready.store(true, Ordering::Release);
+    }
+
     fn refresh_admin(&mut self) {
         if self.dynamic.is_none() {
             return;
         }
         self.initialized = self.client.initialized(Instant::now());
+        self.note_ready();
         let link = view::StreamState {
             connected: self.ads.send.is_some(),
             server: self.ads.server,

@@ -80,6 +80,8 @@ pub enum AdsEvent {
 pub(crate) enum Command {
     Reload(Box<Bootstrap>, mpsc::Sender<Result<u64, String>>),
     Shutdown,
+    /// A hot restart's successor took over: the admin socket is its now.
+    StopAdmin,
     /// From the admin server's thread (its own channel: see
     /// `control::forward_admin`).
     Admin(AdminAction),

@@ -22,6 +22,10 @@ pub(crate) struct Layout {
     pub sockets: Arc<shards::wire::sockets::ListenSockets>,
     /// The overload manager's state.
     pub overload: Arc<shards::overload::OverloadState>,
+    /// Set once the first configuration is complete (static, or the first
+    /// xDS fetches done or timed out): what a hot restart waits for before
+    /// it tells the previous process to drain.
+    pub ready: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One data shard: the channel to it, the channel of its replies, and its

@@ -58,6 +58,8 @@ pub struct GatewayHandle {
     control: Option<JoinHandle<()>>,
     /// The access log writer thread, shared with the data shards.
     logs: Arc<shards::access_log::LogWriter>,
+    /// The first configuration is complete (see `Layout::ready`).
+    ready: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl GatewayHandle {
@@ -83,6 +85,26 @@ impl GatewayHandle {
             let _ = t.join();
         }
         self.logs.stop();
+    }
+
+    /// Waits (up to `limit`) until the first configuration is complete:
+    /// static, or the first xDS fetches done (or their initial fetch
+    /// timeouts passed). Whether it is.
+    pub fn wait_ready(&self, limit: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + limit;
+        while !self.ready.load(std::sync::atomic::Ordering::Acquire) {
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// Stops the admin server (its socket stays open for a hot restart's
+    /// successor, which serves it).
+    pub fn stop_admin(&self) {
+        self.commands.send(Command::StopAdmin);
     }
 
     /// Blocks until the gateway stops.
@@ -117,6 +139,8 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
         shards::access_log::LogWriter::start().map_err(|e| StartError::Control(e.to_string()))?,
     );
     let logs2 = Arc::clone(&logs);
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ready2 = Arc::clone(&ready);
     let (started_tx, started_rx) = mpsc::channel();
     let stats2 = shard_stats.clone();
     let control = std::thread::Builder::new()
@@ -142,6 +166,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 drain: opts.drain,
                 sockets: Arc::clone(&opts.sockets),
                 overload: shards::overload::OverloadState::new(),
+                ready: ready2,
             };
             ex.run(crate::control::run(
                 bootstrap, layout, stats2, cmd_rx, started_tx,
@@ -156,6 +181,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
             commands: cmd_tx,
             control: Some(control),
             logs,
+            ready,
         }),
         Ok(Err(e)) => {
             let _ = control.join();

@@ -102,8 +102,15 @@ pub async fn run(
                 // Connections close by the end of the drain time (then
                 // write what is left for at most a second).
                 let until = Instant::now() + drain.time + Duration::from_millis(1100);
-                while stats.downstream.cx_active.get() > 0 && Instant::now() < until {
+                // A connection accepted just before the accept loops
+                // stopped has a task that has not run yet, so it is not
+                // counted open: let it run first (else the shard would end
+                // with it, and its client would be reset unanswered).
+                loop {
                     glommio::timer::sleep(Duration::from_millis(10)).await;
+                    if stats.downstream.cx_active.get() == 0 || Instant::now() >= until {
+                        break;
+                    }
                 }
                 runtime.stop();
                 return;

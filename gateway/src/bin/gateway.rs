@@ -281,6 +281,13 @@ fn run(args: &Args) -> Result<(), ExitCode> {
     };
     let gw = start_gateway(args, bootstrap, cpus, sockets)?;
     print_addresses(&gw, args.demo, demo_cert.as_deref());
+    if hot.is_some() {
+        // Listeners and clusters from xDS first (or their initial fetch
+        // timeouts): the previous epoch serves until this one can.
+        while !gw.wait_ready(Duration::from_secs(10)) {
+            eprintln!("hot restart: waiting for the first xDS configuration before taking over");
+        }
+    }
     if let Some(s) = &successor {
         s.ready();
     }
@@ -292,6 +299,11 @@ fn run(args: &Args) -> Result<(), ExitCode> {
         }
     }
     serve_until_stop(args, &gw, &mut signals);
+    if HANDED_OVER.load(std::sync::atomic::Ordering::Acquire) {
+        // The successor serves the admin socket from now on: one admin
+        // answers on it (its `/ready` is not this draining one's).
+        gw.stop_admin();
+    }
     drain_and_stop(gw, signals, args.drain_time_s);
     drop(backends);
     if let Some(dir) = demo_cert.as_deref().and_then(std::path::Path::parent) {
@@ -300,12 +312,16 @@ fn run(args: &Args) -> Result<(), ExitCode> {
     Ok(())
 }
 
+/// A successor took over (hot restart): this process only drains.
+static HANDED_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// What a process does when its successor took over: stops as at
 /// SIGTERM (stops accepting, drains), and exits at the latest
 /// `--parent-shutdown-time-s` later.
 fn hand_over(h: &gateway::hot_restart::Options) -> impl FnOnce() + Send + 'static {
     let limit = h.parent_shutdown_time;
     move || {
+        HANDED_OVER.store(true, std::sync::atomic::Ordering::Release);
         std::thread::spawn(move || {
             std::thread::sleep(limit);
             eprintln!("hot restart: --parent-shutdown-time-s reached; exiting");

@@ -95,17 +95,21 @@ async fn stream(
     events: &EventSender,
     backoff: &mut Backoff,
 ) -> Result<String, String> {
-    let tcp = io::connect(addr, cluster.connect_timeout)
+    // TCP, then the cluster's TLS (mTLS with its client certificate)
+    // when it has a transport socket, as Envoy reaches its control plane.
+    let tls = cluster.upstream.tls.as_deref();
+    let none = shards::wire::tls::Preface::None;
+    let transport = shards::wire::tls::connect_backend(addr, cluster.connect_timeout, tls, none)
         .await
         .map_err(|e| format!("connect {addr}: {e}"))?;
-    set_keepalive(&tcp);
+    set_keepalive(transport.tcp());
     let (mut client, conn) = h2::client::Builder::new()
         .initial_max_send_streams(1)
         // Large pushes (10k-endpoint EDS) arrive without waiting for
         // window updates every 64 KiB.
         .initial_window_size(4 << 20)
         .initial_connection_window_size(8 << 20)
-        .handshake::<_, Bytes>(io::h2_io(tcp))
+        .handshake::<_, Bytes>(io::h2_transport(transport))
         .await
         .map_err(|e| format!("h2 handshake with {addr}: {e}"))?;
     // Dropping this task (when the stream ends) closes the connection. It

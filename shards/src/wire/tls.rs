@@ -32,6 +32,15 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// The TCP socket under it (for socket options).
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(t) => t,
+            Transport::Tls(t) => t.get_ref().0,
+            Transport::TlsClient(t) => t.get_ref().0,
+        }
+    }
+
     /// Who the client's certificate names, when it presented one (the
     /// chain asked for it and it verified).
     pub fn peer_identity(&self) -> Option<std::sync::Arc<engine::rbac::PeerIdentity>> {
