@@ -491,3 +491,88 @@ fn reload_keeps_xds_resources_and_refuses_to_change_dynamic_resources() {
     assert_eq!(get_n(addr, "/", 1), [(200, "b1".to_string())]);
     gw.shutdown();
 }
+
+/// ADS over TLS: the control plane is reached through the `xds` cluster's
+/// `UpstreamTlsContext` (its CA verifies the server). A first gateway
+/// terminates TLS in front of the (cleartext) ADS server with a
+/// `tcp_proxy` chain.
+#[test]
+fn ads_over_tls_verifies_the_control_plane() {
+    let b = backend("b1");
+    let server = AdsServer::start();
+    serve_echo(&server, &[b.addr()]);
+    let dir = std::env::temp_dir().join(format!("gw-ads-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = support::tls_client::cert(&["xds.internal"]);
+    let (cert, key) = (dir.join("xds.pem"), dir.join("xds.key"));
+    std::fs::write(&cert, &c.pem.0).unwrap();
+    std::fs::write(&key, &c.pem.1).unwrap();
+    let front = format!(
+        r#"static_resources:
+  listeners:
+  - name: xds_tls
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.tcp_proxy
+        typed_config: {{ "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: x, cluster: ads }}
+{}  clusters:
+  - name: ads
+    type: STATIC
+    connect_timeout: 1s
+    load_assignment:
+      cluster_name: ads
+      endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {} }} }} }} }}] }}]
+"#,
+        yaml::tls_socket(&cert, &key),
+        server.addr().port()
+    );
+    let front = start(
+        xds::bootstrap::from_str(&front, xds::bootstrap::Format::Yaml).expect("front"),
+        1,
+    );
+    let tls_addr = front.listener("xds_tls").expect("tls listener");
+    let upstream_tls = |ca: &std::path::Path| {
+        format!(
+            "    transport_socket:\n      name: envoy.transport_sockets.tls\n      typed_config:\n        \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext\n        sni: xds.internal\n        common_tls_context: {{ validation_context: {{ trusted_ca: {{ filename: {} }}, match_typed_subject_alt_names: [ {{ san_type: DNS, matcher: {{ exact: xds.internal }} }} ] }} }}\n",
+            ca.display()
+        )
+    };
+    let with_tls = |ca: &std::path::Path| {
+        let yaml = ads_bootstrap_yaml(tls_addr);
+        let at = "    typed_extension_protocol_options:";
+        let yaml = yaml.replacen(at, &format!("{}{at}", upstream_tls(ca)), 1);
+        xds::bootstrap::from_str(&yaml, xds::bootstrap::Format::Yaml).expect("bootstrap")
+    };
+    let gw = start(with_tls(&cert), 1);
+    let admin = gw.admin_addr.unwrap();
+    wait_ack(&server, type_url::LISTENER, "l1");
+    let addr = wait_listener(admin, "ingress");
+    assert!(get_n(addr, "/", 2)
+        .iter()
+        .all(|(s, b)| *s == 200 && b == "b1"));
+    gw.shutdown();
+
+    // A CA that did not sign the server's certificate: no stream, nothing
+    // served (the gateway keeps trying).
+    let other = support::tls_client::cert(&["xds.internal"]);
+    let other_ca = dir.join("other.pem");
+    std::fs::write(&other_ca, &other.pem.0).unwrap();
+    let before = server.streams();
+    let gw = start(with_tls(&other_ca), 1);
+    std::thread::sleep(Duration::from_millis(500));
+    let admin = gw.admin_addr.unwrap();
+    assert_eq!(
+        server.streams(),
+        before,
+        "no stream past a certificate that does not verify"
+    );
+    let (_, page) = admin_get(admin, "/config_dump");
+    assert!(
+        !page.contains("\"ingress\""),
+        "nothing from an unverified server"
+    );
+    gw.shutdown();
+    front.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
