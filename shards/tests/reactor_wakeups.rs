@@ -1,5 +1,5 @@
 //! glommio's patched reactor loop (third_party/glommio/PATCHES.md:
-//! `clock-preempt`, `one-enter-park`, `coop-taskrun`, `loop-clock`): an
+//! `clock-preempt`, `one-enter-park`, `coop-taskrun`, `loop-clock`, `waker-dedup`): an
 //! executor that parks submits what its tasks queued and sleeps in one
 //! `io_uring_enter`, keeps the link between its rings armed across sleeps,
 //! times its sleep out without a TIMEOUT request, yields to I/O at a
@@ -239,4 +239,36 @@ fn the_loop_time_is_read_again_after_a_park() {
             "the loop's time lags by {lag:?} after a park"
         );
     }
+}
+
+/// An accept raced against a loop of sleeps (the admin's stop poll, an
+/// accept loop paused by the overload manager) is polled again at every
+/// tick: its readiness poll must keep one waker, not one more per tick
+/// (glommio's `PATCH(waker-dedup)`). Past 32,767 ticks the task's reference
+/// count would overflow and the task hang; the accept must still take a
+/// connection that comes after all those ticks.
+#[test]
+fn an_accept_raced_against_a_ticker_keeps_one_waker() {
+    const TICKS: u32 = 40_000;
+    let accepted = on_executor(executor(), || async {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let ticks = std::cell::Cell::new(0u32);
+        let ticker = async {
+            while ticks.get() < TICKS {
+                glommio::timer::sleep(Duration::from_micros(20)).await;
+                ticks.set(ticks.get() + 1);
+            }
+            // Only now does a client come.
+            thread::spawn(move || std::net::TcpStream::connect(addr).map(|_| ()));
+            futures_lite::future::pending::<()>().await;
+        };
+        let accept = listener.accept();
+        futures_lite::future::or(async { accept.await.is_ok() }, async {
+            ticker.await;
+            false
+        })
+        .await
+    });
+    assert!(accepted, "the accept took the late connection");
 }

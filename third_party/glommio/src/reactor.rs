@@ -342,7 +342,11 @@ impl Reactor {
             .entry(id)
             .or_insert_with(|| (SmallVec::new(), None));
 
-        map.0.push(waker);
+        // PATCH(waker-dedup): at most one waker per task (see
+        // `Source::add_waiter_many`).
+        if !map.0.iter().any(|w| w.will_wake(&waker)) {
+            map.0.push(waker);
+        }
     }
 
     pub(crate) fn alloc_dma_buffer(&self, size: usize) -> DmaBuffer {

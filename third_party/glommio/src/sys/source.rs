@@ -289,8 +289,18 @@ impl Source {
 
     // adds a waiter to the list. Useful for streams that have many futures waiting
     // on a single I/O source
+    //
+    // PATCH(waker-dedup): at most one waker per task. A pending future is
+    // polled again each time its task wakes for anything else (an accept
+    // raced against a loop of sleeps: at every tick); upstream pushed a
+    // clone per poll, and 32,767 of them overflow the task's i16 reference
+    // count (glommio issue #391; #395 fixed only the stream paths).
     pub(crate) fn add_waiter_many(&self, waker: Waker) {
-        self.inner.borrow_mut().wakers.waiters.push(waker)
+        let mut inner = self.inner.borrow_mut();
+        let waiters = &mut inner.wakers.waiters;
+        if !waiters.iter().any(|w| w.will_wake(&waker)) {
+            waiters.push(waker)
+        }
     }
 
     pub(super) fn is_installed(&self) -> Option<bool> {
