@@ -1,9 +1,15 @@
-// Command xds-interop-server is a minimal go-control-plane ADS (State of the
-// World) management server used to check the gateway against the reference Go
-// control plane. It serves one snapshot for every node (an EDS cluster "echo",
-// its ClusterLoadAssignment, a Listener "ingress" with an HCM using RDS over
-// ADS, and the RouteConfiguration "routes"), and logs every DiscoveryRequest
-// as INITIAL / ACK / NACK so a script can check what the client did.
+// Command xds-interop-server is a minimal go-control-plane ADS management
+// server used to check the gateway against the reference Go control plane.
+// It serves one snapshot for every node (an EDS cluster "echo", its
+// ClusterLoadAssignment, a Listener "ingress" with an HCM using RDS over ADS,
+// and the RouteConfiguration "routes") over both State of the World
+// (StreamAggregatedResources) and Delta xDS (DeltaAggregatedResources, from
+// the same SnapshotCache), and logs every request as INITIAL / ACK / NACK
+// (api=sotw or api=delta) so a script can check what the client did.
+//
+// Delta requests carry no version_info: an ACK or NACK names a nonce, so
+// their lines show the system_version_info of the response that nonce came
+// with (the version ACKed or NACKed), which keeps one grep for both APIs.
 //
 // The snapshot is bumped to the next version (adding the --backend2 endpoint,
 // or toggling it off again) on SIGHUP, or once after --update-after. SIGUSR1
@@ -263,14 +269,55 @@ func main() {
 			if r.GetErrorDetail() != nil {
 				msg = fmt.Sprintf(" error=%q", r.GetErrorDetail().GetMessage())
 			}
-			log.Printf("REQUEST %s stream=%d type=%s version=%q nonce=%q names=%v%s%s",
+			log.Printf("REQUEST %s stream=%d type=%s version=%q nonce=%q names=%v%s%s api=sotw",
 				kind, id, shortType(r.GetTypeUrl()), r.GetVersionInfo(), r.GetResponseNonce(), r.GetResourceNames(), nodeDesc, msg)
 			return nil
 		},
 		StreamResponseFunc: func(_ context.Context, id int64, _ *discovery.DiscoveryRequest, resp *discovery.DiscoveryResponse) {
-			log.Printf("RESPONSE stream=%d type=%s version=%q nonce=%q resources=%d",
+			log.Printf("RESPONSE stream=%d type=%s version=%q nonce=%q resources=%d api=sotw",
 				id, shortType(resp.GetTypeUrl()), resp.GetVersionInfo(), resp.GetNonce(), len(resp.GetResources()))
 		},
+	}
+	dv := deltaVersions{byStream: map[int64]map[string]string{}}
+	cb.DeltaStreamOpenFunc = func(_ context.Context, id int64, typ string) error {
+		log.Printf("STREAM_OPEN stream=%d type=%q api=delta", id, typ)
+		return nil
+	}
+	cb.DeltaStreamClosedFunc = func(id int64, node *core.Node) {
+		dv.forget(id)
+		log.Printf("STREAM_CLOSED stream=%d node=%q api=delta", id, node.GetId())
+	}
+	cb.StreamDeltaRequestFunc = func(id int64, r *discovery.DeltaDiscoveryRequest) error {
+		kind, version := "INITIAL", ""
+		switch {
+		case r.GetErrorDetail() != nil:
+			kind, version = "NACK", dv.get(id, r.GetResponseNonce())
+		case r.GetResponseNonce() != "":
+			kind, version = "ACK", dv.get(id, r.GetResponseNonce())
+		}
+		nodeDesc := ""
+		if r.GetNode() != nil {
+			nodeDesc = fmt.Sprintf(" node=%q", r.GetNode().GetId())
+		}
+		msg := ""
+		if r.GetErrorDetail() != nil {
+			msg = fmt.Sprintf(" error=%q", r.GetErrorDetail().GetMessage())
+		}
+		// Go prints maps sorted by key: a stable line to grep.
+		log.Printf("REQUEST %s stream=%d type=%s version=%q nonce=%q names=%v unsubscribe=%v initial=%v%s%s api=delta",
+			kind, id, shortType(r.GetTypeUrl()), version, r.GetResponseNonce(), r.GetResourceNamesSubscribe(),
+			r.GetResourceNamesUnsubscribe(), r.GetInitialResourceVersions(), nodeDesc, msg)
+		return nil
+	}
+	cb.StreamDeltaResponseFunc = func(id int64, _ *discovery.DeltaDiscoveryRequest, resp *discovery.DeltaDiscoveryResponse) {
+		dv.put(id, resp.GetNonce(), resp.GetSystemVersionInfo())
+		var names []string
+		for _, r := range resp.GetResources() {
+			names = append(names, r.GetName())
+		}
+		log.Printf("RESPONSE stream=%d type=%s version=%q nonce=%q resources=%d names=%v removed=%v api=delta",
+			id, shortType(resp.GetTypeUrl()), resp.GetSystemVersionInfo(), resp.GetNonce(), len(names), names,
+			resp.GetRemovedResources())
 	}
 	srv := serverv3.NewServer(ctx, cache, cb)
 
@@ -325,3 +372,32 @@ type anyNode struct{}
 const anyNodeKey = "*"
 
 func (anyNode) ID(*core.Node) string { return anyNodeKey }
+
+// deltaVersions remembers, per Delta stream, the system_version_info each
+// response nonce was sent with (go-control-plane's Delta nonces count from 1
+// on every stream), so an ACK or NACK can be logged with its version.
+type deltaVersions struct {
+	mu       sync.Mutex
+	byStream map[int64]map[string]string
+}
+
+func (d *deltaVersions) put(stream int64, nonce, version string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byStream[stream] == nil {
+		d.byStream[stream] = map[string]string{}
+	}
+	d.byStream[stream][nonce] = version
+}
+
+func (d *deltaVersions) get(stream int64, nonce string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byStream[stream][nonce]
+}
+
+func (d *deltaVersions) forget(stream int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.byStream, stream)
+}

@@ -4,6 +4,7 @@
 //! loopback ([`DnsServer`]).
 
 pub mod ads;
+pub mod delta;
 pub mod dns;
 pub mod resources;
 

@@ -153,7 +153,11 @@ impl XdsClient {
         self.types[i].nonce = resp.nonce.clone();
         let mut next = self.delta[i].held.clone();
         let mut problem = None;
+        let mut named = std::collections::HashSet::new();
         for r in resp.resources {
+            if !named.insert(r.name.clone()) {
+                problem.get_or_insert(format!("resource {:?} is listed twice", r.name));
+            }
             match r.resource {
                 Some(any) => {
                     next.insert(r.name, (r.version, any));
@@ -163,11 +167,13 @@ impl XdsClient {
                 }
             }
         }
-        let mut removed = Vec::new();
+        let mut unknown = 0;
         for name in resp.removed_resources {
-            match next.remove(&name) {
-                Some(_) => removed.push(name),
-                None => self.types[i].status.unknown_removals += 1,
+            if named.contains(&name) {
+                problem.get_or_insert(format!("resource {name:?} is both sent and removed"));
+            }
+            if next.remove(&name).is_none() {
+                unknown += 1;
             }
         }
         let bodies: Vec<prost_types::Any> = next.values().map(|(_, a)| a.clone()).collect();
@@ -180,20 +186,12 @@ impl XdsClient {
         };
         match applied {
             Ok(more) => {
-                // Listeners and clusters were replaced whole; removed
-                // routes and endpoints leave now (a State-of-the-World
-                // response never removes those).
-                for name in &removed {
-                    match kind {
-                        ResourceType::Route => {
-                            self.routes.remove(name);
-                        }
-                        ResourceType::Endpoint => {
-                            self.endpoints.remove(name);
-                        }
-                        _ => {}
-                    }
-                }
+                // Listeners and clusters were replaced whole. A removed
+                // route table or endpoint assignment stays in use while a
+                // listener or cluster names it, as in Envoy (which ignores
+                // those removals): only its held copy goes, so the server
+                // sending it again applies.
+                self.types[i].status.unknown_removals += unknown;
                 self.delta[i].held = next;
                 let mut requests = vec![self.delta_ack(kind, None)];
                 requests.extend(more.into_iter().filter_map(|r| self.delta_of(r)));
