@@ -79,15 +79,6 @@ fn closed_unanswered(addr: SocketAddr) -> bool {
     get(&mut s).is_none()
 }
 
-fn counter(gw: &gateway::GatewayHandle, name: &str) -> u64 {
-    let s = admin_get(gw.admin_addr.expect("admin"), "/stats?format=text").1;
-    s.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("no {name} in /stats:\n{s}"))
-        .parse()
-        .expect("a number")
-}
-
 #[test]
 fn the_global_connection_limit_and_stop_accepting_connections() {
     let backend = H1Backend::start(|_| H1Answer::ok("ok"));
@@ -162,7 +153,7 @@ fn the_global_connection_limit_and_stop_accepting_connections() {
         addr.port()
     );
     wait_until(Duration::from_secs(5), "overflow counted", || {
-        counter(&gw, &label) >= 1
+        envoy_counter(&gw, &label) >= 1
     });
     drop((second, third));
     gw.shutdown();
@@ -199,7 +190,10 @@ fn stop_accepting_requests_and_disable_keepalive_follow_the_heap() {
     let (status, _) = get(&mut s).expect("answered");
     assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
     assert!(backend.requests().is_empty());
-    assert_eq!(counter(&gw, "http.ingress.downstream_rq_overload_close"), 1);
+    assert_eq!(
+        envoy_counter(&gw, "http.ingress.downstream_rq_overload_close"),
+        1
+    );
     assert_eq!(
         envoy_metric(
             admin,
@@ -241,7 +235,7 @@ fn stop_accepting_requests_and_disable_keepalive_follow_the_heap() {
         "the connection ended after its response"
     );
     assert_eq!(
-        counter(&gw, "http.ingress.downstream_cx_overload_disable_keepalive"),
+        envoy_counter(&gw, "http.ingress.downstream_cx_overload_disable_keepalive"),
         1
     );
     gw.shutdown();
@@ -298,7 +292,7 @@ fn reduce_timeouts_shortens_the_idle_timeout_and_reject_closes() {
         "listener.127.0.0.1_{}.downstream_cx_overload_reject",
         addr.port()
     );
-    assert!(counter(&gw, &label) >= 1);
+    assert!(envoy_counter(&gw, &label) >= 1);
     gw.shutdown();
 }
 

@@ -161,16 +161,6 @@ fn v2(src: SocketAddr, dst: SocketAddr, tlvs: &[(u8, &[u8])]) -> Vec<u8> {
     out
 }
 
-/// Envoy's counter `name` on the admin's `/stats` text form.
-fn counter(gw: &gateway::GatewayHandle, name: &str) -> u64 {
-    let s = admin_get(gw.admin_addr.expect("admin"), "/stats?format=text").1;
-    s.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("no {name} in /stats:\n{s}"))
-        .parse()
-        .expect("a number")
-}
-
 #[test]
 fn the_header_names_the_client_everywhere_and_the_proxy_stays_direct() {
     let t = setup();
@@ -215,9 +205,9 @@ fn the_header_names_the_client_everywhere_and_the_proxy_stays_direct() {
         lines[2].starts_with("any [2001:db8::7]:6000 127.0.0.1:"),
         "{log}"
     );
-    assert_eq!(counter(&t.gw, "proxy_proto.versions.v1.found"), 3);
-    assert_eq!(counter(&t.gw, "proxy_proto.versions.v2.found"), 2);
-    assert_eq!(counter(&t.gw, "downstream_cx_proxy_proto_error"), 0);
+    assert_eq!(envoy_counter(&t.gw, "proxy_proto.versions.v1.found"), 3);
+    assert_eq!(envoy_counter(&t.gw, "proxy_proto.versions.v2.found"), 2);
+    assert_eq!(envoy_counter(&t.gw, "downstream_cx_proxy_proto_error"), 0);
     t.gw.shutdown();
 }
 
@@ -247,10 +237,10 @@ fn bad_headers_are_closed_unanswered_and_counted_as_envoy_counts_them() {
     short[15] = 4;
     short.truncate(20);
     assert_eq!(send(addr, &short), None);
-    assert_eq!(counter(&t.gw, "proxy_proto.not_found_disallowed"), 1);
-    assert_eq!(counter(&t.gw, "proxy_proto.versions.v1.error"), 5);
-    assert_eq!(counter(&t.gw, "proxy_proto.versions.v2.error"), 1);
-    assert_eq!(counter(&t.gw, "downstream_cx_proxy_proto_error"), 7);
+    assert_eq!(envoy_counter(&t.gw, "proxy_proto.not_found_disallowed"), 1);
+    assert_eq!(envoy_counter(&t.gw, "proxy_proto.versions.v1.error"), 5);
+    assert_eq!(envoy_counter(&t.gw, "proxy_proto.versions.v2.error"), 1);
+    assert_eq!(envoy_counter(&t.gw, "downstream_cx_proxy_proto_error"), 7);
     assert!(t.backend.requests().is_empty());
 
     // `allow_requests_without_proxy_protocol`, its own `stat_prefix`, and
@@ -264,11 +254,23 @@ fn bad_headers_are_closed_unanswered_and_counted_as_envoy_counts_them() {
     );
     // A malformed header is refused even where none is required.
     assert_eq!(send(lenient, b"PROXY TCP9 x\r\n"), None);
-    assert_eq!(counter(&t.gw, "proxy_proto.edge.not_found_allowed"), 1);
-    assert_eq!(counter(&t.gw, "proxy_proto.edge.versions.v1.found"), 1);
-    assert_eq!(counter(&t.gw, "proxy_proto.edge.versions.v1.disallowed"), 1);
-    assert_eq!(counter(&t.gw, "proxy_proto.edge.versions.v1.error"), 1);
-    assert_eq!(counter(&t.gw, "downstream_cx_proxy_proto_error"), 8);
+    assert_eq!(
+        envoy_counter(&t.gw, "proxy_proto.edge.not_found_allowed"),
+        1
+    );
+    assert_eq!(
+        envoy_counter(&t.gw, "proxy_proto.edge.versions.v1.found"),
+        1
+    );
+    assert_eq!(
+        envoy_counter(&t.gw, "proxy_proto.edge.versions.v1.disallowed"),
+        1
+    );
+    assert_eq!(
+        envoy_counter(&t.gw, "proxy_proto.edge.versions.v1.error"),
+        1
+    );
+    assert_eq!(envoy_counter(&t.gw, "downstream_cx_proxy_proto_error"), 8);
     let prom = admin_get(t.gw.admin_addr.expect("admin"), "/stats/prometheus").1;
     for line in [
         "envoy_downstream_cx_proxy_proto_error{} 8",
@@ -338,9 +340,9 @@ fn a_slow_header_is_read_and_a_stalled_one_times_out_without_holding_anyone_up()
         "listener.127.0.0.1_{}.downstream_pre_cx_timeout",
         addr.port()
     );
-    assert_eq!(counter(&t.gw, &label), 2);
+    assert_eq!(envoy_counter(&t.gw, &label), 2);
     // Timeouts are not PROXY errors (as in Envoy).
-    assert_eq!(counter(&t.gw, "downstream_cx_proxy_proto_error"), 0);
+    assert_eq!(envoy_counter(&t.gw, "downstream_cx_proxy_proto_error"), 0);
     t.gw.shutdown();
 }
 

@@ -536,6 +536,16 @@ fn page_value(admin: SocketAddr, path: &str, series: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {series} in {path}:\n{text}"))
 }
 
+/// Envoy's counter `name` (`/stats`' text form, e.g. `proxy_proto.versions.v1.found`).
+pub fn envoy_counter(gw: &gateway::GatewayHandle, name: &str) -> u64 {
+    let s = admin_get(gw.admin_addr.expect("admin"), "/stats?format=text").1;
+    s.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} in /stats:\n{s}"))
+        .parse()
+        .expect("a number")
+}
+
 /// The `/clusters?format=json` entry of `host` in `cluster`.
 pub fn host_status(admin: SocketAddr, cluster: &str, host: SocketAddr) -> serde_json::Value {
     let (_, body) = admin_get(admin, "/clusters?format=json");

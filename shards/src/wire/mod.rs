@@ -197,25 +197,31 @@ impl WireShard {
                 if let Some(old) = pools[i].take() {
                     old.borrow_mut().retire();
                 }
-                let budget = self.budget(&cluster.config);
-                if !budget.try_pool() {
-                    self.shard.stats.hosts.host(host.id).cx_pool_overflow.inc();
-                    // Rare: the cluster's block is looked up by name.
-                    let c = self.shard.stats.envoy.clusters.get(&cluster.config.name);
-                    c.upstream_cx_pool_overflow.inc();
-                    return None;
-                }
-                let p = Pool::new(
-                    (host.address, host.id, host.hostname.clone()),
-                    Arc::clone(&cluster.config),
-                    Rc::clone(&self.inboxes),
-                    Arc::clone(&self.shard.stats),
-                    budget,
-                );
+                let p = self.new_pool(host, cluster)?;
                 pools[i] = Some(Rc::clone(&p));
                 Some(p)
             }
         }
+    }
+
+    /// A new pool for `host`, within its cluster's `max_connection_pools`
+    /// (`None`, counted, past it).
+    pub(crate) fn new_pool(&self, host: &Host, cluster: &ClusterSnapshot) -> Option<PoolRef> {
+        let budget = self.budget(&cluster.config);
+        if !budget.try_pool() {
+            self.shard.stats.hosts.host(host.id).cx_pool_overflow.inc();
+            // Rare: the cluster's block is looked up by name.
+            let c = self.shard.stats.envoy.clusters.get(&cluster.config.name);
+            c.upstream_cx_pool_overflow.inc();
+            return None;
+        }
+        Some(Pool::new(
+            (host.address, host.id, host.hostname.clone()),
+            Arc::clone(&cluster.config),
+            Rc::clone(&self.inboxes),
+            Arc::clone(&self.shard.stats),
+            budget,
+        ))
     }
 
     /// The circuit breakers of `cluster` on this shard, made on first use.

@@ -2,12 +2,11 @@
 
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use engine::snapshot::Host;
 use engine::ClusterSnapshot;
 
-use super::pool::{Pool, PoolRef};
+use super::pool::PoolRef;
 use super::WireShard;
 
 impl WireShard {
@@ -35,20 +34,7 @@ impl WireShard {
         {
             return Some(Rc::clone(p));
         }
-        let budget = self.budget(&cluster.config);
-        if !budget.try_pool() {
-            self.shard.stats.hosts.host(host.id).cx_pool_overflow.inc();
-            let c = self.shard.stats.envoy.clusters.get(&cluster.config.name);
-            c.upstream_cx_pool_overflow.inc();
-            return None;
-        }
-        let p = Pool::new(
-            (host.address, host.id, host.hostname.clone()),
-            Arc::clone(&cluster.config),
-            Rc::clone(&self.inboxes),
-            Arc::clone(&self.shard.stats),
-            budget,
-        );
+        let p = self.new_pool(host, cluster)?;
         let header = super::tls::proxy_header(proxy, key, tlvs);
         p.borrow_mut().proxy_header = Some(header.into_boxed_slice());
         pools.push(Rc::clone(&p));
