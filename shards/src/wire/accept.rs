@@ -125,6 +125,12 @@ pub(crate) async fn accept_loop(
         };
         match accepted {
             Ok(stream) => {
+                // Accepted just as `stop_accepting_connections` began (the
+                // accept was in flight): held unserved until it passes, as
+                // the backlog would have held it.
+                while overload.hits(Act::StopAcceptingConnections, || shard.unit()) {
+                    glommio::timer::sleep(OVERLOAD_RECHECK).await;
+                }
                 if overload.hits(Act::RejectIncomingConnections, || shard.unit()) {
                     shard.stats.downstream.cx_overload_reject.inc();
                     counted.downstream_cx_overload_reject.inc();
