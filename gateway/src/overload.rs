@@ -79,20 +79,11 @@ fn run(wanted: &(Mutex<Wanted>, Condvar), state: &OverloadState) {
 
 /// Every action off.
 fn clear(state: &OverloadState) {
-    for a in ALL {
+    for a in Act::ALL {
         state.set(a, 0.0);
     }
     state.set_pressures(0.0, 0.0);
 }
-
-const ALL: [Act; 6] = [
-    Act::StopAcceptingRequests,
-    Act::StopAcceptingConnections,
-    Act::RejectIncomingConnections,
-    Act::DisableHttpKeepalive,
-    Act::ReduceTimeouts,
-    Act::ShrinkHeap,
-];
 
 /// One refresh: the monitors' pressures, then each action's level.
 fn sample(config: &OverloadConfig, state: &OverloadState) {
@@ -107,7 +98,7 @@ fn sample(config: &OverloadConfig, state: &OverloadState) {
         Monitor::FixedHeap => heap,
         Monitor::DownstreamConnections => connections,
     };
-    for a in ALL {
+    for a in Act::ALL {
         let level = config
             .actions
             .iter()

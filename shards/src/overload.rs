@@ -21,9 +21,17 @@ pub enum Act {
     ShrinkHeap,
 }
 
-const ACTS: usize = 6;
-
 impl Act {
+    /// Every action, in index order.
+    pub const ALL: [Act; 6] = [
+        Act::StopAcceptingRequests,
+        Act::StopAcceptingConnections,
+        Act::RejectIncomingConnections,
+        Act::DisableHttpKeepalive,
+        Act::ReduceTimeouts,
+        Act::ShrinkHeap,
+    ];
+
     pub fn of(kind: &ActionKind) -> Self {
         match kind {
             ActionKind::StopAcceptingRequests => Act::StopAcceptingRequests,
@@ -42,7 +50,7 @@ const FULL: f64 = 1_000_000.0;
 /// The process's overload state (see the module's comment).
 #[derive(Debug, Default)]
 pub struct OverloadState {
-    levels: [AtomicU32; ACTS],
+    levels: [AtomicU32; Act::ALL.len()],
     /// Open downstream connections, every shard's.
     downstream_connections: AtomicU64,
     /// The monitors' last pressures, in millionths (for the admin).

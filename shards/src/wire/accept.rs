@@ -17,16 +17,6 @@ use crate::shard::Shard;
 /// again.
 const OVERLOAD_RECHECK: Duration = Duration::from_millis(50);
 
-/// Whether the overload manager has `stop_accepting_connections` (then an
-/// accept loop looks at it while it waits; else it costs no timer).
-fn pauses(shard: &Shard) -> bool {
-    shard.snapshot().overload.as_ref().is_some_and(|o| {
-        o.actions
-            .iter()
-            .any(|a| a.kind == engine::overload::ActionKind::StopAcceptingConnections)
-    })
-}
-
 /// The connections one listener's accept loop has open on this shard,
 /// for its runtime connection limit, and the loop waiting for one to
 /// close.
@@ -104,30 +94,12 @@ pub(crate) async fn accept_loop(
         while overload.hits(Act::StopAcceptingConnections, || shard.unit()) {
             glommio::timer::sleep(OVERLOAD_RECHECK).await;
         }
-        let accepted = match pauses(shard) {
-            // The action may start while the accept waits: it is dropped
-            // then (which loses no connection: glommio's polled accept).
-            true => {
-                let paused = async {
-                    loop {
-                        glommio::timer::sleep(OVERLOAD_RECHECK).await;
-                        if overload.hits(Act::StopAcceptingConnections, || shard.unit()) {
-                            return None;
-                        }
-                    }
-                };
-                match futures_lite::future::or(async { Some(sock.accept().await) }, paused).await {
-                    Some(a) => a,
-                    None => continue,
-                }
-            }
-            false => sock.accept().await,
-        };
-        match accepted {
+        match sock.accept().await {
             Ok(stream) => {
-                // Accepted just as `stop_accepting_connections` began (the
-                // accept was in flight): held unserved until it passes, as
-                // the backlog would have held it.
+                // Accepted while `stop_accepting_connections` acts (it
+                // began while the accept waited): held unserved until it
+                // passes, as the backlog holds the ones after it (this
+                // loop accepts nothing meanwhile).
                 while overload.hits(Act::StopAcceptingConnections, || shard.unit()) {
                     glommio::timer::sleep(OVERLOAD_RECHECK).await;
                 }

@@ -155,7 +155,7 @@ enum Taken {
 
 /// Consumes exactly the header's bytes and parses them.
 async fn take(tcp: &mut TcpStream, version: Version) -> Result<proxywire::Header, Taken> {
-    let mut buf = match version {
+    let buf = match version {
         Version::V2 => {
             let mut fixed = vec![0u8; proxywire::V2_HEADER_LEN];
             tcp.read_exact(&mut fixed).await.map_err(|_| Taken::Gone)?;
@@ -178,10 +178,7 @@ async fn take(tcp: &mut TcpStream, version: Version) -> Result<proxywire::Header
     match proxywire::parse(&buf).map_err(Taken::Malformed)? {
         Parsed::Complete { header, consumed } if consumed == buf.len() => Ok(header),
         // Read by its own stated length: it cannot be shorter or longer.
-        _ => {
-            buf.clear();
-            Err(Taken::Malformed(proxywire::Error::NotProxy))
-        }
+        _ => Err(Taken::Malformed(proxywire::Error::NotProxy)),
     }
 }
 

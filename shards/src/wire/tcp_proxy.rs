@@ -154,10 +154,7 @@ async fn connect(
             )
         };
         tried = Some(addr);
-        let preface = match &header {
-            Some(h) => super::tls::Preface::Header(h),
-            None => super::tls::Preface::None,
-        };
+        let preface = header.as_deref().into();
         match connect_host(
             wire,
             budget,

@@ -368,6 +368,14 @@ pub enum Preface<'a> {
     },
 }
 
+/// A header when there is one (a cluster with a PROXY header names the
+/// client), else nothing.
+impl<'a> From<Option<&'a [u8]>> for Preface<'a> {
+    fn from(header: Option<&'a [u8]>) -> Self {
+        header.map_or(Preface::None, Preface::Header)
+    }
+}
+
 impl<'a> Preface<'a> {
     /// For a cluster: its header, or none.
     pub fn of(proxy: Option<&engine::UpstreamProxyProtocol>, header: Option<&'a [u8]>) -> Self {

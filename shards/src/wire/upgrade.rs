@@ -93,10 +93,7 @@ pub(super) async fn run(
     let budget = wire.budget(&cluster);
     let tls = cluster.upstream.tls.as_deref();
     let header = streams.cx.proxy_header(&cluster);
-    let preface = match &header {
-        Some(h) => super::tls::Preface::Header(h),
-        None => super::tls::Preface::None,
-    };
+    let preface = header.as_deref().into();
     let timing = (cluster.connect_timeout, tls);
     let connected = connect_host(wire, budget, (addr, host), timing, preface).await;
     let failed = match connected {
