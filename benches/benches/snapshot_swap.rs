@@ -90,6 +90,7 @@ fn bootstraps(unchanged: usize, changed: usize) -> [Bootstrap; 2] {
             dynamic: None,
             runtime: Default::default(),
             overload: None,
+            secrets: Default::default(),
         }
     })
 }

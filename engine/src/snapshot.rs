@@ -450,6 +450,7 @@ mod tests {
             dynamic: None,
             runtime: Runtime::default(),
             overload: None,
+            secrets: Default::default(),
         }
     }
 

@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::CertificateDer;
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -86,11 +85,6 @@ pub struct ClientAuthSpec {
     pub san_matchers: Vec<SanMatcher>,
 }
 
-/// Reads a TLS context's sources again (its certificate and key files)
-/// and decodes them as at load time: the caller's (`xds`'s) recipe, so
-/// that this crate does no I/O.
-pub type RebuildTls = Arc<dyn Fn() -> Result<DownstreamTlsSpec, String> + Send + Sync>;
-
 /// What a reload replaces as one: the rustls config and the certificate
 /// names shown with it.
 #[derive(Debug)]
@@ -104,134 +98,171 @@ pub struct TlsState {
 }
 
 /// A listener's downstream TLS: the built rustls config (swapped in place
-/// when its certificate files change, so every snapshot that holds this
-/// context sees the new certificates and no listener restarts), and what
-/// the admin's config dump shows of it.
+/// when its certificate files or SDS secrets change, so every snapshot
+/// that holds this context sees the new certificates and no listener
+/// restarts), and what the admin's config dump shows of it.
 pub struct DownstreamTls {
-    state: ArcSwap<TlsState>,
+    /// No build while a secret it names has not come: its listener warms.
+    tls: Sourced<DownstreamTlsSpec, TlsState>,
     pub alpn: Vec<String>,
     pub min_version: TlsVersion,
     pub max_version: TlsVersion,
-    /// The files the certificates and keys came from, to watch.
-    pub files: Vec<PathBuf>,
-    rebuild: Option<RebuildTls>,
 }
 
 impl std::fmt::Debug for DownstreamTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state();
         f.debug_struct("DownstreamTls")
-            .field("names", &self.state().names)
+            .field("names", &state.as_ref().map(|s| &s.names))
             .field("alpn", &self.alpn)
-            .field("files", &self.files)
+            .field("secrets", &self.secrets())
             .finish_non_exhaustive()
     }
 }
 
 impl DownstreamTls {
-    /// The current config and names; a connection takes them once, at its
-    /// handshake.
-    pub fn state(&self) -> Arc<TlsState> {
-        self.state.load_full()
+    /// The current config and names (`None` while pending); a connection
+    /// takes them once, at its handshake.
+    pub fn state(&self) -> Option<Arc<Current<TlsState>>> {
+        self.tls.load()
     }
 
-    /// Remembers where the certificates came from and how to read them
-    /// again, for [`Self::reload`].
-    pub fn with_source(mut self, files: Vec<PathBuf>, rebuild: RebuildTls) -> Self {
-        self.files = files;
-        self.rebuild = Some(rebuild);
-        self
+    /// A context read from `source` (files or secrets that change): pending
+    /// until [`Reloadable::resolve`] finds what it names. `alpn` and the
+    /// versions are the context's own, known before any secret.
+    pub fn from_source(
+        source: TlsSource<DownstreamTlsSpec>,
+        alpn: Vec<String>,
+        min_version: TlsVersion,
+        max_version: TlsVersion,
+    ) -> Self {
+        Self {
+            tls: Sourced::pending(source),
+            alpn,
+            min_version,
+            max_version,
+        }
     }
 
-    /// Reads the certificate sources again and swaps the new config in:
-    /// new handshakes use it, open connections keep theirs. On any error
-    /// the current config stays.
-    pub fn reload(&self) -> Result<(), String> {
-        let Some(rebuild) = &self.rebuild else {
-            return Ok(());
-        };
-        let built = Self::build(rebuild()?).map_err(|e| e.to_string())?;
-        self.state.store(built.state());
-        Ok(())
-    }
-
+    /// A context built once from `spec`, with nothing to read again.
     pub fn build(spec: DownstreamTlsSpec) -> Result<Self, TlsError> {
-        if spec.certificates.is_empty() {
-            return Err(TlsError::NoCertificate);
-        }
-        let (provider, versions) = provider_for(
-            spec.min_version,
-            spec.max_version,
-            &spec.cipher_suites,
-            &spec.ecdh_curves,
-        )?;
-        let roots = spec
-            .client_auth
-            .as_ref()
-            .map(|a| &a.roots[..])
-            .unwrap_or(&[]);
-        let leaves = spec.certificates.iter().filter_map(|c| c.chain.first());
-        let expiry = Expiry::of(leaves, roots);
-        let mut names = Vec::with_capacity(spec.certificates.len());
-        let mut keys = Vec::with_capacity(spec.certificates.len());
-        for (index, cert) in spec.certificates.into_iter().enumerate() {
-            let bad = |reason: String| TlsError::Certificate { index, reason };
-            let Some(leaf) = cert.chain.first() else {
-                return Err(bad("the chain has no certificate".into()));
-            };
-            let (dns, spki) = server_identity(leaf).map_err(bad)?;
-            let signing = provider
-                .key_provider
-                .load_private_key(cert.key)
-                .map_err(|e| bad(format!("private key: {e}")))?;
-            if signing.public_key().is_some_and(|k| k.as_ref() != spki) {
-                return Err(bad("the private key does not match the certificate".into()));
-            }
-            let key = CertifiedKey::new(cert.chain, signing);
-            names.push(dns.clone());
-            keys.push((Arc::new(key), dns));
-        }
-        let provider = Arc::new(provider);
-        let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(&versions)
-            .map_err(|e| TlsError::Rustls(e.to_string()))?;
-        let builder = match spec.client_auth {
-            None => builder.with_no_client_auth(),
-            Some(auth) => builder.with_client_cert_verifier(client_verifier(auth, &provider)?),
-        };
-        let mut config = builder.with_cert_resolver(Arc::new(SniResolver {
-            certs: keys,
-            require_sni: spec.require_sni,
-        }));
-        config.alpn_protocols = spec.alpn.clone();
-        config.ignore_client_order = spec.prefer_server_ciphers;
-        if !spec.ticket_keys.is_empty() {
-            config.ticketer = Arc::new(
-                tickets::SharedTicketer::new(&spec.ticket_keys).map_err(TlsError::TicketKeys)?,
-            );
-        } else if spec.session_tickets {
-            config.ticketer = rustls::crypto::ring::Ticketer::new()
-                .map_err(|e| TlsError::Rustls(e.to_string()))?;
-        }
-        if !spec.session_cache {
-            config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
-        }
+        Self::build_with(spec, Sourced::built)
+    }
+
+    /// A context built now from `spec`, which `source` read from `files`:
+    /// kept with the recipe to read it again.
+    pub fn build_sourced(
+        spec: DownstreamTlsSpec,
+        source: TlsSource<DownstreamTlsSpec>,
+        files: Vec<PathBuf>,
+    ) -> Result<Self, TlsError> {
+        Self::build_with(spec, |state| Sourced::built_from(state, source, files))
+    }
+
+    fn build_with(
+        spec: DownstreamTlsSpec,
+        sourced: impl FnOnce(TlsState) -> Sourced<DownstreamTlsSpec, TlsState>,
+    ) -> Result<Self, TlsError> {
+        let alpn = spec
+            .alpn
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        let (min_version, max_version) = (spec.min_version, spec.max_version);
         Ok(Self {
-            state: ArcSwap::from_pointee(TlsState {
-                config: Arc::new(config),
-                names,
-                expiry,
-            }),
-            files: Vec::new(),
-            rebuild: None,
-            alpn: spec
-                .alpn
-                .iter()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .collect(),
-            min_version: spec.min_version,
-            max_version: spec.max_version,
+            tls: sourced(build_state(spec)?),
+            alpn,
+            min_version,
+            max_version,
         })
     }
+}
+
+impl Reloadable for DownstreamTls {
+    fn secrets(&self) -> &[SecretRef] {
+        self.tls.secrets()
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        self.tls.files()
+    }
+
+    fn is_ready(&self) -> bool {
+        self.tls.is_ready()
+    }
+
+    fn step(&self, view: &SecretView, force: bool) -> Step<'_> {
+        source::step(&self.tls, view, force, build_state)
+    }
+}
+
+/// The rustls config and what is shown of it, from a decoded context.
+fn build_state(spec: DownstreamTlsSpec) -> Result<TlsState, TlsError> {
+    if spec.certificates.is_empty() {
+        return Err(TlsError::NoCertificate);
+    }
+    let (provider, versions) = provider_for(
+        spec.min_version,
+        spec.max_version,
+        &spec.cipher_suites,
+        &spec.ecdh_curves,
+    )?;
+    let roots = spec
+        .client_auth
+        .as_ref()
+        .map(|a| &a.roots[..])
+        .unwrap_or(&[]);
+    let leaves = spec.certificates.iter().filter_map(|c| c.chain.first());
+    let expiry = Expiry::of(leaves, roots);
+    let mut names = Vec::with_capacity(spec.certificates.len());
+    let mut keys = Vec::with_capacity(spec.certificates.len());
+    for (index, cert) in spec.certificates.into_iter().enumerate() {
+        let bad = |reason: String| TlsError::Certificate { index, reason };
+        let Some(leaf) = cert.chain.first() else {
+            return Err(bad("the chain has no certificate".into()));
+        };
+        let (dns, spki) = server_identity(leaf).map_err(bad)?;
+        let signing = provider
+            .key_provider
+            .load_private_key(cert.key)
+            .map_err(|e| bad(format!("private key: {e}")))?;
+        if signing.public_key().is_some_and(|k| k.as_ref() != spki) {
+            return Err(bad("the private key does not match the certificate".into()));
+        }
+        let key = CertifiedKey::new(cert.chain, signing);
+        names.push(dns.clone());
+        keys.push((Arc::new(key), dns));
+    }
+    let provider = Arc::new(provider);
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| TlsError::Rustls(e.to_string()))?;
+    let builder = match spec.client_auth {
+        None => builder.with_no_client_auth(),
+        Some(auth) => builder.with_client_cert_verifier(client_verifier(auth, &provider)?),
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(SniResolver {
+        certs: keys,
+        require_sni: spec.require_sni,
+    }));
+    config.alpn_protocols = spec.alpn;
+    config.ignore_client_order = spec.prefer_server_ciphers;
+    if !spec.ticket_keys.is_empty() {
+        config.ticketer = Arc::new(
+            tickets::SharedTicketer::new(&spec.ticket_keys).map_err(TlsError::TicketKeys)?,
+        );
+    } else if spec.session_tickets {
+        config.ticketer =
+            rustls::crypto::ring::Ticketer::new().map_err(|e| TlsError::Rustls(e.to_string()))?;
+    }
+    if !spec.session_cache {
+        config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    }
+    Ok(TlsState {
+        config: Arc::new(config),
+        names,
+        expiry,
+    })
 }
 
 /// The verifier of client certificates: chains to `trusted_ca`, checked
@@ -407,11 +438,16 @@ pub fn provider() -> Arc<CryptoProvider> {
 
 mod common;
 mod san;
+mod source;
 mod tickets;
 mod upstream;
 pub use common::{not_after, CertificateSpec, Expiry, TlsError, TlsVersion};
 use common::{provider_for, server_identity, trusted_as_is};
 pub use san::{peer_identity, SanMatcher, SanType};
+pub use source::{
+    Current, Rebuild, RebuildError, Rebuilt, Reloadable, Resolution, SdsSecret, SecretMap,
+    SecretRef, SecretSource, SecretView, Sourced, Step, TlsSource,
+};
 pub use tickets::TICKET_KEY_LEN;
 pub use upstream::{UpstreamTls, UpstreamTlsSpec};
 

@@ -1,4 +1,4 @@
-//! Certificate files of the listeners' TLS contexts, watched by the control shard: when one changes (rewritten, or replaced by an atomic rename), its context is read again and swapped in, with no restart and no connection dropped; a bad new file keeps the old certificate, logged and counted.
+//! Certificate files of the listeners' TLS contexts (their certificates, keys, CAs, ticket keys and SDS files), watched by the control shard: when one changes (rewritten, or replaced by an atomic rename), its context is read again and swapped in, with no restart and no connection dropped; a bad new file keeps the old certificate, logged and counted.
 //!
 //! Polled like file sources (`xds::files`: modification time, size,
 //! inode), once a second and only while some listener has certificate
@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::tls::DownstreamTls;
+use std::path::PathBuf;
+
+use engine::tls::{DownstreamTls, Reloadable, SecretView};
 use engine::Snapshot;
 
 use crate::xds::files::{stamp, Stamp};
@@ -15,11 +17,12 @@ use crate::xds::files::{stamp, Stamp};
 /// How often certificate files are looked at.
 const POLL: Duration = Duration::from_secs(1);
 
-/// One context being watched: where it serves, and its files' stamps as
-/// last read.
+/// One context being watched: where it serves, and its files and their
+/// stamps as last read.
 struct Watched {
     tls: Arc<DownstreamTls>,
     listener: String,
+    files: Vec<PathBuf>,
     stamps: Vec<Option<Stamp>>,
 }
 
@@ -47,20 +50,25 @@ impl CertWatch {
             .listeners
             .iter()
             .flat_map(|l| l.chains().map(move |c| (l, c)))
-            .filter_map(|(l, c)| Some((l, c.tls.as_ref().filter(|t| !t.files.is_empty())?)));
+            .filter_map(|(l, c)| Some((l, c.tls.as_ref()?)));
         for (l, tls) in contexts {
             // Two chains may share a context (the same `Arc`): watched once.
             if self.watched.iter().any(|w| Arc::ptr_eq(&w.tls, tls)) {
                 continue;
             }
+            let files = tls.files();
+            if files.is_empty() {
+                continue;
+            }
             let stamps = old
                 .iter()
-                .find(|w| Arc::ptr_eq(&w.tls, tls))
+                .find(|w| Arc::ptr_eq(&w.tls, tls) && w.files == files)
                 .map(|w| w.stamps.clone())
-                .unwrap_or_else(|| tls.files.iter().map(|f| stamp(f)).collect());
+                .unwrap_or_else(|| stamps(&files));
             self.watched.push(Watched {
                 tls: Arc::clone(tls),
                 listener: l.name.clone(),
+                files,
                 stamps,
             });
         }
@@ -74,22 +82,28 @@ impl CertWatch {
 
     /// Looks at the files if it is time: each context whose files changed
     /// (and all exist: a rename in progress is looked at next time) is
-    /// read again. A failed read is not retried until the files change
-    /// again.
-    pub fn check(&mut self, now: Instant) -> Checked {
+    /// read again, with the secrets of `view`. A failed read is not
+    /// retried until the files change again.
+    pub fn check(&mut self, now: Instant, view: &SecretView) -> Checked {
         let mut out = Checked::default();
         if self.next.is_none_or(|t| now < t) {
             return out;
         }
         self.next = Some(now + POLL);
         for w in &mut self.watched {
-            let stamps: Vec<Option<Stamp>> = w.tls.files.iter().map(|f| stamp(f)).collect();
-            if stamps == w.stamps || stamps.iter().any(Option::is_none) {
+            let now_stamps = stamps(&w.files);
+            if now_stamps == w.stamps || now_stamps.iter().any(Option::is_none) {
                 continue;
             }
-            w.stamps = stamps;
-            match w.tls.reload() {
-                Ok(()) => {
+            w.stamps = now_stamps;
+            match w.tls.resolve(view, true) {
+                Ok(_) => {
+                    // A new secret file may name other files.
+                    let files = w.tls.files();
+                    if files != w.files {
+                        w.stamps = stamps(&files);
+                        w.files = files;
+                    }
                     out.reloaded += 1;
                     tracing::info!(listener = %w.listener, "TLS certificates reloaded");
                 }
@@ -104,4 +118,8 @@ impl CertWatch {
         }
         out
     }
+}
+
+fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
+    files.iter().map(|f| stamp(f)).collect()
 }

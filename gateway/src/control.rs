@@ -499,7 +499,7 @@ impl Control {
     /// admin server's xDS view may have changed.
     async fn on_tick(&mut self) -> bool {
         let now = Instant::now();
-        let checked = self.certs.check(now);
+        let checked = self.certs.check(now, &self.client.secret_view());
         self.admin
             .record_tls_reloads(checked.reloaded, checked.failed);
         self.sweep_outliers(now).await;

@@ -51,6 +51,8 @@ pub mod type_url {
     pub const ROUTE: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
     /// `envoy.config.endpoint.v3.ClusterLoadAssignment` (EDS, by name).
     pub const ENDPOINT: &str = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+    /// `envoy.extensions.transport_sockets.tls.v3.Secret` (SDS, by name).
+    pub const SECRET: &str = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret";
 }
 
 /// gRPC path of the only method served.

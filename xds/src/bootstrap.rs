@@ -58,6 +58,46 @@ pub fn load_file(path: impl AsRef<std::path::Path>) -> Result<engine::Bootstrap>
     from_str(&read(path)?, Format::of(path))
 }
 
+/// Reads the static listeners' TLS contexts that name secrets: the
+/// bootstrap's own now (one it does not have is an error, as in Envoy);
+/// those over ADS when they arrive (which needs ADS).
+fn resolve_static_tls(
+    listeners: &[Arc<engine::Listener>],
+    secrets: &engine::tls::SecretMap,
+    ads: bool,
+    srpath: &Path,
+) -> Result<()> {
+    use engine::tls::{RebuildError, Reloadable, SecretSource, SecretView};
+    let none = engine::tls::SecretMap::new();
+    let view = SecretView {
+        statics: secrets,
+        ads: &none,
+    };
+    for (i, l) in listeners.iter().enumerate() {
+        let lpath = srpath.field("listeners").index(i);
+        for tls in l.chains().filter_map(|c| c.tls.as_ref()) {
+            match tls.resolve(&view, false) {
+                Ok(_) => {}
+                Err(RebuildError::Waiting(r)) if r.source == SecretSource::Ads && ads => {}
+                Err(RebuildError::Waiting(r)) if r.source == SecretSource::Ads => {
+                    return Err(Error::invalid(
+                        lpath,
+                        format!("{r}: sds_config `ads` needs dynamic_resources.ads_config"),
+                    ))
+                }
+                Err(RebuildError::Waiting(r)) => {
+                    return Err(Error::invalid(
+                        lpath,
+                        format!("{r} is not in static_resources.secrets"),
+                    ))
+                }
+                Err(RebuildError::Invalid(m)) => return Err(Error::invalid(lpath, m)),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Validates a decoded `Bootstrap`.
 pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
     let root = Path::root();
@@ -91,7 +131,10 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
     };
     let sr = b.static_resources.clone().unwrap_or_default();
     let srpath = root.field("static_resources");
-    validate::reject_set!(srpath, sr, secrets);
+    let secrets = Arc::new(validate::static_secrets(
+        &sr.secrets,
+        &srpath.field("secrets"),
+    )?);
 
     // Clusters first: inline route configs are checked against their names.
     let mut clusters = Vec::with_capacity(sr.clusters.len());
@@ -188,6 +231,7 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
             ));
         }
     }
+    resolve_static_tls(&listeners, &secrets, ads.is_some(), &srpath)?;
     let runtime = match &b.layered_runtime {
         Some(r) => layered_runtime(r, &root.field("layered_runtime"))?,
         None => engine::Runtime::default(),
@@ -206,6 +250,7 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
         dynamic,
         runtime,
         overload,
+        secrets,
     })
 }
 

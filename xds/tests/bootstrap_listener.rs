@@ -239,13 +239,16 @@ fn downstream_tls_from_files_and_inline() {
         .as_ref()
         .expect("tls");
     assert_eq!(
-        tls.state().names,
+        tls.state().expect("built").names,
         vec![
             vec!["a.example".to_string()],
             vec!["*.b.example".to_string()]
         ]
     );
-    assert_eq!(tls.files, [dir.join("a.pem"), dir.join("a.key")]);
+    assert_eq!(
+        engine::tls::Reloadable::files(tls.as_ref()),
+        [dir.join("a.pem"), dir.join("a.key")]
+    );
     assert_eq!(tls.alpn, ["h2", "http/1.1"]);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -337,7 +340,7 @@ fn downstream_tls_refusals_name_their_field() {
     assert_eq!(
         ctx_err(&format!("{common}            alpn_protocols: [h2]\n")),
         format!(
-            "{tls_path}.common_tls_context.tls_certificates: at least one certificate is required"
+            "{tls_path}.common_tls_context.tls_certificates: at least one certificate is required (inline, or tls_certificate_sds_secret_configs)"
         )
     );
 }

@@ -91,6 +91,9 @@ pub struct Bootstrap {
     pub runtime: Runtime,
     /// `overload_manager`.
     pub overload: Option<Arc<crate::overload::OverloadConfig>>,
+    /// `static_resources.secrets`: what TLS contexts name without an
+    /// `sds_config`.
+    pub secrets: Arc<crate::tls::SecretMap>,
 }
 
 /// The runtime keys we implement, as the bootstrap's `layered_runtime`

@@ -26,12 +26,12 @@ const ED25519: &rcgen::SignatureAlgorithm = &rcgen::PKCS_ED25519;
 fn a_context_builds_with_its_names_and_alpn() {
     let tls = DownstreamTls::build(spec(vec![cert(&["a.example", "*.b.example"], P256)])).unwrap();
     assert_eq!(
-        tls.state().names,
+        tls.state().unwrap().names,
         vec![vec!["a.example".to_string(), "*.b.example".to_string()]]
     );
     assert_eq!(tls.alpn, ["h2", "http/1.1"]);
     assert_eq!(
-        tls.state().config.alpn_protocols,
+        tls.state().unwrap().config.alpn_protocols,
         [b"h2".to_vec(), b"http/1.1".to_vec()]
     );
 }
@@ -88,7 +88,7 @@ fn an_x509_v1_certificate_is_served_under_its_common_name() {
     let tls = DownstreamTls::build(spec(vec![v1_cert(), cert(&["other.example"], P256)]))
         .expect("v1 certificates build, as OpenSSL serves them");
     assert_eq!(
-        tls.state().names,
+        tls.state().unwrap().names,
         vec![
             vec!["v1.example.com".to_string()],
             vec!["other.example".to_string()]
@@ -117,7 +117,10 @@ fn a_certificate_without_a_san_answers_for_its_common_name() {
         key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
     };
     let tls = DownstreamTls::build(spec(vec![spec_cn])).unwrap();
-    assert_eq!(tls.state().names, vec![vec!["cn.example".to_string()]]);
+    assert_eq!(
+        tls.state().unwrap().names,
+        vec![vec!["cn.example".to_string()]]
+    );
 }
 
 #[test]
@@ -130,6 +133,7 @@ fn tls12_suites_are_kept_in_the_given_order_after_tls13_s() {
     let tls = DownstreamTls::build(s).unwrap();
     let suites: Vec<String> = tls
         .state()
+        .unwrap()
         .config
         .crypto_provider()
         .cipher_suites
@@ -239,33 +243,145 @@ fn require_sni_refuses_a_hello_without_it() {
         .is_some());
 }
 
-#[test]
-fn a_reload_swaps_in_what_the_sources_hold_now_and_keeps_the_old_on_error() {
-    use std::sync::Mutex;
-    // The "files": what the next rebuild will read.
-    let next: Arc<Mutex<Option<Vec<&'static str>>>> = Arc::new(Mutex::new(None));
-    let source = Arc::clone(&next);
-    let rebuild: RebuildTls = Arc::new(move || match source.lock().unwrap().clone() {
-        Some(names) => Ok(spec(vec![cert(&names, P256)])),
-        None => Err("cannot read cert.pem".into()),
+/// A context whose "files" are `next` (`None`: unreadable), naming the
+/// ADS secrets `secrets` (their encoded bodies are the names of its
+/// certificate).
+fn sourced(
+    next: &Arc<std::sync::Mutex<Option<Vec<&'static str>>>>,
+    secrets: &[&str],
+) -> DownstreamTls {
+    let files = Arc::clone(next);
+    let refs: Vec<SecretRef> = secrets
+        .iter()
+        .map(|n| SecretRef {
+            name: n.to_string(),
+            source: SecretSource::Ads,
+        })
+        .collect();
+    let names = refs.clone();
+    let rebuild: Rebuild<DownstreamTlsSpec> = Arc::new(move |view| {
+        let mut dns: Vec<&str> = files
+            .lock()
+            .unwrap()
+            .clone()
+            .ok_or(RebuildError::Invalid("cannot read cert.pem".into()))?;
+        for r in &names {
+            let s = view.get(r).ok_or(RebuildError::Waiting(r.clone()))?;
+            dns.push(if s.encoded == b"b" {
+                "b.example"
+            } else {
+                "a.example"
+            });
+        }
+        Ok(Rebuilt {
+            spec: spec(vec![cert(&dns, P256)]),
+            files: vec!["cert.pem".into()],
+        })
     });
-    let tls = DownstreamTls::build(spec(vec![cert(&["old.example"], P256)]))
-        .unwrap()
-        .with_source(vec!["cert.pem".into()], rebuild);
-    let before = tls.state();
-    assert_eq!(tls.reload(), Err("cannot read cert.pem".into()));
+    DownstreamTls::from_source(
+        TlsSource::new(refs, rebuild),
+        vec!["h2".into()],
+        TlsVersion::V1_2,
+        TlsVersion::V1_3,
+    )
+}
+
+fn secret(body: &[u8]) -> Arc<SdsSecret> {
+    Arc::new(SdsSecret {
+        version: "1".into(),
+        encoded: body.to_vec(),
+    })
+}
+
+#[test]
+fn a_forced_reload_swaps_in_what_the_sources_hold_now_and_keeps_the_old_on_error() {
+    let next = Arc::new(std::sync::Mutex::new(Some(vec!["old.example"])));
+    let tls = sourced(&next, &[]);
+    assert!(!tls.is_ready(), "pending until first read");
+    assert_eq!(tls.resolve(&SecretView::empty(), false), Ok(true));
+    let before = tls.state().unwrap();
+    assert_eq!(tls.files(), [PathBuf::from("cert.pem")]);
+    assert_eq!(
+        tls.resolve(&SecretView::empty(), false),
+        Ok(false),
+        "nothing it names changed: not read again"
+    );
+    *next.lock().unwrap() = None;
+    assert_eq!(
+        tls.resolve(&SecretView::empty(), true),
+        Err(RebuildError::Invalid("cannot read cert.pem".into()))
+    );
     assert!(
-        Arc::ptr_eq(&before, &tls.state()),
+        Arc::ptr_eq(&before, &tls.state().unwrap()),
         "a failed reload keeps the old"
     );
     *next.lock().unwrap() = Some(vec!["new.example"]);
-    tls.reload().unwrap();
-    assert_eq!(tls.state().names, vec![vec!["new.example".to_string()]]);
+    assert_eq!(tls.resolve(&SecretView::empty(), true), Ok(true));
+    assert_eq!(
+        tls.state().unwrap().names,
+        vec![vec!["new.example".to_string()]]
+    );
     assert_eq!(
         before.names,
         vec![vec!["old.example".to_string()]],
         "held states stay as they were"
     );
+}
+
+#[test]
+fn a_context_naming_secrets_waits_for_them_and_is_read_again_only_when_one_changes() {
+    let next = Arc::new(std::sync::Mutex::new(Some(vec![])));
+    let tls = sourced(&next, &["cert"]);
+    let statics = SecretMap::new();
+    let mut ads = SecretMap::new();
+    let waiting = tls.resolve(
+        &SecretView {
+            statics: &statics,
+            ads: &ads,
+        },
+        false,
+    );
+    assert!(matches!(waiting, Err(RebuildError::Waiting(r)) if r.name == "cert"));
+    assert!(!tls.is_ready());
+    ads.insert("cert".into(), secret(b"a"));
+    fn view<'a>(statics: &'a SecretMap, ads: &'a SecretMap) -> SecretView<'a> {
+        SecretView { statics, ads }
+    }
+    assert_eq!(tls.resolve(&view(&statics, &ads), false), Ok(true));
+    assert_eq!(
+        tls.state().unwrap().names,
+        vec![vec!["a.example".to_string()]]
+    );
+    assert_eq!(
+        tls.resolve(&view(&statics, &ads), false),
+        Ok(false),
+        "same secret"
+    );
+    // The same bytes in a new `Arc` are a new secret (the client keeps
+    // the `Arc` of one that did not change).
+    ads.insert("cert".into(), secret(b"b"));
+    let Step::Install(install) = tls.step(&view(&statics, &ads), false) else {
+        panic!("a changed secret is read again");
+    };
+    assert_eq!(
+        tls.state().unwrap().names,
+        vec![vec!["a.example".to_string()]],
+        "prepared, not yet installed"
+    );
+    install();
+    assert_eq!(
+        tls.state().unwrap().names,
+        vec![vec!["b.example".to_string()]]
+    );
+    ads.clear();
+    assert!(
+        matches!(
+            tls.resolve(&view(&statics, &ads), false),
+            Err(RebuildError::Waiting(_))
+        ),
+        "a secret gone is waited for again"
+    );
+    assert!(tls.is_ready(), "and the last state keeps serving");
 }
 
 #[test]
@@ -283,7 +399,7 @@ fn a_context_knows_when_its_first_certificate_expires() {
     // 2031-01-01 and 2041-01-01: the earlier one counts.
     let tls = DownstreamTls::build(spec(vec![dated(2041), dated(2031)])).unwrap();
     assert_eq!(
-        tls.state().expiry,
+        tls.state().unwrap().expiry,
         Expiry {
             cert: Some(1_924_992_000),
             ca: None

@@ -1,6 +1,6 @@
 //! `/config_dump`: the loaded configuration as JSON, in Envoy's field names.
 
-use engine::tls::DownstreamTls;
+use engine::tls::{DownstreamTls, Reloadable};
 use engine::{
     Cluster, ClusterTarget, ConfigSource, DomainMatcher, DynamicResources, FilterChain,
     HeaderMatchKind, HeaderMatcher, HostRewrite, HttpConnectionManager, LbPolicy, Listener,
@@ -542,16 +542,19 @@ fn route_target(target: &ClusterTarget) -> Value {
 }
 
 /// A chain's downstream TLS: certificates by their names (never their
-/// keys), ALPN and protocol versions.
+/// keys), ALPN and protocol versions, the SDS secrets it reads and
+/// whether they all came.
 fn downstream_tls(t: &DownstreamTls) -> Value {
     let version = |v| match v {
         engine::tls::TlsVersion::V1_2 => "TLSv1_2",
         engine::tls::TlsVersion::V1_3 => "TLSv1_3",
     };
     json!({
-        "certificates": t.state().names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>(),
+        "certificates": t.state().map(|s| s.names.iter().map(|n| json!({ "dns_names": n })).collect::<Vec<_>>()).unwrap_or_default(),
         "alpn_protocols": t.alpn,
         "tls_minimum_protocol_version": version(t.min_version),
         "tls_maximum_protocol_version": version(t.max_version),
+        "sds_secrets": t.secrets().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "ready": t.is_ready(),
     })
 }

@@ -49,6 +49,7 @@ pub fn xds_view(
                 ResourceType::Cluster => c.clusters().keys().cloned().collect(),
                 ResourceType::Route => c.routes().keys().cloned().collect(),
                 ResourceType::Endpoint => c.endpoints().keys().cloned().collect(),
+                ResourceType::Secret => c.secrets().keys().cloned().collect(),
             };
             XdsTypeView {
                 name: kind.name(),

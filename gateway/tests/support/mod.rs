@@ -165,6 +165,7 @@ pub fn bootstrap(listener: Arc<Listener>, clusters: Vec<Arc<Cluster>>) -> Bootst
         dynamic: None,
         runtime: Default::default(),
         overload: None,
+        secrets: Default::default(),
     }
 }
 

@@ -309,7 +309,13 @@ pub(crate) async fn handshake(
     shutdown: &Subscription,
     (stats, ssl): (&DownstreamStats, &TlsStats),
 ) -> Option<(Transport, Option<Proto>)> {
-    let config = Arc::clone(&tls.state().config);
+    let Some(state) = tls.state() else {
+        // Its SDS secrets have not come: the control shard serves no such
+        // listener, so this is a race with nothing to offer.
+        stats.tls_handshake_error.inc();
+        return None;
+    };
+    let config = Arc::clone(&state.config);
     // A ClientHello the inspector peeked at is still in the socket.
     let accept = futures_rustls::TlsAcceptor::from(config).accept(start.into_tcp());
     let mut timer = Some(Box::pin(Timer::new(within)));

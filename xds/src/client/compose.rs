@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use engine::tls::Reloadable;
 use engine::{Bootstrap, Cluster, ClusterTarget, Dns, Listener, LoadAssignment, RouteConfig};
 
 use super::resources::ResourceType;
@@ -160,11 +161,14 @@ impl Warm {
             .collect();
         let mut listeners = Vec::new();
         for l in held.statics.listeners.iter().chain(held.listeners.values()) {
-            // Ready once every chain's RDS table came (or timed out) and
-            // the clusters its table sends to are warm.
+            // Ready once every chain's RDS table came (or timed out), its
+            // TLS secrets came, and the clusters its table sends to are
+            // warm.
             let mut ready = true;
             let mut routes = Vec::new();
             for chain in l.chains() {
+                // A TLS context waits for the SDS secrets it names.
+                ready &= chain.tls.as_ref().is_none_or(|t| t.is_ready());
                 let rds_table = match &chain.http.rds {
                     None => None,
                     Some(rds) => match held.routes.get(&rds.route_config_name) {
@@ -231,6 +235,7 @@ impl Warm {
             dynamic: held.statics.dynamic.clone(),
             runtime: held.statics.runtime.clone(),
             overload: held.statics.overload.clone(),
+            secrets: Arc::clone(&held.statics.secrets),
         };
         (next, bootstrap)
     }

@@ -18,6 +18,9 @@ mod delta;
 #[cfg(test)]
 mod delta_tests;
 mod resources;
+mod secrets;
+#[cfg(test)]
+mod secrets_tests;
 #[cfg(test)]
 mod tests;
 
@@ -96,7 +99,7 @@ fn nack_delay(repeated: u32) -> Duration {
 struct TypeState {
     /// Last response nonce on the current stream.
     nonce: String,
-    /// Subscribed names (RDS and EDS only).
+    /// Subscribed names (RDS, EDS and SDS only).
     names: BTreeSet<String>,
     /// Whether a request for this type went out on the current stream.
     requested: bool,
@@ -114,11 +117,13 @@ pub struct XdsClient {
     statics: Bootstrap,
     lds: Option<ConfigSource>,
     cds: Option<ConfigSource>,
-    types: [TypeState; 4],
+    types: [TypeState; 5],
     listeners: BTreeMap<String, Arc<Listener>>,
     clusters: BTreeMap<String, Arc<Cluster>>,
     routes: BTreeMap<String, Arc<RouteConfig>>,
     endpoints: BTreeMap<String, Arc<LoadAssignment>>,
+    /// SDS secrets received over ADS, by name.
+    secrets: engine::tls::SecretMap,
     /// What DNS clusters' names last resolved to, by cluster name.
     resolved: BTreeMap<String, compose::Resolved>,
     /// Initial fetch deadlines of subscribed RDS/EDS names not yet received.
@@ -133,7 +138,7 @@ pub struct XdsClient {
     /// `ads_config.api_type: DELTA_GRPC`: the stream is incremental.
     delta_mode: bool,
     /// Delta xDS: each type's resources as sent, by name.
-    delta: [delta::DeltaType; 4],
+    delta: [delta::DeltaType; 5],
 }
 
 impl XdsClient {
@@ -159,6 +164,7 @@ impl XdsClient {
             clusters: BTreeMap::new(),
             routes: BTreeMap::new(),
             endpoints: BTreeMap::new(),
+            secrets: BTreeMap::new(),
             resolved: BTreeMap::new(),
             deadlines: HashMap::new(),
             timed_out: HashSet::new(),
@@ -501,7 +507,19 @@ impl XdsClient {
             }
         };
         match decoded {
-            Decoded::Listeners(m) => self.listeners = m,
+            Decoded::Listeners(m) => {
+                if let Err(message) = self.resolve_listeners(&m) {
+                    self.reject(kind, version, &message, now);
+                    return Err(message);
+                }
+                self.listeners = m
+            }
+            Decoded::Secrets(m) => {
+                if let Err(message) = self.apply_secrets(m, version) {
+                    self.reject(kind, version, &message, now);
+                    return Err(message);
+                }
+            }
             Decoded::Clusters(m) => self.clusters = m,
             Decoded::Routes(m) => {
                 let names = &self.types[kind.index()].names;
@@ -567,7 +585,7 @@ impl XdsClient {
                     }
                 }
             }
-            Decoded::Routes(_) | Decoded::Endpoints(_) => {}
+            Decoded::Routes(_) | Decoded::Endpoints(_) | Decoded::Secrets(_) => {}
         }
         Ok(d)
     }
@@ -590,11 +608,13 @@ impl XdsClient {
             .chain(self.clusters.values())
             .filter_map(|c| c.eds.as_ref().map(|e| e.service_name.clone()))
             .collect();
+        let secrets = self.secret_names();
         let timeouts = self.fetch_timeouts();
         let mut requests = Vec::new();
         for (kind, names) in [
             (ResourceType::Endpoint, endpoints),
             (ResourceType::Route, routes),
+            (ResourceType::Secret, secrets),
         ] {
             let old = &self.types[kind.index()].names;
             if *old == names {
@@ -608,6 +628,7 @@ impl XdsClient {
             }
             match kind {
                 ResourceType::Route => self.routes.retain(|n, _| names.contains(n)),
+                ResourceType::Secret => self.secrets.retain(|n, _| names.contains(n)),
                 _ => self.endpoints.retain(|n, _| names.contains(n)),
             }
             self.deadlines

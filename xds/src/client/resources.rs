@@ -14,18 +14,26 @@ use crate::pb::envoy::config::listener::v3::Listener as PbListener;
 use crate::pb::envoy::config::route::v3::RouteConfiguration;
 use crate::validate;
 
-/// The four resource types of SotW ADS, in the order Envoy subscribes to
-/// them (clusters before the listeners that route to them).
+/// The resource types of ADS, in the order Envoy subscribes to them
+/// (clusters before the listeners that route to them; secrets when a TLS
+/// context names them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ResourceType {
     Cluster,
     Endpoint,
     Listener,
     Route,
+    Secret,
 }
 
 impl ResourceType {
-    pub const ALL: [ResourceType; 4] = [Self::Cluster, Self::Endpoint, Self::Listener, Self::Route];
+    pub const ALL: [ResourceType; 5] = [
+        Self::Cluster,
+        Self::Endpoint,
+        Self::Listener,
+        Self::Route,
+        Self::Secret,
+    ];
 
     pub fn type_url(self) -> &'static str {
         match self {
@@ -33,6 +41,7 @@ impl ResourceType {
             Self::Endpoint => "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
             Self::Listener => "type.googleapis.com/envoy.config.listener.v3.Listener",
             Self::Route => "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+            Self::Secret => "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
         }
     }
 
@@ -51,10 +60,11 @@ impl ResourceType {
             Self::Endpoint => "endpoints",
             Self::Listener => "listeners",
             Self::Route => "routes",
+            Self::Secret => "secrets",
         }
     }
 
-    /// LDS and CDS subscribe to everything; RDS and EDS by name.
+    /// LDS and CDS subscribe to everything; RDS, EDS and SDS by name.
     pub fn is_wildcard(self) -> bool {
         matches!(self, Self::Listener | Self::Cluster)
     }
@@ -71,6 +81,9 @@ pub enum Decoded {
     Clusters(BTreeMap<String, Arc<Cluster>>),
     Routes(BTreeMap<String, Arc<RouteConfig>>),
     Endpoints(BTreeMap<String, Arc<LoadAssignment>>),
+    /// Encoded `Secret`s: their contents are checked where a TLS context
+    /// reads them.
+    Secrets(BTreeMap<String, Vec<u8>>),
 }
 
 /// Decodes and validates every resource of a response of type `kind`.
@@ -88,6 +101,7 @@ pub fn decode(
         ResourceType::Cluster => Decoded::Clusters(BTreeMap::new()),
         ResourceType::Route => Decoded::Routes(BTreeMap::new()),
         ResourceType::Endpoint => Decoded::Endpoints(BTreeMap::new()),
+        ResourceType::Secret => Decoded::Secrets(BTreeMap::new()),
     };
     for (i, any) in resources.iter().enumerate() {
         if ResourceType::from_type_url(&any.type_url) != Some(kind) {
@@ -140,6 +154,12 @@ pub fn decode(
                 let eps = validate::cluster_load_assignment(&pb, &path)?;
                 m.insert(pb.cluster_name.clone(), Arc::new(eps));
                 pb.cluster_name
+            }
+            Decoded::Secrets(m) => {
+                let pb = validate::decode_secret(any, &base.index(i))?;
+                validate::check_secret(&pb, &base.named(&pb.name))?;
+                m.insert(pb.name.clone(), pb.encode_to_vec());
+                pb.name
             }
         };
         if !seen.insert(name.clone()) {

@@ -38,7 +38,7 @@ pub(super) fn boot(yaml: &str) -> engine::Bootstrap {
     crate::bootstrap::from_str(yaml, crate::bootstrap::Format::Yaml).unwrap()
 }
 
-fn any<M: Message + Name + Default>(yaml: &str) -> prost_types::Any {
+pub(super) fn any<M: Message + Name + Default>(yaml: &str) -> prost_types::Any {
     let value: serde_json::Value = serde_yaml::from_str(yaml).unwrap();
     let m: M = from_json(value, &Path::root()).unwrap();
     prost_types::Any {
@@ -122,7 +122,7 @@ virtual_hosts:
     ))
 }
 
-fn response(
+pub(super) fn response(
     kind: ResourceType,
     version: &str,
     nonce: &str,

@@ -60,7 +60,7 @@ pub fn config_source(
         Some(ConfigSourceSpecifier::Path(p)) => file(p, path.field("path")),
         Some(ConfigSourceSpecifier::PathConfigSource(pcs)) => {
             let ppath = path.field("path_config_source");
-            reject_set!(ppath, pcs, watched_directory);
+            super::sds::watched_directory(pcs.watched_directory.as_ref(), &ppath)?;
             file(&pcs.path, ppath.field("path"))
         }
         Some(ConfigSourceSpecifier::ApiConfigSource(_)) => Err(Error::unsupported_msg(

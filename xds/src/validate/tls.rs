@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::path::PathBuf;
 
 use engine::tls::{
-    CertificateSpec, ClientAuthSpec, DownstreamTls, DownstreamTlsSpec, RebuildTls, SanMatcher,
-    SanType, TlsError, TlsVersion,
+    CertificateSpec, ClientAuthSpec, DownstreamTls, DownstreamTlsSpec, Rebuild, RebuildError,
+    Rebuilt, SanMatcher, SanType, SecretRef, SecretView, TlsError, TlsSource, TlsVersion,
 };
 use prost::Name;
 use rustls::pki_types::pem::PemObject;
@@ -14,6 +14,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::common::reject_set;
 use super::route_match::string_matcher;
+use super::sds::{self, ReadError, ReadResult};
 use crate::decode::{any_type_name, unpack};
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::core::v3 as core;
@@ -22,24 +23,103 @@ use crate::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
 /// Envoy's name for the TLS transport socket.
 const TLS_SOCKET: &str = "envoy.transport_sockets.tls";
 
-/// The downstream TLS of a filter chain's `transport_socket`.
+/// The downstream TLS of a filter chain's `transport_socket`. A context
+/// whose certificates come from files or SDS keeps the recipe to read
+/// them again; one that names static or ADS secrets is pending until
+/// [`engine::tls::DownstreamTls::resolve`] finds them.
 pub(crate) fn transport_socket(
     ts: &core::TransportSocket,
     path: &Path,
 ) -> Result<Arc<DownstreamTls>> {
     let (ctx, cpath) = tls_context::<tls::DownstreamTlsContext>(ts, path, "a")?;
-    let (spec, files) = downstream_tls_context(&ctx, &cpath)?;
-    let built = build(spec, &cpath)?;
-    if files.is_empty() {
-        return Ok(Arc::new(built));
+    let secrets = secret_refs(&ctx, &cpath)?;
+    let first = downstream_tls_context(&ctx, &cpath, &SecretView::empty());
+    let common = ctx.common_tls_context.clone().unwrap_or_default();
+    let params = tls_params(&common, &cpath.field("common_tls_context"))?;
+    let alpn = alpn_protocols(
+        &common.alpn_protocols,
+        &cpath.field("common_tls_context").field("alpn_protocols"),
+    )?;
+    let first = match first {
+        Ok((spec, files)) if files.is_empty() && secrets.is_empty() => {
+            return Ok(Arc::new(build(spec, &cpath)?));
+        }
+        Ok(read) => Some(read),
+        Err(ReadError::Waiting(_)) => None,
+        Err(ReadError::Invalid(e)) => return Err(e),
+    };
+    let at = cpath.clone();
+    // When its files or secrets change, the context is read again exactly
+    // as now.
+    let rebuild: Rebuild<DownstreamTlsSpec> =
+        Arc::new(
+            move |view| match downstream_tls_context(&ctx, &cpath, view) {
+                Ok((spec, files)) => Ok(Rebuilt { spec, files }),
+                Err(ReadError::Waiting(r)) => Err(RebuildError::Waiting(r)),
+                Err(ReadError::Invalid(e)) => Err(RebuildError::Invalid(e.to_string())),
+            },
+        );
+    let source = TlsSource::new(secrets, rebuild);
+    Ok(Arc::new(match first {
+        Some((spec, files)) => {
+            DownstreamTls::build_sourced(spec, source, files).map_err(|e| tls_error(e, &at))?
+        }
+        None => DownstreamTls::from_source(
+            source,
+            alpn.iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect(),
+            params.min_version,
+            params.max_version,
+        ),
+    }))
+}
+
+/// Every `SdsSecretConfig` of a downstream context, validated.
+fn secret_refs(ctx: &tls::DownstreamTlsContext, path: &Path) -> Result<Vec<SecretRef>> {
+    use tls::common_tls_context::ValidationContextType as V;
+    use tls::downstream_tls_context::SessionTicketKeysType as T;
+    let cpath = path.field("common_tls_context");
+    let mut refs = Vec::new();
+    if let Some(common) = &ctx.common_tls_context {
+        let spath = cpath.field("tls_certificate_sds_secret_configs");
+        for (i, c) in common.tls_certificate_sds_secret_configs.iter().enumerate() {
+            refs.push(sds::secret_ref(c, &spath.index(i))?);
+        }
+        match &common.validation_context_type {
+            Some(V::ValidationContextSdsSecretConfig(c)) => refs.push(sds::secret_ref(
+                c,
+                &cpath.field("validation_context_sds_secret_config"),
+            )?),
+            Some(V::CombinedValidationContext(c)) => {
+                let vpath = cpath.field("combined_validation_context");
+                reject_set!(
+                    vpath,
+                    c,
+                    validation_context_certificate_provider,
+                    validation_context_certificate_provider_instance,
+                );
+                let Some(sds) = &c.validation_context_sds_secret_config else {
+                    return Err(Error::invalid(
+                        vpath.field("validation_context_sds_secret_config"),
+                        "required",
+                    ));
+                };
+                refs.push(sds::secret_ref(
+                    sds,
+                    &vpath.field("validation_context_sds_secret_config"),
+                )?);
+            }
+            _ => {}
+        }
     }
-    // When its files change, the context is read again exactly as now.
-    let rebuild: RebuildTls = Arc::new(move || {
-        downstream_tls_context(&ctx, &cpath)
-            .map(|(spec, _)| spec)
-            .map_err(|e| e.to_string())
-    });
-    Ok(Arc::new(built.with_source(files, rebuild)))
+    if let Some(T::SessionTicketKeysSdsSecretConfig(c)) = &ctx.session_ticket_keys_type {
+        refs.push(sds::secret_ref(
+            c,
+            &path.field("session_ticket_keys_sds_secret_config"),
+        )?);
+    }
+    Ok(refs)
 }
 
 /// The `T` (a Downstream- or UpstreamTlsContext) in `envoy.transport_sockets.tls`'s
@@ -70,52 +150,40 @@ pub(super) fn tls_context<T: prost::Message + Name + Default>(
     unpack::<T>(any, &tpath)
 }
 
-/// What the context asks for, decoded, and the files it was read from.
+/// What the context asks for, decoded from what `view` holds now (and
+/// the files its secrets and data sources name), and the files it was
+/// read from.
 fn downstream_tls_context(
     ctx: &tls::DownstreamTlsContext,
     path: &Path,
-) -> Result<(DownstreamTlsSpec, Vec<PathBuf>)> {
-    reject_set!(path, ctx, session_timeout, full_scan_certs_on_sni_mismatch,);
+    view: &SecretView,
+) -> ReadResult<(DownstreamTlsSpec, Vec<PathBuf>)> {
+    use tls::common_tls_context::ValidationContextType as V;
+    reject_unimplemented_downstream(ctx, path)?;
     if ctx.ocsp_staple_policy
         != tls::downstream_tls_context::OcspStaplePolicy::LenientStapling as i32
     {
-        return Err(Error::unsupported_value(
-            path.field("ocsp_staple_policy"),
-            "OCSP stapling",
-        ));
+        return Err(
+            Error::unsupported_value(path.field("ocsp_staple_policy"), "OCSP stapling").into(),
+        );
     }
     use tls::downstream_tls_context::SessionTicketKeysType as T;
     let mut files = Vec::new();
-    let mut ticket_keys = Vec::new();
-    let session_tickets = match &ctx.session_ticket_keys_type {
-        None => true,
-        Some(T::DisableStatelessSessionResumption(disable)) => !disable,
-        Some(T::SessionTicketKeys(k)) => {
-            let kpath = path.field("session_ticket_keys").field("keys");
-            if k.keys.is_empty() {
-                return Err(Error::invalid(kpath, "at least one key is required"));
-            }
-            for (i, d) in k.keys.iter().enumerate() {
-                let key = data_source(Some(d), &kpath.index(i))?;
-                if key.len() != engine::tls::TICKET_KEY_LEN {
-                    return Err(Error::invalid(
-                        kpath.index(i),
-                        format!(
-                            "{} bytes; a key is {} bytes (Envoy's format)",
-                            key.len(),
-                            engine::tls::TICKET_KEY_LEN
-                        ),
-                    ));
-                }
-                files.extend(file_of(Some(d)));
-                ticket_keys.push(key);
-            }
-            true
-        }
-        Some(T::SessionTicketKeysSdsSecretConfig(_)) => {
-            return Err(Error::unsupported(
-                path.field("session_ticket_keys_sds_secret_config"),
-            ))
+    let (session_tickets, ticket_keys) = match &ctx.session_ticket_keys_type {
+        None => (true, Vec::new()),
+        Some(T::DisableStatelessSessionResumption(disable)) => (!disable, Vec::new()),
+        Some(T::SessionTicketKeys(k)) => (
+            true,
+            ticket_keys(
+                k,
+                &path.field("session_ticket_keys").field("keys"),
+                &mut files,
+            )?,
+        ),
+        Some(T::SessionTicketKeysSdsSecretConfig(c)) => {
+            let r = sds::secret_ref(c, &path.field("session_ticket_keys_sds_secret_config"))?;
+            let (k, kpath) = sds::ticket_keys(&r, view, &mut files)?;
+            (true, ticket_keys(&k, &kpath.field("keys"), &mut files)?)
         }
     };
     let cpath = path.field("common_tls_context");
@@ -127,34 +195,59 @@ fn downstream_tls_context(
             return Err(Error::invalid(
                 path.field("require_client_certificate"),
                 "needs common_tls_context.validation_context.trusted_ca",
-            ))
+            )
+            .into())
         }
         None => None,
-        Some(tls::common_tls_context::ValidationContextType::ValidationContext(v)) => Some(
-            validation_context(v, required, &cpath.field("validation_context"), &mut files)?,
-        ),
-        Some(other) => return Err(unsupported_validation(other, &cpath)),
+        Some(V::ValidationContext(v)) => Some(validation_context(
+            v,
+            required,
+            &cpath.field("validation_context"),
+            &mut files,
+        )?),
+        Some(V::ValidationContextSdsSecretConfig(c)) => {
+            let r = sds::secret_ref(c, &cpath.field("validation_context_sds_secret_config"))?;
+            let (v, vpath) = sds::validation_context(&r, view, &mut files)?;
+            Some(validation_context(&v, required, &vpath, &mut files)?)
+        }
+        Some(V::CombinedValidationContext(c)) => {
+            let vpath = cpath.field("combined_validation_context");
+            let Some(sds_config) = &c.validation_context_sds_secret_config else {
+                return Err(Error::invalid(
+                    vpath.field("validation_context_sds_secret_config"),
+                    "required",
+                )
+                .into());
+            };
+            let r = sds::secret_ref(
+                sds_config,
+                &vpath.field("validation_context_sds_secret_config"),
+            )?;
+            let (dynamic, _) = sds::validation_context(&r, view, &mut files)?;
+            let merged =
+                sds::combined_validation_context(c.default_validation_context.as_ref(), dynamic);
+            Some(validation_context(&merged, required, &vpath, &mut files)?)
+        }
+        Some(other) => return Err(unsupported_validation(other, &cpath).into()),
     };
     let certs_path = cpath.field("tls_certificates");
-    if common.tls_certificates.is_empty() {
+    if common.tls_certificates.is_empty() && common.tls_certificate_sds_secret_configs.is_empty() {
         return Err(Error::invalid(
             certs_path,
-            "at least one certificate is required",
-        ));
+            "at least one certificate is required (inline, or tls_certificate_sds_secret_configs)",
+        )
+        .into());
     }
-    let certificates = common
-        .tls_certificates
-        .iter()
-        .enumerate()
-        .map(|(i, c)| certificate(c, &certs_path.index(i)))
-        .collect::<Result<Vec<_>>>()?;
-    files.extend(
-        common
-            .tls_certificates
-            .iter()
-            .flat_map(|c| [c.certificate_chain.as_ref(), c.private_key.as_ref()])
-            .filter_map(file_of),
-    );
+    let mut certificates = Vec::new();
+    for (i, c) in common.tls_certificates.iter().enumerate() {
+        certificates.push(certificate(c, &certs_path.index(i), &mut files)?);
+    }
+    let spath = cpath.field("tls_certificate_sds_secret_configs");
+    for (i, c) in common.tls_certificate_sds_secret_configs.iter().enumerate() {
+        let r = sds::secret_ref(c, &spath.index(i))?;
+        let (c, at) = sds::certificate(&r, view, &mut files)?;
+        certificates.push(certificate(&c, &at, &mut files)?);
+    }
     let params = tls_params(&common, &cpath)?;
     let alpn = alpn_protocols(&common.alpn_protocols, &cpath.field("alpn_protocols"))?;
     let spec = DownstreamTlsSpec {
@@ -174,8 +267,45 @@ fn downstream_tls_context(
     Ok((spec, files))
 }
 
+fn reject_unimplemented_downstream(ctx: &tls::DownstreamTlsContext, path: &Path) -> Result<()> {
+    reject_set!(path, ctx, session_timeout, full_scan_certs_on_sni_mismatch);
+    Ok(())
+}
+
+/// `session_ticket_keys.keys` (at `kpath`), inline or from a secret:
+/// at least one, each of Envoy's 80-byte format.
+fn ticket_keys(
+    k: &tls::TlsSessionTicketKeys,
+    kpath: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<Vec<Vec<u8>>> {
+    if k.keys.is_empty() {
+        return Err(Error::invalid(
+            kpath.clone(),
+            "at least one key is required",
+        ));
+    }
+    let mut keys = Vec::with_capacity(k.keys.len());
+    for (i, d) in k.keys.iter().enumerate() {
+        let key = data_source(Some(d), &kpath.index(i))?;
+        if key.len() != engine::tls::TICKET_KEY_LEN {
+            return Err(Error::invalid(
+                kpath.index(i),
+                format!(
+                    "{} bytes; a key is {} bytes (Envoy's format)",
+                    key.len(),
+                    engine::tls::TICKET_KEY_LEN
+                ),
+            ));
+        }
+        files.extend(file_of(Some(d)));
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
 /// The `common_tls_context` fields neither a downstream nor an upstream
-/// context implements (certificates from SDS or a provider, a custom
+/// context implements (certificates from a provider, a custom
 /// handshaker or certificate selector, a key log), refused by name.
 /// `cpath`: the `common_tls_context` itself.
 pub(super) fn reject_unimplemented_common(
@@ -185,7 +315,6 @@ pub(super) fn reject_unimplemented_common(
     reject_set!(
         cpath,
         common,
-        tls_certificate_sds_secret_configs,
         tls_certificate_certificate_provider,
         tls_certificate_certificate_provider_instance,
         custom_handshaker,
@@ -350,13 +479,13 @@ pub(super) fn trusted_roots(
         allow_expired_certificate,
         match_subject_alt_names,
         trust_chain_verification,
-        watched_directory,
         custom_validator_config,
         ca_certificate_provider_instance,
         only_verify_leaf_cert_crl,
         max_verify_depth,
         system_root_certs,
     );
+    sds::watched_directory(v.watched_directory.as_ref(), path)?;
     let capath = path.field("trusted_ca");
     let pem = data_source(v.trusted_ca.as_ref(), &capath)?;
     let roots = CertificateDer::pem_slice_iter(&pem)
@@ -414,7 +543,13 @@ fn version(v: i32, default: TlsVersion, path: &Path) -> Result<TlsVersion> {
     }
 }
 
-pub(super) fn certificate(c: &tls::TlsCertificate, path: &Path) -> Result<CertificateSpec> {
+/// A `TlsCertificate`, inline or from a secret; the files it names are
+/// added to `files`.
+pub(super) fn certificate(
+    c: &tls::TlsCertificate,
+    path: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<CertificateSpec> {
     reject_set!(
         path,
         c,
@@ -422,9 +557,14 @@ pub(super) fn certificate(c: &tls::TlsCertificate, path: &Path) -> Result<Certif
         ocsp_staple,
         signed_certificate_timestamp,
         private_key_provider,
-        watched_directory,
         pkcs12,
         tls_params,
+    );
+    sds::watched_directory(c.watched_directory.as_ref(), path)?;
+    files.extend(
+        [c.certificate_chain.as_ref(), c.private_key.as_ref()]
+            .into_iter()
+            .filter_map(file_of),
     );
     let cpath = path.field("certificate_chain");
     let pem = data_source(c.certificate_chain.as_ref(), &cpath)?;
@@ -452,7 +592,7 @@ pub(crate) fn data_source(d: Option<&core::DataSource>, path: &Path) -> Result<V
     let Some(d) = d else {
         return Err(Error::invalid(path.clone(), "required"));
     };
-    reject_set!(path, d, watched_directory);
+    sds::watched_directory(d.watched_directory.as_ref(), path)?;
     match &d.specifier {
         Some(S::Filename(f)) => std::fs::read(f)
             .map_err(|e| Error::invalid(path.field("filename"), format!("cannot read {f:?}: {e}"))),

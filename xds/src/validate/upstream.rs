@@ -328,6 +328,8 @@ fn upstream_tls_context(
     let cpath = path.field("common_tls_context");
     let common = ctx.common_tls_context.clone().unwrap_or_default();
     reject_unimplemented_common(&common, &cpath)?;
+    // SDS reaches listeners only, so far.
+    reject_set!(cpath, common, tls_certificate_sds_secret_configs);
     let mut files = Vec::new();
     let (trusted_ca, san_matchers) = match &common.validation_context_type {
         None => (None, Vec::new()),
@@ -349,7 +351,7 @@ fn upstream_tls_context(
     let certs_path = cpath.field("tls_certificates");
     let client_certificate = match common.tls_certificates.as_slice() {
         [] => None,
-        [one] => Some(certificate(one, &certs_path.index(0))?),
+        [one] => Some(certificate(one, &certs_path.index(0), &mut files)?),
         _ => {
             return Err(Error::invalid(
                 certs_path,

@@ -207,7 +207,7 @@ pub(super) fn listeners(inner: &Inner, out: &mut Vec<Family>) {
             let mut expiry = engine::tls::Expiry::default();
             for e in l
                 .chains()
-                .filter_map(|c| c.tls.as_ref().map(|t| t.state().expiry))
+                .filter_map(|c| Some(c.tls.as_ref()?.state()?.expiry))
             {
                 expiry.cert = expiry.cert.into_iter().chain(e.cert).min();
                 expiry.ca = expiry.ca.into_iter().chain(e.ca).min();

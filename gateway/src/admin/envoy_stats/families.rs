@@ -171,7 +171,7 @@ fn days_until_first_cert_expiring(inner: &Inner) -> u64 {
         .listeners
         .iter()
         .flat_map(|l| l.chains())
-        .filter_map(|c| c.tls.as_ref().map(|t| t.state().expiry));
+        .filter_map(|c| Some(c.tls.as_ref()?.state()?.expiry));
     let clusters = inner
         .snapshot
         .clusters
