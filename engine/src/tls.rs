@@ -449,7 +449,7 @@ pub use source::{
     SecretRef, SecretSource, SecretView, Sourced, Step, TlsSource,
 };
 pub use tickets::TICKET_KEY_LEN;
-pub use upstream::{UpstreamTls, UpstreamTlsSpec};
+pub use upstream::{UpstreamMeta, UpstreamState, UpstreamTls, UpstreamTlsSpec};
 
 #[cfg(test)]
 mod tests;

@@ -1,27 +1,27 @@
-//! Certificate files of the listeners' TLS contexts (their certificates, keys, CAs, ticket keys and SDS files), watched by the control shard: when one changes (rewritten, or replaced by an atomic rename), its context is read again and swapped in, with no restart and no connection dropped; a bad new file keeps the old certificate, logged and counted.
+//! Certificate files of the listeners' and clusters' TLS contexts (their certificates, keys, CAs, ticket keys and SDS files), watched by the control shard: when one changes (rewritten, or replaced by an atomic rename), its context is read again and swapped in, with no restart and no connection dropped; a bad new file keeps the old certificate, logged and counted.
 //!
 //! Polled like file sources (`xds::files`: modification time, size,
-//! inode), once a second and only while some listener has certificate
+//! inode), once a second and only while some context has certificate
 //! files: a gateway without them still never wakes up when idle.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::path::PathBuf;
-
-use engine::tls::{DownstreamTls, Reloadable, SecretView};
-use engine::Snapshot;
+use engine::tls::{Reloadable, SecretView};
+use engine::{Snapshot, SourcedTls};
 
 use crate::xds::files::{stamp, Stamp};
 
 /// How often certificate files are looked at.
 const POLL: Duration = Duration::from_secs(1);
 
-/// One context being watched: where it serves, and its files and their
-/// stamps as last read.
+/// One context being watched: what it belongs to, and its files and
+/// their stamps as last read.
 struct Watched {
-    tls: Arc<DownstreamTls>,
-    listener: String,
+    tls: Arc<dyn Reloadable>,
+    owner: String,
     files: Vec<PathBuf>,
     stamps: Vec<Option<Stamp>>,
 }
@@ -40,34 +40,29 @@ pub struct CertWatch {
 }
 
 impl CertWatch {
-    /// Follows the TLS contexts of `snap`'s listeners: a context already
-    /// watched (the same `Arc`: a snapshot that did not change the
-    /// listener) keeps its stamps; a new one is stamped now, as it was
+    /// Follows the TLS contexts of `snap`'s listeners and clusters: a
+    /// context already watched (the same `Arc`: a snapshot that did not
+    /// change it) keeps its stamps; a new one is stamped now, as it was
     /// just read.
     pub fn track(&mut self, snap: &Snapshot, now: Instant) {
-        let old = std::mem::take(&mut self.watched);
-        let contexts = snap
-            .listeners
-            .iter()
-            .flat_map(|l| l.chains().map(move |c| (l, c)))
-            .filter_map(|(l, c)| Some((l, c.tls.as_ref()?)));
-        for (l, tls) in contexts {
-            // Two chains may share a context (the same `Arc`): watched once.
-            if self.watched.iter().any(|w| Arc::ptr_eq(&w.tls, tls)) {
-                continue;
-            }
+        let mut old: HashMap<*const (), Watched> = std::mem::take(&mut self.watched)
+            .into_iter()
+            .map(|w| (Arc::as_ptr(&w.tls) as *const (), w))
+            .collect();
+        let clusters = snap.clusters.values().map(|c| &c.config);
+        for SourcedTls { owner, tls } in engine::sourced_tls(snap.listeners.iter(), clusters) {
             let files = tls.files();
             if files.is_empty() {
                 continue;
             }
             let stamps = old
-                .iter()
-                .find(|w| Arc::ptr_eq(&w.tls, tls) && w.files == files)
-                .map(|w| w.stamps.clone())
+                .remove(&(Arc::as_ptr(&tls) as *const ()))
+                .filter(|w| w.files == files)
+                .map(|w| w.stamps)
                 .unwrap_or_else(|| stamps(&files));
             self.watched.push(Watched {
-                tls: Arc::clone(tls),
-                listener: l.name.clone(),
+                tls,
+                owner,
                 files,
                 stamps,
             });
@@ -105,12 +100,12 @@ impl CertWatch {
                         w.files = files;
                     }
                     out.reloaded += 1;
-                    tracing::info!(listener = %w.listener, "TLS certificates reloaded");
+                    tracing::info!(owner = %w.owner, "TLS certificates reloaded");
                 }
                 Err(e) => {
                     out.failed += 1;
                     tracing::warn!(
-                        listener = %w.listener,
+                        owner = %w.owner,
                         "TLS certificate reload failed, keeping the current ones: {e}"
                     );
                 }

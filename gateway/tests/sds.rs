@@ -204,3 +204,89 @@ fn a_certificate_from_an_sds_file_rotates_when_its_files_change() {
     gw.shutdown();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A cluster `tlsb` to `backend` over TLS whose trusted CA is SDS secret
+/// `ca` over ADS; upstream connections idle out after a second.
+fn tls_cluster_yaml(backend: SocketAddr) -> String {
+    format!(
+        r#"{{"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster, name: tlsb, type: STATIC, connect_timeout: 1s,
+  load_assignment: {{cluster_name: tlsb, endpoints: [{{lb_endpoints: [{{endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {}}}}}}}}}]}}]}},
+  typed_extension_protocol_options: {{envoy.extensions.upstreams.http.v3.HttpProtocolOptions: {{
+    "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions,
+    common_http_protocol_options: {{idle_timeout: 1s}}, explicit_http_config: {{http_protocol_options: {{}}}}}}}},
+  transport_socket: {{name: envoy.transport_sockets.tls, typed_config: {{
+    "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext,
+    common_tls_context: {{validation_context_sds_secret_config: {{name: ca, sds_config: {{ads: {{}}}}}}}}}}}}}}"#,
+        backend.port()
+    )
+}
+
+/// A cleartext listener `plain` routing everything to cluster `tlsb`.
+fn plain_listener_yaml() -> String {
+    r#"{"@type": type.googleapis.com/envoy.config.listener.v3.Listener, name: plain,
+  address: {socket_address: {address: 127.0.0.1, port_value: 0}},
+  filter_chains: [{filters: [{name: envoy.filters.network.http_connection_manager, typed_config: {
+    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager,
+    stat_prefix: plain,
+    route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: [{match: {prefix: /}, route: {cluster: tlsb}}]}]},
+    http_filters: [{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}]}]}"#
+        .to_string()
+}
+
+fn ca_secret_yaml(c: &Cert) -> String {
+    format!(
+        r#"{{"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret, name: ca, validation_context: {{trusted_ca: {{inline_string: {}}}}}}}"#,
+        serde_json::to_string(&c.pem.0).unwrap()
+    )
+}
+
+fn status(addr: SocketAddr) -> u16 {
+    client(move || async move {
+        let c = connect(addr).await;
+        get(&c, "/", &[]).await.map_or(0, |r| r.status.as_u16())
+    })
+}
+
+#[test]
+fn an_upstream_validation_context_over_ads_is_waited_for_and_rotates_for_new_connections() {
+    use support::h1_backend::{H1Answer, H1Backend};
+    let (good, other) = (cert(&["backend.example"]), cert(&["other.example"]));
+    let backend = H1Backend::start_with(Some(server_config(&good, &["http/1.1"])), |_| {
+        H1Answer::ok("tls backend")
+    });
+    let server = AdsServer::start();
+    server.set(
+        testsupport::type_url::CLUSTER,
+        "c1",
+        resources(&[tls_cluster_yaml(backend.addr())]),
+    );
+    server.set(LISTENER, "l1", resources(&[plain_listener_yaml()]));
+    let bootstrap = xds::bootstrap::from_str(
+        &ads_bootstrap_yaml(server.addr()),
+        xds::bootstrap::Format::Yaml,
+    )
+    .expect("bootstrap");
+    let gw = start(bootstrap, 1);
+    let admin = gw.admin_addr.unwrap();
+    support::control_plane::wait_ack(&server, LISTENER, "l1");
+    assert_eq!(
+        listener_addr(admin, "plain"),
+        None,
+        "its cluster warms until the CA comes, and the listener with it"
+    );
+
+    push(&server, SECRET, "s1", resources(&[ca_secret_yaml(&good)]));
+    let addr = wait_listener(admin, "plain");
+    assert_eq!(status(addr), 200, "the backend's certificate is trusted");
+
+    // A CA that does not sign the backend's certificate: the pooled
+    // connection goes on; a new one (after the idle timeout) is refused.
+    push(&server, SECRET, "s2", resources(&[ca_secret_yaml(&other)]));
+    assert_eq!(status(addr), 200, "the open upstream connection goes on");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(status(addr), 503, "a new connection checks with the new CA");
+
+    push(&server, SECRET, "s3", resources(&[ca_secret_yaml(&good)]));
+    wait_until(WAIT, "trusted again", || status(addr) == 200);
+    gw.shutdown();
+}

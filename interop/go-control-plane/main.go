@@ -2,7 +2,9 @@
 // server used to check the gateway against the reference Go control plane.
 // It serves one snapshot for every node (an EDS cluster "echo", its
 // ClusterLoadAssignment, a Listener "ingress" with an HCM using RDS over ADS,
-// and the RouteConfiguration "routes") over both State of the World
+// the RouteConfiguration "routes" and, with --tls-listener-port, a Listener
+// "tls" whose DownstreamTlsContext takes its certificate over SDS (the
+// Secret "server-cert", also sent over ADS)) over both State of the World
 // (StreamAggregatedResources) and Delta xDS (DeltaAggregatedResources, from
 // the same SnapshotCache), and logs every request as INITIAL / ACK / NACK
 // (api=sotw or api=delta) so a script can check what the client did.
@@ -16,10 +18,17 @@
 // publishes a next version whose cluster has connect_timeout 0s, which Envoy
 // (protoc-gen-validate: gt 0s) and the gateway both reject, to check the NACK
 // path against go-control-plane.
+//
+// The Secret "server-cert" holds, inline, the PEM files --secret-cert and
+// --secret-key name, read again for every version: a script rotates the
+// certificate (or breaks it, to check the NACK of a Secret) by rewriting
+// those files before a SIGHUP.
 package main
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"log"
@@ -44,6 +53,7 @@ import (
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	router "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttp "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
@@ -60,6 +70,9 @@ var (
 	updateAfter  = flag.Duration("update-after", 0, "if > 0, publish the next snapshot version once after this delay")
 	nodeID       = flag.String("node", "", "node id to serve; empty serves every node that connects")
 	verbose      = flag.Bool("v", false, "also log the snapshot cache's debug lines")
+	tlsPort      = flag.Uint("tls-listener-port", 0, "if > 0, also serve a Listener 'tls' on 127.0.0.1 at this port, its certificate the SDS Secret 'server-cert' (needs --secret-cert and --secret-key)")
+	secretCert   = flag.String("secret-cert", "", "PEM certificate chain of the Secret 'server-cert' (read again for every version)")
+	secretKey    = flag.String("secret-key", "", "PEM private key of the Secret 'server-cert' (read again for every version)")
 	grpcOpts     = flag.String("grpc-options", "example", "gRPC server options: 'example' (go-control-plane's example server: keepalive 30s, ping enforcement MinTime 30s, PermitWithoutStream) or 'default' (grpc.NewServer() with no options: grpc-go's default ping enforcement, MinTime 5m)")
 )
 
@@ -155,7 +168,41 @@ func makeRoute() *route.RouteConfiguration {
 	}
 }
 
-func makeListener() *listener.Listener {
+// secretName is the SDS Secret the Listener "tls" takes its certificate from.
+const secretName = "server-cert"
+
+// makeSecret reads --secret-cert and --secret-key into the Secret
+// "server-cert" (inline, as sent), and describes the certificate for the
+// log: its subject's CN, or why it does not parse (the gateway should NACK
+// such a Secret; go-control-plane sends it as it is).
+func makeSecret() (*tlsv3.Secret, string) {
+	chain, err := os.ReadFile(*secretCert)
+	if err != nil {
+		log.Fatalf("--secret-cert: %v", err)
+	}
+	key, err := os.ReadFile(*secretKey)
+	if err != nil {
+		log.Fatalf("--secret-key: %v", err)
+	}
+	desc := "unparsable"
+	if b, _ := pem.Decode(chain); b != nil {
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+			desc = "CN=" + c.Subject.CommonName
+		}
+	}
+	return &tlsv3.Secret{
+		Name: secretName,
+		Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+			CertificateChain: &core.DataSource{Specifier: &core.DataSource_InlineString{InlineString: string(chain)}},
+			PrivateKey:       &core.DataSource{Specifier: &core.DataSource_InlineString{InlineString: string(key)}},
+		}},
+	}, desc
+}
+
+// makeListener builds the plaintext Listener "ingress" (tls false), or the
+// Listener "tls": the same HCM behind a DownstreamTlsContext whose
+// certificate is the Secret "server-cert" over ADS (ALPN h2, http/1.1).
+func makeListener(tls bool) *listener.Listener {
 	routerCfg, err := anypb.New(&router.Router{})
 	if err != nil {
 		log.Fatal(err)
@@ -175,15 +222,36 @@ func makeListener() *listener.Listener {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return &listener.Listener{
-		Name:    "ingress",
-		Address: addr(fmt.Sprintf("127.0.0.1:%d", *listenerPort)),
-		FilterChains: []*listener.FilterChain{{
-			Filters: []*listener.Filter{{
-				Name:       "envoy.filters.network.http_connection_manager",
-				ConfigType: &listener.Filter_TypedConfig{TypedConfig: mgr},
-			}},
+	chain := &listener.FilterChain{
+		Filters: []*listener.Filter{{
+			Name:       "envoy.filters.network.http_connection_manager",
+			ConfigType: &listener.Filter_TypedConfig{TypedConfig: mgr},
 		}},
+	}
+	name, port := "ingress", *listenerPort
+	if tls {
+		name, port = "tls", *tlsPort
+		ctx, err := anypb.New(&tlsv3.DownstreamTlsContext{
+			CommonTlsContext: &tlsv3.CommonTlsContext{
+				AlpnProtocols: []string{"h2", "http/1.1"},
+				TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{
+					Name:      secretName,
+					SdsConfig: adsSource(),
+				}},
+			},
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		chain.TransportSocket = &core.TransportSocket{
+			Name:       "envoy.transport_sockets.tls",
+			ConfigType: &core.TransportSocket_TypedConfig{TypedConfig: ctx},
+		}
+	}
+	return &listener.Listener{
+		Name:         name,
+		Address:      addr(fmt.Sprintf("127.0.0.1:%d", port)),
+		FilterChains: []*listener.FilterChain{chain},
 	}
 }
 
@@ -193,19 +261,27 @@ func snapshot(version int, bad bool) *cachev3.Snapshot {
 	if version%2 == 0 && *backend2 != "" {
 		backends = append(backends, *backend2)
 	}
-	snap, err := cachev3.NewSnapshot(strconv.Itoa(version), map[resource.Type][]types.Resource{
+	resources := map[resource.Type][]types.Resource{
 		resource.ClusterType:  {makeCluster(bad)},
 		resource.EndpointType: {makeCLA(backends)},
-		resource.ListenerType: {makeListener()},
+		resource.ListenerType: {makeListener(false)},
 		resource.RouteType:    {makeRoute()},
-	})
+	}
+	secret := "none"
+	if *tlsPort > 0 {
+		s, desc := makeSecret()
+		resources[resource.ListenerType] = append(resources[resource.ListenerType], makeListener(true))
+		resources[resource.SecretType] = []types.Resource{s}
+		secret = desc
+	}
+	snap, err := cachev3.NewSnapshot(strconv.Itoa(version), resources)
 	if err != nil {
 		log.Fatal(err)
 	}
 	if err := snap.Consistent(); err != nil {
 		log.Fatalf("snapshot v%d inconsistent: %v", version, err)
 	}
-	log.Printf("SNAPSHOT version=%d endpoints=%s bad_cluster=%v", version, strings.Join(backends, ","), bad)
+	log.Printf("SNAPSHOT version=%d endpoints=%s bad_cluster=%v secret=%s", version, strings.Join(backends, ","), bad, secret)
 	return snap
 }
 
@@ -216,6 +292,9 @@ func shortType(url string) string {
 func main() {
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	if *tlsPort > 0 && (*secretCert == "" || *secretKey == "") {
+		log.Fatal("--tls-listener-port needs --secret-cert and --secret-key")
+	}
 	ctx := context.Background()
 
 	// ads=true: the snapshot cache's ADS mode, as used with Envoy.

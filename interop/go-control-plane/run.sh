@@ -10,6 +10,16 @@
 # rejected version) the expected values say so, and Delta adds checks of
 # its own (what was resent, initial_resource_versions on reconnect).
 #
+# SDS: the snapshot also holds a Listener "tls" whose DownstreamTlsContext
+# names its certificate as `tls_certificate_sds_secret_configs: [{name:
+# server-cert, sds_config: {ads: {}}}]`, and the Secret "server-cert"
+# (go-control-plane's resource.SecretType, inline PEM), which the gateway
+# subscribes to by name once it holds the listener. The certificates are made
+# here with openssl (v1.example, v2.example) and handed to the server as
+# files it reads for every version: version 11's Secret has a broken PEM (a
+# NACK; v1.example goes on being served), version 12's holds v2.example (new
+# handshakes get it; a connection opened before goes on).
+#
 # Nothing is fetched from GitHub or the Go module proxy: go-control-plane and
 # its Go dependencies come from Debian's golang-*-dev packages (GOPATH
 # layout, GO111MODULE=off). go-control-plane is packaged only in Debian
@@ -39,6 +49,7 @@ BASE_PORT=${BASE_PORT:-19100}
 ADS_PORT=$BASE_PORT
 LISTEN_PORT=$((BASE_PORT + 1))
 ADMIN_PORT=$((BASE_PORT + 2))
+TLS_PORT=$((BASE_PORT + 3))
 BE1_PORT=$((BASE_PORT + 11))
 BE2_PORT=$((BASE_PORT + 12))
 WORK=$(mktemp -d /tmp/gocp-run.XXXXXX)
@@ -148,7 +159,7 @@ admin() { curl -s -m 5 "http://127.0.0.1:$ADMIN_PORT$1"; }
 stat() { admin /stats | awk -v n="$1" '$1 == n { print $2 }'; }
 stat_is() { [ "$(stat "$1")" = "$2" ]; }
 
-# "clusters=V endpoints=V listeners=V routes=V" from /config_dump's xds object.
+# "clusters=V endpoints=V listeners=V routes=V secrets=V" from /config_dump's xds object.
 versions() {
 	admin /config_dump | python3 -c '
 import json, sys
@@ -157,19 +168,26 @@ print(" ".join("%s=%s" % (t["type"], t["version_info"]) for t in d["resources"])
 }
 # want V: the versions /config_dump shows once snapshot V is served. State
 # of the World sends every type each time (but a NACKed cluster stays at
-# 8 under 9). Delta sends only what changed: the endpoints change with
-# every version; the cluster at 9 (NACKed: stays at 1) and at 10 (good
-# again); the listener and routes never after 1. (A restarted server's
-# version 1 is sent as an empty first response for the wildcards.)
+# 8 under 9, a NACKed secret at 10 under 11). Delta sends only what
+# changed: the endpoints change with every version; the cluster at 9
+# (NACKed: stays at 1) and at 10 (good again); the secret at 11 (NACKed:
+# stays at 1) and at 12 (v2.example); the listeners and routes never after
+# 1. (A restarted server's version 1 is sent as an empty first response for
+# the wildcards; the secret it holds is the one the gateway holds, from 12,
+# so it is not sent again.)
 want() {
 	local v=$1
 	if [ "$MODE" = sotw ]; then
-		[ "$v" = 9 ] && echo "clusters=8 endpoints=9 listeners=9 routes=9" && return
-		echo "clusters=$v endpoints=$v listeners=$v routes=$v"
+		case $v in
+		9) echo "clusters=8 endpoints=9 listeners=9 routes=9 secrets=9" ;;
+		11) echo "clusters=11 endpoints=11 listeners=11 routes=11 secrets=10" ;;
+		*) echo "clusters=$v endpoints=$v listeners=$v routes=$v secrets=$v" ;;
+		esac
 	else
-		local c=1
+		local c=1 s=1
 		[ "$v" -ge 10 ] && c=10
-		echo "clusters=$c endpoints=$v listeners=1 routes=1"
+		{ [ "$v" -ge 12 ] || [ "$RESTARTED" = 1 ]; } && s=12
+		echo "clusters=$c endpoints=$v listeners=1 routes=1 secrets=$s"
 	fi
 }
 all_at() { [ "$(versions 2>/dev/null)" = "$(want "$1")" ]; }
@@ -182,14 +200,19 @@ t = [t for t in d["resources"] if t["type"] == sys.argv[1]][0]
 print(json.dumps(t[sys.argv[2]]))' "$1" "$2"
 }
 
-# acked_types V: the types a response of snapshot V goes out for (see want).
+# acked_types V: the types a response of snapshot V goes out for, and is
+# ACKed (see want; version 11's Secret is NACKed).
 acked_types() {
-	if [ "$MODE" = sotw ] || { [ "$1" = 1 ] && [ "$RESTARTED" = 0 ]; }; then
+	if [ "$MODE" = sotw ] && [ "$1" = 11 ]; then
 		echo Cluster ClusterLoadAssignment Listener RouteConfiguration
+	elif [ "$MODE" = sotw ] || { [ "$1" = 1 ] && [ "$RESTARTED" = 0 ]; }; then
+		echo Cluster ClusterLoadAssignment Listener RouteConfiguration Secret
 	elif [ "$1" = 1 ]; then
 		echo Cluster ClusterLoadAssignment Listener
 	elif [ "$1" = 10 ]; then
 		echo Cluster ClusterLoadAssignment
+	elif [ "$1" = 12 ]; then
+		echo ClusterLoadAssignment Secret
 	else
 		echo ClusterLoadAssignment
 	fi
@@ -210,6 +233,70 @@ backends_seen() { # backends_seen N: the backend names answering N requests
 	for i in $(seq "$1"); do get; echo; done | grep . | sort -u | tr '\n' ' '
 }
 
+# --- SDS: certificates and the listener 'tls' --------------------------------
+
+CERTS=$WORK/certs
+# make_certs: v1.example and v2.example (self-signed P-256, SAN = CN), and
+# broken.crt: v2's PEM cut short (no END line), which no parser takes.
+make_certs() {
+	mkdir -p "$CERTS"
+	local v
+	for v in v1 v2; do
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+			-subj "/CN=$v.example" -addext "subjectAltName=DNS:$v.example" \
+			-keyout "$CERTS/$v.key" -out "$CERTS/$v.crt" >"$CERTS/openssl.log" 2>&1 || return 1
+	done
+	head -c 300 "$CERTS/v2.crt" >"$CERTS/broken.crt"
+	cp "$CERTS/v2.key" "$CERTS/broken.key"
+}
+# set_secret v1|v2|broken: what the server's next version puts in the Secret
+# (it reads $WORK/server-cert.pem and server-key.pem for every version).
+set_secret() {
+	cp "$CERTS/$1.crt" "$WORK/server-cert.pem" && cp "$CERTS/$1.key" "$WORK/server-key.pem"
+}
+# The subject of the certificate a new handshake with listener 'tls' gets
+# ("subject=CN=v1.example"), empty if none.
+served_cert() {
+	timeout 5 openssl s_client -connect "127.0.0.1:$TLS_PORT" -servername gw.example </dev/null 2>/dev/null |
+		openssl x509 -noout -subject -nameopt RFC2253 2>/dev/null
+}
+cert_is() { [ "$(served_cert)" = "subject=CN=$1" ]; }
+https() { curl -sk -m 5 "https://127.0.0.1:$TLS_PORT${1:-/}"; }
+# "CODE HTTP_VERSION" of a GET over TLS (curl offers ALPN h2 and http/1.1).
+https_code() { curl -sk -m 5 -o /dev/null -w '%{http_code} %{http_version}' "https://127.0.0.1:$TLS_PORT${1:-/}"; }
+
+# One TLS connection kept open across the rotation: openssl s_client (no
+# ALPN: HTTP/1.1) reading its requests from a fifo held open on fd 7.
+OLD_PID=
+OLD_OUT=
+open_old_conn() {
+	local fifo=$LOGDIR/old-conn.in
+	OLD_OUT=$LOGDIR/old-conn.out
+	rm -f "$fifo"
+	mkfifo "$fifo" || return 1
+	timeout 90 openssl s_client -connect "127.0.0.1:$TLS_PORT" -servername gw.example -crlf -nocommands \
+		<"$fifo" >"$OLD_OUT" 2>&1 &
+	OLD_PID=$!
+	PIDS+=($OLD_PID)
+	exec 7>"$fifo"
+	wait_until 5 grep -qs '^subject=' "$OLD_OUT"
+}
+# old_conn_subject: the certificate the kept connection got ("CN = v1.example").
+old_conn_subject() { sed -n 's/^subject=//p' "$OLD_OUT" | head -1; }
+# old_conn_get: a GET on the kept connection (still the same process, so the
+# same TCP connection and TLS session) answered HTTP/1.1 200.
+old_conn_get() {
+	kill -0 "$OLD_PID" 2>/dev/null || { info "the kept connection's s_client has exited"; return 1; }
+	# In a subshell: a closed connection makes the write SIGPIPE, not this shell.
+	(printf 'GET / HTTP/1.1\nHost: gw.example\n\n' >&7) 2>/dev/null || return 1
+	wait_until 5 grep -q '^HTTP/1.1 200' "$OLD_OUT"
+}
+close_old_conn() {
+	exec 7>&-
+	[ -n "$OLD_PID" ] && { kill "$OLD_PID" 2>/dev/null; wait "$OLD_PID" 2>/dev/null; }
+	OLD_PID=
+}
+
 two_listening() { [ "$(grep -cs 'listening on' "$WORK/backend.log")" -eq 2 ]; }
 start_backend() {
 	"$GW_BIN_DIR/demo-backend" --listen "127.0.0.1:$BE1_PORT" --listen "127.0.0.1:$BE2_PORT" \
@@ -223,7 +310,9 @@ start_cp() { # start_cp LOGNAME [extra flags]
 	CP_LOG=$LOGDIR/$1
 	shift
 	"$GOCP_DIR/xds-server" -port "$ADS_PORT" -listener-port "$LISTEN_PORT" \
-		-backend "127.0.0.1:$BE1_PORT" -backend2 "127.0.0.1:$BE2_PORT" "$@" >"$CP_LOG" 2>&1 &
+		-backend "127.0.0.1:$BE1_PORT" -backend2 "127.0.0.1:$BE2_PORT" \
+		-tls-listener-port "$TLS_PORT" -secret-cert "$WORK/server-cert.pem" -secret-key "$WORK/server-key.pem" \
+		"$@" >"$CP_LOG" 2>&1 &
 	CP_PID=$!
 	PIDS+=($CP_PID)
 	wait_until 10 grep -qs 'ADS server listening' "$CP_LOG"
@@ -278,6 +367,7 @@ fi
 for b in gateway demo-backend; do
 	[ -x "$GW_BIN_DIR/$b" ] || { echo "missing $GW_BIN_DIR/$b"; exit 2; }
 done
+make_certs || { cat "$CERTS/openssl.log"; echo "cannot make the test certificates with openssl"; exit 2; }
 
 # --- checks ----------------------------------------------------------------
 
@@ -289,6 +379,7 @@ run_checks() {
 	RESTARTED=0
 	LOGDIR=$WORK/$MODE
 	mkdir -p "$LOGDIR"
+	set_secret v1 || { fail "cannot install the v1 certificate"; return 1; }
 	write_bootstrap "$api"
 	check "bootstrap (api_type: $api) passes gateway --check" "$GW_BIN_DIR/gateway" --check --config "$LOGDIR/bootstrap.yaml"
 
@@ -301,17 +392,22 @@ run_checks() {
 	log "[$MODE] go-control-plane up: snapshot version 1 (endpoint be-1)"
 	start_cp cp.log || { fail "go-control-plane server did not start"; return 1; }
 	check "every type applied at version 1 (/config_dump)" wait_until 15 all_at 1
-	check "go-control-plane saw ACKs of version 1 for CDS, EDS, LDS, RDS" wait_until 5 acked_all 1
+	check "go-control-plane saw ACKs of version 1 for CDS, EDS, LDS, RDS, SDS" wait_until 5 acked_all 1
 	check "requests came over the $MODE API (api=$MODE in go-control-plane's log)" grep -q "REQUEST INITIAL .*type=Cluster .*api=$MODE" "$CP_LOG"
 	check "/ready is 200" test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ADMIN_PORT/ready")" = 200
 	check "GET / through listener 'ingress' reaches be-1" test "$(get)" = "hello from be-1"
 	check "POST /echo is echoed" test "$(curl -s -m 5 --http2-prior-knowledge -d 'echo me' "http://127.0.0.1:$LISTEN_PORT/echo")" = "echo me"
 	check "gateway_xds_connected 1" test "$(stat gateway_xds_connected)" = 1
 	local t
-	for t in clusters endpoints listeners routes; do
+	for t in clusters endpoints listeners routes secrets; do
 		check "gateway_xds_update_accepted_total{type=\"$t\"} >= 1" test "$(stat "gateway_xds_update_accepted_total{type=\"$t\"}")" -ge 1
 	done
-	check "RDS subscribed to [routes], EDS to [echo]" test "$(xds_field routes subscribed)$(xds_field endpoints subscribed)" = '["routes"]["echo"]'
+	check "RDS subscribed to [routes], EDS to [echo], SDS to [server-cert]" \
+		test "$(xds_field routes subscribed)$(xds_field endpoints subscribed)$(xds_field secrets subscribed)" = '["routes"]["echo"]["server-cert"]'
+	check "SDS subscribed by name ([server-cert])" grep -q "REQUEST INITIAL .*type=Secret .*names=\[server-cert\] .*api=$MODE" "$CP_LOG"
+	check "listener 'tls' presents the Secret's certificate (v1.example)" wait_until 5 cert_is v1.example
+	check "GET / over TLS (listener 'tls') reaches be-1" test "$(https)" = "hello from be-1"
+	check "TLS with ALPN h2 negotiates HTTP/2 (200 2)" test "$(https_code)" = "200 2"
 	if [ "$MODE" = delta ]; then
 		check "delta: EDS subscribed by name ([echo])" grep -q 'REQUEST INITIAL .*type=ClusterLoadAssignment .*names=\[echo\]' "$CP_LOG"
 		check "delta: RDS subscribed by name ([routes])" grep -q 'REQUEST INITIAL .*type=RouteConfiguration .*names=\[routes\]' "$CP_LOG"
@@ -369,6 +465,44 @@ run_checks() {
 	check "a good version 10 ends the NACKs: every type at 10 ($(want 10))" wait_until 10 all_at 10
 	check "go-control-plane saw ACKs of version 10 ($(acked_types 10))" wait_until 5 acked_all 10
 
+	log "[$MODE] SDS: a TLS connection kept open, then version 11 (SIGHUP) whose Secret has a broken PEM"
+	open_old_conn || info "the kept connection did not start: $(tail -3 "$OLD_OUT" | tr '\n' ' ')"
+	check "the kept connection got v1.example (subject: $(old_conn_subject))" test "$(old_conn_subject)" = "CN = v1.example"
+	set_secret broken || fail "cannot install the broken certificate"
+	# As for the cluster: a Delta NACK names version 11, a SotW one 10.
+	nacked=10
+	[ "$MODE" = delta ] && nacked=11
+	kill -HUP "$CP_PID"
+	check "go-control-plane saw a NACK of the Secret (version=\"$nacked\")" \
+		wait_until 5 grep -q "REQUEST NACK .*type=Secret version=\"$nacked\"" "$CP_LOG"
+	grep -m1 'REQUEST NACK .*type=Secret' "$CP_LOG" | sed 's/^/    cp: /'
+	check "the secret keeps the last good version, the rest move ($(want 11))" wait_until 5 all_at 11
+	check "go-control-plane saw ACKs of version 11 for the rest ($(acked_types 11))" wait_until 5 acked_all 11
+	check "no ACK of the Secret at version 11" bash -c "! grep -q 'REQUEST ACK .*type=Secret version=\"11\"' '$CP_LOG'"
+	if [ "$MODE" = delta ]; then
+		check "delta: version 11 sent the changed ClusterLoadAssignment and Secret (sent: $(responses_at 11))" \
+			test "$(responses_at 11)" = "ClusterLoadAssignment:1 Secret:1 "
+	fi
+	check "/config_dump secrets error_state names version 11" test "$(xds_field secrets error_state | python3 -c 'import json,sys; print(json.load(sys.stdin)["version_info"])')" = 11
+	check "gateway_xds_update_rejected_total{type=\"secrets\"} > 0" test "$(stat 'gateway_xds_update_rejected_total{type="secrets"}')" -gt 0
+	check "new handshakes still get v1.example" cert_is v1.example
+	check "TLS requests still 200 during the NACKs" test "$(https_code)" = "200 2"
+
+	log "[$MODE] SDS rotation: version 12 (SIGHUP) whose Secret holds v2.example"
+	set_secret v2 || fail "cannot install the v2 certificate"
+	kill -HUP "$CP_PID"
+	check "a good version 12 ends the NACKs: every type at 12 ($(want 12))" wait_until 10 all_at 12
+	check "go-control-plane saw ACKs of version 12 ($(acked_types 12))" wait_until 5 acked_all 12
+	if [ "$MODE" = delta ]; then
+		check "delta: version 12 sent the changed ClusterLoadAssignment and Secret (sent: $(responses_at 12))" \
+			test "$(responses_at 12)" = "ClusterLoadAssignment:1 Secret:1 "
+	fi
+	check "new handshakes get v2.example within 5s" wait_until 5 cert_is v2.example
+	check "TLS requests 200 with the new certificate" test "$(https_code)" = "200 2"
+	check "the connection opened before the rotation still serves (HTTP/1.1 200 on it)" old_conn_get
+	sed -n 's/^\(HTTP\/1.1 .*\)\r$/\1/p; s/^\(hello from .*\)$/\1/p' "$OLD_OUT" | head -2 | sed 's/^/    old connection: /'
+	close_old_conn
+
 	log "[$MODE] control plane restart (its snapshot starts again at version 1: be-1 only)"
 	local restarts0 restarts1 closed
 	restarts0=$(stat gateway_xds_stream_restarts_total)
@@ -382,10 +516,11 @@ run_checks() {
 	check "every type applied at the new server's version 1" wait_until 10 all_at 1
 	check "go-control-plane (restarted) saw ACKs of version 1 ($(acked_types 1))" wait_until 5 acked_all 1
 	if [ "$MODE" = sotw ]; then
-		check "reconnect requests carry the last accepted version (10)" grep -q 'REQUEST INITIAL .*type=Cluster version="10"' "$CP_LOG"
+		check "reconnect requests carry the last accepted version (12)" grep -q 'REQUEST INITIAL .*type=Cluster version="12"' "$CP_LOG"
+		check "the Secret's reconnect request carries the last accepted version (12)" grep -q 'REQUEST INITIAL .*type=Secret version="12"' "$CP_LOG"
 	else
 		local ty name
-		for ty in Cluster:echo ClusterLoadAssignment:echo Listener:ingress RouteConfiguration:routes; do
+		for ty in Cluster:echo ClusterLoadAssignment:echo Listener:ingress RouteConfiguration:routes Secret:server-cert; do
 			name=${ty#*:}
 			ty=${ty%:*}
 			check "delta: reconnect's $ty request has initial_resource_versions for $name" \
@@ -398,6 +533,7 @@ run_checks() {
 	fi
 	seen=$(backends_seen 6)
 	check "only be-1 serves after the server's version 1 (saw: $seen)" test "$seen" = "hello from be-1 "
+	check "listener 'tls' still presents v2.example (the restarted server's Secret)" cert_is v2.example
 	info "gateway_xds_stream_restarts_total went from $restarts0 to $(stat gateway_xds_stream_restarts_total) over one restart"
 
 	log "[$MODE] idle ${IDLE_SECS}s on go-control-plane's example gRPC options (keepalive 30s, MinTime 30s)"
@@ -433,6 +569,7 @@ for MODE in $MODES; do
 	p0=$PASSED f0=$FAILED
 	run_checks
 	# Whatever ended the pass, the next one starts from fresh processes.
+	close_old_conn
 	stop_gw
 	stop_cp
 	SUMMARY+="$MODE: $((PASSED - p0)) passed, $((FAILED - f0)) failed"$'\n'

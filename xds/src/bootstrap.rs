@@ -58,41 +58,50 @@ pub fn load_file(path: impl AsRef<std::path::Path>) -> Result<engine::Bootstrap>
     from_str(&read(path)?, Format::of(path))
 }
 
-/// Reads the static listeners' TLS contexts that name secrets: the
-/// bootstrap's own now (one it does not have is an error, as in Envoy);
-/// those over ADS when they arrive (which needs ADS).
+/// Reads the static listeners' and clusters' TLS contexts that name
+/// secrets: the bootstrap's own now (one it does not have is an error, as
+/// in Envoy); those over ADS when they arrive (which needs ADS, and
+/// cannot be what reaches the ADS server).
 fn resolve_static_tls(
     listeners: &[Arc<engine::Listener>],
+    clusters: &[Arc<engine::Cluster>],
     secrets: &engine::tls::SecretMap,
-    ads: bool,
+    ads: Option<&engine::AdsConfig>,
     srpath: &Path,
 ) -> Result<()> {
-    use engine::tls::{RebuildError, Reloadable, SecretSource, SecretView};
+    use engine::tls::{RebuildError, SecretSource, SecretView};
     let none = engine::tls::SecretMap::new();
     let view = SecretView {
         statics: secrets,
         ads: &none,
     };
-    for (i, l) in listeners.iter().enumerate() {
-        let lpath = srpath.field("listeners").index(i);
-        for tls in l.chains().filter_map(|c| c.tls.as_ref()) {
-            match tls.resolve(&view, false) {
-                Ok(_) => {}
-                Err(RebuildError::Waiting(r)) if r.source == SecretSource::Ads && ads => {}
-                Err(RebuildError::Waiting(r)) if r.source == SecretSource::Ads => {
+    for engine::SourcedTls { owner, tls } in engine::sourced_tls(listeners.iter(), clusters.iter())
+    {
+        let at = || srpath.field(&owner);
+        match tls.resolve(&view, false) {
+            Ok(_) => {}
+            Err(RebuildError::Waiting(r)) if r.source == SecretSource::Ads => match ads {
+                Some(a) if owner == format!("clusters[{}]", a.cluster) => {
                     return Err(Error::invalid(
-                        lpath,
+                        at(),
+                        format!("{r}: the ADS cluster's TLS cannot come over ADS"),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    return Err(Error::invalid(
+                        at(),
                         format!("{r}: sds_config `ads` needs dynamic_resources.ads_config"),
                     ))
                 }
-                Err(RebuildError::Waiting(r)) => {
-                    return Err(Error::invalid(
-                        lpath,
-                        format!("{r} is not in static_resources.secrets"),
-                    ))
-                }
-                Err(RebuildError::Invalid(m)) => return Err(Error::invalid(lpath, m)),
+            },
+            Err(RebuildError::Waiting(r)) => {
+                return Err(Error::invalid(
+                    at(),
+                    format!("{r} is not in static_resources.secrets"),
+                ))
             }
+            Err(RebuildError::Invalid(m)) => return Err(Error::invalid(at(), m)),
         }
     }
     Ok(())
@@ -231,7 +240,7 @@ pub fn bootstrap(b: &pb::Bootstrap) -> Result<engine::Bootstrap> {
             ));
         }
     }
-    resolve_static_tls(&listeners, &secrets, ads.is_some(), &srpath)?;
+    resolve_static_tls(&listeners, &clusters, &secrets, ads, &srpath)?;
     let runtime = match &b.layered_runtime {
         Some(r) => layered_runtime(r, &root.field("layered_runtime"))?,
         None => engine::Runtime::default(),

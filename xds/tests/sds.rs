@@ -242,3 +242,83 @@ fn file_secrets_are_read_checked_and_read_again() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The good bootstrap whose cluster `users` has an `UpstreamTlsContext`
+/// `ctx` (JSON), with `secrets` and `dynamic` resources.
+fn cluster_bootstrap(secrets: &[String], ctx: &str, dynamic: &str) -> String {
+    let yaml = edit(
+        "  - name: users\n    connect_timeout: 0.25s\n",
+        &format!(
+            "  - name: users\n    connect_timeout: 0.25s\n    transport_socket: {{name: envoy.transport_sockets.tls, typed_config: {{\"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext, {ctx}}}}}\n"
+        ),
+    );
+    let yaml = yaml.replacen(
+        "static_resources:\n",
+        &format!("static_resources:\n  secrets: [{}]\n", secrets.join(", ")),
+        1,
+    );
+    format!("{yaml}{dynamic}")
+}
+
+fn upstream(b: &engine::Bootstrap) -> &engine::tls::UpstreamTls {
+    let users = b
+        .clusters
+        .iter()
+        .find(|c| c.name == "users")
+        .expect("users");
+    users.upstream.tls.as_deref().expect("tls")
+}
+
+#[test]
+fn upstream_client_certificates_and_validation_come_from_secrets() {
+    let (ca, _) = pem_pair(&["backend.example"]);
+    let validation = format!(
+        r#"{{"name": "ca", "validation_context": {{"trusted_ca": {{"inline_string": {}}}}}}}"#,
+        serde_json::to_string(&ca).unwrap()
+    );
+    let ctx = r#"sni: backend.example, common_tls_context: {tls_certificate_sds_secret_configs: [{name: client}], validation_context_sds_secret_config: {name: ca}}"#;
+    let b = load(&cluster_bootstrap(
+        &[cert_secret("client", "client.example"), validation.clone()],
+        ctx,
+        "",
+    ))
+    .unwrap();
+    let t = upstream(&b);
+    assert!(t.is_ready());
+    assert!(
+        t.verifies,
+        "a validation context from SDS checks the server"
+    );
+    assert_eq!(t.secrets().len(), 2);
+    assert!(t.client_config().is_some());
+
+    // Two certificates, inline and from SDS, are one too many upstream.
+    let (cert, key) = pem_pair(&["inline.example"]);
+    let two = format!(
+        r#"common_tls_context: {{tls_certificates: [{{certificate_chain: {{inline_string: {}}}, private_key: {{inline_string: {}}}}}], tls_certificate_sds_secret_configs: [{{name: client}}]}}"#,
+        serde_json::to_string(&cert).unwrap(),
+        serde_json::to_string(&key).unwrap()
+    );
+    let e = load(&cluster_bootstrap(
+        &[cert_secret("client", "client.example")],
+        &two,
+        "",
+    ))
+    .unwrap_err();
+    assert!(
+        e.contains("takes at most one certificate (inline or from SDS)"),
+        "{e}"
+    );
+
+    // Over ADS: pending (the cluster warms); not for the ADS cluster itself.
+    let ads_ctx = r#"common_tls_context: {validation_context_sds_secret_config: {name: ca, sds_config: {ads: {}}}}"#;
+    let over_canary = ADS.replace("cluster_name: users", "cluster_name: canary");
+    let b = load(&cluster_bootstrap(&[], ads_ctx, &over_canary)).unwrap();
+    assert!(!upstream(&b).is_ready());
+    assert!(upstream(&b).verifies);
+    let e = load(&cluster_bootstrap(&[], ads_ctx, ADS)).unwrap_err();
+    assert!(
+        e.contains("the ADS cluster's TLS cannot come over ADS"),
+        "{e}"
+    );
+}

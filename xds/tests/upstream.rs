@@ -267,7 +267,7 @@ fn what_upstream_tls_cannot_do_is_refused_by_name() {
         bad(&tls(&two)),
         format!(
             "{AT}.{CTX}.common_tls_context.tls_certificates: an upstream context takes at most \
-             one certificate"
+             one certificate (inline or from SDS)"
         )
     );
     assert_eq!(

@@ -124,3 +124,41 @@ pub struct Node {
     /// engine does not interpret it.
     pub proto: Vec<u8>,
 }
+
+/// A TLS context that reads files or secrets, and what it belongs to
+/// (`listeners[name]`, `clusters[name]`): what the control shard reads
+/// again when they change.
+pub struct SourcedTls {
+    pub owner: String,
+    pub tls: Arc<dyn crate::tls::Reloadable>,
+}
+
+/// Every TLS context of `listeners` and `clusters` that reads files or
+/// secrets, each once (chains may share one).
+pub fn sourced_tls<'a>(
+    listeners: impl Iterator<Item = &'a Arc<Listener>>,
+    clusters: impl Iterator<Item = &'a Arc<Cluster>>,
+) -> Vec<SourcedTls> {
+    let mut out: Vec<SourcedTls> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut push = |owner: &dyn Fn() -> String, tls: Arc<dyn crate::tls::Reloadable>| {
+        let sourced = !tls.secrets().is_empty() || !tls.files().is_empty();
+        if sourced && seen.insert(Arc::as_ptr(&tls) as *const ()) {
+            out.push(SourcedTls {
+                owner: owner(),
+                tls,
+            });
+        }
+    };
+    for l in listeners {
+        for t in l.chains().filter_map(|c| c.tls.as_ref()) {
+            push(&|| format!("listeners[{}]", l.name), Arc::clone(t) as _);
+        }
+    }
+    for c in clusters {
+        if let Some(t) = &c.upstream.tls {
+            push(&|| format!("clusters[{}]", c.name), Arc::clone(t) as _);
+        }
+    }
+    out
+}

@@ -11,6 +11,7 @@
 //!   backends are often reached by IP, with certificates naming a service.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -21,6 +22,7 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureSch
 
 use super::common::{provider_for, trusted_as_is, CertificateSpec, Expiry, TlsError, TlsVersion};
 use super::san::{self, SanMatcher};
+use super::source::{Reloadable, SecretRef, SecretView, Sourced, Step, TlsSource};
 
 /// What an `UpstreamTlsContext` asks for, decoded (files read, PEM parsed).
 #[derive(Debug)]
@@ -51,10 +53,39 @@ pub struct UpstreamTlsSpec {
     pub max_session_keys: usize,
 }
 
-/// A cluster's upstream TLS, built once per configuration and shared by
-/// every connection of every shard through the snapshot.
-pub struct UpstreamTls {
+/// What a rotation replaces as one: the rustls config and the expiry
+/// shown with it.
+#[derive(Debug)]
+pub struct UpstreamState {
     pub config: Arc<ClientConfig>,
+    /// When its client certificate and its trusted CAs expire.
+    pub expiry: Expiry,
+}
+
+/// What an `UpstreamTlsContext` says before any secret is read: enough
+/// to name, compare and show a context still waiting for its secrets.
+#[derive(Debug, Clone)]
+pub struct UpstreamMeta {
+    pub sni: Option<String>,
+    /// `alpn_protocols`, or the cluster's protocols when none are set.
+    pub alpn: Vec<Vec<u8>>,
+    /// Whether `alpn` is the context's own.
+    pub alpn_configured: bool,
+    /// Whether server certificates are checked (a validation context).
+    pub verifies: bool,
+    /// A digest of the context as configured (its secrets by name): two
+    /// equal ones make the same connections, whatever the secrets hold
+    /// now, since a secret's change is read into the context in place.
+    pub fingerprint: u64,
+}
+
+/// A cluster's upstream TLS, built once per configuration and shared by
+/// every connection of every shard through the snapshot; its build is
+/// swapped in place when its files or SDS secrets change.
+pub struct UpstreamTls {
+    /// Shared with the same context offering a health check's ALPN
+    /// ([`Self::with_alpn`]), so both follow a rotation.
+    tls: Arc<Sourced<UpstreamTlsSpec, UpstreamState>>,
     pub sni: Option<String>,
     pub alpn: Vec<String>,
     /// What an active health check offers in ALPN without its own
@@ -63,9 +94,9 @@ pub struct UpstreamTls {
     pub check_alpn: Vec<Vec<u8>>,
     /// Whether server certificates are checked (`trusted_ca` given).
     pub verifies: bool,
-    /// When its client certificate and its trusted CAs expire.
-    pub expiry: Expiry,
     sni_name: Option<ServerName<'static>>,
+    /// A health check's ALPN, put on each build's config when it connects.
+    alpn_override: Option<Vec<Vec<u8>>>,
     /// A digest of everything the context was built from: two contexts
     /// with the same one make the same connections (each configuration
     /// push builds a new context, so pointers cannot tell).
@@ -84,77 +115,93 @@ impl std::fmt::Debug for UpstreamTls {
             .field("sni", &self.sni)
             .field("alpn", &self.alpn)
             .field("verifies", &self.verifies)
+            .field("secrets", &self.tls.secrets())
             .finish_non_exhaustive()
     }
 }
 
 impl UpstreamTls {
+    /// A context built once from `spec`, with nothing to read again.
     pub fn build(spec: UpstreamTlsSpec) -> Result<Self, TlsError> {
-        let fingerprint = fingerprint(&spec);
-        let (provider, versions) = provider_for(
-            spec.min_version,
-            spec.max_version,
-            &spec.cipher_suites,
-            &spec.ecdh_curves,
-        )?;
-        let provider = Arc::new(provider);
-        let sni_name = match &spec.sni {
+        let meta = UpstreamMeta {
+            sni: spec.sni.clone(),
+            alpn: spec.alpn.clone(),
+            alpn_configured: spec.alpn_configured,
+            verifies: spec.trusted_ca.is_some(),
+            fingerprint: fingerprint(&spec),
+        };
+        Self::with(meta, Sourced::built(build_state(spec)?))
+    }
+
+    /// A context built now from `spec`, which `source` read from `files`:
+    /// kept with the recipe to read it again.
+    pub fn build_sourced(
+        meta: UpstreamMeta,
+        spec: UpstreamTlsSpec,
+        source: TlsSource<UpstreamTlsSpec>,
+        files: Vec<PathBuf>,
+    ) -> Result<Self, TlsError> {
+        Self::with(meta, Sourced::built_from(build_state(spec)?, source, files))
+    }
+
+    /// A context read from `source`: pending until
+    /// [`Reloadable::resolve`] finds the secrets it names.
+    pub fn from_source(
+        meta: UpstreamMeta,
+        source: TlsSource<UpstreamTlsSpec>,
+    ) -> Result<Self, TlsError> {
+        Self::with(meta, Sourced::pending(source))
+    }
+
+    fn with(
+        meta: UpstreamMeta,
+        tls: Sourced<UpstreamTlsSpec, UpstreamState>,
+    ) -> Result<Self, TlsError> {
+        let sni_name = match &meta.sni {
             None => None,
             Some(s) => Some(
                 ServerName::try_from(s.clone())
                     .map_err(|e| TlsError::Rustls(format!("sni {s:?}: {e}")))?,
             ),
         };
-        let verifies = spec.trusted_ca.is_some();
-        let expiry = Expiry::of(
-            spec.client_certificate
-                .iter()
-                .filter_map(|c| c.chain.first()),
-            spec.trusted_ca.iter().flatten(),
-        );
-        let verifier: Arc<dyn ServerCertVerifier> = match spec.trusted_ca {
-            Some(roots) => Arc::new(ChainOnly::new(roots, spec.san_matchers, &provider)?),
-            None => Arc::new(Unchecked(Arc::clone(&provider))),
-        };
-        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_protocol_versions(&versions)
-            .map_err(|e| TlsError::Rustls(e.to_string()))?
-            .dangerous()
-            .with_custom_certificate_verifier(verifier);
-        let mut config = match spec.client_certificate {
-            None => builder.with_no_client_auth(),
-            Some(cert) => builder
-                .with_client_auth_cert(cert.chain, cert.key)
-                .map_err(|e| TlsError::Certificate {
-                    index: 0,
-                    reason: e.to_string(),
-                })?,
-        };
-        config.alpn_protocols = spec.alpn.clone();
-        let check_alpn = if spec.alpn_configured {
-            spec.alpn.clone()
-        } else {
-            Vec::new()
-        };
-        config.resumption = if spec.max_session_keys == 0 {
-            rustls::client::Resumption::disabled()
-        } else {
-            rustls::client::Resumption::in_memory_sessions(spec.max_session_keys)
-        };
         Ok(Self {
-            config: Arc::new(config),
-            alpn: spec
+            tls: Arc::new(tls),
+            alpn: meta
                 .alpn
                 .iter()
                 .map(|p| String::from_utf8_lossy(p).into_owned())
                 .collect(),
-            sni: spec.sni,
-            check_alpn,
-            verifies,
-            expiry,
+            check_alpn: if meta.alpn_configured {
+                meta.alpn
+            } else {
+                Vec::new()
+            },
+            sni: meta.sni,
+            verifies: meta.verifies,
             sni_name,
-            fingerprint,
+            alpn_override: None,
+            fingerprint: meta.fingerprint,
         })
+    }
+
+    /// The config a new connection takes (`None` while a secret it names
+    /// has not come).
+    pub fn client_config(&self) -> Option<Arc<ClientConfig>> {
+        let current = self.tls.load()?;
+        Some(match &self.alpn_override {
+            None => Arc::clone(&current.config),
+            Some(alpn) => {
+                // Health checks only: a copy per connection they open.
+                let mut config = (*current.config).clone();
+                config.alpn_protocols = alpn.clone();
+                Arc::new(config)
+            }
+        })
+    }
+
+    /// When its client certificate and trusted CAs expire, once built.
+    pub fn expiry(&self) -> Option<Expiry> {
+        self.tls.load().map(|c| c.expiry)
     }
 
     /// The name a connection to `addr` is opened with: the configured SNI,
@@ -168,14 +215,16 @@ impl UpstreamTls {
     }
 
     /// The same context offering exactly `alpn` (none when empty): an
-    /// active health check's. Session resumption is shared with the
-    /// original.
+    /// active health check's. Session resumption and rotations are shared
+    /// with the original.
     pub fn with_alpn(self: &Arc<Self>, alpn: &[Vec<u8>]) -> Arc<Self> {
-        if self.config.alpn_protocols == alpn {
+        let offered: Vec<&[u8]> = match &self.alpn_override {
+            Some(a) => a.iter().map(Vec::as_slice).collect(),
+            None => self.alpn.iter().map(String::as_bytes).collect(),
+        };
+        if offered.iter().copied().eq(alpn.iter().map(Vec::as_slice)) {
             return Arc::clone(self);
         }
-        let mut config = (*self.config).clone();
-        config.alpn_protocols = alpn.to_vec();
         let fingerprint = {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -183,7 +232,7 @@ impl UpstreamTls {
             h.finish()
         };
         Arc::new(Self {
-            config: Arc::new(config),
+            tls: Arc::clone(&self.tls),
             alpn: alpn
                 .iter()
                 .map(|p| String::from_utf8_lossy(p).into_owned())
@@ -191,11 +240,74 @@ impl UpstreamTls {
             sni: self.sni.clone(),
             check_alpn: self.check_alpn.clone(),
             verifies: self.verifies,
-            expiry: self.expiry,
             sni_name: self.sni_name.clone(),
+            alpn_override: Some(alpn.to_vec()),
             fingerprint,
         })
     }
+}
+
+impl Reloadable for UpstreamTls {
+    fn secrets(&self) -> &[SecretRef] {
+        self.tls.secrets()
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        self.tls.files()
+    }
+
+    fn is_ready(&self) -> bool {
+        self.tls.is_ready()
+    }
+
+    fn step(&self, view: &SecretView, force: bool) -> Step<'_> {
+        super::source::step(&self.tls, view, force, build_state)
+    }
+}
+
+/// The rustls config a decoded context makes.
+fn build_state(spec: UpstreamTlsSpec) -> Result<UpstreamState, TlsError> {
+    let (provider, versions) = provider_for(
+        spec.min_version,
+        spec.max_version,
+        &spec.cipher_suites,
+        &spec.ecdh_curves,
+    )?;
+    let provider = Arc::new(provider);
+    let expiry = Expiry::of(
+        spec.client_certificate
+            .iter()
+            .filter_map(|c| c.chain.first()),
+        spec.trusted_ca.iter().flatten(),
+    );
+    let verifier: Arc<dyn ServerCertVerifier> = match spec.trusted_ca {
+        Some(roots) => Arc::new(ChainOnly::new(roots, spec.san_matchers, &provider)?),
+        None => Arc::new(Unchecked(Arc::clone(&provider))),
+    };
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| TlsError::Rustls(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let mut config = match spec.client_certificate {
+        None => builder.with_no_client_auth(),
+        Some(cert) => builder
+            .with_client_auth_cert(cert.chain, cert.key)
+            .map_err(|e| TlsError::Certificate {
+                index: 0,
+                reason: e.to_string(),
+            })?,
+    };
+    config.alpn_protocols = spec.alpn;
+    config.resumption = if spec.max_session_keys == 0 {
+        rustls::client::Resumption::disabled()
+    } else {
+        rustls::client::Resumption::in_memory_sessions(spec.max_session_keys)
+    };
+    Ok(UpstreamState {
+        config: Arc::new(config),
+        expiry,
+    })
 }
 
 /// A digest of a spec (its certificates and key included).

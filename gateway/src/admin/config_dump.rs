@@ -137,6 +137,8 @@ fn cluster(c: &Cluster) -> Value {
             "sni": t.sni,
             "alpn_protocols": t.alpn,
             "verifies_server_certificate": t.verifies,
+            "sds_secrets": t.secrets().iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "ready": t.is_ready(),
         });
     }
     if let LbPolicy::LeastRequest(lr) = &c.lb_policy {

@@ -495,8 +495,15 @@ async fn connect(
     addr: std::net::SocketAddr,
     within: Duration,
 ) -> io::Result<(Transport, Option<Proto>)> {
-    let connect = futures_rustls::TlsConnector::from(Arc::clone(&tls.config))
-        .connect(tls.server_name(addr), tcp);
+    let Some(config) = tls.client_config() else {
+        // Its SDS secrets have not come: the cluster is not served yet,
+        // so only a race gets here.
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "the cluster's TLS secrets have not come",
+        ));
+    };
+    let connect = futures_rustls::TlsConnector::from(config).connect(tls.server_name(addr), tcp);
     let mut connect = std::pin::pin!(connect);
     let mut timer = std::pin::pin!(Timer::new(within));
     let stream = std::future::poll_fn(|cx| {

@@ -3,7 +3,8 @@
 //!
 //! A cluster is *warm* once its endpoints arrived (EDS) or its initial
 //! fetch timed out; a listener once its route table arrived (RDS) or timed
-//! out, and every CDS cluster its routes name is warm. Until then the
+//! out, and every CDS cluster its routes name is warm. Either waits too
+//! for the SDS secrets its TLS contexts name. Until then the
 //! previous version keeps serving, or the resource is left out if new.
 //! Outputs are cached by the `Arc`s they were built from, so an unchanged
 //! resource keeps its `Arc` and the snapshot build reuses it in O(1).
@@ -111,7 +112,9 @@ impl Warm {
             .collect();
         let mut clusters = Vec::with_capacity(all_clusters.len());
         for c in all_clusters {
-            let Some(endpoints) = held.endpoints_of(&c) else {
+            // A TLS context waits for the SDS secrets it names.
+            let tls_ready = c.upstream.tls.as_ref().is_none_or(|t| t.is_ready());
+            let Some(endpoints) = held.endpoints_of(&c).filter(|_| tls_ready) else {
                 // Not warm: keep serving the previous version.
                 if let Some(prev) = warm.clusters.remove(&c.name) {
                     clusters.push(Arc::clone(&prev.merged));

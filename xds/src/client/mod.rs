@@ -188,6 +188,12 @@ impl XdsClient {
     /// `dynamic_resources` as they were); returns subscription requests.
     pub fn set_statics(&mut self, bootstrap: &Bootstrap, now: Instant) -> Vec<DiscoveryRequest> {
         self.statics = bootstrap.clone();
+        // Their ADS secrets, held already, are read now; the bootstrap's
+        // own were read when it was loaded.
+        let statics = (&bootstrap.listeners, &bootstrap.clusters);
+        if let Err(e) = self.resolve_new(statics.0.iter(), statics.1.iter()) {
+            tracing::warn!("static TLS contexts: {e}");
+        }
         self.resubscribe(now)
     }
 
@@ -508,11 +514,19 @@ impl XdsClient {
         };
         match decoded {
             Decoded::Listeners(m) => {
-                if let Err(message) = self.resolve_listeners(&m) {
+                if let Err(message) = self.resolve_new(m.values(), std::iter::empty()) {
                     self.reject(kind, version, &message, now);
                     return Err(message);
                 }
                 self.listeners = m
+            }
+            Decoded::Clusters(mut m) => {
+                self.keep_upstream_tls(&mut m);
+                if let Err(message) = self.resolve_new(std::iter::empty(), m.values()) {
+                    self.reject(kind, version, &message, now);
+                    return Err(message);
+                }
+                self.clusters = m
             }
             Decoded::Secrets(m) => {
                 if let Err(message) = self.apply_secrets(m, version) {
@@ -520,7 +534,6 @@ impl XdsClient {
                     return Err(message);
                 }
             }
-            Decoded::Clusters(m) => self.clusters = m,
             Decoded::Routes(m) => {
                 let names = &self.types[kind.index()].names;
                 for (name, rc) in m.into_iter().filter(|(n, _)| names.contains(n)) {

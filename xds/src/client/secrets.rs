@@ -1,12 +1,10 @@
-//! SDS over ADS: the secrets listeners' TLS contexts name, subscribed by name, held as sent, and read into those contexts in place when they change; a secret that does not make a context rejects its whole response and changes nothing.
+//! SDS over ADS: the secrets listeners' and clusters' TLS contexts name, subscribed by name, held as sent, and read into those contexts in place when they change; a secret that does not make a context rejects its whole response and changes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use engine::tls::{
-    DownstreamTls, Reloadable, SdsSecret, SecretMap, SecretSource, SecretView, Step,
-};
-use engine::Listener;
+use engine::tls::{Reloadable, SdsSecret, SecretMap, SecretSource, SecretView, Step};
+use engine::{Cluster, Listener, SourcedTls};
 
 use super::XdsClient;
 
@@ -31,17 +29,29 @@ impl XdsClient {
             .is_some_and(|d| d.ads.is_some())
     }
 
-    /// Every TLS context of the static and held listeners, with its
-    /// listener's name.
-    pub(super) fn tls_contexts(&self) -> impl Iterator<Item = (&str, &Arc<DownstreamTls>)> {
-        contexts(self.statics.listeners.iter().chain(self.listeners.values()))
+    /// Every TLS context of the static and held listeners and clusters
+    /// that reads files or secrets.
+    pub(super) fn tls_contexts(&self) -> Vec<SourcedTls> {
+        engine::sourced_tls(
+            self.statics.listeners.iter().chain(self.listeners.values()),
+            self.statics.clusters.iter().chain(self.clusters.values()),
+        )
     }
 
     /// The secrets to ask the ADS server for: every `ads: {}` secret a
-    /// held listener's TLS context names.
+    /// held listener's or cluster's TLS context names.
     pub(super) fn secret_names(&self) -> BTreeSet<String> {
-        self.tls_contexts()
-            .flat_map(|(_, t)| t.secrets())
+        let listeners = self.statics.listeners.iter().chain(self.listeners.values());
+        let clusters = self.statics.clusters.iter().chain(self.clusters.values());
+        let downstream = listeners
+            .flat_map(|l| l.chains())
+            .filter_map(|c| c.tls.as_ref())
+            .flat_map(|t| t.secrets());
+        let upstream = clusters
+            .filter_map(|c| c.upstream.tls.as_ref())
+            .flat_map(|t| t.secrets());
+        downstream
+            .chain(upstream)
             .filter(|r| r.source == SecretSource::Ads)
             .map(|r| r.name.clone())
             .collect()
@@ -72,73 +82,75 @@ impl XdsClient {
             statics: &self.statics.secrets,
             ads: &next,
         };
-        let ready = prepare_all(self.tls_contexts(), &view, self.has_ads())?;
-        install_all(ready);
+        let contexts = self.tls_contexts();
+        install_all(prepare_all(&contexts, &view, self.has_ads())?);
         self.secrets = next;
         Ok(())
     }
 
-    /// Reads the TLS contexts of listeners just received with the secrets
-    /// held; a context that names a secret not held yet waits for it (its
-    /// listener warms).
-    pub(super) fn resolve_listeners(
+    /// Clusters just received whose TLS is the context a held cluster of
+    /// the same name has (the same config, secrets by name) take that
+    /// context itself: connection pools kept across the update hold it,
+    /// so they follow its rotations.
+    pub(super) fn keep_upstream_tls(&self, received: &mut BTreeMap<String, Arc<Cluster>>) {
+        for (name, c) in received.iter_mut() {
+            let Some(held) = self
+                .clusters
+                .get(name)
+                .and_then(|h| h.upstream.tls.as_ref())
+            else {
+                continue;
+            };
+            let same = c.upstream.tls.as_ref().is_some_and(|t| t == held);
+            if let (true, Some(c)) = (same, Arc::get_mut(c)) {
+                c.upstream.tls = Some(Arc::clone(held));
+            }
+        }
+    }
+
+    /// Reads the TLS contexts of listeners or clusters just received (or
+    /// of new static ones) with the secrets held; a context that names a
+    /// secret not held yet waits for it (its listener or cluster warms).
+    pub(super) fn resolve_new<'a>(
         &self,
-        listeners: &BTreeMap<String, Arc<Listener>>,
+        listeners: impl Iterator<Item = &'a Arc<Listener>>,
+        clusters: impl Iterator<Item = &'a Arc<Cluster>>,
     ) -> Result<(), String> {
-        let ready = prepare_all(
-            contexts(listeners.values()),
-            &self.secret_view(),
-            self.has_ads(),
-        )?;
-        install_all(ready);
+        let contexts = engine::sourced_tls(listeners, clusters);
+        install_all(prepare_all(&contexts, &self.secret_view(), self.has_ads())?);
         Ok(())
     }
 }
 
-/// The TLS contexts of `listeners`, each once.
-fn contexts<'a>(
-    listeners: impl Iterator<Item = &'a Arc<Listener>>,
-) -> impl Iterator<Item = (&'a str, &'a Arc<DownstreamTls>)> {
-    listeners.flat_map(|l| {
-        l.chains()
-            .filter_map(|c| c.tls.as_ref())
-            .filter(|t| !t.secrets().is_empty())
-            .map(|t| (l.name.as_str(), t))
-    })
-}
-
 /// Each context prepared, and how to install its new build.
-type Prepared<'a> = Vec<(&'a Arc<DownstreamTls>, Box<dyn FnOnce() + 'a>)>;
+type Prepared<'a> = Vec<Box<dyn FnOnce() + 'a>>;
 
-/// Every context's new state under `view`, or the first failure. Only a
+/// Every context's new build under `view`, or the first failure. Only a
 /// secret that can still come (over `ads`) is waited for.
 fn prepare_all<'a>(
-    contexts: impl Iterator<Item = (&'a str, &'a Arc<DownstreamTls>)>,
+    contexts: &'a [SourcedTls],
     view: &SecretView,
     ads: bool,
 ) -> Result<Prepared<'a>, String> {
     let mut ready: Prepared<'a> = Vec::new();
-    for (listener, tls) in contexts {
-        if ready.iter().any(|(t, _)| Arc::ptr_eq(t, tls)) {
-            continue;
-        }
+    for SourcedTls { owner, tls } in contexts {
         match tls.step(view, false) {
             Step::Unchanged => {}
             Step::Waiting(r) if r.source == SecretSource::Ads && ads => {}
             Step::Waiting(r) => {
                 return Err(format!(
-                    "listeners[{listener:?}]: TLS: {r} is not held, and nothing sends it"
+                    "{owner}: TLS: {r} is not held, and nothing sends it"
                 ))
             }
-            Step::Install(install) => ready.push((tls, install)),
-            Step::Failed(m) => return Err(format!("listeners[{listener:?}]: TLS: {m}")),
+            Step::Install(install) => ready.push(install),
+            Step::Failed(m) => return Err(format!("{owner}: TLS: {m}")),
         }
     }
     Ok(ready)
 }
 
 fn install_all(ready: Prepared) {
-    for (_, install) in ready {
+    for install in ready {
         install();
     }
 }

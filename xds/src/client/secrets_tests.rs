@@ -197,3 +197,89 @@ fn a_listener_naming_a_held_secret_serves_at_once_and_a_wrong_kind_is_refused() 
         .expect("NACK");
     assert!(e.contains("generic_secret: not supported"), "{e}");
 }
+
+fn tls_cluster(name: &str, secret: &str) -> prost_types::Any {
+    any::<crate::pb::envoy::config::cluster::v3::Cluster>(&format!(
+        r#"
+name: {name}
+type: STATIC
+connect_timeout: 1s
+load_assignment:
+  cluster_name: {name}
+  endpoints: [{{ lb_endpoints: [{{ endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: 9443 }} }} }} }}] }}]
+transport_socket:
+  name: envoy.transport_sockets.tls
+  typed_config:
+    "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+    common_tls_context:
+      validation_context_sds_secret_config: {{ name: {secret}, sds_config: {{ ads: {{}} }} }}
+"#
+    ))
+}
+
+fn ca_secret(name: &str) -> prost_types::Any {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = rcgen::CertificateParams::new(vec!["ca.example".to_string()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("cert");
+    any::<Secret>(&format!(
+        "name: {name}\nvalidation_context: {{ trusted_ca: {{ inline_string: {} }} }}",
+        serde_json::to_string(&cert.pem()).unwrap()
+    ))
+}
+
+#[test]
+fn a_cluster_waits_for_its_secret_keeps_its_context_across_pushes_and_rotates_in_place() {
+    let t0 = Instant::now();
+    let mut c = XdsClient::new(&boot(BOOT), t0);
+    c.on_stream_open();
+    let out = c.on_response(
+        response(
+            ResourceType::Cluster,
+            "1",
+            "n1",
+            vec![tls_cluster("api", "ca")],
+        ),
+        t0,
+    );
+    assert!(out.rejected.is_none(), "{:?}", out.rejected);
+    assert!(out
+        .requests
+        .iter()
+        .any(|r| r.type_url == ResourceType::Secret.type_url() && r.resource_names == ["ca"]));
+    let api = |c: &mut XdsClient| c.compose().clusters.into_iter().find(|c| c.name == "api");
+    assert!(api(&mut c).is_none(), "warming without its secret");
+
+    c.on_response(
+        response(ResourceType::Secret, "s1", "n2", vec![ca_secret("ca")]),
+        t0,
+    );
+    let served = api(&mut c).expect("served once its secret came");
+    let tls = Arc::clone(served.upstream.tls.as_ref().unwrap());
+    let first = tls.client_config().expect("built");
+
+    // The same cluster pushed again keeps the very context (pools that
+    // outlive the push hold it)...
+    c.on_response(
+        response(
+            ResourceType::Cluster,
+            "2",
+            "n3",
+            vec![tls_cluster("api", "ca")],
+        ),
+        t0,
+    );
+    let again = api(&mut c).unwrap();
+    assert!(Arc::ptr_eq(again.upstream.tls.as_ref().unwrap(), &tls));
+    // ...and a new secret rotates it in place.
+    c.on_response(
+        response(ResourceType::Secret, "s2", "n4", vec![ca_secret("ca")]),
+        t0,
+    );
+    let rotated = tls.client_config().unwrap();
+    assert!(
+        !Arc::ptr_eq(&first, &rotated),
+        "a new config for new connections"
+    );
+}

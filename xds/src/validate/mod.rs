@@ -42,6 +42,7 @@ mod tracing;
 mod upgrade;
 mod upstream;
 mod upstream_proxy;
+mod upstream_tls;
 
 pub use cluster::{cluster, cluster_load_assignment};
 pub(crate) use common::{reject_set, socket_address};

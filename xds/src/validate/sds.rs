@@ -119,7 +119,7 @@ pub(crate) fn decode_any(any: &prost_types::Any, path: &Path) -> Result<tls::Sec
 
 /// The `tls_certificate` secret `r` names, with the path its fields are
 /// reported at.
-pub(super) fn certificate(
+fn certificate(
     r: &SecretRef,
     view: &SecretView,
     files: &mut Vec<PathBuf>,
@@ -133,7 +133,7 @@ pub(super) fn certificate(
 }
 
 /// The `validation_context` secret `r` names.
-pub(super) fn validation_context(
+fn validation_context(
     r: &SecretRef,
     view: &SecretView,
     files: &mut Vec<PathBuf>,
@@ -168,9 +168,104 @@ fn wrong_kind(r: &SecretRef, s: &tls::Secret, wanted: &str) -> ReadError {
     .into()
 }
 
+/// Every `SdsSecretConfig` of a `common_tls_context` (at `cpath`),
+/// validated: its certificates' and its validation context's.
+pub(super) fn common_refs(common: &tls::CommonTlsContext, cpath: &Path) -> Result<Vec<SecretRef>> {
+    use tls::common_tls_context::ValidationContextType as V;
+    let mut refs = Vec::new();
+    let spath = cpath.field("tls_certificate_sds_secret_configs");
+    for (i, c) in common.tls_certificate_sds_secret_configs.iter().enumerate() {
+        refs.push(secret_ref(c, &spath.index(i))?);
+    }
+    match &common.validation_context_type {
+        Some(V::ValidationContextSdsSecretConfig(c)) => refs.push(secret_ref(
+            c,
+            &cpath.field("validation_context_sds_secret_config"),
+        )?),
+        Some(V::CombinedValidationContext(c)) => {
+            let vpath = cpath.field("combined_validation_context");
+            super::common::reject_set!(
+                vpath,
+                c,
+                validation_context_certificate_provider,
+                validation_context_certificate_provider_instance,
+            );
+            let Some(sds) = &c.validation_context_sds_secret_config else {
+                return Err(Error::invalid(
+                    vpath.field("validation_context_sds_secret_config"),
+                    "required",
+                ));
+            };
+            refs.push(secret_ref(
+                sds,
+                &vpath.field("validation_context_sds_secret_config"),
+            )?);
+        }
+        _ => {}
+    }
+    Ok(refs)
+}
+
+/// The certificates a `common_tls_context` names by SDS, in order, as the
+/// `TlsCertificate`s to decode and their paths.
+pub(super) fn certificates(
+    common: &tls::CommonTlsContext,
+    cpath: &Path,
+    view: &SecretView,
+    files: &mut Vec<PathBuf>,
+) -> ReadResult<Vec<(tls::TlsCertificate, Path)>> {
+    let spath = cpath.field("tls_certificate_sds_secret_configs");
+    let mut out = Vec::new();
+    for (i, c) in common.tls_certificate_sds_secret_configs.iter().enumerate() {
+        let r = secret_ref(c, &spath.index(i))?;
+        out.push(certificate(&r, view, files)?);
+    }
+    Ok(out)
+}
+
+/// The validation context a `common_tls_context` (at `cpath`) has:
+/// inline, an SDS secret, or a default with a secret merged into it; with
+/// the path its fields are reported at. `None`: none. Providers are
+/// refused by name.
+pub(super) fn validation(
+    common: &tls::CommonTlsContext,
+    cpath: &Path,
+    view: &SecretView,
+    files: &mut Vec<PathBuf>,
+) -> ReadResult<Option<(tls::CertificateValidationContext, Path)>> {
+    use tls::common_tls_context::ValidationContextType as V;
+    Ok(Some(match &common.validation_context_type {
+        None => return Ok(None),
+        Some(V::ValidationContext(v)) => (v.clone(), cpath.field("validation_context")),
+        Some(V::ValidationContextSdsSecretConfig(c)) => {
+            let r = secret_ref(c, &cpath.field("validation_context_sds_secret_config"))?;
+            validation_context(&r, view, files)?
+        }
+        Some(V::CombinedValidationContext(c)) => {
+            let vpath = cpath.field("combined_validation_context");
+            let Some(sds_config) = &c.validation_context_sds_secret_config else {
+                return Err(Error::invalid(
+                    vpath.field("validation_context_sds_secret_config"),
+                    "required",
+                )
+                .into());
+            };
+            let r = secret_ref(
+                sds_config,
+                &vpath.field("validation_context_sds_secret_config"),
+            )?;
+            let (dynamic, _) = validation_context(&r, view, files)?;
+            let merged =
+                combined_validation_context(c.default_validation_context.as_ref(), dynamic);
+            (merged, vpath)
+        }
+        Some(other) => return Err(super::tls::unsupported_validation(other, cpath).into()),
+    }))
+}
+
 /// `combined_validation_context`: the SDS secret merged into the default,
 /// as Envoy merges them (protobuf merge: set fields replace, lists join).
-pub(super) fn combined_validation_context(
+fn combined_validation_context(
     default: Option<&tls::CertificateValidationContext>,
     dynamic: tls::CertificateValidationContext,
 ) -> tls::CertificateValidationContext {

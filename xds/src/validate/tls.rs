@@ -77,42 +77,11 @@ pub(crate) fn transport_socket(
 
 /// Every `SdsSecretConfig` of a downstream context, validated.
 fn secret_refs(ctx: &tls::DownstreamTlsContext, path: &Path) -> Result<Vec<SecretRef>> {
-    use tls::common_tls_context::ValidationContextType as V;
     use tls::downstream_tls_context::SessionTicketKeysType as T;
-    let cpath = path.field("common_tls_context");
-    let mut refs = Vec::new();
-    if let Some(common) = &ctx.common_tls_context {
-        let spath = cpath.field("tls_certificate_sds_secret_configs");
-        for (i, c) in common.tls_certificate_sds_secret_configs.iter().enumerate() {
-            refs.push(sds::secret_ref(c, &spath.index(i))?);
-        }
-        match &common.validation_context_type {
-            Some(V::ValidationContextSdsSecretConfig(c)) => refs.push(sds::secret_ref(
-                c,
-                &cpath.field("validation_context_sds_secret_config"),
-            )?),
-            Some(V::CombinedValidationContext(c)) => {
-                let vpath = cpath.field("combined_validation_context");
-                reject_set!(
-                    vpath,
-                    c,
-                    validation_context_certificate_provider,
-                    validation_context_certificate_provider_instance,
-                );
-                let Some(sds) = &c.validation_context_sds_secret_config else {
-                    return Err(Error::invalid(
-                        vpath.field("validation_context_sds_secret_config"),
-                        "required",
-                    ));
-                };
-                refs.push(sds::secret_ref(
-                    sds,
-                    &vpath.field("validation_context_sds_secret_config"),
-                )?);
-            }
-            _ => {}
-        }
-    }
+    let mut refs = match &ctx.common_tls_context {
+        Some(common) => sds::common_refs(common, &path.field("common_tls_context"))?,
+        None => Vec::new(),
+    };
     if let Some(T::SessionTicketKeysSdsSecretConfig(c)) = &ctx.session_ticket_keys_type {
         refs.push(sds::secret_ref(
             c,
@@ -158,7 +127,6 @@ fn downstream_tls_context(
     path: &Path,
     view: &SecretView,
 ) -> ReadResult<(DownstreamTlsSpec, Vec<PathBuf>)> {
-    use tls::common_tls_context::ValidationContextType as V;
     reject_unimplemented_downstream(ctx, path)?;
     if ctx.ocsp_staple_policy
         != tls::downstream_tls_context::OcspStaplePolicy::LenientStapling as i32
@@ -190,7 +158,7 @@ fn downstream_tls_context(
     let common = ctx.common_tls_context.clone().unwrap_or_default();
     reject_unimplemented_common(&common, &cpath)?;
     let required = ctx.require_client_certificate.unwrap_or(false);
-    let client_auth = match &common.validation_context_type {
+    let client_auth = match sds::validation(&common, &cpath, view, &mut files)? {
         None if required => {
             return Err(Error::invalid(
                 path.field("require_client_certificate"),
@@ -199,36 +167,7 @@ fn downstream_tls_context(
             .into())
         }
         None => None,
-        Some(V::ValidationContext(v)) => Some(validation_context(
-            v,
-            required,
-            &cpath.field("validation_context"),
-            &mut files,
-        )?),
-        Some(V::ValidationContextSdsSecretConfig(c)) => {
-            let r = sds::secret_ref(c, &cpath.field("validation_context_sds_secret_config"))?;
-            let (v, vpath) = sds::validation_context(&r, view, &mut files)?;
-            Some(validation_context(&v, required, &vpath, &mut files)?)
-        }
-        Some(V::CombinedValidationContext(c)) => {
-            let vpath = cpath.field("combined_validation_context");
-            let Some(sds_config) = &c.validation_context_sds_secret_config else {
-                return Err(Error::invalid(
-                    vpath.field("validation_context_sds_secret_config"),
-                    "required",
-                )
-                .into());
-            };
-            let r = sds::secret_ref(
-                sds_config,
-                &vpath.field("validation_context_sds_secret_config"),
-            )?;
-            let (dynamic, _) = sds::validation_context(&r, view, &mut files)?;
-            let merged =
-                sds::combined_validation_context(c.default_validation_context.as_ref(), dynamic);
-            Some(validation_context(&merged, required, &vpath, &mut files)?)
-        }
-        Some(other) => return Err(unsupported_validation(other, &cpath).into()),
+        Some((v, vpath)) => Some(validation_context(&v, required, &vpath, &mut files)?),
     };
     let certs_path = cpath.field("tls_certificates");
     if common.tls_certificates.is_empty() && common.tls_certificate_sds_secret_configs.is_empty() {
@@ -242,10 +181,7 @@ fn downstream_tls_context(
     for (i, c) in common.tls_certificates.iter().enumerate() {
         certificates.push(certificate(c, &certs_path.index(i), &mut files)?);
     }
-    let spath = cpath.field("tls_certificate_sds_secret_configs");
-    for (i, c) in common.tls_certificate_sds_secret_configs.iter().enumerate() {
-        let r = sds::secret_ref(c, &spath.index(i))?;
-        let (c, at) = sds::certificate(&r, view, &mut files)?;
+    for (c, at) in sds::certificates(&common, &cpath, view, &mut files)? {
         certificates.push(certificate(&c, &at, &mut files)?);
     }
     let params = tls_params(&common, &cpath)?;
@@ -490,7 +426,12 @@ pub(super) fn trusted_roots(
     let pem = data_source(v.trusted_ca.as_ref(), &capath)?;
     let roots = CertificateDer::pem_slice_iter(&pem)
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::invalid(capath.clone(), format!("invalid PEM certificate: {e}")))?;
+        .map_err(|e| {
+            Error::invalid(
+                capath.clone(),
+                format!("invalid PEM certificate: {}", pem_error(e)),
+            )
+        })?;
     if roots.is_empty() {
         return Err(Error::invalid(capath, "no PEM certificate in it"));
     }
@@ -570,7 +511,12 @@ pub(super) fn certificate(
     let pem = data_source(c.certificate_chain.as_ref(), &cpath)?;
     let chain = CertificateDer::pem_slice_iter(&pem)
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| Error::invalid(cpath.clone(), format!("invalid PEM certificate: {e}")))?;
+        .map_err(|e| {
+            Error::invalid(
+                cpath.clone(),
+                format!("invalid PEM certificate: {}", pem_error(e)),
+            )
+        })?;
     if chain.is_empty() {
         return Err(Error::invalid(cpath, "no PEM certificate in it"));
     }
@@ -579,7 +525,10 @@ pub(super) fn certificate(
     let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
         Error::invalid(
             kpath,
-            format!("no PEM private key (PKCS#8, PKCS#1 or SEC1) in it: {e}"),
+            format!(
+                "no PEM private key (PKCS#8, PKCS#1 or SEC1) in it: {}",
+                pem_error(e)
+            ),
         )
     })?;
     Ok(CertificateSpec { chain, key })
@@ -605,5 +554,21 @@ pub(crate) fn data_source(d: Option<&core::DataSource>, path: &Path) -> Result<V
             path.clone(),
             "one of filename, inline_bytes, inline_string, environment_variable is required",
         )),
+    }
+}
+
+/// A PEM error as text: the markers it names as the words they are
+/// (rustls's message shows them as byte lists).
+fn pem_error(e: rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error as E;
+    match e {
+        E::MissingSectionEnd { end_marker } => format!(
+            "no \"-----END {}-----\" line",
+            String::from_utf8_lossy(&end_marker)
+        ),
+        E::IllegalSectionStart { line } => {
+            format!("bad BEGIN line {:?}", String::from_utf8_lossy(&line))
+        }
+        other => other.to_string(),
     }
 }

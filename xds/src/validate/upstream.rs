@@ -1,22 +1,14 @@
-//! How a cluster reaches its hosts: the protocol (`typed_extension_protocol_options` or the cluster's deprecated fields; HTTP/1.1 when nothing is said, as in Envoy), `max_requests_per_connection`, `idle_timeout`, and `transport_socket` with an `UpstreamTlsContext`.
+//! How a cluster reaches its hosts: the protocol (`typed_extension_protocol_options` or the cluster's deprecated fields; HTTP/1.1 when nothing is said, as in Envoy), `max_requests_per_connection`, `idle_timeout`, and `transport_socket` (its TLS in `upstream_tls`).
 
-use std::sync::Arc;
-
-use engine::tls::{UpstreamTls, UpstreamTlsSpec};
 use engine::{UpstreamHttp2, UpstreamOptions, UpstreamProtocol, UPSTREAM_IDLE_TIMEOUT};
 use prost::Name;
 
 use super::common::{reject_set, timeout_or, u32_in};
 use super::http_connection_manager::{reject_h2_flood_limits, reject_unused_h2};
-use super::tls::{
-    alpn_protocols, certificate, reject_unimplemented_common, san_matchers, tls_context, tls_error,
-    tls_params, trusted_roots, unsupported_validation,
-};
 use crate::decode::unpack;
 use crate::error::{Error, Path, Result};
 use crate::pb::envoy::config::cluster::v3 as pb;
 use crate::pb::envoy::config::core::v3 as core;
-use crate::pb::envoy::extensions::transport_sockets::tls::v3 as tls;
 use crate::pb::envoy::extensions::upstreams::http::v3 as upstream;
 
 /// What the protocol options chose, with where each came from.
@@ -85,7 +77,11 @@ pub(super) fn upstream_options(
         None => (None, None, tspath.clone()),
     };
     let tls = match &inner {
-        Some(ts) => Some(transport_socket(ts, chosen.protocol, &ipath)?),
+        Some(ts) => Some(super::upstream_tls::transport_socket(
+            ts,
+            chosen.protocol,
+            &ipath,
+        )?),
         None => None,
     };
     if chosen.protocol == UpstreamProtocol::Auto && tls.is_none() {
@@ -297,93 +293,4 @@ fn http1(h1: &core::Http1ProtocolOptions, path: &Path) -> Result<bool> {
         ignore_http_11_upgrade,
     );
     Ok(h1.enable_trailers)
-}
-
-/// A cluster's `transport_socket`: `envoy.transport_sockets.tls` with an
-/// `UpstreamTlsContext`.
-fn transport_socket(
-    ts: &core::TransportSocket,
-    protocol: UpstreamProtocol,
-    path: &Path,
-) -> Result<Arc<UpstreamTls>> {
-    let (ctx, cpath) = tls_context::<tls::UpstreamTlsContext>(ts, path, "an")?;
-    let spec = upstream_tls_context(&ctx, protocol, &cpath)?;
-    let built = UpstreamTls::build(spec).map_err(|e| tls_error(e, &cpath))?;
-    Ok(Arc::new(built))
-}
-
-fn upstream_tls_context(
-    ctx: &tls::UpstreamTlsContext,
-    protocol: UpstreamProtocol,
-    path: &Path,
-) -> Result<UpstreamTlsSpec> {
-    reject_set!(
-        path,
-        ctx,
-        allow_renegotiation,
-        enforce_rsa_key_usage,
-        auto_host_sni,
-        auto_sni_san_validation,
-    );
-    let cpath = path.field("common_tls_context");
-    let common = ctx.common_tls_context.clone().unwrap_or_default();
-    reject_unimplemented_common(&common, &cpath)?;
-    // SDS reaches listeners only, so far.
-    reject_set!(cpath, common, tls_certificate_sds_secret_configs);
-    let mut files = Vec::new();
-    let (trusted_ca, san_matchers) = match &common.validation_context_type {
-        None => (None, Vec::new()),
-        Some(tls::common_tls_context::ValidationContextType::ValidationContext(v)) => {
-            let vpath = cpath.field("validation_context");
-            if v.suppress_client_ca_list {
-                return Err(Error::invalid(
-                    vpath.field("suppress_client_ca_list"),
-                    "only meaningful on a listener",
-                ));
-            }
-            (
-                Some(trusted_roots(v, &vpath, &mut files)?),
-                san_matchers(v, &vpath)?,
-            )
-        }
-        Some(other) => return Err(unsupported_validation(other, &cpath)),
-    };
-    let certs_path = cpath.field("tls_certificates");
-    let client_certificate = match common.tls_certificates.as_slice() {
-        [] => None,
-        [one] => Some(certificate(one, &certs_path.index(0), &mut files)?),
-        _ => {
-            return Err(Error::invalid(
-                certs_path,
-                "an upstream context takes at most one certificate",
-            ))
-        }
-    };
-    let params = tls_params(&common, &cpath)?;
-    let mut alpn = alpn_protocols(&common.alpn_protocols, &cpath.field("alpn_protocols"))?;
-    let alpn_configured = !alpn.is_empty();
-    if alpn.is_empty() {
-        // Envoy offers the cluster's own protocols when none are set.
-        alpn = match protocol {
-            UpstreamProtocol::Http1 => vec![b"http/1.1".to_vec()],
-            UpstreamProtocol::Http2 => vec![b"h2".to_vec()],
-            UpstreamProtocol::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-        };
-    }
-    if ctx.sni.len() > 255 {
-        return Err(Error::invalid(path.field("sni"), "longer than 255 bytes"));
-    }
-    Ok(UpstreamTlsSpec {
-        sni: Some(ctx.sni.clone()).filter(|s| !s.is_empty()),
-        alpn,
-        alpn_configured,
-        min_version: params.min_version,
-        max_version: params.max_version,
-        cipher_suites: params.cipher_suites,
-        ecdh_curves: params.ecdh_curves,
-        client_certificate,
-        trusted_ca,
-        san_matchers,
-        max_session_keys: ctx.max_session_keys.unwrap_or(1) as usize,
-    })
 }

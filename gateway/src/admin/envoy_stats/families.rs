@@ -176,7 +176,7 @@ fn days_until_first_cert_expiring(inner: &Inner) -> u64 {
         .snapshot
         .clusters
         .values()
-        .filter_map(|c| c.config.upstream.tls.as_ref().map(|t| t.expiry));
+        .filter_map(|c| c.config.upstream.tls.as_ref()?.expiry());
     let first = listeners
         .chain(clusters)
         .flat_map(|e| [e.cert, e.ca])
@@ -514,7 +514,7 @@ fn clusters(inner: &Inner, out: &mut Vec<Family>) {
         if c.config.upstream.tls.is_some() {
             let ssl: Vec<_> = blocks.all(name).into_iter().map(|b| &b.ssl).collect();
             let base = format!("cluster.{name}");
-            let expiry = c.config.upstream.tls.as_ref().map(|t| t.expiry);
+            let expiry = c.config.upstream.tls.as_ref().and_then(|t| t.expiry());
             ssl_families(
                 &mut fam,
                 ("cluster", &base),
