@@ -837,12 +837,12 @@ fn ecmp_fleet_spreads_updates_drains_and_upgrades() {
     }
     assert_clean("5. upgrades", &tally);
     let moved = (log.len() - changes) as u64;
-    // Known gap: about one connection in 1,000 during the upgrades is
-    // reset before its answer (cause not found yet; never seen with static
-    // listeners), which the client's one resend recovers: at most one per
-    // upgrade is allowed besides route changes, and none may fail.
+    // Only route changes may cost a resend. (A new epoch's listener once
+    // reset about one connection in 1,000: glommio runs a spawned accept
+    // loop at once, which served a connection queued on the handed-over
+    // socket before the shard adopted the snapshot naming its listener.)
     assert!(
-        tally.1 <= THREADS as u64 * moved + GATEWAYS as u64,
+        tally.1 <= THREADS as u64 * moved,
         "{} resent, {moved} route changes",
         tally.1
     );

@@ -100,20 +100,27 @@ impl ShardRuntime {
     }
 
     /// Adopts a new snapshot: drops pools of hosts that left (their
-    /// connections close once in-flight streams finish), starts or stops
-    /// listeners, then hands the snapshot to the routing context (new
-    /// streams start with it). A listener that cannot bind is an error;
-    /// the rest of the snapshot is adopted all the same.
+    /// connections close once in-flight streams finish), stops listeners
+    /// that went, hands the snapshot to the routing context (new streams
+    /// start with it), then starts the new listeners. A listener that
+    /// cannot bind is an error; the rest of the snapshot is adopted all
+    /// the same.
     pub fn apply(&mut self, snap: Arc<Snapshot>) -> std::io::Result<()> {
         let old = self.wire.shard.snapshot();
         self.reconcile_pools(&old, &snap);
-        let result = self.reconcile_listeners(&snap);
+        self.stop_listeners(&snap);
         // Hosts new to their cluster may hold a recycled id: their pools
         // start afresh, as `adopt` resets their counters.
         let wire = &self.wire;
         wire.follow_budgets(&snap);
-        wire.shard.adopt(snap, |h| wire.drop_pool(h.id));
-        result
+        wire.shard
+            .adopt(Arc::clone(&snap), |h| wire.drop_pool(h.id));
+        // Only now: glommio runs a spawned task at once, so a new
+        // listener's accept loop serves a connection already queued (a
+        // hot restart's handed-over socket has them) before `start_listeners`
+        // returns, and that connection must find its listener in the
+        // shard's snapshot, not be refused by the one before it.
+        self.start_listeners(&snap)
     }
 
     /// Drops the pools of hosts that left their cluster, whose cluster's
@@ -157,7 +164,9 @@ impl ShardRuntime {
         }
     }
 
-    fn reconcile_listeners(&mut self, snap: &Snapshot) -> std::io::Result<()> {
+    /// Stops the listeners `snap` no longer has (or has elsewhere); those
+    /// it keeps drain only the chains that went.
+    fn stop_listeners(&mut self, snap: &Snapshot) {
         self.listeners.retain(|name, l| match snap.listener(name) {
             Some(cfg) if cfg.address == l.address => {
                 l.drains.keep_chains(cfg);
@@ -168,6 +177,10 @@ impl ShardRuntime {
                 false
             }
         });
+    }
+
+    /// Starts the listeners of `snap` not running yet.
+    fn start_listeners(&mut self, snap: &Snapshot) -> std::io::Result<()> {
         // The new snapshot may change a connection limit: a loop waiting
         // for a free slot looks again.
         for l in self.listeners.values() {
