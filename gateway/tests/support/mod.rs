@@ -8,6 +8,7 @@ pub mod h1_client;
 pub mod h2c_server;
 pub mod health_server;
 pub mod netns;
+pub mod one_shot;
 pub mod otlp;
 pub mod process;
 pub mod raw;
