@@ -17,20 +17,18 @@
 //!   the process (so a client that reconnects to a restarted server never
 //!   sees a nonce twice).
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
-use std::rc::Rc;
+use std::os::fd::{FromRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::future::or;
-use glommio::net::{TcpListener, TcpStream};
+use glommio::net::TcpListener;
 use glommio::timer::sleep;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use h2::server::SendResponse;
@@ -38,8 +36,9 @@ use h2::{Reason, RecvStream, SendStream};
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use prost::Message;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
 use xds::pb::envoy::service::discovery::v3::{DiscoveryRequest, DiscoveryResponse};
+
+use crate::h2c::{Stopping, POLL};
 
 /// Type URLs of the four resource types the gateway subscribes to.
 pub mod type_url {
@@ -62,15 +61,6 @@ const ADS_PATH: &str =
 /// Largest gRPC message accepted from a client; a bigger length prefix
 /// resets the stream instead of buffering it.
 const MAX_MESSAGE: usize = 16 << 20;
-
-/// How often stream, connection and accept tasks look at the shared state
-/// (stop flag, resources changed by `set`): a few ms keeps pushes prompt
-/// without a cross-thread wake-up mechanism.
-const POLL: Duration = Duration::from_millis(5);
-
-/// How long a stopping connection may take to flush its last frames and
-/// finish the HTTP/2 GOAWAY exchange before it is closed regardless.
-const DRAIN: Duration = Duration::from_secs(1);
 
 /// How long `start_on` retries a bind that fails with `EADDRINUSE`: after a
 /// stop the old listener can linger a moment (glommio's ring is torn down
@@ -308,16 +298,11 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Acquire)
-    }
 }
 
-/// Resolves once `stop` was requested.
-async fn stopped(shared: &Shared) {
-    while !shared.stopping() {
-        sleep(POLL).await;
+impl Stopping for Shared {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
     }
 }
 
@@ -364,7 +349,7 @@ impl AdsServer {
                 let fd = listener.into_raw_fd();
                 // SAFETY: `fd` is a listening TCP socket we own; glommio takes it.
                 let listener = unsafe { TcpListener::from_raw_fd(fd) };
-                serve(listener, fd, thread_shared).await;
+                crate::h2c::serve(listener, fd, thread_shared, serve_stream).await;
             })
             .map_err(io::Error::from)?;
         Ok(AdsServer {
@@ -458,118 +443,6 @@ impl Drop for AdsServer {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Decrements a counter when dropped (also when a task is cancelled).
-struct CountGuard(Rc<Cell<usize>>);
-
-impl CountGuard {
-    fn new(count: &Rc<Cell<usize>>) -> CountGuard {
-        count.set(count.get() + 1);
-        CountGuard(count.clone())
-    }
-}
-
-impl Drop for CountGuard {
-    fn drop(&mut self) {
-        self.0.set(self.0.get().saturating_sub(1));
-    }
-}
-
-/// Accepts connections until stopped, then closes the listener and waits
-/// (bounded) for the connections to finish.
-async fn serve(listener: TcpListener, fd: RawFd, shared: Arc<Shared>) {
-    let conns = Rc::new(Cell::new(0usize));
-    loop {
-        let next = or(async { Some(listener.accept().await) }, async {
-            stopped(&shared).await;
-            None
-        })
-        .await;
-        match next {
-            Some(Ok(stream)) => {
-                let guard = CountGuard::new(&conns);
-                let shared = shared.clone();
-                glommio::spawn_local(async move {
-                    serve_conn(stream, shared).await;
-                    drop(guard);
-                })
-                .detach();
-            }
-            // Typically EMFILE: back off instead of spinning.
-            Some(Err(_)) => sleep(Duration::from_millis(10)).await,
-            None => break,
-        }
-    }
-    // glommio keeps an io_uring accept in flight on the listener, and that
-    // reference keeps the socket listening after `close` until the ring is
-    // torn down; shutting it down makes clients see a refusal right away.
-    // SAFETY: `listener` owns this fd and is still alive.
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-    drop(listener);
-    // Returning ends the executor and drops the detached connection tasks:
-    // give them the time to send their trailers and GOAWAY first.
-    let deadline = Instant::now() + DRAIN + Duration::from_millis(500);
-    while conns.get() > 0 && Instant::now() < deadline {
-        sleep(POLL).await;
-    }
-}
-
-/// Serves one h2c connection; on stop, lets its streams send their final
-/// trailers, shuts HTTP/2 down gracefully (bounded by [`DRAIN`]) and closes.
-async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
-    // Responses are small frames that must not wait for Nagle.
-    let _ = stream.set_nodelay(true);
-    let fd = stream.as_raw_fd();
-    let mut builder = h2::server::Builder::new();
-    builder
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(4 << 20);
-    let handshake = builder.handshake::<_, Bytes>(stream.compat());
-    let mut conn = match or(async { Some(handshake.await) }, async {
-        stopped(&shared).await;
-        None
-    })
-    .await
-    {
-        Some(Ok(conn)) => conn,
-        _ => return,
-    };
-    // `accept` also drives the connection's I/O for every stream, so it is
-    // polled all along; the streams run in their own tasks.
-    loop {
-        let next = or(async { Some(conn.accept().await) }, async {
-            stopped(&shared).await;
-            None
-        })
-        .await;
-        match next {
-            Some(Some(Ok((req, respond)))) => {
-                let shared = shared.clone();
-                glommio::spawn_local(serve_stream(req, respond, shared)).detach();
-            }
-            // The client went away or broke the protocol.
-            Some(Some(Err(_))) | Some(None) => return,
-            None => break,
-        }
-    }
-    // Stopping: the stream tasks notice the flag too and end their streams;
-    // keep driving the connection so those trailers and the GOAWAY exchange
-    // reach the client, refusing any stream opened meanwhile.
-    conn.graceful_shutdown();
-    let drain = async {
-        while let Some(next) = conn.accept().await {
-            match next {
-                Ok((_, mut respond)) => respond.send_reset(Reason::REFUSED_STREAM),
-                Err(_) => break,
-            }
-        }
-    };
-    or(drain, sleep(DRAIN)).await;
-    // As for the listener, make the client see the close now even though
-    // glommio may still hold the socket in the ring.
-    // SAFETY: `conn` owns this fd and is still alive.
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
 }
 
 /// Response headers of a gRPC response.

@@ -30,14 +30,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::fd::{FromRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::future::or;
-use glommio::net::{TcpListener, TcpStream};
+use glommio::net::TcpListener;
 use glommio::timer::sleep;
 use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use h2::server::SendResponse;
@@ -46,22 +46,17 @@ use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http::{HeaderMap, Method, Request, Response};
 use prost::Message;
 use prost_types::Any;
-use tokio_util::compat::FuturesAsyncReadCompatExt;
 use xds::pb::envoy::service::discovery::v3::{
     DeltaDiscoveryRequest, DeltaDiscoveryResponse, Resource,
 };
 
 use crate::ads::type_url;
+use crate::h2c::{Stopping, POLL};
 
 const DELTA_PATH: &str =
     "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources";
 /// Larger length prefixes reset the stream instead of being buffered.
 const MAX_MESSAGE: usize = 16 << 20;
-/// How often tasks look at the shared state (stop flag, queued responses):
-/// a few ms keeps pushes prompt without a cross-thread wake-up.
-const POLL: Duration = Duration::from_millis(5);
-/// Time a stopping connection gets to flush trailers and GOAWAY.
-const DRAIN: Duration = Duration::from_secs(1);
 /// A just-stopped listener may linger a moment (glommio tears its ring
 /// down asynchronously): `start_on` retries `EADDRINUSE` this long.
 const BIND_RETRY: Duration = Duration::from_secs(3);
@@ -290,24 +285,12 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
+impl Stopping for Shared {
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
-}
-
-/// `fut`'s output, or None once the server is stopping.
-async fn unless_stopped<T>(
-    shared: &Shared,
-    fut: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    let stopped = async {
-        while !shared.stopping() {
-            sleep(POLL).await;
-        }
-        None
-    };
-    or(async { Some(fut.await) }, stopped).await
 }
 
 /// A Delta ADS server on its own thread; dropping it stops it.
@@ -350,7 +333,7 @@ impl DeltaServer {
                 let fd = listener.into_raw_fd();
                 // SAFETY: `fd` is a listening TCP socket we own; glommio takes it.
                 let listener = unsafe { TcpListener::from_raw_fd(fd) };
-                serve(listener, fd, thread_shared).await;
+                crate::h2c::serve(listener, fd, thread_shared, serve_stream).await;
             })
             .map_err(io::Error::from)?;
         Ok(DeltaServer {
@@ -484,68 +467,6 @@ impl Drop for DeltaServer {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Accepts until stopped; then makes the socket refuse at once (glommio's
-/// in-flight accept would keep it listening) and lets connections drain.
-async fn serve(listener: TcpListener, fd: RawFd, shared: Arc<Shared>) {
-    let open = std::rc::Rc::new(std::cell::Cell::new(0usize));
-    loop {
-        match unless_stopped(&shared, listener.accept()).await {
-            Some(Ok(stream)) => {
-                let (shared, open) = (shared.clone(), open.clone());
-                open.set(open.get() + 1);
-                glommio::spawn_local(async move {
-                    serve_conn(stream, shared).await;
-                    open.set(open.get() - 1);
-                })
-                .detach();
-            }
-            Some(Err(_)) => sleep(Duration::from_millis(10)).await,
-            None => break,
-        }
-    }
-    // SAFETY: `listener` owns this fd and is still alive.
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-    drop(listener);
-    let deadline = Instant::now() + DRAIN + Duration::from_millis(500);
-    while open.get() > 0 && Instant::now() < deadline {
-        sleep(POLL).await;
-    }
-}
-
-async fn serve_conn(stream: TcpStream, shared: Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
-    let fd = stream.as_raw_fd();
-    let mut builder = h2::server::Builder::new();
-    builder
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(4 << 20);
-    let handshake = builder.handshake::<_, Bytes>(stream.compat());
-    let Some(Ok(mut conn)) = unless_stopped(&shared, handshake).await else {
-        return;
-    };
-    // `accept` drives the connection's I/O for every stream: poll it all along.
-    loop {
-        match unless_stopped(&shared, conn.accept()).await {
-            Some(Some(Ok((req, respond)))) => {
-                glommio::spawn_local(serve_stream(req, respond, shared.clone())).detach();
-            }
-            Some(_) => return,
-            None => break,
-        }
-    }
-    // Stopping: keep driving the connection so the streams' trailers and
-    // the GOAWAY reach the client, refusing new streams meanwhile.
-    conn.graceful_shutdown();
-    let drain = async {
-        while let Some(Ok((_, mut respond))) = conn.accept().await {
-            respond.send_reset(Reason::REFUSED_STREAM);
-        }
-    };
-    or(drain, sleep(DRAIN)).await;
-    // SAFETY: `conn` owns this fd and is still alive.
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
 }
 
 fn grpc_status(code: u32) -> HeaderMap {

@@ -6,6 +6,7 @@
 pub mod ads;
 pub mod delta;
 pub mod dns;
+mod h2c;
 pub mod resources;
 
 pub use ads::{any, type_url, AdsServer, RecordedRequest};
