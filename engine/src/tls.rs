@@ -178,23 +178,7 @@ impl DownstreamTls {
     }
 }
 
-impl Reloadable for DownstreamTls {
-    fn secrets(&self) -> &[SecretRef] {
-        self.tls.secrets()
-    }
-
-    fn files(&self) -> Vec<PathBuf> {
-        self.tls.files()
-    }
-
-    fn is_ready(&self) -> bool {
-        self.tls.is_ready()
-    }
-
-    fn step(&self, view: &SecretView, force: bool) -> Step<'_> {
-        source::step(&self.tls, view, force, build_state)
-    }
-}
+source::reloadable!(DownstreamTls, build_state);
 
 /// The rustls config and what is shown of it, from a decoded context.
 fn build_state(spec: DownstreamTlsSpec) -> Result<TlsState, TlsError> {

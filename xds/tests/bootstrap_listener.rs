@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{bad, edit, load, HCM};
+use support::{bad, edit, load, pem_pair, HCM};
 
 #[test]
 fn forwarded_for_follows_use_remote_address() {
@@ -199,17 +199,6 @@ fn with_tls(ctx: &str) -> String {
             "    filter_chains:\n    - transport_socket:\n        name: envoy.transport_sockets.tls\n        typed_config:\n          \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext\n{ctx}      filters:\n"
         ),
     )
-}
-
-/// A self-signed certificate and its key, PEM, indented for a YAML block.
-fn pem_pair(names: &[&str]) -> (String, String) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let cert =
-        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-            .expect("params")
-            .self_signed(&key)
-            .expect("cert");
-    (cert.pem(), key.serialize_pem())
 }
 
 fn block(pem: &str, indent: usize) -> String {

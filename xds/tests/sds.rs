@@ -2,22 +2,10 @@
 //! ticket keys from `static_resources.secrets`, from an SDS file, or over
 //! ADS (pending until they come); each refusal naming the secret.
 
-#[allow(dead_code)] // shared with the other tests
 mod support;
 
 use engine::tls::{DownstreamTls, RebuildError, Reloadable, SecretView};
-use support::{edit, GOOD};
-
-/// A self-signed certificate and its key, PEM.
-fn pem_pair(names: &[&str]) -> (String, String) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let cert =
-        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-            .expect("params")
-            .self_signed(&key)
-            .expect("cert");
-    (cert.pem(), key.serialize_pem())
-}
+use support::{edit, pem_pair, GOOD};
 
 /// A `tls_certificate` secret, as JSON (YAML's flow style takes it).
 fn cert_secret(name: &str, dns: &str) -> String {

@@ -335,3 +335,25 @@ pub(super) fn step<'a, Sp, St: Send + Sync + 'a>(
         Resolution::Failed(m) => Step::Failed(m),
     }
 }
+
+/// [`Reloadable`] for a TLS context type whose field `tls` is its
+/// [`Sourced`] build and `$build` makes a build from a spec.
+macro_rules! reloadable {
+    ($t:ty, $build:path) => {
+        impl $crate::tls::Reloadable for $t {
+            fn secrets(&self) -> &[$crate::tls::SecretRef] {
+                self.tls.secrets()
+            }
+            fn files(&self) -> Vec<std::path::PathBuf> {
+                self.tls.files()
+            }
+            fn is_ready(&self) -> bool {
+                self.tls.is_ready()
+            }
+            fn step(&self, view: &$crate::tls::SecretView, force: bool) -> $crate::tls::Step<'_> {
+                $crate::tls::source::step(&self.tls, view, force, $build)
+            }
+        }
+    };
+}
+pub(super) use reloadable;

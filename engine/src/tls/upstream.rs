@@ -22,7 +22,7 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureSch
 
 use super::common::{provider_for, trusted_as_is, CertificateSpec, Expiry, TlsError, TlsVersion};
 use super::san::{self, SanMatcher};
-use super::source::{Reloadable, SecretRef, SecretView, Sourced, Step, TlsSource};
+use super::source::{Sourced, TlsSource};
 
 /// What an `UpstreamTlsContext` asks for, decoded (files read, PEM parsed).
 #[derive(Debug)]
@@ -247,23 +247,7 @@ impl UpstreamTls {
     }
 }
 
-impl Reloadable for UpstreamTls {
-    fn secrets(&self) -> &[SecretRef] {
-        self.tls.secrets()
-    }
-
-    fn files(&self) -> Vec<PathBuf> {
-        self.tls.files()
-    }
-
-    fn is_ready(&self) -> bool {
-        self.tls.is_ready()
-    }
-
-    fn step(&self, view: &SecretView, force: bool) -> Step<'_> {
-        super::source::step(&self.tls, view, force, build_state)
-    }
-}
+super::source::reloadable!(UpstreamTls, build_state);
 
 /// The rustls config a decoded context makes.
 fn build_state(spec: UpstreamTlsSpec) -> Result<UpstreamState, TlsError> {

@@ -117,19 +117,36 @@ pub(crate) fn decode_any(any: &prost_types::Any, path: &Path) -> Result<tls::Sec
         .map_err(|e| Error::invalid(path.clone(), format!("invalid {url}: {e}")))
 }
 
-/// The `tls_certificate` secret `r` names, with the path its fields are
-/// reported at.
+/// The secret `r` names, as the kind `take` accepts (`wanted`: its field's
+/// name), with the path its fields are reported at.
+fn of_kind<T>(
+    r: &SecretRef,
+    view: &SecretView,
+    files: &mut Vec<PathBuf>,
+    wanted: &str,
+    take: impl FnOnce(tls::secret::Type) -> Option<T>,
+) -> ReadResult<(T, Path)> {
+    let s = find(r, view, files)?;
+    let path = Path::root().field("secrets").named(&r.name);
+    let held = kind(&s);
+    match s.r#type.and_then(take) {
+        Some(v) => Ok((v, path.field(wanted))),
+        None => {
+            Err(Error::invalid(path, format!("{r} holds {held}; a {wanted} is needed here")).into())
+        }
+    }
+}
+
+/// The `tls_certificate` secret `r` names.
 fn certificate(
     r: &SecretRef,
     view: &SecretView,
     files: &mut Vec<PathBuf>,
 ) -> ReadResult<(tls::TlsCertificate, Path)> {
-    let s = find(r, view, files)?;
-    let path = Path::root().field("secrets").named(&r.name);
-    match s.r#type {
-        Some(tls::secret::Type::TlsCertificate(c)) => Ok((c, path.field("tls_certificate"))),
-        _ => Err(wrong_kind(r, &s, "tls_certificate")),
-    }
+    of_kind(r, view, files, "tls_certificate", |t| match t {
+        tls::secret::Type::TlsCertificate(c) => Some(c),
+        _ => None,
+    })
 }
 
 /// The `validation_context` secret `r` names.
@@ -138,12 +155,10 @@ fn validation_context(
     view: &SecretView,
     files: &mut Vec<PathBuf>,
 ) -> ReadResult<(tls::CertificateValidationContext, Path)> {
-    let s = find(r, view, files)?;
-    let path = Path::root().field("secrets").named(&r.name);
-    match s.r#type {
-        Some(tls::secret::Type::ValidationContext(v)) => Ok((v, path.field("validation_context"))),
-        _ => Err(wrong_kind(r, &s, "validation_context")),
-    }
+    of_kind(r, view, files, "validation_context", |t| match t {
+        tls::secret::Type::ValidationContext(v) => Some(v),
+        _ => None,
+    })
 }
 
 /// The `session_ticket_keys` secret `r` names.
@@ -152,20 +167,10 @@ pub(super) fn ticket_keys(
     view: &SecretView,
     files: &mut Vec<PathBuf>,
 ) -> ReadResult<(tls::TlsSessionTicketKeys, Path)> {
-    let s = find(r, view, files)?;
-    let path = Path::root().field("secrets").named(&r.name);
-    match s.r#type {
-        Some(tls::secret::Type::SessionTicketKeys(k)) => Ok((k, path.field("session_ticket_keys"))),
-        _ => Err(wrong_kind(r, &s, "session_ticket_keys")),
-    }
-}
-
-fn wrong_kind(r: &SecretRef, s: &tls::Secret, wanted: &str) -> ReadError {
-    Error::invalid(
-        Path::root().field("secrets").named(&r.name),
-        format!("{r} holds {}; a {wanted} is needed here", kind(s)),
-    )
-    .into()
+    of_kind(r, view, files, "session_ticket_keys", |t| match t {
+        tls::secret::Type::SessionTicketKeys(k) => Some(k),
+        _ => None,
+    })
 }
 
 /// Every `SdsSecretConfig` of a `common_tls_context` (at `cpath`),

@@ -1,5 +1,6 @@
 //! The good bootstrap that the bootstrap tests edit, and loading it: shared
 //! by `bootstrap.rs` and `bootstrap_listener.rs`.
+#![allow(dead_code)] // each test file uses some of these
 
 use xds::bootstrap::{self, Format};
 
@@ -28,4 +29,15 @@ pub fn bad(from: &str, to: &str) -> String {
         Ok(_) => panic!("config with {to:?} was accepted"),
         Err(e) => e,
     }
+}
+
+/// A self-signed certificate for `names` and its key, PEM.
+pub fn pem_pair(names: &[&str]) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+    (cert.pem(), key.serialize_pem())
 }
