@@ -151,6 +151,7 @@ mod tests {
             refresh_interval: Duration::from_millis(10),
             max_heap_bytes: Some(1 << 50),
             max_downstream_connections: Some(4),
+            account_power: None,
             actions: vec![
                 Action {
                     kind: ActionKind::StopAcceptingConnections,

@@ -3,9 +3,15 @@
 //! The sampler (`gateway::overload`) reads the resource monitors every
 //! `refresh_interval` and stores each action's level; a data shard loads
 //! one atomic where the action applies (an accept, a request's start, an
-//! idle timer's arming), never a lock or a refcount.
+//! idle timer's arming), never a lock or a refcount. Each level also
+//! counts its changes, for an action that acts on a change rather than on
+//! each request (`reset_high_memory_stream`, as Envoy's workers run it
+//! when the action's state changes).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Arc;
 
 use engine::overload::ActionKind;
@@ -19,17 +25,19 @@ pub enum Act {
     DisableHttpKeepalive,
     ReduceTimeouts,
     ShrinkHeap,
+    ResetHighMemoryStream,
 }
 
 impl Act {
     /// Every action, in index order.
-    pub const ALL: [Act; 6] = [
+    pub const ALL: [Act; 7] = [
         Act::StopAcceptingRequests,
         Act::StopAcceptingConnections,
         Act::RejectIncomingConnections,
         Act::DisableHttpKeepalive,
         Act::ReduceTimeouts,
         Act::ShrinkHeap,
+        Act::ResetHighMemoryStream,
     ];
 
     pub fn of(kind: &ActionKind) -> Self {
@@ -40,6 +48,7 @@ impl Act {
             ActionKind::DisableHttpKeepalive => Act::DisableHttpKeepalive,
             ActionKind::ReduceTimeouts(_) => Act::ReduceTimeouts,
             ActionKind::ShrinkHeap => Act::ShrinkHeap,
+            ActionKind::ResetHighMemoryStream => Act::ResetHighMemoryStream,
         }
     }
 }
@@ -51,6 +60,8 @@ const FULL: f64 = 1_000_000.0;
 #[derive(Debug, Default)]
 pub struct OverloadState {
     levels: [AtomicU32; Act::ALL.len()],
+    /// How many times each level changed.
+    changes: [AtomicU64; Act::ALL.len()],
     /// Open downstream connections, every shard's.
     downstream_connections: AtomicU64,
     /// The monitors' last pressures, in millionths (for the admin).
@@ -70,7 +81,17 @@ impl OverloadState {
 
     pub fn set(&self, a: Act, level: f64) {
         let v = (level.clamp(0.0, 1.0) * FULL) as u32;
-        self.levels[a as usize].store(v, Relaxed);
+        if self.levels[a as usize].swap(v, Relaxed) != v {
+            // Release: whoever sees the new count sees the new level.
+            self.changes[a as usize].fetch_add(1, Release);
+        }
+    }
+
+    /// How many times action `a`'s level changed so far: a data shard
+    /// that remembers it sees the next change (and then reads
+    /// [`Self::level`]) without being told.
+    pub fn changes(&self, a: Act) -> u64 {
+        self.changes[a as usize].load(Acquire)
     }
 
     /// Whether action `a` applies to one request or connection, given a
@@ -135,6 +156,22 @@ mod tests {
         assert!(s.hits(Act::DisableHttpKeepalive, || 0.1));
         assert!(!s.hits(Act::DisableHttpKeepalive, || 0.3));
         assert!((s.level(Act::DisableHttpKeepalive) - 0.25).abs() < 1e-6);
+    }
+
+    #[test]
+    fn changes_are_counted_not_stores() {
+        let s = OverloadState::new();
+        let a = Act::ResetHighMemoryStream;
+        assert_eq!(s.changes(a), 0);
+        s.set(a, 0.0);
+        assert_eq!(s.changes(a), 0, "the same level is no change");
+        s.set(a, 0.5);
+        s.set(a, 0.5);
+        assert_eq!(s.changes(a), 1);
+        s.set(a, 0.75);
+        s.set(a, 0.0);
+        assert_eq!(s.changes(a), 3);
+        assert_eq!(s.changes(Act::ShrinkHeap), 0, "per action");
     }
 
     #[test]

@@ -130,6 +130,9 @@ pub struct DownstreamStats {
     /// that closed their connection for `disable_http_keepalive`.
     pub rq_overload_close: Counter,
     pub cx_overload_disable_keepalive: Counter,
+    /// Streams `reset_high_memory_stream` reset (Envoy's
+    /// `envoy.overload_actions.reset_high_memory_stream.count`).
+    pub rq_overload_reset: Counter,
     /// Handshakes the client left (closed or reset its socket) before
     /// they completed.
     pub tls_handshake_abandoned: Counter,

@@ -184,6 +184,9 @@ pub(crate) struct DStream {
     pub(super) mirror: Option<Box<super::streams::MirrorTap>>,
     /// Response body (and trailers) on their way downstream.
     pub(super) resp: ItemQueue,
+    /// The memory class its buffered body bytes put it in, for the
+    /// overload manager (`accounts`; `UNTRACKED` when in none).
+    pub(super) account: u8,
     /// Response window granted on the upstream stream beyond the initial
     /// one (`Streams::forward`); counted in the connection's `granted`.
     pub(super) granted: u32,
@@ -302,6 +305,7 @@ impl DStream {
             mirrored: false,
             mirror: None,
             resp: ItemQueue::default(),
+            account: super::accounts::UNTRACKED,
             granted: 0,
             queued: false,
             resp_started: false,
@@ -375,6 +379,16 @@ impl DStream {
     /// Its host's address, once the router chose one.
     pub(super) fn served_by(&self) -> Option<std::net::SocketAddr> {
         self.target.as_ref().map(|t| t.pool.borrow().addr)
+    }
+
+    /// The body bytes the gateway holds for it, both ways: what the
+    /// overload manager charges it (`accounts`).
+    pub(super) fn buffered(&self) -> u64 {
+        let gathered = self.gather.as_ref().map_or(0, |g| g.buf.len());
+        let held = self.held.as_ref().map_or(0, |h| h.body.len());
+        u64::from(super::body::queued(&self.req))
+            + u64::from(super::body::queued(&self.resp))
+            + (gathered + held) as u64
     }
 }
 

@@ -24,6 +24,9 @@ pub(crate) enum Delivered {
     /// A filter that paused the stream is done (`http_filter::Resume`):
     /// the pause's ticket and how it ended (boxed: rare).
     Resume(Box<(u64, Resumed)>),
+    /// The overload manager's `reset_high_memory_stream` picked the stream
+    /// (`accounts`): it is reset. Keyed by the downstream id.
+    OverloadReset,
 }
 
 /// Deliveries in arrival order: (downstream stream id, what came).

@@ -26,6 +26,7 @@
 //! listener tasks, so it sits above them; what they share sits below them.
 
 pub mod accept;
+mod accounts;
 pub mod body;
 mod chain_drains;
 mod codec;
@@ -105,6 +106,9 @@ pub struct WireShard {
     /// The shard's own requests to clusters (`side`): request copies on
     /// their way to mirror clusters, filters' calls (authorisation).
     pub(crate) side: RefCell<side::SideRequests>,
+    /// Streams by the body bytes they buffer, for the overload manager's
+    /// `reset_high_memory_stream`.
+    pub(crate) accounts: accounts::Accounts,
 }
 
 impl WireShard {
@@ -124,6 +128,7 @@ impl WireShard {
             log_sinks: RefCell::default(),
             log_batch: RefCell::default(),
             side: RefCell::default(),
+            accounts: accounts::Accounts::default(),
         })
     }
 

@@ -113,6 +113,7 @@ impl ShardRuntime {
         // start afresh, as `adopt` resets their counters.
         let wire = &self.wire;
         wire.follow_budgets(&snap);
+        wire.follow_overload(&snap);
         wire.shard
             .adopt(Arc::clone(&snap), |h| wire.drop_pool(h.id));
         // Only now: glommio runs a spawned task at once, so a new

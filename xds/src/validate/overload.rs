@@ -1,10 +1,10 @@
-//! The bootstrap's `overload_manager` → `engine::overload::OverloadConfig`: the fixed-heap and global downstream-connections monitors, the actions we take with their threshold or scaled triggers; anything else refused by name.
+//! The bootstrap's `overload_manager` → `engine::overload::OverloadConfig`: the fixed-heap and global downstream-connections monitors, the actions we take with their threshold or scaled triggers, the buffer accounting `reset_high_memory_stream` needs; anything else refused by name.
 
 use std::collections::HashSet;
 
 use engine::overload::{
     Action, ActionKind, Floor, Monitor, OverloadConfig, ScaledTimer, Timer, Trigger,
-    REFRESH_INTERVAL,
+    ACCOUNT_POWERS, REFRESH_INTERVAL,
 };
 use prost::Name;
 
@@ -16,7 +16,7 @@ use crate::pb::envoy::extensions::resource_monitors::downstream_connections::v3:
 use crate::pb::envoy::extensions::resource_monitors::fixed_heap::v3::FixedHeapConfig;
 
 pub fn overload_manager(o: &pb::OverloadManager, path: &Path) -> Result<OverloadConfig> {
-    reject_set!(path, o, loadshed_points, buffer_factory_config);
+    reject_set!(path, o, loadshed_points);
     let refresh_interval = match &o.refresh_interval {
         Some(d) => {
             let d = duration(d, &path.field("refresh_interval"))?;
@@ -34,6 +34,7 @@ pub fn overload_manager(o: &pb::OverloadManager, path: &Path) -> Result<Overload
         refresh_interval,
         max_heap_bytes: None,
         max_downstream_connections: None,
+        account_power: account_power(o, path)?,
         actions: Vec::new(),
     };
     let mpath = path.field("resource_monitors");
@@ -128,9 +129,39 @@ pub fn overload_manager(o: &pb::OverloadManager, path: &Path) -> Result<Overload
             };
             triggers.push((monitor, trigger(t, &tpath)?));
         }
+        if kind == ActionKind::ResetHighMemoryStream && out.account_power.is_none() {
+            // Envoy refuses it so: without the accounts nothing could be
+            // reset.
+            return Err(Error::invalid(
+                at.field("name"),
+                format!("{} requires buffer_factory_config", kind.name()),
+            ));
+        }
         out.actions.push(Action { kind, triggers });
     }
     Ok(out)
+}
+
+/// `buffer_factory_config.minimum_account_to_track_power_of_two`: within
+/// Envoy's 10–56 (a config without the field, hence 0, is refused there
+/// too).
+fn account_power(o: &pb::OverloadManager, path: &Path) -> Result<Option<u32>> {
+    let Some(b) = &o.buffer_factory_config else {
+        return Ok(None);
+    };
+    let v = b.minimum_account_to_track_power_of_two;
+    if !ACCOUNT_POWERS.contains(&v) {
+        return Err(Error::invalid(
+            path.field("buffer_factory_config")
+                .field("minimum_account_to_track_power_of_two"),
+            format!(
+                "{v} is not within [{}, {}]",
+                ACCOUNT_POWERS.start(),
+                ACCOUNT_POWERS.end()
+            ),
+        ));
+    }
+    Ok(Some(v))
 }
 
 fn fraction(v: f64, path: Path) -> Result<f64> {
@@ -178,6 +209,7 @@ fn action_kind(a: &pb::OverloadAction, path: &Path) -> Result<ActionKind> {
         }
         "envoy.overload_actions.disable_http_keepalive" => ActionKind::DisableHttpKeepalive,
         "envoy.overload_actions.shrink_heap" => ActionKind::ShrinkHeap,
+        "envoy.overload_actions.reset_high_memory_stream" => ActionKind::ResetHighMemoryStream,
         "envoy.overload_actions.reduce_timeouts" => {
             let tpath = path.field("typed_config");
             let Some(any) = &a.typed_config else {
@@ -198,7 +230,8 @@ fn action_kind(a: &pb::OverloadAction, path: &Path) -> Result<ActionKind> {
                 format!(
                     "overload action {other:?} is not supported; stop_accepting_requests, \
                      stop_accepting_connections, reject_incoming_connections, \
-                     disable_http_keepalive, reduce_timeouts and shrink_heap are"
+                     disable_http_keepalive, reduce_timeouts, shrink_heap and \
+                     reset_high_memory_stream are"
                 ),
             ))
         }
@@ -266,4 +299,84 @@ fn scale_timers(
         out.push(ScaledTimer { timer, floor });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::overload::ActionKind;
+
+    use crate::bootstrap::{from_str, Format};
+
+    const HEAP: &str = "  resource_monitors:\n  - name: envoy.resource_monitors.fixed_heap\n    typed_config: { \"@type\": type.googleapis.com/envoy.extensions.resource_monitors.fixed_heap.v3.FixedHeapConfig, max_heap_size_bytes: 1000 }\n";
+    const RESET: &str = "  actions:\n  - name: envoy.overload_actions.reset_high_memory_stream\n    triggers: [ { name: envoy.resource_monitors.fixed_heap, scaled: { scaling_threshold: 0.85, saturation_threshold: 0.95 } } ]\n";
+
+    fn load(overload: &str) -> crate::error::Result<engine::Bootstrap> {
+        from_str(
+            &format!("overload_manager:\n{overload}static_resources: {{}}\n"),
+            Format::Yaml,
+        )
+    }
+
+    fn refused(overload: &str) -> String {
+        load(overload).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn reset_high_memory_stream_takes_the_account_power() {
+        let b = load(&format!(
+            "  buffer_factory_config: {{ minimum_account_to_track_power_of_two: 20 }}\n{HEAP}{RESET}"
+        ))
+        .expect("accepted");
+        let o = b.overload.expect("overload manager");
+        assert_eq!(o.account_power, Some(20));
+        assert_eq!(o.actions[0].kind, ActionKind::ResetHighMemoryStream);
+        // The extremes Envoy allows.
+        for p in [10, 56] {
+            let o = load(&format!(
+                "  buffer_factory_config: {{ minimum_account_to_track_power_of_two: {p} }}\n{HEAP}"
+            ))
+            .expect("accepted")
+            .overload
+            .expect("overload manager");
+            assert_eq!(o.account_power, Some(p));
+        }
+        // Without it, nothing is tracked.
+        let o = load(HEAP).unwrap().overload.unwrap();
+        assert_eq!(o.account_power, None);
+    }
+
+    #[test]
+    fn account_powers_outside_envoy_s_range_are_refused() {
+        for p in ["9", "57", "0"] {
+            let e = refused(&format!(
+                "  buffer_factory_config: {{ minimum_account_to_track_power_of_two: {p} }}\n{HEAP}"
+            ));
+            assert!(
+                e.contains(
+                    "overload_manager.buffer_factory_config.minimum_account_to_track_power_of_two"
+                ) && e.contains("[10, 56]"),
+                "{p}: {e}"
+            );
+        }
+        // An empty config is the field's 0: refused as Envoy's validation does.
+        let e = refused(&format!("  buffer_factory_config: {{}}\n{HEAP}"));
+        assert!(e.contains("0 is not within [10, 56]"), "{e}");
+    }
+
+    #[test]
+    fn the_action_without_buffer_factory_config_is_refused() {
+        let e = refused(&format!("{HEAP}{RESET}"));
+        assert!(
+            e.contains("overload_manager.actions[0].name")
+                && e.contains(
+                    "envoy.overload_actions.reset_high_memory_stream requires buffer_factory_config"
+                ),
+            "{e}"
+        );
+        // Nor does it take a typed_config (as Envoy's refuses one).
+        let e = refused(&format!(
+            "  buffer_factory_config: {{ minimum_account_to_track_power_of_two: 20 }}\n{HEAP}{RESET}    typed_config: {{ \"@type\": type.googleapis.com/envoy.config.overload.v3.ScaleTimersOverloadActionConfig }}\n"
+        ));
+        assert!(e.contains("actions[0].typed_config"), "{e}");
+    }
 }

@@ -543,7 +543,7 @@ impl Task {
             }
             Delivered::ConnectFailed => self.end(id, Ended::Failed(CallResult::ConnectFailure)),
             Delivered::ConnectionLost => self.end(id, Ended::Failed(CallResult::Reset)),
-            Delivered::Resume(_) => {}
+            Delivered::Resume(_) | Delivered::OverloadReset => {}
             Delivered::Event(ev) => {
                 if let Some(up) = up {
                     self.on_event(id, (pool, host, up), ev);

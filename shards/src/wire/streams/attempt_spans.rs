@@ -83,7 +83,7 @@ impl Streams {
                 }
                 _ => return,
             },
-            Delivered::Retry | Delivered::Resume(_) => return,
+            Delivered::Retry | Delivered::Resume(_) | Delivered::OverloadReset => return,
         };
         spans.failed(key, failure);
     }

@@ -1,7 +1,8 @@
 //! What reaches a connection's streams: the codec's events (a request, its body, a client reset) and the inbox's deliveries from upstream connections, handed to the phases; the streams' deadlines; the end of the connection.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use engine::overload::Timer;
 use h2wire::conn::Event;
 
 use super::{Streams, FLOOD_MIN_RESETS};
@@ -108,6 +109,10 @@ impl Streams {
             let (ticket, outcome) = *resumed;
             return self.resume(key, ticket, outcome);
         }
+        if let Delivered::OverloadReset = what {
+            // Keyed by the stream's own id, not an attempt's.
+            return self.overload_reset(key);
+        }
         let stream = match key & ALIAS_BIT {
             0 => key,
             _ => match self.aliases.get(&key) {
@@ -150,7 +155,7 @@ impl Streams {
                 self.connection_lost(stream);
                 None
             }
-            Delivered::Resume(_) => None,
+            Delivered::Resume(_) | Delivered::OverloadReset => None,
         };
         if let Some(reply) = failed {
             self.fail(stream, reply);
@@ -187,6 +192,11 @@ impl Streams {
     /// `max_stream_duration` passed; retries those whose attempt passed
     /// its `per_try_timeout` or whose back-off is over.
     pub fn expire(&mut self, now: Instant) {
+        // `stream_idle_timeout` as `reduce_timeouts` leaves it while it
+        // acts (looked up once per scan): from the stream's last activity,
+        // as Envoy's scaled timer runs from when it was armed.
+        let scaled = self.cx.scaled_timer(Timer::StreamIdle);
+        let idle = |d: Duration| scaled.map_or(d, |(t, level)| t.scale(d, level));
         let due: Vec<(u32, Expired)> = self
             .table
             .iter()
@@ -208,7 +218,7 @@ impl Streams {
                     .is_some_and(|t| now >= t)
                 {
                     Some((id, Expired::BackOff))
-                } else if s.idle.is_some_and(|d| now >= s.active_at + d) {
+                } else if s.idle.is_some_and(|d| now >= s.active_at + idle(d)) {
                     Some((id, Expired::Idle))
                 } else {
                     None

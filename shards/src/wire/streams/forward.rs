@@ -29,6 +29,7 @@ impl Streams {
         let now = self.now;
         let budget = self.out.limit();
         let stats = &self.cx.wire.shard.stats.downstream;
+        let cx = &self.cx;
         let mut queued = std::mem::take(&mut self.queued);
         queued.retain(|&stream| {
             // Finished streams leave their id behind: dropped here.
@@ -37,8 +38,11 @@ impl Streams {
             };
             if s.req.is_empty() && s.resp.is_empty() {
                 s.queued = false;
+                cx.charge(stream, s);
                 return false;
             }
+            // What came this turn, for streams that cannot move it yet.
+            cx.charge(stream, s);
             let (Some(up), Some(target)) = (s.up, s.target.as_ref()) else {
                 return true;
             };
@@ -132,6 +136,9 @@ impl Streams {
             }
             drop(p);
             touch(&mut self.touched, &pool, up.slot);
+            if moved {
+                cx.charge(stream, s);
+            }
             s.queued = !(s.req.is_empty() && s.resp.is_empty());
             s.queued
         });

@@ -171,7 +171,7 @@ impl Streams {
             Delivered::ConnectionLost => {
                 return self.drop_earlier(stream, key, false, Some(CallResult::Reset))
             }
-            Delivered::Retry | Delivered::Resume(_) => return,
+            Delivered::Retry | Delivered::Resume(_) | Delivered::OverloadReset => return,
         };
         match ev {
             ClientEvent::Response {

@@ -96,6 +96,9 @@ impl ConnCx {
         now: Instant,
         give_back: impl FnOnce(&mut DStream),
     ) {
+        self.wire
+            .accounts
+            .forget((self.inbox, stream), &mut s.account);
         if s.filtered {
             let (bytes_received, bytes_sent) = s
                 .log

@@ -328,6 +328,7 @@ impl Streams {
             // at once (the wait is bounded by the filter's limit).
             g.buf.extend_from_slice(&data);
             g.fin |= end_stream;
+            self.cx.charge(stream, s);
             self.conn.release(stream, len as u32);
             return self.check_gathered(stream);
         }

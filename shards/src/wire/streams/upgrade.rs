@@ -226,7 +226,13 @@ impl Streams {
     /// rest of the connection (codec, table, buffers) can go: an open
     /// WebSocket holds none of it.
     pub(crate) fn into_tunnel(mut self, stream: u32) -> Option<(ConnCx, DStream)> {
-        let s = self.table.remove(&stream);
+        let mut s = self.table.remove(&stream);
+        if let Some(s) = s.as_mut() {
+            // Its inbox closes (and its number may serve another
+            // connection): out of the overload manager's classes now.
+            let key = (self.cx.inbox, stream);
+            self.cx.wire.accounts.forget(key, &mut s.account);
+        }
         // Anything else (nothing, on HTTP/1.1) ends as at a close; the
         // inbox closes.
         self.close();

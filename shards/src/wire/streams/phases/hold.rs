@@ -48,6 +48,7 @@ pub(super) fn held_data(
         return refuse(s, Reply::new(500, "", ""));
     }
     h.body.extend_from_slice(data);
+    p.cx.charge(stream, s);
     match end {
         true => release(p, s, stream),
         false => Then::Go,
