@@ -210,7 +210,7 @@ impl<Sp, St> Sourced<Sp, St> {
         }
     }
 
-    /// Not built yet: [`Self::resolve`] reads `source` when what it names
+    /// Not built yet: [`Reloadable::resolve`] reads `source` when what it names
     /// is held.
     pub fn pending(source: TlsSource<Sp>) -> Self {
         Self {

@@ -145,7 +145,7 @@ impl UpstreamTls {
     }
 
     /// A context read from `source`: pending until
-    /// [`Reloadable::resolve`] finds the secrets it names.
+    /// [`crate::tls::Reloadable::resolve`] finds the secrets it names.
     pub fn from_source(
         meta: UpstreamMeta,
         source: TlsSource<UpstreamTlsSpec>,
