@@ -21,7 +21,7 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 
 fn usage() -> ExitCode {
-    eprintln!(
+    gateway::say!(
         "usage: gateway-restarter COMMAND [ARGS...]\n\
          runs COMMAND (a gateway) with RESTART_EPOCH=0, and again with the next epoch on \
          SIGHUP (hot restart)"
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
     let mut signals = match Signals::new([SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGCHLD]) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gateway-restarter: signal handlers: {e}");
+            gateway::say!("gateway-restarter: signal handlers: {e}");
             return ExitCode::from(1);
         }
     };
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     let mut children: Vec<Child> = match spawn(epoch) {
         Ok(c) => vec![c],
         Err(e) => {
-            eprintln!("gateway-restarter: starting {command:?}: {e}");
+            gateway::say!("gateway-restarter: starting {command:?}: {e}");
             return ExitCode::from(1);
         }
     };
@@ -69,10 +69,13 @@ fn main() -> ExitCode {
                     epoch += 1;
                     match spawn(epoch) {
                         Ok(c) => {
-                            eprintln!("gateway-restarter: started epoch {epoch} (pid {})", c.id());
+                            gateway::say!(
+                                "gateway-restarter: started epoch {epoch} (pid {})",
+                                c.id()
+                            );
                             children.push(c);
                         }
-                        Err(e) => eprintln!("gateway-restarter: epoch {epoch}: {e}"),
+                        Err(e) => gateway::say!("gateway-restarter: epoch {epoch}: {e}"),
                     }
                 }
                 SIGTERM | SIGINT => {
@@ -95,7 +98,7 @@ fn main() -> ExitCode {
                     let _ = children.remove(i).wait();
                     last_status = code;
                     if code != 0 && Some(pid) == newest && !children.is_empty() {
-                        eprintln!(
+                        gateway::say!(
                             "gateway-restarter: epoch {epoch} (pid {pid}) failed with {status}; \
                              the previous epoch keeps serving"
                         );
@@ -103,7 +106,7 @@ fn main() -> ExitCode {
                         // it reuses the failed epoch's number.
                         epoch -= 1;
                     } else if code != 0 {
-                        eprintln!("gateway-restarter: pid {pid} exited with {status}");
+                        gateway::say!("gateway-restarter: pid {pid} exited with {status}");
                     }
                 }
                 _ => i += 1,

@@ -228,7 +228,7 @@ fn main() -> ExitCode {
 /// printed where the error happens, before whatever was started stops.
 fn fail(status: u8) -> impl FnOnce(String) -> ExitCode {
     move |e| {
-        eprintln!("error: {e}");
+        gateway::say!("error: {e}");
         ExitCode::from(status)
     }
 }
@@ -285,7 +285,9 @@ fn run(args: &Args) -> Result<(), ExitCode> {
         // Listeners and clusters from xDS first (or their initial fetch
         // timeouts): the previous epoch serves until this one can.
         while !gw.wait_ready(Duration::from_secs(10)) {
-            eprintln!("hot restart: waiting for the first xDS configuration before taking over");
+            gateway::say!(
+                "hot restart: waiting for the first xDS configuration before taking over"
+            );
         }
     }
     if let Some(s) = &successor {
@@ -294,8 +296,8 @@ fn run(args: &Args) -> Result<(), ExitCode> {
     if let Some(parent) = inherited {
         let pid = parent.parent_pid;
         match parent.drain_parent() {
-            Ok(()) => eprintln!("hot restart: took over from process {pid}, which drains"),
-            Err(e) => eprintln!("hot restart: process {pid} was not told to drain: {e}"),
+            Ok(()) => gateway::say!("hot restart: took over from process {pid}, which drains"),
+            Err(e) => gateway::say!("hot restart: process {pid} was not told to drain: {e}"),
         }
     }
     serve_until_stop(args, &gw, &mut signals);
@@ -324,7 +326,7 @@ fn hand_over(h: &gateway::hot_restart::Options) -> impl FnOnce() + Send + 'stati
         HANDED_OVER.store(true, std::sync::atomic::Ordering::Release);
         std::thread::spawn(move || {
             std::thread::sleep(limit);
-            eprintln!("hot restart: --parent-shutdown-time-s reached; exiting");
+            gateway::say!("hot restart: --parent-shutdown-time-s reached; exiting");
             std::process::exit(0);
         });
         // The main thread waits on signals: the same path as SIGTERM's.
@@ -434,8 +436,8 @@ fn serve_until_stop(
         if signal == signal_hook::consts::SIGHUP {
             // Bad config on reload: keep serving what we have.
             match load(args).and_then(|b| gw.reload(b)) {
-                Ok(v) => eprintln!("reloaded configuration (version {v})"),
-                Err(e) => eprintln!("reload rejected, keeping current configuration: {e}"),
+                Ok(v) => gateway::say!("reloaded configuration (version {v})"),
+                Err(e) => gateway::say!("reload rejected, keeping current configuration: {e}"),
             }
             continue;
         }
@@ -450,13 +452,13 @@ fn drain_and_stop(
     mut signals: signal_hook::iterator::Signals,
     drain_time_s: u64,
 ) {
-    eprintln!(
+    gateway::say!(
         "draining and stopping (up to --drain-time-s {drain_time_s}s; send the signal again to exit now)"
     );
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if signal == signal_hook::consts::SIGTERM || signal == signal_hook::consts::SIGINT {
-                eprintln!("second signal: exiting without waiting for the drain");
+                gateway::say!("second signal: exiting without waiting for the drain");
                 std::process::exit(1);
             }
         }
