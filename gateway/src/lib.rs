@@ -31,7 +31,7 @@ pub fn say(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// [`say`] with `format!`'s arguments.
+/// [`say()`] with `format!`'s arguments.
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
