@@ -22,6 +22,20 @@ pub struct OverloadConfig {
     pub actions: Vec<Action>,
 }
 
+impl OverloadConfig {
+    /// How `reduce_timeouts` scales `timer`, if it lists it.
+    pub fn scaled_timer(&self, timer: Timer) -> Option<&ScaledTimer> {
+        self.actions
+            .iter()
+            .find_map(|a| match &a.kind {
+                ActionKind::ReduceTimeouts(t) => Some(t),
+                _ => None,
+            })?
+            .iter()
+            .find(|t| t.timer == timer)
+    }
+}
+
 /// A resource monitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Monitor {

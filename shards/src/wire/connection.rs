@@ -307,18 +307,10 @@ impl Connection {
         }
         let configured = self.lifecycle.idle_timeout()?;
         let snap = shard.snapshot();
-        let timers = snap
+        let timer = snap
             .overload
             .as_ref()?
-            .actions
-            .iter()
-            .find_map(|a| match &a.kind {
-                engine::overload::ActionKind::ReduceTimeouts(t) => Some(t),
-                _ => None,
-            })?;
-        let timer = timers
-            .iter()
-            .find(|t| t.timer == engine::overload::Timer::ConnectionIdle)?;
+            .scaled_timer(engine::overload::Timer::ConnectionIdle)?;
         Some(timer.scale(configured, level))
     }
 

@@ -34,16 +34,24 @@ filter_chains:
     ))
 }
 
-fn cert_secret(name: &str, dns: &str) -> prost_types::Any {
+/// A self-signed certificate for `dns` and its key, PEM, each quoted for
+/// YAML.
+fn self_signed(dns: &str) -> (String, String) {
     let key = rcgen::KeyPair::generate().expect("key");
     let cert = rcgen::CertificateParams::new(vec![dns.to_string()])
         .expect("params")
         .self_signed(&key)
         .expect("cert");
-    any::<Secret>(&format!(
-        "name: {name}\ntls_certificate: {{ certificate_chain: {{ inline_string: {} }}, private_key: {{ inline_string: {} }} }}",
+    (
         serde_json::to_string(&cert.pem()).unwrap(),
-        serde_json::to_string(&key.serialize_pem()).unwrap()
+        serde_json::to_string(&key.serialize_pem()).unwrap(),
+    )
+}
+
+fn cert_secret(name: &str, dns: &str) -> prost_types::Any {
+    let (cert, key) = self_signed(dns);
+    any::<Secret>(&format!(
+        "name: {name}\ntls_certificate: {{ certificate_chain: {{ inline_string: {cert} }}, private_key: {{ inline_string: {key} }} }}"
     ))
 }
 
@@ -218,14 +226,9 @@ transport_socket:
 }
 
 fn ca_secret(name: &str) -> prost_types::Any {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let cert = rcgen::CertificateParams::new(vec!["ca.example".to_string()])
-        .expect("params")
-        .self_signed(&key)
-        .expect("cert");
+    let (ca, _) = self_signed("ca.example");
     any::<Secret>(&format!(
-        "name: {name}\nvalidation_context: {{ trusted_ca: {{ inline_string: {} }} }}",
-        serde_json::to_string(&cert.pem()).unwrap()
+        "name: {name}\nvalidation_context: {{ trusted_ca: {{ inline_string: {ca} }} }}"
     ))
 }
 

@@ -1,6 +1,6 @@
 //! The overload manager's actions on a connection's streams: `stop_accepting_requests` refuses a new request, `disable_http_keepalive` ends its connection after it, `reduce_timeouts` shortens their idle timeout, `reset_high_memory_stream` charges streams their buffered bytes and resets those its pass picked.
 
-use engine::overload::{ActionKind, ScaledTimer, Timer};
+use engine::overload::{ScaledTimer, Timer};
 use h2wire::ErrorCode;
 
 use super::{ConnCx, Streams};
@@ -20,18 +20,8 @@ impl ConnCx {
         if level == 0.0 {
             return None;
         }
-        let snap = shard.snapshot();
-        let timers = snap
-            .overload
-            .as_ref()?
-            .actions
-            .iter()
-            .find_map(|a| match &a.kind {
-                ActionKind::ReduceTimeouts(t) => Some(t),
-                _ => None,
-            })?;
-        let t = timers.iter().find(|t| t.timer == timer)?;
-        Some((*t, level))
+        let t = *shard.snapshot().overload.as_ref()?.scaled_timer(timer)?;
+        Some((t, level))
     }
 
     /// Charges stream `s` (`stream`) the body bytes it buffers now, while
