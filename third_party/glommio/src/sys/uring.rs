@@ -405,7 +405,8 @@ fn fill_sqe<F>(
                 let mut buf = DmaBuffer::new(len).expect("failed to allocate buffer");
                 source_map.peek_source_mut(from_user_data(op.user_data), |mut src| {
                     match &mut src.source_type {
-                        SourceType::SockRecvMsg(slot, iov, hdr, msg_name) => {
+                        SourceType::SockRecvMsg(msg) => {
+                            let (slot, iov, hdr, msg_name) = &mut **msg;
                             iov.iov_base = buf.as_mut_ptr() as *mut libc::c_void;
                             iov.iov_len = len;
 
@@ -1449,7 +1450,8 @@ impl Reactor {
 
     pub(crate) fn sendmsg(&self, source: &Source, flags: MsgFlags) {
         let op = match &mut *source.source_type_mut() {
-            SourceType::SockSendMsg(_, iov, hdr, addr) => {
+            SourceType::SockSendMsg(msg) => {
+                let (_, iov, hdr, addr) = &mut **msg;
                 let msg_name = addr.as_ptr() as *mut libc::c_void;
                 let msg_namelen = addr.len();
 
@@ -1492,7 +1494,7 @@ impl Reactor {
 
     pub(crate) fn connect(&self, source: &Source) {
         let op = match &*source.source_type() {
-            SourceType::Connect(addr) => UringOpDescriptor::Connect(addr as *const _),
+            SourceType::Connect(addr) => UringOpDescriptor::Connect(&**addr as *const _),
             x => panic!("Unexpected source type for connect: {:?}", x),
         };
         queue_request_into_ring(
@@ -1505,7 +1507,7 @@ impl Reactor {
 
     pub(crate) fn accept(&self, source: &Source) {
         let op = match &mut *source.source_type_mut() {
-            SourceType::Accept(addr) => UringOpDescriptor::Accept(addr as *mut SockAddrStorage),
+            SourceType::Accept(addr) => UringOpDescriptor::Accept(&mut **addr as *mut SockAddrStorage),
             x => panic!("Unexpected source type for accept: {:?}", x),
         };
         queue_request_into_ring(
@@ -1911,7 +1913,7 @@ impl Reactor {
                 PollableStatus::NonPollable(_) => self.main_ring.borrow_mut(),
             },
             SourceType::SockRecv(_)
-            | SourceType::SockRecvMsg(_, _, _, _)
+            | SourceType::SockRecvMsg(_)
             | SourceType::Accept(_)
             | SourceType::Connect(_) => self.latency_ring.borrow_mut(),
             SourceType::Invalid => {
