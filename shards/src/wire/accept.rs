@@ -42,7 +42,7 @@ impl ConnGate {
 }
 
 /// One open connection of a gate; dropped when its task ends.
-struct GateGuard(Rc<ConnGate>);
+pub(super) struct GateGuard(Rc<ConnGate>);
 
 impl Drop for GateGuard {
     fn drop(&mut self) {
@@ -135,11 +135,12 @@ pub(crate) async fn accept_loop(
                 let (shared, name, drains) =
                     (Rc::clone(&wire), Rc::clone(&listener), Rc::clone(&drains));
                 // Detached: a connection outlives the listener's task while
-                // it drains.
-                glommio::spawn_local(async move {
-                    let _open = guard;
-                    super::connection::serve(shared, stream, name, drains).await;
-                })
+                // it drains. The task is `serve`'s future itself: a block
+                // around it would hold it twice (as captured, and as
+                // awaited), for as long as the connection is open.
+                glommio::spawn_local(super::connection::serve(
+                    shared, stream, name, drains, guard,
+                ))
                 .detach();
             }
             Err(e) => {

@@ -1,8 +1,12 @@
 //! [`ReadBuf`]: a socket's receive buffer that zeroes a read's room only when it must.
 
+use std::io;
 use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::BytesMut;
+use futures_lite::AsyncRead;
 
 /// A receive buffer that a socket reads into at its tail, and that the
 /// HTTP/2 codec consumes from its head (frames are split off it).
@@ -78,8 +82,28 @@ impl ReadBuf {
     /// data, the rest is spare again.
     pub fn filled(&mut self, n: usize) {
         let data_end = self.room_start + n;
-        self.spare_init = self.buf.len() - data_end;
+        // Saturating: a room of nothing past a buffer the codec has since
+        // consumed is no room, and knows nothing initialised.
+        self.spare_init = self.buf.len().saturating_sub(data_end);
         self.buf.truncate(data_end);
+    }
+
+    /// Appends bytes read elsewhere (a quiet read's stack array) and
+    /// leaves the buffer as a read of them into [`room`](Self::room)
+    /// would: [`filled`](Self::filled) with their length follows.
+    fn append(&mut self, data: &[u8]) {
+        self.room_start = self.buf.len();
+        self.buf.extend_from_slice(data);
+        // It may have moved: only the data is known to be initialised
+        // now (the room past it is zeroed again when asked for).
+        self.spare_init = 0;
+        (self.alloc_start, self.init_end) = match self.buf.capacity() {
+            0 => (0, 0),
+            _ => {
+                let at = self.buf.as_ptr() as usize;
+                (at, at + self.buf.len())
+            }
+        };
     }
 
     /// Gives the allocation back when nothing is buffered (an idle
@@ -87,6 +111,7 @@ impl ReadBuf {
     pub fn release_if_empty(&mut self) {
         if self.buf.is_empty() {
             self.buf = BytesMut::new();
+            self.room_start = 0;
             self.spare_init = 0;
             self.alloc_start = 0;
             self.init_end = 0;
@@ -94,9 +119,154 @@ impl ReadBuf {
     }
 }
 
+/// Where a wait's read lands.
+///
+/// A quiet connection with nothing buffered holds no read buffer while it
+/// waits: glommio reads by readiness (a `recv`, then an io_uring poll
+/// when the socket had nothing), so no buffer waits in the kernel, and
+/// the read goes to an array on the stack, copied into the buffer only
+/// when bytes came. An idle connection is the common case at the edge
+/// (thousands held open by browsers and gRPC clients), and its 512 B
+/// room was a twentieth of what one cost.
+pub(crate) enum Landing<'a> {
+    /// Room at the buffer's tail ([`ReadBuf::room`]).
+    Room(&'a mut [u8]),
+    /// Nothing buffered: the read goes to the stack first.
+    Quiet(&'a mut ReadBuf),
+}
+
+impl<'a> Landing<'a> {
+    /// `size` bytes of room in `rb`, or [`Landing::Quiet`] when `rb` is
+    /// empty and `size` is a quiet read's.
+    pub fn new(rb: &'a mut ReadBuf, size: usize) -> Self {
+        if size <= IDLE_READ_SIZE && rb.buf.is_empty() {
+            // A quiet read's few bytes (the opening's, a PING's) left an
+            // allocation of their size: given back. A busy read's room is
+            // kept for the next request until the connection is quiet
+            // for a whole scan (`lifecycle`).
+            if rb.buf.capacity() <= IDLE_READ_SIZE {
+                rb.release_if_empty();
+            }
+            // A room of nothing at the tail: a wake-up without bytes (a
+            // timer, the inbox) ends with `filled(0)` as after a room.
+            rb.room_start = rb.buf.len();
+            Landing::Quiet(rb)
+        } else {
+            Landing::Room(rb.room(size))
+        }
+    }
+
+    /// Polls `r` for bytes into the landing. Once it is ready (bytes, the
+    /// end, an error), the buffer is as after [`ReadBuf::room`], so the
+    /// caller's [`ReadBuf::filled`] takes what came either way.
+    pub fn poll_read<R: AsyncRead + ?Sized>(
+        &mut self,
+        r: Pin<&mut R>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
+        match self {
+            Landing::Room(room) => r.poll_read(cx, room),
+            Landing::Quiet(rb) => {
+                let mut bytes = [0u8; IDLE_READ_SIZE];
+                let read = std::task::ready!(r.poll_read(cx, &mut bytes));
+                let n = *read.as_ref().unwrap_or(&0);
+                rb.append(&bytes[..n]);
+                Poll::Ready(read)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader handing out fixed chunks, then the end.
+    struct Chunks(Vec<&'static [u8]>);
+
+    impl AsyncRead for Chunks {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            if self.0.is_empty() {
+                return Poll::Ready(Ok(0));
+            }
+            let chunk = self.0.remove(0);
+            buf[..chunk.len()].copy_from_slice(chunk);
+            Poll::Ready(Ok(chunk.len()))
+        }
+    }
+
+    fn land(rb: &mut ReadBuf, r: &mut Chunks, size: usize) -> usize {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut landing = Landing::new(rb, size);
+        let Poll::Ready(Ok(n)) = landing.poll_read(Pin::new(r), &mut cx) else {
+            panic!("a chunk is always ready");
+        };
+        rb.filled(n);
+        n
+    }
+
+    #[test]
+    fn a_quiet_read_holds_no_buffer_until_bytes_come() {
+        let mut rb = ReadBuf::default();
+        assert!(matches!(
+            Landing::new(&mut rb, IDLE_READ_SIZE),
+            Landing::Quiet(_)
+        ));
+        assert_eq!(rb.buf.capacity(), 0, "nothing allocated to wait");
+        let mut r = Chunks(vec![b"PRI *", b" HTTP/2.0", b""]);
+        assert_eq!(land(&mut rb, &mut r, IDLE_READ_SIZE), 5);
+        assert_eq!(&rb.buf[..], b"PRI *");
+        // Bytes buffered: the next read goes to room after them.
+        assert!(matches!(
+            Landing::new(&mut rb, IDLE_READ_SIZE),
+            Landing::Room(_)
+        ));
+        rb.filled(0);
+        assert_eq!(land(&mut rb, &mut r, IDLE_READ_SIZE), 9);
+        assert_eq!(&rb.buf[..], b"PRI * HTTP/2.0");
+        // The codec took it all; the end reads as 0 and leaves it empty.
+        rb.buf.clear();
+        assert_eq!(land(&mut rb, &mut r, IDLE_READ_SIZE), 0);
+        assert!(rb.buf.is_empty());
+        rb.release_if_empty();
+        assert_eq!(rb.buf.capacity(), 0);
+    }
+
+    #[test]
+    fn a_quiet_wait_woken_without_bytes_leaves_the_buffer_as_it_was() {
+        let mut rb = ReadBuf::default();
+        // A read of 100 bytes after 10 buffered, then the codec takes all.
+        rb.room(16)[..10].fill(b'a');
+        rb.filled(10);
+        rb.room(8 * 1024)[..100].fill(b'b');
+        rb.filled(100);
+        rb.buf.clear();
+        // A quiet wait woken by a timer: no room was taken, none is filled.
+        let landing = Landing::new(&mut rb, IDLE_READ_SIZE);
+        assert!(matches!(landing, Landing::Quiet(_)), "nothing buffered");
+        rb.filled(0);
+        assert!(rb.buf.is_empty());
+        // Room asked for afterwards is zeroed, not taken as initialised.
+        rb.release_if_empty();
+        let room = rb.room(64);
+        assert!(room.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_busy_read_after_a_quiet_one_sees_only_initialised_room() {
+        let mut rb = ReadBuf::default();
+        let mut r = Chunks(vec![b"abc"]);
+        land(&mut rb, &mut r, IDLE_READ_SIZE);
+        // Room beyond what was appended is zeroed, not taken as written.
+        let room = rb.room(8 * 1024);
+        assert!(room.iter().all(|&b| b == 0));
+        rb.filled(0);
+        assert_eq!(&rb.buf[..], b"abc");
+    }
 
     #[test]
     fn data_survives_and_spare_is_reused() {

@@ -426,6 +426,31 @@ impl Streams {
         !self.table.is_empty()
     }
 
+    /// Gives back what a burst left: the stream table (a stream's record
+    /// is large, and a table that held one keeps room for three more: 3.4
+    /// KB per connection idle after one request), the turn's lists and
+    /// the codec's spare. For when the connection goes quiet.
+    pub fn shrink(&mut self) {
+        if self.table.is_empty() {
+            self.table = AHashMap::default();
+        }
+        if self.aliases.is_empty() {
+            self.aliases = AHashMap::default();
+        }
+        for list in [&mut self.queued, &mut self.to_open] {
+            if list.is_empty() {
+                *list = Vec::new();
+            }
+        }
+        if self.touched.is_empty() {
+            self.touched = Vec::new();
+        }
+        if self.graveyard.is_empty() {
+            self.graveyard = Vec::new();
+        }
+        self.conn.shrink();
+    }
+
     /// The client reset streams past the flood cut-off.
     pub fn flooded(&self) -> bool {
         self.flooded
