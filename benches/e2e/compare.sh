@@ -24,9 +24,12 @@
 #   --idle-conns N     idle h2c connections per proxy    [IDLE_CONNS=2000;
 #                      0 with --tls: idle_conns speaks h2c only, so --tls
 #                      with a non-zero --idle-conns is refused]
-#   --idle-requests K  each idle connection first runs K concurrent GETs
-#                      (idle after use: HPACK table, streams; K <= 100)
-#                                                        [IDLE_REQUESTS=0]
+#   --idle-requests K  the idle figure is taken twice, each time on a
+#                      fresh proxy: after the handshake only, then with
+#                      each connection first running K concurrent GETs
+#                      (idle after use, as traffic leaves it: HPACK
+#                      table, stream table, buffers; K <= 100); 0: the
+#                      handshake only                    [IDLE_REQUESTS=1]
 #   --shards N         gateway shards / HAProxy threads / Envoy workers
 #                                                        [SHARDS=1]
 #   --proxy-cpus LIST  CPUs of the proxy (taskset list)  [PROXY_CPUS=1]
@@ -105,7 +108,7 @@ WARMUP=${WARMUP:-1}
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 IDLE_CONNS=${IDLE_CONNS:-} # default below: 2000, or 0 with --tls
-IDLE_REQUESTS=${IDLE_REQUESTS:-0}
+IDLE_REQUESTS=${IDLE_REQUESTS:-1}
 SHARDS=${SHARDS:-1}
 PROXY_CPUS=${PROXY_CPUS:-1}
 BACKEND_CPU=${BACKEND_CPU:-0}
@@ -376,7 +379,7 @@ start_wireproxy() {
 RESULTS=$WORK/results.tsv
 IDLE=$WORK/idle.tsv
 printf 'round\ttarget\ttool\trps\tp50_us\tp99_us\tproxy_cpu_us_per_req\tbackend_cpu_us_per_req\tload_cpu_us_per_req\trequests\terrors\n' >"$RESULTS"
-printf 'round\ttarget\tconns\trss_before_kb\trss_after_kb\tbytes_per_conn\testablished\n' >"$IDLE"
+printf 'round\ttarget\trequests\tconns\trss_before_kb\trss_after_kb\tbytes_per_conn\testablished\n' >"$IDLE"
 
 # Samples CPU of the proxy and the backend over the measured window of a
 # load run whose measured part starts at $1 (epoch µs: $MEASURE_START_US,
@@ -523,17 +526,18 @@ load_run() {
     log "round $round $target/$tool: $(printf '%.0f' "$rps") req/s p50 ${p50}µs p99 ${p99}µs proxy ${proxy_us} CPU-µs/req backend ${backend_us} $tool ${load_us} errors $errs"
 }
 
-idle_run() { # target, round
-    local target=$1 round=$2 before after est ic_pid req_args=()
-    if [ "$IDLE_REQUESTS" -gt 0 ]; then req_args=(--requests "$IDLE_REQUESTS" --concurrent); fi
+idle_run() { # target, round, requests per connection before it idles
+    local target=$1 round=$2 requests=$3 before after est ic_pid req_args=()
+    if [ "$requests" -gt 0 ]; then req_args=(--requests "$requests" --concurrent); fi
     sleep 0.5
     before=$(rss_kb "$PROXY_PID")
-    "$BIN/idle_conns" "127.0.0.1:$PROXY_PORT" "$IDLE_CONNS" 120 "${req_args[@]}" >"$WORK/idle-$round-$target.out" 2>&1 &
+    local out="$WORK/idle-$round-$target-$requests.out"
+    "$BIN/idle_conns" "127.0.0.1:$PROXY_PORT" "$IDLE_CONNS" 120 "${req_args[@]}" >"$out" 2>&1 &
     ic_pid=$!
     PIDS+=("$ic_pid")
     for _ in $(seq 600); do
-        grep -q '^ready' "$WORK/idle-$round-$target.out" && break
-        kill -0 "$ic_pid" 2>/dev/null || { cat "$WORK/idle-$round-$target.out" >&2; return 1; }
+        grep -q '^ready' "$out" && break
+        kill -0 "$ic_pid" 2>/dev/null || { cat "$out" >&2; return 1; }
         sleep 0.1
     done
     sleep 1
@@ -541,8 +545,8 @@ idle_run() { # target, round
     est=$(ss -Htn state established "dport = :$PROXY_PORT" | wc -l)
     stop_pid "$ic_pid"
     local per=$(( (after - before) * 1024 / IDLE_CONNS ))
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$target" "$IDLE_CONNS" "$before" "$after" "$per" "$est" >>"$IDLE"
-    log "round $round $target: idle RSS $before -> $after KiB with $est/$IDLE_CONNS established: $per bytes/connection"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$target" "$requests" "$IDLE_CONNS" "$before" "$after" "$per" "$est" >>"$IDLE"
+    log "round $round $target: idle RSS ($requests request(s) each first) $before -> $after KiB with $est/$IDLE_CONNS established: $per bytes/connection"
     sleep 1 # let the proxy notice the closes
 }
 
@@ -551,6 +555,19 @@ if [ "$TLS" = 1 ]; then
     TLS_DESC="TLS ${TLS_VERSION:-1.2–1.3}, ECDSA P-256 certificate"
 fi
 log "settings: -c$CONNS -m$STREAMS warm-up ${WARMUP}s measured ${DURATION}s, $ROUNDS round(s); proxy cpus $PROXY_CPUS (shards $SHARDS), backend cpu $BACKEND_CPU, load cpus $LOAD_CPUS ($LOAD_THREADS thread(s))${TLS_DESC:+; $TLS_DESC}"
+start_target() { # target
+    # shellcheck disable=SC2086 # the extra arguments are split into words
+    case $1 in
+        gateway) start_gateway "$BIN/gateway" $GATEWAY_ARGS ;;
+        baseline) start_gateway "$BIN/gateway-baseline" $BASELINE_ARGS ;;
+        haproxy) start_haproxy ;;
+        envoy) start_envoy ;;
+        wire) start_wire ;;
+        wireproxy) start_wireproxy ;;
+        direct) PROXY_PID= ;;
+        *) echo "unknown target $1" >&2; exit 2 ;;
+    esac
+}
 read -ra TARGET_LIST <<<"$TARGETS"
 read -ra TOOL_LIST <<<"$TOOLS"
 for round in $(seq "$ROUNDS"); do
@@ -562,24 +579,25 @@ for round in $(seq "$ROUNDS"); do
             log "round $round $target: skipped ($target speaks h2c only; --tls)"
             continue
         fi
-        # shellcheck disable=SC2086 # the extra arguments are split into words
-        case $target in
-            gateway) start_gateway "$BIN/gateway" $GATEWAY_ARGS ;;
-            baseline) start_gateway "$BIN/gateway-baseline" $BASELINE_ARGS ;;
-            haproxy) start_haproxy ;;
-            envoy) start_envoy ;;
-            wire) start_wire ;;
-            wireproxy) start_wireproxy ;;
-            direct) PROXY_PID= ;;
-            *) echo "unknown target $target" >&2; exit 2 ;;
-        esac
+        start_target "$target"
         if [ "$target" = direct ]; then
             TARGET_PORT=$BACKEND_PORT
             PROXY_CPU_PID=$BACKEND_PID
         else
             TARGET_PORT=$PROXY_PORT
             PROXY_CPU_PID=$PROXY_PID
-            if [ "$IDLE_CONNS" -gt 0 ]; then idle_run "$target" "$round"; fi
+            if [ "$IDLE_CONNS" -gt 0 ]; then
+                idle_run "$target" "$round" 0
+                if [ "$IDLE_REQUESTS" -gt 0 ]; then
+                    # A fresh proxy: what the first connections' closes
+                    # left in its heap would hold the second set for free.
+                    stop_proxy
+                    start_target "$target"
+                    TARGET_PORT=$PROXY_PORT
+                    PROXY_CPU_PID=$PROXY_PID
+                    idle_run "$target" "$round" "$IDLE_REQUESTS"
+                fi
+            fi
         fi
         # Alternate the tool order too.
         tools=("${TOOL_LIST[@]}")
@@ -639,16 +657,20 @@ for t in targets:
         S[(t, tool)] = s
         pc = "—" if t == "direct" else f"{s['proxy_cpu_us_per_req']:.2f}"
         print(f"| {t} | {tool} | {s['rps']:.0f} | {s['p50_us']:.0f} | {s['p99_us']:.0f} | {pc} | {s['backend_cpu_us_per_req']:.2f} | {s['load_cpu_us_per_req']:.2f} | {s['errors']} |")
+# Bytes per idle connection by (target, requests each ran first).
 I = {}
+USES = sorted({r["requests"] for r in irows}, key=int)
+def use_name(k):
+    return "handshake only" if k == "0" else f"after {k} concurrent request(s) each"
 if irows:
-    conns_hdr = "idle h2c conns" if idle_req == "0" else f"idle h2c conns ({idle_req} concurrent requests each before idling)"
-    print(f"\n| proxy | {conns_hdr} | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
-    print("|---|---:|---:|---:|---:|")
+    print("\n| proxy | idle h2c conns | idle | RSS before KiB | RSS after KiB | bytes/idle conn (median) |")
+    print("|---|---:|---|---:|---:|---:|")
     for t in ("gateway", "baseline", "haproxy", "envoy", "wireproxy", "wire"):
-        rs = [r for r in irows if r["target"] == t]
-        if rs:
-            I[t] = med(r["bytes_per_conn"] for r in rs)
-            print(f"| {t} | {rs[0]['conns']} | {med(r['rss_before_kb'] for r in rs):.0f} | {med(r['rss_after_kb'] for r in rs):.0f} | {I[t]:.0f} |")
+        for k in USES:
+            rs = [r for r in irows if r["target"] == t and r["requests"] == k]
+            if rs:
+                I[(t, k)] = med(r["bytes_per_conn"] for r in rs)
+                print(f"| {t} | {rs[0]['conns']} | {use_name(k)} | {med(r['rss_before_kb'] for r in rs):.0f} | {med(r['rss_after_kb'] for r in rs):.0f} | {I[(t, k)]:.0f} |")
 # The ratio tables have a column per tool that ran.
 def header():
     print("| ratio | " + " | ".join(tools) + " | target |")
@@ -679,8 +701,9 @@ if any(t == "envoy" for t, _ in S):
 if any(t == "baseline" for t, _ in S):
     row("gateway ÷ baseline CPU-µs/req", "gateway", "baseline", "proxy_cpu_us_per_req", "(A/B)")
     row("gateway ÷ baseline req/s", "gateway", "baseline", "rps", "(A/B)")
-    if "gateway" in I and "baseline" in I and I["baseline"]:
-        single("gateway ÷ baseline bytes/idle conn", I["gateway"] / I["baseline"], "(A/B)")
+    for k in USES:
+        if I.get(("gateway", k)) and I.get(("baseline", k)):
+            single(f"gateway ÷ baseline bytes/idle conn, {use_name(k)}", I[("gateway", k)] / I[("baseline", k)], "(A/B)")
 if any(t == "wireproxy" for t, _ in S):
     row("wireproxy ÷ HAProxy CPU-µs/req", "wireproxy", "haproxy", "proxy_cpu_us_per_req", "(codec)")
     row("wireproxy ÷ gateway CPU-µs/req", "wireproxy", "gateway", "proxy_cpu_us_per_req", "(codec)")
@@ -696,8 +719,9 @@ if any(t == "wire" for t, _ in S):
             vals.append(float("nan"))
     line("h2wire server ÷ h2 server (wire ÷ direct) CPU-µs/req", [f"{v:.2f}" for v in vals], "(codec)")
     row("h2wire server ÷ h2 server (wire ÷ direct) req/s", "wire", "direct", "rps", "(codec)")
-if "gateway" in I and "haproxy" in I and I["haproxy"]:
-    single("gateway ÷ HAProxy bytes/idle conn", I["gateway"] / I["haproxy"], "≤ 1.00")
+for k in USES:
+    if I.get(("gateway", k)) and I.get(("haproxy", k)):
+        single(f"gateway ÷ HAProxy bytes/idle conn, {use_name(k)}", I[("gateway", k)] / I[("haproxy", k)], "≤ 1.00")
 # The VM's speed drifts by up to 2x within minutes, which moves every
 # figure of a round together. Ratios of targets measured in the same round
 # (back to back, order rotated) cancel most of that drift; their median over
