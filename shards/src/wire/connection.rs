@@ -45,6 +45,8 @@ use crate::stats::{DownstreamStats, ShardStats};
 
 /// Bytes asked of a client socket per read while streams are open.
 const READ_SIZE: usize = 8 * 1024;
+// Such a read into an empty buffer goes through the thread's scratch.
+const _: () = assert!(READ_SIZE <= super::readbuf::SCRATCH_SIZE);
 /// Turns a connection's task may take in a row without waiting (its
 /// client's bytes keep coming) before it yields to the shard's other
 /// tasks.
@@ -446,9 +448,10 @@ impl Connection {
     /// Waits for the first of: output written (writes never wait), the
     /// socket's bytes, a drain, the timer, the inbox.
     async fn wait(&mut self) -> Wake {
-        // A quiet connection reads a little at a time, and into no
-        // buffer at all while it has nothing buffered (`Landing`): an idle
-        // client holds no read room.
+        // A quiet connection reads a little at a time, and a connection
+        // with nothing buffered reads into the thread's scratch, copying
+        // only what came (`Landing`): an idle client, or a stream that
+        // waits, holds no read room.
         let reads = self.streams.conn.wants_input(self.rb.buf.len());
         let size = if self.lifecycle.scanning() {
             READ_SIZE
@@ -550,9 +553,10 @@ impl Connection {
                 let now = self.streams.now;
                 self.streams.expire(now);
                 // Streams open, nothing buffered: the 8 KiB read room goes
-                // back until bytes come (a slow body, a long poll, a
-                // stream waiting on its upstream would each hold one for
-                // as long as it lasts). Once a scan (50 ms) at most.
+                // back, and reads land in the scratch until bytes stay (a
+                // slow body, a long poll, a stream waiting on its upstream
+                // would each hold one for as long as it lasts). Once a
+                // scan (50 ms) at most.
                 self.rb.filled(0);
                 self.rb.release_if_empty();
             }

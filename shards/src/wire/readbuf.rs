@@ -1,5 +1,6 @@
 //! [`ReadBuf`]: a socket's receive buffer that zeroes a read's room only when it must.
 
+use std::cell::RefCell;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -88,22 +89,26 @@ impl ReadBuf {
         self.buf.truncate(data_end);
     }
 
-    /// Appends bytes read elsewhere (a quiet read's stack array) and
-    /// leaves the buffer as a read of them into [`room`](Self::room)
-    /// would: [`filled`](Self::filled) with their length follows.
+    /// Appends bytes read elsewhere (the scratch) and leaves the buffer
+    /// as a read of them into [`room`](Self::room) would: [`filled`]
+    /// (Self::filled) with their length follows.
     fn append(&mut self, data: &[u8]) {
         self.room_start = self.buf.len();
         self.buf.extend_from_slice(data);
-        // It may have moved: only the data is known to be initialised
-        // now (the room past it is zeroed again when asked for).
-        self.spare_init = 0;
-        (self.alloc_start, self.init_end) = match self.buf.capacity() {
-            0 => (0, 0),
-            _ => {
-                let at = self.buf.as_ptr() as usize;
-                (at, at + self.buf.len())
-            }
-        };
+        let at = self.buf.as_ptr() as usize;
+        let end = at + self.buf.len();
+        if self.alloc_start != 0 && (self.alloc_start..=self.init_end).contains(&at) {
+            // The same allocation (written in place, or the data moved
+            // to its front, or grown in place): what was initialised
+            // still is, and the data now too.
+            self.init_end = self.init_end.max(end);
+        } else {
+            // A new allocation (it cannot overlap the old one while the
+            // data is copied over), or the first: only the data is known.
+            self.alloc_start = at;
+            self.init_end = end;
+        }
+        self.spare_init = self.init_end - end;
     }
 
     /// Gives the allocation back when nothing is buffered (an idle
@@ -119,38 +124,51 @@ impl ReadBuf {
     }
 }
 
+/// Bytes a read may take through the thread's scratch (a busy
+/// connection's read size).
+pub(crate) const SCRATCH_SIZE: usize = 8 * 1024;
+
+thread_local! {
+    /// Where reads into an empty buffer land first, one per thread (a
+    /// shard's connections read one at a time): zeroed once, so a read
+    /// costs the copy of what came and nothing more.
+    static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; SCRATCH_SIZE].into_boxed_slice());
+}
+
 /// Where a wait's read lands.
 ///
-/// A quiet connection with nothing buffered holds no read buffer while it
-/// waits: glommio reads by readiness (a `recv`, then an io_uring poll
-/// when the socket had nothing), so no buffer waits in the kernel, and
-/// the read goes to an array on the stack, copied into the buffer only
-/// when bytes came. An idle connection is the common case at the edge
-/// (thousands held open by browsers and gRPC clients), and its 512 B
-/// room was a twentieth of what one cost.
+/// A connection with nothing buffered holds no read room while it waits:
+/// glommio reads by readiness (a `recv`, then an io_uring poll when the
+/// socket had nothing), so no buffer waits in the kernel, and the read
+/// goes to the thread's scratch, from which only what came is copied into
+/// the buffer. An idle connection is the common case at the edge
+/// (thousands held open by browsers and gRPC clients), and so is a stream
+/// that waits (a slow upload, a long poll, a gRPC stream): each held a
+/// read room for as long as it lasted (512 B quiet, 8 KiB busy) before.
 pub(crate) enum Landing<'a> {
-    /// Room at the buffer's tail ([`ReadBuf::room`]).
+    /// Room at the buffer's tail ([`ReadBuf::room`]), after bytes it
+    /// holds.
     Room(&'a mut [u8]),
-    /// Nothing buffered: the read goes to the stack first.
-    Quiet(&'a mut ReadBuf),
+    /// Nothing buffered: up to this many bytes land in the scratch first.
+    Scratch(&'a mut ReadBuf, usize),
 }
 
 impl<'a> Landing<'a> {
-    /// `size` bytes of room in `rb`, or [`Landing::Quiet`] when `rb` is
-    /// empty and `size` is a quiet read's.
+    /// [`Landing::Scratch`] when `rb` is empty, else `size` bytes of room
+    /// in `rb`.
     pub fn new(rb: &'a mut ReadBuf, size: usize) -> Self {
-        if size <= IDLE_READ_SIZE && rb.buf.is_empty() {
-            // A quiet read's few bytes (the opening's, a PING's) left an
-            // allocation of their size: given back. A busy read's room is
-            // kept for the next request until the connection is quiet
-            // for a whole scan (`lifecycle`).
+        if rb.buf.is_empty() && size <= SCRATCH_SIZE {
+            // A few bytes read while quiet (the opening's, a PING's) left
+            // an allocation of their size: given back. A busy read's room
+            // is kept for the next request until the deadline scan gives
+            // it back (`lifecycle`).
             if rb.buf.capacity() <= IDLE_READ_SIZE {
                 rb.release_if_empty();
             }
             // A room of nothing at the tail: a wake-up without bytes (a
             // timer, the inbox) ends with `filled(0)` as after a room.
             rb.room_start = rb.buf.len();
-            Landing::Quiet(rb)
+            Landing::Scratch(rb, size)
         } else {
             Landing::Room(rb.room(size))
         }
@@ -166,13 +184,12 @@ impl<'a> Landing<'a> {
     ) -> Poll<io::Result<usize>> {
         match self {
             Landing::Room(room) => r.poll_read(cx, room),
-            Landing::Quiet(rb) => {
-                let mut bytes = [0u8; IDLE_READ_SIZE];
-                let read = std::task::ready!(r.poll_read(cx, &mut bytes));
+            Landing::Scratch(rb, size) => SCRATCH.with_borrow_mut(|scratch| {
+                let read = std::task::ready!(r.poll_read(cx, &mut scratch[..*size]));
                 let n = *read.as_ref().unwrap_or(&0);
-                rb.append(&bytes[..n]);
+                rb.append(&scratch[..n]);
                 Poll::Ready(read)
-            }
+            }),
         }
     }
 }
@@ -214,7 +231,7 @@ mod tests {
         let mut rb = ReadBuf::default();
         assert!(matches!(
             Landing::new(&mut rb, IDLE_READ_SIZE),
-            Landing::Quiet(_)
+            Landing::Scratch(..)
         ));
         assert_eq!(rb.buf.capacity(), 0, "nothing allocated to wait");
         let mut r = Chunks(vec![b"PRI *", b" HTTP/2.0", b""]);
@@ -247,13 +264,25 @@ mod tests {
         rb.buf.clear();
         // A quiet wait woken by a timer: no room was taken, none is filled.
         let landing = Landing::new(&mut rb, IDLE_READ_SIZE);
-        assert!(matches!(landing, Landing::Quiet(_)), "nothing buffered");
+        assert!(matches!(landing, Landing::Scratch(..)), "nothing buffered");
         rb.filled(0);
         assert!(rb.buf.is_empty());
         // Room asked for afterwards is zeroed, not taken as initialised.
         rb.release_if_empty();
         let room = rb.room(64);
         assert!(room.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn a_busy_read_into_an_empty_buffer_allocates_only_what_came() {
+        let mut rb = ReadBuf::default();
+        let mut r = Chunks(vec![b"twenty bytes of body"]);
+        assert_eq!(land(&mut rb, &mut r, SCRATCH_SIZE), 20);
+        assert_eq!(&rb.buf[..], b"twenty bytes of body");
+        assert!(
+            rb.buf.capacity() < IDLE_READ_SIZE,
+            "no 8 KiB room for 20 bytes"
+        );
     }
 
     #[test]
