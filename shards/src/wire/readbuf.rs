@@ -90,8 +90,8 @@ impl ReadBuf {
     }
 
     /// Appends bytes read elsewhere (the scratch) and leaves the buffer
-    /// as a read of them into [`room`](Self::room) would: [`filled`]
-    /// (Self::filled) with their length follows.
+    /// as a read of them into [`room`](Self::room) would:
+    /// [`filled`](Self::filled) with their length follows.
     fn append(&mut self, data: &[u8]) {
         self.room_start = self.buf.len();
         self.buf.extend_from_slice(data);
