@@ -79,6 +79,13 @@ check "TLS: a client that does not trust the certificate is refused" "60" \
 if ! command -v chromium >/dev/null; then
     sudo -n apt-get install -y -q chromium >/dev/null 2>&1 || apt-get install -y -q chromium >/dev/null
 fi
+# .ci/chromium_page.py drives Chromium over its DevTools protocol with
+# Python's `websockets`: installed before the first page that needs it
+# (the CORS pages), not only before the WebSocket clients. On a fresh
+# machine the CORS checks read nothing otherwise.
+if ! python3 -c 'import websockets' 2>/dev/null; then
+    python3 -m pip install -q websockets >/dev/null 2>&1 || pip install -q websockets >/dev/null
+fi
 spki=$(openssl x509 -in "$work/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der |
     openssl dgst -sha256 -binary | base64)
 tls_admin=$(await_addr "$work/gateway-tls.log" "admin on")
@@ -449,14 +456,11 @@ check "an unnamed listener serving an X.509 v1 certificate" "200" \
         --resolve "v1.example.com:${v1##*:}:127.0.0.1" "https://v1.example.com:${v1##*:}/")"
 
 # WebSocket: a real server (.ci/ws_backend.py, RFC 6455 echo) behind a
-# route that enables upgrades; Python's `websockets` (pip-installed when
-# missing) over ws:// and wss:// (HTTP/1.1 by ALPN), headless Chromium
-# over wss:// from a page the gateway itself serves (a direct response),
-# and wss:// passed through by SNI (tls_inspector + tcp_proxy) to a TLS
-# WebSocket server whose certificate the client checks.
-if ! python3 -c 'import websockets' 2>/dev/null; then
-    python3 -m pip install -q websockets >/dev/null 2>&1 || pip install -q websockets >/dev/null
-fi
+# route that enables upgrades; Python's `websockets` (installed with
+# Chromium above) over ws:// and wss:// (HTTP/1.1 by ALPN), headless
+# Chromium over wss:// from a page the gateway itself serves (a direct
+# response), and wss:// passed through by SNI (tls_inspector + tcp_proxy)
+# to a TLS WebSocket server whose certificate the client checks.
 python3 .ci/ws_backend.py --listen 127.0.0.1:0 >"$work/ws.log" 2>&1 &
 pids+=($!)
 ws=$(await_addr "$work/ws.log" "listening on")
