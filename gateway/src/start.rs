@@ -44,6 +44,9 @@ pub struct Options {
     /// The process's listening sockets: on a hot restart, those the
     /// previous process handed over (`crate::hot_restart`).
     pub sockets: Arc<shards::wire::sockets::ListenSockets>,
+    /// How new connections are spread over the data shards
+    /// (`--connection-steering`).
+    pub connection_steering: shards::steering::SteeringMode,
 }
 
 /// A running gateway. Dropping it does not stop it; call [`shutdown`].
@@ -132,6 +135,7 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
         .or_else(|| cpus.as_ref().map(Vec::len))
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    steer(&opts, n);
     let shard_stats: Vec<Arc<ShardStats>> =
         (0..n).map(|_| Arc::new(ShardStats::default())).collect();
     let (cmd_tx, cmd_rx) = command_channel().map_err(|e| StartError::Control(e.to_string()))?;
@@ -195,5 +199,27 @@ pub fn start(bootstrap: Bootstrap, opts: Options) -> Result<GatewayHandle, Start
                 "control shard exited during start".into(),
             ))
         }
+    }
+}
+
+/// Turns connection steering on for `n` data shards, as `opts` asks and
+/// the kernel allows (`shards::steering`); says which.
+fn steer(opts: &Options, n: usize) {
+    use shards::steering::{Steering, SteeringMode};
+    if n < 2 || opts.connection_steering == SteeringMode::KernelHash {
+        return;
+    }
+    match Steering::new(n) {
+        Ok(s) => {
+            opts.sockets.steer(s);
+            tracing::info!(
+                shards = n,
+                "connection steering: least connections (SO_REUSEPORT eBPF)"
+            );
+        }
+        Err(e) => tracing::warn!(
+            "connection steering off, the kernel's SO_REUSEPORT hash spreads connections: {e} \
+             (needs CAP_BPF, or root, and Linux 5.8 or later)"
+        ),
     }
 }

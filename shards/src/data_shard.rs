@@ -68,6 +68,17 @@ pub async fn run(
         drain,
         overload,
     );
+    if let Some(load) = sockets.shard_load(id) {
+        // See `ShardLoad::forget_pending`. Detached: it ends with the
+        // executor.
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+                load.forget_pending();
+            }
+        })
+        .detach();
+    }
     let mut runtime = ShardRuntime::new(Rc::clone(&shard), logs, sockets);
     let version = first.version;
     let result = runtime

@@ -18,4 +18,5 @@ pub mod pacing;
 pub mod shard;
 pub mod signal;
 pub mod stats;
+pub mod steering;
 pub mod wire;

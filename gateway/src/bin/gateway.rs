@@ -43,6 +43,13 @@ struct Args {
     /// CPUs to pin data shards to, e.g. `0-3,6`.
     #[arg(long, value_name = "LIST")]
     cpu_list: Option<String>,
+    /// How new connections are spread over the data shards:
+    /// `least-connections` (each to the shard with the fewest, chosen in
+    /// the kernel by a SO_REUSEPORT eBPF program; needs CAP_BPF, else the
+    /// hash is used and a warning says why) or `kernel-hash` (SO_REUSEPORT's
+    /// hash of addresses and ports).
+    #[arg(long, value_name = "MODE", default_value = "least-connections")]
+    connection_steering: shards::steering::SteeringMode,
     /// Validate the config and exit (status 0 if valid, 2 if not).
     #[arg(long)]
     check: bool,
@@ -382,6 +389,7 @@ fn start_gateway(
             strategy: args.drain_strategy,
         },
         sockets,
+        connection_steering: args.connection_steering,
     };
     gateway::start(bootstrap, opts).map_err(|e| {
         let config_error = matches!(e, gateway::StartError::Config(_));

@@ -12,6 +12,7 @@ use super::chain_drains::ChainDrains;
 use super::WireShard;
 use crate::overload::Act;
 use crate::shard::Shard;
+use crate::steering::ShardLoad;
 
 /// How often a paused accept loop looks at `stop_accepting_connections`
 /// again.
@@ -24,9 +25,32 @@ const OVERLOAD_RECHECK: Duration = Duration::from_millis(50);
 pub(crate) struct ConnGate {
     open: Cell<u64>,
     waiting: RefCell<Option<Waker>>,
+    /// This shard's score for connection steering, when it steers.
+    load: Option<ShardLoad>,
 }
 
 impl ConnGate {
+    pub fn new(load: Option<ShardLoad>) -> Self {
+        Self {
+            load,
+            ..Self::default()
+        }
+    }
+
+    /// A connection came out of the backlog: counted for steering until
+    /// [`Self::gone`] (its [`GateGuard`] drops, or it is refused).
+    fn accepted(&self) {
+        if let Some(l) = &self.load {
+            l.accepted();
+        }
+    }
+
+    fn gone(&self) {
+        if let Some(l) = &self.load {
+            l.closed();
+        }
+    }
+
     /// Wakes the accept loop if it waits, to look at its limit again (a
     /// connection closed, or a new snapshot may have changed the limit).
     pub fn nudge(&self) {
@@ -47,6 +71,7 @@ pub(super) struct GateGuard(Rc<ConnGate>);
 impl Drop for GateGuard {
     fn drop(&mut self) {
         self.0.open.set(self.0.open.get() - 1);
+        self.0.gone();
         self.0.nudge();
     }
 }
@@ -96,6 +121,7 @@ pub(crate) async fn accept_loop(
         }
         match sock.accept().await {
             Ok(stream) => {
+                gate.accepted();
                 // Accepted while `stop_accepting_connections` acts (it
                 // began while the accept waited): held unserved until it
                 // passes, as the backlog holds the ones after it (this
@@ -107,6 +133,7 @@ pub(crate) async fn accept_loop(
                     shard.stats.downstream.cx_overload_reject.inc();
                     counted.downstream_cx_overload_reject.inc();
                     drop(stream);
+                    gate.gone();
                     continue;
                 }
                 let max = shard
@@ -118,6 +145,7 @@ pub(crate) async fn accept_loop(
                     shard.stats.downstream.cx_global_overflow.inc();
                     counted.downstream_global_cx_overflow.inc();
                     drop(stream);
+                    gate.gone();
                     continue;
                 }
                 if at_limit(shard, &listener, &gate) {

@@ -196,7 +196,7 @@ impl ShardRuntime {
                 Ok(socks) => {
                     use std::os::fd::AsRawFd;
                     let drains = Rc::new(ChainDrains::new(cfg));
-                    let gate = Rc::new(ConnGate::default());
+                    let gate = Rc::new(ConnGate::new(self.sockets.shard_load(self.wire.shard.id)));
                     let owner = Owner::Shard(self.wire.shard.id);
                     let mut registered = Vec::with_capacity(socks.len());
                     let mut accepts = Vec::with_capacity(socks.len());

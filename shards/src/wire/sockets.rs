@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::steering::{ShardLoad, Steering};
 
 /// Who listens on a socket: a data shard (by index) or the admin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,6 +36,10 @@ struct Inner {
 #[derive(Debug, Default)]
 pub struct ListenSockets {
     inner: Mutex<Inner>,
+    /// Set once the shard count is known, where the kernel allows it: the
+    /// shards' sockets join and leave their steering groups as they are
+    /// registered.
+    steering: OnceLock<Arc<Steering>>,
 }
 
 impl ListenSockets {
@@ -49,7 +55,19 @@ impl ListenSockets {
                 inherited: map,
                 open: HashMap::new(),
             }),
+            steering: OnceLock::new(),
         }
+    }
+
+    /// Steers new connections to the shards' sockets from now on (set
+    /// before any shard listens; a second call is ignored).
+    pub fn steer(&self, steering: Arc<Steering>) {
+        let _ = self.steering.set(steering);
+    }
+
+    /// Shard `shard`'s slot for counting its connections, when steering.
+    pub fn shard_load(&self, shard: usize) -> Option<ShardLoad> {
+        self.steering.get()?.shard_load(shard)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -91,12 +109,23 @@ impl ListenSockets {
 
     /// `owner` listens on `fd` for `addr`.
     pub fn opened(&self, addr: SocketAddr, owner: Owner, fd: RawFd) {
-        self.lock().open.entry(addr).or_default().push((owner, fd));
+        let mut inner = self.lock();
+        inner.open.entry(addr).or_default().push((owner, fd));
+        if let (Owner::Shard(i), Some(s)) = (owner, self.steering.get()) {
+            if let Err(e) = s.join(addr, i, fd) {
+                // The kernel's hash still spreads this address's
+                // connections; only the steering is lost.
+                tracing::warn!(shard = i, %addr, "connection steering off for this socket: {e}");
+            }
+        }
     }
 
     /// `owner` is about to close `fd`: call before closing it.
     pub fn closing(&self, addr: SocketAddr, owner: Owner, fd: RawFd) {
         let mut inner = self.lock();
+        if let (Owner::Shard(i), Some(s)) = (owner, self.steering.get()) {
+            s.leave(addr, i, fd);
+        }
         if let Some(list) = inner.open.get_mut(&addr) {
             list.retain(|&(o, f)| (o, f) != (owner, fd));
             if list.is_empty() {
