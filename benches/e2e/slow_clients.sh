@@ -62,8 +62,6 @@ BACKEND_PID=$!
 PIDS+=("$BACKEND_PID")
 wait_listen "$BACKEND_PORT" "$BACKEND_PID"
 
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-
 start_proxy() { # target
     PROXY_PORT=$(free_port)
     case $1 in
