@@ -69,15 +69,8 @@ pub async fn run(
         overload,
     );
     if let Some(load) = sockets.shard_load(id) {
-        // See `ShardLoad::forget_pending`. Detached: it ends with the
-        // executor.
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(Duration::from_secs(1)).await;
-                load.forget_pending();
-            }
-        })
-        .detach();
+        // Detached: it ends with the executor.
+        glommio::spawn_local(crate::steering::forget_pending(load)).detach();
     }
     let mut runtime = ShardRuntime::new(Rc::clone(&shard), logs, sockets);
     let version = first.version;

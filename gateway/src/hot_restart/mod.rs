@@ -290,6 +290,7 @@ fn child(c: &Channel, epoch: u32, sockets: &ListenSockets) -> Result<bool, Strin
             // start; this process goes on serving.
             Err(e) => {
                 tracing::warn!("hot restart: process {child_pid} left without taking over: {e}");
+                sockets.reclaim_steering();
                 return Ok(false);
             }
         };

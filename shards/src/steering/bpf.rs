@@ -3,8 +3,9 @@
 //! The program runs in the kernel for each new connection's SYN, before
 //! any shard sees it. It reads every shard's score from one array map
 //! (open connections, which the shards write, plus connections picked for
-//! them and not accepted yet, which the program itself counts), picks the
-//! lowest, and hands the SYN to that shard's socket through a
+//! them and not accepted yet, which the program itself counts, plus a
+//! penalty from the group's own map for a shard not listening there),
+//! picks the lowest, and hands the SYN to that shard's socket through a
 //! `REUSEPORT_SOCKARRAY` map keyed by shard. Counting its own picks is
 //! what spreads a burst: 64 SYNs that arrive before any shard has run
 //! would otherwise all see the same scores and all go to one shard.
@@ -30,6 +31,10 @@ const BPF_PSEUDO_MAP_FD: u8 = 1;
 const HELPER_MAP_LOOKUP_ELEM: i32 = 1;
 const HELPER_SK_SELECT_REUSEPORT: i32 = 82;
 const SK_PASS: i32 = 1;
+
+/// The most data shards one program scores: a slot's offset must fit the
+/// instruction's 16-bit offset.
+pub const MAX_SHARDS: usize = 512;
 
 /// Bytes of one shard's slot in the load map: its own cache line, so that
 /// shards writing their counts do not share one.
@@ -204,6 +209,62 @@ impl SockArray {
     }
 }
 
+/// One group's penalty per shard: 0 for a shard whose socket is in the
+/// group's socket map, [`ABSENT`] for one whose is not, so that the
+/// program never picks a shard it cannot hand the connection to while
+/// another can take it.
+pub struct AbsentMap {
+    fd: OwnedFd,
+    shards: usize,
+}
+
+/// An absent shard's penalty: above any real count of connections, far
+/// below where sums of scores could overflow.
+pub const ABSENT: u64 = 1 << 40;
+
+impl AbsentMap {
+    /// Every shard absent.
+    pub fn new(shards: usize) -> io::Result<Self> {
+        let r = bpf(
+            BPF_MAP_CREATE,
+            Attr::new()
+                .u32(0, BPF_MAP_TYPE_ARRAY)
+                .u32(4, 4)
+                .u32(8, (8 * shards) as u32)
+                .u32(12, 1)
+                .name(28, "gw_shard_absent"),
+        )?;
+        let map = Self {
+            fd: new_fd(r),
+            shards,
+        };
+        map.set(&vec![true; shards])?;
+        Ok(map)
+    }
+
+    /// Which shards are absent now, by index.
+    pub fn set(&self, absent: &[bool]) -> io::Result<()> {
+        let key = 0u32;
+        let value: Vec<u64> = (0..self.shards)
+            .map(|s| {
+                if absent.get(s).copied().unwrap_or(true) {
+                    ABSENT
+                } else {
+                    0
+                }
+            })
+            .collect();
+        bpf(
+            BPF_MAP_UPDATE_ELEM,
+            Attr::new()
+                .u32(0, self.fd.as_raw_fd() as u32)
+                .u64(8, &key as *const u32 as u64)
+                .u64(16, value.as_ptr() as u64),
+        )
+        .map(drop)
+    }
+}
+
 /// One eBPF instruction, as the kernel reads it.
 #[derive(Clone, Copy)]
 struct Insn {
@@ -235,6 +296,7 @@ const LSH_K: u8 = 0x67;
 const LDX_DW: u8 = 0x79;
 const ST_W: u8 = 0x62;
 const STX_W: u8 = 0x63;
+const STX_DW: u8 = 0x7b;
 const ATOMIC_ADD_DW: u8 = 0xdb;
 const LD_IMM64: u8 = 0x18;
 const JEQ_K: u8 = 0x15;
@@ -244,30 +306,42 @@ const CALL: u8 = 0x85;
 const EXIT: u8 = 0x95;
 
 /// The program for one address's group (see the module's comment).
-/// Registers: r6 the context, r9 the load value, r7 the best score so
-/// far, r8 its shard.
-fn program(shards: usize, load: RawFd, socks: RawFd) -> Vec<Insn> {
-    let mut p = vec![
-        op(MOV_X, 6, 1, 0, 0),
-        op(ST_W, 10, 0, -4, 0),
-        op(LD_IMM64, 1, BPF_PSEUDO_MAP_FD, 0, load),
-        op(0, 0, 0, 0, 0),
-        op(MOV_X, 2, 10, 0, 0),
-        op(ADD_K, 2, 0, 0, -4),
-        op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM),
-        op(JEQ_K, 0, 0, i16::MAX, 0), // → pass (patched below)
-        op(MOV_X, 9, 0, 0, 0),
+/// Registers: r6 the group's absence penalties, r9 the load value, r7
+/// the best score so far, r8 its shard; the context waits on the stack.
+fn program(shards: usize, load: RawFd, absent: RawFd, socks: RawFd) -> Vec<Insn> {
+    let lookup = |map: RawFd| {
+        [
+            op(LD_IMM64, 1, BPF_PSEUDO_MAP_FD, 0, map),
+            op(0, 0, 0, 0, 0),
+            op(MOV_X, 2, 10, 0, 0),
+            op(ADD_K, 2, 0, 0, -4),
+            op(CALL, 0, 0, 0, HELPER_MAP_LOOKUP_ELEM),
+            op(JEQ_K, 0, 0, i16::MAX, 0), // → pass (patched below)
+        ]
+    };
+    let mut p = vec![op(STX_DW, 10, 1, -16, 0), op(ST_W, 10, 0, -4, 0)];
+    p.extend(lookup(load));
+    p.push(op(MOV_X, 9, 0, 0, 0));
+    p.extend(lookup(absent));
+    p.extend([
+        op(MOV_X, 6, 0, 0, 0),
         op(LDX_DW, 7, 9, OPEN as i16, 0),
         op(LDX_DW, 3, 9, PICKED as i16, 0),
         op(ADD_X, 7, 3, 0, 0),
+        op(LDX_DW, 3, 6, 0, 0),
+        op(ADD_X, 7, 3, 0, 0),
         op(MOV_K, 8, 0, 0, 0),
-    ];
+    ]);
     for i in 1..shards {
+        // In range of an i16: `Steering::new` refuses more than
+        // MAX_SHARDS.
         let at = (i * SLOT) as i16;
         p.extend([
             // r3 = this shard's score.
             op(LDX_DW, 3, 9, at + OPEN as i16, 0),
             op(LDX_DW, 4, 9, at + PICKED as i16, 0),
+            op(ADD_X, 3, 4, 0, 0),
+            op(LDX_DW, 4, 6, (i * 8) as i16, 0),
             op(ADD_X, 3, 4, 0, 0),
             // r4 = all ones if r3 < r7, else zero (scores are far below
             // 2^63, so the difference's sign says which is lower).
@@ -288,15 +362,16 @@ fn program(shards: usize, load: RawFd, socks: RawFd) -> Vec<Insn> {
     }
     p.extend([
         op(STX_W, 10, 8, -8, 0),
-        op(MOV_X, 1, 6, 0, 0),
+        op(LDX_DW, 1, 10, -16, 0),
         op(LD_IMM64, 2, BPF_PSEUDO_MAP_FD, 0, socks),
         op(0, 0, 0, 0, 0),
         op(MOV_X, 3, 10, 0, 0),
         op(ADD_K, 3, 0, 0, -8),
         op(MOV_K, 4, 0, 0, 0),
         op(CALL, 0, 0, 0, HELPER_SK_SELECT_REUSEPORT),
-        // That shard has no socket here (yet, or any more): the kernel's
-        // own hash picks, and nothing is counted.
+        // That shard has no socket here (no shard has: the lowest score
+        // is then an absent one's): the kernel's own hash picks, and
+        // nothing is counted.
         op(JNE_K, 0, 0, i16::MAX, 0), // → pass
         // The verifier's bound for the slot's address below.
         op(JGE_K, 8, 0, i16::MAX, shards as i32), // → pass
@@ -323,48 +398,67 @@ pub struct Program {
 
 impl Program {
     /// Loads the program for a group of `shards` sockets in `socks`,
-    /// scored by `load`. The verifier's log comes back in the error.
-    pub fn load(shards: usize, load: &LoadMap, socks: &SockArray) -> io::Result<Self> {
-        let insns = program(shards, load.fd.as_raw_fd(), socks.fd.as_raw_fd());
+    /// scored by `load` plus `absent`. The verifier's log comes back in
+    /// the error.
+    pub fn load(
+        shards: usize,
+        load: &LoadMap,
+        absent: &AbsentMap,
+        socks: &SockArray,
+    ) -> io::Result<Self> {
+        let insns = program(
+            shards,
+            load.fd.as_raw_fd(),
+            absent.fd.as_raw_fd(),
+            socks.fd.as_raw_fd(),
+        );
         let raw: Vec<u64> = insns
             .iter()
             .map(|i| {
+                let (off, imm) = (i.off.to_le_bytes(), i.imm.to_le_bytes());
                 u64::from_le_bytes([
-                    i.code,
-                    i.regs,
-                    i.off.to_le_bytes()[0],
-                    i.off.to_le_bytes()[1],
-                    i.imm.to_le_bytes()[0],
-                    i.imm.to_le_bytes()[1],
-                    i.imm.to_le_bytes()[2],
-                    i.imm.to_le_bytes()[3],
+                    i.code, i.regs, off[0], off[1], imm[0], imm[1], imm[2], imm[3],
                 ])
             })
             .collect();
+        // Without a log first: a log too small for the verifier's words
+        // fails the load (ENOSPC) even when the program is sound, and the
+        // log grows with the shard count. Only a refusal is loaded again,
+        // with a log large enough to say why.
+        match Self::load_raw(&raw, None) {
+            Ok(p) => Ok(p),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(e),
+            Err(_) => {
+                let mut log = vec![0u8; 4 << 20];
+                Self::load_raw(&raw, Some(&mut log))
+            }
+        }
+    }
+
+    fn load_raw(raw: &[u64], log: Option<&mut Vec<u8>>) -> io::Result<Self> {
         let license = c"Apache-2.0";
-        let mut log = vec![0u8; 16 * 1024];
         let mut attr = Attr::new();
         attr.u32(0, BPF_PROG_TYPE_SK_REUSEPORT)
             .u32(4, raw.len() as u32)
             .u64(8, raw.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
-            .u32(24, 1)
-            .u32(28, log.len() as u32)
-            .u64(32, log.as_mut_ptr() as u64)
             .name(48, "gw_steer")
             .u32(68, BPF_SK_REUSEPORT_SELECT);
+        let log_ptr = log.as_ref().map(|l| (l.as_ptr() as u64, l.len() as u32));
+        if let Some((ptr, len)) = log_ptr {
+            attr.u32(24, 1).u32(28, len).u64(32, ptr);
+        }
         match bpf(BPF_PROG_LOAD, &mut attr) {
             Ok(r) => Ok(Self { fd: new_fd(r) }),
             Err(e) => {
+                let Some(log) = log else { return Err(e) };
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
                 let text = String::from_utf8_lossy(&log[..end]);
-                let tail: Vec<&str> = text.lines().rev().take(4).collect();
+                let mut tail: Vec<&str> = text.lines().rev().take(4).collect();
+                tail.reverse();
                 Err(io::Error::new(
                     e.kind(),
-                    format!(
-                        "{e}; verifier: {}",
-                        tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-                    ),
+                    format!("{e}; verifier: {}", tail.join(" | ")),
                 ))
             }
         }
@@ -398,8 +492,8 @@ mod tests {
 
     #[test]
     fn every_jump_lands_on_the_pass_exit() {
-        for shards in [1, 2, 4, 64] {
-            let p = program(shards, 3, 4);
+        for shards in [1, 2, 4, 64, MAX_SHARDS] {
+            let p = program(shards, 3, 4, 5);
             let pass = p.len() - 2;
             for (at, i) in p.iter().enumerate() {
                 if matches!(i.code, JEQ_K | JNE_K | JGE_K) {
@@ -408,6 +502,26 @@ mod tests {
             }
             assert_eq!(p[pass].imm, SK_PASS);
             assert_eq!(p.last().map(|i| i.code), Some(EXIT));
+        }
+    }
+
+    /// Loaded for real, at shard counts whose verifier log would not fit
+    /// a small buffer (it failed from 12 shards with a 16 KiB log).
+    #[test]
+    fn the_verifier_takes_the_program_up_to_the_most_shards() {
+        for shards in [2, 12, 64, 256, MAX_SHARDS] {
+            let maps = LoadMap::new(shards)
+                .and_then(|l| Ok((l, AbsentMap::new(shards)?, SockArray::new(shards)?)));
+            let (load, absent, socks) = match maps {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("BPF maps refused here, not tested: {e}");
+                    return;
+                }
+            };
+            if let Err(e) = Program::load(shards, &load, &absent, &socks) {
+                assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{shards} shards: {e}");
+            }
         }
     }
 }

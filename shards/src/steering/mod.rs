@@ -12,10 +12,18 @@
 //! each shard writes into its own slot through a shared mapping, plus
 //! connections picked for it and not accepted yet, which the program
 //! counts); each listening address has its own socket map (shard → that
-//! shard's socket) and its own program, attached to the address's
-//! SO_REUSEPORT group ([`bpf`]). The registry of listening sockets
-//! ([`crate::wire::sockets`]) tells this module when a shard starts or
-//! stops listening; nothing here runs per request.
+//! shard's socket), its own penalty per shard whose socket is not in that
+//! map (so a shard that stopped listening is never the pick while another
+//! can take the connection), and its own program, attached to the
+//! address's SO_REUSEPORT group (`bpf.rs`, `group.rs`). The registry of
+//! listening sockets ([`crate::wire::sockets`]) tells this module when a
+//! shard starts or stops listening; nothing here runs per request.
+//!
+//! A hot restart's processes share their sockets, and a socket is in one
+//! socket map at a time: the running process lets go of its sockets in
+//! its maps when it hands copies over, and takes them back if the next
+//! process leaves without taking over. A socket another process's map
+//! still holds (one that died) waits, and joins once that map is freed.
 //!
 //! Where the kernel refuses (no CAP_BPF, an old kernel), steering is off
 //! and the kernel's hash decides, as before; the reason is logged once.
@@ -24,13 +32,20 @@
 //! and hands accepted sockets between workers.
 
 mod bpf;
+mod group;
+mod load;
 
+pub use load::{forget_pending, ShardLoad};
+
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
+
+use group::Group;
 
 /// How new connections are spread over the data shards
 /// (`--connection-steering`).
@@ -57,19 +72,12 @@ impl std::str::FromStr for SteeringMode {
     }
 }
 
-/// One listening address's group: its socket map, its program, and which
-/// socket each shard put in the map.
-struct Group {
-    socks: bpf::SockArray,
-    program: bpf::Program,
-    members: Vec<Option<RawFd>>,
-}
-
 /// The process's steering state (see the module's comment).
 pub struct Steering {
     load: bpf::LoadMap,
     shards: usize,
-    /// Taken only when a listener starts or stops.
+    /// Taken only when a listener starts or stops, at a hot restart's
+    /// hand-over, and once a second by a shard with a socket waiting.
     groups: Mutex<HashMap<SocketAddr, Group>>,
 }
 
@@ -85,17 +93,21 @@ impl std::fmt::Debug for Steering {
 impl Steering {
     /// Steering over `shards` data shards, or why the kernel refuses it.
     pub fn new(shards: usize) -> io::Result<Arc<Self>> {
-        let load = bpf::LoadMap::new(shards)?;
+        if shards > bpf::MAX_SHARDS {
+            return Err(io::Error::other(format!(
+                "at most {} data shards are steered, not {shards}",
+                bpf::MAX_SHARDS
+            )));
+        }
         let steering = Self {
-            load,
+            load: bpf::LoadMap::new(shards)?,
             shards,
             groups: Mutex::new(HashMap::new()),
         };
         // Loading one program now finds a refusal (no CAP_BPF, a kernel
         // without these maps or helpers) at start, not at the first
         // listener.
-        let socks = bpf::SockArray::new(shards)?;
-        bpf::Program::load(shards, &steering.load, &socks)?;
+        Group::new(shards, &steering.load)?;
         Ok(Arc::new(steering))
     }
 
@@ -107,32 +119,18 @@ impl Steering {
     /// `addr` may be steered to it. A shard listening on two sockets for
     /// one address (a hot restart from more shards) is steered to the
     /// first; the kernel's backlog of the other is still accepted from.
+    /// A socket still in another process's map waits (see
+    /// [`Self::retry_waiting`]).
     pub fn join(&self, addr: SocketAddr, shard: usize, socket: RawFd) -> io::Result<()> {
         if shard >= self.shards {
             return Ok(());
         }
         let mut groups = self.groups();
         let group = match groups.entry(addr) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let socks = bpf::SockArray::new(self.shards)?;
-                let program = bpf::Program::load(self.shards, &self.load, &socks)?;
-                e.insert(Group {
-                    socks,
-                    program,
-                    members: vec![None; self.shards],
-                })
-            }
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(Group::new(self.shards, &self.load)?),
         };
-        if group.members[shard].is_some() {
-            return Ok(());
-        }
-        group.socks.set(shard, socket)?;
-        group.members[shard] = Some(socket);
-        // Each time, not once per group: a group whose sockets all closed
-        // is gone in the kernel, and the next socket at the address starts
-        // a new one. Replacing the program with itself costs nothing.
-        group.program.attach(socket)
+        group.join(shard, socket)
     }
 
     /// Shard `shard` is about to close `socket` for `addr`: no new
@@ -142,22 +140,42 @@ impl Steering {
         let Some(group) = groups.get_mut(&addr) else {
             return;
         };
-        if group.members.get(shard).copied().flatten() != Some(socket) {
-            return;
-        }
-        group.socks.clear(shard);
-        group.members[shard] = None;
-        if group.members.iter().all(Option::is_none) {
+        group.leave(shard, socket);
+        if group.is_empty() {
             groups.remove(&addr);
+        }
+    }
+
+    /// A hot restart's next process takes copies of every socket: this
+    /// process lets go of them in its maps (a socket is in one socket map
+    /// at a time), so that the next one's program can steer them. Until
+    /// then the kernel's hash spreads connections.
+    pub fn release_all(&self) {
+        for group in self.groups().values_mut() {
+            group.release();
+        }
+    }
+
+    /// The next process left without taking over: this one steers its
+    /// sockets again.
+    pub fn reclaim_all(&self) {
+        for group in self.groups().values_mut() {
+            group.reclaim();
+        }
+    }
+
+    /// Shard `shard`'s sockets that were still in another process's map
+    /// when it joined: tried again (by the shard, once a second while it
+    /// accepts connections).
+    pub fn retry_waiting(&self, shard: usize) {
+        for group in self.groups().values_mut() {
+            group.retry(shard);
         }
     }
 
     /// Shard `shard`'s handle on its own score.
     pub fn shard_load(self: &Arc<Self>, shard: usize) -> Option<ShardLoad> {
-        (shard < self.shards).then(|| ShardLoad {
-            steering: Arc::clone(self),
-            shard,
-        })
+        (shard < self.shards).then(|| ShardLoad::new(Arc::clone(self), shard))
     }
 
     /// Every shard's (open, pending) connections as the program sees them.
@@ -170,47 +188,6 @@ impl Steering {
                 )
             })
             .collect()
-    }
-}
-
-/// One data shard's slot in the load map: it counts its connections
-/// there, opened and closed, on its own thread only.
-#[derive(Clone)]
-pub struct ShardLoad {
-    steering: Arc<Steering>,
-    shard: usize,
-}
-
-impl ShardLoad {
-    /// A connection was accepted: one more open, one fewer pending.
-    pub fn accepted(&self) {
-        let load = &self.steering.load;
-        // Only this shard writes its open count: no locked add needed.
-        let open = load.slot(self.shard, bpf::OPEN);
-        open.store(open.load(Relaxed) + 1, Relaxed);
-        // The program adds to `pending` from any CPU; take one away unless
-        // none is left (a connection the kernel's hash picked, while a
-        // shard's socket was missing from the group's map).
-        let _ = load
-            .slot(self.shard, bpf::PICKED)
-            .fetch_update(Relaxed, Relaxed, |p| p.checked_sub(1));
-    }
-
-    /// A connection accepted by [`Self::accepted`] closed.
-    pub fn closed(&self) {
-        let open = self.steering.load.slot(self.shard, bpf::OPEN);
-        open.store(open.load(Relaxed).saturating_sub(1), Relaxed);
-    }
-
-    /// Forgets pending picks. Called every second: a SYN the program
-    /// picked that never became a connection (a backlog overflow, a SYN
-    /// flood) must not count against its shard forever; a real one still
-    /// pending is counted again when accepted, as open.
-    pub fn forget_pending(&self) {
-        self.steering
-            .load
-            .slot(self.shard, bpf::PICKED)
-            .store(0, Relaxed);
     }
 }
 

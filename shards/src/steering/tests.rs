@@ -111,30 +111,88 @@ fn a_burst_is_spread_evenly_and_a_loaded_shard_is_avoided() {
 }
 
 #[test]
-fn a_shard_that_left_is_not_picked_and_its_share_falls_to_the_kernel_hash() {
+fn a_shard_that_left_is_not_picked_the_others_take_its_share() {
     let Some(steering) = steering(2) else { return };
     let a = reuseport_listener(0);
     let addr = a.local_addr().expect("addr");
     let b = reuseport_listener(addr.port());
     steering.join(addr, 0, a.as_raw_fd()).expect("join");
     steering.join(addr, 1, b.as_raw_fd()).expect("join");
-    // Shard 0 is about to close its socket: everything goes to shard 1's
-    // (picks for shard 0 find no socket and are left to the hash, which
-    // may choose either; shard 1's score grows only with its own picks).
+    // Shard 0 is about to close its socket: though its score is the
+    // lowest, everything goes to shard 1, counted there.
     steering.leave(addr, 0, a.as_raw_fd());
     let _c = connect(addr, 20);
-    let got = backlogs(&[a, b]);
-    assert_eq!(got.iter().sum::<usize>(), 20);
-    // With shard 0 at 0 and never counted, every pick is shard 0, which
-    // has no socket: the hash decides all 20, and none is counted.
-    assert_eq!(steering.scores(), vec![(0, 0), (0, 0)]);
-    // Leaving twice, or with another socket, changes nothing.
-    steering.leave(addr, 0, 12345);
-    steering.leave(addr, 0, 12345);
+    let (a_fd, listeners) = (a.as_raw_fd(), [a, b]);
+    assert_eq!(backlogs(&listeners), vec![0, 20]);
+    assert_eq!(steering.scores(), vec![(0, 0), (0, 20)]);
+    // Leaving with another socket, or twice, changes nothing.
+    steering.leave(addr, 1, 12345);
+    steering.leave(addr, 0, a_fd);
+    let _d = connect(addr, 2);
+    assert_eq!(steering.scores(), vec![(0, 0), (0, 22)]);
+}
+
+/// A hot restart: the next process's sockets are copies of ours, and a
+/// socket is in one socket map at a time.
+#[test]
+fn a_hot_restart_hands_the_sockets_over_and_back() {
+    let (Some(old), Some(new)) = (steering(2), steering(2)) else {
+        return;
+    };
+    let a = reuseport_listener(0);
+    let addr = a.local_addr().expect("addr");
+    let b = reuseport_listener(addr.port());
+    let (a2, b2) = (a.try_clone().expect("dup"), b.try_clone().expect("dup"));
+    old.join(addr, 0, a.as_raw_fd()).expect("join");
+    old.join(addr, 1, b.as_raw_fd()).expect("join");
+    // The old process hands its copies over and lets go in its maps; the
+    // new one joins and steers (its own counts).
+    old.release_all();
+    new.join(addr, 0, a2.as_raw_fd()).expect("join");
+    new.join(addr, 1, b2.as_raw_fd()).expect("join");
+    let _c = connect(addr, 4);
+    assert_eq!(new.scores(), vec![(0, 2), (0, 2)]);
+    assert_eq!(old.scores(), vec![(0, 0), (0, 0)]);
+    // Had the new process joined before the old let go, its sockets would
+    // wait, and join on a retry.
+    let later = steering(2).expect("steering");
+    later
+        .join(addr, 0, a2.as_raw_fd())
+        .expect("join waits, no error");
+    let _d = connect(addr, 2);
+    assert_eq!(
+        later.scores(),
+        vec![(0, 0), (0, 0)],
+        "none joined: the hash picks"
+    );
+    new.release_all();
+    later.retry_waiting(0);
+    let _e = connect(addr, 2);
+    assert_eq!(later.scores(), vec![(0, 2), (0, 0)]);
+    // That process leaves without taking over: the old one takes its
+    // sockets back once the other's maps let go of them (its program
+    // replaced, its maps freed, shortly after).
+    later.release_all();
+    drop((new, later));
+    old.reclaim_all();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        old.retry_waiting(0);
+        old.retry_waiting(1);
+        let _f = connect(addr, 2);
+        if old.scores() == vec![(0, 1), (0, 1)] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{:?}", old.scores());
+        old.release_all();
+        old.reclaim_all();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop((a, b, a2, b2));
 }
 
 #[test]
-fn pending_picks_are_taken_away_on_accept_and_forgotten() {
+fn pending_picks_are_taken_away_on_accept() {
     let Some(steering) = steering(2) else { return };
     let a = reuseport_listener(0);
     let addr = a.local_addr().expect("addr");
@@ -146,11 +204,11 @@ fn pending_picks_are_taken_away_on_accept_and_forgotten() {
     let load = steering.shard_load(0).expect("slot");
     load.accepted();
     assert_eq!(steering.scores()[0], (1, 2));
-    load.forget_pending();
-    assert_eq!(steering.scores()[0], (1, 0));
     // Nothing pending: an accept does not take the count below zero.
     load.accepted();
-    assert_eq!(steering.scores()[0], (2, 0));
+    load.accepted();
+    load.accepted();
+    assert_eq!(steering.scores()[0], (4, 0));
     assert!(steering.shard_load(2).is_none());
 }
 
@@ -162,4 +220,58 @@ fn modes_parse_by_name() {
     );
     assert_eq!("kernel-hash".parse(), Ok(SteeringMode::KernelHash));
     assert!("round-robin".parse::<SteeringMode>().is_err());
+}
+
+#[test]
+fn lost_picks_are_forgotten_a_second_after_an_accept_and_an_idle_shard_stays_asleep() {
+    let Some(steering) = steering(2) else { return };
+    let a = reuseport_listener(0);
+    let addr = a.local_addr().expect("addr");
+    let b = reuseport_listener(addr.port());
+    steering.join(addr, 0, a.as_raw_fd()).expect("join");
+    steering.join(addr, 1, b.as_raw_fd()).expect("join");
+    // Four picks each that no shard accepts (lost, as far as it knows).
+    let _c = connect(addr, 8);
+    let load = steering.shard_load(0).expect("slot");
+    let ex = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .io_memory(1 << 20)
+        .make()
+        .expect("executor");
+    let seen = ex.run(async move {
+        glommio::spawn_local(forget_pending(load.clone())).detach();
+        // Nothing accepted: the task sleeps, the picks stay.
+        glommio::timer::sleep(std::time::Duration::from_millis(1300)).await;
+        let idle = steering.scores()[0];
+        load.accepted();
+        let after_accept = steering.scores()[0];
+        glommio::timer::sleep(std::time::Duration::from_millis(1300)).await;
+        (idle, after_accept, steering.scores())
+    });
+    assert_eq!(seen, ((0, 4), (1, 3), vec![(1, 0), (0, 4)]));
+}
+
+/// A previous process that died without letting go: its program, still
+/// on the group, holds its socket map, which holds our sockets. Ours
+/// replaces it, its maps are freed, and our sockets join on a retry.
+#[test]
+fn sockets_held_by_a_dead_process_map_join_once_it_is_freed() {
+    let (Some(dead), Some(ours)) = (steering(1), steering(1)) else {
+        return;
+    };
+    let a = reuseport_listener(0);
+    let addr = a.local_addr().expect("addr");
+    dead.join(addr, 0, a.as_raw_fd()).expect("join");
+    drop(dead);
+    ours.join(addr, 0, a.as_raw_fd())
+        .expect("join waits, no error");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        ours.retry_waiting(0);
+        let _c = connect(addr, 1);
+        if ours.scores()[0].1 > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never joined");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

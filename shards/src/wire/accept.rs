@@ -37,20 +37,6 @@ impl ConnGate {
         }
     }
 
-    /// A connection came out of the backlog: counted for steering until
-    /// [`Self::gone`] (its [`GateGuard`] drops, or it is refused).
-    fn accepted(&self) {
-        if let Some(l) = &self.load {
-            l.accepted();
-        }
-    }
-
-    fn gone(&self) {
-        if let Some(l) = &self.load {
-            l.closed();
-        }
-    }
-
     /// Wakes the accept loop if it waits, to look at its limit again (a
     /// connection closed, or a new snapshot may have changed the limit).
     pub fn nudge(&self) {
@@ -59,20 +45,42 @@ impl ConnGate {
         }
     }
 
-    fn enter(self: &Rc<Self>) -> GateGuard {
-        self.open.set(self.open.get() + 1);
-        GateGuard(Rc::clone(self))
+    /// A connection came out of the backlog: counted for steering until
+    /// the token drops (with the connection's [`GateGuard`], or when it is
+    /// refused, or its accept loop is cancelled first).
+    fn accepted(self: &Rc<Self>) -> Accepted {
+        if let Some(l) = &self.load {
+            l.accepted();
+        }
+        Accepted(Rc::clone(self))
+    }
+
+    fn enter(accepted: Accepted) -> GateGuard {
+        let gate = &accepted.0;
+        gate.open.set(gate.open.get() + 1);
+        GateGuard(accepted)
+    }
+}
+
+/// A connection accepted from a gate's socket (see [`ConnGate::accepted`]).
+pub(super) struct Accepted(Rc<ConnGate>);
+
+impl Drop for Accepted {
+    fn drop(&mut self) {
+        if let Some(l) = &self.0.load {
+            l.closed();
+        }
     }
 }
 
 /// One open connection of a gate; dropped when its task ends.
-pub(super) struct GateGuard(Rc<ConnGate>);
+pub(super) struct GateGuard(Accepted);
 
 impl Drop for GateGuard {
     fn drop(&mut self) {
-        self.0.open.set(self.0.open.get() - 1);
-        self.0.gone();
-        self.0.nudge();
+        let gate = &self.0 .0;
+        gate.open.set(gate.open.get() - 1);
+        gate.nudge();
     }
 }
 
@@ -121,7 +129,7 @@ pub(crate) async fn accept_loop(
         }
         match sock.accept().await {
             Ok(stream) => {
-                gate.accepted();
+                let accepted = gate.accepted();
                 // Accepted while `stop_accepting_connections` acts (it
                 // began while the accept waited): held unserved until it
                 // passes, as the backlog holds the ones after it (this
@@ -132,8 +140,7 @@ pub(crate) async fn accept_loop(
                 if overload.hits(Act::RejectIncomingConnections, || shard.unit()) {
                     shard.stats.downstream.cx_overload_reject.inc();
                     counted.downstream_cx_overload_reject.inc();
-                    drop(stream);
-                    gate.gone();
+                    drop((stream, accepted));
                     continue;
                 }
                 let max = shard
@@ -144,8 +151,7 @@ pub(crate) async fn accept_loop(
                 if max.is_some_and(|m| overload.downstream_connections() >= m) {
                     shard.stats.downstream.cx_global_overflow.inc();
                     counted.downstream_global_cx_overflow.inc();
-                    drop(stream);
-                    gate.gone();
+                    drop((stream, accepted));
                     continue;
                 }
                 if at_limit(shard, &listener, &gate) {
@@ -159,7 +165,7 @@ pub(crate) async fn accept_loop(
                     })
                     .await;
                 }
-                let guard = gate.enter();
+                let guard = ConnGate::enter(accepted);
                 let (shared, name, drains) =
                     (Rc::clone(&wire), Rc::clone(&listener), Rc::clone(&drains));
                 // Detached: a connection outlives the listener's task while

@@ -135,9 +135,13 @@ impl ListenSockets {
     }
 
     /// Copies of every socket listened on now, by address, the shards'
-    /// in shard order, for the next process.
+    /// in shard order, for the next process, which steers them from now
+    /// on (until [`Self::reclaim_steering`]).
     pub fn duplicate(&self) -> io::Result<Vec<(SocketAddr, OwnedFd)>> {
         let inner = self.lock();
+        if let Some(s) = self.steering.get() {
+            s.release_all();
+        }
         let mut out = Vec::new();
         for (addr, list) in &inner.open {
             let mut list = list.clone();
@@ -153,6 +157,15 @@ impl ListenSockets {
             }
         }
         Ok(out)
+    }
+
+    /// The next process left without taking over: steer this process's
+    /// sockets again.
+    pub fn reclaim_steering(&self) {
+        let _inner = self.lock();
+        if let Some(s) = self.steering.get() {
+            s.reclaim_all();
+        }
     }
 
     /// Closes the handed-over sockets nobody took (their addresses left
