@@ -37,6 +37,9 @@ pub(super) struct Shared {
     /// Where actions go (set once the thread starts).
     actions: Mutex<Option<CommandSender>>,
     stopped: AtomicBool,
+    /// Written once by [`Shared::stop`]: the accept loop waits on the
+    /// other end (no timer, so an idle admin thread does not wake).
+    stop_signal: Mutex<Option<std::os::unix::net::UnixStream>>,
     bound: Mutex<Option<SocketAddr>>,
     /// Connections open, and pages being rendered or sent (only the admin
     /// thread changes them).
@@ -52,6 +55,7 @@ impl Shared {
             view: Mutex::new(Arc::new(inner)),
             actions: Mutex::new(None),
             stopped: AtomicBool::new(false),
+            stop_signal: Mutex::new(None),
             bound: Mutex::new(None),
             connections: AtomicUsize::new(0),
             pages: AtomicUsize::new(0),
@@ -78,12 +82,16 @@ impl Shared {
             .is_some_and(|c| c.send(Command::Admin(action)))
     }
 
-    /// Ends the thread: its accept loop sees the flag within
-    /// [`STOP_POLL`]. (Not by connecting to itself: after a hot restart
-    /// the next process accepts on the same socket.)
+    /// Ends the thread: its accept loop wakes on the stop signal. (Not by
+    /// connecting to itself: after a hot restart the next process accepts
+    /// on the same socket.)
     pub(super) fn stop(&self) {
+        use std::io::Write as _;
         self.stopped.store(true, Relaxed);
         *lock(&self.actions) = None;
+        if let Some(mut w) = lock(&self.stop_signal).as_ref() {
+            let _ = w.write(&[1]);
+        }
     }
 }
 
@@ -113,6 +121,9 @@ pub(super) fn start(
     sockets: Arc<ListenSockets>,
 ) -> std::io::Result<SocketAddr> {
     *lock(&shared.actions) = Some(actions);
+    let (signal, stop_rx) = std::os::unix::net::UnixStream::pair()?;
+    stop_rx.set_nonblocking(true)?;
+    *lock(&shared.stop_signal) = Some(signal);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("admin".into())
@@ -131,14 +142,11 @@ pub(super) fn start(
                     return;
                 }
             };
-            ex.run(accept(addr, shared, tx, sockets));
+            ex.run(accept(addr, shared, tx, sockets, stop_rx));
         })?;
     rx.recv()
         .map_err(|_| std::io::Error::other("the admin thread ended"))?
 }
-
-/// How often a stopped admin server notices.
-const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// The admin socket: the one the previous process handed over (hot
 /// restart), else one bound now.
@@ -169,8 +177,11 @@ async fn accept(
     shared: Arc<Shared>,
     started: std::sync::mpsc::Sender<std::io::Result<SocketAddr>>,
     sockets: Arc<ListenSockets>,
+    stop_rx: std::os::unix::net::UnixStream,
 ) {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+    // SAFETY: a non-blocking socket made for this loop, now owned by it.
+    let stop_rx = unsafe { glommio::net::UnixStream::from_raw_fd(stop_rx.into_raw_fd()) };
     let listener = match listen(addr, &sockets) {
         Ok(l) => l,
         Err(e) => {
@@ -190,18 +201,26 @@ async fn accept(
     // Declared after the listener: dropped (and unregistered) first.
     let _registered = Registered(&sockets, bound, listener.as_raw_fd());
     let _ = started.send(Ok(bound));
-    let stopped = || async {
-        while !shared.stopped.load(Relaxed) {
-            glommio::timer::sleep(STOP_POLL).await;
+    // One future for the loop's life, raced with each accept; it ends
+    // once, after which the loop ends too.
+    let stop = async {
+        use futures_lite::AsyncReadExt as _;
+        let mut rx = stop_rx;
+        let _ = rx.read(&mut [0u8; 1]).await;
+        if !shared.stopped.load(Relaxed) {
+            // Woken without a stop (cannot happen while `shared`, which
+            // holds the writing end, lives): never end.
+            std::future::pending::<()>().await;
         }
         Err(glommio::GlommioError::IoError(
             std::io::ErrorKind::Interrupted.into(),
         ))
     };
+    let mut stop = std::pin::pin!(stop);
     while !shared.stopped.load(Relaxed) {
         // Dropping a pending accept loses no connection (glommio's
         // PATCH(polled-accept)).
-        match futures_lite::future::or(listener.accept(), stopped()).await {
+        match futures_lite::future::or(listener.accept(), stop.as_mut()).await {
             Ok(stream) if !shared.stopped.load(Relaxed) => {
                 if shared.connections.load(Relaxed) >= MAX_CONNECTIONS {
                     shared.refused.fetch_add(1, Relaxed);
