@@ -214,7 +214,7 @@ pub(super) async fn open(
     let conn = match proto? {
         Proto::H2 => {
             stats.cx_http2_total.inc();
-            DownCodec::H2(ServerConn::new(server_config(hcm)))
+            DownCodec::H2(Box::new(ServerConn::new(server_config(hcm))))
         }
         Proto::H1 => {
             stats.cx_http1_total.inc();
