@@ -8,7 +8,10 @@ use std::time::Duration;
 /// name starts with one of `prefixes`, by thread.
 fn switches(prefixes: &[&str]) -> Vec<(String, u64)> {
     let mut out = Vec::new();
-    for t in std::fs::read_dir("/proc/self/task").expect("tasks").flatten() {
+    for t in std::fs::read_dir("/proc/self/task")
+        .expect("tasks")
+        .flatten()
+    {
         let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
         let comm = comm.trim().to_string();
         if !prefixes.iter().any(|p| comm.starts_with(p)) {

@@ -45,6 +45,16 @@ fn backlogs(listeners: &[TcpListener]) -> Vec<usize> {
         .collect()
 }
 
+/// Two sockets of one new group on loopback, joined as shards 0 and 1.
+fn joined_pair(steering: &Steering) -> (SocketAddr, TcpListener, TcpListener) {
+    let a = reuseport_listener(0);
+    let addr = a.local_addr().expect("addr");
+    let b = reuseport_listener(addr.port());
+    steering.join(addr, 0, a.as_raw_fd()).expect("join");
+    steering.join(addr, 1, b.as_raw_fd()).expect("join");
+    (addr, a, b)
+}
+
 fn connect(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
     (0..n)
         .map(|_| TcpStream::connect(addr).expect("connect"))
@@ -113,11 +123,7 @@ fn a_burst_is_spread_evenly_and_a_loaded_shard_is_avoided() {
 #[test]
 fn a_shard_that_left_is_not_picked_the_others_take_its_share() {
     let Some(steering) = steering(2) else { return };
-    let a = reuseport_listener(0);
-    let addr = a.local_addr().expect("addr");
-    let b = reuseport_listener(addr.port());
-    steering.join(addr, 0, a.as_raw_fd()).expect("join");
-    steering.join(addr, 1, b.as_raw_fd()).expect("join");
+    let (addr, a, b) = joined_pair(&steering);
     // Shard 0 is about to close its socket: though its score is the
     // lowest, everything goes to shard 1, counted there.
     steering.leave(addr, 0, a.as_raw_fd());
@@ -194,11 +200,7 @@ fn a_hot_restart_hands_the_sockets_over_and_back() {
 #[test]
 fn pending_picks_are_taken_away_on_accept() {
     let Some(steering) = steering(2) else { return };
-    let a = reuseport_listener(0);
-    let addr = a.local_addr().expect("addr");
-    let b = reuseport_listener(addr.port());
-    steering.join(addr, 0, a.as_raw_fd()).expect("join");
-    steering.join(addr, 1, b.as_raw_fd()).expect("join");
+    let (addr, _a, _b) = joined_pair(&steering);
     let _c = connect(addr, 6);
     assert_eq!(steering.scores(), vec![(0, 3), (0, 3)]);
     let load = steering.shard_load(0).expect("slot");
@@ -225,11 +227,7 @@ fn modes_parse_by_name() {
 #[test]
 fn lost_picks_are_forgotten_a_second_after_an_accept_and_an_idle_shard_stays_asleep() {
     let Some(steering) = steering(2) else { return };
-    let a = reuseport_listener(0);
-    let addr = a.local_addr().expect("addr");
-    let b = reuseport_listener(addr.port());
-    steering.join(addr, 0, a.as_raw_fd()).expect("join");
-    steering.join(addr, 1, b.as_raw_fd()).expect("join");
+    let (addr, _a, _b) = joined_pair(&steering);
     // Four picks each that no shard accepts (lost, as far as it knows).
     let _c = connect(addr, 8);
     let load = steering.shard_load(0).expect("slot");
