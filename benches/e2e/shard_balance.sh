@@ -58,14 +58,7 @@ if [ "$BUILD" = 1 ]; then
     cargo build --release -q -p gateway -p demo-backend -p loadgen --bin gateway --bin demo-backend --bin loadgen
 fi
 BIN=target/release
-WORK=$(mktemp -d /tmp/shard-balance.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+make_work_dir shard-balance
 
 BACKEND_PORT=$(free_port)
 "$BIN/demo-backend" --listen "127.0.0.1:$BACKEND_PORT" >"$WORK/backend.log" 2>&1 &

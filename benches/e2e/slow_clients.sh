@@ -43,14 +43,7 @@ if [ "$BUILD" = 1 ]; then
     cargo build --release -q -p gateway -p demo-backend --bin gateway --bin demo-backend
 fi
 BIN=target/release
-WORK=$(mktemp -d /tmp/slow-clients.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+make_work_dir slow-clients
 
 # What write_bootstrap and write_haproxy_cfg (lib.sh) read.
 SHARDS=1

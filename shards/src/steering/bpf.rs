@@ -92,6 +92,39 @@ fn new_fd(r: libc::c_long) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(r as RawFd) }
 }
 
+/// A new map with `u32` keys.
+fn create_map(
+    map_type: u32,
+    value_size: usize,
+    max_entries: usize,
+    flags: u32,
+    name: &str,
+) -> io::Result<OwnedFd> {
+    bpf(
+        BPF_MAP_CREATE,
+        Attr::new()
+            .u32(0, map_type)
+            .u32(4, 4)
+            .u32(8, value_size as u32)
+            .u32(12, max_entries as u32)
+            .u32(16, flags)
+            .name(28, name),
+    )
+    .map(new_fd)
+}
+
+/// Writes the value at `value` (the map's value size) under `key`.
+fn update_elem(map: &OwnedFd, key: u32, value: *const u8) -> io::Result<()> {
+    bpf(
+        BPF_MAP_UPDATE_ELEM,
+        Attr::new()
+            .u32(0, map.as_raw_fd() as u32)
+            .u64(8, &key as *const u32 as u64)
+            .u64(16, value as u64),
+    )
+    .map(drop)
+}
+
 /// The shards' scores: one array map of one value holding a slot per
 /// shard, mapped into the process so that shards update their own slot
 /// with plain atomics, no system call.
@@ -109,21 +142,17 @@ unsafe impl Sync for LoadMap {}
 
 impl LoadMap {
     pub fn new(shards: usize) -> io::Result<Self> {
-        let value_size = (SLOT * shards) as u32;
-        let r = bpf(
-            BPF_MAP_CREATE,
-            Attr::new()
-                .u32(0, BPF_MAP_TYPE_ARRAY)
-                .u32(4, 4)
-                .u32(8, value_size)
-                .u32(12, 1)
-                .u32(16, BPF_F_MMAPABLE)
-                .name(28, "gw_shard_load"),
+        let value_size = SLOT * shards;
+        let fd = create_map(
+            BPF_MAP_TYPE_ARRAY,
+            value_size,
+            1,
+            BPF_F_MMAPABLE,
+            "gw_shard_load",
         )?;
-        let fd = new_fd(r);
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let len = (value_size as usize).div_ceil(page) * page;
+        let len = value_size.div_ceil(page) * page;
         // SAFETY: mapping a map the kernel made mmapable, shared, at any
         // address; checked for failure below.
         let base = unsafe {
@@ -171,30 +200,20 @@ pub struct SockArray {
 
 impl SockArray {
     pub fn new(shards: usize) -> io::Result<Self> {
-        let r = bpf(
-            BPF_MAP_CREATE,
-            Attr::new()
-                .u32(0, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY)
-                .u32(4, 4)
-                .u32(8, 8)
-                .u32(12, shards as u32)
-                .name(28, "gw_shard_socks"),
+        let fd = create_map(
+            BPF_MAP_TYPE_REUSEPORT_SOCKARRAY,
+            8,
+            shards,
+            0,
+            "gw_shard_socks",
         )?;
-        Ok(Self { fd: new_fd(r) })
+        Ok(Self { fd })
     }
 
     /// Shard `shard` listens on `socket`.
     pub fn set(&self, shard: usize, socket: RawFd) -> io::Result<()> {
-        let key = shard as u32;
         let value = socket as u64;
-        bpf(
-            BPF_MAP_UPDATE_ELEM,
-            Attr::new()
-                .u32(0, self.fd.as_raw_fd() as u32)
-                .u64(8, &key as *const u32 as u64)
-                .u64(16, &value as *const u64 as u64),
-        )
-        .map(drop)
+        update_elem(&self.fd, shard as u32, (&value as *const u64).cast())
     }
 
     /// Shard `shard` no longer listens here (no error if it was not).
@@ -225,26 +244,14 @@ pub const ABSENT: u64 = 1 << 40;
 impl AbsentMap {
     /// Every shard absent.
     pub fn new(shards: usize) -> io::Result<Self> {
-        let r = bpf(
-            BPF_MAP_CREATE,
-            Attr::new()
-                .u32(0, BPF_MAP_TYPE_ARRAY)
-                .u32(4, 4)
-                .u32(8, (8 * shards) as u32)
-                .u32(12, 1)
-                .name(28, "gw_shard_absent"),
-        )?;
-        let map = Self {
-            fd: new_fd(r),
-            shards,
-        };
+        let fd = create_map(BPF_MAP_TYPE_ARRAY, 8 * shards, 1, 0, "gw_shard_absent")?;
+        let map = Self { fd, shards };
         map.set(&vec![true; shards])?;
         Ok(map)
     }
 
     /// Which shards are absent now, by index.
     pub fn set(&self, absent: &[bool]) -> io::Result<()> {
-        let key = 0u32;
         let value: Vec<u64> = (0..self.shards)
             .map(|s| {
                 if absent.get(s).copied().unwrap_or(true) {
@@ -254,14 +261,7 @@ impl AbsentMap {
                 }
             })
             .collect();
-        bpf(
-            BPF_MAP_UPDATE_ELEM,
-            Attr::new()
-                .u32(0, self.fd.as_raw_fd() as u32)
-                .u64(8, &key as *const u32 as u64)
-                .u64(16, value.as_ptr() as u64),
-        )
-        .map(drop)
+        update_elem(&self.fd, 0, value.as_ptr().cast())
     }
 }
 

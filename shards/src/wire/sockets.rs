@@ -65,6 +65,15 @@ impl ListenSockets {
         let _ = self.steering.set(steering);
     }
 
+    /// Steering and the shard's index, when `owner` is a shard and
+    /// steering is on.
+    fn steered(&self, owner: Owner) -> Option<(&Steering, usize)> {
+        match owner {
+            Owner::Shard(i) => Some((self.steering.get()?, i)),
+            Owner::Admin => None,
+        }
+    }
+
     /// Shard `shard`'s slot for counting its connections, when steering.
     pub fn shard_load(&self, shard: usize) -> Option<ShardLoad> {
         self.steering.get()?.shard_load(shard)
@@ -111,7 +120,7 @@ impl ListenSockets {
     pub fn opened(&self, addr: SocketAddr, owner: Owner, fd: RawFd) {
         let mut inner = self.lock();
         inner.open.entry(addr).or_default().push((owner, fd));
-        if let (Owner::Shard(i), Some(s)) = (owner, self.steering.get()) {
+        if let Some((s, i)) = self.steered(owner) {
             if let Err(e) = s.join(addr, i, fd) {
                 // The kernel's hash still spreads this address's
                 // connections; only the steering is lost.
@@ -123,7 +132,7 @@ impl ListenSockets {
     /// `owner` is about to close `fd`: call before closing it.
     pub fn closing(&self, addr: SocketAddr, owner: Owner, fd: RawFd) {
         let mut inner = self.lock();
-        if let (Owner::Shard(i), Some(s)) = (owner, self.steering.get()) {
+        if let Some((s, i)) = self.steered(owner) {
             s.leave(addr, i, fd);
         }
         if let Some(list) = inner.open.get_mut(&addr) {
@@ -162,7 +171,6 @@ impl ListenSockets {
     /// The next process left without taking over: steer this process's
     /// sockets again.
     pub fn reclaim_steering(&self) {
-        let _inner = self.lock();
         if let Some(s) = self.steering.get() {
             s.reclaim_all();
         }
